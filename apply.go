@@ -1,0 +1,186 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// apply runs steps 3, 5 and 6 of DESIGN §3 for an event that passed the
+// gate: claim the business key, run the handler under its own savepoint,
+// advance the key version by compare-and-set and mark the identity applied.
+func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, d Decision, sp string, now time.Time) ([]Decision, string, error) {
+	key := ev.PartitionKey
+	v, versioned := ev.Version()
+	if ev.BusinessKey != "" {
+		claimed, err := tx.ClaimBusinessKey(ctx, p.cfg.Name, ev.BusinessKey, ev.Source, ev.ID, now)
+		if err != nil {
+			return nil, "", err
+		}
+		if !claimed {
+			d.Outcome = SemanticDuplicate
+			d.Reason = fmt.Sprintf("business key %q was already applied under another identity", ev.BusinessKey)
+			err := p.record(ctx, tx, ev, d, ks.Version, "none: the effect already happened", now)
+			if err == nil && versioned {
+				// The object still moved to this version; only the effect
+				// is suppressed, so successors are not held behind it.
+				err = p.advance(ctx, tx, key, ks.Version, v, now)
+			}
+			return p.release(ctx, tx, sp, d, key, err)
+		}
+	}
+	hsp := tx.savepoint()
+	if err := tx.Savepoint(ctx, hsp); err != nil {
+		return nil, "", err
+	}
+	herr := p.runHandler(ctx, tx, ev)
+	if herr != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err() // shutting down: leave it for redelivery
+		}
+		return p.failed(ctx, tx, in, ev, ks, d, sp, herr, now)
+	}
+	if err := p.cfg.hooks.at(FaultAfterHandler); err != nil {
+		return nil, "", err
+	}
+	if err := tx.Release(ctx, hsp); err != nil {
+		return nil, "", err
+	}
+	if versioned {
+		if err := p.advance(ctx, tx, key, ks.Version, v, now); err != nil {
+			if !errors.Is(err, errKeyConflict) {
+				return nil, "", err
+			}
+			if err := tx.RollbackTo(ctx, sp); err != nil {
+				return nil, "", err
+			}
+			d.Outcome, d.Reason = Retry, err.Error()
+			return p.release(ctx, tx, sp, d, "", nil)
+		}
+	}
+	processed := now
+	if err := tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(Applied), &processed); err != nil {
+		return nil, "", err
+	}
+	if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
+		return nil, "", err
+	}
+	if in.redrive {
+		if err := tx.ResolveDeadLetter(ctx, p.cfg.Name, ev.Source, ev.ID, "redriven", now); err != nil {
+			return nil, "", err
+		}
+	}
+	d.Outcome, d.Reason = Applied, ""
+	return p.release(ctx, tx, sp, d, key, nil)
+}
+
+// advance is the compare-and-set of step 6.
+func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *int64, next int64, now time.Time) error {
+	ok, err := tx.AdvanceKey(ctx, p.cfg.Name, key, prev, next, now)
+	if err == nil && !ok {
+		err = errKeyConflict
+	}
+	return err
+}
+
+// runHandler calls the handler, turning a panic into a permanent error so a
+// poison message cannot crash the consumer over and over.
+func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
+		}
+	}()
+	return p.cfg.Handler(ctx, tx.SQL(), ev)
+}
+
+// failed handles a handler error: retry with the attempt counted, or
+// dead-letter when the error is permanent or attempts are used up.
+func (p *pipeline) failed(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, d Decision, sp string, herr error, now time.Time) ([]Decision, string, error) {
+	if err := tx.RollbackTo(ctx, sp); err != nil {
+		return nil, "", err
+	}
+	attempts, first, err := tx.RecordRetry(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+		PartitionKey: ev.PartitionKey, Error: herr.Error(), At: now})
+	if err != nil {
+		return nil, "", err
+	}
+	attempts = max(attempts, in.attempt)
+	if !IsPermanent(herr) && attempts < p.cfg.Retry.MaxAttempts {
+		d.Outcome = Retry
+		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
+		d.Attempt = attempts
+		err := tx.Audit(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: string(Retry), Reason: d.Reason,
+			NextAction: "redelivery after " + p.cfg.Retry.Backoff(attempts).String(), At: now})
+		return p.release(ctx, tx, sp, d, "", err)
+	}
+	reason := "permanent failure"
+	if !IsPermanent(herr) {
+		reason = fmt.Sprintf("attempts exhausted (%d of %d)", attempts, p.cfg.Retry.MaxAttempts)
+	}
+	d.Outcome, d.Reason, d.Attempt = DeadLettered, reason+": "+herr.Error(), attempts
+	drainKey, err := p.deadLetter(ctx, tx, in, ev, ks, reason, attempts, first, herr.Error(), now)
+	if err == nil {
+		err = p.record(ctx, tx, ev, d, ks.Version, deadLetterNext(p.cfg, ev), now)
+	}
+	return p.release(ctx, tx, sp, d, drainKey, err)
+}
+
+func deadLetterNext(cfg Config, ev Event) string {
+	if ev.PartitionKey != "" && cfg.OnDeadLetter == DeadLetterBlock {
+		return "key blocked: redrive or skip the message (seqbox dlq redrive|skip)"
+	}
+	return "redrive from the DLQ once fixed (seqbox dlq redrive)"
+}
+
+// deadLetter moves the original envelope to the DLQ, keeps the identity as
+// dead_lettered, and applies OnDeadLetter to the key.
+func (p *pipeline) deadLetter(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, reason string, attempts int, first, last string, now time.Time) (string, error) {
+	name := p.cfg.Name
+	if in.parked != nil {
+		if err := tx.Unpark(ctx, in.parked.Seq); err != nil {
+			return "", err
+		}
+	}
+	if in.redrive {
+		if err := tx.ResolveDeadLetter(ctx, name, ev.Source, ev.ID, "redrive_failed", now); err != nil {
+			return "", err
+		}
+	}
+	if _, err := tx.DeadLetter(ctx, store.DeadLetter{Consumer: name, Source: ev.Source, ID: ev.ID,
+		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, PayloadHash: ev.Hash, Envelope: ev.Raw,
+		Reason: reason, Attempts: attempts, FirstError: first, LastError: last, DeadAt: now}); err != nil {
+		return "", err
+	}
+	row := p.inboxRow(ev, now)
+	row.Outcome = string(DeadLettered)
+	inserted, err := tx.InsertInbox(ctx, row)
+	if err == nil && !inserted {
+		err = tx.SetInboxOutcome(ctx, name, ev.Source, ev.ID, string(DeadLettered), nil)
+	}
+	if err == nil {
+		err = tx.ClearRetry(ctx, name, ev.Source, ev.ID)
+	}
+	if err != nil || ev.PartitionKey == "" {
+		return "", err
+	}
+	if err := tx.EnsureKey(ctx, name, ev.PartitionKey, now); err != nil {
+		return "", err
+	}
+	if p.cfg.OnDeadLetter == DeadLetterBlock {
+		if err := tx.BlockKey(ctx, name, ev.PartitionKey, ev.Source, ev.ID, "dead-lettered "+ev.ID+": "+reason, now); err != nil {
+			return "", err
+		}
+		return "", tx.SetParkedReason(ctx, name, ev.PartitionKey, store.ParkHeld, store.ParkBlocked)
+	}
+	// release: a known gap, and the key goes on.
+	if v, ok := ev.Version(); ok && (ks.Version == nil || v == *ks.Version+1) {
+		return ev.PartitionKey, p.skipVersions(ctx, tx, ev.PartitionKey, ks.Version, v, v, "on_dead_letter=release", reason, now)
+	}
+	return ev.PartitionKey, nil
+}

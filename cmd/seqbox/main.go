@@ -1,0 +1,47 @@
+// Command seqbox is the reliability layer in front of a message consumer's
+// side effects: a transactional inbox, ordering per business object, and the
+// operator tools around them. See `seqbox help`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := rootCmd()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "seqbox: "+oneLine(err.Error()))
+		os.Exit(2)
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "seqbox",
+		Short:         "Exactly-once effects and per-object ordering for at-least-once consumers",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%s: %w (see seqbox %s --help)", c.Name(), err, c.Name())
+	})
+	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd())
+	return root
+}

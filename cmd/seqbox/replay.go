@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/spf13/cobra"
+)
+
+// policyFlags are the consumer policies replay and the operator commands
+// share.
+type policyFlags struct {
+	db, consumer, gapPolicy, onDeadLetter, holdExpiry, now string
+	maxAttempts                                            int
+	maxAge, holdTimeout, maxBlock                          time.Duration
+	firstVersion                                           int64
+}
+
+func (f *policyFlags) register(c *cobra.Command, defaultDB string) {
+	fl := c.Flags()
+	fl.StringVar(&f.db, "db", defaultDB, "SQLite file (default for replay: a temporary file)")
+	fl.StringVar(&f.consumer, "consumer", "replay", "consumer name: part of every identity")
+	fl.StringVar(&f.gapPolicy, "gap-policy", "hold", "version gap: hold or advance")
+	fl.StringVar(&f.onDeadLetter, "on-dead-letter", "block", "ordered key after a dead letter: block or release")
+	fl.StringVar(&f.holdExpiry, "hold-expiry", "block", "when a hold times out: block or advance")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 5, "deliveries before a transient failure is dead-lettered")
+	fl.DurationVar(&f.maxAge, "max-age", 0, "business deadline: events older than this are expired (0: none)")
+	fl.DurationVar(&f.holdTimeout, "hold-timeout", 5*time.Minute, "how long a version gap is held")
+	fl.DurationVar(&f.maxBlock, "max-block", 0, "release a key blocked longer than this, with an alert (0: never)")
+	fl.Int64Var(&f.firstVersion, "first-version", -1, "version every new key must start at (-1: first seen is the baseline)")
+	fl.StringVar(&f.now, "now", "", "fixed current time, RFC 3339 (deterministic runs)")
+}
+
+func (f *policyFlags) config() (seqbox.Config, error) {
+	cfg := seqbox.Config{
+		Name:         f.consumer,
+		GapPolicy:    seqbox.GapPolicy(f.gapPolicy),
+		OnDeadLetter: seqbox.DeadLetterPolicy(f.onDeadLetter),
+		HoldExpiry:   seqbox.HoldExpiry(f.holdExpiry),
+		Retry:        seqbox.RetryPolicy{MaxAttempts: f.maxAttempts},
+		MaxAge:       f.maxAge,
+		HoldTimeout:  f.holdTimeout,
+		MaxBlock:     f.maxBlock,
+	}
+	if f.maxAttempts < 1 {
+		return cfg, fmt.Errorf("--max-attempts %d: must be at least 1", f.maxAttempts)
+	}
+	if f.firstVersion >= 0 {
+		cfg.FirstVersion = &f.firstVersion
+	}
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.now)
+		if err != nil {
+			return cfg, fmt.Errorf("--now %q: not an RFC 3339 time", f.now)
+		}
+		cfg.Now = func() time.Time { return t }
+	}
+	return cfg, nil
+}
+
+func replayCmd() *cobra.Command {
+	var f policyFlags
+	var state bool
+	c := &cobra.Command{
+		Use:   "replay [flags] FILE|-",
+		Short: "Deliver CloudEvents JSON lines through the pipeline and print every decision",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			var in io.Reader = os.Stdin
+			if args[0] != "-" {
+				file, err := os.Open(args[0])
+				if err != nil {
+					return fmt.Errorf("replay: %w", err)
+				}
+				defer file.Close()
+				in = file
+			}
+			ctx := cmd.Context()
+			st, closeStore, err := openStore(ctx, f.db)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			cfg.Store = st
+			cfg.Handler = replay.RecordHandler(cfg.Name)
+			c, err := seqbox.NewConsumer(cfg)
+			if err != nil {
+				return err
+			}
+			_, err = replay.Run(ctx, c, in, cmd.OutOrStdout(), replay.Options{State: state})
+			return err
+		},
+	}
+	f.register(c, "")
+	c.Flags().BoolVar(&state, "state", false, "after the counters, print one JSON line per key")
+	return c
+}

@@ -1,0 +1,233 @@
+package seqbox
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
+)
+
+// GapPolicy says what happens when a key's next version is missing.
+type GapPolicy string
+
+const (
+	// GapHold parks the newer event until the gap closes or HoldTimeout
+	// passes (the default).
+	GapHold GapPolicy = "hold"
+	// GapAdvance records the gap and applies the newer event: for events
+	// that carry the object's full state.
+	GapAdvance GapPolicy = "advance"
+)
+
+// HoldExpiry says what happens when a hold reaches HoldTimeout.
+type HoldExpiry string
+
+const (
+	// HoldExpiryBlock blocks the key for reconciliation (the default).
+	HoldExpiryBlock HoldExpiry = "block"
+	// HoldExpiryAdvance records the gap and applies the held events.
+	HoldExpiryAdvance HoldExpiry = "advance"
+)
+
+// DeadLetterPolicy says what happens to an ordered key's successors when
+// one of its messages is dead-lettered.
+type DeadLetterPolicy string
+
+const (
+	// DeadLetterBlock blocks the key: successors park as blocked until an
+	// operator redrives or skips (the default).
+	DeadLetterBlock DeadLetterPolicy = "block"
+	// DeadLetterRelease records a known gap and lets the key continue.
+	DeadLetterRelease DeadLetterPolicy = "release"
+)
+
+// RetryPolicy bounds how often a transient failure is retried.
+type RetryPolicy struct {
+	// MaxAttempts counts every delivery, the first included. Default 5.
+	MaxAttempts int
+	// InitialBackoff is the nack delay after the first failure; it doubles
+	// per attempt. Default 1s.
+	InitialBackoff time.Duration
+	// MaxBackoff caps the delay. Default 5m.
+	MaxBackoff time.Duration
+}
+
+// Backoff returns the redelivery delay after the given failed attempt.
+func (r RetryPolicy) Backoff(attempt int) time.Duration {
+	d := r.InitialBackoff
+	for i := 1; i < attempt && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	if d > r.MaxBackoff {
+		d = r.MaxBackoff
+	}
+	return d
+}
+
+// Config configures a Consumer. Name, Store, Transport and Handler are
+// required; everything else has a default that favours correctness.
+type Config struct {
+	// Name is the consumer's logical name; it is part of every identity,
+	// so independent consumers of one event each apply it once.
+	Name string
+	// Store is where the inbox lives.
+	Store store.Store
+	// Transport delivers the messages.
+	Transport transport.Transport
+	// Handler applies one event inside the inbox transaction.
+	Handler Handler
+
+	// Workers is the number of goroutines applying batches; keys are
+	// spread over them and a key is pinned to one worker at a time.
+	// Default 4.
+	Workers int
+	// BatchSize is the most deliveries one transaction holds. Default 64.
+	BatchSize int
+
+	// Retry bounds transient failures.
+	Retry RetryPolicy
+	// GapPolicy decides what a version gap does. Default GapHold.
+	GapPolicy GapPolicy
+	// HoldTimeout bounds a hold. Default 5m.
+	HoldTimeout time.Duration
+	// HoldExpiry decides what a hold that timed out does. Default block.
+	HoldExpiry HoldExpiry
+	// FirstVersion, when set, is the version every new key must start at;
+	// otherwise a key's first version seen is its baseline.
+	FirstVersion *int64
+	// OnDeadLetter decides what a dead-lettered ordered message does to its
+	// successors. Default block.
+	OnDeadLetter DeadLetterPolicy
+	// MaxBlock bounds how long a key may stay blocked before the key is
+	// released with a recorded gap and an alert. Zero: no bound.
+	MaxBlock time.Duration
+	// MaxAge is the business deadline: an event whose time is older than
+	// MaxAge is expired. Zero: no deadline.
+	MaxAge time.Duration
+
+	// Retention is how long inbox identities are kept. Default 30 days.
+	Retention time.Duration
+	// RedeliveryWindow is the longest the broker may redeliver a message.
+	// Default 14 days (the longest SQS retention).
+	RedeliveryWindow time.Duration
+	// DLQRetention and RedriveWindow: a dead-lettered message can come
+	// back this long after it failed. Retention must cover their sum.
+	DLQRetention, RedriveWindow time.Duration
+
+	// VolatileAttributes are left out of the payload hash. Default
+	// DefaultVolatileAttributes.
+	VolatileAttributes []string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives operational messages. Default slog.Default().
+	Logger *slog.Logger
+	// Observer, when set, is told every decision after its commit.
+	Observer func(Decision)
+	// Metrics, when set, counts outcomes and latencies.
+	Metrics *Metrics
+
+	// Faults, when set, is called at every FaultPoint. Returning ErrCrash
+	// abandons the batch there as a crash would. For tests of the failure
+	// windows; when nil, FaultEnv may install a SIGKILL hook instead.
+	Faults func(FaultPoint) error
+
+	hooks faultHooks
+}
+
+func (c *Config) withDefaults() Config {
+	out := *c
+	if out.Workers <= 0 {
+		out.Workers = 4
+	}
+	if out.BatchSize <= 0 {
+		out.BatchSize = 64
+	}
+	if out.Retry.MaxAttempts <= 0 {
+		out.Retry.MaxAttempts = 5
+	}
+	if out.Retry.InitialBackoff <= 0 {
+		out.Retry.InitialBackoff = time.Second
+	}
+	if out.Retry.MaxBackoff <= 0 {
+		out.Retry.MaxBackoff = 5 * time.Minute
+	}
+	if out.GapPolicy == "" {
+		out.GapPolicy = GapHold
+	}
+	if out.HoldTimeout <= 0 {
+		out.HoldTimeout = 5 * time.Minute
+	}
+	if out.HoldExpiry == "" {
+		out.HoldExpiry = HoldExpiryBlock
+	}
+	if out.OnDeadLetter == "" {
+		out.OnDeadLetter = DeadLetterBlock
+	}
+	if out.Retention <= 0 {
+		out.Retention = 30 * 24 * time.Hour
+	}
+	if out.RedeliveryWindow <= 0 {
+		out.RedeliveryWindow = 14 * 24 * time.Hour
+	}
+	if out.DLQRetention <= 0 {
+		out.DLQRetention = 14 * 24 * time.Hour
+	}
+	if out.RedriveWindow <= 0 {
+		out.RedriveWindow = 24 * time.Hour
+	}
+	if out.VolatileAttributes == nil {
+		out.VolatileAttributes = DefaultVolatileAttributes
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	return out
+}
+
+// Validate reports the first problem with the configuration, naming the
+// field. It checks the configuration with defaults applied.
+func (c *Config) Validate() error {
+	d := c.withDefaults()
+	return d.validate(true)
+}
+
+func (c *Config) validate(needTransport bool) error {
+	switch {
+	case c.Name == "":
+		return invalidConfig("Name", "required: it is part of every identity")
+	case c.Store == nil:
+		return invalidConfig("Store", "required")
+	case needTransport && c.Transport == nil:
+		return invalidConfig("Transport", "required")
+	case c.Handler == nil:
+		return invalidConfig("Handler", "required")
+	}
+	if c.GapPolicy != GapHold && c.GapPolicy != GapAdvance {
+		return invalidConfig("GapPolicy", "%q is not hold or advance", c.GapPolicy)
+	}
+	if c.HoldExpiry != HoldExpiryBlock && c.HoldExpiry != HoldExpiryAdvance {
+		return invalidConfig("HoldExpiry", "%q is not block or advance", c.HoldExpiry)
+	}
+	if c.OnDeadLetter != DeadLetterBlock && c.OnDeadLetter != DeadLetterRelease {
+		return invalidConfig("OnDeadLetter", "%q is not block or release", c.OnDeadLetter)
+	}
+	if c.FirstVersion != nil && *c.FirstVersion < 0 {
+		return invalidConfig("FirstVersion", "%d is negative", *c.FirstVersion)
+	}
+	if c.MaxBlock < 0 || c.MaxAge < 0 {
+		return invalidConfig("MaxBlock/MaxAge", "must not be negative")
+	}
+	if c.Retention < c.RedeliveryWindow {
+		return invalidConfig("Retention", "%s is shorter than the broker's redelivery window %s: a redelivery would look new",
+			c.Retention, c.RedeliveryWindow)
+	}
+	if c.Retention < c.DLQRetention+c.RedriveWindow {
+		return invalidConfig("Retention", "%s is shorter than DLQ retention %s plus redrive window %s: a redrive would look new",
+			c.Retention, c.DLQRetention, c.RedriveWindow)
+	}
+	return nil
+}

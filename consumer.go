@@ -1,0 +1,123 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// Consumer applies events from a transport through the inbox pipeline:
+// receive, one transaction per batch (a savepoint per delivery), COMMIT,
+// then ACK.
+type Consumer struct {
+	cfg Config
+	p   *pipeline
+}
+
+// NewConsumer validates cfg, fills in defaults and returns a consumer. The
+// fault hooks of FaultEnv are installed when that variable is set.
+func NewConsumer(cfg Config) (*Consumer, error) {
+	c := cfg.withDefaults()
+	if err := c.validate(false); err != nil {
+		return nil, err
+	}
+	c.hooks = faultHooks(c.Faults)
+	if c.hooks == nil {
+		c.hooks = envFaults()
+	}
+	return &Consumer{cfg: c, p: &pipeline{cfg: c}}, nil
+}
+
+// Name is the consumer's name.
+func (c *Consumer) Name() string { return c.cfg.Name }
+
+// Store is the consumer's store.
+func (c *Consumer) Store() store.Store { return c.cfg.Store }
+
+// Deliver runs one message through the whole pipeline in its own
+// transaction and commits. It is what replay and HTTP ingest use: the
+// caller acknowledges its own copy once Deliver returns without error
+// (unless the first decision is Retry). attempt is 1 for a first delivery.
+func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Decision, error) {
+	out, err := c.runBatch(ctx, []input{{raw: raw, attempt: max(attempt, 1)}})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// runBatch runs the inputs in one transaction, a savepoint each, and
+// commits. It returns the decisions per input, in input order.
+func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, error) {
+	start := time.Now()
+	if err := c.cfg.hooks.at(FaultBeforeTx); err != nil {
+		return nil, err
+	}
+	tx, err := c.cfg.Store.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	btx := &batchTx{Tx: tx}
+	out := make([][]Decision, len(ins))
+	for i, in := range ins {
+		if i > 0 && i == len(ins)/2 {
+			if err := c.cfg.hooks.at(FaultMidBatch); err != nil {
+				tx.Rollback()
+				return nil, err
+			}
+		}
+		ds, err := c.p.deliver(ctx, btx, in)
+		if err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+		out[i] = ds
+	}
+	if err := c.cfg.hooks.at(FaultBeforeCommit); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	c.cfg.Metrics.batch(c.cfg.Name, len(ins), start)
+	for _, ds := range out {
+		c.cfg.Metrics.observe(c.cfg.Name, ds)
+		if c.cfg.Observer != nil {
+			for _, d := range ds {
+				c.cfg.Observer(d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// inTx runs fn in one committed transaction of its own, for operator
+// actions and the sweeper.
+func (c *Consumer) inTx(ctx context.Context, fn func(tx *batchTx) ([]Decision, error)) ([]Decision, error) {
+	tx, err := c.cfg.Store.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := fn(&batchTx{Tx: tx})
+	if err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	c.cfg.Metrics.observe(c.cfg.Name, ds)
+	if c.cfg.Observer != nil {
+		for _, d := range ds {
+			c.cfg.Observer(d)
+		}
+	}
+	return ds, nil
+}
+
+// IsInjected reports whether err is a crash injected by a test fault hook.
+func IsInjected(err error) bool { return errors.Is(err, errInjected) }

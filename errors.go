@@ -1,0 +1,60 @@
+package seqbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidEvent is matched (with errors.Is) by every envelope validation
+// error. The concrete error is an *InvalidEventError naming the field.
+var ErrInvalidEvent = errors.New("invalid event")
+
+// ErrInvalidConfig is matched by every Config validation error.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// InvalidEventError says which envelope field is wrong and why.
+type InvalidEventError struct {
+	Field  string
+	Reason string
+}
+
+// Error returns "invalid event: <field>: <reason>".
+func (e *InvalidEventError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("invalid event: %s", e.Reason)
+	}
+	return fmt.Sprintf("invalid event: %s: %s", e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidEvent) true.
+func (e *InvalidEventError) Is(target error) bool { return target == ErrInvalidEvent }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidEventError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+func invalidConfig(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+}
+
+// permanentError marks an error as not worth retrying.
+type permanentError struct{ err error }
+
+func (p *permanentError) Error() string { return "permanent: " + p.err.Error() }
+func (p *permanentError) Unwrap() error { return p.err }
+
+// Permanent wraps err so the pipeline dead-letters the delivery at once
+// instead of retrying it. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err, or any error it wraps, was marked with
+// Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

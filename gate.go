@@ -1,0 +1,107 @@
+package seqbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// gateResult is a decision the ordering gate reached instead of applying.
+type gateResult struct {
+	Outcome    Outcome
+	Reason     string
+	NextAction string
+	// drain: the key's version moved, so parked successors may be ready.
+	drain bool
+}
+
+// gate is step 4 of DESIGN §3 for an event with a partition key. It
+// returns nil when the event may be applied now, or the decision it reached
+// (after parking the event where the decision says so).
+func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, now time.Time) (*gateResult, error) {
+	name, key := p.cfg.Name, ev.PartitionKey
+	if ks.Blocked {
+		reason := fmt.Sprintf("key blocked since %s: %s", ks.BlockedSince.Format(time.RFC3339), ks.BlockedReason)
+		return &gateResult{Outcome: Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
+			tx.Park(ctx, p.parkRow(ev, store.ParkBlocked, reason, now, time.Time{}))
+	}
+	if in.parked == nil {
+		src, id, retrying, err := tx.RetryingOnKey(ctx, name, key)
+		if err != nil {
+			return nil, err
+		}
+		if retrying && (src != ev.Source || id != ev.ID) {
+			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", src, id)
+			return &gateResult{Outcome: Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
+				tx.Park(ctx, p.parkRow(ev, store.ParkHeld, reason, now, time.Time{}))
+		}
+	}
+	v, versioned := ev.Version()
+	if p.isExpired(ev, now) {
+		g := &gateResult{Outcome: Expired, Reason: p.expiredReason(ev), NextAction: "none: past the business deadline"}
+		if versioned && ks.Version != nil && v == *ks.Version+1 {
+			// The next version expired: record the gap so successors are
+			// not held waiting for a version that will never apply.
+			g.drain = true
+			return g, p.skipVersions(ctx, tx, key, ks.Version, v, v, "pipeline", "expired: "+g.Reason, now)
+		}
+		return g, nil
+	}
+	if !versioned {
+		return nil, nil
+	}
+	expected := int64(-1)
+	switch {
+	case ks.Version != nil:
+		expected = *ks.Version + 1
+	case p.cfg.FirstVersion != nil:
+		expected = *p.cfg.FirstVersion
+	}
+	switch {
+	case expected < 0 || v == expected:
+		return nil, nil
+	case ks.Version != nil && v < *ks.Version, ks.Version == nil && v < expected:
+		return &gateResult{Outcome: Stale, NextAction: "none: a newer version is already committed",
+			Reason: fmt.Sprintf("version %d is older than the committed %s", v, versionText(ks.Version, expected))}, nil
+	case ks.Version != nil && v == *ks.Version:
+		reason := fmt.Sprintf("version %d is already committed under another identity", v)
+		return &gateResult{Outcome: VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
+			tx.Park(ctx, p.parkRow(ev, store.ParkVersionConflict, reason, now, time.Time{}))
+	}
+	// A gap: expected < v.
+	if p.cfg.GapPolicy == GapAdvance {
+		return nil, tx.RecordGap(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: expected, ToVersion: v - 1,
+			DecidedBy: "gap_policy=advance", Reason: fmt.Sprintf("version %d arrived while %d was expected", v, expected), At: now})
+	}
+	reason := fmt.Sprintf("waiting for version %d (got %d)", expected, v)
+	return &gateResult{Outcome: Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
+			now.Add(p.cfg.HoldTimeout).Format(time.RFC3339), expected)},
+		tx.Park(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+}
+
+func versionText(v *int64, expected int64) string {
+	if v == nil {
+		return fmt.Sprintf("first version %d", expected)
+	}
+	return fmt.Sprintf("version %d", *v)
+}
+
+// skipVersions records the gap from..to as decided and moves the key's
+// version to `to` by compare-and-set from prev.
+func (p *pipeline) skipVersions(ctx context.Context, tx *batchTx, key string, prev *int64, from, to int64, who, why string, now time.Time) error {
+	if err := tx.RecordGap(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: from, ToVersion: to,
+		DecidedBy: who, Reason: why, At: now}); err != nil {
+		return err
+	}
+	ok, err := tx.AdvanceKey(ctx, p.cfg.Name, key, prev, to, now)
+	if err == nil && !ok {
+		err = errKeyConflict
+	}
+	return err
+}
+
+// errKeyConflict: another consumer advanced the key first; the delivery is
+// retried and will meet the new version.
+var errKeyConflict = fmt.Errorf("concurrent key conflict: the key version moved under this transaction")

@@ -1,0 +1,35 @@
+package seqbox
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Tx is the transaction a Handler writes its business effects in. It is
+// the same transaction that records the inbox identity, so the effect and
+// the identity commit together or not at all. *sql.Tx satisfies it.
+type Tx interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Handler applies one event. It runs inside the inbox transaction, after
+// every gate has passed; returning an error rolls back its writes (and only
+// its own: each delivery has a savepoint). Wrap an error with Permanent to
+// dead-letter at once instead of retrying.
+type Handler func(ctx context.Context, tx Tx, ev Event) error
+
+// Decision is the outcome reached for one delivery, as reported to
+// Config.Observer, the CLI and the gateway.
+type Decision struct {
+	Source        string  `json:"source"`
+	ID            string  `json:"id"`
+	PartitionKey  string  `json:"partitionkey"`
+	ObjectVersion *int64  `json:"objectversion"`
+	Outcome       Outcome `json:"outcome"`
+	// Reason explains every outcome but applied.
+	Reason string `json:"reason,omitempty"`
+	// Attempt is the delivery attempt the decision was reached on.
+	Attempt int `json:"-"`
+}

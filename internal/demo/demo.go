@@ -1,0 +1,137 @@
+// Package demo reproduces the inbox seed's lab on the embedded default: two
+// logical messages, each delivered twice through the durable queue. Each
+// first attempt commits its CRM task and then "crashes" before its ACK; the
+// lease expires and the queue delivers the message again, and the inbox
+// recognises it.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store/sqlite"
+	"github.com/seqbox/seqbox/transport/embedded"
+)
+
+// Result is the lab's five counters.
+type Result struct {
+	Deliveries, Accepted, Duplicates, InboxRows, BusinessEffects int64
+}
+
+// Line renders the counters as the seed printed them.
+func (r Result) Line() string {
+	return fmt.Sprintf("deliveries=%d accepted=%d duplicates=%d inbox_rows=%d business_effects=%d",
+		r.Deliveries, r.Accepted, r.Duplicates, r.InboxRows, r.BusinessEffects)
+}
+
+var messages = []string{
+	`{"specversion":"1.0","id":"evt-1","source":"crm/opportunities","type":"followup.requested","partitionkey":"opp-2481","objectversion":41,"businesskey":"followup:opp-2481:meeting-184","data":{"task":"call back"}}`,
+	`{"specversion":"1.0","id":"evt-2","source":"crm/opportunities","type":"followup.requested","partitionkey":"opp-2482","objectversion":7,"businesskey":"followup:opp-2482:meeting-185","data":{"task":"send proposal"}}`,
+}
+
+// Run runs the lab in dir (a fresh directory) and narrates it to w.
+func Run(ctx context.Context, dir string, w io.Writer) (Result, error) {
+	path := filepath.Join(dir, sqlite.DefaultPath)
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer st.Close()
+	if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {
+		return Result{}, err
+	}
+	const lease = 500 * time.Millisecond
+	q, err := embedded.Open(ctx, path, embedded.Config{Lease: lease, Wait: 50 * time.Millisecond})
+	if err != nil {
+		return Result{}, err
+	}
+	defer q.Close()
+	for _, m := range messages {
+		if err := q.Publish(ctx, []byte(m)); err != nil {
+			return Result{}, err
+		}
+	}
+	fmt.Fprintf(w, "published 2 messages to the embedded queue in %s\n", path)
+
+	var mu sync.Mutex
+	var res Result
+	observe := func(d seqbox.Decision) {
+		mu.Lock()
+		defer mu.Unlock()
+		res.Deliveries++
+		switch d.Outcome {
+		case seqbox.Applied:
+			res.Accepted++
+		case seqbox.Duplicate:
+			res.Duplicates++
+		}
+		fmt.Fprintf(w, "  %s/%s attempt %d: %s\n", d.Source, d.ID, d.Attempt, d.Outcome)
+	}
+	cfg := seqbox.Config{
+		Name: "crm-followup", Store: st, Transport: q, Handler: replay.RecordHandler("crm-followup"),
+		Workers: 1, BatchSize: len(messages), Observer: observe,
+		// The lab's crash: every first attempt commits, then dies before
+		// its ACK.
+		Faults: func(p seqbox.FaultPoint) error {
+			if p == seqbox.FaultAfterCommit {
+				return seqbox.ErrCrash
+			}
+			return nil
+		},
+	}
+	crashing, err := seqbox.NewConsumer(cfg)
+	if err != nil {
+		return res, err
+	}
+	if err := crashing.Run(ctx); !errors.Is(err, seqbox.ErrCrash) {
+		return res, fmt.Errorf("first worker: expected the injected crash, got %v", err)
+	}
+	fmt.Fprintln(w, "worker 1 committed both tasks and crashed before its ACK")
+	fmt.Fprintf(w, "the %s leases expire; worker 2 starts and the queue redelivers\n", lease)
+	cfg.Faults = nil
+	c, err := seqbox.NewConsumer(cfg)
+	if err != nil {
+		return res, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ready, leased, err := q.Depth(ctx)
+		if err != nil {
+			cancel()
+			return res, err
+		}
+		if ready+leased == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			return res, fmt.Errorf("queue still holds %d messages after 10s", ready+leased)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return res, err
+	}
+	counts, err := st.Operator().Counts(ctx, cfg.Name)
+	if err != nil {
+		return res, err
+	}
+	res.InboxRows = counts.InboxRows
+	if res.BusinessEffects, err = replay.Effects(ctx, st.DB(), cfg.Name); err != nil {
+		return res, err
+	}
+	fmt.Fprintln(w, "queue empty: every delivery acknowledged")
+	fmt.Fprintln(w, res.Line())
+	return res, nil
+}

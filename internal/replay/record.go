@@ -1,0 +1,69 @@
+// Package replay is the machinery behind `seqbox replay`: it feeds
+// CloudEvents JSON lines one by one through the full pipeline to the
+// built-in record handler and prints every decision.
+package replay
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/seqbox/seqbox"
+)
+
+// recordSchema is the record handler's business tables: one effect row per
+// applied event, and the object state (the applied event's type at its
+// version).
+const recordSchema = `CREATE TABLE IF NOT EXISTS record_effects (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	consumer TEXT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
+	partitionkey TEXT NOT NULL, objectversion BIGINT, type TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS record_objects (
+	consumer TEXT NOT NULL, partitionkey TEXT NOT NULL, state TEXT NOT NULL, version BIGINT,
+	PRIMARY KEY (consumer, partitionkey)
+)`
+
+// EnsureRecordTables creates the record handler's tables.
+func EnsureRecordTables(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, recordSchema)
+	return err
+}
+
+// RecordHandler is the built-in handler of replay and demo: it writes one
+// effect row per applied event and sets the object's state. It fails on
+// purpose when data.fail is "transient" or "permanent".
+func RecordHandler(consumer string) seqbox.Handler {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		var data struct {
+			Fail string `json:"fail"`
+		}
+		_ = json.Unmarshal(ev.Data, &data)
+		switch data.Fail {
+		case "transient":
+			return errors.New("record: data.fail=transient")
+		case "permanent":
+			return seqbox.Permanent(errors.New("record: data.fail=permanent"))
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
+			VALUES ($1, $2, $3, $4, $5, $6)`, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
+			return fmt.Errorf("record effect: %w", err)
+		}
+		if ev.PartitionKey == "" {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO record_objects (consumer, partitionkey, state, version)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`,
+			consumer, ev.PartitionKey, ev.Type, ev.ObjectVersion)
+		return err
+	}
+}
+
+// Effects counts the consumer's effect rows.
+func Effects(ctx context.Context, db *sql.DB, consumer string) (int64, error) {
+	var n int64
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects WHERE consumer = $1`, consumer).Scan(&n)
+	return n, err
+}

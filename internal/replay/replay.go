@@ -1,0 +1,156 @@
+package replay
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
+)
+
+// maxLine bounds one input line; longer lines are rejected, not truncated.
+const maxLine = seqbox.MaxEventSize + 1
+
+// Options are replay's settings beyond the consumer's Config.
+type Options struct {
+	// State prints one JSON line per key after the counters.
+	State bool
+}
+
+// Counters are what one replay run saw.
+type Counters struct {
+	Deliveries, Accepted, Duplicates, InboxRows, BusinessEffects int64
+	ByOutcome                                                    map[seqbox.Outcome]int64
+}
+
+// Line renders the counters line of DESIGN §7.
+func (c Counters) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "deliveries=%d accepted=%d duplicates=%d inbox_rows=%d business_effects=%d",
+		c.Deliveries, c.Accepted, c.Duplicates, c.InboxRows, c.BusinessEffects)
+	for _, o := range seqbox.Outcomes() {
+		fmt.Fprintf(&b, " %s=%d", o, c.ByOutcome[o])
+	}
+	return b.String()
+}
+
+type decisionLine struct {
+	Source        string         `json:"source"`
+	ID            string         `json:"id"`
+	PartitionKey  string         `json:"partitionkey"`
+	ObjectVersion *int64         `json:"objectversion"`
+	Outcome       seqbox.Outcome `json:"outcome"`
+}
+
+// Run replays the lines of r through c, writing decisions and counters to
+// w. A retry is redelivered at once until it applies or is dead-lettered.
+func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt Options) (Counters, error) {
+	cnt := Counters{ByOutcome: map[seqbox.Outcome]int64{}}
+	db := c.Store().DB()
+	if err := EnsureRecordTables(ctx, db); err != nil {
+		return cnt, fmt.Errorf("create record tables: %w", err)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	emit := func(ds []seqbox.Decision) error {
+		for _, d := range ds {
+			cnt.ByOutcome[d.Outcome]++
+			if err := enc.Encode(decisionLine{d.Source, d.ID, d.PartitionKey, d.ObjectVersion, d.Outcome}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		raw := append([]byte(nil), line...)
+		for attempt := 1; ; attempt++ {
+			cnt.Deliveries++
+			ds, err := c.Deliver(ctx, raw, attempt)
+			if err != nil {
+				return cnt, err
+			}
+			if err := emit(ds); err != nil {
+				return cnt, err
+			}
+			if ds[0].Outcome != seqbox.Retry {
+				break
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cnt, fmt.Errorf("read input: %w", err)
+	}
+	ds, err := c.Sweep(ctx)
+	if err != nil {
+		return cnt, err
+	}
+	if err := emit(ds); err != nil {
+		return cnt, err
+	}
+	cnt.Accepted = cnt.ByOutcome[seqbox.Applied]
+	cnt.Duplicates = cnt.ByOutcome[seqbox.Duplicate]
+	counts, err := c.Store().Operator().Counts(ctx, c.Name())
+	if err != nil {
+		return cnt, err
+	}
+	cnt.InboxRows = counts.InboxRows
+	if cnt.BusinessEffects, err = Effects(ctx, db, c.Name()); err != nil {
+		return cnt, err
+	}
+	if _, err := fmt.Fprintln(w, cnt.Line()); err != nil {
+		return cnt, err
+	}
+	if opt.State {
+		return cnt, writeState(ctx, c, w)
+	}
+	return cnt, nil
+}
+
+type stateLine struct {
+	PartitionKey string `json:"partitionkey"`
+	Version      *int64 `json:"version"`
+	State        string `json:"state"`
+	Blocked      bool   `json:"blocked"`
+	Held         int    `json:"held"`
+}
+
+func writeState(ctx context.Context, c *seqbox.Consumer, w io.Writer) error {
+	keys, err := c.Store().Operator().Keys(ctx, c.Name(), false)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, k := range keys {
+		st, err := objectState(ctx, c.Store(), c.Name(), k.Key)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(stateLine{k.Key, k.Version, st, k.Blocked, k.Held}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func objectState(ctx context.Context, s store.Store, consumer, key string) (string, error) {
+	var st string
+	err := s.DB().QueryRowContext(ctx, `SELECT state FROM record_objects WHERE consumer = $1 AND partitionkey = $2`,
+		consumer, key).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return st, err
+}

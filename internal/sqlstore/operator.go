@@ -1,0 +1,230 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// operator runs the queries that sit outside the pipeline.
+type operator struct{ db *sql.DB }
+
+var _ store.Operator = operator{}
+
+const dlqColumns = `seq, consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
+	first_error, last_error, dead_at, resolution, resolved_at`
+
+func scanDLQ(row interface{ Scan(...any) error }) (store.DeadLetter, error) {
+	var d store.DeadLetter
+	var ver, resolved sql.NullInt64
+	var dead int64
+	err := row.Scan(&d.Seq, &d.Consumer, &d.Source, &d.ID, &d.PartitionKey, &ver, &d.PayloadHash, &d.Envelope,
+		&d.Reason, &d.Attempts, &d.FirstError, &d.LastError, &dead, &d.Resolution, &resolved)
+	d.ObjectVersion = ptrInt(ver)
+	d.DeadAt = time.UnixMicro(dead).UTC()
+	if resolved.Valid {
+		r := fromMicros(resolved)
+		d.ResolvedAt = &r
+	}
+	return d, err
+}
+
+func (o operator) DeadLetters(ctx context.Context, consumer string, all bool) ([]store.DeadLetter, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
+		WHERE consumer = $1 AND ($2 OR resolution = '') ORDER BY seq`, consumer, all)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.DeadLetter
+	for rows.Next() {
+		d, err := scanDLQ(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+func (o operator) DeadLetter(ctx context.Context, consumer string, seq int64) (store.DeadLetter, error) {
+	d, err := scanDLQ(o.db.QueryRowContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
+		WHERE consumer = $1 AND seq = $2`, consumer, seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, store.ErrNotFound
+	}
+	return d, err
+}
+
+const keyViewQuery = `SELECT k.consumer, k.partitionkey, k.version, k.blocked, k.blocked_source, k.blocked_id,
+	k.blocked_reason, k.blocked_since, k.updated_at,
+	COALESCE(SUM(CASE WHEN p.reason = 'held' THEN 1 ELSE 0 END), 0),
+	COALESCE(SUM(CASE WHEN p.reason = 'blocked' THEN 1 ELSE 0 END), 0),
+	COUNT(p.seq), MIN(CASE WHEN p.reason IN ('held', 'blocked') THEN p.parked_at END),
+	MIN(CASE WHEN p.reason IN ('held', 'blocked') THEN p.objectversion END)
+	FROM seqbox_keys k LEFT JOIN seqbox_parked p ON p.consumer = k.consumer AND p.partitionkey = k.partitionkey
+	WHERE k.consumer = $1 AND ($2 = '' OR k.partitionkey = $2)
+	GROUP BY k.consumer, k.partitionkey, k.version, k.blocked, k.blocked_source, k.blocked_id,
+		k.blocked_reason, k.blocked_since, k.updated_at`
+
+func (o operator) keyViews(ctx context.Context, consumer, key string, stuck bool) ([]store.KeyView, error) {
+	q := keyViewQuery
+	if stuck {
+		q += ` HAVING k.blocked = 1 OR SUM(CASE WHEN p.reason IN ('held', 'blocked') THEN 1 ELSE 0 END) > 0`
+	}
+	rows, err := o.db.QueryContext(ctx, q+` ORDER BY k.partitionkey`, consumer, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.KeyView
+	for rows.Next() {
+		var v store.KeyView
+		var ver, since, oldest, next sql.NullInt64
+		var blocked int
+		var updated int64
+		if err := rows.Scan(&v.Consumer, &v.Key, &ver, &blocked, &v.BlockedSource, &v.BlockedID, &v.BlockedReason,
+			&since, &updated, &v.Held, &v.BlockedCount, &v.Parked, &oldest, &next); err != nil {
+			return nil, err
+		}
+		v.Version = ptrInt(ver)
+		v.Blocked = blocked != 0
+		v.BlockedSince = fromMicros(since)
+		v.UpdatedAt = time.UnixMicro(updated).UTC()
+		v.OldestParked = fromMicros(oldest)
+		v.NextVersion = ptrInt(next)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (o operator) Keys(ctx context.Context, consumer string, stuck bool) ([]store.KeyView, error) {
+	return o.keyViews(ctx, consumer, "", stuck)
+}
+
+func (o operator) Key(ctx context.Context, consumer, key string) (store.KeyView, error) {
+	if key == "" {
+		return store.KeyView{}, store.ErrNotFound
+	}
+	vs, err := o.keyViews(ctx, consumer, key, false)
+	if err != nil {
+		return store.KeyView{}, err
+	}
+	if len(vs) == 0 {
+		return store.KeyView{}, store.ErrNotFound
+	}
+	return vs[0], nil
+}
+
+func (o operator) Parked(ctx context.Context, consumer, key string) ([]store.Parked, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
+		WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2) ORDER BY partitionkey, COALESCE(objectversion, -1), seq`,
+		consumer, key)
+	if err != nil {
+		return nil, err
+	}
+	return scanParked(rows)
+}
+
+func (o operator) Audit(ctx context.Context, consumer, key string, limit int) ([]store.AuditRow, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT seq, consumer, source, id, partitionkey, received_version,
+		current_version, outcome, reason, next_action, at FROM (
+			SELECT * FROM seqbox_audit WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2)
+			ORDER BY seq DESC LIMIT $3) recent ORDER BY seq`, consumer, key, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.AuditRow
+	for rows.Next() {
+		var a store.AuditRow
+		var rv, cv sql.NullInt64
+		var at int64
+		if err := rows.Scan(&a.Seq, &a.Consumer, &a.Source, &a.ID, &a.PartitionKey, &rv, &cv, &a.Outcome,
+			&a.Reason, &a.NextAction, &at); err != nil {
+			return nil, err
+		}
+		a.ReceivedVersion, a.CurrentVersion = ptrInt(rv), ptrInt(cv)
+		a.At = time.UnixMicro(at).UTC()
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func (o operator) Gaps(ctx context.Context, consumer, key string) ([]store.Gap, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT consumer, partitionkey, from_version, to_version, decided_by, reason, at
+		FROM seqbox_gaps WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2) ORDER BY seq`, consumer, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Gap
+	for rows.Next() {
+		var g store.Gap
+		var at int64
+		if err := rows.Scan(&g.Consumer, &g.Key, &g.FromVersion, &g.ToVersion, &g.DecidedBy, &g.Reason, &at); err != nil {
+			return nil, err
+		}
+		g.At = time.UnixMicro(at).UTC()
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, error) {
+	var c store.Counts
+	err := o.db.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1),
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome = 'applied'),
+		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1),
+		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'held'),
+		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'blocked'),
+		(SELECT COUNT(*) FROM seqbox_dlq WHERE consumer = $1 AND resolution = ''),
+		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1)`, consumer).
+		Scan(&c.InboxRows, &c.Applied, &c.Parked, &c.Held, &c.Blocked, &c.DeadLetters, &c.Keys)
+	return c, err
+}
+
+func (o operator) DueHolds(ctx context.Context, consumer string, now time.Time) ([]store.Parked, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked p
+		WHERE consumer = $1 AND reason = 'held' AND hold_until IS NOT NULL AND hold_until <= $2
+		AND NOT EXISTS (SELECT 1 FROM seqbox_parked q WHERE q.consumer = p.consumer
+			AND q.partitionkey = p.partitionkey AND q.reason = 'held'
+			AND COALESCE(q.objectversion, -1) < COALESCE(p.objectversion, -1))
+		ORDER BY parked_at`, consumer, micros(now))
+	if err != nil {
+		return nil, err
+	}
+	return scanParked(rows)
+}
+
+func (o operator) BlockedBefore(ctx context.Context, consumer string, before time.Time) ([]store.KeyState, error) {
+	rows, err := o.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
+		WHERE consumer = $1 AND blocked = 1 AND blocked_since < $2 ORDER BY blocked_since`, consumer, micros(before))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.KeyState
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func (o operator) PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
+	res, err := o.db.ExecContext(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
+		SELECT source, id FROM seqbox_inbox WHERE consumer = $1 AND retention_until < $2
+		AND outcome NOT IN ('held', 'blocked') LIMIT $3)`, consumer, micros(now), batch)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

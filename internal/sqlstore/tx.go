@@ -1,0 +1,297 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// Tx is one batch transaction.
+type Tx struct{ tx *sql.Tx }
+
+var _ store.Tx = (*Tx)(nil)
+
+// SQL returns the transaction for the handler's business writes.
+func (t *Tx) SQL() *sql.Tx { return t.tx }
+
+// Savepoint opens a savepoint.
+func (t *Tx) Savepoint(ctx context.Context, name string) error {
+	_, err := t.tx.ExecContext(ctx, "SAVEPOINT "+name)
+	return err
+}
+
+// RollbackTo undoes everything since the savepoint, which stays open.
+func (t *Tx) RollbackTo(ctx context.Context, name string) error {
+	_, err := t.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name)
+	return err
+}
+
+// Release closes the savepoint, keeping its work.
+func (t *Tx) Release(ctx context.Context, name string) error {
+	_, err := t.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
+	return err
+}
+
+// Commit commits the batch.
+func (t *Tx) Commit() error { return t.tx.Commit() }
+
+// Rollback abandons the batch.
+func (t *Tx) Rollback() error { return t.tx.Rollback() }
+
+// InsertInbox inserts an identity; the primary key arbitrates.
+func (t *Tx) InsertInbox(ctx context.Context, r store.InboxRow) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_inbox
+		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
+		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (consumer, source, id) DO NOTHING`,
+		r.Consumer, r.Source, r.ID, r.PayloadHash, r.BusinessKey, r.EventType, r.Tenant, r.ContractVersion,
+		r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt), optMicros(r.ProcessedAt),
+		r.ResultReference, micros(r.RetentionUntil))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Inbox reads one identity.
+func (t *Tx) Inbox(ctx context.Context, consumer, source, id string) (store.InboxRow, error) {
+	r := store.InboxRow{Consumer: consumer, Source: source, ID: id}
+	var ver, processed sql.NullInt64
+	var received, retention int64
+	err := t.tx.QueryRowContext(ctx, `SELECT payload_hash, businesskey, event_type, tenant, contract_version,
+		partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until
+		FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).
+		Scan(&r.PayloadHash, &r.BusinessKey, &r.EventType, &r.Tenant, &r.ContractVersion, &r.PartitionKey,
+			&ver, &r.Outcome, &received, &processed, &r.ResultReference, &retention)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, store.ErrNotFound
+	}
+	r.ObjectVersion = ptrInt(ver)
+	r.ReceivedAt = time.UnixMicro(received).UTC()
+	if processed.Valid {
+		p := fromMicros(processed)
+		r.ProcessedAt = &p
+	}
+	r.RetentionUntil = time.UnixMicro(retention).UTC()
+	return r, err
+}
+
+// SetInboxOutcome records the final outcome of an identity.
+func (t *Tx) SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_inbox SET outcome = $4, processed_at = $5
+		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id, outcome, optMicros(processedAt))
+	return err
+}
+
+// DeleteInbox forgets an identity.
+func (t *Tx) DeleteInbox(ctx context.Context, consumer, source, id string) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`,
+		consumer, source, id)
+	return err
+}
+
+// ClaimBusinessKey is the unique insert of (consumer, businesskey).
+func (t *Tx) ClaimBusinessKey(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_business_keys (consumer, businesskey, source, id, applied_at)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, businesskey) DO NOTHING`,
+		consumer, businessKey, source, id, micros(at))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+const keyColumns = `consumer, partitionkey, version, blocked, blocked_source, blocked_id, blocked_reason, blocked_since, updated_at`
+
+func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
+	var k store.KeyState
+	var ver, since sql.NullInt64
+	var blocked int
+	var updated int64
+	if err := row.Scan(&k.Consumer, &k.Key, &ver, &blocked, &k.BlockedSource, &k.BlockedID, &k.BlockedReason, &since, &updated); err != nil {
+		return k, err
+	}
+	k.Version = ptrInt(ver)
+	k.Blocked = blocked != 0
+	k.BlockedSince = fromMicros(since)
+	k.UpdatedAt = time.UnixMicro(updated).UTC()
+	return k, nil
+}
+
+// Key reads a key's ordering state.
+func (t *Tx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
+	k, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
+		WHERE consumer = $1 AND partitionkey = $2`, consumer, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return k, store.ErrNotFound
+	}
+	return k, err
+}
+
+// EnsureKey creates the key row if it is missing.
+func (t *Tx) EnsureKey(ctx context.Context, consumer, key string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
+		VALUES ($1, $2, $3) ON CONFLICT (consumer, partitionkey) DO NOTHING`, consumer, key, micros(at))
+	return err
+}
+
+// AdvanceKey compares and sets the key version.
+func (t *Tx) AdvanceKey(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error) {
+	p := int64(-1)
+	if prev != nil {
+		p = *prev
+	}
+	res, err := t.tx.ExecContext(ctx, `UPDATE seqbox_keys SET version = $3, updated_at = $5
+		WHERE consumer = $1 AND partitionkey = $2 AND COALESCE(version, -1) = $4`, consumer, key, next, p, micros(at))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// BlockKey blocks a key.
+func (t *Tx) BlockKey(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_keys SET blocked = 1, blocked_source = $3, blocked_id = $4,
+		blocked_reason = $5, blocked_since = $6, updated_at = $6 WHERE consumer = $1 AND partitionkey = $2`,
+		consumer, key, source, id, reason, micros(at))
+	return err
+}
+
+// UnblockKey clears a key's block.
+func (t *Tx) UnblockKey(ctx context.Context, consumer, key string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_keys SET blocked = 0, blocked_source = '', blocked_id = '',
+		blocked_reason = '', blocked_since = NULL, updated_at = $3 WHERE consumer = $1 AND partitionkey = $2`,
+		consumer, key, micros(at))
+	return err
+}
+
+// Park stores a message in the parked table.
+func (t *Tx) Park(ctx context.Context, p store.Parked) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_parked
+		(consumer, source, id, partitionkey, objectversion, reason, detail, envelope, payload_hash, parked_at, hold_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		p.Consumer, p.Source, p.ID, p.PartitionKey, optInt(p.ObjectVersion), p.Reason, p.Detail, p.Envelope,
+		p.PayloadHash, micros(p.ParkedAt), zeroNullMicros(p.HoldUntil))
+	return err
+}
+
+const parkedColumns = `seq, consumer, source, id, partitionkey, objectversion, reason, detail, envelope, payload_hash, parked_at, hold_until`
+
+func scanParked(rows *sql.Rows) ([]store.Parked, error) {
+	defer rows.Close()
+	var out []store.Parked
+	for rows.Next() {
+		var p store.Parked
+		var ver, hold sql.NullInt64
+		var parked int64
+		if err := rows.Scan(&p.Seq, &p.Consumer, &p.Source, &p.ID, &p.PartitionKey, &ver, &p.Reason, &p.Detail,
+			&p.Envelope, &p.PayloadHash, &parked, &hold); err != nil {
+			return nil, err
+		}
+		p.ObjectVersion = ptrInt(ver)
+		p.ParkedAt = time.UnixMicro(parked).UTC()
+		p.HoldUntil = fromMicros(hold)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ParkedForKey lists a key's held and blocked messages in version order,
+// unversioned ones by arrival.
+func (t *Tx) ParkedForKey(ctx context.Context, consumer, key string) ([]store.Parked, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
+		WHERE consumer = $1 AND partitionkey = $2 AND reason IN ('held', 'blocked')
+		ORDER BY COALESCE(objectversion, -1), seq`, consumer, key)
+	if err != nil {
+		return nil, err
+	}
+	return scanParked(rows)
+}
+
+// Unpark removes one parked row.
+func (t *Tx) Unpark(ctx context.Context, seq int64) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM seqbox_parked WHERE seq = $1`, seq)
+	return err
+}
+
+// SetParkedReason moves a key's parked rows from one reason to another.
+func (t *Tx) SetParkedReason(ctx context.Context, consumer, key, from, to string) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = $4
+		WHERE consumer = $1 AND partitionkey = $2 AND reason = $3`, consumer, key, from, to)
+	return err
+}
+
+// RecordRetry counts one failed attempt.
+func (t *Tx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, error) {
+	var attempts int
+	var first string
+	err := t.tx.QueryRowContext(ctx, `INSERT INTO seqbox_retries
+		(consumer, source, id, partitionkey, attempts, first_error, last_error, first_at, last_at)
+		VALUES ($1, $2, $3, $4, 1, $5, $5, $6, $6)
+		ON CONFLICT (consumer, source, id) DO UPDATE SET attempts = seqbox_retries.attempts + 1,
+			last_error = excluded.last_error, last_at = excluded.last_at
+		RETURNING attempts, first_error`,
+		r.Consumer, r.Source, r.ID, r.PartitionKey, r.Error, micros(r.At)).Scan(&attempts, &first)
+	return attempts, first, err
+}
+
+// ClearRetry forgets the attempts of an identity.
+func (t *Tx) ClearRetry(ctx context.Context, consumer, source, id string) error {
+	_, err := t.tx.ExecContext(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
+		consumer, source, id)
+	return err
+}
+
+// RetryingOnKey returns the identity retrying on a key, if any.
+func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (string, string, bool, error) {
+	var source, id string
+	err := t.tx.QueryRowContext(ctx, `SELECT source, id FROM seqbox_retries
+		WHERE consumer = $1 AND partitionkey = $2 ORDER BY first_at LIMIT 1`, consumer, key).Scan(&source, &id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	return source, id, err == nil, err
+}
+
+// DeadLetter stores the original envelope.
+func (t *Tx) DeadLetter(ctx context.Context, d store.DeadLetter) (int64, error) {
+	var seq int64
+	err := t.tx.QueryRowContext(ctx, `INSERT INTO seqbox_dlq
+		(consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
+		 first_error, last_error, dead_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq`,
+		d.Consumer, d.Source, d.ID, d.PartitionKey, optInt(d.ObjectVersion), d.PayloadHash, d.Envelope, d.Reason,
+		d.Attempts, d.FirstError, d.LastError, micros(d.DeadAt)).Scan(&seq)
+	return seq, err
+}
+
+// ResolveDeadLetter marks the open DLQ rows of an identity resolved.
+func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer, source, id, resolution string, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_dlq SET resolution = $4, resolved_at = $5
+		WHERE consumer = $1 AND source = $2 AND id = $3 AND resolution = ''`, consumer, source, id, resolution, micros(at))
+	return err
+}
+
+// Audit records a non-applied outcome.
+func (t *Tx) Audit(ctx context.Context, a store.AuditRow) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_audit
+		(consumer, source, id, partitionkey, received_version, current_version, outcome, reason, next_action, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		a.Consumer, a.Source, a.ID, a.PartitionKey, optInt(a.ReceivedVersion), optInt(a.CurrentVersion),
+		a.Outcome, a.Reason, a.NextAction, micros(a.At))
+	return err
+}
+
+// RecordGap records a known gap.
+func (t *Tx) RecordGap(ctx context.Context, g store.Gap) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_gaps
+		(consumer, partitionkey, from_version, to_version, decided_by, reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		g.Consumer, g.Key, g.FromVersion, g.ToVersion, g.DecidedBy, g.Reason, micros(g.At))
+	return err
+}

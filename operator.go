@@ -1,0 +1,208 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// ErrNotBlocking is returned by Skip for a DLQ message that is already
+// resolved.
+var ErrNotBlocking = errors.New("dead letter already resolved")
+
+// Redrive sends DLQ message seq back through the pipeline under its
+// original identity. Anything already applied is recognised by the inbox;
+// if the message blocked its key, the key is released and its parked
+// successors are applied after it, in version order, in the same
+// transaction.
+func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
+	dl, err := c.cfg.Store.Operator().DeadLetter(ctx, c.cfg.Name, seq)
+	if err != nil {
+		return nil, fmt.Errorf("dlq %d: %w", seq, err)
+	}
+	if dl.Resolution != "" {
+		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
+	}
+	ds, err := c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+		if dl.ID == "" {
+			// A rejected envelope without identity: it can only be
+			// rejected again; mark this copy resolved.
+			if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Source, dl.ID, "redriven", c.cfg.Now()); err != nil {
+				return nil, err
+			}
+		}
+		return c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true})
+	})
+	if err == nil && c.cfg.Metrics != nil {
+		c.cfg.Metrics.Redrives.WithLabelValues(c.cfg.Name).Inc()
+	}
+	return ds, err
+}
+
+// Skip resolves DLQ message seq without applying it: the decision (who and
+// why) is recorded as a known gap, the key is released, and the parked
+// successors are applied in version order.
+func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Decision, error) {
+	if who == "" || why == "" {
+		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
+	}
+	dl, err := c.cfg.Store.Operator().DeadLetter(ctx, c.cfg.Name, seq)
+	if err != nil {
+		return nil, fmt.Errorf("dlq %d: %w", seq, err)
+	}
+	if dl.Resolution != "" {
+		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
+	}
+	return c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+		now := c.cfg.Now()
+		if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Source, dl.ID, "skipped by "+who+": "+why, now); err != nil {
+			return nil, err
+		}
+		if dl.PartitionKey == "" {
+			return nil, nil
+		}
+		ks, err := tx.Key(ctx, c.cfg.Name, dl.PartitionKey)
+		if err != nil {
+			return nil, err
+		}
+		if !ks.Blocked || ks.BlockedSource != dl.Source || ks.BlockedID != dl.ID {
+			return nil, nil
+		}
+		return c.p.releaseKey(ctx, tx, ks, dl.ObjectVersion, who, why, now)
+	})
+}
+
+// ReleaseKey unblocks a key blocked by a gap (hold timeout with
+// HoldExpiry=block): the missing versions are recorded as a known gap
+// decided by who, and the parked messages apply in version order.
+func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Decision, error) {
+	if who == "" || why == "" {
+		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
+	}
+	return c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+		ks, err := tx.Key(ctx, c.cfg.Name, key)
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", key, err)
+		}
+		if !ks.Blocked {
+			return nil, fmt.Errorf("key %q is not blocked", key)
+		}
+		return c.p.releaseKey(ctx, tx, ks, nil, who, why, c.cfg.Now())
+	})
+}
+
+// releaseKey unblocks ks. With skipped set, that version is recorded as the
+// gap; otherwise the gap runs up to the lowest parked version. Then the key
+// drains.
+func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Decision, error) {
+	if err := tx.UnblockKey(ctx, p.cfg.Name, ks.Key, now); err != nil {
+		return nil, err
+	}
+	to := skipped
+	if to == nil {
+		parked, err := tx.ParkedForKey(ctx, p.cfg.Name, ks.Key)
+		if err != nil {
+			return nil, err
+		}
+		if len(parked) > 0 && parked[0].ObjectVersion != nil {
+			v := *parked[0].ObjectVersion - 1
+			to = &v
+		}
+	}
+	if to != nil && (ks.Version == nil || *to > *ks.Version) {
+		from := *to
+		if ks.Version != nil {
+			from = *ks.Version + 1
+		}
+		if err := p.skipVersions(ctx, tx, ks.Key, ks.Version, from, *to, who, why, now); err != nil {
+			return nil, err
+		}
+		if p.cfg.Metrics != nil {
+			p.cfg.Metrics.Gaps.WithLabelValues(p.cfg.Name).Inc()
+		}
+	}
+	return p.drain(ctx, tx, ks.Key)
+}
+
+// Sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
+// releases keys blocked longer than MaxBlock, with an alert. Run calls it
+// every second; call it yourself when driving Deliver directly.
+func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
+	now := c.cfg.Now()
+	op := c.cfg.Store.Operator()
+	due, err := op.DueHolds(ctx, c.cfg.Name, now)
+	if err != nil {
+		return nil, err
+	}
+	var out []Decision
+	for _, h := range due {
+		ds, err := c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+			ks, err := tx.Key(ctx, c.cfg.Name, h.PartitionKey)
+			if err != nil || ks.Blocked {
+				return nil, err
+			}
+			why := fmt.Sprintf("hold timed out after %s waiting before version %s", c.cfg.HoldTimeout, versionString(h.ObjectVersion))
+			if c.cfg.HoldExpiry == HoldExpiryAdvance {
+				return c.p.releaseKey(ctx, tx, ks, nil, "hold_expiry=advance", why, now)
+			}
+			if err := tx.BlockKey(ctx, c.cfg.Name, h.PartitionKey, "", "", why, now); err != nil {
+				return nil, err
+			}
+			return nil, tx.SetParkedReason(ctx, c.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked)
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	if c.cfg.MaxBlock <= 0 {
+		return out, nil
+	}
+	stuck, err := op.BlockedBefore(ctx, c.cfg.Name, now.Add(-c.cfg.MaxBlock))
+	if err != nil {
+		return out, err
+	}
+	for _, ks := range stuck {
+		c.cfg.Logger.Error("seqbox: ALERT key blocked longer than MaxBlock; releasing with a recorded gap",
+			"consumer", c.cfg.Name, "key", ks.Key, "since", ks.BlockedSince, "reason", ks.BlockedReason)
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.MaxBlockAlerts.WithLabelValues(c.cfg.Name).Inc()
+		}
+		why := fmt.Sprintf("blocked since %s, longer than MaxBlock %s", ks.BlockedSince.Format(time.RFC3339), c.cfg.MaxBlock)
+		var ds []Decision
+		if ks.BlockedID != "" {
+			ds, err = c.skipBlocker(ctx, ks, why)
+		} else {
+			ds, err = c.ReleaseKey(ctx, ks.Key, "max_block", why)
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
+}
+
+// skipBlocker finds the open DLQ row blocking ks and skips it.
+func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]Decision, error) {
+	dls, err := c.cfg.Store.Operator().DeadLetters(ctx, c.cfg.Name, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, dl := range dls {
+		if dl.Source == ks.BlockedSource && dl.ID == ks.BlockedID {
+			return c.Skip(ctx, dl.Seq, "max_block", why)
+		}
+	}
+	return c.ReleaseKey(ctx, ks.Key, "max_block", why)
+}
+
+func versionString(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}

@@ -1,0 +1,236 @@
+package seqbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// input is one message entering the pipeline.
+type input struct {
+	raw     []byte
+	attempt int
+	// redrive: the message comes back from the DLQ and may pass its own
+	// dead-lettered identity and the block it caused.
+	redrive bool
+	// parked: the message is released from the parked table; its identity
+	// is already recorded.
+	parked *store.Parked
+}
+
+// batchTx is one store transaction with the pipeline's per-delivery
+// savepoint counter.
+type batchTx struct {
+	store.Tx
+	n int
+}
+
+func (b *batchTx) savepoint() string {
+	b.n++
+	return "d" + strconv.Itoa(b.n)
+}
+
+// pipeline holds the per-delivery decision logic of DESIGN §3.
+type pipeline struct {
+	cfg Config
+}
+
+// deliver runs one message through inbox, gate and handler inside tx, then
+// drains the key. The first decision is the message's own; any that follow
+// are parked successors released by the drain. An error means the store
+// failed and the whole batch must be abandoned.
+func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Decision, error) {
+	ds, key, err := p.decide(ctx, tx, in)
+	if err != nil || key == "" {
+		return ds, err
+	}
+	more, err := p.drain(ctx, tx, key)
+	return append(ds, more...), err
+}
+
+// decide reaches the message's own decision. It returns the key to drain
+// when the key's version moved.
+func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decision, string, error) {
+	now := p.cfg.Now()
+	sp := tx.savepoint()
+	if err := tx.Savepoint(ctx, sp); err != nil {
+		return nil, "", err
+	}
+	ev, perr := parseEvent(in.raw, p.cfg.VolatileAttributes)
+	if perr != nil {
+		d, err := p.reject(ctx, tx, in, perr, now)
+		return p.release(ctx, tx, sp, d, "", err)
+	}
+	d := Decision{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
+
+	if in.parked != nil {
+		if err := tx.Unpark(ctx, in.parked.Seq); err != nil {
+			return nil, "", err
+		}
+	} else {
+		if in.redrive {
+			if err := p.forgetDeadLettered(ctx, tx, ev); err != nil {
+				return nil, "", err
+			}
+		}
+		inserted, err := tx.InsertInbox(ctx, p.inboxRow(ev, now))
+		if err != nil {
+			return nil, "", err
+		}
+		if !inserted {
+			d, err := p.seenBefore(ctx, tx, ev, d, now)
+			return p.release(ctx, tx, sp, d, "", err)
+		}
+		if err := p.cfg.hooks.at(FaultAfterInboxInsert); err != nil {
+			return nil, "", err
+		}
+	}
+
+	var ks store.KeyState
+	if ev.PartitionKey != "" {
+		if err := tx.EnsureKey(ctx, p.cfg.Name, ev.PartitionKey, now); err != nil {
+			return nil, "", err
+		}
+		var err error
+		if ks, err = tx.Key(ctx, p.cfg.Name, ev.PartitionKey); err != nil {
+			return nil, "", err
+		}
+		if ks.Blocked && in.redrive && ks.BlockedSource == ev.Source && ks.BlockedID == ev.ID {
+			if err := tx.UnblockKey(ctx, p.cfg.Name, ev.PartitionKey, now); err != nil {
+				return nil, "", err
+			}
+			ks.Blocked = false
+		}
+		gate, err := p.gate(ctx, tx, in, ev, ks, now)
+		if err != nil || gate != nil {
+			if err == nil && gate.Outcome != "" {
+				d.Outcome, d.Reason = gate.Outcome, gate.Reason
+				err = p.record(ctx, tx, ev, d, ks.Version, gate.NextAction, now)
+			}
+			drainKey := ""
+			if gate != nil && gate.drain {
+				drainKey = ev.PartitionKey
+			}
+			return p.release(ctx, tx, sp, d, drainKey, err)
+		}
+	} else if p.isExpired(ev, now) {
+		d.Outcome, d.Reason = Expired, p.expiredReason(ev)
+		err := p.record(ctx, tx, ev, d, nil, "none: past the business deadline", now)
+		return p.release(ctx, tx, sp, d, "", err)
+	}
+	return p.apply(ctx, tx, in, ev, ks, d, sp, now)
+}
+
+// release closes the delivery's savepoint and returns its decision.
+func (p *pipeline) release(ctx context.Context, tx *batchTx, sp string, d Decision, key string, err error) ([]Decision, string, error) {
+	if err != nil {
+		return nil, "", err
+	}
+	if err := tx.Release(ctx, sp); err != nil {
+		return nil, "", err
+	}
+	return []Decision{d}, key, nil
+}
+
+func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
+	return store.InboxRow{
+		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash,
+		BusinessKey: ev.BusinessKey, EventType: ev.Type, Tenant: ev.TenantID, ContractVersion: ev.DataSchema,
+		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Outcome: "pending",
+		ReceivedAt: now, RetentionUntil: now.Add(p.cfg.Retention),
+	}
+}
+
+// seenBefore decides duplicate or collision for an identity the inbox
+// already holds.
+func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Decision, now time.Time) (Decision, error) {
+	prev, err := tx.Inbox(ctx, p.cfg.Name, ev.Source, ev.ID)
+	if err != nil {
+		return d, err
+	}
+	if prev.PayloadHash == ev.Hash {
+		d.Outcome = Duplicate
+		d.Reason = "identity already recorded (" + prev.Outcome + ")"
+		return d, p.record(ctx, tx, ev, d, nil, "none", now)
+	}
+	d.Outcome = Collision
+	d.Reason = fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash)
+	if err := tx.Park(ctx, p.parkRow(ev, store.ParkCollision, d.Reason, now, time.Time{})); err != nil {
+		return d, err
+	}
+	return d, p.record(ctx, tx, ev, d, nil, "investigate: the producer reused an identity for different content", now)
+}
+
+// forgetDeadLettered lets a redriven message re-enter under its original
+// identity: the dead-lettered inbox row is removed, anything else stays.
+func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event) error {
+	prev, err := tx.Inbox(ctx, p.cfg.Name, ev.Source, ev.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil || prev.Outcome != string(DeadLettered) || prev.PayloadHash != ev.Hash {
+		return err
+	}
+	return tx.DeleteInbox(ctx, p.cfg.Name, ev.Source, ev.ID)
+}
+
+// reject sends an invalid envelope to the DLQ with the reason.
+func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Decision, error) {
+	d := Decision{Outcome: Rejected, Reason: perr.Error(), Attempt: in.attempt}
+	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
+	if _, err := tx.DeadLetter(ctx, store.DeadLetter{
+		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: in.raw,
+		Reason: string(Rejected) + ": " + perr.Error(), Attempts: in.attempt,
+		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
+	}); err != nil {
+		return d, err
+	}
+	return d, tx.Audit(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey,
+		Outcome: string(Rejected), Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
+}
+
+// bestEffortIdentity pulls source, id and partitionkey out of an envelope
+// that failed validation, for the DLQ row and the CLI line.
+func bestEffortIdentity(raw []byte) (source, id, key string) {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return "", "", ""
+	}
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	return str("source"), str("id"), str("partitionkey")
+}
+
+// record writes the inbox outcome and the audit evidence of a decision.
+func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Decision, current *int64, next string, now time.Time) error {
+	if d.Outcome != Duplicate && d.Outcome != Collision {
+		if err := tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(d.Outcome), nil); err != nil {
+			return err
+		}
+	}
+	return tx.Audit(ctx, store.AuditRow{
+		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: string(d.Outcome),
+		Reason: d.Reason, NextAction: next, At: now,
+	})
+}
+
+func (p *pipeline) parkRow(ev Event, reason, detail string, now, holdUntil time.Time) store.Parked {
+	return store.Parked{
+		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+		ObjectVersion: ev.ObjectVersion, Reason: reason, Detail: detail, Envelope: ev.Raw,
+		PayloadHash: ev.Hash, ParkedAt: now, HoldUntil: holdUntil,
+	}
+}
+
+func (p *pipeline) isExpired(ev Event, now time.Time) bool {
+	return p.cfg.MaxAge > 0 && !ev.Time.IsZero() && now.Sub(ev.Time) > p.cfg.MaxAge
+}
+
+func (p *pipeline) expiredReason(ev Event) string {
+	return fmt.Sprintf("occurred at %s, past the %s business deadline", ev.Time.Format(time.RFC3339), p.cfg.MaxAge)
+}

@@ -1,0 +1,174 @@
+package seqbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/seqbox/seqbox/transport"
+)
+
+// keyConflictDelay is how soon a delivery that lost a key race comes back.
+const keyConflictDelay = 50 * time.Millisecond
+
+// sweepEvery is how often Run checks hold deadlines and MaxBlock.
+const sweepEvery = time.Second
+
+// Run receives from the transport and applies until ctx is cancelled. Keys
+// run in parallel on Config.Workers workers; a key is pinned to one worker
+// while it has deliveries in flight, so its deliveries apply strictly in
+// sequence, and a busy key goes to the back of the line after each batch so
+// a hot key cannot starve the others. On cancellation, batches in flight
+// either commit and ack or roll back and are left for redelivery; queued
+// deliveries are nacked for prompt redelivery. Run returns nil after a
+// clean shutdown.
+func (c *Consumer) Run(ctx context.Context) error {
+	if c.cfg.Transport == nil {
+		return invalidConfig("Transport", "required by Run")
+	}
+	s := newScheduler(c.cfg.Workers * c.cfg.BatchSize * 2)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for {
+				b := s.take(ctx, c.cfg.BatchSize)
+				if b == nil {
+					return
+				}
+				if err := c.runDeliveries(ctx, b.deliveries); err != nil && IsInjected(err) {
+					cancel(err)
+				}
+				s.done(b)
+			}
+		})
+	}
+	wg.Go(func() { c.sweepLoop(ctx) })
+	var recvErr error
+	for ctx.Err() == nil {
+		if !s.waitRoom(ctx) {
+			break
+		}
+		ds, err := c.cfg.Transport.Receive(ctx, c.cfg.BatchSize)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, transport.ErrClosed) {
+				recvErr = err
+				break
+			}
+			c.cfg.Logger.Warn("seqbox: receive failed; backing off", "consumer", c.cfg.Name, "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		for _, d := range ds {
+			s.add(deliveryKey(d), d)
+		}
+	}
+	cancel(nil)
+	wg.Wait()
+	if cause := context.Cause(ctx); IsInjected(cause) {
+		return cause // a crash settles nothing: the leases expire
+	}
+	for _, d := range s.abandon() {
+		_ = d.Nack(context.WithoutCancel(ctx), 0)
+	}
+	return recvErr
+}
+
+// runDeliveries applies one batch and settles it at the broker.
+func (c *Consumer) runDeliveries(ctx context.Context, ds []transport.Delivery) error {
+	ins := make([]input, len(ds))
+	for i, d := range ds {
+		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
+	}
+	out, err := c.runBatch(ctx, ins)
+	if err != nil {
+		if IsInjected(err) || ctx.Err() != nil {
+			return err // a crash or shutdown: leave them for redelivery
+		}
+		c.cfg.Logger.Error("seqbox: batch failed; nacking for redelivery", "consumer", c.cfg.Name, "deliveries", len(ds), "err", err)
+		delay := time.Second
+		if errors.Is(err, errKeyConflict) {
+			delay = keyConflictDelay
+		}
+		for _, d := range ds {
+			_ = d.Nack(context.WithoutCancel(ctx), delay)
+		}
+		return err
+	}
+	if err := c.cfg.hooks.at(FaultAfterCommit); err != nil {
+		return err
+	}
+	settle := context.WithoutCancel(ctx)
+	for i, d := range ds {
+		first := out[i][0]
+		var err error
+		switch {
+		case first.Outcome != Retry:
+			err = d.Ack(settle)
+		case first.Reason == errKeyConflict.Error():
+			err = d.Nack(settle, keyConflictDelay)
+		default:
+			err = d.Nack(settle, c.cfg.Retry.Backoff(first.Attempt))
+		}
+		if err != nil {
+			c.cfg.Logger.Warn("seqbox: settle failed after commit; the inbox absorbs the redelivery",
+				"consumer", c.cfg.Name, "source", first.Source, "id", first.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// deliveryKey is the scheduling key: the partition key, or a unique key for
+// messages that carry none (they need no ordering).
+func deliveryKey(d transport.Delivery) string {
+	var k struct {
+		PartitionKey string `json:"partitionkey"`
+	}
+	if json.Unmarshal(d.Body(), &k) == nil && k.PartitionKey != "" {
+		return "k:" + k.PartitionKey
+	}
+	return "u:" + strconv.FormatUint(nextUnkeyed(), 10)
+}
+
+var unkeyed struct {
+	sync.Mutex
+	n uint64
+}
+
+func nextUnkeyed() uint64 {
+	unkeyed.Lock()
+	defer unkeyed.Unlock()
+	unkeyed.n++
+	return unkeyed.n
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (c *Consumer) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
+				c.cfg.Logger.Warn("seqbox: sweep failed", "consumer", c.cfg.Name, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package seqbox
+
+import (
+	"context"
+	"sync"
+
+	"github.com/seqbox/seqbox/transport"
+)
+
+// scheduler groups received deliveries by key and hands workers batches in
+// which every key is pinned to that worker until the batch is done. Keys
+// wait in a FIFO ready list, so each key gets its turn.
+type scheduler struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  map[string][]transport.Delivery
+	busy     map[string]bool
+	ready    []string
+	inFlight int
+	limit    int
+	closed   bool
+}
+
+// batch is the work one worker took.
+type batch struct {
+	keys       []string
+	deliveries []transport.Delivery
+}
+
+func newScheduler(limit int) *scheduler {
+	s := &scheduler{pending: map[string][]transport.Delivery{}, busy: map[string]bool{}, limit: limit}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *scheduler) add(key string, d transport.Delivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending[key]) == 0 && !s.busy[key] {
+		s.ready = append(s.ready, key)
+	}
+	s.pending[key] = append(s.pending[key], d)
+	s.inFlight++
+	s.cond.Broadcast()
+}
+
+// waitRoom blocks while too many deliveries are in flight; false once the
+// context ends.
+func (s *scheduler) waitRoom(ctx context.Context) bool {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.closed = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.inFlight >= s.limit && !s.closed {
+		s.cond.Wait()
+	}
+	return !s.closed
+}
+
+// take waits for ready keys and returns up to size deliveries from them,
+// at most half the batch from any one key, so that one hot key shares a
+// batch with others. It returns nil once the context ends.
+func (s *scheduler) take(ctx context.Context, size int) *batch {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.closed = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.ready) == 0 && !s.closed {
+		s.cond.Wait()
+	}
+	if s.closed {
+		return nil
+	}
+	perKey := max(1, size/2)
+	b := &batch{}
+	for len(s.ready) > 0 && len(b.deliveries) < size {
+		key := s.ready[0]
+		s.ready = s.ready[1:]
+		q := s.pending[key]
+		n := min(len(q), perKey, size-len(b.deliveries))
+		b.deliveries = append(b.deliveries, q[:n]...)
+		s.pending[key] = q[n:]
+		s.busy[key] = true
+		b.keys = append(b.keys, key)
+	}
+	return b
+}
+
+// done unpins a batch's keys; keys with more deliveries go to the back of
+// the ready list.
+func (s *scheduler) done(b *batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight -= len(b.deliveries)
+	for _, key := range b.keys {
+		delete(s.busy, key)
+		if len(s.pending[key]) > 0 {
+			s.ready = append(s.ready, key)
+		} else {
+			delete(s.pending, key)
+		}
+	}
+	s.cond.Broadcast()
+}
+
+// abandon returns every delivery not yet taken, for nacking at shutdown.
+func (s *scheduler) abandon() []transport.Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []transport.Delivery
+	for _, q := range s.pending {
+		out = append(out, q...)
+	}
+	s.pending = map[string][]transport.Delivery{}
+	s.ready = nil
+	return out
+}

@@ -1,0 +1,252 @@
+// Package store defines what the seqbox pipeline needs from a database: one
+// transaction per batch in which the inbox identity, the ordering gate, the
+// parked messages and the handler's own writes commit together.
+//
+// Types here are shared by the root package and every store implementation,
+// in the way river's rivertype is: stores never import the root package.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by lookups of a single row that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrForeignDatabase is returned when a database holds tables that are not
+// seqbox's. Nothing in it is touched.
+var ErrForeignDatabase = errors.New("not a seqbox database")
+
+// ErrSchemaTooNew is returned when a database was migrated by a newer
+// seqbox than this one.
+var ErrSchemaTooNew = errors.New("database schema is newer than this seqbox")
+
+// Park reasons: why a message sits in the parked table.
+const (
+	ParkHeld            = "held"
+	ParkBlocked         = "blocked"
+	ParkCollision       = "collision"
+	ParkVersionConflict = "version_conflict"
+)
+
+// Store opens batch transactions and answers the operator's questions.
+type Store interface {
+	// Begin opens the transaction one batch of deliveries runs in.
+	Begin(ctx context.Context) (Tx, error)
+	// Operator returns the read and admin queries that run outside the
+	// pipeline (DLQ, keys, counts, retention).
+	Operator() Operator
+	// DB is the underlying pool, for business tables the caller owns.
+	DB() *sql.DB
+	// Close releases the pool.
+	Close() error
+}
+
+// Tx is one batch transaction. Every method runs inside it.
+type Tx interface {
+	// SQL is the transaction the handler writes its business effects in.
+	SQL() *sql.Tx
+	Savepoint(ctx context.Context, name string) error
+	RollbackTo(ctx context.Context, name string) error
+	Release(ctx context.Context, name string) error
+
+	// InsertInbox inserts the identity; false means it already existed (the
+	// primary key decided, never a prior query).
+	InsertInbox(ctx context.Context, r InboxRow) (bool, error)
+	// Inbox reads an existing identity.
+	Inbox(ctx context.Context, consumer, source, id string) (InboxRow, error)
+	// SetInboxOutcome records the outcome the identity ended in.
+	SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error
+	// DeleteInbox forgets an identity (redrive of a dead-lettered message).
+	DeleteInbox(ctx context.Context, consumer, source, id string) error
+	// ClaimBusinessKey inserts (consumer, businesskey); false means another
+	// identity already applied that effect.
+	ClaimBusinessKey(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error)
+
+	// Key reads the ordering state of a key; ErrNotFound if never seen.
+	Key(ctx context.Context, consumer, key string) (KeyState, error)
+	// EnsureKey creates the key row with no version if it does not exist.
+	EnsureKey(ctx context.Context, consumer, key string, at time.Time) error
+	// AdvanceKey is the compare-and-set on the key version: it moves from
+	// prev (nil = no version yet) to next and reports whether it won.
+	AdvanceKey(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error)
+	// BlockKey blocks a key behind a failed message (source/id may be
+	// empty for a gap block).
+	BlockKey(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error
+	// UnblockKey clears the block.
+	UnblockKey(ctx context.Context, consumer, key string, at time.Time) error
+
+	// Park stores a message durably so the broker copy can be acked.
+	Park(ctx context.Context, p Parked) error
+	// ParkedForKey lists the held and blocked messages of a key, in version
+	// order and then arrival order.
+	ParkedForKey(ctx context.Context, consumer, key string) ([]Parked, error)
+	// Unpark removes one parked row.
+	Unpark(ctx context.Context, seq int64) error
+	// SetParkedReason moves every parked row of a key from one reason to
+	// another (held to blocked when the key blocks, and back).
+	SetParkedReason(ctx context.Context, consumer, key, from, to string) error
+
+	// RecordRetry counts a failed attempt and returns the running total and
+	// the first error seen.
+	RecordRetry(ctx context.Context, r RetryRow) (attempts int, firstError string, err error)
+	// ClearRetry forgets the attempts of an identity.
+	ClearRetry(ctx context.Context, consumer, source, id string) error
+	// RetryingOnKey returns the identity currently retrying on a key.
+	RetryingOnKey(ctx context.Context, consumer, key string) (source, id string, found bool, err error)
+
+	// DeadLetter stores the original envelope with the reason.
+	DeadLetter(ctx context.Context, d DeadLetter) (int64, error)
+	// ResolveDeadLetter marks a DLQ row redriven or skipped.
+	ResolveDeadLetter(ctx context.Context, consumer, source, id, resolution string, at time.Time) error
+	// Audit records a non-applied outcome.
+	Audit(ctx context.Context, a AuditRow) error
+	// RecordGap records a known gap in a key's version history.
+	RecordGap(ctx context.Context, g Gap) error
+
+	Commit() error
+	Rollback() error
+}
+
+// InboxRow is one identity a consumer accepted.
+type InboxRow struct {
+	Consumer, Source, ID string
+	PayloadHash          string
+	BusinessKey          string
+	EventType            string
+	Tenant               string
+	ContractVersion      string
+	PartitionKey         string
+	ObjectVersion        *int64
+	Outcome              string
+	ReceivedAt           time.Time
+	ProcessedAt          *time.Time
+	ResultReference      string
+	RetentionUntil       time.Time
+}
+
+// KeyState is the ordering state of one business object for one consumer.
+type KeyState struct {
+	Consumer, Key string
+	// Version is the last committed object version (nil: none yet).
+	Version *int64
+	Blocked bool
+	// BlockedSource and BlockedID name the message the key is blocked
+	// behind (empty for a gap block).
+	BlockedSource, BlockedID string
+	BlockedReason            string
+	BlockedSince             time.Time
+	UpdatedAt                time.Time
+}
+
+// Parked is a message stored in the database instead of the broker.
+type Parked struct {
+	Seq                  int64
+	Consumer, Source, ID string
+	PartitionKey         string
+	ObjectVersion        *int64
+	Reason               string
+	Detail               string
+	Envelope             []byte
+	PayloadHash          string
+	ParkedAt             time.Time
+	// HoldUntil is the hold deadline of a held message (zero otherwise).
+	HoldUntil time.Time
+}
+
+// RetryRow is one failed attempt of an identity.
+type RetryRow struct {
+	Consumer, Source, ID string
+	PartitionKey         string
+	Error                string
+	At                   time.Time
+}
+
+// DeadLetter is a message the pipeline gave up on, byte for byte.
+type DeadLetter struct {
+	Seq                  int64
+	Consumer, Source, ID string
+	PartitionKey         string
+	ObjectVersion        *int64
+	PayloadHash          string
+	Envelope             []byte
+	Reason               string
+	Attempts             int
+	FirstError           string
+	LastError            string
+	DeadAt               time.Time
+	Resolution           string
+	ResolvedAt           *time.Time
+}
+
+// AuditRow is the evidence of one non-applied outcome.
+type AuditRow struct {
+	Seq                  int64
+	Consumer, Source, ID string
+	PartitionKey         string
+	ReceivedVersion      *int64
+	CurrentVersion       *int64
+	Outcome              string
+	Reason               string
+	NextAction           string
+	At                   time.Time
+}
+
+// Gap is a recorded decision to move past missing versions of a key.
+type Gap struct {
+	Consumer, Key string
+	// FromVersion and ToVersion bound the missing range, inclusive.
+	FromVersion, ToVersion int64
+	DecidedBy              string
+	Reason                 string
+	At                     time.Time
+}
+
+// Operator holds the queries that run outside the pipeline: what an
+// operator, the sweeper or retention needs.
+type Operator interface {
+	// DeadLetters lists a consumer's DLQ, oldest first; resolved rows only
+	// when all is true.
+	DeadLetters(ctx context.Context, consumer string, all bool) ([]DeadLetter, error)
+	// DeadLetter reads one DLQ row by its sequence number.
+	DeadLetter(ctx context.Context, consumer string, seq int64) (DeadLetter, error)
+	// Keys lists key views; only blocked or holding keys when stuck is true.
+	Keys(ctx context.Context, consumer string, stuck bool) ([]KeyView, error)
+	// Key returns one key view.
+	Key(ctx context.Context, consumer, key string) (KeyView, error)
+	// Parked lists the parked messages of a key, every reason.
+	Parked(ctx context.Context, consumer, key string) ([]Parked, error)
+	// Audit lists audit rows for a consumer (and key, when not empty),
+	// newest last, at most limit.
+	Audit(ctx context.Context, consumer, key string, limit int) ([]AuditRow, error)
+	// Gaps lists the recorded gaps of a key.
+	Gaps(ctx context.Context, consumer, key string) ([]Gap, error)
+	// Counts reports row counts for a consumer.
+	Counts(ctx context.Context, consumer string) (Counts, error)
+	// DueHolds lists held messages whose hold deadline is at or before now,
+	// one per key (the lowest version).
+	DueHolds(ctx context.Context, consumer string, now time.Time) ([]Parked, error)
+	// BlockedBefore lists keys blocked since before the given time.
+	BlockedBefore(ctx context.Context, consumer string, before time.Time) ([]KeyState, error)
+	// PurgeInbox deletes at most batch inbox identities whose retention
+	// ended before now, and reports how many it deleted.
+	PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error)
+}
+
+// KeyView is a key's state together with what is parked behind it.
+type KeyView struct {
+	KeyState
+	Held, BlockedCount, Parked int
+	// OldestParked is when the oldest held or blocked message was parked.
+	OldestParked time.Time
+	// NextVersion is the lowest parked version (nil when none).
+	NextVersion *int64
+}
+
+// Counts are a consumer's row counts.
+type Counts struct {
+	InboxRows, Applied, Parked, Held, Blocked, DeadLetters, Keys int64
+}

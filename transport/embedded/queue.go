@@ -1,0 +1,230 @@
+// Package embedded is seqbox's default transport: a durable at-least-once
+// queue in a SQLite file, with the semantics of SQS. A received message is
+// leased for a visibility timeout; it comes back when the lease expires or
+// on a nack with delay; every delivery counts an attempt; only Ack removes
+// it.
+package embedded
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/sqlitedb"
+	"github.com/seqbox/seqbox/transport"
+)
+
+// Config configures a Queue. Zero values take the defaults.
+type Config struct {
+	// Name separates queues that share a file. Default "default".
+	Name string
+	// Lease is the visibility timeout of a received message. Default 30s.
+	Lease time.Duration
+	// PollInterval is how often an idle Receive looks again. Default 25ms.
+	PollInterval time.Duration
+	// Wait is how long Receive waits for a message before returning an
+	// empty batch. Default 250ms.
+	Wait time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.Name == "" {
+		c.Name = "default"
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 25 * time.Millisecond
+	}
+	if c.Wait <= 0 {
+		c.Wait = 250 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Queue is a durable queue in a SQLite file.
+type Queue struct {
+	db     *sql.DB
+	cfg    Config
+	mu     sync.Mutex
+	closed bool
+}
+
+var (
+	_ transport.Transport = (*Queue)(nil)
+	_ transport.Publisher = (*Queue)(nil)
+)
+
+const schema = `CREATE TABLE IF NOT EXISTS seqbox_queue (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	queue TEXT NOT NULL,
+	body BLOB NOT NULL,
+	visible_at BIGINT NOT NULL,
+	lease TEXT NOT NULL DEFAULT '',
+	attempts INTEGER NOT NULL DEFAULT 0,
+	enqueued_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS seqbox_queue_ready ON seqbox_queue (queue, visible_at, seq)`
+
+// Open opens the queue in the SQLite file at path (it may be the same file
+// as the store).
+func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
+	cfg.defaults()
+	db, err := sqlitedb.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedded queue: create schema in %s: %w", path, err)
+	}
+	return &Queue{db: db, cfg: cfg}, nil
+}
+
+// Publish appends a message, ready at once.
+func (q *Queue) Publish(ctx context.Context, body []byte) error {
+	now := q.cfg.Now().UnixMicro()
+	_, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
+		q.cfg.Name, body, now)
+	if err != nil {
+		return fmt.Errorf("embedded queue: publish: %w", err)
+	}
+	return nil
+}
+
+// Receive leases up to max ready messages, oldest first, waiting up to
+// Config.Wait for one to become ready.
+func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
+	deadline := time.Now().Add(q.cfg.Wait)
+	for {
+		ds, err := q.receiveOnce(ctx, max)
+		if err != nil || len(ds) > 0 || time.Now().After(deadline) {
+			return ds, err
+		}
+		t := time.NewTimer(q.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery, error) {
+	q.mu.Lock()
+	closed := q.closed
+	q.mu.Unlock()
+	if closed {
+		return nil, transport.ErrClosed
+	}
+	if max <= 0 {
+		max = 1
+	}
+	token := newToken()
+	now := q.cfg.Now()
+	rows, err := q.db.QueryContext(ctx, `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
+		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY seq LIMIT $5)
+		RETURNING seq, body, attempts`, token, now.Add(q.cfg.Lease).UnixMicro(), q.cfg.Name, now.UnixMicro(), max)
+	if err != nil {
+		return nil, fmt.Errorf("embedded queue: receive: %w", err)
+	}
+	defer rows.Close()
+	var out []*delivery
+	for rows.Next() {
+		d := &delivery{q: q, token: token}
+		if err := rows.Scan(&d.seq, &d.body, &d.attempt); err != nil {
+			return nil, fmt.Errorf("embedded queue: receive: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("embedded queue: receive: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	ds := make([]transport.Delivery, len(out))
+	for i, d := range out {
+		ds[i] = d
+	}
+	return ds, nil
+}
+
+// Depth reports the messages not yet acknowledged: ready ones and ones
+// leased to a consumer.
+func (q *Queue) Depth(ctx context.Context) (ready, leased int, err error) {
+	now := q.cfg.Now().UnixMicro()
+	err = q.db.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN visible_at <= $2 THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN visible_at > $2 THEN 1 ELSE 0 END), 0)
+		FROM seqbox_queue WHERE queue = $1`, q.cfg.Name, now).Scan(&ready, &leased)
+	return ready, leased, err
+}
+
+// Close closes the queue's pool.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil
+	}
+	q.closed = true
+	return q.db.Close()
+}
+
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// delivery is one leased message.
+type delivery struct {
+	q       *Queue
+	seq     int64
+	body    []byte
+	attempt int
+	token   string
+}
+
+func (d *delivery) Body() []byte { return d.body }
+func (d *delivery) Attempt() int { return d.attempt }
+
+func (d *delivery) settle(ctx context.Context, what, query string, args ...any) error {
+	res, err := d.q.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("embedded queue: %s message %d: %w", what, d.seq, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%w: %s message %d", transport.ErrLeaseLost, what, d.seq)
+	}
+	return nil
+}
+
+// Ack deletes the message if this delivery still holds its lease.
+func (d *delivery) Ack(ctx context.Context) error {
+	return d.settle(ctx, "ack", `DELETE FROM seqbox_queue WHERE seq = $1 AND lease = $2`, d.seq, d.token)
+}
+
+// Nack makes the message visible again after delay.
+func (d *delivery) Nack(ctx context.Context, delay time.Duration) error {
+	at := d.q.cfg.Now().Add(delay).UnixMicro()
+	return d.settle(ctx, "nack", `UPDATE seqbox_queue SET lease = '', visible_at = $3 WHERE seq = $1 AND lease = $2`,
+		d.seq, d.token, at)
+}
+
+// Extend pushes the lease forward.
+func (d *delivery) Extend(ctx context.Context, by time.Duration) error {
+	at := d.q.cfg.Now().Add(by).UnixMicro()
+	return d.settle(ctx, "extend", `UPDATE seqbox_queue SET visible_at = $3 WHERE seq = $1 AND lease = $2`,
+		d.seq, d.token, at)
+}

@@ -1,0 +1,48 @@
+// Package transport defines how seqbox receives messages: a Transport hands
+// out batches of Deliveries, and each Delivery carries the whole
+// acknowledgement vocabulary. The consumer acknowledges only after its
+// database transaction commits.
+package transport
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrLeaseLost is returned by Ack, Nack and Extend when the delivery's lease
+// expired and the message may already be with another consumer. The inbox
+// makes that harmless; the error says the broker copy was not settled.
+var ErrLeaseLost = errors.New("transport: lease lost")
+
+// ErrClosed is returned by a transport after Close.
+var ErrClosed = errors.New("transport: closed")
+
+// Delivery is one delivery of one message.
+type Delivery interface {
+	// Body is the message exactly as published.
+	Body() []byte
+	// Attempt is 1 on the first delivery and grows with every redelivery.
+	Attempt() int
+	// Ack settles the message: it will not be delivered again.
+	Ack(ctx context.Context) error
+	// Nack returns the message for redelivery after delay.
+	Nack(ctx context.Context, delay time.Duration) error
+	// Extend pushes the lease (visibility timeout) d into the future, for
+	// handlers that run long.
+	Extend(ctx context.Context, d time.Duration) error
+}
+
+// Transport receives deliveries.
+type Transport interface {
+	// Receive returns up to max deliveries, waiting a short while when none
+	// are ready; an empty batch is not an error.
+	Receive(ctx context.Context, max int) ([]Delivery, error)
+	// Close stops the transport.
+	Close() error
+}
+
+// Publisher puts messages on a transport.
+type Publisher interface {
+	Publish(ctx context.Context, body []byte) error
+}
