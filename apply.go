@@ -37,7 +37,13 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 	if err := tx.Savepoint(ctx, hsp); err != nil {
 		return nil, "", err
 	}
-	herr := p.runHandler(ctx, tx, ev)
+	herr := in.decideErr
+	if herr == nil {
+		var hctx context.Context
+		if hctx, herr = p.withDecision(ctx, tx, ev, now); herr == nil {
+			herr = p.runHandler(hctx, tx, ev)
+		}
+	}
 	if herr != nil {
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err() // shutting down: leave it for redelivery
@@ -176,7 +182,7 @@ func (p *pipeline) deadLetter(ctx context.Context, tx *batchTx, in input, ev Eve
 		if err := tx.BlockKey(ctx, name, ev.PartitionKey, ev.Source, ev.ID, "dead-lettered "+ev.ID+": "+reason, now); err != nil {
 			return "", err
 		}
-		return "", tx.SetParkedReason(ctx, name, ev.PartitionKey, store.ParkHeld, store.ParkBlocked)
+		return "", tx.SetParkedReason(ctx, name, ev.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
 	}
 	// release: a known gap, and the key goes on.
 	if v, ok := ev.Version(); ok && (ks.Version == nil || v == *ks.Version+1) {

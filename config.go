@@ -77,6 +77,19 @@ type Config struct {
 	Transport transport.Transport
 	// Handler applies one event inside the inbox transaction.
 	Handler Handler
+	// Decide, when set, is the slow and non-deterministic half of the work
+	// (an AI model call). It runs before the transaction, outside it, and
+	// its result is recorded under the message's identity before Handler
+	// runs; the handler reads it with DecisionFrom. A redelivery after a
+	// crash re-applies the recorded decision instead of asking again and
+	// perhaps deciding differently. It is skipped for identities already
+	// recorded and for versions already passed.
+	Decide Decider
+	// ExtendEvery is how often the leases of deliveries in flight are
+	// extended, so long handlers keep their messages. Default 10s.
+	ExtendEvery time.Duration
+	// ExtendBy is how far each extension pushes the lease. Default 30s.
+	ExtendBy time.Duration
 
 	// Workers is the number of goroutines applying batches; keys are
 	// spread over them and a key is pinned to one worker at a time.
@@ -137,6 +150,12 @@ type Config struct {
 
 func (c *Config) withDefaults() Config {
 	out := *c
+	if out.ExtendEvery <= 0 {
+		out.ExtendEvery = 10 * time.Second
+	}
+	if out.ExtendBy <= 0 {
+		out.ExtendBy = 30 * time.Second
+	}
 	if out.Workers <= 0 {
 		out.Workers = 4
 	}

@@ -42,7 +42,9 @@ func (c *Consumer) Store() store.Store { return c.cfg.Store }
 // caller acknowledges its own copy once Deliver returns without error
 // (unless the first decision is Retry). attempt is 1 for a first delivery.
 func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Decision, error) {
-	out, err := c.runBatch(ctx, []input{{raw: raw, attempt: max(attempt, 1)}})
+	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
+	c.decideAll(ctx, ins)
+	out, err := c.runBatch(ctx, ins)
 	if err != nil {
 		return nil, err
 	}

@@ -56,12 +56,7 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 	// Still a gap. Messages that were blocked behind a key that is now
 	// free wait as held again, with a fresh hold deadline.
 	if first.Reason == store.ParkBlocked {
-		return nil, p.rehold(ctx, tx, key)
+		return nil, tx.SetParkedReason(ctx, p.cfg.Name, key, store.ParkBlocked, store.ParkHeld, p.cfg.Now().Add(p.cfg.HoldTimeout))
 	}
 	return nil, nil
 }
-
-func (p *pipeline) rehold(ctx context.Context, tx *batchTx, key string) error {
-	return tx.SetParkedReason(ctx, p.cfg.Name, key, store.ParkBlocked, store.ParkHeld)
-}
-

@@ -151,7 +151,7 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 			if err := tx.BlockKey(ctx, c.cfg.Name, h.PartitionKey, "", "", why, now); err != nil {
 				return nil, err
 			}
-			return nil, tx.SetParkedReason(ctx, c.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked)
+			return nil, tx.SetParkedReason(ctx, c.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
 		})
 		if err != nil {
 			return out, err

@@ -21,6 +21,9 @@ type input struct {
 	// parked: the message is released from the parked table; its identity
 	// is already recorded.
 	parked *store.Parked
+	// decideErr is why Config.Decide failed before the transaction; the
+	// delivery then fails like a handler error would.
+	decideErr error
 }
 
 // batchTx is one store transaction with the pipeline's per-delivery

@@ -87,7 +87,10 @@ func (c *Consumer) runDeliveries(ctx context.Context, ds []transport.Delivery) e
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
 	}
+	stopExtending := c.extendLeases(ctx, ds)
+	c.decideAll(ctx, ins)
 	out, err := c.runBatch(ctx, ins)
+	stopExtending()
 	if err != nil {
 		if IsInjected(err) || ctx.Err() != nil {
 			return err // a crash or shutdown: leave them for redelivery
@@ -156,6 +159,35 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// extendLeases keeps the deliveries' leases alive while their batch runs
+// (a model call may take a minute). It returns the function that stops it.
+func (c *Consumer) extendLeases(ctx context.Context, ds []transport.Delivery) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(c.cfg.ExtendEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := c.cfg.hooks.at(FaultDuringLeaseExtend); err != nil {
+				return
+			}
+			for _, d := range ds {
+				if err := d.Extend(ctx, c.cfg.ExtendBy); err != nil && ctx.Err() == nil {
+					c.cfg.Logger.Warn("seqbox: lease extension failed; the message may be redelivered meanwhile",
+						"consumer", c.cfg.Name, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func (c *Consumer) sweepLoop(ctx context.Context) {

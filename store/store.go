@@ -66,7 +66,8 @@ type Tx interface {
 	// identity already applied that effect.
 	ClaimBusinessKey(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error)
 
-	// Key reads the ordering state of a key; ErrNotFound if never seen.
+	// Key reads the ordering state of a key and locks it until the end of
+	// the transaction; ErrNotFound if never seen.
 	Key(ctx context.Context, consumer, key string) (KeyState, error)
 	// EnsureKey creates the key row with no version if it does not exist.
 	EnsureKey(ctx context.Context, consumer, key string, at time.Time) error
@@ -87,8 +88,9 @@ type Tx interface {
 	// Unpark removes one parked row.
 	Unpark(ctx context.Context, seq int64) error
 	// SetParkedReason moves every parked row of a key from one reason to
-	// another (held to blocked when the key blocks, and back).
-	SetParkedReason(ctx context.Context, consumer, key, from, to string) error
+	// another (held to blocked when the key blocks, and back), with a new
+	// hold deadline (zero: none).
+	SetParkedReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error
 
 	// RecordRetry counts a failed attempt and returns the running total and
 	// the first error seen.
@@ -102,6 +104,10 @@ type Tx interface {
 	DeadLetter(ctx context.Context, d DeadLetter) (int64, error)
 	// ResolveDeadLetter marks a DLQ row redriven or skipped.
 	ResolveDeadLetter(ctx context.Context, consumer, source, id, resolution string, at time.Time) error
+	// Decision reads the decision recorded for an identity.
+	Decision(ctx context.Context, consumer, source, id string) ([]byte, error)
+	// RecordDecision stores a decision for an identity inside the batch.
+	RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error
 	// Audit records a non-applied outcome.
 	Audit(ctx context.Context, a AuditRow) error
 	// RecordGap records a known gap in a key's version history.
@@ -231,6 +237,17 @@ type Operator interface {
 	DueHolds(ctx context.Context, consumer string, now time.Time) ([]Parked, error)
 	// BlockedBefore lists keys blocked since before the given time.
 	BlockedBefore(ctx context.Context, consumer string, before time.Time) ([]KeyState, error)
+	// Seen reports the recorded outcome and payload hash of an identity,
+	// without locking: a fast path before expensive work, never the arbiter.
+	Seen(ctx context.Context, consumer, source, id string) (outcome, hash string, found bool, err error)
+	// KeyVersion reads a key's committed version (nil: none), unlocked.
+	KeyVersion(ctx context.Context, consumer, key string) (*int64, error)
+	// Decision reads the decision recorded for an identity; ErrNotFound
+	// when none.
+	Decision(ctx context.Context, consumer, source, id string) ([]byte, error)
+	// RecordDecision stores a decision unless one is already recorded, and
+	// returns the recorded one: concurrent deciders converge on the first.
+	RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error)
 	// PurgeInbox deletes at most batch inbox identities whose retention
 	// ended before now, and reports how many it deleted.
 	PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error)

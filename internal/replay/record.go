@@ -17,9 +17,9 @@ import (
 // applied event, and the object state (the applied event's type at its
 // version).
 const recordSchema = `CREATE TABLE IF NOT EXISTS record_effects (
-	seq INTEGER PRIMARY KEY AUTOINCREMENT,
-	consumer TEXT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
-	partitionkey TEXT NOT NULL, objectversion BIGINT, type TEXT NOT NULL
+	consumer TEXT NOT NULL, n BIGINT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
+	partitionkey TEXT NOT NULL, objectversion BIGINT, type TEXT NOT NULL,
+	PRIMARY KEY (consumer, n)
 );
 CREATE TABLE IF NOT EXISTS record_objects (
 	consumer TEXT NOT NULL, partitionkey TEXT NOT NULL, state TEXT NOT NULL, version BIGINT,
@@ -47,8 +47,9 @@ func RecordHandler(consumer string) seqbox.Handler {
 		case "permanent":
 			return seqbox.Permanent(errors.New("record: data.fail=permanent"))
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
-			VALUES ($1, $2, $3, $4, $5, $6)`, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
+		// n is the effect's position in commit order for this consumer.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, n, source, id, partitionkey, objectversion, type)
+			VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM record_effects WHERE consumer = $1), $2, $3, $4, $5, $6)`, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
 			return fmt.Errorf("record effect: %w", err)
 		}
 		if ev.PartitionKey == "" {

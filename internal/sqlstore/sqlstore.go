@@ -24,6 +24,10 @@ type Dialect struct {
 	Blob string
 	// ListTables is a query returning the names of the user tables.
 	ListTables string
+	// LockRow is appended to the pipeline's read of a key so that
+	// transactions on one key serialize (" FOR UPDATE" on PostgreSQL;
+	// empty on SQLite, where the write lock is taken at BEGIN).
+	LockRow string
 }
 
 // Store is a store.Store over a database/sql pool.
@@ -129,7 +133,7 @@ func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
 	}
-	return &Tx{tx: tx}, nil
+	return &Tx{tx: tx, lockRow: s.dialect.LockRow}, nil
 }
 
 // Operator returns the operator queries.

@@ -10,7 +10,10 @@ import (
 )
 
 // Tx is one batch transaction.
-type Tx struct{ tx *sql.Tx }
+type Tx struct {
+	tx      *sql.Tx
+	lockRow string
+}
 
 var _ store.Tx = (*Tx)(nil)
 
@@ -127,7 +130,7 @@ func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 // Key reads a key's ordering state.
 func (t *Tx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
 	k, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
-		WHERE consumer = $1 AND partitionkey = $2`, consumer, key))
+		WHERE consumer = $1 AND partitionkey = $2`+t.lockRow, consumer, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
@@ -222,9 +225,9 @@ func (t *Tx) Unpark(ctx context.Context, seq int64) error {
 }
 
 // SetParkedReason moves a key's parked rows from one reason to another.
-func (t *Tx) SetParkedReason(ctx context.Context, consumer, key, from, to string) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = $4
-		WHERE consumer = $1 AND partitionkey = $2 AND reason = $3`, consumer, key, from, to)
+func (t *Tx) SetParkedReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = $4, hold_until = $5
+		WHERE consumer = $1 AND partitionkey = $2 AND reason = $3`, consumer, key, from, to, zeroNullMicros(holdUntil))
 	return err
 }
 

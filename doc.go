@@ -1,0 +1,47 @@
+// Package seqbox is the reliability layer a message consumer puts in front
+// of its side effects. At-least-once queues redeliver (a worker commits and
+// dies before its ACK, a lease expires during a slow model call, an operator
+// redrives the DLQ) and reorder (a late "address changed" v2 arrives after
+// "cancelled" v3). seqbox turns both into known outcomes.
+//
+// # The transactional inbox
+//
+// Every delivery runs in one database transaction together with the
+// handler's own writes:
+//
+//	BEGIN
+//	  INSERT inbox (consumer, source, id, payload_hash, ...)  -- the primary key decides races
+//	  claim (consumer, businesskey)                           -- same effect under a new id
+//	  ordering gate on (consumer, partitionkey)               -- stale, gap, blocked key
+//	  handler(ctx, tx, event)                                 -- your business writes
+//	  advance the key version by compare-and-set
+//	  release parked successors that are now next
+//	COMMIT
+//	ACK
+//
+// A redelivery finds the identity and ends as Duplicate; the same identity
+// with a different payload hash is a Collision, parked for investigation.
+//
+// # Ordering per business object
+//
+// The CloudEvents partitionkey names the business object and objectversion
+// its version. Keys run in parallel; within a key the version gate blocks
+// stale versions, holds gaps durably for a bounded time (GapPolicy,
+// HoldTimeout, HoldExpiry), and a poison message blocks only its own key
+// (OnDeadLetter, MaxBlock) until an operator redrives or skips it.
+//
+// # Outcomes
+//
+// Every delivery ends in exactly one Outcome: applied, duplicate,
+// collision, semantic_duplicate, stale, version_conflict, held, expired,
+// blocked, retry, dead_lettered or rejected. The same names appear in the
+// audit table, the metrics and the CLI.
+//
+// # Stores and transports
+//
+// The store (store/sqlite, the embedded default) holds the inbox; the
+// transport (transport/embedded, a durable at-least-once queue in the same
+// SQLite file) delivers. Consumer.Run wires them: batches of deliveries in
+// one transaction with a savepoint each, COMMIT, then ACK. Consumer.Deliver
+// runs one message synchronously, for replay and HTTP ingest.
+package seqbox

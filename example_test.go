@@ -1,0 +1,75 @@
+package seqbox_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store/sqlite"
+)
+
+// The five-minute tour: a handler that creates a CRM task inside the inbox
+// transaction, and a message delivered twice. The second delivery is
+// recognised and creates nothing.
+func Example() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "seqbox-example-")
+	defer os.RemoveAll(dir)
+
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "seqbox.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	if _, err := st.DB().Exec(`CREATE TABLE crm_tasks (opportunity TEXT, title TEXT)`); err != nil {
+		panic(err)
+	}
+
+	consumer, err := seqbox.NewConsumer(seqbox.Config{
+		Name:  "crm-followup",
+		Store: st,
+		// The handler writes with tx: the task and the inbox identity
+		// commit together or not at all.
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks VALUES ($1, $2)`, ev.PartitionKey, "follow up")
+			return err
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	msg := []byte(`{"specversion":"1.0","id":"evt-482","source":"crm","type":"followup.requested",
+		"partitionkey":"opp-2481","objectversion":41,"businesskey":"followup:opp-2481:meeting-184"}`)
+	for attempt := 1; attempt <= 2; attempt++ {
+		ds, err := consumer.Deliver(ctx, msg, attempt)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("delivery %d: %s\n", attempt, ds[0].Outcome)
+	}
+	var tasks int
+	st.DB().QueryRow(`SELECT COUNT(*) FROM crm_tasks`).Scan(&tasks)
+	fmt.Println("tasks:", tasks)
+	// Output:
+	// delivery 1: applied
+	// delivery 2: duplicate
+	// tasks: 1
+}
+
+// Permanent marks an error not worth retrying: the delivery goes to the DLQ
+// at once, with the original envelope.
+func ExamplePermanent() {
+	err := seqbox.Permanent(fmt.Errorf("customer record is corrupt"))
+	fmt.Println(seqbox.IsPermanent(err), err)
+	// Output: true permanent: customer record is corrupt
+}
+
+// ParseEvent validates a CloudEvent and names the field that is wrong.
+func ExampleParseEvent() {
+	_, err := seqbox.ParseEvent([]byte(`{"id":"1","source":"erp","type":"order.cancelled","partitionkey":"PED-4821","objectversion":"v3"}`))
+	fmt.Println(err)
+	// Output: invalid event: objectversion: "v3" is not an integer
+}

@@ -1,0 +1,72 @@
+package seqbox_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/sqlite"
+	"github.com/stretchr/testify/require"
+)
+
+// bundle is what most tests need: a real SQLite file with the record
+// handler's tables, and a consumer over it.
+type bundle struct {
+	path  string
+	store store.Store
+	cfg   seqbox.Config
+}
+
+// setup opens a fresh store in t.TempDir(); mutate the returned config
+// before calling consumer.
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "seqbox.db")
+	st, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+	return &bundle{path: path, store: st, cfg: seqbox.Config{
+		Name: "test", Store: st, Handler: replay.RecordHandler("test"),
+		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
+	}}
+}
+
+func (b *bundle) consumer(t *testing.T) *seqbox.Consumer {
+	t.Helper()
+	c, err := seqbox.NewConsumer(b.cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// effects counts the record handler's effect rows for an identity ("" for
+// all of the consumer's).
+func (b *bundle) effects(t *testing.T, id string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.store.DB().QueryRow(`SELECT COUNT(*) FROM record_effects WHERE consumer = $1 AND ($2 = '' OR id = $2)`,
+		b.cfg.Name, id).Scan(&n))
+	return n
+}
+
+// inboxRows counts the consumer's inbox identities.
+func (b *bundle) inboxRows(t *testing.T) int64 {
+	t.Helper()
+	c, err := b.store.Operator().Counts(context.Background(), b.cfg.Name)
+	require.NoError(t, err)
+	return c.InboxRows
+}
+
+// outcomes lists the outcome of each decision.
+func outcomes(ds []seqbox.Decision) []seqbox.Outcome {
+	out := make([]seqbox.Outcome, len(ds))
+	for i, d := range ds {
+		out[i] = d.Outcome
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+const decisionQuery = `SELECT decision FROM seqbox_decisions WHERE consumer = $1 AND source = $2 AND id = $3`
+
+func readDecision(ctx context.Context, q queryer, consumer, source, id string) ([]byte, error) {
+	var d []byte
+	err := q.QueryRowContext(ctx, decisionQuery, consumer, source, id).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return d, err
+}
+
+// Decision reads the decision recorded for an identity.
+func (t *Tx) Decision(ctx context.Context, consumer, source, id string) ([]byte, error) {
+	return readDecision(ctx, t.tx, consumer, source, id)
+}
+
+// RecordDecision stores a decision inside the batch transaction.
+func (t *Tx) RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, insertDecision, consumer, source, id, decision, micros(at))
+	return err
+}
+
+const insertDecision = `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at)
+	VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, source, id) DO NOTHING`
+
+func (o operator) Decision(ctx context.Context, consumer, source, id string) ([]byte, error) {
+	return readDecision(ctx, o.db, consumer, source, id)
+}
+
+func (o operator) RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error) {
+	if _, err := o.db.ExecContext(ctx, insertDecision, consumer, source, id, decision, micros(at)); err != nil {
+		return nil, err
+	}
+	return readDecision(ctx, o.db, consumer, source, id)
+}
+
+func (o operator) Seen(ctx context.Context, consumer, source, id string) (string, string, bool, error) {
+	var outcome, hash string
+	err := o.db.QueryRowContext(ctx, `SELECT outcome, payload_hash FROM seqbox_inbox
+		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).Scan(&outcome, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	return outcome, hash, err == nil, err
+}
+
+func (o operator) KeyVersion(ctx context.Context, consumer, key string) (*int64, error) {
+	var v sql.NullInt64
+	err := o.db.QueryRowContext(ctx, `SELECT version FROM seqbox_keys WHERE consumer = $1 AND partitionkey = $2`,
+		consumer, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return ptrInt(v), err
+}
