@@ -109,12 +109,14 @@ func (c *Consumer) runDeliveries(ctx context.Context, ds []transport.Delivery) e
 		return err
 	}
 	settle := context.WithoutCancel(ctx)
+	var acks []transport.Delivery
 	for i, d := range ds {
 		first := out[i][0]
 		var err error
 		switch {
 		case first.Outcome != Retry:
-			err = d.Ack(settle)
+			acks = append(acks, d)
+			continue
 		case first.Reason == errKeyConflict.Error():
 			err = d.Nack(settle, keyConflictDelay)
 		default:
@@ -125,7 +127,29 @@ func (c *Consumer) runDeliveries(ctx context.Context, ds []transport.Delivery) e
 				"consumer", c.cfg.Name, "source", first.Source, "id", first.ID, "err", err)
 		}
 	}
+	c.ack(settle, acks)
 	return nil
+}
+
+// ack settles committed deliveries, in one round trip when the transport
+// can. A lost lease is only logged: the inbox absorbs the redelivery.
+func (c *Consumer) ack(ctx context.Context, ds []transport.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	if b, ok := c.cfg.Transport.(transport.BatchAcker); ok {
+		if err := b.AckBatch(ctx, ds); err != nil {
+			c.cfg.Logger.Warn("seqbox: ack failed after commit; the inbox absorbs the redelivery",
+				"consumer", c.cfg.Name, "err", err)
+		}
+		return
+	}
+	for _, d := range ds {
+		if err := d.Ack(ctx); err != nil {
+			c.cfg.Logger.Warn("seqbox: ack failed after commit; the inbox absorbs the redelivery",
+				"consumer", c.cfg.Name, "err", err)
+		}
+	}
 }
 
 // deliveryKey is the scheduling key: the partition key, or a unique key for

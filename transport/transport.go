@@ -42,6 +42,14 @@ type Transport interface {
 	Close() error
 }
 
+// BatchAcker is implemented by transports that settle many deliveries in one
+// round trip. The consumer uses it after each commit when available.
+type BatchAcker interface {
+	// AckBatch acknowledges every delivery; deliveries whose lease was lost
+	// are reported with ErrLeaseLost, the others are settled.
+	AckBatch(ctx context.Context, ds []Delivery) error
+}
+
 // Publisher puts messages on a transport.
 type Publisher interface {
 	Publish(ctx context.Context, body []byte) error

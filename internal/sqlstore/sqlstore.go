@@ -28,6 +28,9 @@ type Dialect struct {
 	// transactions on one key serialize (" FOR UPDATE" on PostgreSQL;
 	// empty on SQLite, where the write lock is taken at BEGIN).
 	LockRow string
+	// MigrationLock, when set, runs first in the migration transaction so
+	// that processes opening one database at once migrate one at a time.
+	MigrationLock string
 }
 
 // Store is a store.Store over a database/sql pool.
@@ -74,6 +77,11 @@ func (s *Store) migrate(ctx context.Context, where string) error {
 		return fmt.Errorf("%s: begin migration on %s: %w", s.dialect.Name, where, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after commit this is a no-op
+	if s.dialect.MigrationLock != "" {
+		if _, err := tx.ExecContext(ctx, s.dialect.MigrationLock); err != nil {
+			return fmt.Errorf("%s: lock for migration: %w", s.dialect.Name, err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, MetaTable); err != nil {
 		return fmt.Errorf("%s: create %s: %w", s.dialect.Name, metaTable, err)
 	}

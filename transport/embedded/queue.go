@@ -1,5 +1,6 @@
 // Package embedded is seqbox's default transport: a durable at-least-once
-// queue in a SQLite file, with the semantics of SQS. A received message is
+// queue in a SQLite file (or a PostgreSQL database, for deployments that
+// have only PostgreSQL and want no broker), with the semantics of SQS. A received message is
 // leased for a visibility timeout; it comes back when the lease expires or
 // on a nack with delay; every delivery counts an attempt; only Ack removes
 // it.
@@ -12,9 +13,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/sqlitedb"
 	"github.com/seqbox/seqbox/transport"
 )
@@ -56,19 +60,21 @@ func (c *Config) defaults() {
 type Queue struct {
 	db     *sql.DB
 	cfg    Config
+	lock   string
 	mu     sync.Mutex
 	closed bool
 }
 
 var (
-	_ transport.Transport = (*Queue)(nil)
-	_ transport.Publisher = (*Queue)(nil)
+	_ transport.Transport  = (*Queue)(nil)
+	_ transport.Publisher  = (*Queue)(nil)
+	_ transport.BatchAcker = (*Queue)(nil)
 )
 
 const schema = `CREATE TABLE IF NOT EXISTS seqbox_queue (
-	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	seq {{SERIAL}},
 	queue TEXT NOT NULL,
-	body BLOB NOT NULL,
+	body {{BLOB}} NOT NULL,
 	visible_at BIGINT NOT NULL,
 	lease TEXT NOT NULL DEFAULT '',
 	attempts INTEGER NOT NULL DEFAULT 0,
@@ -76,19 +82,51 @@ const schema = `CREATE TABLE IF NOT EXISTS seqbox_queue (
 );
 CREATE INDEX IF NOT EXISTS seqbox_queue_ready ON seqbox_queue (queue, visible_at, seq)`
 
-// Open opens the queue in the SQLite file at path (it may be the same file
-// as the store).
+// Open opens the queue in the SQLite file at path, or in the PostgreSQL
+// database a postgres:// URL names (it may be the store's own database).
+// On PostgreSQL, competing receivers lease with FOR UPDATE SKIP LOCKED.
 func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	cfg.defaults()
+	if pgdb.IsURL(path) {
+		db, err := pgdb.Open(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		return create(ctx, db, cfg, "BIGSERIAL PRIMARY KEY", "BYTEA", " FOR UPDATE SKIP LOCKED",
+			"SELECT pg_advisory_xact_lock(7357212)", pgdb.Redact(path))
+	}
 	db, err := sqlitedb.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	return create(ctx, db, cfg, "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "", "", path)
+}
+
+func create(ctx context.Context, db *sql.DB, cfg Config, serial, blob, lock, migrationLock, where string) (*Queue, error) {
+	err := func() error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() //nolint:errcheck // no-op after commit
+		if migrationLock != "" {
+			if _, err := tx.ExecContext(ctx, migrationLock); err != nil {
+				return err
+			}
+		}
+		ddl := strings.NewReplacer("{{SERIAL}}", serial, "{{BLOB}}", blob).Replace(schema)
+		for _, stmt := range strings.Split(ddl, ";") {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	}()
+	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("embedded queue: create schema in %s: %w", path, err)
+		return nil, fmt.Errorf("embedded queue: create schema in %s: %w", where, err)
 	}
-	return &Queue{db: db, cfg: cfg}, nil
+	return &Queue{db: db, cfg: cfg, lock: lock}, nil
 }
 
 // Publish appends a message, ready at once.
@@ -134,7 +172,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 	token := newToken()
 	now := q.cfg.Now()
 	rows, err := q.db.QueryContext(ctx, `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
-		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY seq LIMIT $5)
+		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY seq LIMIT $5`+q.lock+`)
 		RETURNING seq, body, attempts`, token, now.Add(q.cfg.Lease).UnixMicro(), q.cfg.Name, now.UnixMicro(), max)
 	if err != nil {
 		return nil, fmt.Errorf("embedded queue: receive: %w", err)
@@ -157,6 +195,37 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 		ds[i] = d
 	}
 	return ds, nil
+}
+
+// AckBatch deletes every delivery that still holds its lease, one
+// statement per receive.
+func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
+	byToken := map[string][]any{}
+	for _, td := range ds {
+		d, ok := td.(*delivery)
+		if !ok || d.q != q {
+			return fmt.Errorf("embedded queue: AckBatch got a delivery from another transport")
+		}
+		byToken[d.token] = append(byToken[d.token], d.seq)
+	}
+	lost := 0
+	for token, seqs := range byToken {
+		ph := make([]string, len(seqs))
+		for i := range seqs {
+			ph[i] = "$" + strconv.Itoa(i+2)
+		}
+		res, err := q.db.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE lease = $1 AND seq IN (`+strings.Join(ph, ", ")+`)`,
+			append([]any{token}, seqs...)...)
+		if err != nil {
+			return fmt.Errorf("embedded queue: ack batch: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		lost += len(seqs) - int(n)
+	}
+	if lost > 0 {
+		return fmt.Errorf("%w: %d of %d acks", transport.ErrLeaseLost, lost, len(ds))
+	}
+	return nil
 }
 
 // Depth reports the messages not yet acknowledged: ready ones and ones
