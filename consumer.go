@@ -98,13 +98,17 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, err
 }
 
 // inTx runs fn in one committed transaction of its own, for operator
-// actions and the sweeper.
-func (c *Consumer) inTx(ctx context.Context, fn func(tx *batchTx) ([]Decision, error)) ([]Decision, error) {
+// actions and the sweeper. point, when set, is the fault point just before
+// the commit.
+func (c *Consumer) inTx(ctx context.Context, point FaultPoint, fn func(tx *batchTx) ([]Decision, error)) ([]Decision, error) {
 	tx, err := c.cfg.Store.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ds, err := fn(&batchTx{Tx: tx})
+	if err == nil && point != "" {
+		err = c.cfg.hooks.at(point)
+	}
 	if err != nil {
 		tx.Rollback()
 		return nil, err

@@ -19,6 +19,8 @@ const (
 	FaultAfterCommit       FaultPoint = "after_commit_before_ack"
 	FaultMidBatch          FaultPoint = "mid_batch"
 	FaultDuringLeaseExtend FaultPoint = "during_lease_extend"
+	FaultDuringRedrive     FaultPoint = "during_redrive"
+	FaultDuringPurge       FaultPoint = "during_purge"
 )
 
 // FaultEnv names the environment variable that makes a consumer process kill

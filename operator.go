@@ -26,7 +26,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 	if dl.Resolution != "" {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
-	ds, err := c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+	ds, err := c.inTx(ctx, FaultDuringRedrive, func(tx *batchTx) ([]Decision, error) {
 		if dl.ID == "" {
 			// A rejected envelope without identity: it can only be
 			// rejected again; mark this copy resolved.
@@ -56,7 +56,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 	if dl.Resolution != "" {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
-	return c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
 		now := c.cfg.Now()
 		if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Source, dl.ID, "skipped by "+who+": "+why, now); err != nil {
 			return nil, err
@@ -82,7 +82,7 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Deci
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
 	}
-	return c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
 		ks, err := tx.Key(ctx, c.cfg.Name, key)
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", key, err)
@@ -139,7 +139,7 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 	}
 	var out []Decision
 	for _, h := range due {
-		ds, err := c.inTx(ctx, func(tx *batchTx) ([]Decision, error) {
+		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
 			ks, err := tx.Key(ctx, c.cfg.Name, h.PartitionKey)
 			if err != nil || ks.Blocked {
 				return nil, err

@@ -5,8 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -23,13 +23,7 @@ func openStore(ctx context.Context, db string) (store.Store, func(), error) {
 		cleanup = func() { os.RemoveAll(dir) }
 		db = filepath.Join(dir, sqlite.DefaultPath)
 	}
-	var s store.Store
-	var err error
-	if postgres.IsURL(db) {
-		s, err = postgres.Open(ctx, db)
-	} else {
-		s, err = sqlite.Open(ctx, db)
-	}
+	s, err := dbopen.Store(ctx, db)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -42,6 +42,6 @@ func rootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w (see seqbox %s --help)", c.Name(), err, c.Name())
 	})
-	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd())
+	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd())
 	return root
 }

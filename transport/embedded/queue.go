@@ -140,6 +140,26 @@ func (q *Queue) Publish(ctx context.Context, body []byte) error {
 	return nil
 }
 
+// PublishBatch appends messages in order, in one transaction: all or none.
+func (q *Queue) PublishBatch(ctx context.Context, bodies [][]byte) error {
+	tx, err := q.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("embedded queue: publish batch: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	now := q.cfg.Now().UnixMicro()
+	for _, b := range bodies {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
+			q.cfg.Name, b, now); err != nil {
+			return fmt.Errorf("embedded queue: publish batch: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("embedded queue: publish batch: %w", err)
+	}
+	return nil
+}
+
 // Receive leases up to max ready messages, oldest first, waiting up to
 // Config.Wait for one to become ready.
 func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {

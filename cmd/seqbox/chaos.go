@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/chaos"
+	"github.com/spf13/cobra"
+)
+
+func chaosCmd() *cobra.Command {
+	var opt chaos.Options
+	var scenarios string
+	var verbose bool
+	c := &cobra.Command{
+		Use:   "chaos",
+		Short: "SIGKILL competing consumer processes at every failure window and check nothing was lost or applied twice",
+		Long: `chaos generates a workload with duplicates, collisions, semantic duplicates,
+reorderings, late versions, poison and flaky messages, runs the consumer as
+separate OS processes (two competing), kills them with SIGKILL at random and at
+each named fault point, restarts them, and checks the database against an
+oracle. One row per scenario; exit status 1 if any failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			opt.Self = self
+			if scenarios != "" {
+				opt.Scenarios = strings.Split(scenarios, ",")
+			}
+			if opt.PGData == "" {
+				opt.PGData = os.Getenv("SEQBOX_TEST_POSTGRES_DATA")
+			}
+			if opt.PGBin == "" {
+				opt.PGBin = os.Getenv("SEQBOX_TEST_POSTGRES_BIN")
+			}
+			if verbose {
+				opt.Progress = cmd.ErrOrStderr()
+			}
+			start := time.Now()
+			res, err := chaos.Run(cmd.Context(), opt)
+			failed := chaos.WriteTable(cmd.OutOrStdout(), res)
+			fmt.Fprintf(cmd.OutOrStdout(), "elapsed %s\n", time.Since(start).Round(time.Millisecond))
+			if err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("chaos: %d scenarios failed", failed)
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.IntVar(&opt.Messages, "messages", 2000, "logical messages in the workload")
+	fl.IntVar(&opt.Keys, "keys", 50, "business keys (partition keys)")
+	fl.IntVar(&opt.Kills, "kills", 10, "SIGKILLs per scenario")
+	fl.StringVar(&opt.DB, "db", "", "postgres:// URL (a schema per scenario) or a directory for SQLite files (default: temp)")
+	fl.StringVar(&scenarios, "scenarios", "", "comma-separated scenarios (default: all for the store)")
+	fl.IntVar(&opt.Procs, "procs", 2, "competing consumer processes")
+	fl.Uint64Var(&opt.Seed, "seed", 1, "workload seed")
+	fl.DurationVar(&opt.Lease, "lease", time.Second, "queue lease (visibility timeout)")
+	fl.DurationVar(&opt.Timeout, "timeout", 15*time.Minute, "time limit per scenario")
+	fl.StringVar(&opt.PGData, "pg-data", "", "PostgreSQL data directory, for pg-restart")
+	fl.StringVar(&opt.PGBin, "pg-bin", "", "PostgreSQL bin directory, for pg-restart")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
+	var transport string
+	fl.StringVar(&transport, "transport", "embedded", "transport under test (embedded)")
+	c.PreRunE = func(*cobra.Command, []string) error {
+		if transport != "embedded" {
+			return fmt.Errorf("--transport %q: only embedded is built in so far", transport)
+		}
+		return nil
+	}
+	c.AddCommand(chaosWorkerCmd())
+	return c
+}
+
+func chaosWorkerCmd() *cobra.Command {
+	var opt chaos.WorkerOptions
+	c := &cobra.Command{
+		Use:    "worker",
+		Short:  "One chaos process (started by seqbox chaos)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return chaos.RunWorker(cmd.Context(), opt)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opt.DB, "db", "", "store and queue")
+	fl.StringVar(&opt.Mode, "mode", "consume", "consume, redrive, purge or checkpoint")
+	fl.DurationVar(&opt.Lease, "lease", time.Second, "queue lease")
+	fl.IntVar(&opt.Workers, "workers", 2, "consumer workers")
+	fl.IntVar(&opt.Batch, "batch", 32, "batch size")
+	fl.DurationVar(&opt.NowOffset, "now-offset", 0, "shift the clock")
+	fl.BoolVar(&opt.Slow, "slow", false, "slow handler calls now and then")
+	return c
+}

@@ -1,0 +1,493 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/internal/pgdb"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport/embedded"
+)
+
+// Options configure a chaos run.
+type Options struct {
+	Messages, Keys, Kills int
+	// DB is empty (a temporary SQLite file per scenario), a SQLite
+	// directory prefix, or a postgres:// URL (a fresh schema per scenario).
+	DB string
+	// Procs is how many consumer processes compete. Default 2.
+	Procs int
+	Seed  uint64
+	Lease time.Duration
+	// Scenarios to run; empty means every one that applies to the store.
+	Scenarios []string
+	// Self is the seqbox binary that runs `chaos worker`.
+	Self string
+	// PGData and PGBin locate the PostgreSQL cluster for pg-restart.
+	PGData, PGBin string
+	// Timeout bounds each scenario.
+	Timeout time.Duration
+	// ProcLog receives the processes' output (nil: discarded).
+	ProcLog io.Writer
+	// Progress receives one line per phase (nil: discarded).
+	Progress io.Writer
+}
+
+// consumerFaults are the fault points inside the consumer process.
+var consumerFaults = []seqbox.FaultPoint{seqbox.FaultBeforeTx, seqbox.FaultAfterInboxInsert, seqbox.FaultAfterHandler,
+	seqbox.FaultBeforeCommit, seqbox.FaultAfterCommit, seqbox.FaultMidBatch, seqbox.FaultDuringLeaseExtend}
+
+// Scenarios lists the scenario names that apply to a store.
+func Scenarios(postgres bool) []string {
+	s := []string{"random"}
+	for _, f := range consumerFaults {
+		s = append(s, "fault:"+string(f))
+	}
+	s = append(s, "fault:"+string(seqbox.FaultDuringRedrive), "fault:"+string(seqbox.FaultDuringPurge))
+	if postgres {
+		return append(s, "pg-restart")
+	}
+	return append(s, "sqlite-checkpoint")
+}
+
+type harness struct {
+	opt Options
+	wl  Workload
+	r   *rand.Rand
+}
+
+// Run runs the scenarios and returns one result each.
+func Run(ctx context.Context, opt Options) ([]Result, error) {
+	if opt.Procs <= 0 {
+		opt.Procs = 2
+	}
+	if opt.Lease <= 0 {
+		opt.Lease = time.Second
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 15 * time.Minute
+	}
+	if opt.ProcLog == nil {
+		opt.ProcLog = io.Discard
+	}
+	if opt.Progress == nil {
+		opt.Progress = io.Discard
+	}
+	if opt.Messages < 10 || opt.Keys < 1 || opt.Kills < 0 {
+		return nil, fmt.Errorf("chaos: need --messages >= 10, --keys >= 1, --kills >= 0")
+	}
+	pg := pgdb.IsURL(opt.DB)
+	names := opt.Scenarios
+	if len(names) == 0 {
+		names = Scenarios(pg)
+	}
+	known := map[string]bool{}
+	for _, s := range Scenarios(pg) {
+		known[s] = true
+	}
+	h := &harness{opt: opt, wl: Generate(opt.Seed, opt.Messages, opt.Keys), r: rand.New(rand.NewPCG(opt.Seed, 99))}
+	var out []Result
+	for _, name := range names {
+		if !known[name] {
+			return out, fmt.Errorf("chaos: unknown scenario %q for this store (have %s)", name, strings.Join(Scenarios(pg), ", "))
+		}
+		sctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+		res := h.scenario(sctx, name)
+		cancel()
+		out = append(out, res)
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+// freshDB returns a new database location for one scenario.
+func (h *harness) freshDB(name string) (string, func(), error) {
+	slug := strings.NewReplacer(":", "_", "-", "_").Replace(name)
+	if pgdb.IsURL(h.opt.DB) {
+		schema := fmt.Sprintf("chaos_%s_%d", slug, time.Now().UnixNano()%1e9)
+		admin, err := pgdb.Open(context.Background(), h.opt.DB)
+		if err != nil {
+			return "", nil, err
+		}
+		defer admin.Close()
+		if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+			return "", nil, err
+		}
+		sep := "?"
+		if strings.Contains(h.opt.DB, "?") {
+			sep = "&"
+		}
+		return h.opt.DB + sep + "search_path=" + schema, func() {}, nil
+	}
+	dir, err := os.MkdirTemp(h.opt.DB, "seqbox-chaos-")
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Join(dir, "chaos.db"), func() { os.RemoveAll(dir) }, nil
+}
+
+func (h *harness) progress(format string, args ...any) {
+	fmt.Fprintf(h.opt.Progress, format+"\n", args...)
+}
+
+// scenario runs one scenario end to end on a fresh database.
+func (h *harness) scenario(ctx context.Context, name string) (res Result) {
+	start := time.Now()
+	res = Result{Scenario: name}
+	defer func() { res.Elapsed = time.Since(start) }()
+	db, cleanup, err := h.freshDB(name)
+	if err != nil {
+		res.fail("setup: %v", err)
+		return res
+	}
+	defer cleanup()
+	st, err := dbopen.Store(ctx, db)
+	if err != nil {
+		res.fail("open store: %v", err)
+		return res
+	}
+	defer st.Close()
+	if err := ensureTables(ctx, st.DB()); err != nil {
+		res.fail("tables: %v", err)
+		return res
+	}
+	q, err := embedded.Open(ctx, db, embedded.Config{Lease: h.opt.Lease})
+	if err != nil {
+		res.fail("open queue: %v", err)
+		return res
+	}
+	defer q.Close()
+
+	run := &scenarioRun{h: h, name: name, db: db, q: q, st: st, res: &res}
+	if err := run.phases(ctx); err != nil {
+		res.fail("%v", err)
+	}
+	run.stopAll()
+	if len(res.Failures) == 0 || res.ActualEffects == 0 {
+		verify(ctx, st, q, h.wl, &res)
+	}
+	if err := run.purge(ctx); err != nil {
+		res.fail("purge: %v", err)
+	}
+	res.Kills = run.kills
+	return res
+}
+
+// scenarioRun is the state of one scenario.
+type scenarioRun struct {
+	h       *harness
+	name    string
+	db      string
+	q       *embedded.Queue
+	st      store.Store
+	res     *Result
+	procs   []*proc
+	aux     *proc
+	kills   int
+	pgDown  atomic.Bool
+	started int
+}
+
+func (s *scenarioRun) fault() string {
+	if !strings.HasPrefix(s.name, "fault:") {
+		return ""
+	}
+	return strings.TrimPrefix(s.name, "fault:")
+}
+
+func (s *scenarioRun) workerArgs(mode string) []string {
+	args := []string{"--mode", mode, "--db", s.db, "--lease", s.h.opt.Lease.String(), "--workers", "2", "--batch", "32"}
+	if s.name == "fault:"+string(seqbox.FaultDuringLeaseExtend) {
+		args = append(args, "--slow")
+	}
+	return args
+}
+
+// consumerEnv arms a consumer process to kill itself at the scenario's
+// fault point, after a random number of passes, while kills remain.
+func (s *scenarioRun) consumerEnv() []string {
+	f := s.fault()
+	if f == "" || s.kills >= s.h.opt.Kills {
+		return nil
+	}
+	for _, cf := range consumerFaults {
+		if string(cf) == f {
+			return []string{seqbox.FaultEnv + "=" + f + ":" + strconv.Itoa(1+s.h.r.IntN(8))}
+		}
+	}
+	return nil
+}
+
+func (s *scenarioRun) startConsumer(i int) error {
+	s.started++
+	p, err := s.h.start(fmt.Sprintf("consumer-%d", i), s.consumerEnv(), s.workerArgs("consume")...)
+	if err != nil {
+		return err
+	}
+	s.procs[i] = p
+	return nil
+}
+
+func (s *scenarioRun) phases(ctx context.Context) error {
+	var bodies [][]byte
+	for _, m := range s.h.wl.Phase1 {
+		bodies = append(bodies, m.Body)
+	}
+	if err := s.q.PublishBatch(ctx, bodies); err != nil {
+		return err
+	}
+	s.h.progress("%s: published %d messages", s.name, len(bodies))
+	s.procs = make([]*proc, s.h.opt.Procs)
+	for i := range s.procs {
+		if err := s.startConsumer(i); err != nil {
+			return err
+		}
+	}
+	if s.name == "sqlite-checkpoint" {
+		if err := s.startCheckpointer(); err != nil {
+			return err
+		}
+	}
+	if err := s.supervise(ctx, "phase 1"); err != nil {
+		return err
+	}
+	if err := s.fixAndRedrive(ctx); err != nil {
+		return err
+	}
+	bodies = bodies[:0]
+	for _, m := range s.h.wl.Phase2 {
+		bodies = append(bodies, m.Body)
+	}
+	if err := s.q.PublishBatch(ctx, bodies); err != nil {
+		return err
+	}
+	return s.supervise(ctx, "phase 2")
+}
+
+// supervise restarts dead consumers, deals the scenario's kills, and
+// returns once the queue has stayed empty for a moment.
+func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
+	nextKill := time.Now().Add(s.killGap())
+	emptySince := time.Time{}
+	pgRestarted := false
+	phaseStart := time.Now()
+	for {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", phase, ctx.Err())
+		}
+		for i, p := range s.procs {
+			if !p.exited() {
+				continue
+			}
+			if p.killedBySIGKILL() {
+				s.kills++
+			} else if !s.pgDown.Load() {
+				s.res.fail("%s exited on its own: %v", p.name, p.err)
+			}
+			if err := s.startConsumer(i); err != nil {
+				return err
+			}
+		}
+		if s.aux != nil && s.aux.exited() {
+			if s.aux.killedBySIGKILL() {
+				s.kills++
+			}
+			if err := s.startCheckpointer(); err != nil {
+				return err
+			}
+		}
+		if s.kills < s.h.opt.Kills && time.Now().After(nextKill) {
+			switch s.name {
+			case "random":
+				s.procs[s.h.r.IntN(len(s.procs))].kill()
+			case "sqlite-checkpoint":
+				if s.aux != nil && s.h.r.IntN(2) == 0 {
+					s.aux.kill()
+				} else {
+					s.procs[s.h.r.IntN(len(s.procs))].kill()
+				}
+			}
+			nextKill = time.Now().Add(s.killGap())
+		}
+		if s.name == "pg-restart" && !pgRestarted && phase == "phase 1" && time.Since(phaseStart) > 2*time.Second {
+			pgRestarted = true
+			if err := s.restartPostgres(ctx); err != nil {
+				return err
+			}
+		}
+		ready, leased, err := s.q.Depth(ctx)
+		switch {
+		case err != nil:
+			emptySince = time.Time{}
+		case ready+leased == 0:
+			if emptySince.IsZero() {
+				emptySince = time.Now()
+			}
+			if time.Since(emptySince) > 3*s.h.opt.Lease/2 {
+				s.h.progress("%s: %s drained in %s (kills so far %d)", s.name, phase, time.Since(phaseStart).Round(time.Millisecond), s.kills)
+				return nil
+			}
+		default:
+			emptySince = time.Time{}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func (s *scenarioRun) killGap() time.Duration {
+	return time.Duration(50+s.h.r.IntN(200)) * time.Millisecond
+}
+
+func (s *scenarioRun) startCheckpointer() error {
+	p, err := s.h.start("checkpointer", nil, "--mode", "checkpoint", "--db", s.db)
+	s.aux = p
+	return err
+}
+
+// fixAndRedrive is the operator: fix what the poisons needed, then redrive
+// the DLQ (under SIGKILL in the during_redrive scenario) until nothing but
+// rejected envelopes remains.
+func (s *scenarioRun) fixAndRedrive(ctx context.Context) error {
+	for _, m := range s.h.wl.Phase1 {
+		if m.Kind == Poison {
+			if _, err := s.st.DB().ExecContext(ctx, `INSERT INTO chaos_fixed (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, m.ID); err != nil {
+				return fmt.Errorf("fix poison: %w", err)
+			}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		var env []string
+		if s.name == "fault:"+string(seqbox.FaultDuringRedrive) && s.kills < s.h.opt.Kills {
+			env = []string{seqbox.FaultEnv + "=" + string(seqbox.FaultDuringRedrive) + ":" + strconv.Itoa(1+s.h.r.IntN(5))}
+		}
+		p, err := s.h.runOnce(ctx, "redrive", env, s.workerArgs("redrive")...)
+		if err != nil {
+			return err
+		}
+		switch {
+		case p.err == nil:
+			s.h.progress("%s: redrive done after %d kills", s.name, s.kills)
+			return nil
+		case p.killedBySIGKILL():
+			s.kills++
+		default:
+			return fmt.Errorf("redrive process failed: %v", p.err)
+		}
+		if attempt > 1000 {
+			return fmt.Errorf("redrive never finished")
+		}
+	}
+}
+
+// purge runs retention 60 days in the future (under SIGKILL in the
+// during_purge scenario) and checks that it removed every identity and
+// nothing else.
+func (s *scenarioRun) purge(ctx context.Context) error {
+	effectsBefore := s.res.ActualEffects
+	args := append(s.workerArgs("purge"), "--now-offset", (60 * 24 * time.Hour).String())
+	for attempt := 0; ; attempt++ {
+		var env []string
+		if s.name == "fault:"+string(seqbox.FaultDuringPurge) && s.kills < s.h.opt.Kills {
+			env = []string{seqbox.FaultEnv + "=" + string(seqbox.FaultDuringPurge) + ":" + strconv.Itoa(2+s.h.r.IntN(20))}
+		}
+		p, err := s.h.runOnce(ctx, "purge", env, args...)
+		if err != nil {
+			return err
+		}
+		if p.err == nil {
+			break
+		}
+		if !p.killedBySIGKILL() {
+			return fmt.Errorf("purge process failed: %v", p.err)
+		}
+		s.kills++
+		if attempt > 1000 {
+			return fmt.Errorf("purge never finished")
+		}
+	}
+	c, err := s.st.Operator().Counts(ctx, Consumer)
+	if err != nil {
+		return err
+	}
+	if c.InboxRows != 0 {
+		s.res.fail("purge left %d inbox identities past retention", c.InboxRows)
+	}
+	var effects int
+	if err := s.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects WHERE consumer = $1`, Consumer).Scan(&effects); err != nil {
+		return err
+	}
+	if effects != effectsBefore {
+		s.res.fail("purge changed business effects: %d before, %d after", effectsBefore, effects)
+	}
+	return integrity(ctx, s.st.DB(), s.db, s.res)
+}
+
+// integrity runs SQLite's integrity check on the scenario's file.
+func integrity(ctx context.Context, db *sql.DB, where string, res *Result) error {
+	if pgdb.IsURL(where) {
+		return nil
+	}
+	var ok string
+	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil {
+		return err
+	}
+	if ok != "ok" {
+		res.fail("integrity_check: %s", ok)
+	}
+	return nil
+}
+
+// restartPostgres stops the cluster the hard way and starts it again.
+func (s *scenarioRun) restartPostgres(ctx context.Context) error {
+	if s.h.opt.PGData == "" || s.h.opt.PGBin == "" {
+		return fmt.Errorf("pg-restart needs --pg-data and --pg-bin (or SEQBOX_TEST_POSTGRES_DATA/BIN)")
+	}
+	pgctl := func(args ...string) error {
+		full := append([]string{filepath.Join(s.h.opt.PGBin, "pg_ctl"), "-D", s.h.opt.PGData}, args...)
+		if os.Geteuid() == 0 {
+			full = append([]string{"runuser", "-u", "postgres", "--"}, full...)
+		}
+		out, err := exec.CommandContext(ctx, full[0], full[1:]...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("pg_ctl %s: %v: %s", args[0], err, out)
+		}
+		return nil
+	}
+	s.pgDown.Store(true)
+	if err := pgctl("stop", "-m", "immediate"); err != nil {
+		return err
+	}
+	s.h.progress("%s: PostgreSQL stopped (immediate)", s.name)
+	time.Sleep(time.Second)
+	if err := pgctl("start", "-w", "-l", filepath.Join(filepath.Dir(s.h.opt.PGData), "log")); err != nil {
+		return err
+	}
+	s.h.progress("%s: PostgreSQL started again", s.name)
+	time.AfterFunc(5*time.Second, func() { s.pgDown.Store(false) })
+	return nil
+}
+
+func (s *scenarioRun) stopAll() {
+	for _, p := range s.procs {
+		if p != nil {
+			_ = p.stop(10 * time.Second)
+		}
+	}
+	if s.aux != nil {
+		s.aux.kill()
+	}
+}

@@ -1,0 +1,90 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// proc is one chaos process the harness started.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (h *harness) start(name string, env []string, args ...string) (*proc, error) {
+	cmd := exec.Command(h.opt.Self, append([]string{"chaos", "worker"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = h.opt.ProcLog
+	cmd.Stderr = h.opt.ProcLog
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// killedBySIGKILL reports whether the process died of SIGKILL (its own, at a
+// fault point, or the harness's).
+func (p *proc) killedBySIGKILL() bool {
+	var ee *exec.ExitError
+	if !errors.As(p.err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop asks for a clean shutdown and waits; SIGKILL after a grace period.
+func (p *proc) stop(grace time.Duration) error {
+	if p.exited() {
+		return p.err
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(grace):
+		p.kill()
+		return fmt.Errorf("%s did not stop within %s", p.name, grace)
+	}
+}
+
+// runOnce runs a one-shot process to its end.
+func (h *harness) runOnce(ctx context.Context, name string, env []string, args ...string) (*proc, error) {
+	p, err := h.start(name, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.kill()
+		return p, ctx.Err()
+	}
+	return p, nil
+}

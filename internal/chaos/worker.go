@@ -1,0 +1,131 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/transport/embedded"
+)
+
+// WorkerOptions configure one chaos process.
+type WorkerOptions struct {
+	// DB is the store and queue location (SQLite path or postgres:// URL).
+	DB string
+	// Mode is consume, redrive, purge or checkpoint.
+	Mode string
+	// Lease is the queue's visibility timeout.
+	Lease time.Duration
+	// Workers and Batch size the consumer.
+	Workers, Batch int
+	// NowOffset shifts the consumer's clock (purge runs in the future).
+	NowOffset time.Duration
+	// Slow makes one handler call in a hundred take longer than a third of
+	// the lease, so leases are extended mid-batch.
+	Slow bool
+}
+
+var firstVersion int64 = 1
+
+// RunWorker is the body of a chaos process. consume runs until ctx ends;
+// redrive and purge run once.
+func RunWorker(ctx context.Context, opt WorkerOptions) error {
+	st, err := dbopen.Store(ctx, opt.DB)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := ensureTables(ctx, st.DB()); err != nil {
+		return err
+	}
+	h := handler()
+	if opt.Slow {
+		h = slow(h, opt.Lease/2)
+	}
+	cfg := seqbox.Config{
+		Name: Consumer, Store: st, Handler: h,
+		Workers: opt.Workers, BatchSize: opt.Batch,
+		Retry:       seqbox.RetryPolicy{MaxAttempts: 30, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		HoldTimeout: time.Hour,
+		// The workload's keys start at version 1; without this, a key
+		// whose v2 arrived first would take v2 as its baseline.
+		FirstVersion: &firstVersion,
+		ExtendEvery:  opt.Lease / 3, ExtendBy: opt.Lease,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	}
+	if opt.NowOffset != 0 {
+		cfg.Now = func() time.Time { return time.Now().Add(opt.NowOffset) }
+	}
+	switch opt.Mode {
+	case "checkpoint":
+		// Checkpoint the WAL over and over, so that a SIGKILL lands in
+		// the middle of one.
+		for ctx.Err() == nil {
+			if _, err := st.DB().ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("checkpoint: %w", err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
+	case "consume":
+		q, err := embedded.Open(ctx, opt.DB, embedded.Config{Lease: opt.Lease})
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		cfg.Transport = q
+		c, err := seqbox.NewConsumer(cfg)
+		if err != nil {
+			return err
+		}
+		return c.Run(ctx)
+	case "redrive":
+		c, err := seqbox.NewConsumer(cfg)
+		if err != nil {
+			return err
+		}
+		dls, err := st.Operator().DeadLetters(ctx, Consumer, false)
+		if err != nil {
+			return err
+		}
+		for _, dl := range dls {
+			if dl.ID == "" || dl.Reason == "" || isRejected(dl.Reason) {
+				continue
+			}
+			if _, err := c.Redrive(ctx, dl.Seq); err != nil && !errors.Is(err, seqbox.ErrNotBlocking) {
+				return fmt.Errorf("redrive %d: %w", dl.Seq, err)
+			}
+		}
+		return nil
+	case "purge":
+		c, err := seqbox.NewConsumer(cfg)
+		if err != nil {
+			return err
+		}
+		n, err := c.Purge(ctx, 100)
+		fmt.Fprintf(os.Stdout, "purged=%d\n", n)
+		return err
+	}
+	return fmt.Errorf("chaos worker: unknown mode %q", opt.Mode)
+}
+
+func isRejected(reason string) bool {
+	return len(reason) >= len(seqbox.Rejected) && reason[:len(seqbox.Rejected)] == string(seqbox.Rejected)
+}
+
+// slow delays one handler call in a hundred by d.
+func slow(h seqbox.Handler, d time.Duration) seqbox.Handler {
+	var n atomic.Int64
+	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		if n.Add(1)%100 == 0 {
+			time.Sleep(d)
+		}
+		return h(ctx, tx, ev)
+	}
+}

@@ -1,0 +1,43 @@
+package seqbox
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultPurgeBatch is how many identities one purge statement removes, so
+// that retention never holds the write lock long enough to stall live
+// traffic.
+const DefaultPurgeBatch = 500
+
+// Purge removes inbox identities whose retention ended, batch at a time
+// (each batch its own short transaction), until none are left or ctx ends.
+// Held and blocked identities are never purged. It returns how many it
+// removed. Config.Retention was validated to cover the broker's
+// redelivery window and the DLQ's redrive window, so a purged identity can
+// no longer come back.
+func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = DefaultPurgeBatch
+	}
+	var total int64
+	for ctx.Err() == nil {
+		if err := c.cfg.hooks.at(FaultDuringPurge); err != nil {
+			return total, err
+		}
+		n, err := c.cfg.Store.Operator().PurgeInbox(ctx, c.cfg.Name, c.cfg.Now(), batch)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.PurgedRows.WithLabelValues(c.cfg.Name).Add(float64(n))
+		}
+		if n < int64(batch) {
+			return total, nil
+		}
+		// Let live transactions take the write lock between batches.
+		sleep(ctx, time.Millisecond)
+	}
+	return total, ctx.Err()
+}
