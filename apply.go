@@ -75,11 +75,6 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 	if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
 		return nil, "", err
 	}
-	if in.redrive {
-		if err := tx.ResolveDeadLetter(ctx, p.cfg.Name, ev.Source, ev.ID, "redriven", now); err != nil {
-			return nil, "", err
-		}
-	}
 	d.Outcome, d.Reason = Applied, ""
 	return p.release(ctx, tx, sp, d, key, nil)
 }
@@ -153,11 +148,6 @@ func (p *pipeline) deadLetter(ctx context.Context, tx *batchTx, in input, ev Eve
 			return "", err
 		}
 	}
-	if in.redrive {
-		if err := tx.ResolveDeadLetter(ctx, name, ev.Source, ev.ID, "redrive_failed", now); err != nil {
-			return "", err
-		}
-	}
 	if _, err := tx.DeadLetter(ctx, store.DeadLetter{Consumer: name, Source: ev.Source, ID: ev.ID,
 		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, PayloadHash: ev.Hash, Envelope: ev.Raw,
 		Reason: reason, Attempts: attempts, FirstError: first, LastError: last, DeadAt: now}); err != nil {
@@ -179,7 +169,11 @@ func (p *pipeline) deadLetter(ctx context.Context, tx *batchTx, in input, ev Eve
 		return "", err
 	}
 	if p.cfg.OnDeadLetter == DeadLetterBlock {
-		if err := tx.BlockKey(ctx, name, ev.PartitionKey, ev.Source, ev.ID, "dead-lettered "+ev.ID+": "+reason, now); err != nil {
+		since := now
+		if in.redrive && !ks.BlockedSince.IsZero() {
+			since = ks.BlockedSince // a failed redrive: still blocked since the first failure
+		}
+		if err := tx.BlockKey(ctx, name, ev.PartitionKey, ev.Source, ev.ID, "dead-lettered "+ev.ID+": "+reason, since); err != nil {
 			return "", err
 		}
 		return "", tx.SetParkedReason(ctx, name, ev.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})

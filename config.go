@@ -128,8 +128,8 @@ type Config struct {
 	// back this long after it failed. Retention must cover their sum.
 	DLQRetention, RedriveWindow time.Duration
 
-	// VolatileAttributes are left out of the payload hash. Default
-	// DefaultVolatileAttributes.
+	// VolatileAttributes are left out of the payload hash in addition to
+	// DefaultVolatileAttributes (publishedat, traceparent, ...).
 	VolatileAttributes []string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -195,9 +195,7 @@ func (c *Config) withDefaults() Config {
 	if out.RedriveWindow <= 0 {
 		out.RedriveWindow = 24 * time.Hour
 	}
-	if out.VolatileAttributes == nil {
-		out.VolatileAttributes = DefaultVolatileAttributes
-	}
+	out.VolatileAttributes = append(append([]string(nil), DefaultVolatileAttributes...), c.VolatileAttributes...)
 	if out.Now == nil {
 		out.Now = time.Now
 	}

@@ -38,25 +38,36 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 		return nil, err
 	}
 	first := parked[0]
-	if first.ObjectVersion == nil {
-		return &first, nil
+	src, id, retrying, err := tx.RetryingOnKey(ctx, p.cfg.Name, key)
+	if err != nil || (retrying && (src != first.Source || id != first.ID)) {
+		return nil, err // a predecessor is still retrying at the broker: nobody overtakes it
 	}
-	var expected int64
-	switch {
-	case ks.Version != nil:
-		expected = *ks.Version + 1
-	case p.cfg.FirstVersion != nil:
-		expected = *p.cfg.FirstVersion
-	default:
-		return &first, nil
-	}
-	if *first.ObjectVersion <= expected {
+	expected := p.expectedVersion(ks)
+	if first.ObjectVersion == nil || expected < 0 || *first.ObjectVersion <= expected || p.cfg.GapPolicy == GapAdvance {
+		// Next in line: unversioned (arrival order), a baseline, exactly
+		// next, already passed (it will be stale), or a gap the policy
+		// advances over.
 		return &first, nil
 	}
 	// Still a gap. Messages that were blocked behind a key that is now
-	// free wait as held again, with a fresh hold deadline.
-	if first.Reason == store.ParkBlocked {
-		return nil, tx.SetParkedReason(ctx, p.cfg.Name, key, store.ParkBlocked, store.ParkHeld, p.cfg.Now().Add(p.cfg.HoldTimeout))
+	// free wait as held again, and messages that waited behind a retry
+	// start their hold now: every hold is bounded by HoldTimeout.
+	deadline := p.cfg.Now().Add(p.cfg.HoldTimeout)
+	if err := tx.SetParkedReason(ctx, p.cfg.Name, key, store.ParkBlocked, store.ParkHeld, deadline); err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return nil, tx.StartHolds(ctx, p.cfg.Name, key, deadline)
+}
+
+// expectedVersion is the version a key accepts next: one past the
+// committed version, FirstVersion for a new key, or -1 when a new key takes
+// whatever comes first as its baseline.
+func (p *pipeline) expectedVersion(ks store.KeyState) int64 {
+	switch {
+	case ks.Version != nil:
+		return *ks.Version + 1
+	case p.cfg.FirstVersion != nil:
+		return *p.cfg.FirstVersion
+	}
+	return -1
 }

@@ -39,9 +39,10 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 		}
 	}
 	v, versioned := ev.Version()
+	expected := p.expectedVersion(ks)
 	if p.isExpired(ev, now) {
 		g := &gateResult{Outcome: Expired, Reason: p.expiredReason(ev), NextAction: "none: past the business deadline"}
-		if versioned && ks.Version != nil && v == *ks.Version+1 {
+		if versioned && v == expected {
 			// The next version expired: record the gap so successors are
 			// not held waiting for a version that will never apply.
 			g.drain = true
@@ -51,13 +52,6 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	}
 	if !versioned {
 		return nil, nil
-	}
-	expected := int64(-1)
-	switch {
-	case ks.Version != nil:
-		expected = *ks.Version + 1
-	case p.cfg.FirstVersion != nil:
-		expected = *p.cfg.FirstVersion
 	}
 	switch {
 	case expected < 0 || v == expected:

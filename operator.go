@@ -9,6 +9,11 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
+// ErrBlockedByDeadLetter is returned by ReleaseKey for a key blocked behind
+// a dead-lettered message: redrive or skip that message instead, so the DLQ
+// row is resolved with the decision.
+var ErrBlockedByDeadLetter = errors.New("redrive or skip the dead letter instead")
+
 // ErrNotBlocking is returned by Skip for a DLQ message that is already
 // resolved.
 var ErrNotBlocking = errors.New("dead letter already resolved")
@@ -27,14 +32,23 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
 	ds, err := c.inTx(ctx, FaultDuringRedrive, func(tx *batchTx) ([]Decision, error) {
-		if dl.ID == "" {
-			// A rejected envelope without identity: it can only be
-			// rejected again; mark this copy resolved.
-			if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Source, dl.ID, "redriven", c.cfg.Now()); err != nil {
-				return nil, err
-			}
+		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true})
+		if err != nil || ds[0].Outcome == Retry {
+			return ds, err // still open: redrive again
 		}
-		return c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true})
+		resolution := "redriven"
+		switch ds[0].Outcome {
+		case Applied:
+		case DeadLettered, Rejected:
+			resolution = "redrive_failed" // a new DLQ row holds it
+		default:
+			resolution += ": " + string(ds[0].Outcome)
+		}
+		err = tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, resolution, c.cfg.Now())
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
+		}
+		return ds, err
 	})
 	if err == nil && c.cfg.Metrics != nil {
 		c.cfg.Metrics.Redrives.WithLabelValues(c.cfg.Name).Inc()
@@ -58,7 +72,15 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
 		now := c.cfg.Now()
-		if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Source, dl.ID, "skipped by "+who+": "+why, now); err != nil {
+		if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, "skipped by "+who+": "+why, now); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
+			}
+			return nil, err
+		}
+		// A failed redrive may have left attempts behind; the message is
+		// settled now and must not hold its key's successors.
+		if err := tx.ClearRetry(ctx, c.cfg.Name, dl.Source, dl.ID); err != nil {
 			return nil, err
 		}
 		if dl.PartitionKey == "" {
@@ -90,6 +112,9 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Deci
 		if !ks.Blocked {
 			return nil, fmt.Errorf("key %q is not blocked", key)
 		}
+		if ks.BlockedID != "" {
+			return nil, fmt.Errorf("key %q is blocked behind dead-lettered %s/%s: %w", key, ks.BlockedSource, ks.BlockedID, ErrBlockedByDeadLetter)
+		}
 		return c.p.releaseKey(ctx, tx, ks, nil, who, why, c.cfg.Now())
 	})
 }
@@ -114,8 +139,11 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 	}
 	if to != nil && (ks.Version == nil || *to > *ks.Version) {
 		from := *to
-		if ks.Version != nil {
+		switch {
+		case ks.Version != nil:
 			from = *ks.Version + 1
+		case p.cfg.FirstVersion != nil && *p.cfg.FirstVersion <= *to:
+			from = *p.cfg.FirstVersion
 		}
 		if err := p.skipVersions(ctx, tx, ks.Key, ks.Version, from, *to, who, why, now); err != nil {
 			return nil, err
@@ -197,7 +225,9 @@ func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why strin
 			return c.Skip(ctx, dl.Seq, "max_block", why)
 		}
 	}
-	return c.ReleaseKey(ctx, ks.Key, "max_block", why)
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
+		return c.p.releaseKey(ctx, tx, ks, nil, "max_block", why, c.cfg.Now())
+	})
 }
 
 func versionString(v *int64) string {

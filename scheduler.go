@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"sort"
 	"sync"
 
 	"github.com/seqbox/seqbox/transport"
@@ -83,15 +84,25 @@ func (s *scheduler) take(ctx context.Context, size int) *batch {
 	}
 	perKey := max(1, size/2)
 	b := &batch{}
-	for len(s.ready) > 0 && len(b.deliveries) < size {
+	byKey := map[string][]transport.Delivery{}
+	taken := 0
+	for len(s.ready) > 0 && taken < size {
 		key := s.ready[0]
 		s.ready = s.ready[1:]
 		q := s.pending[key]
-		n := min(len(q), perKey, size-len(b.deliveries))
-		b.deliveries = append(b.deliveries, q[:n]...)
+		n := min(len(q), perKey, size-taken)
+		taken += n
 		s.pending[key] = q[n:]
 		s.busy[key] = true
 		b.keys = append(b.keys, key)
+		byKey[key] = append(byKey[key], q[:n]...)
+	}
+	// Within the batch, keys go in sorted order, so that two transactions
+	// (in any processes) lock the keys they share in the same order and
+	// cannot deadlock on them. A key's own deliveries keep their order.
+	sort.Strings(b.keys)
+	for _, key := range b.keys {
+		b.deliveries = append(b.deliveries, byKey[key]...)
 	}
 	return b
 }

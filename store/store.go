@@ -92,18 +92,23 @@ type Tx interface {
 	// hold deadline (zero: none).
 	SetParkedReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error
 
+	// StartHolds gives the held messages of a key that have no hold
+	// deadline (they waited behind a retry) the deadline until.
+	StartHolds(ctx context.Context, consumer, key string, until time.Time) error
+
 	// RecordRetry counts a failed attempt and returns the running total and
 	// the first error seen.
 	RecordRetry(ctx context.Context, r RetryRow) (attempts int, firstError string, err error)
 	// ClearRetry forgets the attempts of an identity.
 	ClearRetry(ctx context.Context, consumer, source, id string) error
-	// RetryingOnKey returns the identity currently retrying on a key.
+	// RetryingOnKey returns the identity currently retrying on a key
+	// (one whose attempts are counted and that has not settled since).
 	RetryingOnKey(ctx context.Context, consumer, key string) (source, id string, found bool, err error)
 
 	// DeadLetter stores the original envelope with the reason.
 	DeadLetter(ctx context.Context, d DeadLetter) (int64, error)
-	// ResolveDeadLetter marks a DLQ row redriven or skipped.
-	ResolveDeadLetter(ctx context.Context, consumer, source, id, resolution string, at time.Time) error
+	// ResolveDeadLetter marks one open DLQ row redriven or skipped.
+	ResolveDeadLetter(ctx context.Context, consumer string, seq int64, resolution string, at time.Time) error
 	// Decision reads the decision recorded for an identity.
 	Decision(ctx context.Context, consumer, source, id string) ([]byte, error)
 	// RecordDecision stores a decision for an identity inside the batch.

@@ -40,7 +40,8 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%s: %w (see seqbox %s --help)", c.Name(), err, c.Name())
+		path := strings.TrimPrefix(c.CommandPath(), "seqbox ")
+		return fmt.Errorf("%s: %w (see seqbox %s --help)", path, err, path)
 	})
 	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd())
 	return root

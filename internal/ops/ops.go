@@ -6,6 +6,7 @@
 package ops
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -128,4 +129,21 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Redrive redrives DLQ message seq through c and, as replay does, sends a
+// transient failure back at once until the message applies or is
+// dead-lettered again. It returns every decision in order.
+func Redrive(ctx context.Context, c *seqbox.Consumer, seq int64, maxAttempts int) ([]seqbox.Decision, error) {
+	var out []seqbox.Decision
+	for i := 0; ; i++ {
+		ds, err := c.Redrive(ctx, seq)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+		if len(ds) == 0 || ds[0].Outcome != seqbox.Retry || i >= maxAttempts {
+			return out, nil
+		}
+	}
 }

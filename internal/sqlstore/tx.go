@@ -231,6 +231,13 @@ func (t *Tx) SetParkedReason(ctx context.Context, consumer, key, from, to string
 	return err
 }
 
+// StartHolds sets a hold deadline on held rows that have none.
+func (t *Tx) StartHolds(ctx context.Context, consumer, key string, until time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET hold_until = $3
+		WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND hold_until IS NULL`, consumer, key, micros(until))
+	return err
+}
+
 // RecordRetry counts one failed attempt.
 func (t *Tx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, error) {
 	var attempts int
@@ -255,8 +262,12 @@ func (t *Tx) ClearRetry(ctx context.Context, consumer, source, id string) error 
 // RetryingOnKey returns the identity retrying on a key, if any.
 func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (string, string, bool, error) {
 	var source, id string
-	err := t.tx.QueryRowContext(ctx, `SELECT source, id FROM seqbox_retries
-		WHERE consumer = $1 AND partitionkey = $2 ORDER BY first_at LIMIT 1`, consumer, key).Scan(&source, &id)
+	// A retry row whose identity has since been recorded in the inbox is
+	// stale (a racing transaction applied or dead-lettered it): ignored.
+	err := t.tx.QueryRowContext(ctx, `SELECT r.source, r.id FROM seqbox_retries r
+		WHERE r.consumer = $1 AND r.partitionkey = $2 AND NOT EXISTS (SELECT 1 FROM seqbox_inbox i
+			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id)
+		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&source, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", false, nil
 	}
@@ -274,11 +285,18 @@ func (t *Tx) DeadLetter(ctx context.Context, d store.DeadLetter) (int64, error) 
 	return seq, err
 }
 
-// ResolveDeadLetter marks the open DLQ rows of an identity resolved.
-func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer, source, id, resolution string, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_dlq SET resolution = $4, resolved_at = $5
-		WHERE consumer = $1 AND source = $2 AND id = $3 AND resolution = ''`, consumer, source, id, resolution, micros(at))
-	return err
+// ResolveDeadLetter marks one open DLQ row resolved. Resolving a row that
+// another transaction resolved first is store.ErrNotFound.
+func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, resolution string, at time.Time) error {
+	res, err := t.tx.ExecContext(ctx, `UPDATE seqbox_dlq SET resolution = $3, resolved_at = $4
+		WHERE consumer = $1 AND seq = $2 AND resolution = ''`, consumer, seq, resolution, micros(at))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(err, store.ErrNotFound)
+	}
+	return nil
 }
 
 // Audit records a non-applied outcome.

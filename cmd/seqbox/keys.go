@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/spf13/cobra"
+)
+
+func keysCmd() *cobra.Command {
+	return groupCmd("keys", "Inspect ordered keys and release the stuck ones",
+		keysListCmd(), keysShowCmd(), keysReleaseCmd())
+}
+
+func keysListCmd() *cobra.Command {
+	var f opFlags
+	var all bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List stuck keys (blocked or holding) with what to do about each",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			reps, err := s.reporter().Keys(cmd.Context(), all)
+			if err != nil {
+				return err
+			}
+			return ops.WriteKeys(cmd.OutOrStdout(), reps, f.json)
+		},
+	}
+	f.register(c, true)
+	c.Flags().BoolVar(&all, "all", false, "list every key, not only the stuck ones")
+	return c
+}
+
+func keysShowCmd() *cobra.Command {
+	var f opFlags
+	c := &cobra.Command{
+		Use:   "show KEY",
+		Short: "Show one key: its state, parked messages, gaps and recent audit",
+		Args:  oneArg("KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			d, err := s.reporter().Key(cmd.Context(), args[0])
+			if err != nil {
+				return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
+			}
+			return ops.WriteKey(cmd.OutOrStdout(), d, f.json)
+		},
+	}
+	f.register(c, true)
+	return c
+}
+
+func keysReleaseCmd() *cobra.Command {
+	var f opFlags
+	var a attribution
+	c := &cobra.Command{
+		Use:   "release KEY --by WHO --reason WHY",
+		Short: "Unblock a key blocked by a version gap; print every decision as replay does",
+		Long: `Unblock a key blocked by a version gap (a hold that timed out with
+--hold-expiry block). The missing versions are recorded as a known gap with
+who decided and why, and the parked messages apply in version order. Each
+decision prints as a JSON line, in the format of seqbox replay.`,
+		Args: oneArg("KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.check("keys release"); err != nil {
+				return err
+			}
+			s, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			// A key blocked behind a dead letter is released by resolving
+			// that dead letter, so the DLQ and the key agree.
+			d, err := s.reporter().Key(cmd.Context(), args[0])
+			if err != nil {
+				return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
+			}
+			if b := d.BlockedBy; b != nil {
+				return fmt.Errorf("keys release: key %q is blocked behind dead-lettered message source=%s id=%s, not by a gap: %s",
+					args[0], b.Source, b.ID, d.Action)
+			}
+			c, err := s.consumer(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ds, err := c.ReleaseKey(cmd.Context(), args[0], a.by, a.reason)
+			if err != nil {
+				return s.notFound(err)
+			}
+			return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+		},
+	}
+	f.register(c, false)
+	a.register(c)
+	return c
+}

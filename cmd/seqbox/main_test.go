@@ -1,0 +1,152 @@
+package main
+
+// The tests in this package drive the seqbox binary as a user would: built
+// once in TestMain, run as a child process on real files, with its stdout,
+// stderr and exit status checked exactly.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// bin is the seqbox binary under test.
+var bin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "seqbox-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = filepath.Join(dir, "seqbox")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build seqbox:", err)
+		return 1
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// result is what one run of the binary produced.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// exe runs seqbox with args and stdin, without judging the result.
+func exe(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = environ()
+	cmd.Dir = t.TempDir()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errOut.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("seqbox %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// environ is the test process's environment without the variable that
+// would inject crashes into the child.
+func environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, seqbox.FaultEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// ok runs seqbox, requires success with nothing on stderr, and returns
+// stdout.
+func ok(t *testing.T, args ...string) string {
+	t.Helper()
+	r := exe(t, "", args...)
+	require.Equal(t, 0, r.code, "seqbox %s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
+	require.Empty(t, r.stderr, "seqbox %s", strings.Join(args, " "))
+	return r.stdout
+}
+
+// fails runs seqbox, requires a non-zero exit with nothing on stdout and
+// exactly one line on stderr, and returns that line without its newline.
+func fails(t *testing.T, args ...string) string {
+	t.Helper()
+	r := exe(t, "", args...)
+	require.NotEqual(t, 0, r.code, "seqbox %s: expected failure, stdout %q", strings.Join(args, " "), r.stdout)
+	require.Empty(t, r.stdout, "seqbox %s", strings.Join(args, " "))
+	require.True(t, strings.HasSuffix(r.stderr, "\n") && strings.Count(r.stderr, "\n") == 1,
+		"seqbox %s: stderr must be one line, got %q", strings.Join(args, " "), r.stderr)
+	line := strings.TrimSuffix(r.stderr, "\n")
+	require.True(t, strings.HasPrefix(line, "seqbox: "), "stderr %q", line)
+	return line
+}
+
+// fixture is the absolute path of a file under testdata.
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	_, err = os.Stat(p)
+	require.NoError(t, err)
+	return p
+}
+
+// newDB is the path of a database file that does not exist yet.
+func newDB(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "seqbox.db")
+}
+
+// lines joins lines with a newline after each, as the binary prints them.
+func lines(ls ...string) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	return strings.Join(ls, "\n") + "\n"
+}
+
+// fixtureLine is line n (1-based) of a testdata file, without its newline.
+func fixtureLine(t *testing.T, name string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(fixture(t, name))
+	require.NoError(t, err)
+	ls := strings.Split(string(b), "\n")
+	require.Greater(t, len(ls), n-1)
+	return ls[n-1]
+}

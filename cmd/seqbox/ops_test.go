@@ -1,0 +1,388 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// replayK2 replays testdata/k2.jsonl into a fresh database: K2 v1 applies,
+// v2 fails permanently and blocks the key, v3 parks behind it.
+func replayK2(t *testing.T) string {
+	t.Helper()
+	db := newDB(t)
+	require.Equal(t, lines(
+		`{"source":"crm","id":"k2-v1","partitionkey":"K2","objectversion":1,"outcome":"applied"}`,
+		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered"}`,
+		`{"source":"crm","id":"k2-v3","partitionkey":"K2","objectversion":3,"outcome":"blocked"}`,
+		"deliveries=3 accepted=1 duplicates=0 inbox_rows=3 business_effects=1 applied=1 duplicate=0 collision=0 "+
+			"semantic_duplicate=0 stale=0 version_conflict=0 held=0 expired=0 blocked=1 retry=0 dead_lettered=1 rejected=0",
+	), ok(t, "replay", "--db", db, "--now", now, fixture(t, "k2.jsonl")))
+	return db
+}
+
+const (
+	dlqHeader  = "SEQ  SOURCE  ID     PARTITIONKEY  OBJECTVERSION  REASON             ATTEMPTS  DEAD_AT               RESOLUTION"
+	k2Blocked1 = "K2            blocked  1        2         3              0     1                 2026-01-02T03:04:05Z  " +
+		"dead-lettered k2-v2: permanent failure  seqbox dlq redrive 1 or seqbox dlq skip 1 --by WHO --reason WHY"
+	keysHeader = "PARTITIONKEY  STATUS   VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 " +
+		"REASON                                  ACTION"
+)
+
+func TestDLQBlockedKeyThenSkip(t *testing.T) {
+	t.Parallel()
+	db := replayK2(t)
+
+	require.Equal(t, lines(
+		dlqHeader,
+		"1    crm     k2-v2  K2            2              permanent failure  1         2026-01-02T03:04:05Z  -",
+	), ok(t, "dlq", "list", "--db", db))
+	require.Equal(t, lines(
+		`{"seq":1,"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"reason":"permanent failure",`+
+			`"attempts":1,"dead_at":"2026-01-02T03:04:05Z","resolution":""}`,
+	), ok(t, "dlq", "list", "--db", db, "--json"))
+
+	// show prints the row in full and the original envelope byte for byte.
+	require.Equal(t, lines(
+		"seq:           1",
+		"consumer:      replay",
+		"source:        crm",
+		"id:            k2-v2",
+		"partitionkey:  K2",
+		"objectversion: 2",
+		"payload_hash:  96713d0d4dbe3d3030d477e6fad225e3e32db2e52c7725848a4d8a0c030b7fda",
+		"reason:        permanent failure",
+		"attempts:      1",
+		"first_error:   permanent: record: data.fail=permanent",
+		"last_error:    permanent: record: data.fail=permanent",
+		"dead_at:       2026-01-02T03:04:05Z",
+		"resolution:    -",
+		"resolved_at:   -",
+		"envelope (137 bytes):",
+		fixtureLine(t, "k2.jsonl", 2),
+	), ok(t, "dlq", "show", "1", "--db", db))
+	var shown struct {
+		Envelope       string `json:"envelope"`
+		EnvelopeBase64 []byte `json:"envelope_base64"`
+		FirstError     string `json:"first_error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "dlq", "show", "1", "--db", db, "--json")), &shown))
+	require.Equal(t, fixtureLine(t, "k2.jsonl", 2), shown.Envelope)
+	require.Equal(t, fixtureLine(t, "k2.jsonl", 2), string(shown.EnvelopeBase64))
+	require.Equal(t, "permanent: record: data.fail=permanent", shown.FirstError)
+
+	// The stuck key names the DLQ message and the two ways out.
+	require.Equal(t, lines(keysHeader, k2Blocked1), ok(t, "keys", "list", "--db", db))
+	require.Equal(t, lines(
+		`{"partitionkey":"K2","status":"blocked","version":1,"expected":2,"lowest_parked":3,"held":0,"blocked":true,`+
+			`"blocked_messages":1,"since":"2026-01-02T03:04:05Z","reason":"dead-lettered k2-v2: permanent failure",`+
+			`"blocked_by":{"source":"crm","id":"k2-v2","dlq_seq":1},"hold_until":null,`+
+			`"action":"seqbox dlq redrive 1 or seqbox dlq skip 1 --by WHO --reason WHY"}`,
+	), ok(t, "keys", "list", "--db", db, "--json"))
+
+	// keys release refuses a key blocked behind a dead letter: the DLQ
+	// row would stay open while the key moved past it.
+	require.Equal(t, `seqbox: keys release: key "K2" is blocked behind dead-lettered message source=crm id=k2-v2, `+
+		`not by a gap: seqbox dlq redrive 1 or seqbox dlq skip 1 --by WHO --reason WHY`,
+		fails(t, "keys", "release", "K2", "--db", db, "--by", "alice", "--reason", "no"))
+
+	// Skip records the gap with who and why and releases v3.
+	require.Equal(t, lines(
+		`{"source":"crm","id":"k2-v3","partitionkey":"K2","objectversion":3,"outcome":"applied"}`,
+	), ok(t, "dlq", "skip", "1", "--db", db, "--by", "alice", "--reason", "v2 superseded by v3", "--now", "2026-01-02T04:00:00Z"))
+
+	require.Equal(t, lines(
+		"SEQ  SOURCE  ID  PARTITIONKEY  OBJECTVERSION  REASON  ATTEMPTS  DEAD_AT  RESOLUTION",
+	), ok(t, "dlq", "list", "--db", db))
+	require.Empty(t, ok(t, "dlq", "list", "--db", db, "--json"))
+	require.Equal(t, lines(
+		`{"seq":1,"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"reason":"permanent failure",`+
+			`"attempts":1,"dead_at":"2026-01-02T03:04:05Z","resolution":"skipped by alice: v2 superseded by v3"}`,
+	), ok(t, "dlq", "list", "--all", "--db", db, "--json"))
+	require.Empty(t, ok(t, "keys", "list", "--db", db, "--json"))
+	require.Equal(t, lines(
+		"PARTITIONKEY  STATUS  VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE  REASON  ACTION",
+		"K2            ok      3        4         -              0     0                 -      -       -",
+	), ok(t, "keys", "list", "--all", "--db", db))
+
+	require.Equal(t, lines(
+		"partitionkey:     K2",
+		"status:           ok",
+		"version:          3",
+		"expected:         4",
+		"lowest_parked:    -",
+		"held:             0",
+		"blocked:          false",
+		"blocked_messages: 0",
+		"since:            -",
+		"reason:           -",
+		"blocked_by:       -",
+		"hold_until:       -",
+		"action:           -",
+		"",
+		"parked: none",
+		"",
+		"gaps:",
+		"FROM_VERSION  TO_VERSION  DECIDED_BY  REASON               AT",
+		"2             2           alice       v2 superseded by v3  2026-01-02T04:00:00Z",
+		"",
+		"audit (last 20):",
+		"SEQ  AT                    SOURCE  ID     RECEIVED  CURRENT  OUTCOME        REASON                                                                          NEXT_ACTION",
+		"1    2026-01-02T03:04:05Z  crm     k2-v2  2         1        dead_lettered  permanent failure: permanent: record: data.fail=permanent                       key blocked: redrive or skip the message (seqbox dlq redrive|skip)",
+		"2    2026-01-02T03:04:05Z  crm     k2-v3  3         1        blocked        key blocked since 2026-01-02T03:04:05Z: dead-lettered k2-v2: permanent failure  redrive or skip the message blocking the key",
+	), ok(t, "keys", "show", "K2", "--db", db))
+
+	// A resolved dead letter cannot be skipped or redriven again.
+	require.Equal(t, "seqbox: dlq 1: dead letter already resolved (skipped by alice: v2 superseded by v3)",
+		fails(t, "dlq", "skip", "1", "--db", db, "--by", "alice", "--reason", "again"))
+	require.Equal(t, "seqbox: dlq 1: dead letter already resolved (skipped by alice: v2 superseded by v3)",
+		fails(t, "dlq", "redrive", "1", "--db", db))
+
+	// The object reached v3 through the release, and replaying the file
+	// again applies nothing.
+	out := ok(t, "replay", "--db", db, "--now", now, "--state", fixture(t, "k2.jsonl"))
+	require.Equal(t, lines(
+		`{"source":"crm","id":"k2-v1","partitionkey":"K2","objectversion":1,"outcome":"duplicate"}`,
+		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"duplicate"}`,
+		`{"source":"crm","id":"k2-v3","partitionkey":"K2","objectversion":3,"outcome":"duplicate"}`,
+		"deliveries=3 accepted=0 duplicates=3 inbox_rows=3 business_effects=2 applied=0 duplicate=3 collision=0 "+
+			"semantic_duplicate=0 stale=0 version_conflict=0 held=0 expired=0 blocked=0 retry=0 dead_lettered=0 rejected=0",
+		`{"partitionkey":"K2","version":3,"state":"deal.won","blocked":false,"held":0}`,
+	), out)
+}
+
+func TestDLQRedriveOfPermanentFailure(t *testing.T) {
+	t.Parallel()
+	db := replayK2(t)
+
+	// The record handler fails data.fail=permanent every time: the
+	// redriven message is dead-lettered again, under a new DLQ row, and
+	// the key stays blocked behind it.
+	require.Equal(t, lines(
+		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered"}`,
+	), ok(t, "dlq", "redrive", "1", "--db", db, "--now", "2026-01-02T04:00:00Z"))
+
+	require.Equal(t, lines(
+		dlqHeader,
+		"1    crm     k2-v2  K2            2              permanent failure  1         2026-01-02T03:04:05Z  redrive_failed",
+		"2    crm     k2-v2  K2            2              permanent failure  1         2026-01-02T04:00:00Z  -",
+	), ok(t, "dlq", "list", "--all", "--db", db))
+	require.Equal(t, lines(
+		dlqHeader,
+		"2    crm     k2-v2  K2            2              permanent failure  1         2026-01-02T04:00:00Z  -",
+	), ok(t, "dlq", "list", "--db", db))
+
+	// The advice now points at the open row. (Since when the key is
+	// blocked is TestKeysFailedRedriveKeepsBlockedSince's concern.)
+	reps := keyReports(t, "keys", "list", "--db", db, "--json")
+	require.Len(t, reps, 1)
+	reps[0]["since"] = nil
+	require.Equal(t, map[string]any{"partitionkey": "K2", "status": "blocked", "version": 1.0, "expected": 2.0,
+		"lowest_parked": 3.0, "held": 0.0, "blocked": true, "blocked_messages": 1.0, "since": nil,
+		"reason": "dead-lettered k2-v2: permanent failure", "hold_until": nil,
+		"blocked_by": map[string]any{"source": "crm", "id": "k2-v2", "dlq_seq": 2.0},
+		"action":     "seqbox dlq redrive 2 or seqbox dlq skip 2 --by WHO --reason WHY"}, reps[0])
+	require.Equal(t, `seqbox: dlq 1: dead letter already resolved (redrive_failed)`, fails(t, "dlq", "redrive", "1", "--db", db))
+
+	// Nothing was applied: v3 is still parked and one effect exists.
+	out := ok(t, "replay", "--db", db, "--now", now, "--state", fixture(t, "k2.jsonl"))
+	require.True(t, strings.HasSuffix(out, lines(
+		"deliveries=3 accepted=0 duplicates=3 inbox_rows=3 business_effects=1 applied=0 duplicate=3 collision=0 "+
+			"semantic_duplicate=0 stale=0 version_conflict=0 held=0 expired=0 blocked=0 retry=0 dead_lettered=0 rejected=0",
+		`{"partitionkey":"K2","version":1,"state":"deal.opened","blocked":true,"held":0}`,
+	)), out)
+}
+
+func TestDLQRedriveRetriesTransientFailure(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	// One attempt: e1's transient failure is dead-lettered at once.
+	out := ok(t, "replay", "--db", db, "--now", now, "--max-attempts", "1", fixture(t, "outcomes.jsonl"))
+	require.Contains(t, out, `{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"dead_lettered"}`+"\n")
+
+	require.Equal(t, lines(
+		`{"seq":1,"source":"","id":"","partitionkey":"","objectversion":null,`+
+			`"reason":"rejected: invalid event: not a JSON object: invalid character 'h' in literal true (expecting 'r')",`+
+			`"attempts":1,"dead_at":"2026-01-02T03:04:05Z","resolution":""}`,
+		`{"seq":2,"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"reason":"attempts exhausted (1 of 1)",`+
+			`"attempts":1,"dead_at":"2026-01-02T03:04:05Z","resolution":""}`,
+	), ok(t, "dlq", "list", "--db", db, "--json"))
+
+	// As replay does, the redrive sends a retry back at once until the
+	// attempts are used up.
+	require.Equal(t, lines(
+		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"retry"}`,
+		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"retry"}`,
+		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"dead_lettered"}`,
+	), ok(t, "dlq", "redrive", "2", "--db", db, "--now", now, "--max-attempts", "3"))
+	out = ok(t, "dlq", "show", "3", "--db", db)
+	require.Contains(t, out, "reason:        attempts exhausted (3 of 3)\nattempts:      3\n")
+	require.Contains(t, out, "first_error:   record: data.fail=transient\nlast_error:    record: data.fail=transient\n")
+
+	// The malformed line's bytes are kept and shown as they came.
+	out = ok(t, "dlq", "show", "1", "--db", db)
+	require.True(t, strings.HasSuffix(out, "\nenvelope (21 bytes):\nthis line is not JSON\n"), out)
+	// Redriving it can only reject it again.
+	require.Equal(t, lines(`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected"}`),
+		ok(t, "dlq", "redrive", "1", "--db", db))
+}
+
+func TestKeysHeldGapThenRelease(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	file := fixture(t, "gap.jsonl")
+	const later, release = "2026-01-02T03:06:05Z", "2026-01-02T03:07:05Z"
+	hold := []string{"--hold-timeout", "1m", "--hold-expiry", "block"}
+
+	require.Equal(t, lines(
+		`{"source":"crm","id":"k3-v1","partitionkey":"K3","objectversion":1,"outcome":"applied"}`,
+		`{"source":"crm","id":"k3-v3","partitionkey":"K3","objectversion":3,"outcome":"held"}`,
+		"deliveries=2 accepted=1 duplicates=0 inbox_rows=2 business_effects=1 applied=1 duplicate=0 collision=0 "+
+			"semantic_duplicate=0 stale=0 version_conflict=0 held=1 expired=0 blocked=0 retry=0 dead_lettered=0 rejected=0",
+	), ok(t, append([]string{"replay", "--db", db, "--now", now, file}, hold...)...))
+
+	heldHeader := "PARTITIONKEY  STATUS  VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 " +
+		"REASON                         ACTION"
+	heldRow := "K3            held    1        2         3              1     0                 2026-01-02T03:04:05Z  " +
+		"waiting for version 2 (got 3)  wait for version 2 until 2026-01-02T03:05:05Z"
+	require.Equal(t, lines(heldHeader, heldRow), ok(t, "keys", "list", "--db", db, "--now", now))
+	require.Equal(t, lines(heldHeader, heldRow+" (overdue: the next sweep applies the hold expiry)"),
+		ok(t, "keys", "list", "--db", db, "--now", later))
+	require.Equal(t, "seqbox: key \"K3\" is not blocked",
+		fails(t, "keys", "release", "K3", "--db", db, "--by", "bob", "--reason", "too early"))
+
+	// Replay runs the sweeper at the end: two minutes on, the hold has
+	// timed out and, with --hold-expiry block, the key blocks on the gap.
+	out := ok(t, append([]string{"replay", "--db", db, "--now", later, "--state", file}, hold...)...)
+	require.True(t, strings.HasSuffix(out, "\n"+`{"partitionkey":"K3","version":1,"state":"deal.opened","blocked":true,"held":0}`+"\n"), out)
+
+	require.Equal(t, lines(
+		"PARTITIONKEY  STATUS   VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 "+
+			"REASON                                              ACTION",
+		"K3            blocked  1        2         3              0     1                 2026-01-02T03:06:05Z  "+
+			"hold timed out after 1m0s waiting before version 3  seqbox keys release K3 --by WHO --reason WHY",
+	), ok(t, "keys", "list", "--db", db))
+	var key struct {
+		Kind      string          `json:"kind"`
+		Status    string          `json:"status"`
+		BlockedBy json.RawMessage `json:"blocked_by"`
+		Action    string          `json:"action"`
+	}
+	showJSON := strings.Split(strings.TrimSuffix(ok(t, "keys", "show", "K3", "--db", db, "--json"), "\n"), "\n")
+	require.NoError(t, json.Unmarshal([]byte(showJSON[0]), &key))
+	require.Equal(t, "key", key.Kind)
+	require.Equal(t, "blocked", key.Status)
+	require.Equal(t, "null", string(key.BlockedBy))
+	require.Equal(t, "seqbox keys release K3 --by WHO --reason WHY", key.Action)
+	require.Equal(t, `{"kind":"parked","seq":1,"source":"crm","id":"k3-v3","objectversion":3,"reason":"blocked",`+
+		`"detail":"waiting for version 2 (got 3)","parked_at":"2026-01-02T03:04:05Z","hold_until":null,`+
+		`"envelope":`+jsonString(t, fixtureLine(t, "gap.jsonl", 2))+`}`, showJSON[1])
+
+	require.Equal(t, "seqbox: keys release: --by and --reason are required: the gap decision must be attributable",
+		fails(t, "keys", "release", "K3", "--db", db, "--by", "bob"))
+	require.Equal(t, lines(
+		`{"source":"crm","id":"k3-v3","partitionkey":"K3","objectversion":3,"outcome":"applied"}`,
+	), ok(t, "keys", "release", "K3", "--db", db, "--by", "bob", "--reason", "v2 lost upstream", "--now", release))
+
+	out = ok(t, "keys", "show", "K3", "--db", db)
+	require.Contains(t, out, "status:           ok\nversion:          3\n")
+	require.Contains(t, out, lines(
+		"gaps:",
+		"FROM_VERSION  TO_VERSION  DECIDED_BY  REASON            AT",
+		"2             2           bob         v2 lost upstream  2026-01-02T03:07:05Z",
+	))
+	require.Empty(t, ok(t, "keys", "list", "--db", db, "--json"))
+}
+
+func TestOperatorErrors(t *testing.T) {
+	t.Parallel()
+	db := replayK2(t)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"db required", []string{"dlq", "list"}, "seqbox: --db is required: the database the consumer wrote"},
+		{"db required for keys", []string{"keys", "show", "K2"}, "seqbox: --db is required: the database the consumer wrote"},
+		{"unknown seq", []string{"dlq", "show", "42", "--db", db}, `seqbox: dlq 42: not found (consumer "replay")`},
+		{"unknown seq redrive", []string{"dlq", "redrive", "42", "--db", db}, `seqbox: dlq 42: not found (consumer "replay")`},
+		{"unknown seq skip", []string{"dlq", "skip", "42", "--db", db, "--by", "a", "--reason", "b"},
+			`seqbox: dlq 42: not found (consumer "replay")`},
+		{"seq of another consumer", []string{"dlq", "show", "1", "--db", db, "--consumer", "billing"},
+			`seqbox: dlq 1: not found (consumer "billing")`},
+		{"unknown key", []string{"keys", "show", "NOPE", "--db", db}, `seqbox: key "NOPE": not found (consumer "replay")`},
+		{"unknown key release", []string{"keys", "release", "NOPE", "--db", db, "--by", "a", "--reason", "b"},
+			`seqbox: key "NOPE": not found (consumer "replay")`},
+		{"bad seq", []string{"dlq", "show", "one", "--db", db},
+			`seqbox: dlq show: SEQ "one" is not a DLQ sequence number (see seqbox dlq list)`},
+		{"skip without reason", []string{"dlq", "skip", "1", "--db", db, "--by", "alice"},
+			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
+		{"skip without who", []string{"dlq", "skip", "1", "--db", db, "--reason", "why"},
+			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
+		{"bad flag", []string{"dlq", "list", "--db", db, "--bogus"}, "seqbox: dlq list: unknown flag: --bogus (see seqbox dlq list --help)"},
+		{"bad policy", []string{"keys", "list", "--db", db, "--on-dead-letter", "shrug"},
+			`seqbox: invalid config: OnDeadLetter: "shrug" is not block or release`},
+		{"json on an action", []string{"dlq", "redrive", "1", "--db", db, "--json"},
+			"seqbox: dlq redrive: unknown flag: --json (see seqbox dlq redrive --help)"},
+		{"unknown subcommand", []string{"dlq", "purge"}, `seqbox: unknown command "purge" for "seqbox dlq"`},
+		{"unknown keys subcommand", []string{"keys", "drop"}, `seqbox: unknown command "drop" for "seqbox keys"`},
+		{"show needs a seq", []string{"dlq", "show", "--db", db}, "seqbox: dlq show: expects one SEQ argument, got 0"},
+		{"release needs one key", []string{"keys", "release", "A", "B", "--db", db, "--by", "a", "--reason", "b"},
+			"seqbox: keys release: expects one KEY argument, got 2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, c.want, fails(t, c.args...))
+		})
+	}
+
+	t.Run("missing database is not created", func(t *testing.T) {
+		t.Parallel()
+		missing := filepath.Join(dir, "typo.db")
+		require.Equal(t, "seqbox: --db "+missing+": no such file or directory", fails(t, "keys", "list", "--db", missing))
+		_, err := os.Stat(missing)
+		require.True(t, os.IsNotExist(err), "the operator commands must not create a database: %v", err)
+	})
+	t.Run("not a seqbox database", func(t *testing.T) {
+		t.Parallel()
+		notes := filepath.Join(dir, "notes.txt")
+		require.NoError(t, os.WriteFile(notes, []byte("not a database\n"), 0o644))
+		line := fails(t, "dlq", "list", "--db", notes)
+		require.True(t, strings.HasPrefix(line, "seqbox: not a seqbox database: "+notes), line)
+	})
+	t.Run("other consumer sees nothing", func(t *testing.T) {
+		t.Parallel()
+		require.Empty(t, ok(t, "dlq", "list", "--db", db, "--consumer", "billing", "--json"))
+		require.Empty(t, ok(t, "keys", "list", "--all", "--db", db, "--consumer", "billing", "--json"))
+	})
+}
+
+// jsonString is s as a JSON string, escaped as the binary escapes it.
+func jsonString(t *testing.T, s string) string {
+	t.Helper()
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(s))
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// keyReports decodes the JSON lines of a keys command.
+func keyReports(t *testing.T, args ...string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSuffix(ok(t, args...), "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		out = append(out, m)
+	}
+	return out
+}

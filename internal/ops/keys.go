@@ -1,0 +1,359 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// Key statuses in a KeyReport.
+const (
+	StatusBlocked = "blocked" // the key is blocked: nothing applies until an operator acts
+	StatusHeld    = "held"    // messages wait for a missing version or a retrying predecessor
+	StatusOK      = "ok"      // nothing is waiting
+)
+
+// Blocker is the dead-lettered message a key is blocked behind.
+type Blocker struct {
+	Source string `json:"source"`
+	ID     string `json:"id"`
+	// DLQSeq is its open DLQ row (nil when none is open).
+	DLQSeq *int64 `json:"dlq_seq"`
+}
+
+// KeyReport is one key as the stuck-keys view shows it: where it is,
+// what it waits for, since when, why, and the command that moves it on.
+type KeyReport struct {
+	PartitionKey string `json:"partitionkey"`
+	Status       string `json:"status"`
+	// Version is the last committed version; Expected the one that may
+	// apply next; LowestParked the lowest version waiting behind it.
+	Version      *int64 `json:"version"`
+	Expected     *int64 `json:"expected"`
+	LowestParked *int64 `json:"lowest_parked"`
+	Held         int    `json:"held"`
+	Blocked      bool   `json:"blocked"`
+	// BlockedMessages counts the messages parked behind the block.
+	BlockedMessages int `json:"blocked_messages"`
+	// Since is when the key blocked, or when its oldest message was parked.
+	Since     *string  `json:"since"`
+	Reason    string   `json:"reason"`
+	BlockedBy *Blocker `json:"blocked_by"`
+	// HoldUntil is the hold deadline of the lowest held message.
+	HoldUntil *string `json:"hold_until"`
+	Action    string  `json:"action"`
+
+	since, holdUntil time.Time
+}
+
+// KeyDetail is one key with everything recorded about it.
+type KeyDetail struct {
+	KeyReport
+	Parked []store.Parked
+	Gaps   []store.Gap
+	Audit  []store.AuditRow
+}
+
+// AuditLimit is how many audit rows KeyDetail carries, newest last.
+const AuditLimit = 20
+
+// Reporter builds key reports from a consumer's store.
+type Reporter struct {
+	Op       store.Operator
+	Consumer string
+	// FirstVersion is the consumer's FirstVersion policy (nil: the first
+	// version seen is the baseline).
+	FirstVersion *int64
+	// Now tells an overdue hold from a running one.
+	Now time.Time
+}
+
+// Keys reports the stuck keys (blocked or holding), or every key when all
+// is true, in key order.
+func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
+	views, err := r.Op.Keys(ctx, r.Consumer, !all)
+	if err != nil {
+		return nil, err
+	}
+	dlq, err := r.openDeadLetters(ctx, views)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyReport, 0, len(views))
+	for _, v := range views {
+		rep, err := r.report(ctx, v, dlq, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
+
+// Key reports one key with its parked messages, recorded gaps and the
+// last AuditLimit audit rows. An unknown key is store.ErrNotFound.
+func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
+	v, err := r.Op.Key(ctx, r.Consumer, key)
+	if err != nil {
+		return KeyDetail{}, err
+	}
+	dlq, err := r.openDeadLetters(ctx, []store.KeyView{v})
+	if err != nil {
+		return KeyDetail{}, err
+	}
+	d := KeyDetail{}
+	if d.Parked, err = r.Op.Parked(ctx, r.Consumer, key); err != nil {
+		return d, err
+	}
+	if d.KeyReport, err = r.report(ctx, v, dlq, d.Parked); err != nil {
+		return d, err
+	}
+	if d.Gaps, err = r.Op.Gaps(ctx, r.Consumer, key); err != nil {
+		return d, err
+	}
+	d.Audit, err = r.Op.Audit(ctx, r.Consumer, key, AuditLimit)
+	return d, err
+}
+
+// openDeadLetters maps the identity of each open DLQ row to its seq, when
+// some key is blocked behind a message.
+func (r Reporter) openDeadLetters(ctx context.Context, views []store.KeyView) (map[[2]string]int64, error) {
+	need := false
+	for _, v := range views {
+		need = need || (v.Blocked && v.BlockedID != "")
+	}
+	if !need {
+		return nil, nil
+	}
+	dls, err := r.Op.DeadLetters(ctx, r.Consumer, false)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[[2]string]int64, len(dls))
+	for _, d := range dls {
+		m[[2]string{d.Source, d.ID}] = d.Seq // oldest first: the latest open row wins
+	}
+	return m, nil
+}
+
+// report builds one KeyReport; parked may be nil and is read when a held
+// key needs it.
+func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string]int64, parked []store.Parked) (KeyReport, error) {
+	rep := KeyReport{PartitionKey: v.Key, Status: StatusOK, Version: v.Version, LowestParked: v.NextVersion,
+		Held: v.Held, Blocked: v.Blocked, BlockedMessages: v.BlockedCount}
+	switch {
+	case v.Version != nil:
+		e := *v.Version + 1
+		rep.Expected = &e
+	case r.FirstVersion != nil:
+		e := *r.FirstVersion
+		rep.Expected = &e
+	}
+	release := fmt.Sprintf("seqbox keys release %s --by WHO --reason WHY", shellWord(v.Key))
+	switch {
+	case v.Blocked:
+		rep.Status, rep.since, rep.Reason = StatusBlocked, v.BlockedSince, v.BlockedReason
+		rep.Action = release
+		if v.BlockedID != "" {
+			rep.BlockedBy = &Blocker{Source: v.BlockedSource, ID: v.BlockedID}
+			if seq, ok := dlq[[2]string{v.BlockedSource, v.BlockedID}]; ok {
+				rep.BlockedBy.DLQSeq = &seq
+				rep.Action = fmt.Sprintf("seqbox dlq redrive %d or seqbox dlq skip %d --by WHO --reason WHY", seq, seq)
+			}
+		}
+	case v.Held > 0:
+		rep.Status, rep.since = StatusHeld, v.OldestParked
+		if parked == nil {
+			var err error
+			if parked, err = r.Op.Parked(ctx, r.Consumer, v.Key); err != nil {
+				return rep, err
+			}
+		}
+		for _, p := range parked {
+			if p.Reason == store.ParkHeld {
+				rep.Reason, rep.holdUntil = p.Detail, p.HoldUntil
+				break
+			}
+		}
+		rep.Action = r.holdAdvice(rep)
+	default:
+		rep.since = v.OldestParked
+	}
+	rep.Since, rep.HoldUntil = jsonTime(rep.since), jsonTime(rep.holdUntil)
+	return rep, nil
+}
+
+func (r Reporter) holdAdvice(rep KeyReport) string {
+	if rep.holdUntil.IsZero() {
+		return "wait: released when the retrying predecessor settles"
+	}
+	what := "the missing version"
+	if rep.Expected != nil {
+		what = "version " + strconv.FormatInt(*rep.Expected, 10)
+	}
+	s := fmt.Sprintf("wait for %s until %s", what, timeText(rep.holdUntil))
+	if !r.Now.IsZero() && !r.Now.Before(rep.holdUntil) {
+		s += " (overdue: the next sweep applies the hold expiry)"
+	}
+	return s
+}
+
+// WriteKeys prints key reports: a table, or one JSON object per line.
+func WriteKeys(w io.Writer, reps []KeyReport, asJSON bool) error {
+	if asJSON {
+		return writeJSONLines(w, reps)
+	}
+	t := newTable(w, "PARTITIONKEY", "STATUS", "VERSION", "EXPECTED", "LOWEST_PARKED", "HELD", "BLOCKED_MESSAGES",
+		"SINCE", "REASON", "ACTION")
+	for _, r := range reps {
+		t.row(r.PartitionKey, r.Status, version(r.Version), version(r.Expected), version(r.LowestParked),
+			strconv.Itoa(r.Held), strconv.Itoa(r.BlockedMessages), timeText(r.since), r.Reason, r.Action)
+	}
+	return t.flush()
+}
+
+// Lines of `seqbox keys show --json`, told apart by kind.
+type (
+	keyLine struct {
+		Kind string `json:"kind"`
+		KeyReport
+	}
+	parkedLine struct {
+		Kind          string  `json:"kind"`
+		Seq           int64   `json:"seq"`
+		Source        string  `json:"source"`
+		ID            string  `json:"id"`
+		ObjectVersion *int64  `json:"objectversion"`
+		Reason        string  `json:"reason"`
+		Detail        string  `json:"detail"`
+		ParkedAt      *string `json:"parked_at"`
+		HoldUntil     *string `json:"hold_until"`
+		Envelope      string  `json:"envelope"`
+	}
+	gapLine struct {
+		Kind        string  `json:"kind"`
+		FromVersion int64   `json:"from_version"`
+		ToVersion   int64   `json:"to_version"`
+		DecidedBy   string  `json:"decided_by"`
+		Reason      string  `json:"reason"`
+		At          *string `json:"at"`
+	}
+	auditLine struct {
+		Kind            string  `json:"kind"`
+		Seq             int64   `json:"seq"`
+		At              *string `json:"at"`
+		Source          string  `json:"source"`
+		ID              string  `json:"id"`
+		ReceivedVersion *int64  `json:"received_version"`
+		CurrentVersion  *int64  `json:"current_version"`
+		Outcome         string  `json:"outcome"`
+		Reason          string  `json:"reason"`
+		NextAction      string  `json:"next_action"`
+	}
+)
+
+// WriteKey prints one key in full. In JSON every line has a kind: one
+// "key" line, then "parked", "gap" and "audit" lines.
+func WriteKey(w io.Writer, d KeyDetail, asJSON bool) error {
+	if asJSON {
+		return writeKeyJSON(w, d)
+	}
+	r := d.KeyReport
+	f := newFields(w)
+	f.add("partitionkey", r.PartitionKey)
+	f.add("status", r.Status)
+	f.add("version", version(r.Version))
+	f.add("expected", version(r.Expected))
+	f.add("lowest_parked", version(r.LowestParked))
+	f.add("held", strconv.Itoa(r.Held))
+	f.add("blocked", strconv.FormatBool(r.Blocked))
+	f.add("blocked_messages", strconv.Itoa(r.BlockedMessages))
+	f.add("since", timeText(r.since))
+	f.add("reason", r.Reason)
+	if b := r.BlockedBy; b != nil {
+		by := fmt.Sprintf("source=%s id=%s", b.Source, b.ID)
+		if b.DLQSeq != nil {
+			by += fmt.Sprintf(" dlq=%d", *b.DLQSeq)
+		}
+		f.add("blocked_by", by)
+	} else {
+		f.add("blocked_by", "")
+	}
+	f.add("hold_until", timeText(r.holdUntil))
+	f.add("action", r.Action)
+	if err := f.flush(); err != nil {
+		return err
+	}
+
+	if err := section(w, "parked", len(d.Parked)); err != nil {
+		return err
+	}
+	if len(d.Parked) > 0 {
+		t := newTable(w, "SEQ", "SOURCE", "ID", "OBJECTVERSION", "REASON", "PARKED_AT", "HOLD_UNTIL", "DETAIL")
+		for _, p := range d.Parked {
+			t.row(strconv.FormatInt(p.Seq, 10), p.Source, p.ID, version(p.ObjectVersion), p.Reason,
+				timeText(p.ParkedAt), timeText(p.HoldUntil), p.Detail)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if err := section(w, "gaps", len(d.Gaps)); err != nil {
+		return err
+	}
+	if len(d.Gaps) > 0 {
+		t := newTable(w, "FROM_VERSION", "TO_VERSION", "DECIDED_BY", "REASON", "AT")
+		for _, g := range d.Gaps {
+			t.row(strconv.FormatInt(g.FromVersion, 10), strconv.FormatInt(g.ToVersion, 10), g.DecidedBy, g.Reason,
+				timeText(g.At))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if err := section(w, fmt.Sprintf("audit (last %d)", AuditLimit), len(d.Audit)); err != nil {
+		return err
+	}
+	if len(d.Audit) > 0 {
+		t := newTable(w, "SEQ", "AT", "SOURCE", "ID", "RECEIVED", "CURRENT", "OUTCOME", "REASON", "NEXT_ACTION")
+		for _, a := range d.Audit {
+			t.row(strconv.FormatInt(a.Seq, 10), timeText(a.At), a.Source, a.ID, version(a.ReceivedVersion),
+				version(a.CurrentVersion), a.Outcome, a.Reason, a.NextAction)
+		}
+		return t.flush()
+	}
+	return nil
+}
+
+// section starts a titled block after a blank line; an empty one says so.
+func section(w io.Writer, title string, n int) error {
+	if n == 0 {
+		_, err := fmt.Fprintf(w, "\n%s: none\n", title)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%s:\n", title)
+	return err
+}
+
+func writeKeyJSON(w io.Writer, d KeyDetail) error {
+	lines := []any{keyLine{Kind: "key", KeyReport: d.KeyReport}}
+	for _, p := range d.Parked {
+		lines = append(lines, parkedLine{Kind: "parked", Seq: p.Seq, Source: p.Source, ID: p.ID,
+			ObjectVersion: p.ObjectVersion, Reason: p.Reason, Detail: p.Detail, ParkedAt: jsonTime(p.ParkedAt),
+			HoldUntil: jsonTime(p.HoldUntil), Envelope: string(p.Envelope)})
+	}
+	for _, g := range d.Gaps {
+		lines = append(lines, gapLine{Kind: "gap", FromVersion: g.FromVersion, ToVersion: g.ToVersion,
+			DecidedBy: g.DecidedBy, Reason: g.Reason, At: jsonTime(g.At)})
+	}
+	for _, a := range d.Audit {
+		lines = append(lines, auditLine{Kind: "audit", Seq: a.Seq, At: jsonTime(a.At), Source: a.Source, ID: a.ID,
+			ReceivedVersion: a.ReceivedVersion, CurrentVersion: a.CurrentVersion, Outcome: a.Outcome,
+			Reason: a.Reason, NextAction: a.NextAction})
+	}
+	return writeJSONLines(w, lines)
+}

@@ -1,0 +1,80 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeOperator answers the queries Reporter makes from fixed rows.
+type fakeOperator struct {
+	store.Operator // any other query panics
+	views          []store.KeyView
+	parked         map[string][]store.Parked
+	dlq            []store.DeadLetter
+}
+
+func (f fakeOperator) Keys(context.Context, string, bool) ([]store.KeyView, error) {
+	return f.views, nil
+}
+
+func (f fakeOperator) Parked(_ context.Context, _, key string) ([]store.Parked, error) {
+	return f.parked[key], nil
+}
+
+func (f fakeOperator) DeadLetters(context.Context, string, bool) ([]store.DeadLetter, error) {
+	return f.dlq, nil
+}
+
+func ptr(v int64) *int64 { return &v }
+
+func TestReporterAdvice(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	op := fakeOperator{
+		views: []store.KeyView{
+			// Blocked by a gap, with a name a shell would split.
+			{KeyState: store.KeyState{Key: "order 7's", Version: ptr(4), Blocked: true, BlockedReason: "hold timed out",
+				BlockedSince: t0}, BlockedCount: 1, NextVersion: ptr(6)},
+			// Blocked behind a message whose DLQ row is not open any more.
+			{KeyState: store.KeyState{Key: "B", Version: ptr(1), Blocked: true, BlockedSource: "s", BlockedID: "b2",
+				BlockedReason: "dead-lettered b2", BlockedSince: t0}, BlockedCount: 1, NextVersion: ptr(3)},
+			// Held behind a predecessor that is retrying: no hold deadline.
+			{KeyState: store.KeyState{Key: "C", Version: ptr(9)}, Held: 1, OldestParked: t0, NextVersion: ptr(10)},
+			// Held on a gap, first version policy, no version yet; deadline passed.
+			{KeyState: store.KeyState{Key: "D"}, Held: 1, OldestParked: t0, NextVersion: ptr(3)},
+		},
+		parked: map[string][]store.Parked{
+			"C": {{Reason: store.ParkHeld, Detail: "waiting behind s/c10, which is retrying", ObjectVersion: ptr(10)}},
+			"D": {{Reason: store.ParkHeld, Detail: "waiting for version 1 (got 3)", ObjectVersion: ptr(3),
+				HoldUntil: t0.Add(time.Minute)}},
+		},
+		dlq: []store.DeadLetter{{Seq: 7, Source: "s", ID: "other"}},
+	}
+	r := Reporter{Op: op, Consumer: "c", FirstVersion: ptr(1), Now: t0.Add(2 * time.Minute)}
+	reps, err := r.Keys(context.Background(), false)
+	require.NoError(t, err)
+
+	var b bytes.Buffer
+	require.NoError(t, WriteKeys(&b, reps, false))
+	require.Equal(t, ""+
+		"PARTITIONKEY  STATUS   VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 REASON                                   ACTION\n"+
+		"order 7's     blocked  4        5         6              0     1                 2026-01-02T03:04:05Z  hold timed out                           seqbox keys release 'order 7'\\''s' --by WHO --reason WHY\n"+
+		"B             blocked  1        2         3              0     1                 2026-01-02T03:04:05Z  dead-lettered b2                         seqbox keys release B --by WHO --reason WHY\n"+
+		"C             held     9        10        10             1     0                 2026-01-02T03:04:05Z  waiting behind s/c10, which is retrying  wait: released when the retrying predecessor settles\n"+
+		"D             held     -        1         3              1     0                 2026-01-02T03:04:05Z  waiting for version 1 (got 3)            wait for version 1 until 2026-01-02T03:05:05Z (overdue: the next sweep applies the hold expiry)\n",
+		b.String())
+
+	require.Equal(t, &Blocker{Source: "s", ID: "b2"}, reps[1].BlockedBy)
+}
+
+func TestTableKeepsCellsOnOneLine(t *testing.T) {
+	var b bytes.Buffer
+	tb := newTable(&b, "A", "B")
+	tb.row("x\ty", "line one\nline two")
+	require.NoError(t, tb.flush())
+	require.Equal(t, "A    B\nx y  line one line two\n", b.String())
+}
