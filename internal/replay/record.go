@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/seqbox/seqbox"
 )
@@ -16,10 +17,12 @@ import (
 // recordSchema is the record handler's business tables: one effect row per
 // applied event, and the object state (the applied event's type at its
 // version).
+//
+// n is the effect's position: an auto-increment, so within one key (whose
+// transactions the version gate serializes) it is the commit order.
 const recordSchema = `CREATE TABLE IF NOT EXISTS record_effects (
-	consumer TEXT NOT NULL, n BIGINT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
-	partitionkey TEXT NOT NULL, objectversion BIGINT, type TEXT NOT NULL,
-	PRIMARY KEY (consumer, n)
+	n {{SERIAL}}, consumer TEXT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
+	partitionkey TEXT NOT NULL, objectversion BIGINT, type TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS record_objects (
 	consumer TEXT NOT NULL, partitionkey TEXT NOT NULL, state TEXT NOT NULL, version BIGINT,
@@ -28,8 +31,17 @@ CREATE TABLE IF NOT EXISTS record_objects (
 
 // EnsureRecordTables creates the record handler's tables.
 func EnsureRecordTables(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, recordSchema)
-	return err
+	serial := "BIGSERIAL PRIMARY KEY"
+	var v string
+	if db.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&v) == nil {
+		serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
+	}
+	for _, stmt := range strings.Split(strings.ReplaceAll(recordSchema, "{{SERIAL}}", serial), ";") {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecordHandler is the built-in handler of replay and demo: it writes one
@@ -47,9 +59,8 @@ func RecordHandler(consumer string) seqbox.Handler {
 		case "permanent":
 			return seqbox.Permanent(errors.New("record: data.fail=permanent"))
 		}
-		// n is the effect's position in commit order for this consumer.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, n, source, id, partitionkey, objectversion, type)
-			VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM record_effects WHERE consumer = $1), $2, $3, $4, $5, $6)`, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
+			VALUES ($1, $2, $3, $4, $5, $6)`, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
 			return fmt.Errorf("record effect: %w", err)
 		}
 		if ev.PartitionKey == "" {
