@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seqbox/seqbox/store"
 )
 
 // Metrics are the Prometheus collectors a Consumer updates (DESIGN §6).
@@ -12,7 +14,7 @@ import (
 type Metrics struct {
 	Deliveries      *prometheus.CounterVec
 	KeyConflicts    *prometheus.CounterVec
-	Gaps            *prometheus.CounterVec
+	Gaps            *prometheus.GaugeVec
 	Redrives        *prometheus.CounterVec
 	MaxBlockAlerts  *prometheus.CounterVec
 	CommitLatency   *prometheus.HistogramVec
@@ -35,8 +37,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Deliveries by outcome (applied, duplicate, collision, stale, held, ...)."}, []string{"consumer", "outcome"}),
 		KeyConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_key_conflicts_total",
 			Help: "Compare-and-set losses on a key version: another consumer advanced it first."}, c),
-		Gaps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gaps_total",
-			Help: "Version gaps recorded (advanced past or skipped)."}, c),
+		Gaps: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_gaps_recorded",
+			Help: "Version gaps recorded in the store (advanced past, expired, skipped or released)."}, c),
 		Redrives: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_redrives_total",
 			Help: "DLQ messages redriven."}, c),
 		MaxBlockAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_max_block_exceeded_total",
@@ -86,6 +88,23 @@ func (m *Metrics) observe(consumer string, ds []Decision) {
 			}
 		}
 	}
+}
+
+// refresh sets the gauges from the store's counts at now.
+func (m *Metrics) refresh(consumer string, c store.Counts, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.HeldMessages.WithLabelValues(consumer).Set(float64(c.Held))
+	m.BlockedKeys.WithLabelValues(consumer).Set(float64(c.BlockedKeys))
+	m.DLQSize.WithLabelValues(consumer).Set(float64(c.DeadLetters))
+	m.InboxRows.WithLabelValues(consumer).Set(float64(c.InboxRows))
+	m.Gaps.WithLabelValues(consumer).Set(float64(c.Gaps))
+	age := 0.0
+	if !c.OldestStuck.IsZero() {
+		age = now.Sub(c.OldestStuck).Seconds()
+	}
+	m.OldestStuckAge.WithLabelValues(consumer).Set(age)
 }
 
 func (m *Metrics) batch(consumer string, n int, since time.Time) {

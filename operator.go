@@ -148,9 +148,6 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 		if err := p.skipVersions(ctx, tx, ks.Key, ks.Version, from, *to, who, why, now); err != nil {
 			return nil, err
 		}
-		if p.cfg.Metrics != nil {
-			p.cfg.Metrics.Gaps.WithLabelValues(p.cfg.Name).Inc()
-		}
 	}
 	return p.drain(ctx, tx, ks.Key)
 }

@@ -214,9 +214,13 @@ func (c *Consumer) extendLeases(ctx context.Context, ds []transport.Delivery) fu
 	return func() { cancel(); <-done }
 }
 
+// gaugesEvery is how often Run refreshes the gauges from the store.
+const gaugesEvery = 15 * time.Second
+
 func (c *Consumer) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
+	var refreshed time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,6 +229,24 @@ func (c *Consumer) sweepLoop(ctx context.Context) {
 			if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
 				c.cfg.Logger.Warn("seqbox: sweep failed", "consumer", c.cfg.Name, "err", err)
 			}
+			if c.cfg.Metrics != nil && time.Since(refreshed) >= gaugesEvery {
+				refreshed = time.Now()
+				if err := c.RefreshMetrics(ctx); err != nil && ctx.Err() == nil {
+					c.cfg.Logger.Warn("seqbox: metrics refresh failed", "consumer", c.cfg.Name, "err", err)
+				}
+			}
 		}
 	}
+}
+
+// RefreshMetrics sets the gauges (held messages, blocked keys, age of the
+// oldest stuck message, DLQ size, inbox rows, gaps) from the store. Run
+// calls it every 15 seconds.
+func (c *Consumer) RefreshMetrics(ctx context.Context) error {
+	counts, err := c.cfg.Store.Operator().Counts(ctx, c.cfg.Name)
+	if err != nil {
+		return err
+	}
+	c.cfg.Metrics.refresh(c.cfg.Name, counts, c.cfg.Now())
+	return nil
 }

@@ -271,4 +271,11 @@ type KeyView struct {
 // Counts are a consumer's row counts.
 type Counts struct {
 	InboxRows, Applied, Parked, Held, Blocked, DeadLetters, Keys int64
+	// BlockedKeys counts keys blocked behind a failed message or a gap.
+	BlockedKeys int64
+	// Gaps counts recorded gap decisions.
+	Gaps int64
+	// OldestStuck is when the oldest held or blocked message was parked
+	// (zero when none).
+	OldestStuck time.Time
 }

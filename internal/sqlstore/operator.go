@@ -176,6 +176,7 @@ func (o operator) Gaps(ctx context.Context, consumer, key string) ([]store.Gap, 
 
 func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, error) {
 	var c store.Counts
+	var oldest sql.NullInt64
 	err := o.db.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome = 'applied'),
@@ -183,8 +184,13 @@ func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, er
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'held'),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'blocked'),
 		(SELECT COUNT(*) FROM seqbox_dlq WHERE consumer = $1 AND resolution = ''),
-		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1)`, consumer).
-		Scan(&c.InboxRows, &c.Applied, &c.Parked, &c.Held, &c.Blocked, &c.DeadLetters, &c.Keys)
+		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1),
+		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1),
+		(SELECT COUNT(*) FROM seqbox_gaps WHERE consumer = $1),
+		(SELECT MIN(parked_at) FROM seqbox_parked WHERE consumer = $1 AND reason IN ('held', 'blocked'))`, consumer).
+		Scan(&c.InboxRows, &c.Applied, &c.Parked, &c.Held, &c.Blocked, &c.DeadLetters, &c.Keys,
+			&c.BlockedKeys, &c.Gaps, &oldest)
+	c.OldestStuck = fromMicros(oldest)
 	return c, err
 }
 
