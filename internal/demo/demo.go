@@ -10,13 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/replay"
-	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
 
@@ -31,24 +31,40 @@ func (r Result) Line() string {
 		r.Deliveries, r.Accepted, r.Duplicates, r.InboxRows, r.BusinessEffects)
 }
 
+const consumer = "crm-followup"
+
+// where names db for messages without a password.
+func where(db string) string {
+	if pgdb.IsURL(db) {
+		return pgdb.Redact(db)
+	}
+	return db
+}
+
 var messages = []string{
 	`{"specversion":"1.0","id":"evt-1","source":"crm/opportunities","type":"followup.requested","partitionkey":"opp-2481","objectversion":41,"businesskey":"followup:opp-2481:meeting-184","data":{"task":"call back"}}`,
 	`{"specversion":"1.0","id":"evt-2","source":"crm/opportunities","type":"followup.requested","partitionkey":"opp-2482","objectversion":7,"businesskey":"followup:opp-2482:meeting-185","data":{"task":"send proposal"}}`,
 }
 
-// Run runs the lab in dir (a fresh directory) and narrates it to w.
-func Run(ctx context.Context, dir string, w io.Writer) (Result, error) {
-	path := filepath.Join(dir, sqlite.DefaultPath)
-	st, err := sqlite.Open(ctx, path)
+// Run runs the lab on db (a SQLite path or a postgres:// URL; it must not
+// hold an earlier demo run) and narrates it to w.
+func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
+	st, err := dbopen.Store(ctx, db)
 	if err != nil {
 		return Result{}, err
 	}
 	defer st.Close()
+	if c, err := st.Operator().Counts(ctx, consumer); err != nil || c.InboxRows > 0 {
+		if err == nil {
+			err = fmt.Errorf("%s already holds a demo run (%d inbox rows); use a fresh database", where(db), c.InboxRows)
+		}
+		return Result{}, err
+	}
 	if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {
 		return Result{}, err
 	}
 	const lease = 500 * time.Millisecond
-	q, err := embedded.Open(ctx, path, embedded.Config{Lease: lease, Wait: 50 * time.Millisecond})
+	q, err := embedded.Open(ctx, db, embedded.Config{Lease: lease, Wait: 50 * time.Millisecond})
 	if err != nil {
 		return Result{}, err
 	}
@@ -58,7 +74,7 @@ func Run(ctx context.Context, dir string, w io.Writer) (Result, error) {
 			return Result{}, err
 		}
 	}
-	fmt.Fprintf(w, "published 2 messages to the embedded queue in %s\n", path)
+	fmt.Fprintf(w, "published 2 messages to the embedded queue in %s\n", where(db))
 
 	var mu sync.Mutex
 	var res Result
@@ -75,7 +91,7 @@ func Run(ctx context.Context, dir string, w io.Writer) (Result, error) {
 		fmt.Fprintf(w, "  %s/%s attempt %d: %s\n", d.Source, d.ID, d.Attempt, d.Outcome)
 	}
 	cfg := seqbox.Config{
-		Name: "crm-followup", Store: st, Transport: q, Handler: replay.RecordHandler("crm-followup"),
+		Name: consumer, Store: st, Transport: q, Handler: replay.RecordHandler(consumer),
 		Workers: 1, BatchSize: len(messages), Observer: observe,
 		// The lab's crash: every first attempt commits, then dies before
 		// its ACK.
