@@ -39,6 +39,62 @@ func (c *Consumer) decideAll(ctx context.Context, ins []input) {
 	wg.Wait()
 }
 
+// decideGrace is how long a batch waits for all its decisions before it
+// commits the ones that are ready and leaves the slow ones (a model call of
+// a minute) for a second transaction.
+const decideGrace = 50 * time.Millisecond
+
+// stage is the part of a batch (indexes into it) that commits together,
+// once wait returns.
+type stage struct {
+	idx  []int
+	wait func()
+}
+
+// decideStaged starts every decision at once and splits the batch: what is
+// decided within decideGrace commits first; the rest commits when its
+// decisions are in. A key's deliveries never overtake each other: one waits
+// for the stage of the slowest earlier delivery of its key. The returned
+// function waits for every decision (call it before returning).
+func (c *Consumer) decideStaged(ctx context.Context, keys []string, ins []input) ([]stage, func()) {
+	// ins[i].decideErr is written by the deciding goroutine; read it only
+	// after the stage's wait.
+	done := make([]chan struct{}, len(ins))
+	var wg sync.WaitGroup
+	for i := range ins {
+		done[i] = make(chan struct{})
+		wg.Go(func() {
+			defer close(done[i])
+			ins[i].decideErr = c.decideOne(ctx, ins[i].raw)
+		})
+	}
+	timer := time.NewTimer(decideGrace)
+	defer timer.Stop()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-timer.C:
+	}
+	var first, second stage
+	late := map[string]bool{}
+	for i, key := range keys {
+		select {
+		case <-done[i]:
+		default:
+			late[key] = true
+		}
+		if late[key] {
+			second.idx = append(second.idx, i)
+		} else {
+			first.idx = append(first.idx, i)
+		}
+	}
+	first.wait = func() {}
+	second.wait = func() { <-all }
+	return []stage{first, second}, func() { <-all }
+}
+
 func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	ev, err := parseEvent(raw, c.cfg.VolatileAttributes)
 	if err != nil {

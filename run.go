@@ -40,7 +40,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 				if b == nil {
 					return
 				}
-				if err := c.runDeliveries(ctx, b.deliveries); err != nil && IsInjected(err) {
+				if err := c.runDeliveries(ctx, b, func(keys []string) { s.release(b, keys) }); err != nil && IsInjected(err) {
 					cancel(err)
 				}
 				s.done(b)
@@ -62,7 +62,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 				recvErr = err
 				break
 			}
-			c.cfg.Logger.Warn("seqbox: receive failed; backing off", "consumer", c.cfg.Name, "err", err)
+			c.cfg.Logger.Error("seqbox: receive failed; backing off", "consumer", c.cfg.Name, "err", err)
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -82,15 +82,54 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 // runDeliveries applies one batch and settles it at the broker.
-func (c *Consumer) runDeliveries(ctx context.Context, ds []transport.Delivery) error {
+// release unpins keys whose part of the batch is settled early.
+func (c *Consumer) runDeliveries(ctx context.Context, b *batch, release func(keys []string)) error {
+	ds := b.deliveries
+	stopExtending := c.extendLeases(ctx, ds)
+	defer stopExtending()
 	ins := make([]input, len(ds))
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
 	}
-	stopExtending := c.extendLeases(ctx, ds)
-	c.decideAll(ctx, ins)
+	if c.cfg.Decide == nil {
+		return c.commitAndSettle(ctx, ds, ins)
+	}
+	stages, wait := c.decideStaged(ctx, b.dkeys, ins)
+	defer wait()
+	for n, st := range stages {
+		st.wait()
+		sds, sins := make([]transport.Delivery, len(st.idx)), make([]input, len(st.idx))
+		for j, i := range st.idx {
+			sds[j], sins[j] = ds[i], ins[i]
+		}
+		if err := c.commitAndSettle(ctx, sds, sins); err != nil {
+			return err
+		}
+		// Unpin the keys that are done: none of their deliveries waits in
+		// a later stage, so nothing can overtake.
+		later := map[string]bool{}
+		for _, rest := range stages[n+1:] {
+			for _, i := range rest.idx {
+				later[b.dkeys[i]] = true
+			}
+		}
+		var keys []string
+		for _, i := range st.idx {
+			if !later[b.dkeys[i]] {
+				keys = append(keys, b.dkeys[i])
+			}
+		}
+		release(keys)
+	}
+	return nil
+}
+
+// commitAndSettle runs ds in one transaction, then acks or nacks each.
+func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery, ins []input) error {
+	if len(ds) == 0 {
+		return nil
+	}
 	out, err := c.runBatch(ctx, ins)
-	stopExtending()
 	if err != nil {
 		if IsInjected(err) || ctx.Err() != nil {
 			return err // a crash or shutdown: leave them for redelivery

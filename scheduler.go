@@ -22,10 +22,12 @@ type scheduler struct {
 	closed   bool
 }
 
-// batch is the work one worker took.
+// batch is the work one worker took: deliveries, and the key of each.
 type batch struct {
 	keys       []string
 	deliveries []transport.Delivery
+	dkeys      []string
+	released   map[string]bool
 }
 
 func newScheduler(limit int) *scheduler {
@@ -102,9 +104,40 @@ func (s *scheduler) take(ctx context.Context, size int) *batch {
 	// cannot deadlock on them. A key's own deliveries keep their order.
 	sort.Strings(b.keys)
 	for _, key := range b.keys {
-		b.deliveries = append(b.deliveries, byKey[key]...)
+		for _, d := range byKey[key] {
+			b.deliveries = append(b.deliveries, d)
+			b.dkeys = append(b.dkeys, key)
+		}
 	}
 	return b
+}
+
+// release unpins keys of b before the batch is done (their part of the
+// batch committed while a slow decision holds the rest).
+func (s *scheduler) release(b *batch, keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.released == nil {
+		b.released = map[string]bool{}
+	}
+	for _, key := range keys {
+		if b.released[key] {
+			continue
+		}
+		b.released[key] = true
+		s.unpin(key)
+	}
+	s.cond.Broadcast()
+}
+
+// unpin frees a key; with more deliveries it goes to the back of the line.
+func (s *scheduler) unpin(key string) {
+	delete(s.busy, key)
+	if len(s.pending[key]) > 0 {
+		s.ready = append(s.ready, key)
+	} else {
+		delete(s.pending, key)
+	}
 }
 
 // done unpins a batch's keys; keys with more deliveries go to the back of
@@ -114,11 +147,8 @@ func (s *scheduler) done(b *batch) {
 	defer s.mu.Unlock()
 	s.inFlight -= len(b.deliveries)
 	for _, key := range b.keys {
-		delete(s.busy, key)
-		if len(s.pending[key]) > 0 {
-			s.ready = append(s.ready, key)
-		} else {
-			delete(s.pending, key)
+		if !b.released[key] {
+			s.unpin(key)
 		}
 	}
 	s.cond.Broadcast()

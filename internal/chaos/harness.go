@@ -59,7 +59,7 @@ func Scenarios(postgres bool) []string {
 	if postgres {
 		return append(s, "pg-restart")
 	}
-	return append(s, "sqlite-checkpoint")
+	return append(s, "sqlite-checkpoint", "sqlite-disk-full")
 }
 
 type harness struct {
@@ -234,7 +234,11 @@ func (s *scenarioRun) consumerEnv() []string {
 
 func (s *scenarioRun) startConsumer(i int) error {
 	s.started++
-	p, err := s.h.start(fmt.Sprintf("consumer-%d", i), s.consumerEnv(), s.workerArgs("consume")...)
+	args := s.workerArgs("consume")
+	if s.name == "sqlite-disk-full" && s.started <= len(s.procs) {
+		args = append(args, "--disk-full-for", diskFullFor.String())
+	}
+	p, err := s.h.start(fmt.Sprintf("consumer-%d", i), s.consumerEnv(), args...)
 	if err != nil {
 		return err
 	}
@@ -259,6 +263,11 @@ func (s *scenarioRun) phases(ctx context.Context) error {
 	}
 	if s.name == "sqlite-checkpoint" {
 		if err := s.startCheckpointer(); err != nil {
+			return err
+		}
+	}
+	if s.name == "sqlite-disk-full" {
+		if err := s.diskFull(ctx); err != nil {
 			return err
 		}
 	}
@@ -346,6 +355,33 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// diskFullFor is how long the consumers' disk stays full.
+const diskFullFor = 2 * time.Second
+
+// diskFull checks the consumers while their disk is full: they must stay
+// up, say clearly that writing failed, and not commit anything; the
+// supervise loop that follows checks they resume once space is back.
+func (s *scenarioRun) diskFull(ctx context.Context) error {
+	time.Sleep(diskFullFor * 3 / 4)
+	var effects int
+	if err := s.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects`).Scan(&effects); err != nil {
+		return err
+	}
+	if effects != 0 {
+		s.res.fail("disk full: %d effects committed while no file could grow", effects)
+	}
+	for _, p := range s.procs {
+		if p.exited() {
+			s.res.fail("disk full: %s exited instead of waiting for space: %v", p.name, p.err)
+		}
+		out := p.output.String()
+		if !strings.Contains(out, "disk is full") && !strings.Contains(out, "disk I/O error") {
+			s.res.fail("disk full: %s did not report the write failure clearly; its output: %.300s", p.name, out)
+		}
+	}
+	return nil
 }
 
 func (s *scenarioRun) killGap() time.Duration {

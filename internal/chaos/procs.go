@@ -1,11 +1,14 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,17 +19,41 @@ type proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// output keeps the start of what the process wrote, for checks.
+	output *capped
+}
+
+// capped is a goroutine-safe buffer that keeps the first 64 KiB.
+type capped struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := 64<<10 - c.buf.Len(); room > 0 {
+		c.buf.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
+}
+
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
 }
 
 func (h *harness) start(name string, env []string, args ...string) (*proc, error) {
 	cmd := exec.Command(h.opt.Self, append([]string{"chaos", "worker"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout = h.opt.ProcLog
-	cmd.Stderr = h.opt.ProcLog
+	out := &capped{}
+	cmd.Stdout = io.MultiWriter(h.opt.ProcLog, out)
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), output: out}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -39,7 +41,21 @@ func (t *Tx) Release(ctx context.Context, name string) error {
 }
 
 // Commit commits the batch.
-func (t *Tx) Commit() error { return t.tx.Commit() }
+func (t *Tx) Commit() error { return StorageError("commit", t.tx.Commit()) }
+
+// StorageError says in words what a failed write most likely means when
+// the database reports an I/O or disk-full error.
+func StorageError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "disk is full") || strings.Contains(msg, "disk I/O error") ||
+		strings.Contains(msg, "No space left") || strings.Contains(msg, "could not extend file") {
+		return fmt.Errorf("%s failed: the disk is full or failing; nothing of this batch was applied, and it will be retried: %w", op, err)
+	}
+	return err
+}
 
 // Rollback abandons the batch.
 func (t *Tx) Rollback() error { return t.tx.Rollback() }
