@@ -61,12 +61,3 @@ func (b *bundle) inboxRows(t *testing.T) int64 {
 	require.NoError(t, err)
 	return c.InboxRows
 }
-
-// outcomes lists the outcome of each decision.
-func outcomes(ds []seqbox.Decision) []seqbox.Outcome {
-	out := make([]seqbox.Outcome, len(ds))
-	for i, d := range ds {
-		out[i] = d.Outcome
-	}
-	return out
-}
