@@ -98,5 +98,7 @@ func chaosWorkerCmd() *cobra.Command {
 	fl.IntVar(&opt.Batch, "batch", 32, "batch size")
 	fl.DurationVar(&opt.NowOffset, "now-offset", 0, "shift the clock")
 	fl.BoolVar(&opt.Slow, "slow", false, "slow handler calls now and then")
+	fl.StringVar(&opt.Queue, "queue", "default", "embedded queue name (consume mode)")
+	fl.DurationVar(&opt.DiskFullFor, "disk-full-for", 0, "fill the disk (RLIMIT_FSIZE) for this long at the start")
 	return c
 }

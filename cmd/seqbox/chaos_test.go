@@ -32,8 +32,8 @@ func runChaos(t *testing.T, args ...string) string {
 // SIGKILLed at random and at each fault point, verified against the oracle.
 func TestChaosSQLite(t *testing.T) {
 	out := runChaos(t, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7")
-	require.Contains(t, out, "chaos: 11 scenarios passed, 0 failed")
-	for _, s := range []string{"random", "fault:after_commit_before_ack", "fault:during_purge", "sqlite-checkpoint"} {
+	require.Contains(t, out, "chaos: 12 scenarios passed, 0 failed")
+	for _, s := range []string{"random", "fault:after_commit_before_ack", "fault:during_purge", "sqlite-checkpoint", "sqlite-disk-full"} {
 		require.Regexp(t, `(?m)^`+s+` .* PASS `, out)
 	}
 }

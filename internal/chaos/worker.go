@@ -29,6 +29,12 @@ type WorkerOptions struct {
 	// Slow makes one handler call in a hundred take longer than a third of
 	// the lease, so leases are extended mid-batch.
 	Slow bool
+	// Queue is the embedded queue (Config.Name) consume mode receives
+	// from. Default "default".
+	Queue string
+	// DiskFullFor makes the disk "full" for this long from the start of
+	// consume mode (see fillDisk).
+	DiskFullFor time.Duration
 }
 
 var firstVersion int64 = 1
@@ -74,12 +80,17 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		}
 		return nil
 	case "consume":
-		q, err := embedded.Open(ctx, opt.DB, embedded.Config{Lease: opt.Lease})
+		q, err := embedded.Open(ctx, opt.DB, embedded.Config{Name: opt.Queue, Lease: opt.Lease})
 		if err != nil {
 			return err
 		}
 		defer q.Close()
 		cfg.Transport = q
+		if opt.DiskFullFor > 0 {
+			if err := fillDisk(ctx, opt.DiskFullFor, func(s string) { fmt.Fprintln(os.Stderr, s) }); err != nil {
+				return err
+			}
+		}
 		c, err := seqbox.NewConsumer(cfg)
 		if err != nil {
 			return err

@@ -52,7 +52,7 @@ func StorageError(op string, err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "disk is full") || strings.Contains(msg, "disk I/O error") ||
 		strings.Contains(msg, "No space left") || strings.Contains(msg, "could not extend file") {
-		return fmt.Errorf("%s failed: the disk is full or failing; nothing of this batch was applied, and it will be retried: %w", op, err)
+		return fmt.Errorf("%s: the disk is full or failing; nothing of this batch was applied, and it will be retried: %w", op, err)
 	}
 	return err
 }
