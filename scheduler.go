@@ -47,16 +47,21 @@ func (s *scheduler) add(key string, d transport.Delivery) {
 	s.cond.Broadcast()
 }
 
-// waitRoom blocks while too many deliveries are in flight; false once the
-// context ends.
-func (s *scheduler) waitRoom(ctx context.Context) bool {
-	stop := context.AfterFunc(ctx, func() {
+// closeOn wakes every waiter for good once ctx ends; call the returned
+// function when done waiting.
+func (s *scheduler) closeOn(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		s.closed = true
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	})
-	defer stop()
+}
+
+// waitRoom blocks while too many deliveries are in flight; false once the
+// context ends.
+func (s *scheduler) waitRoom(ctx context.Context) bool {
+	defer s.closeOn(ctx)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for s.inFlight >= s.limit && !s.closed {
@@ -69,13 +74,7 @@ func (s *scheduler) waitRoom(ctx context.Context) bool {
 // at most half the batch from any one key, so that one hot key shares a
 // batch with others. It returns nil once the context ends.
 func (s *scheduler) take(ctx context.Context, size int) *batch {
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		s.closed = true
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	})
-	defer stop()
+	defer s.closeOn(ctx)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.ready) == 0 && !s.closed {
