@@ -48,6 +48,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { c.sweepLoop(ctx) })
+	wg.Go(func() { c.extendLoop(ctx, s) })
 	var recvErr error
 	for ctx.Err() == nil {
 		if !s.waitRoom(ctx) {
@@ -85,8 +86,6 @@ func (c *Consumer) Run(ctx context.Context) error {
 // release unpins keys whose part of the batch is settled early.
 func (c *Consumer) runDeliveries(ctx context.Context, b *batch, release func(keys []string)) error {
 	ds := b.deliveries
-	stopExtending := c.extendLeases(ctx, ds)
-	defer stopExtending()
 	ins := make([]input, len(ds))
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
@@ -224,33 +223,29 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// extendLeases keeps the deliveries' leases alive while their batch runs
-// (a model call may take a minute). It returns the function that stops it.
-func (c *Consumer) extendLeases(ctx context.Context, ds []transport.Delivery) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(c.cfg.ExtendEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if err := c.cfg.hooks.at(FaultDuringLeaseExtend); err != nil {
-				return
-			}
-			for _, d := range ds {
-				if err := d.Extend(ctx, c.cfg.ExtendBy); err != nil && ctx.Err() == nil {
-					c.cfg.Logger.Warn("seqbox: lease extension failed; the message may be redelivered meanwhile",
-						"consumer", c.cfg.Name, "err", err)
-				}
+// extendLoop keeps the leases of every delivery the consumer holds alive,
+// the ones waiting in the scheduler as well as the ones in a running batch
+// (a model call may take a minute), until ctx ends.
+func (c *Consumer) extendLoop(ctx context.Context, s *scheduler) {
+	t := time.NewTicker(c.cfg.ExtendEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := c.cfg.hooks.at(FaultDuringLeaseExtend); err != nil {
+			return // an injected crash of the extender: leases run out
+		}
+		for _, d := range s.held() {
+			err := d.Extend(ctx, c.cfg.ExtendBy)
+			if err != nil && ctx.Err() == nil && !errors.Is(err, transport.ErrLeaseLost) {
+				c.cfg.Logger.Warn("seqbox: lease extension failed; the message may be redelivered meanwhile",
+					"consumer", c.cfg.Name, "err", err)
 			}
 		}
-	}()
-	return func() { cancel(); <-done }
+	}
 }
 
 // gaugesEvery is how often Run refreshes the gauges from the store.

@@ -12,10 +12,13 @@ import (
 // which every key is pinned to that worker until the batch is done. Keys
 // wait in a FIFO ready list, so each key gets its turn.
 type scheduler struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	pending  map[string][]transport.Delivery
-	busy     map[string]bool
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending map[string][]transport.Delivery
+	busy    map[string]bool
+	// live is every delivery received and not yet done, for lease
+	// extension.
+	live     map[transport.Delivery]struct{}
 	ready    []string
 	inFlight int
 	limit    int
@@ -31,7 +34,8 @@ type batch struct {
 }
 
 func newScheduler(limit int) *scheduler {
-	s := &scheduler{pending: map[string][]transport.Delivery{}, busy: map[string]bool{}, limit: limit}
+	s := &scheduler{pending: map[string][]transport.Delivery{}, busy: map[string]bool{},
+		live: map[transport.Delivery]struct{}{}, limit: limit}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
@@ -43,6 +47,7 @@ func (s *scheduler) add(key string, d transport.Delivery) {
 		s.ready = append(s.ready, key)
 	}
 	s.pending[key] = append(s.pending[key], d)
+	s.live[d] = struct{}{}
 	s.inFlight++
 	s.cond.Broadcast()
 }
@@ -145,12 +150,26 @@ func (s *scheduler) done(b *batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inFlight -= len(b.deliveries)
+	for _, d := range b.deliveries {
+		delete(s.live, d)
+	}
 	for _, key := range b.keys {
 		if !b.released[key] {
 			s.unpin(key)
 		}
 	}
 	s.cond.Broadcast()
+}
+
+// held returns every delivery received and not yet done.
+func (s *scheduler) held() []transport.Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]transport.Delivery, 0, len(s.live))
+	for d := range s.live {
+		out = append(out, d)
+	}
+	return out
 }
 
 // abandon returns every delivery not yet taken, for nacking at shutdown.

@@ -18,11 +18,7 @@ const fixedSchema = `CREATE TABLE IF NOT EXISTS chaos_fixed (id TEXT PRIMARY KEY
 
 // ensureTables creates the business tables the chaos handler writes.
 func ensureTables(ctx context.Context, db *sql.DB) error {
-	if err := replay.EnsureRecordTables(ctx, db); err != nil {
-		return err
-	}
-	_, err := db.ExecContext(ctx, fixedSchema)
-	return err
+	return replay.EnsureRecordTables(ctx, db, fixedSchema)
 }
 
 // handler is the record handler with trouble: a "flaky" event fails

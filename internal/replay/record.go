@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/ddl"
 )
 
 // recordSchema is the record handler's business tables: one effect row per
@@ -29,19 +30,11 @@ CREATE TABLE IF NOT EXISTS record_objects (
 	PRIMARY KEY (consumer, partitionkey)
 )`
 
-// EnsureRecordTables creates the record handler's tables.
-func EnsureRecordTables(ctx context.Context, db *sql.DB) error {
-	serial := "BIGSERIAL PRIMARY KEY"
-	var v string
-	if db.QueryRowContext(ctx, `SELECT sqlite_version()`).Scan(&v) == nil {
-		serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
-	}
-	for _, stmt := range strings.Split(strings.ReplaceAll(recordSchema, "{{SERIAL}}", serial), ";") {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
-	}
-	return nil
+// EnsureRecordTables creates the record handler's tables (safe when several
+// processes do it at once), together with any extra statements.
+func EnsureRecordTables(ctx context.Context, db *sql.DB, extra ...string) error {
+	stmts := strings.Split(strings.ReplaceAll(recordSchema, "{{SERIAL}}", ddl.Serial(db)), ";")
+	return ddl.Ensure(ctx, db, append(stmts, extra...)...)
 }
 
 // RecordHandler is the built-in handler of replay and demo: it writes one
