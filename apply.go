@@ -38,6 +38,11 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 		return nil, "", err
 	}
 	herr := in.decideErr
+	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
+		// Delivered again and again without ever settling: each attempt
+		// killed its process before a failure could be recorded.
+		herr = Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
+	}
 	if herr == nil {
 		var hctx context.Context
 		if hctx, herr = p.withDecision(ctx, tx, ev, now); herr == nil {
@@ -79,6 +84,11 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 	return p.release(ctx, tx, sp, d, key, nil)
 }
 
+// crashLoopFactor bounds deliveries that never settle: a message delivered
+// this many times MaxAttempts and failing again is dead-lettered, even if
+// its failures were never all recorded (each crashed its process).
+const crashLoopFactor = 4
+
 // advance is the compare-and-set of step 6.
 func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *int64, next int64, now time.Time) error {
 	ok, err := tx.AdvanceKey(ctx, p.cfg.Name, key, prev, next, now)
@@ -110,7 +120,9 @@ func (p *pipeline) failed(ctx context.Context, tx *batchTx, in input, ev Event, 
 	if err != nil {
 		return nil, "", err
 	}
-	attempts = max(attempts, in.attempt)
+	// attempts counts this message's own failures, not the transport's
+	// deliveries: those also grow with redeliveries that were not its fault
+	// (a batch-mate's store error, a shutdown, a lease that ran out).
 	if !IsPermanent(herr) && attempts < p.cfg.Retry.MaxAttempts {
 		d.Outcome = Retry
 		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
@@ -118,6 +130,9 @@ func (p *pipeline) failed(ctx context.Context, tx *batchTx, in input, ev Event, 
 		err := tx.Audit(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: string(Retry), Reason: d.Reason,
 			NextAction: "redelivery after " + p.cfg.Retry.Backoff(attempts).String(), At: now})
+		if err == nil && in.parked != nil {
+			err = tx.Rehold(ctx, in.parked.Seq, now.Add(p.cfg.Retry.Backoff(attempts)))
+		}
 		return p.release(ctx, tx, sp, d, "", err)
 	}
 	reason := "permanent failure"

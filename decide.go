@@ -39,62 +39,88 @@ func (c *Consumer) decideAll(ctx context.Context, ins []input) {
 	wg.Wait()
 }
 
-// decideGrace is how long a batch waits for all its decisions before it
-// commits the ones that are ready and leaves the slow ones (a model call of
-// a minute) for a second transaction.
+// decideGrace is how long a batch gathers finished decisions before it
+// commits them, leaving the slow ones (a model call of a minute) for later
+// transactions.
 const decideGrace = 50 * time.Millisecond
 
-// stage is the part of a batch (indexes into it) that commits together,
-// once wait returns.
-type stage struct {
-	idx  []int
-	wait func()
+// stager hands out a batch in stages as its decisions come in.
+type stager struct {
+	keys      []string
+	completed chan int
+	finished  map[int]bool
+	pending   []int // batch indexes not yet handed out, in batch order
+	wg        sync.WaitGroup
 }
 
-// decideStaged starts every decision at once and splits the batch: what is
-// decided within decideGrace commits first; the rest commits when its
-// decisions are in. A key's deliveries never overtake each other: one waits
-// for the stage of the slowest earlier delivery of its key. The returned
-// function waits for every decision (call it before returning).
-func (c *Consumer) decideStaged(ctx context.Context, keys []string, ins []input) ([]stage, func()) {
-	// ins[i].decideErr is written by the deciding goroutine; read it only
-	// after the stage's wait.
-	done := make([]chan struct{}, len(ins))
-	var wg sync.WaitGroup
+// decideStaged starts every decision of the batch at once. The stager's
+// next returns, stage by stage, the deliveries whose decisions are in
+// (gathered for up to decideGrace at a time), so fast deliveries commit
+// while slow ones still decide. A key's deliveries never overtake each
+// other: a delivery waits for every earlier one of its key. wait must be
+// called before the inputs are dropped.
+func (c *Consumer) decideStaged(ctx context.Context, keys []string, ins []input) *stager {
+	st := &stager{keys: keys, completed: make(chan int, len(ins)), finished: map[int]bool{}}
 	for i := range ins {
-		done[i] = make(chan struct{})
-		wg.Go(func() {
-			defer close(done[i])
+		st.pending = append(st.pending, i)
+		st.wg.Go(func() {
 			ins[i].decideErr = c.decideOne(ctx, ins[i].raw)
+			st.completed <- i
 		})
 	}
-	timer := time.NewTimer(decideGrace)
-	defer timer.Stop()
-	all := make(chan struct{})
-	go func() { wg.Wait(); close(all) }()
-	select {
-	case <-all:
-	case <-timer.C:
-	}
-	var first, second stage
-	late := map[string]bool{}
-	for i, key := range keys {
-		select {
-		case <-done[i]:
-		default:
-			late[key] = true
-		}
-		if late[key] {
-			second.idx = append(second.idx, i)
-		} else {
-			first.idx = append(first.idx, i)
-		}
-	}
-	first.wait = func() {}
-	second.wait = func() { <-all }
-	return []stage{first, second}, func() { <-all }
+	return st
 }
 
+// next blocks until some deliveries may commit and returns their indexes,
+// or nil when every one has been handed out.
+func (st *stager) next() []int {
+	for len(st.pending) > 0 {
+		// Wait for one decision, then gather for a moment more.
+		st.finished[<-st.completed] = true
+		timer := time.NewTimer(decideGrace)
+	gather:
+		for len(st.finished) < len(st.keys) {
+			select {
+			case i := <-st.completed:
+				st.finished[i] = true
+			case <-timer.C:
+				break gather
+			}
+		}
+		timer.Stop()
+		var ready, rest []int
+		blocked := map[string]bool{}
+		for _, i := range st.pending {
+			if !st.finished[i] || blocked[st.keys[i]] {
+				blocked[st.keys[i]] = true
+				rest = append(rest, i)
+				continue
+			}
+			ready = append(ready, i)
+		}
+		st.pending = rest
+		if len(ready) > 0 {
+			return ready
+		}
+	}
+	return nil
+}
+
+// waiting reports whether a key still has deliveries not handed out.
+func (st *stager) waiting(key string) bool {
+	for _, i := range st.pending {
+		if st.keys[i] == key {
+			return true
+		}
+	}
+	return false
+}
+
+// wait waits for every decision goroutine.
+func (st *stager) wait() { st.wg.Wait() }
+
+// decideOne decides one message unless it will not apply, and records the
+// decision; the error, if any, fails the delivery in the pipeline.
 func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	ev, err := parseEvent(raw, c.cfg.VolatileAttributes)
 	if err != nil {

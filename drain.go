@@ -8,8 +8,9 @@ import (
 
 // drain is step 7 of DESIGN §3: after a key's version moved, release the
 // parked successors that are now next, in version order, in the same
-// transaction. A released message that fails transiently is retried at once
-// (it is no longer at the broker) until it applies or is dead-lettered.
+// transaction. A released message that fails transiently goes back to held
+// until its backoff has passed (it is no longer at the broker; Sweep
+// releases it again), and the drain stops there.
 func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Decision, error) {
 	var out []Decision
 	for {
@@ -22,6 +23,11 @@ func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Decisi
 			return out, err
 		}
 		out = append(out, ds...)
+		if ds[0].Outcome == Retry {
+			// It failed transiently: it waits out its backoff as held, and
+			// Sweep releases it again; its successors keep waiting.
+			return out, nil
+		}
 	}
 }
 
@@ -38,8 +44,8 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 		return nil, err
 	}
 	first := parked[0]
-	src, id, retrying, err := tx.RetryingOnKey(ctx, p.cfg.Name, key)
-	if err != nil || (retrying && (src != first.Source || id != first.ID)) {
+	r, retrying, err := tx.RetryingOnKey(ctx, p.cfg.Name, key)
+	if err != nil || (retrying && (r.Source != first.Source || r.ID != first.ID)) {
 		return nil, err // a predecessor is still retrying at the broker: nobody overtakes it
 	}
 	expected := p.expectedVersion(ks)

@@ -124,6 +124,10 @@ func parseEvent(raw []byte, volatile []string) (Event, error) {
 	return ev, nil
 }
 
+// MaxAttributeSize bounds the attributes seqbox stores in keys and indexes
+// (id, source, partitionkey, businesskey, ...), in bytes.
+const MaxAttributeSize = 1024
+
 func requiredString(attrs map[string]any, name string) (string, error) {
 	v, ok := attrs[name]
 	if !ok {
@@ -136,7 +140,19 @@ func requiredString(attrs map[string]any, name string) (string, error) {
 	if strings.TrimSpace(s) == "" {
 		return "", invalid(name, "must not be empty")
 	}
-	return s, nil
+	return s, storable(name, s)
+}
+
+// storable refuses what a database cannot index or store as text: NUL
+// bytes (PostgreSQL rejects them) and values over MaxAttributeSize.
+func storable(name, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid(name, "contains a NUL character")
+	}
+	if len(s) > MaxAttributeSize {
+		return invalid(name, "is %d bytes, longer than the %d-byte limit", len(s), MaxAttributeSize)
+	}
+	return nil
 }
 
 func optionalString(attrs map[string]any, name string) (string, error) {
@@ -148,7 +164,7 @@ func optionalString(attrs map[string]any, name string) (string, error) {
 	if !ok {
 		return "", invalid(name, "must be a string")
 	}
-	return s, nil
+	return s, storable(name, s)
 }
 
 // objectVersion accepts a JSON integer or a string holding one (CloudEvents

@@ -28,14 +28,14 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 			tx.Park(ctx, p.parkRow(ev, store.ParkBlocked, reason, now, time.Time{}))
 	}
 	if in.parked == nil {
-		src, id, retrying, err := tx.RetryingOnKey(ctx, name, key)
+		r, retrying, err := tx.RetryingOnKey(ctx, name, key)
 		if err != nil {
 			return nil, err
 		}
-		if retrying && (src != ev.Source || id != ev.ID) {
-			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", src, id)
+		if retrying && (r.Source != ev.Source || r.ID != ev.ID) {
+			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", r.Source, r.ID)
 			return &gateResult{Outcome: Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
-				tx.Park(ctx, p.parkRow(ev, store.ParkHeld, reason, now, time.Time{}))
+				tx.Park(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 		}
 	}
 	v, versioned := ev.Version()

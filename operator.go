@@ -87,11 +87,22 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 			return nil, nil
 		}
 		ks, err := tx.Key(ctx, c.cfg.Name, dl.PartitionKey)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil // a rejected envelope naming a key never seen: nothing to release
+		}
 		if err != nil {
 			return nil, err
 		}
 		if !ks.Blocked || ks.BlockedSource != dl.Source || ks.BlockedID != dl.ID {
 			return nil, nil
+		}
+		if dl.ObjectVersion == nil {
+			// An unversioned message leaves no version gap: unblock, and
+			// let the parked successors go by their own versions.
+			if err := tx.UnblockKey(ctx, c.cfg.Name, ks.Key, now); err != nil {
+				return nil, err
+			}
+			return c.p.drain(ctx, tx, ks.Key)
 		}
 		return c.p.releaseKey(ctx, tx, ks, dl.ObjectVersion, who, why, now)
 	})
@@ -165,18 +176,7 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 	var out []Decision
 	for _, h := range due {
 		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
-			ks, err := tx.Key(ctx, c.cfg.Name, h.PartitionKey)
-			if err != nil || ks.Blocked {
-				return nil, err
-			}
-			why := fmt.Sprintf("hold timed out after %s waiting before version %s", c.cfg.HoldTimeout, versionString(h.ObjectVersion))
-			if c.cfg.HoldExpiry == HoldExpiryAdvance {
-				return c.p.releaseKey(ctx, tx, ks, nil, "hold_expiry=advance", why, now)
-			}
-			if err := tx.BlockKey(ctx, c.cfg.Name, h.PartitionKey, "", "", why, now); err != nil {
-				return nil, err
-			}
-			return nil, tx.SetParkedReason(ctx, c.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
+			return c.p.expireHold(ctx, tx, h, now)
 		})
 		if err != nil {
 			return out, err
@@ -209,6 +209,45 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 		out = append(out, ds...)
 	}
 	return out, nil
+}
+
+// expireHold acts on a hold that DueHolds found due, after checking under
+// the key's lock that it still is: the key is not blocked, the held message
+// is still the lowest one parked and still past its deadline. A message
+// that is next in line (a released message whose backoff passed) is simply
+// released again; a gap behind a predecessor that is still retrying waits
+// for it, unless its last attempt is older than HoldTimeout (abandoned);
+// otherwise HoldExpiry decides.
+func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]Decision, error) {
+	ks, err := tx.Key(ctx, p.cfg.Name, h.PartitionKey)
+	if err != nil || ks.Blocked {
+		return nil, err
+	}
+	parked, err := tx.ParkedForKey(ctx, p.cfg.Name, h.PartitionKey)
+	if err != nil || len(parked) == 0 {
+		return nil, err
+	}
+	first := parked[0]
+	if first.Seq != h.Seq || first.Reason != store.ParkHeld || first.HoldUntil.IsZero() || first.HoldUntil.After(now) {
+		return nil, nil // settled meanwhile
+	}
+	if next, err := p.nextParked(ctx, tx, h.PartitionKey); err != nil || next != nil {
+		if err != nil {
+			return nil, err
+		}
+		return p.drain(ctx, tx, h.PartitionKey)
+	}
+	if r, retrying, err := tx.RetryingOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || (retrying && now.Sub(r.At) < p.cfg.HoldTimeout) {
+		return nil, err
+	}
+	why := fmt.Sprintf("hold timed out after %s waiting before version %s", p.cfg.HoldTimeout, versionString(h.ObjectVersion))
+	if p.cfg.HoldExpiry == HoldExpiryAdvance {
+		return p.releaseKey(ctx, tx, ks, nil, "hold_expiry=advance", why, now)
+	}
+	if err := tx.BlockKey(ctx, p.cfg.Name, h.PartitionKey, "", "", why, now); err != nil {
+		return nil, err
+	}
+	return nil, tx.SetParkedReason(ctx, p.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
 }
 
 // skipBlocker finds the open DLQ row blocking ks and skips it.

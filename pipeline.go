@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -129,7 +130,10 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 	return p.apply(ctx, tx, in, ev, ks, d, sp, now)
 }
 
-// release closes the delivery's savepoint and returns its decision.
+// release closes the delivery's savepoint and returns its decision, with
+// the key to drain: any outcome that settles a keyed message for good may
+// free the successors parked behind it (they may have waited for it while
+// it retried).
 func (p *pipeline) release(ctx context.Context, tx *batchTx, sp string, d Decision, key string, err error) ([]Decision, string, error) {
 	if err != nil {
 		return nil, "", err
@@ -137,7 +141,20 @@ func (p *pipeline) release(ctx context.Context, tx *batchTx, sp string, d Decisi
 	if err := tx.Release(ctx, sp); err != nil {
 		return nil, "", err
 	}
+	if key == "" && settles(d.Outcome) {
+		key = d.PartitionKey
+	}
 	return []Decision{d}, key, nil
+}
+
+// settles reports whether an outcome ends a message's life on its key, so
+// that nothing waits behind it any more.
+func settles(o Outcome) bool {
+	switch o {
+	case Retry, Held, Blocked, Duplicate, Collision, Rejected:
+		return false
+	}
+	return true
 }
 
 func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
@@ -204,14 +221,28 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 	if json.Unmarshal(raw, &m) != nil {
 		return "", "", ""
 	}
-	str := func(k string) string { s, _ := m[k].(string); return s }
+	str := func(k string) string {
+		s, _ := m[k].(string)
+		s = strings.ReplaceAll(s, "\x00", "")
+		if len(s) > MaxAttributeSize {
+			s = s[:MaxAttributeSize]
+		}
+		return strings.ToValidUTF8(s, "")
+	}
 	return str("source"), str("id"), str("partitionkey")
 }
 
-// record writes the inbox outcome and the audit evidence of a decision.
+// record writes the inbox outcome and the audit evidence of a decision. A
+// message that settles forgets its attempts, so that nothing is held
+// behind a retry that is over.
 func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Decision, current *int64, next string, now time.Time) error {
 	if d.Outcome != Duplicate && d.Outcome != Collision {
 		if err := tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(d.Outcome), nil); err != nil {
+			return err
+		}
+	}
+	if settles(d.Outcome) {
+		if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
 			return err
 		}
 	}

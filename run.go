@@ -1,6 +1,7 @@
 package seqbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,12 +94,11 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, release func(key
 	if c.cfg.Decide == nil {
 		return c.commitAndSettle(ctx, ds, ins)
 	}
-	stages, wait := c.decideStaged(ctx, b.dkeys, ins)
-	defer wait()
-	for n, st := range stages {
-		st.wait()
-		sds, sins := make([]transport.Delivery, len(st.idx)), make([]input, len(st.idx))
-		for j, i := range st.idx {
+	st := c.decideStaged(ctx, b.dkeys, ins)
+	defer st.wait()
+	for idx := st.next(); idx != nil; idx = st.next() {
+		sds, sins := make([]transport.Delivery, len(idx)), make([]input, len(idx))
+		for j, i := range idx {
 			sds[j], sins[j] = ds[i], ins[i]
 		}
 		if err := c.commitAndSettle(ctx, sds, sins); err != nil {
@@ -106,15 +106,9 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, release func(key
 		}
 		// Unpin the keys that are done: none of their deliveries waits in
 		// a later stage, so nothing can overtake.
-		later := map[string]bool{}
-		for _, rest := range stages[n+1:] {
-			for _, i := range rest.idx {
-				later[b.dkeys[i]] = true
-			}
-		}
 		var keys []string
-		for _, i := range st.idx {
-			if !later[b.dkeys[i]] {
+		for _, i := range idx {
+			if !st.waiting(b.dkeys[i]) {
 				keys = append(keys, b.dkeys[i])
 			}
 		}
@@ -132,6 +126,22 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 	if err != nil {
 		if IsInjected(err) || ctx.Err() != nil {
 			return err // a crash or shutdown: leave them for redelivery
+		}
+		if len(ds) > 1 && !errors.Is(err, errKeyConflict) {
+			// One delivery may be what the store refuses: run each in a
+			// transaction of its own, so the others are not held hostage.
+			c.cfg.Logger.Error("seqbox: batch failed; retrying its deliveries one by one", "consumer", c.cfg.Name,
+				"deliveries", len(ds), "err", err)
+			var first error
+			for i := range ds {
+				if err := c.commitAndSettle(ctx, ds[i:i+1], ins[i:i+1]); err != nil {
+					if IsInjected(err) || ctx.Err() != nil {
+						return err
+					}
+					first = cmp.Or(first, err)
+				}
+			}
+			return first
 		}
 		c.cfg.Logger.Error("seqbox: batch failed; nacking for redelivery", "consumer", c.cfg.Name, "deliveries", len(ds), "err", err)
 		delay := time.Second

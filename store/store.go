@@ -103,7 +103,10 @@ type Tx interface {
 	ClearRetry(ctx context.Context, consumer, source, id string) error
 	// RetryingOnKey returns the identity currently retrying on a key
 	// (one whose attempts are counted and that has not settled since).
-	RetryingOnKey(ctx context.Context, consumer, key string) (source, id string, found bool, err error)
+	RetryingOnKey(ctx context.Context, consumer, key string) (r RetryRow, found bool, err error)
+	// Rehold puts one parked message back as held until the given time
+	// (a released message that failed transiently waits out its backoff).
+	Rehold(ctx context.Context, seq int64, until time.Time) error
 
 	// DeadLetter stores the original envelope with the reason.
 	DeadLetter(ctx context.Context, d DeadLetter) (int64, error)

@@ -275,19 +275,28 @@ func (t *Tx) ClearRetry(ctx context.Context, consumer, source, id string) error 
 	return err
 }
 
-// RetryingOnKey returns the identity retrying on a key, if any.
-func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (string, string, bool, error) {
-	var source, id string
+// Rehold puts a parked message back as held until the given time.
+func (t *Tx) Rehold(ctx context.Context, seq int64, until time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = 'held', hold_until = $2 WHERE seq = $1`, seq, micros(until))
+	return err
+}
+
+// RetryingOnKey returns the identity retrying on a key, if any, with the
+// time of its last failed attempt.
+func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+	r := store.RetryRow{Consumer: consumer, PartitionKey: key}
+	var last int64
 	// A retry row whose identity has since been recorded in the inbox is
 	// stale (a racing transaction applied or dead-lettered it): ignored.
-	err := t.tx.QueryRowContext(ctx, `SELECT r.source, r.id FROM seqbox_retries r
+	err := t.tx.QueryRowContext(ctx, `SELECT r.source, r.id, r.last_error, r.last_at FROM seqbox_retries r
 		WHERE r.consumer = $1 AND r.partitionkey = $2 AND NOT EXISTS (SELECT 1 FROM seqbox_inbox i
 			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id)
-		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&source, &id)
+		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", false, nil
+		return r, false, nil
 	}
-	return source, id, err == nil, err
+	r.At = time.UnixMicro(last).UTC()
+	return r, err == nil, err
 }
 
 // DeadLetter stores the original envelope.

@@ -25,4 +25,5 @@ type Factory func(t *testing.T) store.Store
 func Exercise(t *testing.T, open Factory) {
 	t.Run("Inbox", func(t *testing.T) { exerciseInbox(t, open) })
 	t.Run("Ordering", func(t *testing.T) { exerciseOrdering(t, open) })
+	t.Run("Settle", func(t *testing.T) { exerciseSettle(t, open) })
 }
