@@ -67,6 +67,7 @@ oracle. One row per scenario; exit status 1 if any failed.`,
 	fl.StringVar(&opt.PGData, "pg-data", "", "PostgreSQL data directory, for pg-restart")
 	fl.StringVar(&opt.PGBin, "pg-bin", "", "PostgreSQL bin directory, for pg-restart")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
+	fl.BoolVar(&opt.Keep, "keep", false, "keep each scenario's SQLite files for a post-mortem")
 	var transport string
 	fl.StringVar(&transport, "transport", "embedded", "transport under test (embedded)")
 	c.PreRunE = func(*cobra.Command, []string) error {

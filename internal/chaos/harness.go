@@ -43,6 +43,8 @@ type Options struct {
 	ProcLog io.Writer
 	// Progress receives one line per phase (nil: discarded).
 	Progress io.Writer
+	// Keep leaves each scenario's SQLite files in place, for a post-mortem.
+	Keep bool
 }
 
 // consumerFaults are the fault points inside the consumer process.
@@ -136,6 +138,9 @@ func (h *harness) freshDB(name string) (string, func(), error) {
 	dir, err := os.MkdirTemp(h.opt.DB, "seqbox-chaos-")
 	if err != nil {
 		return "", nil, err
+	}
+	if h.opt.Keep {
+		return filepath.Join(dir, "chaos.db"), func() { h.progress("%s: kept %s", name, dir) }, nil
 	}
 	return filepath.Join(dir, "chaos.db"), func() { os.RemoveAll(dir) }, nil
 }
@@ -339,6 +344,16 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			}
 		}
 		ready, leased, err := s.q.Depth(ctx)
+		if err == nil && phase == "phase 2" {
+			// After the redrive nothing may stay parked either: a released
+			// message that failed transiently waits out its backoff in the
+			// database, not in the queue, and the consumers' sweep brings
+			// it back.
+			var c store.Counts
+			if c, err = s.st.Operator().Counts(ctx, Consumer); err == nil {
+				ready += int(c.Held + c.Blocked)
+			}
+		}
 		switch {
 		case err != nil:
 			emptySince = time.Time{}
