@@ -10,6 +10,9 @@ import (
 // traffic.
 const DefaultPurgeBatch = 500
 
+// purgePause is the gap between purge batches.
+const purgePause = 10 * time.Millisecond
+
 // Purge removes inbox identities whose retention ended, batch at a time
 // (each batch its own short transaction), until none are left or ctx ends.
 // Held and blocked identities are never purged. It returns how many it
@@ -36,8 +39,10 @@ func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 		if n < int64(batch) {
 			return total, nil
 		}
-		// Let live transactions take the write lock between batches.
-		sleep(ctx, time.Millisecond)
+		// Let live transactions take the write lock between batches: a
+		// writer waiting on SQLite's busy handler polls at 1-100 ms and
+		// would keep missing a shorter gap.
+		sleep(ctx, purgePause)
 	}
 	return total, ctx.Err()
 }

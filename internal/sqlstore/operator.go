@@ -228,15 +228,18 @@ func (o operator) BlockedBefore(ctx context.Context, consumer string, before tim
 func (o operator) PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
 	// Attempts of an identity that settled are stale; they would come back
 	// to life (hold the key) once the identity is purged.
+	// Driven from the (small) retries table, so its cost does not grow
+	// with the inbox rows still to purge.
 	if _, err := o.db.ExecContext(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND (source, id) IN (
-		SELECT r.source, r.id FROM seqbox_retries r JOIN seqbox_inbox i
-		ON i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
-		WHERE r.consumer = $1 AND i.retention_until < $2 LIMIT $3)`, consumer, micros(now), batch); err != nil {
+		SELECT r.source, r.id FROM seqbox_retries r WHERE r.consumer = $1 AND EXISTS (
+			SELECT 1 FROM seqbox_inbox i WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
+			AND i.retention_until < $2) LIMIT $3)`, consumer, micros(now), batch); err != nil {
 		return 0, err
 	}
+	// Oldest first, through the retention index.
 	res, err := o.db.ExecContext(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
 		SELECT source, id FROM seqbox_inbox WHERE consumer = $1 AND retention_until < $2
-		AND outcome NOT IN ('held', 'blocked') LIMIT $3)`, consumer, micros(now), batch)
+		AND outcome NOT IN ('held', 'blocked') ORDER BY retention_until LIMIT $3)`, consumer, micros(now), batch)
 	if err != nil {
 		return 0, err
 	}

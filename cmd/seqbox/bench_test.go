@@ -1,0 +1,140 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// The bench tests run tiny sizes and check the output's shape and the
+// correctness checks, never the speed.
+
+const num = `[0-9]+(?:\.[0-9]+)?`
+
+// kv reads the key=value pairs of the output line that starts with prefix.
+func kv(t *testing.T, out, prefix string) map[string]string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			m := map[string]string{}
+			for _, f := range strings.Fields(rest) {
+				if k, v, ok := strings.Cut(f, "="); ok {
+					m[k] = v
+				}
+			}
+			return m
+		}
+	}
+	t.Fatalf("no line starting with %q in:\n%s", prefix, out)
+	return nil
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, "%q is not an integer", s)
+	return n
+}
+
+func checkThroughputOutput(t *testing.T, out string) {
+	t.Helper()
+	t.Logf("\n%s", out)
+	require.Regexp(t, `(?m)^seqbox bench throughput  db=\S+ .*messages=300 keys=10 batch=16 workers=2 deliver_messages=30$`, out)
+	require.Regexp(t, `(?m)^mode +messages +seconds +msgs/s +p50_ms +p99_ms +max_ms +vs_raw *$`, out)
+	for _, row := range []string{"raw-insert +300", "seqbox-run +300", "seqbox-deliver +30"} {
+		require.Regexp(t, `(?m)^`+row+`( +`+num+`){6} *$`, out)
+	}
+	require.Regexp(t, `(?m)^raw-insert .* 1\.000 *$`, out)
+	require.Regexp(t, `(?m)^batching: seqbox-run/seqbox-deliver = `+num+`x$`, out)
+	check := kv(t, out, "check: ")
+	require.Equal(t, map[string]string{"raw_rows": "300", "run_applied": "300", "run_other": "0", "run_effects": "300",
+		"queue_left": "0", "deliver_applied": "30", "deliver_effects": "30", "consumer_warnings": "0"}, check)
+	require.True(t, strings.HasSuffix(out, " ok\n"), "last line must end in ok")
+}
+
+func TestBenchThroughputSQLite(t *testing.T) {
+	args := []string{"bench", "throughput", "--messages", "300", "--keys", "10", "--batch", "16", "--workers", "2", "--deliver-messages", "30"}
+	checkThroughputOutput(t, ok(t, args...))
+	// A second run on the same database sees none of the first run's
+	// messages: every check still adds up.
+	db := newDB(t)
+	checkThroughputOutput(t, ok(t, append(args, "--db", db)...))
+	checkThroughputOutput(t, ok(t, append(args, "--db", db)...))
+}
+
+func TestBenchThroughputPostgres(t *testing.T) {
+	checkThroughputOutput(t, ok(t, "bench", "throughput", "--db", pgtest.URL(t), "--messages", "300", "--keys", "10",
+		"--batch", "16", "--workers", "2", "--deliver-messages", "30"))
+}
+
+func checkPurgeOutput(t *testing.T, out string) {
+	t.Helper()
+	t.Logf("\n%s", out)
+	require.Regexp(t, `(?m)^seqbox bench purge  db=\S+ .*rows=3000 purge_batch=100 workers=2 consumer_batch=16 keys=10 load=saturated warmup=100ms$`, out)
+	require.Regexp(t, `(?m)^seed: 3000 expired identities in `+num+`s \(`+num+` rows/s\), plus 100 expired held`, out)
+	require.Regexp(t, `(?m)^window +seconds +applied +msgs/s +p50_ms +p99_ms +max_ms +begin_p99_ms +begin_max_ms *$`, out)
+	require.Regexp(t, `(?m)^baseline( +`+num+`){3}( +(`+num+`|-)){5} *$`, out)
+	require.Regexp(t, `(?m)^purge( +`+num+`){3}( +(`+num+`|-)){5} *$`, out)
+	require.Regexp(t, regexp.MustCompile(`(?m)^during purge vs baseline: throughput x`+num+`, p99 receive→commit x`+num+`$`), out)
+	purge := kv(t, out, "purge: ")
+	require.Equal(t, "3000", purge["removed"])
+	// 3000 rows in batches of 100: 30 full batches and the empty one that
+	// ends the purge.
+	require.Equal(t, "31", purge["batches"])
+	for _, k := range []string{"seconds", "rows/s", "batch_p50_ms", "batch_p99_ms", "batch_max_ms", "first10pct_batch_ms", "last10pct_batch_ms"} {
+		require.Regexp(t, `^`+num+`$`, purge[k], k)
+	}
+	stream := kv(t, out, "live stream: ")
+	require.Positive(t, atoi(t, stream["published"]))
+	require.Regexp(t, `^[0-9]+$`, stream["publish_failures"])
+	check := kv(t, out, "check: ")
+	require.Equal(t, "3000", check["removed"])
+	require.Equal(t, "3000", check["purgeable_before"])
+	require.Equal(t, "0", check["expired_left"])
+	require.Equal(t, "0", check["purgeable_left"])
+	require.Equal(t, "100/100", check["held_kept"])
+	require.Equal(t, "0", check["consumer_warnings"])
+	live := atoi(t, check["live_rows"])
+	require.Positive(t, live, "the consumer applied live traffic during the run")
+	require.Equal(t, live, atoi(t, check["live_applied"]))
+	require.Equal(t, live, atoi(t, check["live_effects"]))
+	require.True(t, strings.HasSuffix(out, " ok\n"), "last line must end in ok")
+}
+
+func TestBenchPurgeSQLite(t *testing.T) {
+	args := []string{"bench", "purge", "--rows", "3000", "--batch", "100", "--workers", "2", "--consumer-batch", "16",
+		"--keys", "10", "--warmup", "100ms", "--baseline", "300ms"}
+	// Twice on one database: the live rows of the first run must survive
+	// the second run's purge, which removes exactly its own expired rows.
+	db := newDB(t)
+	checkPurgeOutput(t, ok(t, append(args, "--db", db)...))
+	checkPurgeOutput(t, ok(t, append(args, "--db", db)...))
+}
+
+func TestBenchPurgePostgres(t *testing.T) {
+	checkPurgeOutput(t, ok(t, "bench", "purge", "--db", pgtest.URL(t), "--rows", "3000", "--batch", "100", "--workers", "2",
+		"--consumer-batch", "16", "--keys", "10", "--warmup", "100ms", "--baseline", "300ms"))
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"throughput", "--messages", "0"}, "seqbox: bench throughput: --messages 0: must be at least 1"},
+		{[]string{"throughput", "--workers", "-1"}, "seqbox: bench throughput: --workers -1: must be at least 1"},
+		{[]string{"throughput", "--deliver-messages", "-5"}, "seqbox: bench throughput: --deliver-messages -5: must not be negative"},
+		{[]string{"purge", "--rows", "0"}, "seqbox: bench purge: --rows 0: must be at least 1"},
+		{[]string{"purge", "--baseline", "0s"}, "seqbox: bench purge: --baseline 0s: must be positive"},
+		{[]string{"purge", "--warmup", "-1s"}, "seqbox: bench purge: --warmup -1s: must not be negative"},
+		{[]string{"purge", "--rate", "-1"}, "seqbox: bench purge: --rate -1: must not be negative"},
+		{[]string{"purge", "--batch", "x"}, `seqbox: bench purge: invalid argument "x" for "--batch" flag`},
+	} {
+		require.True(t, strings.HasPrefix(fails(t, append([]string{"bench"}, tc.args...)...), tc.want), "%v", tc.args)
+	}
+	require.Contains(t, fails(t, "bench", "purge", "--db", "/nonexistent-dir/x.db", "--rows", "10"), "does not exist")
+}

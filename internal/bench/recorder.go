@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
+)
+
+// sample is one applied message: when its transaction committed and how
+// long after its receipt.
+type sample struct {
+	at  time.Time
+	lat time.Duration
+}
+
+// recorder measures receive→commit per message: the transport wrapper
+// notes when each message was received, Config.Observer notes its commit.
+type recorder struct {
+	mu      sync.Mutex
+	recv    map[string]time.Time
+	samples []sample
+	// begins are the consumer's store.Begin calls: on SQLite (BEGIN
+	// IMMEDIATE) the wait for the write lock.
+	begins []sample
+	// applied counts applied decisions; other every other outcome.
+	applied, other atomic.Int64
+}
+
+func newRecorder() *recorder { return &recorder{recv: map[string]time.Time{}} }
+
+func (r *recorder) received(ds []transport.Delivery, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range ds {
+		r.recv[idOf(d.Body())] = at
+	}
+}
+
+// observe is the consumer's Config.Observer.
+func (r *recorder) observe(d seqbox.Decision) {
+	now := time.Now()
+	if d.Outcome != seqbox.Applied {
+		r.other.Add(1)
+		return
+	}
+	r.mu.Lock()
+	if at, ok := r.recv[d.ID]; ok {
+		r.samples = append(r.samples, sample{at: now, lat: now.Sub(at)})
+		delete(r.recv, d.ID)
+	}
+	r.mu.Unlock()
+	r.applied.Add(1)
+}
+
+func (r *recorder) began(at time.Time, d time.Duration) {
+	r.mu.Lock()
+	r.begins = append(r.begins, sample{at: at, lat: d})
+	r.mu.Unlock()
+}
+
+// window returns how many messages committed in [from, to) and their
+// receive→commit latencies.
+func (r *recorder) window(from, to time.Time) (int64, []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lats := within(r.samples, from, to)
+	return int64(len(lats)), lats
+}
+
+// beginWindow returns the durations of the Begin calls that started in
+// [from, to).
+func (r *recorder) beginWindow(from, to time.Time) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return within(r.begins, from, to)
+}
+
+func within(ss []sample, from, to time.Time) []time.Duration {
+	var out []time.Duration
+	for _, s := range ss {
+		if !s.at.Before(from) && s.at.Before(to) {
+			out = append(out, s.lat)
+		}
+	}
+	return out
+}
+
+// beginTimed times the Begin calls of the store it wraps.
+type beginTimed struct {
+	store.Store
+	rec *recorder
+}
+
+func (s beginTimed) Begin(ctx context.Context) (store.Tx, error) {
+	t0 := time.Now()
+	tx, err := s.Store.Begin(ctx)
+	s.rec.began(t0, time.Since(t0))
+	return tx, err
+}
+
+// timed wraps a transport so the recorder sees each receipt. Deliveries
+// pass through unchanged, so the transport's batch ack still accepts them.
+type timed struct {
+	transport.Transport
+	rec *recorder
+}
+
+var _ transport.BatchAcker = timed{}
+
+func (t timed) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
+	ds, err := t.Transport.Receive(ctx, max)
+	if len(ds) > 0 {
+		t.rec.received(ds, time.Now())
+	}
+	return ds, err
+}
+
+func (t timed) AckBatch(ctx context.Context, ds []transport.Delivery) error {
+	return t.Transport.(transport.BatchAcker).AckBatch(ctx, ds)
+}
+
+// warnings is a slog handler that counts warnings and errors and keeps the
+// first, so a bench run reports trouble without writing to stderr.
+type warnings struct {
+	mu    sync.Mutex
+	n     int
+	first string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	if w.first == "" {
+		w.first = r.Message
+		r.Attrs(func(a slog.Attr) bool {
+			w.first += " " + a.String()
+			return true
+		})
+	}
+	return nil
+}
+
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+func (w *warnings) summary() (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n, w.first
+}
