@@ -282,6 +282,11 @@ func (s *scenarioRun) phases(ctx context.Context) error {
 	if err := s.fixAndRedrive(ctx); err != nil {
 		return err
 	}
+	// The late versions must find every key at its final version: first
+	// let the redriven keys drain completely.
+	if err := s.supervise(ctx, "redrive drain"); err != nil {
+		return err
+	}
 	bodies = bodies[:0]
 	for _, m := range s.h.wl.Phase2 {
 		bodies = append(bodies, m.Body)
@@ -344,7 +349,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			}
 		}
 		ready, leased, err := s.q.Depth(ctx)
-		if err == nil && phase == "phase 2" {
+		if err == nil && phase != "phase 1" {
 			// After the redrive nothing may stay parked either: a released
 			// message that failed transiently waits out its backoff in the
 			// database, not in the queue, and the consumers' sweep brings
