@@ -1,0 +1,380 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// exerciseFailureWindows interrupts the consumer at each window of the seed
+// ("Teste as janelas de falha"): whatever the window, the message is either
+// wholly applied or not at all, and the redelivery leaves exactly one
+// effect.
+func exerciseFailureWindows(t *testing.T, open Factory) {
+	// A crash inside the transaction (or before it) leaves nothing behind:
+	// the redelivery applies the message, once.
+	for _, p := range []seqbox.FaultPoint{
+		seqbox.FaultBeforeTx, seqbox.FaultAfterInboxInsert, seqbox.FaultAfterHandler, seqbox.FaultBeforeCommit,
+	} {
+		t.Run("CrashAt_"+string(p), func(t *testing.T) {
+			t.Parallel()
+			b := setupInbox(t, open)
+			ctx := context.Background()
+			raw := simple(t, "evt-1")
+
+			var hits atomic.Int32
+			crashing := b.consumer(t, func(c *seqbox.Config) { c.Faults = crashAt(p, &hits) })
+			ds, err := crashing.Deliver(ctx, raw, 1)
+			require.ErrorIs(t, err, seqbox.ErrCrash)
+			require.True(t, seqbox.IsInjected(err))
+			require.Nil(t, ds)
+			require.Equal(t, int32(1), hits.Load(), "the fault point is reached exactly once")
+
+			require.Equal(t, int64(0), b.counts(t).InboxRows, "the identity was rolled back with the crash")
+			require.Equal(t, 0, b.effects(t, ""), "the effect was rolled back with the crash")
+			require.Empty(t, b.audit(t), "no decision was recorded")
+			require.Empty(t, b.dlq(t, true))
+
+			// The broker redelivers to a restarted consumer.
+			restarted := b.consumer(t)
+			d := deliver(t, restarted, raw, 2)
+			require.Equal(t, seqbox.Applied, d.Outcome, d.Reason)
+			require.Equal(t, 1, b.effects(t, "evt-1"))
+			require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
+			require.Equal(t, "applied", b.inboxOutcome(t, "crm", "evt-1"))
+
+			// And any later copy is a duplicate.
+			d = deliver(t, restarted, raw, 3)
+			require.Equal(t, seqbox.Duplicate, d.Outcome)
+			require.Equal(t, 1, b.effects(t, ""))
+			require.Equal(t, []string{"duplicate"}, auditOutcomes(b.audit(t)))
+		})
+	}
+
+	// Committed, then the process died before the ACK: the broker
+	// redelivers and the inbox absorbs it.
+	t.Run("CrashAfterCommitBeforeAck", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t)
+		raw := simple(t, "evt-1")
+		d := deliver(t, c, raw, 1)
+		require.Equal(t, seqbox.Applied, d.Outcome, d.Reason)
+		// (no ack) — the redelivery reaches a restarted consumer.
+		d = deliver(t, b.consumer(t), raw, 2)
+		require.Equal(t, seqbox.Duplicate, d.Outcome)
+		require.Contains(t, d.Reason, "applied", "the duplicate names what the identity ended in")
+		require.Equal(t, 1, b.effects(t, ""))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
+		audit := b.audit(t)
+		require.Equal(t, []string{"duplicate"}, auditOutcomes(audit))
+		require.Equal(t, "evt-1", audit[0].ID)
+		require.Equal(t, "crm", audit[0].Source)
+	})
+
+	// A crash in the middle of a batch rolls back every delivery of the
+	// batch, the ones before the crash too, and acknowledges none.
+	t.Run("CrashMidBatch", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		exerciseMidBatchCrash(t, b)
+	})
+}
+
+func exerciseMidBatchCrash(t *testing.T, b *inboxBundle) {
+	ctx := context.Background()
+	ft := &fakeTransport{release: make(chan struct{}), gate: make(chan struct{})}
+	first := ft.delivery(simple(t, "first"))
+	batch := []*fakeDelivery{
+		ft.delivery(simple(t, "m1")), ft.delivery(simple(t, "m2")), ft.delivery(simple(t, "m3")), ft.delivery(simple(t, "m4")),
+	}
+	ft.script = [][]*fakeDelivery{{first}, batch}
+
+	var midBatch, beforeTx atomic.Int32
+	c := b.consumer(t, func(c *seqbox.Config) {
+		c.Transport = ft
+		c.Workers, c.BatchSize = 1, 8
+		c.Faults = func(p seqbox.FaultPoint) error {
+			switch p {
+			case seqbox.FaultBeforeTx:
+				// Hold the first batch (alone in it: the transport hands
+				// out the four others only now) until the four others
+				// have been received, so that they form one batch of four.
+				if beforeTx.Add(1) == 1 {
+					close(ft.gate)
+					select {
+					case <-ft.release:
+					case <-time.After(10 * time.Second):
+						return errors.New("storetest: the second receive never came")
+					}
+				}
+			case seqbox.FaultMidBatch:
+				midBatch.Add(1)
+				return seqbox.ErrCrash
+			}
+			return nil
+		}
+	})
+	runCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := c.Run(runCtx)
+	require.ErrorIs(t, err, seqbox.ErrCrash, "Run stops at the injected crash")
+	require.Equal(t, int32(1), midBatch.Load())
+
+	require.Equal(t, 1, b.effects(t, ""), "only the batch before the crash applied")
+	require.Equal(t, 1, b.effects(t, "first"))
+	require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t), "m1 and m2 ran before the crash and were rolled back")
+	require.Empty(t, b.audit(t))
+	require.Equal(t, []string{"first"}, ft.acked(), "nothing of the crashed batch is acknowledged")
+	require.Empty(t, ft.nacked(), "a crash settles nothing")
+
+	// The broker redelivers the four to a restarted consumer.
+	restarted := b.consumer(t)
+	for _, d := range batch {
+		got := deliver(t, restarted, d.body, 2)
+		require.Equal(t, seqbox.Applied, got.Outcome, got.Reason)
+	}
+	require.Equal(t, 5, b.effects(t, ""))
+	for _, id := range []string{"first", "m1", "m2", "m3", "m4"} {
+		require.Equal(t, 1, b.effects(t, id), id)
+	}
+	require.Equal(t, store.Counts{InboxRows: 5, Applied: 5}, b.counts(t))
+}
+
+// exerciseIdentity covers what the inbox decides from identity and hash:
+// duplicate, collision, semantic duplicate, consumers kept apart.
+func exerciseIdentity(t *testing.T, open Factory) {
+	t.Run("Collision", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t)
+		first := []byte(`{"id":"evt-482","source":"erp","type":"stock.reserved","data":{"qty":10}}`)
+		second := []byte(`{"id":"evt-482","source":"erp","type":"stock.reserved","data":{"qty":12}}`)
+		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+
+		d := deliver(t, c, second, 1)
+		require.Equal(t, seqbox.Collision, d.Outcome)
+		require.Contains(t, d.Reason, "hash")
+		require.Equal(t, 1, b.effects(t, ""), "the second payload applies nothing")
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1, Parked: 1}, b.counts(t))
+		require.Equal(t, "applied", b.inboxOutcome(t, "erp", "evt-482"), "the recorded identity is not overwritten")
+
+		parked, err := b.st.Operator().Parked(context.Background(), b.cfg.Name, "")
+		require.NoError(t, err)
+		require.Len(t, parked, 1)
+		require.Equal(t, store.ParkCollision, parked[0].Reason)
+		require.Equal(t, "collision", parked[0].Reason)
+		require.Equal(t, "evt-482", parked[0].ID)
+		require.Equal(t, second, parked[0].Envelope, "the second payload is kept for investigation, byte for byte")
+		ev2, err := seqbox.ParseEvent(second)
+		require.NoError(t, err)
+		require.Equal(t, ev2.Hash, parked[0].PayloadHash)
+
+		audit := b.audit(t)
+		require.Equal(t, []string{"collision"}, auditOutcomes(audit))
+		require.NotEmpty(t, audit[0].NextAction)
+
+		// The original payload is still a plain duplicate.
+		require.Equal(t, seqbox.Duplicate, deliver(t, c, first, 2).Outcome)
+		require.Equal(t, 1, b.effects(t, ""))
+	})
+
+	t.Run("RepublishedWithNewPublishedAt", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t)
+		first := []byte(`{"id":"evt-9","source":"crm","type":"task.create","publishedat":"2026-10-09T12:00:00Z","data":{"a":1}}`)
+		// Same fact, republished later, with reordered keys and a trace.
+		again := []byte(`{"data": {"a": 1}, "type": "task.create", "source": "crm", "id": "evt-9",
+			"publishedat": "2026-10-09T12:05:00Z", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`)
+		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+		d := deliver(t, c, again, 1)
+		require.Equal(t, seqbox.Duplicate, d.Outcome, "publishedat and traceparent are volatile: %s", d.Reason)
+		require.Equal(t, 1, b.effects(t, ""))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
+		require.Equal(t, []string{"duplicate"}, auditOutcomes(b.audit(t)))
+	})
+
+	// DESIGN §1: the hash leaves out publishedat, traceparent, tracestate,
+	// delivery metadata "plus any the consumer configures". Configuring an
+	// extra volatile attribute must not make publishedat significant again.
+	t.Run("ConsumerVolatileAttributesAddToDefaults", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t, func(c *seqbox.Config) { c.VolatileAttributes = []string{"relayhop"} })
+		first := []byte(`{"id":"evt-9","source":"crm","type":"t","relayhop":"a","publishedat":"2026-10-09T12:00:00Z"}`)
+		hop := []byte(`{"id":"evt-9","source":"crm","type":"t","relayhop":"b","publishedat":"2026-10-09T12:00:00Z"}`)
+		republished := []byte(`{"id":"evt-9","source":"crm","type":"t","relayhop":"a","publishedat":"2026-10-09T12:07:00Z"}`)
+		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+		d := deliver(t, c, hop, 1)
+		require.Equal(t, seqbox.Duplicate, d.Outcome, "the configured attribute is volatile: %s", d.Reason)
+		d = deliver(t, c, republished, 1)
+		require.Equal(t, seqbox.Duplicate, d.Outcome, "publishedat stays volatile when the consumer adds its own: %s", d.Reason)
+		require.Equal(t, 1, b.effects(t, ""))
+		require.Equal(t, int64(0), b.counts(t).Parked, "nothing parked as a collision")
+	})
+
+	t.Run("SemanticDuplicate", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t)
+		key := "criar_tarefa_followup:oportunidade_2481:reuniao_184"
+		first := event(t, map[string]any{"id": "evt-1", "source": "crm", "type": "meeting.held", "businesskey": key})
+		other := event(t, map[string]any{"id": "evt-2", "source": "crm", "type": "meeting.held", "businesskey": key})
+		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+
+		d := deliver(t, c, other, 1)
+		require.Equal(t, seqbox.SemanticDuplicate, d.Outcome)
+		require.Contains(t, d.Reason, key)
+		require.Equal(t, 1, b.effects(t, ""), "the same effect is not applied twice under a new id")
+		require.Equal(t, 0, b.effects(t, "evt-2"))
+		require.Equal(t, store.Counts{InboxRows: 2, Applied: 1}, b.counts(t), "the new identity is recorded, not applied")
+		require.Equal(t, "semantic_duplicate", b.inboxOutcome(t, "crm", "evt-2"))
+		audit := b.audit(t)
+		require.Equal(t, []string{"semantic_duplicate"}, auditOutcomes(audit))
+		require.Equal(t, "evt-2", audit[0].ID)
+
+		// Its redelivery is a plain duplicate; a different business key is
+		// new work.
+		require.Equal(t, seqbox.Duplicate, deliver(t, c, other, 2).Outcome)
+		third := event(t, map[string]any{"id": "evt-3", "source": "crm", "type": "meeting.held", "businesskey": key + ":v2"})
+		require.Equal(t, seqbox.Applied, deliver(t, c, third, 1).Outcome)
+		require.Equal(t, 2, b.effects(t, ""))
+	})
+
+	t.Run("SameIDFromAnotherSource", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t)
+		require.Equal(t, seqbox.Applied, deliver(t, c, []byte(`{"id":"1","source":"crm","type":"t"}`), 1).Outcome)
+		require.Equal(t, seqbox.Applied, deliver(t, c, []byte(`{"id":"1","source":"erp","type":"t"}`), 1).Outcome,
+			"identity is (source, id)")
+		require.Equal(t, 2, b.effects(t, ""))
+		require.Equal(t, int64(2), b.counts(t).InboxRows)
+	})
+
+	t.Run("IndependentConsumers", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		raw := simple(t, "pedido_confirmado-1")
+		names := []string{"estoque", "faturamento", "atendimento"}
+		for _, name := range names {
+			c := b.consumer(t, func(c *seqbox.Config) { c.Name, c.Handler = name, replay.RecordHandler(name) })
+			require.Equal(t, seqbox.Applied, deliver(t, c, raw, 1).Outcome, name)
+		}
+		for _, name := range names {
+			c := b.consumer(t, func(c *seqbox.Config) { c.Name, c.Handler = name, replay.RecordHandler(name) })
+			require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome, name)
+			require.Equal(t, 1, countEffects(t, b.st, name, ""), name)
+			counts, err := b.st.Operator().Counts(context.Background(), name)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), counts.InboxRows, name)
+			require.Equal(t, int64(1), counts.Applied, name)
+		}
+		require.Equal(t, int64(0), b.counts(t).InboxRows, "no identity leaks into another consumer")
+	})
+}
+
+// exerciseRetention shows what retention protects: once an identity is
+// purged, a redelivery of it looks new and applies again.
+func exerciseRetention(t *testing.T, open Factory) {
+	t.Run("RedeliveryAfterPurgeAppliesAgain", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		ctx := context.Background()
+		t0 := time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC)
+		now := t0
+		c := b.consumer(t, func(c *seqbox.Config) {
+			c.Retention = 30 * 24 * time.Hour
+			c.DLQRetention, c.RedriveWindow = 14*24*time.Hour, 24*time.Hour
+			c.Now = func() time.Time { return now }
+		})
+		raw := simple(t, "evt-1")
+		require.Equal(t, seqbox.Applied, deliver(t, c, raw, 1).Outcome)
+
+		purged, err := b.st.Operator().PurgeInbox(ctx, b.cfg.Name, t0.Add(29*24*time.Hour), 100)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), purged, "within retention nothing is purged")
+		now = t0.Add(29 * 24 * time.Hour)
+		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
+
+		purged, err = b.st.Operator().PurgeInbox(ctx, b.cfg.Name, t0.Add(31*24*time.Hour), 100)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), purged)
+		require.Equal(t, int64(0), b.counts(t).InboxRows)
+
+		// The identity is gone, so this redelivery cannot be recognised and
+		// the effect happens a second time. This is exactly why
+		// Config.Validate refuses a Retention shorter than the broker's
+		// redelivery window or than DLQ retention plus the redrive window:
+		// every copy that can still come back must find its identity.
+		now = t0.Add(31 * 24 * time.Hour)
+		d := deliver(t, c, raw, 3)
+		require.Equal(t, seqbox.Applied, d.Outcome)
+		require.Equal(t, 2, b.effects(t, "evt-1"))
+		require.Equal(t, int64(1), b.counts(t).InboxRows)
+	})
+
+	t.Run("PurgeInSmallBatchesPerConsumer", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		ctx := context.Background()
+		t0 := time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC)
+		const retention = 30 * 24 * time.Hour
+		clock := func(c *seqbox.Config) { c.Now, c.Retention = func() time.Time { return t0 }, retention }
+		c := b.consumer(t, clock)
+		other := b.consumer(t, clock, func(c *seqbox.Config) { c.Name, c.Handler = "other", replay.RecordHandler("other") })
+		for i := range 5 {
+			require.Equal(t, seqbox.Applied, deliver(t, c, simple(t, fmt.Sprintf("evt-%d", i)), 1).Outcome)
+		}
+		require.Equal(t, seqbox.Applied, deliver(t, other, simple(t, "evt-0"), 1).Outcome)
+
+		after := t0.Add(retention + time.Hour)
+		var got []int64
+		for range 4 {
+			n, err := b.st.Operator().PurgeInbox(ctx, b.cfg.Name, after, 2)
+			require.NoError(t, err)
+			got = append(got, n)
+		}
+		require.Equal(t, []int64{2, 2, 1, 0}, got, "at most batch rows per call, and the count of what was removed")
+		require.Equal(t, int64(0), b.counts(t).InboxRows)
+		oc, err := b.st.Operator().Counts(ctx, "other")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), oc.InboxRows, "purging one consumer leaves the others alone")
+		require.Equal(t, 5, b.effects(t, ""), "purging identities never touches business data")
+	})
+
+	t.Run("ShortRetentionIsRefused", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		day := 24 * time.Hour
+		// The seed's example: a DLQ kept 30 days and an inbox purged on the
+		// 7th day leaves every redrive unprotected.
+		short := b.cfg
+		short.Transport = &fakeTransport{}
+		short.Retention, short.DLQRetention, short.RedriveWindow, short.RedeliveryWindow = 7*day, 30*day, day, 4*day
+		err := short.Validate()
+		require.ErrorIs(t, err, seqbox.ErrInvalidConfig)
+		require.Contains(t, err.Error(), "Retention")
+		_, err = seqbox.NewConsumer(short)
+		require.ErrorIs(t, err, seqbox.ErrInvalidConfig, "NewConsumer validates too")
+
+		// Retention must also cover the broker's redelivery window.
+		short.Retention, short.DLQRetention, short.RedriveWindow, short.RedeliveryWindow = 7*day, 2*day, day, 14*day
+		require.ErrorIs(t, short.Validate(), seqbox.ErrInvalidConfig)
+
+		// Exactly covering both is enough.
+		short.Retention, short.DLQRetention, short.RedriveWindow, short.RedeliveryWindow = 31*day, 30*day, day, 14*day
+		require.NoError(t, short.Validate())
+		_, err = seqbox.NewConsumer(short)
+		require.NoError(t, err)
+	})
+}

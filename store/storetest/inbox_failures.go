@@ -1,0 +1,390 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// exerciseFailures covers handler failures: retry, dead letter, redrive,
+// panic.
+func exerciseFailures(t *testing.T, open Factory) {
+	t.Run("TransientThenApplied", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		var calls atomic.Int32
+		c := b.consumer(t, func(c *seqbox.Config) {
+			c.Handler = scriptedHandler(inboxConsumer, &calls, errors.New("crm timeout"))
+		})
+		raw := simple(t, "evt-1")
+		d := deliver(t, c, raw, 1)
+		require.Equal(t, seqbox.Retry, d.Outcome)
+		require.Contains(t, d.Reason, "crm timeout")
+		require.False(t, d.Outcome.Acks(), "a retry is nacked, not acked")
+		require.Equal(t, 0, b.effects(t, ""))
+		require.Equal(t, int64(0), b.counts(t).InboxRows, "a retry does not keep the identity")
+		require.Empty(t, b.dlq(t, true))
+		audit := b.audit(t)
+		require.Equal(t, []string{"retry"}, auditOutcomes(audit))
+
+		d = deliver(t, c, raw, 2)
+		require.Equal(t, seqbox.Applied, d.Outcome, d.Reason)
+		require.Equal(t, int32(2), calls.Load())
+		require.Equal(t, 1, b.effects(t, ""))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
+		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 3).Outcome)
+		require.Equal(t, 1, b.effects(t, ""))
+	})
+
+	t.Run("PermanentIsDeadLettered", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t)
+		// Odd whitespace and key order: the DLQ must keep the bytes.
+		raw := []byte("{ \"type\":\"task.create\",\n\t\"id\" : \"evt-13\", \"source\":\"crm\",  \"data\":{\"fail\":\"permanent\", \"x\":1.50}}")
+		d := deliver(t, c, raw, 1)
+		require.Equal(t, seqbox.DeadLettered, d.Outcome)
+		require.Contains(t, d.Reason, "permanent")
+		require.Equal(t, 0, b.effects(t, ""))
+		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
+		require.Equal(t, "dead_lettered", b.inboxOutcome(t, "crm", "evt-13"))
+
+		dls := b.dlq(t, false)
+		require.Len(t, dls, 1)
+		dl := dls[0]
+		require.Equal(t, raw, dl.Envelope, "the DLQ holds the original envelope byte for byte")
+		require.Equal(t, "crm", dl.Source)
+		require.Equal(t, "evt-13", dl.ID)
+		require.Contains(t, dl.Reason, "permanent")
+		require.Equal(t, 1, dl.Attempts)
+		require.Contains(t, dl.FirstError, "data.fail=permanent")
+		require.Contains(t, dl.LastError, "data.fail=permanent")
+		require.Empty(t, dl.Resolution)
+		require.False(t, dl.DeadAt.IsZero())
+		ev, err := seqbox.ParseEvent(raw)
+		require.NoError(t, err)
+		require.Equal(t, ev.Hash, dl.PayloadHash)
+		require.Equal(t, []string{"dead_lettered"}, auditOutcomes(b.audit(t)))
+
+		// The identity stays recorded: a redelivery is a duplicate and does
+		// not add a second DLQ copy.
+		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
+		require.Len(t, b.dlq(t, true), 1)
+	})
+
+	t.Run("FirstAndLastError", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		var calls atomic.Int32
+		c := b.consumer(t, func(c *seqbox.Config) {
+			c.Handler = scriptedHandler(inboxConsumer, &calls, errors.New("first: timeout"),
+				seqbox.Permanent(errors.New("second: schema mismatch")))
+		})
+		raw := simple(t, "evt-1")
+		require.Equal(t, seqbox.Retry, deliver(t, c, raw, 1).Outcome)
+		d := deliver(t, c, raw, 2)
+		require.Equal(t, seqbox.DeadLettered, d.Outcome)
+		dls := b.dlq(t, false)
+		require.Len(t, dls, 1)
+		require.Equal(t, raw, dls[0].Envelope)
+		require.Equal(t, 2, dls[0].Attempts)
+		require.Contains(t, dls[0].FirstError, "first: timeout")
+		require.Contains(t, dls[0].LastError, "second: schema mismatch")
+		require.Contains(t, dls[0].Reason, "permanent")
+		require.Equal(t, 0, b.effects(t, ""))
+	})
+
+	t.Run("AttemptsExhausted", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		var calls atomic.Int32
+		c := b.consumer(t, func(c *seqbox.Config) {
+			c.Handler = scriptedHandler(inboxConsumer, &calls, errors.New("down #1"), errors.New("down #2"), errors.New("down #3"))
+		})
+		raw := simple(t, "evt-1")
+		for attempt := 1; attempt <= 2; attempt++ {
+			d := deliver(t, c, raw, attempt)
+			require.Equal(t, seqbox.Retry, d.Outcome, "attempt %d", attempt)
+		}
+		d := deliver(t, c, raw, 3)
+		require.Equal(t, seqbox.DeadLettered, d.Outcome)
+		require.Contains(t, d.Reason, "attempts exhausted")
+		require.Equal(t, 0, b.effects(t, ""))
+		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
+
+		dls := b.dlq(t, false)
+		require.Len(t, dls, 1)
+		require.Equal(t, raw, dls[0].Envelope)
+		require.Equal(t, 3, dls[0].Attempts)
+		require.Contains(t, dls[0].Reason, "attempts exhausted")
+		require.Contains(t, dls[0].FirstError, "down #1")
+		require.Contains(t, dls[0].LastError, "down #3")
+		require.Equal(t, []string{"retry", "retry", "dead_lettered"}, auditOutcomes(b.audit(t)))
+	})
+
+	t.Run("RedriveKeepsIdentity", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		ctx := context.Background()
+		var broken atomic.Bool
+		broken.Store(true)
+		record := replay.RecordHandler(inboxConsumer)
+		c := b.consumer(t, func(c *seqbox.Config) {
+			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+				if broken.Load() {
+					return seqbox.Permanent(errors.New("handler bug"))
+				}
+				return record(ctx, tx, ev)
+			}
+		})
+		raw := simple(t, "evt-1")
+		require.Equal(t, seqbox.DeadLettered, deliver(t, c, raw, 1).Outcome)
+		dls := b.dlq(t, false)
+		require.Len(t, dls, 1)
+
+		// Redriving while still broken fails again and keeps it in the DLQ.
+		ds, err := c.Redrive(ctx, dls[0].Seq)
+		require.NoError(t, err)
+		require.Equal(t, seqbox.DeadLettered, ds[0].Outcome)
+		require.Equal(t, 0, b.effects(t, ""))
+		still := b.dlq(t, false)
+		require.Len(t, still, 1, "the failed redrive leaves one open DLQ row")
+		require.Equal(t, raw, still[0].Envelope)
+
+		// Fixed: the redrive applies under the original identity.
+		broken.Store(false)
+		ds, err = c.Redrive(ctx, still[0].Seq)
+		require.NoError(t, err)
+		require.Equal(t, seqbox.Applied, ds[0].Outcome, ds[0].Reason)
+		require.Equal(t, "evt-1", ds[0].ID)
+		require.Equal(t, "crm", ds[0].Source)
+		require.Equal(t, 1, b.effects(t, "evt-1"))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
+		require.Equal(t, "applied", b.inboxOutcome(t, "crm", "evt-1"))
+		require.Empty(t, b.dlq(t, false), "the DLQ row is resolved")
+		all := b.dlq(t, true)
+		require.NotEmpty(t, all)
+		require.Equal(t, "redriven", all[len(all)-1].Resolution)
+		require.NotNil(t, all[len(all)-1].ResolvedAt)
+
+		// Another consumer cannot redrive this consumer's DLQ.
+		other := b.consumer(t, func(c *seqbox.Config) { c.Name, c.Handler = "other", replay.RecordHandler("other") })
+		_, err = other.Redrive(ctx, still[0].Seq)
+		require.ErrorIs(t, err, store.ErrNotFound)
+
+		// Redriving again, or the broker redelivering the original, applies
+		// nothing more.
+		_, err = c.Redrive(ctx, still[0].Seq)
+		require.ErrorIs(t, err, seqbox.ErrNotBlocking)
+		_, err = c.Redrive(ctx, dls[0].Seq)
+		require.ErrorIs(t, err, seqbox.ErrNotBlocking)
+		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
+		require.Equal(t, seqbox.Duplicate, deliver(t, b.consumer(t), raw, 3).Outcome)
+		require.Equal(t, 1, b.effects(t, ""))
+		require.Equal(t, int64(1), b.counts(t).InboxRows)
+	})
+
+	// An operator redrives the same DLQ row twice at once (two terminals,
+	// or a retried HTTP call): one applies, the other finds it done.
+	t.Run("ConcurrentRedrive", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		ctx := context.Background()
+		var broken atomic.Bool
+		broken.Store(true)
+		record := replay.RecordHandler(inboxConsumer)
+		handler := func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			if broken.Load() {
+				return seqbox.Permanent(errors.New("handler bug"))
+			}
+			time.Sleep(20 * time.Millisecond)
+			return record(ctx, tx, ev)
+		}
+		c := b.consumer(t, func(c *seqbox.Config) { c.Handler = handler })
+		raw := simple(t, "evt-1")
+		require.Equal(t, seqbox.DeadLettered, deliver(t, c, raw, 1).Outcome)
+		seq := b.dlq(t, false)[0].Seq
+		broken.Store(false)
+
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		outcomes := make([]seqbox.Outcome, 2)
+		errs := make([]error, 2)
+		for i := range 2 {
+			rc := b.consumer(t, func(c *seqbox.Config) { c.Handler = handler })
+			wg.Go(func() {
+				<-start
+				ds, err := rc.Redrive(ctx, seq)
+				errs[i] = err
+				if err == nil {
+					outcomes[i] = ds[0].Outcome
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		applied := 0
+		for i := range 2 {
+			switch {
+			case errs[i] != nil:
+				require.ErrorIs(t, errs[i], seqbox.ErrNotBlocking, "the loser sees the row already resolved")
+			case outcomes[i] == seqbox.Applied:
+				applied++
+			default:
+				require.Equal(t, seqbox.Duplicate, outcomes[i])
+			}
+		}
+		require.Equal(t, 1, applied)
+		require.Equal(t, 1, b.effects(t, ""))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
+		require.Empty(t, b.dlq(t, false))
+	})
+
+	t.Run("HandlerPanicIsDeadLettered", func(t *testing.T) {
+		t.Parallel()
+		b := setupInbox(t, open)
+		c := b.consumer(t, func(c *seqbox.Config) {
+			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, n, source, id, partitionkey, type)
+					VALUES ($1, 1, $2, $3, '', $4)`, inboxConsumer, ev.Source, ev.ID, ev.Type); err != nil {
+					return err
+				}
+				panic("nil map in the agent's tool call")
+			}
+		})
+		raw := simple(t, "poison")
+		ds, err := c.Deliver(context.Background(), raw, 1)
+		require.NoError(t, err, "a panic is an outcome, not a crash")
+		require.Equal(t, seqbox.DeadLettered, ds[0].Outcome)
+		require.Equal(t, 0, b.effects(t, ""), "the panicking handler's write is rolled back")
+		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
+		dls := b.dlq(t, false)
+		require.Len(t, dls, 1)
+		require.Equal(t, raw, dls[0].Envelope)
+		require.Contains(t, dls[0].LastError, "panic")
+		require.Contains(t, dls[0].LastError, "nil map in the agent's tool call")
+		require.Equal(t, 1, dls[0].Attempts)
+
+		// The consumer keeps working.
+		require.Equal(t, seqbox.Applied, deliver(t, b.consumer(t), simple(t, "healthy"), 1).Outcome)
+		require.Equal(t, 1, b.effects(t, "healthy"))
+	})
+}
+
+// exerciseRejected: an invalid envelope is rejected with a reason naming
+// the field, kept byte for byte in the DLQ, and nothing else is written.
+func exerciseRejected(t *testing.T, open Factory) {
+	tests := []struct {
+		name, raw string
+		field     string // how the reason names the offending field
+		id        string // the identity the DLQ row can still name
+	}{
+		{"MissingID", `{"source":"crm","type":"t"}`, "id: ", ""},
+		{"EmptyID", `{"id":"","source":"crm","type":"t"}`, "id: ", ""},
+		{"MissingSource", `{"id":"evt-1","type":"t"}`, "source: ", "evt-1"},
+		{"MissingType", `{"id":"evt-1","source":"crm"}`, "type: ", "evt-1"},
+		{"BadJSON", `{"id":"evt-1","source":"crm",`, "JSON", ""},
+		{"NonIntegerVersion", `{"id":"evt-1","source":"crm","type":"t","partitionkey":"k","objectversion":"seven"}`, "objectversion: ", "evt-1"},
+		{"FractionalVersion", `{"id":"evt-1","source":"crm","type":"t","partitionkey":"k","objectversion":2.5}`, "objectversion: ", "evt-1"},
+		{"NegativeVersion", `{"id":"evt-1","source":"crm","type":"t","partitionkey":"k","objectversion":-3}`, "objectversion: ", "evt-1"},
+		{"VersionWithoutKey", `{"id":"evt-1","source":"crm","type":"t","objectversion":3}`, "objectversion: ", "evt-1"},
+		{"Oversized", `{"id":"evt-1","source":"crm","type":"t","data":"` + strings.Repeat("x", seqbox.MaxEventSize) + `"}`, "limit", "evt-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupInbox(t, open)
+			c := b.consumer(t)
+			raw := []byte(tt.raw)
+			ds, err := c.Deliver(context.Background(), raw, 1)
+			require.NoError(t, err, "a bad envelope is an outcome, not an error")
+			require.Len(t, ds, 1)
+			d := ds[0]
+			require.Equal(t, seqbox.Rejected, d.Outcome)
+			require.Contains(t, d.Reason, tt.field, "the reason names the field")
+			require.True(t, d.Outcome.Acks())
+
+			require.Equal(t, 0, b.effects(t, ""))
+			counts := b.counts(t)
+			require.Equal(t, store.Counts{DeadLetters: 1}, counts, "only the DLQ row is written")
+			dls := b.dlq(t, false)
+			require.Len(t, dls, 1)
+			require.Equal(t, raw, dls[0].Envelope, "the DLQ keeps the bytes as received")
+			require.Contains(t, dls[0].Reason, "rejected")
+			require.Contains(t, dls[0].Reason, tt.field)
+			require.Equal(t, tt.id, dls[0].ID)
+			audit := b.audit(t)
+			require.Equal(t, []string{"rejected"}, auditOutcomes(audit))
+			require.Contains(t, audit[0].Reason, tt.field)
+			parked, err := b.st.Operator().Parked(context.Background(), b.cfg.Name, "")
+			require.NoError(t, err)
+			require.Empty(t, parked)
+			keys, err := b.st.Operator().Keys(context.Background(), b.cfg.Name, false)
+			require.NoError(t, err)
+			require.Empty(t, keys, "a rejected event does not touch ordering state")
+		})
+	}
+}
+
+// exerciseRedriveRejected: redriving a rejected envelope rejects it again;
+// the DLQ must not grow a second open copy of the same message each time.
+func exerciseRedriveRejected(t *testing.T, open Factory) {
+	for name, raw := range map[string][]byte{
+		"WithIdentity":    []byte(`{"id":"evt-1","source":"crm","type":"t","partitionkey":"k","objectversion":-3}`),
+		"WithoutIdentity": []byte(`{"source":"crm","type":"t"}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupInbox(t, open)
+			c := b.consumer(t)
+			require.Equal(t, seqbox.Rejected, deliver(t, c, raw, 1).Outcome)
+			dls := b.dlq(t, false)
+			require.Len(t, dls, 1)
+
+			ds, err := c.Redrive(context.Background(), dls[0].Seq)
+			require.NoError(t, err)
+			require.Equal(t, seqbox.Rejected, ds[0].Outcome)
+			open := b.dlq(t, false)
+			require.Len(t, open, 1, "one open DLQ row per rejected message, however often it is redriven")
+			require.Equal(t, raw, open[0].Envelope)
+			require.Equal(t, int64(1), b.counts(t).DeadLetters)
+			require.Equal(t, 0, b.effects(t, ""))
+			require.Equal(t, int64(0), b.counts(t).InboxRows)
+		})
+	}
+}
+
+// exerciseRedriveOneWithoutIdentity: envelopes rejected for lacking an id
+// share the empty identity; redriving one of them must resolve that one
+// DLQ row only, not every other identity-less row of the consumer.
+func exerciseRedriveOneWithoutIdentity(t *testing.T, open Factory) {
+	t.Parallel()
+	b := setupInbox(t, open)
+	c := b.consumer(t)
+	first := []byte(`{"source":"crm","type":"order.placed"}`)
+	second := []byte(`{"source":"crm","type":"order.cancelled"}`)
+	require.Equal(t, seqbox.Rejected, deliver(t, c, first, 1).Outcome)
+	require.Equal(t, seqbox.Rejected, deliver(t, c, second, 1).Outcome)
+	dls := b.dlq(t, false)
+	require.Len(t, dls, 2)
+	require.Equal(t, first, dls[0].Envelope)
+
+	ds, err := c.Redrive(context.Background(), dls[0].Seq)
+	require.NoError(t, err)
+	require.Equal(t, seqbox.Rejected, ds[0].Outcome)
+	var bodies []string
+	for _, dl := range b.dlq(t, false) {
+		bodies = append(bodies, string(dl.Envelope))
+	}
+	require.Contains(t, bodies, string(second), "the row that was not redriven stays open")
+	require.Len(t, bodies, 2, "the redriven envelope is rejected again; the other is still waiting")
+}
