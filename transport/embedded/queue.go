@@ -191,8 +191,12 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 	}
 	token := newToken()
 	now := q.cfg.Now()
+	// Oldest first by publication: a redelivery (lease expired, nack) goes
+	// before newer messages, as in a FIFO queue. Ordering by visible_at
+	// would use the index better but would send every redelivery to the
+	// back of the backlog, behind its own key's successors.
 	rows, err := q.db.QueryContext(ctx, `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
-		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY visible_at, seq LIMIT $5`+q.lock+`)
+		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY seq LIMIT $5`+q.lock+`)
 		RETURNING seq, body, attempts`, token, now.Add(q.cfg.Lease).UnixMicro(), q.cfg.Name, now.UnixMicro(), max)
 	if err != nil {
 		return nil, fmt.Errorf("embedded queue: receive: %w", err)
