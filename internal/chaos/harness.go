@@ -425,6 +425,7 @@ func (s *scenarioRun) fixAndRedrive(ctx context.Context) error {
 			}
 		}
 	}
+	failures := 0
 	for attempt := 0; ; attempt++ {
 		var env []string
 		if s.name == "fault:"+string(seqbox.FaultDuringRedrive) && s.kills < s.h.opt.Kills {
@@ -441,7 +442,15 @@ func (s *scenarioRun) fixAndRedrive(ctx context.Context) error {
 		case p.killedBySIGKILL():
 			s.kills++
 		default:
-			return fmt.Errorf("redrive process failed: %v", p.err)
+			// An operator reruns a redrive that failed on a busy database;
+			// it is idempotent (resolved rows are skipped). Give up only
+			// when it keeps failing.
+			failures++
+			s.h.progress("%s: redrive process failed (%d): %s", s.name, failures, lastLine(p.output.String()))
+			if failures >= 5 {
+				return fmt.Errorf("redrive process failed %d times: %v: %s", failures, p.err, lastLine(p.output.String()))
+			}
+			time.Sleep(time.Second)
 		}
 		if attempt > 1000 {
 			return fmt.Errorf("redrive never finished")
@@ -455,6 +464,7 @@ func (s *scenarioRun) fixAndRedrive(ctx context.Context) error {
 func (s *scenarioRun) purge(ctx context.Context) error {
 	effectsBefore := s.res.ActualEffects
 	args := append(s.workerArgs("purge"), "--now-offset", (60 * 24 * time.Hour).String())
+	failures := 0
 	for attempt := 0; ; attempt++ {
 		var env []string
 		if s.name == "fault:"+string(seqbox.FaultDuringPurge) && s.kills < s.h.opt.Kills {
@@ -468,7 +478,13 @@ func (s *scenarioRun) purge(ctx context.Context) error {
 			break
 		}
 		if !p.killedBySIGKILL() {
-			return fmt.Errorf("purge process failed: %v", p.err)
+			failures++
+			s.h.progress("%s: purge process failed (%d): %s", s.name, failures, lastLine(p.output.String()))
+			if failures >= 5 {
+				return fmt.Errorf("purge process failed %d times: %v: %s", failures, p.err, lastLine(p.output.String()))
+			}
+			time.Sleep(time.Second)
+			continue
 		}
 		s.kills++
 		if attempt > 1000 {
@@ -546,4 +562,10 @@ func (s *scenarioRun) stopAll() {
 	if s.aux != nil {
 		s.aux.kill()
 	}
+}
+
+// lastLine is the last non-empty line a process wrote.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }
