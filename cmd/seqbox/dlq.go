@@ -20,16 +20,13 @@ func dlqListCmd() *cobra.Command {
 		Short: "List unresolved dead letters, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			dls, err := s.store.Operator().DeadLetters(cmd.Context(), s.cfg.Name, all)
-			if err != nil {
-				return err
-			}
-			return ops.WriteDeadLetters(cmd.OutOrStdout(), dls, f.json)
+			return f.run(cmd.Context(), func(s *session) error {
+				dls, err := s.store.Operator().DeadLetters(cmd.Context(), s.cfg.Name, all)
+				if err != nil {
+					return err
+				}
+				return ops.WriteDeadLetters(cmd.OutOrStdout(), dls, f.json)
+			})
 		},
 	}
 	f.register(c, true)
@@ -48,16 +45,13 @@ func dlqShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.cfg.Name, seq)
-			if err != nil {
-				return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
-			}
-			return ops.WriteDeadLetter(cmd.OutOrStdout(), dl, f.json)
+			return f.run(cmd.Context(), func(s *session) error {
+				dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.cfg.Name, seq)
+				if err != nil {
+					return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
+				}
+				return ops.WriteDeadLetter(cmd.OutOrStdout(), dl, f.json)
+			})
 		},
 	}
 	f.register(c, true)
@@ -80,20 +74,17 @@ format of seqbox replay.`,
 			if err != nil {
 				return err
 			}
-			s, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			c, err := s.consumer(cmd.Context())
-			if err != nil {
-				return err
-			}
-			ds, err := ops.Redrive(cmd.Context(), c, seq, f.maxAttempts)
-			if err != nil {
-				return s.notFound(err)
-			}
-			return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+			return f.run(cmd.Context(), func(s *session) error {
+				c, err := s.consumer(cmd.Context())
+				if err != nil {
+					return err
+				}
+				ds, err := ops.Redrive(cmd.Context(), c, seq, f.maxAttempts)
+				if err != nil {
+					return s.notFound(err)
+				}
+				return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+			})
 		},
 	}
 	f.register(c, false)
@@ -119,20 +110,17 @@ in the format of seqbox replay.`,
 			if err := a.check("dlq skip"); err != nil {
 				return err
 			}
-			s, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			c, err := s.consumer(cmd.Context())
-			if err != nil {
-				return err
-			}
-			ds, err := c.Skip(cmd.Context(), seq, a.by, a.reason)
-			if err != nil {
-				return s.notFound(err)
-			}
-			return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+			return f.run(cmd.Context(), func(s *session) error {
+				c, err := s.consumer(cmd.Context())
+				if err != nil {
+					return err
+				}
+				ds, err := c.Skip(cmd.Context(), seq, a.by, a.reason)
+				if err != nil {
+					return s.notFound(err)
+				}
+				return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+			})
 		},
 	}
 	f.register(c, false)

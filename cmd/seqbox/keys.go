@@ -20,16 +20,13 @@ func keysListCmd() *cobra.Command {
 		Short: "List stuck keys (blocked or holding) with what to do about each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			reps, err := s.reporter().Keys(cmd.Context(), all)
-			if err != nil {
-				return err
-			}
-			return ops.WriteKeys(cmd.OutOrStdout(), reps, f.json)
+			return f.run(cmd.Context(), func(s *session) error {
+				reps, err := s.reporter().Keys(cmd.Context(), all)
+				if err != nil {
+					return err
+				}
+				return ops.WriteKeys(cmd.OutOrStdout(), reps, f.json)
+			})
 		},
 	}
 	f.register(c, true)
@@ -44,16 +41,13 @@ func keysShowCmd() *cobra.Command {
 		Short: "Show one key: its state, parked messages, gaps and recent audit",
 		Args:  oneArg("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			d, err := s.reporter().Key(cmd.Context(), args[0])
-			if err != nil {
-				return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
-			}
-			return ops.WriteKey(cmd.OutOrStdout(), d, f.json)
+			return f.run(cmd.Context(), func(s *session) error {
+				d, err := s.reporter().Key(cmd.Context(), args[0])
+				if err != nil {
+					return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
+				}
+				return ops.WriteKey(cmd.OutOrStdout(), d, f.json)
+			})
 		},
 	}
 	f.register(c, true)
@@ -75,30 +69,27 @@ decision prints as a JSON line, in the format of seqbox replay.`,
 			if err := a.check("keys release"); err != nil {
 				return err
 			}
-			s, err := f.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			// A key blocked behind a dead letter is released by resolving
-			// that dead letter, so the DLQ and the key agree.
-			d, err := s.reporter().Key(cmd.Context(), args[0])
-			if err != nil {
-				return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
-			}
-			if b := d.BlockedBy; b != nil {
-				return fmt.Errorf("keys release: key %q is blocked behind dead-lettered message source=%s id=%s, not by a gap: %s",
-					args[0], b.Source, b.ID, d.Action)
-			}
-			c, err := s.consumer(cmd.Context())
-			if err != nil {
-				return err
-			}
-			ds, err := c.ReleaseKey(cmd.Context(), args[0], a.by, a.reason)
-			if err != nil {
-				return s.notFound(err)
-			}
-			return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+			return f.run(cmd.Context(), func(s *session) error {
+				// A key blocked behind a dead letter is released by resolving
+				// that dead letter, so the DLQ and the key agree.
+				d, err := s.reporter().Key(cmd.Context(), args[0])
+				if err != nil {
+					return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
+				}
+				if b := d.BlockedBy; b != nil {
+					return fmt.Errorf("keys release: key %q is blocked behind dead-lettered message source=%s id=%s, not by a gap: %s",
+						args[0], b.Source, b.ID, d.Action)
+				}
+				c, err := s.consumer(cmd.Context())
+				if err != nil {
+					return err
+				}
+				ds, err := c.ReleaseKey(cmd.Context(), args[0], a.by, a.reason)
+				if err != nil {
+					return s.notFound(err)
+				}
+				return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+			})
 		},
 	}
 	f.register(c, false)

@@ -43,6 +43,16 @@ type session struct {
 	close func()
 }
 
+// run opens the session, runs fn with it and closes it.
+func (f *opFlags) run(ctx context.Context, fn func(s *session) error) error {
+	s, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return fn(s)
+}
+
 // open validates the flags and opens the existing database --db names.
 func (f *opFlags) open(ctx context.Context) (*session, error) {
 	cfg, err := f.config()
