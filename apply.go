@@ -131,7 +131,9 @@ func (p *pipeline) failed(ctx context.Context, tx *batchTx, in input, ev Event, 
 			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: string(Retry), Reason: d.Reason,
 			NextAction: "redelivery after " + p.cfg.Retry.Backoff(attempts).String(), At: now})
 		if err == nil && in.parked != nil {
-			err = tx.Rehold(ctx, in.parked.Seq, now.Add(p.cfg.Retry.Backoff(attempts)))
+			backoff := p.cfg.Retry.Backoff(attempts)
+			err = tx.Rehold(ctx, in.parked.Seq, now.Add(backoff),
+				fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff))
 		}
 		return p.release(ctx, tx, sp, d, "", err)
 	}

@@ -2,6 +2,9 @@ package seqbox
 
 import (
 	"log/slog"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -208,14 +211,64 @@ func (c *Config) withDefaults() Config {
 // Validate reports the first problem with the configuration, naming the
 // field. It checks the configuration with defaults applied.
 func (c *Config) Validate() error {
+	if err := c.validateGiven(); err != nil {
+		return err
+	}
 	d := c.withDefaults()
 	return d.validate(true)
 }
 
+// validateGiven refuses what defaults would otherwise hide: a negative
+// duration or count is a mistake, not a request for the default.
+func (c *Config) validateGiven() error {
+	if err := validName(c.Name); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ExtendEvery", c.ExtendEvery}, {"ExtendBy", c.ExtendBy}, {"HoldTimeout", c.HoldTimeout},
+		{"MaxBlock", c.MaxBlock}, {"MaxAge", c.MaxAge}, {"Retention", c.Retention},
+		{"RedeliveryWindow", c.RedeliveryWindow}, {"DLQRetention", c.DLQRetention}, {"RedriveWindow", c.RedriveWindow},
+		{"Retry.InitialBackoff", c.Retry.InitialBackoff}, {"Retry.MaxBackoff", c.Retry.MaxBackoff},
+	} {
+		if d.v < 0 {
+			return invalidConfig(d.name, "%s is negative", d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"Workers", c.Workers}, {"BatchSize", c.BatchSize}, {"Retry.MaxAttempts", c.Retry.MaxAttempts}} {
+		if n.v < 0 {
+			return invalidConfig(n.name, "%d is negative", n.v)
+		}
+	}
+	return nil
+}
+
+// validName holds a consumer name to the limits every store can index, so
+// that a name fails the same way on SQLite and PostgreSQL.
+func validName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return invalidConfig("Name", "required: it is part of every identity")
+	case !utf8.ValidString(name):
+		return invalidConfig("Name", "%q is not valid UTF-8", name)
+	case len(name) > MaxAttributeSize:
+		return invalidConfig("Name", "is %d bytes, longer than the %d-byte limit", len(name), MaxAttributeSize)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return invalidConfig("Name", "%q contains a control character", name)
+		}
+	}
+	return nil
+}
+
 func (c *Config) validate(needTransport bool) error {
 	switch {
-	case c.Name == "":
-		return invalidConfig("Name", "required: it is part of every identity")
 	case c.Store == nil:
 		return invalidConfig("Store", "required")
 	case needTransport && c.Transport == nil:

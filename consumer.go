@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -15,11 +17,22 @@ import (
 type Consumer struct {
 	cfg Config
 	p   *pipeline
+	// kind is the registered handler kind (store.HandlerApplication unless
+	// seqbox's own commands mark it record).
+	kind string
+	// process names this process in the registration and in the operator
+	// requests it takes.
+	process    string
+	regMu      sync.Mutex
+	registered atomic.Bool
 }
 
 // NewConsumer validates cfg, fills in defaults and returns a consumer. The
 // fault hooks of FaultEnv are installed when that variable is set.
 func NewConsumer(cfg Config) (*Consumer, error) {
+	if err := cfg.validateGiven(); err != nil {
+		return nil, err
+	}
 	c := cfg.withDefaults()
 	if err := c.validate(false); err != nil {
 		return nil, err
@@ -28,7 +41,7 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	if c.hooks == nil {
 		c.hooks = envFaults()
 	}
-	return &Consumer{cfg: c, p: &pipeline{cfg: c}}, nil
+	return &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}, nil
 }
 
 // Name is the consumer's name.
@@ -42,9 +55,37 @@ func (c *Consumer) Store() store.Store { return c.cfg.Store }
 // caller acknowledges its own copy once Deliver returns without error
 // (unless the first decision is Retry). attempt is 1 for a first delivery.
 func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Decision, error) {
+	if err := c.register(ctx, false); err != nil {
+		return nil, err
+	}
 	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
 	c.decideAll(ctx, ins)
 	out, err := c.runBatch(ctx, ins)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// Oversized is an input too large to hand over whole, such as a line of a
+// file far over MaxEventSize: its first bytes, its full size, and the
+// SHA-256 of all of it.
+type Oversized struct {
+	Prefix []byte
+	Size   int64
+	SHA256 [32]byte
+}
+
+// DeliverOversized records an input larger than MaxEventSize as rejected,
+// with its size in the reason, under the identity of its hash (delivered
+// again, it is rejected again without a second DLQ row). The DLQ keeps its
+// prefix. Replay uses it so that one huge line is one outcome, in bounded
+// memory, and never the end of a run.
+func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decision, error) {
+	if err := c.register(ctx, false); err != nil {
+		return nil, err
+	}
+	out, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}})
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,8 @@ import (
 // parked successors that are now next, in version order, in the same
 // transaction. A released message that fails transiently goes back to held
 // until its backoff has passed (it is no longer at the broker; Sweep
-// releases it again), and the drain stops there.
+// releases it again), and the drain stops there; with retryAtOnce (the
+// record handler of replay) it is released again at once.
 func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Decision, error) {
 	var out []Decision
 	for {
@@ -23,6 +24,12 @@ func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Decisi
 			return out, err
 		}
 		out = append(out, ds...)
+		if ds[0].Outcome == Retry && p.retryAtOnce {
+			// Replay's rule (DESIGN §7): a retry is redelivered at once,
+			// a released one too. The next pass takes it again, until it
+			// applies or is dead-lettered.
+			continue
+		}
 		if ds[0].Outcome == Retry {
 			// It failed transiently: it waits out its backoff as held, and
 			// Sweep releases it again; its successors keep waiting.

@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gowebpki/jcs"
 )
 
 // MaxEventSize is the largest envelope ParseEvent accepts, in bytes.
@@ -38,54 +41,60 @@ type Event struct {
 	CausationID string
 	TenantID    string
 	DataSchema  string
-	// Data is the event's data member, verbatim.
+	// Data is the event's data member exactly as it appears in Raw (a
+	// sub-slice of it): not re-encoded, so numbers keep every digit and
+	// strings their escapes. Two deliveries of one fact may differ here in
+	// whitespace or spelling; compare Hash, not Data. Nil when the
+	// envelope has no data member.
 	Data json.RawMessage
 	// Raw is the envelope exactly as received.
 	Raw []byte
-	// Hash is the hex SHA-256 of the canonical envelope without volatile
-	// attributes.
+	// Hash is the hex SHA-256 of the RFC 8785 (JCS) canonical form of the
+	// envelope without volatile attributes (see payloadHash).
 	Hash string
 }
 
 // ParseEvent parses and validates a structured-mode CloudEvent and computes
-// its payload hash with DefaultVolatileAttributes excluded. Errors match
-// ErrInvalidEvent and name the offending field.
+// its payload hash with DefaultVolatileAttributes excluded. Errors are
+// *InvalidEventError, match ErrInvalidEvent and always name a field: the
+// attribute, the JSON path of a problem inside data ("data.items[2].name"),
+// or "envelope" for the document as a whole.
+//
+// Parsing is strict (DESIGN §1): input with more than one meaning has no
+// identity and is refused. That is bytes that are not valid UTF-8, a lone
+// surrogate escape ("\udc01") and a member name repeated in one object
+// ("id" and "\u0069d" are the same name), at any depth, and numbers that
+// RFC 8785 cannot represent (1e400).
 func ParseEvent(raw []byte) (Event, error) {
 	return parseEvent(raw, DefaultVolatileAttributes)
 }
 
 func parseEvent(raw []byte, volatile []string) (Event, error) {
 	if len(raw) > MaxEventSize {
-		return Event{}, invalid("", "envelope is %d bytes, larger than the %d-byte limit", len(raw), MaxEventSize)
+		return Event{}, invalid("envelope", "%d bytes, larger than the %d-byte limit", len(raw), MaxEventSize)
 	}
-	var attrs map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&attrs); err != nil {
-		return Event{}, invalid("", "not a JSON object: %v", err)
+	members, err := scanEnvelope(raw)
+	if err != nil {
+		return Event{}, err
 	}
-	if dec.More() {
-		return Event{}, invalid("", "trailing data after the JSON object")
-	}
-	if attrs == nil {
-		return Event{}, invalid("", "not a JSON object")
-	}
+	// The member offsets hold for the copy too; the member names may point
+	// into raw, and are only read during this call.
 	ev := Event{Raw: append([]byte(nil), raw...)}
-	var err error
-	if ev.ID, err = requiredString(attrs, "id"); err != nil {
+	env := envelope{raw: ev.Raw, members: members}
+	if ev.ID, err = env.requiredString("id"); err != nil {
 		return Event{}, err
 	}
-	if ev.Source, err = requiredString(attrs, "source"); err != nil {
+	if ev.Source, err = env.requiredString("source"); err != nil {
 		return Event{}, err
 	}
-	if ev.Type, err = requiredString(attrs, "type"); err != nil {
+	if ev.Type, err = env.requiredString("type"); err != nil {
 		return Event{}, err
 	}
-	if ev.SpecVersion, err = optionalString(attrs, "specversion"); err != nil {
+	if ev.SpecVersion, err = env.optionalString("specversion"); err != nil {
 		return Event{}, err
 	}
 	if ev.SpecVersion != "" && ev.SpecVersion != "1.0" {
-		return Event{}, invalid("specversion", "%q is not supported, want \"1.0\"", ev.SpecVersion)
+		return Event{}, invalid("specversion", "%s is not supported, want \"1.0\"", quoteTrunc(ev.SpecVersion))
 	}
 	for _, f := range []struct {
 		name string
@@ -94,31 +103,29 @@ func parseEvent(raw []byte, volatile []string) (Event, error) {
 		{"partitionkey", &ev.PartitionKey}, {"businesskey", &ev.BusinessKey},
 		{"causationid", &ev.CausationID}, {"tenantid", &ev.TenantID}, {"dataschema", &ev.DataSchema},
 	} {
-		if *f.dst, err = optionalString(attrs, f.name); err != nil {
+		if *f.dst, err = env.optionalString(f.name); err != nil {
 			return Event{}, err
 		}
 	}
-	ts, err := optionalString(attrs, "time")
+	ts, err := env.optionalString("time")
 	if err != nil {
 		return Event{}, err
 	}
 	if ts != "" {
 		if ev.Time, err = time.Parse(time.RFC3339Nano, ts); err != nil {
-			return Event{}, invalid("time", "%q is not an RFC 3339 timestamp", ts)
+			return Event{}, invalid("time", "%s is not an RFC 3339 timestamp", quoteTrunc(ts))
 		}
 	}
-	if ev.ObjectVersion, err = objectVersion(attrs); err != nil {
+	if ev.ObjectVersion, err = env.objectVersion(); err != nil {
 		return Event{}, err
 	}
 	if ev.ObjectVersion != nil && ev.PartitionKey == "" {
 		return Event{}, invalid("objectversion", "set without a partitionkey: a version is only meaningful per business object")
 	}
-	if d, ok := attrs["data"]; ok {
-		if ev.Data, err = json.Marshal(d); err != nil {
-			return Event{}, invalid("data", "%v", err)
-		}
+	if m := env.member("data"); m != nil {
+		ev.Data = json.RawMessage(ev.Raw[m.valAt:m.valEnd:m.valEnd])
 	}
-	if ev.Hash, err = payloadHash(attrs, volatile); err != nil {
+	if ev.Hash, err = payloadHash(ev.Raw, members, volatile); err != nil {
 		return Event{}, err
 	}
 	return ev, nil
@@ -128,15 +135,58 @@ func parseEvent(raw []byte, volatile []string) (Event, error) {
 // (id, source, partitionkey, businesskey, ...), in bytes.
 const MaxAttributeSize = 1024
 
-func requiredString(attrs map[string]any, name string) (string, error) {
-	v, ok := attrs[name]
-	if !ok {
+// envelope is a scanned envelope: its bytes and where its members are.
+type envelope struct {
+	raw     []byte
+	members []envMember
+}
+
+// member returns the top-level member with that name, nil when absent
+// (names are unique: the scanner refuses duplicates).
+func (e envelope) member(name string) *envMember {
+	for k := range e.members {
+		if string(e.members[k].name) == name {
+			return &e.members[k]
+		}
+	}
+	return nil
+}
+
+// kindName names the JSON type of a value by its first byte.
+func kindName(c byte) string {
+	switch c {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// text is a string member's unescaped value.
+func (e envelope) text(m *envMember) string {
+	b := e.raw[m.valAt+1 : m.valEnd-1]
+	if bytes.IndexByte(b, '\\') < 0 {
+		return string(b)
+	}
+	return string(unquote(b, make([]byte, 0, len(b))))
+}
+
+func (e envelope) requiredString(name string) (string, error) {
+	m := e.member(name)
+	if m == nil {
 		return "", invalid(name, "required attribute is missing")
 	}
-	s, ok := v.(string)
-	if !ok {
-		return "", invalid(name, "must be a string")
+	if c := m.kind(e.raw); c != '"' {
+		return "", invalid(name, "must be a string, not %s", kindName(c))
 	}
+	s := e.text(m)
 	if strings.TrimSpace(s) == "" {
 		return "", invalid(name, "must not be empty")
 	}
@@ -155,63 +205,121 @@ func storable(name, s string) error {
 	return nil
 }
 
-func optionalString(attrs map[string]any, name string) (string, error) {
-	v, ok := attrs[name]
-	if !ok || v == nil {
+func (e envelope) optionalString(name string) (string, error) {
+	m := e.member(name)
+	if m == nil || m.kind(e.raw) == 'n' {
 		return "", nil
 	}
-	s, ok := v.(string)
-	if !ok {
-		return "", invalid(name, "must be a string")
+	if c := m.kind(e.raw); c != '"' {
+		return "", invalid(name, "must be a string, not %s", kindName(c))
 	}
+	s := e.text(m)
 	return s, storable(name, s)
 }
 
+// maxSafeInteger is the largest integer n such that every integer up to n
+// is a distinct IEEE-754 double (2^53-1, JavaScript's
+// Number.MAX_SAFE_INTEGER, the interoperable limit of RFC 7493 I-JSON).
+const maxSafeInteger = 1<<53 - 1
+
 // objectVersion accepts a JSON integer or a string holding one (CloudEvents
-// extensions are often strings on the wire).
-func objectVersion(attrs map[string]any) (*int64, error) {
-	v, ok := attrs["objectversion"]
-	if !ok || v == nil {
+// extensions are often strings on the wire), written as an integer: 7 or
+// "7", not 7.0 or 7e0.
+//
+// The version is read exactly, as an int64, but the payload hash reads a
+// JSON number as RFC 8785 does, as an IEEE-754 double: 9007199254740993
+// would be version 9007199254740993 and hash as 9007199254740992, one
+// envelope with two meanings. So a version written as a JSON number must be
+// at most 2^53-1; a larger one is sent as a string ("9007199254740993"),
+// which the hash compares exactly.
+func (e envelope) objectVersion() (*int64, error) {
+	m := e.member("objectversion")
+	if m == nil || m.kind(e.raw) == 'n' {
 		return nil, nil
 	}
 	var text string
-	switch x := v.(type) {
-	case json.Number:
-		text = x.String()
-	case string:
-		text = x
+	switch c := m.kind(e.raw); {
+	case c == '"':
+		text = e.text(m)
+	case c == '-' || '0' <= c && c <= '9':
+		text = string(e.raw[m.valAt:m.valEnd])
 	default:
-		return nil, invalid("objectversion", "must be an integer")
+		return nil, invalid("objectversion", "must be an integer, not %s", kindName(c))
 	}
 	n, err := strconv.ParseInt(text, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return nil, invalid("objectversion", "%s does not fit in a 64-bit integer", quoteTrunc(text))
+	}
 	if err != nil {
-		return nil, invalid("objectversion", "%q is not an integer", text)
+		return nil, invalid("objectversion", "%s is not an integer", quoteTrunc(text))
 	}
 	if n < 0 {
 		return nil, invalid("objectversion", "%d is negative", n)
 	}
+	if n > maxSafeInteger && m.kind(e.raw) != '"' {
+		return nil, invalid("objectversion", "%d is larger than 2^53-1 as a JSON number, which RFC 8785 reads as a double; send it as a string", n)
+	}
 	return &n, nil
 }
 
-// payloadHash is SHA-256 over the canonical JSON of the envelope without
-// volatile attributes: keys sorted, no insignificant whitespace, no HTML
-// escaping (RFC 8785 style).
-func payloadHash(attrs map[string]any, volatile []string) (string, error) {
-	stripped := make(map[string]any, len(attrs))
-	for k, v := range attrs {
-		stripped[k] = v
+// payloadHash is the hex SHA-256 of the RFC 8785 (JCS) canonical form of
+// the envelope without its volatile attributes, computed by
+// github.com/gowebpki/jcs.
+//
+// JCS compares by value: member order, insignificant whitespace, string
+// escapes ("é" and "\u00e9") and number spelling (25, 25.0, 2.5e1) do not
+// change the hash. Numbers are IEEE-754 doubles in RFC 8785, as in
+// JavaScript's JSON.parse: integers above 2^53 are rounded to the nearest
+// double (9007199254740993 hashes as 9007199254740992), and a number too
+// small for a double becomes 0 (1e-400 hashes as 0). That is the
+// standard's meaning of the document, not a seqbox choice; a producer
+// that needs more digits sends them as a string. Numbers too large for a
+// double (1e400) have no RFC 8785 form and were refused by the scanner.
+//
+// raw has been checked by scanEnvelope, which jcs relies on: jcs also
+// refuses duplicate names, invalid UTF-8 and lone surrogates, but without
+// saying where.
+func payloadHash(raw []byte, members []envMember, volatile []string) (string, error) {
+	doc := raw
+	for k := range members {
+		if isVolatile(members[k].name, volatile) {
+			doc = withoutVolatile(raw, members, volatile)
+			break
+		}
 	}
-	for _, k := range volatile {
-		delete(stripped, k)
+	canonical, err := jcs.Transform(doc)
+	if err != nil {
+		return "", invalid("envelope", "cannot canonicalise (RFC 8785): %v", err)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(stripped); err != nil {
-		return "", invalid("", "cannot canonicalise: %v", err)
-	}
-	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+func isVolatile(name []byte, volatile []string) bool {
+	for _, v := range volatile {
+		if string(name) == v {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutVolatile is the envelope object with the volatile members left
+// out, every other member copied as it is.
+func withoutVolatile(raw []byte, members []envMember, volatile []string) []byte {
+	doc := make([]byte, 0, len(raw))
+	doc = append(doc, '{')
+	for k := range members {
+		m := &members[k]
+		if isVolatile(m.name, volatile) {
+			continue
+		}
+		if len(doc) > 1 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, raw[m.nameAt:m.valEnd]...)
+	}
+	return append(doc, '}')
 }
 
 // Version returns the object version and whether the event carries one.

@@ -3,6 +3,7 @@ module github.com/seqbox/seqbox
 go 1.26.0
 
 require (
+	github.com/gowebpki/jcs v1.0.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2

@@ -29,7 +29,7 @@ type Decision struct {
 	ObjectVersion *int64  `json:"objectversion"`
 	Outcome       Outcome `json:"outcome"`
 	// Reason explains every outcome but applied.
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason"`
 	// Attempt is the delivery attempt the decision was reached on.
 	Attempt int `json:"-"`
 }

@@ -23,11 +23,12 @@ func TestMetricsCountOutcomesAndStuckWork(t *testing.T) {
 	b.cfg.Now = func() time.Time { return now }
 	c := b.consumer(t)
 	ctx := context.Background()
-	ev := func(id string, v int, extra string) []byte {
-		return []byte(`{"id":"` + id + `","source":"erp","type":"t","partitionkey":"PED-1","objectversion":` +
+	ev := func(id, key string, v int, extra string) []byte {
+		return []byte(`{"id":"` + id + `","source":"erp","type":"t","partitionkey":"` + key + `","objectversion":` +
 			string(rune('0'+v)) + extra + `}`)
 	}
-	for _, raw := range [][]byte{ev("a", 1, ""), ev("a", 1, ""), ev("c", 3, ""), ev("x", 1, `,"data":{"fail":"permanent"},"partitionkey":"K2"`)} {
+	for _, raw := range [][]byte{ev("a", "PED-1", 1, ""), ev("a", "PED-1", 1, ""), ev("c", "PED-1", 3, ""),
+		ev("x", "K2", 1, `,"data":{"fail":"permanent"}`)} {
 		_, err := c.Deliver(ctx, raw, 1)
 		require.NoError(t, err)
 	}

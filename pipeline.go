@@ -2,6 +2,8 @@ package seqbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +27,9 @@ type input struct {
 	// decideErr is why Config.Decide failed before the transaction; the
 	// delivery then fails like a handler error would.
 	decideErr error
+	// oversized describes an input too large to hand over; raw is then its
+	// first bytes.
+	oversized *Oversized
 }
 
 // batchTx is one store transaction with the pipeline's per-delivery
@@ -42,6 +47,10 @@ func (b *batchTx) savepoint() string {
 // pipeline holds the per-delivery decision logic of DESIGN §3.
 type pipeline struct {
 	cfg Config
+	// retryAtOnce releases a drained message that failed transiently again
+	// at once instead of after its backoff: replay's rule for the record
+	// handler (DESIGN §7).
+	retryAtOnce bool
 }
 
 // deliver runs one message through inbox, gate and handler inside tx, then
@@ -66,6 +75,10 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 		return nil, "", err
 	}
 	ev, perr := parseEvent(in.raw, p.cfg.VolatileAttributes)
+	if o := in.oversized; o != nil {
+		perr = invalid("envelope", "%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)",
+			o.Size, MaxEventSize, len(in.raw))
+	}
 	if perr != nil {
 		d, err := p.reject(ctx, tx, in, perr, now)
 		return p.release(ctx, tx, sp, d, "", err)
@@ -199,12 +212,28 @@ func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event
 	return tx.DeleteInbox(ctx, p.cfg.Name, ev.Source, ev.ID)
 }
 
-// reject sends an invalid envelope to the DLQ with the reason.
+// reject sends an invalid envelope to the DLQ with the reason. Its
+// identity is the hash of its bytes (an inbox row under an empty source,
+// which no valid event has), so the same bad input delivered again is
+// rejected again without a second DLQ or audit row. A redrive always
+// leaves a new DLQ row: the one it came from is resolved.
 func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Decision, error) {
 	d := Decision{Outcome: Rejected, Reason: perr.Error(), Attempt: in.attempt}
 	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
+	sum := sha256.Sum256(in.raw)
+	if in.oversized != nil {
+		sum = in.oversized.SHA256
+	}
+	hash := hex.EncodeToString(sum[:])
+	if !in.redrive {
+		inserted, err := tx.InsertInbox(ctx, store.InboxRow{Consumer: p.cfg.Name, ID: "sha256:" + hash, PayloadHash: hash,
+			Outcome: string(Rejected), ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
+		if err != nil || !inserted {
+			return d, err
+		}
+	}
 	if _, err := tx.DeadLetter(ctx, store.DeadLetter{
-		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: in.raw,
+		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: in.raw, PayloadHash: hash,
 		Reason: string(Rejected) + ": " + perr.Error(), Attempts: in.attempt,
 		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
 	}); err != nil {

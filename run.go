@@ -30,6 +30,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if c.cfg.Transport == nil {
 		return invalidConfig("Transport", "required by Run")
 	}
+	if err := c.register(ctx, true); err != nil {
+		// Not fatal: a full disk must not stop the consumer; the control
+		// loop registers it as soon as it can.
+		c.cfg.Logger.Warn("seqbox: registration failed; retrying", "consumer", c.cfg.Name, "err", err)
+	}
 	s := newScheduler(c.cfg.Workers * c.cfg.BatchSize * 2)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -49,6 +54,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { c.sweepLoop(ctx) })
+	wg.Go(func() { c.controlLoop(ctx) })
 	wg.Go(func() { c.extendLoop(ctx, s) })
 	var recvErr error
 	for ctx.Err() == nil {

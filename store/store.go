@@ -20,9 +20,42 @@ var ErrNotFound = errors.New("not found")
 // seqbox's. Nothing in it is touched.
 var ErrForeignDatabase = errors.New("not a seqbox database")
 
+// ErrStorageFull is matched by writes that failed because the disk is
+// full or failing. Nothing of the transaction was applied.
+var ErrStorageFull = errors.New("the disk is full or failing")
+
 // ErrSchemaTooNew is returned when a database was migrated by a newer
 // seqbox than this one.
 var ErrSchemaTooNew = errors.New("database schema is newer than this seqbox")
+
+// Access says what opening a database may do to it.
+type Access int
+
+const (
+	// Adopt creates and migrates seqbox's own objects next to the
+	// application's (the library default). Nothing else is touched.
+	Adopt Access = iota
+	// Exclusive accepts only an empty or seqbox-only database, and leaves
+	// anything else byte for byte untouched (the CLI's creating commands:
+	// replay, demo, chaos, bench).
+	Exclusive
+	// ReadOnly writes nothing at all and requires seqbox's schema to exist
+	// (inspection commands). It works on a read-only file.
+	ReadOnly
+)
+
+// String names the access mode.
+func (a Access) String() string {
+	switch a {
+	case Adopt:
+		return "adopt"
+	case Exclusive:
+		return "exclusive"
+	case ReadOnly:
+		return "read-only"
+	}
+	return "unknown access"
+}
 
 // Park reasons: why a message sits in the parked table.
 const (
@@ -39,6 +72,8 @@ type Store interface {
 	// Operator returns the read and admin queries that run outside the
 	// pipeline (DLQ, keys, counts, retention).
 	Operator() Operator
+	// Control holds consumer registrations and operator requests.
+	Control() Control
 	// DB is the underlying pool, for business tables the caller owns.
 	DB() *sql.DB
 	// Close releases the pool.
@@ -106,7 +141,9 @@ type Tx interface {
 	RetryingOnKey(ctx context.Context, consumer, key string) (r RetryRow, found bool, err error)
 	// Rehold puts one parked message back as held until the given time
 	// (a released message that failed transiently waits out its backoff).
-	Rehold(ctx context.Context, seq int64, until time.Time) error
+	// detail replaces the parked row's detail, so that the stuck-keys view
+	// says why it waits now.
+	Rehold(ctx context.Context, seq int64, until time.Time, detail string) error
 
 	// DeadLetter stores the original envelope with the reason.
 	DeadLetter(ctx context.Context, d DeadLetter) (int64, error)

@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
 
@@ -20,8 +23,8 @@ func dlqListCmd() *cobra.Command {
 		Short: "List unresolved dead letters, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd.Context(), func(s *session) error {
-				dls, err := s.store.Operator().DeadLetters(cmd.Context(), s.cfg.Name, all)
+			return f.inspect(cmd.Context(), func(s *session) error {
+				dls, err := s.store.Operator().DeadLetters(cmd.Context(), s.reg.Consumer, all)
 				if err != nil {
 					return err
 				}
@@ -45,8 +48,8 @@ func dlqShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return f.run(cmd.Context(), func(s *session) error {
-				dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.cfg.Name, seq)
+			return f.inspect(cmd.Context(), func(s *session) error {
+				dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.reg.Consumer, seq)
 				if err != nil {
 					return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
 				}
@@ -59,31 +62,34 @@ func dlqShowCmd() *cobra.Command {
 }
 
 func dlqRedriveCmd() *cobra.Command {
-	var f opFlags
+	var f actionFlags
 	c := &cobra.Command{
 		Use:   "redrive SEQ",
-		Short: "Send a dead letter back through the pipeline; print every decision as replay does",
-		Long: `Send a dead letter back through the pipeline under its original identity.
-If it blocked its key, the key is released and the messages parked behind it
-apply after it, in version order. A transient failure is redriven again at
-once, as replay does, until the message applies or is dead-lettered again. Each decision prints as a JSON line, in the
-format of seqbox replay.`,
+		Short: "Ask the consumer to send a dead letter back through its pipeline; print every decision as replay does",
+		Long: `Ask the consumer that owns the dead letter to send it back through its own
+pipeline and handler, under its original identity. If it blocked its key, the
+key is released and the messages parked behind it apply after it, in version
+order. A transient failure is redriven again, up to the consumer's attempts.
+
+The request is recorded in the database with who asked and why; a running
+consumer executes it within a second and the decisions print as JSON lines,
+in the format of seqbox replay. A consumer that replay created is driven
+here, in-process. When no live consumer takes the request within --wait, it
+is cancelled and the command fails saying so.`,
 		Args: oneArg("SEQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := parseSeq("dlq redrive", args[0])
 			if err != nil {
 				return err
 			}
-			return f.run(cmd.Context(), func(s *session) error {
-				c, err := s.consumer(cmd.Context())
-				if err != nil {
+			if err := f.check("dlq redrive", false); err != nil {
+				return err
+			}
+			return f.inspect(cmd.Context(), func(s *session) error {
+				if err := openDeadLetter(cmd, s, seq); err != nil {
 					return err
 				}
-				ds, err := ops.Redrive(cmd.Context(), c, seq, f.maxAttempts)
-				if err != nil {
-					return s.notFound(err)
-				}
-				return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+				return f.request(cmd, s, store.ActionRedrive, strconv.FormatInt(seq, 10))
 			})
 		},
 	}
@@ -92,38 +98,46 @@ format of seqbox replay.`,
 }
 
 func dlqSkipCmd() *cobra.Command {
-	var f opFlags
-	var a attribution
+	var f actionFlags
 	c := &cobra.Command{
 		Use:   "skip SEQ --by WHO --reason WHY",
-		Short: "Resolve a dead letter without applying it and release its key",
-		Long: `Resolve a dead letter without applying it. The skipped version is recorded
-as a known gap with who decided and why; the key is released and the messages
-parked behind it apply in version order. Each decision prints as a JSON line,
-in the format of seqbox replay.`,
+		Short: "Ask the consumer to resolve a dead letter without applying it and release its key",
+		Long: `Ask the consumer that owns the dead letter to resolve it without applying it.
+The skipped version is recorded as a known gap with who decided and why; the
+key is released and the messages parked behind it apply in version order,
+through the consumer's own handler. Each decision prints as a JSON line, in
+the format of seqbox replay. See seqbox dlq redrive --help for how the
+request reaches the consumer.`,
 		Args: oneArg("SEQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := parseSeq("dlq skip", args[0])
 			if err != nil {
 				return err
 			}
-			if err := a.check("dlq skip"); err != nil {
+			if err := f.check("dlq skip", true); err != nil {
 				return err
 			}
-			return f.run(cmd.Context(), func(s *session) error {
-				c, err := s.consumer(cmd.Context())
-				if err != nil {
+			return f.inspect(cmd.Context(), func(s *session) error {
+				if err := openDeadLetter(cmd, s, seq); err != nil {
 					return err
 				}
-				ds, err := c.Skip(cmd.Context(), seq, a.by, a.reason)
-				if err != nil {
-					return s.notFound(err)
-				}
-				return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+				return f.request(cmd, s, store.ActionSkip, strconv.FormatInt(seq, 10))
 			})
 		},
 	}
-	f.register(c, false)
-	a.register(c)
+	f.register(c, true)
 	return c
+}
+
+// openDeadLetter checks, before asking the consumer, that DLQ row seq
+// exists and is still open, so a typo fails at once.
+func openDeadLetter(cmd *cobra.Command, s *session, seq int64) error {
+	dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.reg.Consumer, seq)
+	if err != nil {
+		return s.notFound(fmt.Errorf("%s: dlq %d: %w", subcommandPath(cmd), seq, err))
+	}
+	if dl.Resolution != "" {
+		return fmt.Errorf("%s: dlq %d: %w (%s)", subcommandPath(cmd), seq, seqbox.ErrNotBlocking, dl.Resolution)
+	}
+	return nil
 }

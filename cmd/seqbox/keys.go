@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +21,7 @@ func keysListCmd() *cobra.Command {
 		Short: "List stuck keys (blocked or holding) with what to do about each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd.Context(), func(s *session) error {
+			return f.inspect(cmd.Context(), func(s *session) error {
 				reps, err := s.reporter().Keys(cmd.Context(), all)
 				if err != nil {
 					return err
@@ -41,7 +42,7 @@ func keysShowCmd() *cobra.Command {
 		Short: "Show one key: its state, parked messages, gaps and recent audit",
 		Args:  oneArg("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd.Context(), func(s *session) error {
+			return f.inspect(cmd.Context(), func(s *session) error {
 				d, err := s.reporter().Key(cmd.Context(), args[0])
 				if err != nil {
 					return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
@@ -55,44 +56,39 @@ func keysShowCmd() *cobra.Command {
 }
 
 func keysReleaseCmd() *cobra.Command {
-	var f opFlags
-	var a attribution
+	var f actionFlags
 	c := &cobra.Command{
 		Use:   "release KEY --by WHO --reason WHY",
-		Short: "Unblock a key blocked by a version gap; print every decision as replay does",
-		Long: `Unblock a key blocked by a version gap (a hold that timed out with
---hold-expiry block). The missing versions are recorded as a known gap with
-who decided and why, and the parked messages apply in version order. Each
-decision prints as a JSON line, in the format of seqbox replay.`,
+		Short: "Ask the consumer to unblock a key blocked by a version gap; print every decision as replay does",
+		Long: `Ask the consumer that owns the key to unblock it when a version gap blocks it
+(a hold that timed out with hold expiry block). The missing versions are
+recorded as a known gap with who decided and why, and the parked messages
+apply in version order through the consumer's own handler. Each decision
+prints as a JSON line, in the format of seqbox replay. See seqbox dlq
+redrive --help for how the request reaches the consumer.`,
 		Args: oneArg("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.check("keys release"); err != nil {
+			if err := f.check("keys release", true); err != nil {
 				return err
 			}
-			return f.run(cmd.Context(), func(s *session) error {
+			return f.inspect(cmd.Context(), func(s *session) error {
 				// A key blocked behind a dead letter is released by resolving
 				// that dead letter, so the DLQ and the key agree.
 				d, err := s.reporter().Key(cmd.Context(), args[0])
 				if err != nil {
-					return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
+					return s.notFound(fmt.Errorf("keys release: key %q: %w", args[0], err))
 				}
 				if b := d.BlockedBy; b != nil {
-					return fmt.Errorf("keys release: key %q is blocked behind dead-lettered message source=%s id=%s, not by a gap: %s",
+					return fmt.Errorf("keys release: key %q is blocked behind dead-lettered message source=%q id=%q, not by a gap: %s",
 						args[0], b.Source, b.ID, d.Action)
 				}
-				c, err := s.consumer(cmd.Context())
-				if err != nil {
-					return err
+				if !d.Blocked {
+					return fmt.Errorf("keys release: key %q is not blocked (status %s)", args[0], d.Status)
 				}
-				ds, err := c.ReleaseKey(cmd.Context(), args[0], a.by, a.reason)
-				if err != nil {
-					return s.notFound(err)
-				}
-				return ops.WriteDecisions(cmd.OutOrStdout(), ds)
+				return f.request(cmd, s, store.ActionRelease, args[0])
 			})
 		},
 	}
-	f.register(c, false)
-	a.register(c)
+	f.register(c, true)
 	return c
 }

@@ -4,47 +4,46 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
-	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
 
-// opFlags are the flags of the operator commands (dlq, keys): the same
-// consumer policies as replay, so an action that releases a key drains it
-// the way replay would, and --db is required.
+// opFlags are the flags every operator command shares. The consumer's
+// policies are not among them: they come from its registration.
 type opFlags struct {
-	policyFlags
-	json bool
+	db, consumer string
+	json         bool
 }
 
-// register adds the policy flags to c; withJSON adds --json for commands
-// that print rows rather than decisions.
+// register adds --db and --consumer to c; withJSON adds --json for
+// commands that print rows rather than decisions.
 func (f *opFlags) register(c *cobra.Command, withJSON bool) {
-	f.policyFlags.register(c, "")
-	c.Flags().Lookup("db").Usage = "the database a replay or consumer wrote (required)"
+	fl := c.Flags()
+	fl.StringVar(&f.db, "db", "", "the consumer's database: a SQLite file path or a postgres:// URL (required)")
+	fl.StringVar(&f.consumer, "consumer", "", "the consumer's name (default: the only consumer registered in the database)")
 	if withJSON {
-		c.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
+		fl.BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
 	}
 }
 
-// session is an open store and the consumer the flags describe.
+// session is a database opened read-only and the consumer the flags name.
 type session struct {
-	cfg   seqbox.Config
+	db    string
+	reg   store.Registration
+	pol   seqbox.Policies
 	store store.Store
-	c     *seqbox.Consumer
 	close func()
 }
 
-// run opens the session, runs fn with it and closes it.
-func (f *opFlags) run(ctx context.Context, fn func(s *session) error) error {
+// inspect opens --db read-only, finds the consumer and runs fn. Nothing is
+// written, so it works on a read-only file.
+func (f *opFlags) inspect(ctx context.Context, fn func(s *session) error) error {
 	s, err := f.open(ctx)
 	if err != nil {
 		return err
@@ -53,88 +52,66 @@ func (f *opFlags) run(ctx context.Context, fn func(s *session) error) error {
 	return fn(s)
 }
 
-// open validates the flags and opens the existing database --db names.
 func (f *opFlags) open(ctx context.Context) (*session, error) {
-	cfg, err := f.config()
-	if err != nil {
-		return nil, err
-	}
-	if f.consumer == "" {
-		return nil, fmt.Errorf("--consumer: must not be empty")
-	}
 	if f.db == "" {
-		return nil, fmt.Errorf("--db is required: the database the consumer wrote")
+		return nil, fmt.Errorf("--db is required: the database the consumer uses")
 	}
-	if !strings.Contains(f.db, "://") || strings.HasPrefix(f.db, "sqlite://") {
-		path := strings.TrimPrefix(f.db, "sqlite://")
-		if _, err := os.Stat(path); err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, fmt.Errorf("--db %s: %w", path, err)
-		}
-	}
-	st, closeStore, err := openStore(ctx, f.db)
+	st, closeStore, err := openStoreAccess(ctx, f.db, store.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store = st
-	// The consumer validates the policies even for commands that only read.
-	cfg.Handler = replay.RecordHandler(cfg.Name)
-	c, err := seqbox.NewConsumer(cfg)
+	reg, err := findConsumer(ctx, st, f.db, f.consumer)
 	if err != nil {
 		closeStore()
 		return nil, err
 	}
-	return &session{cfg: cfg, store: st, c: c, close: closeStore}, nil
+	pol, err := seqbox.RegisteredPolicies(reg)
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	return &session{db: f.db, reg: reg, pol: pol, store: st, close: closeStore}, nil
+}
+
+// findConsumer returns the registration --consumer names, or the only one
+// there is; otherwise the error lists the consumers that exist.
+func findConsumer(ctx context.Context, st store.Store, db, name string) (store.Registration, error) {
+	regs, err := st.Control().Registrations(ctx)
+	if err != nil {
+		return store.Registration{}, err
+	}
+	names := make([]string, len(regs))
+	for i, r := range regs {
+		if r.Consumer == name || (name == "" && len(regs) == 1) {
+			return r, nil
+		}
+		names[i] = strconv.Quote(r.Consumer)
+	}
+	switch {
+	case len(regs) == 0:
+		return store.Registration{}, fmt.Errorf("%s: no consumer has registered in this database yet (a consumer registers on its first delivery)", db)
+	case name == "":
+		return store.Registration{}, fmt.Errorf("--consumer is required: %s has consumers %s", db, strings.Join(names, ", "))
+	}
+	return store.Registration{}, fmt.Errorf("--consumer %q: no such consumer in %s; it has %s", name, db, strings.Join(names, ", "))
 }
 
 // reporter builds key reports for the session's consumer.
 func (s *session) reporter() ops.Reporter {
-	return ops.Reporter{Op: s.store.Operator(), Consumer: s.cfg.Name, FirstVersion: s.cfg.FirstVersion, Now: s.now()}
+	return ops.Reporter{Op: s.store.Operator(), Consumer: s.reg.Consumer, FirstVersion: s.pol.FirstVersion,
+		Now: time.Now(), DB: s.db}
 }
 
-func (s *session) now() time.Time {
-	if s.cfg.Now != nil {
-		return s.cfg.Now()
-	}
-	return time.Now()
-}
-
-// consumer returns the consumer operator actions run through, with the
-// record handler's tables in place: a redrive or a release applies
-// messages the way replay would.
-func (s *session) consumer(ctx context.Context) (*seqbox.Consumer, error) {
-	if err := replay.EnsureRecordTables(ctx, s.store.DB()); err != nil {
-		return nil, fmt.Errorf("create record tables: %w", err)
-	}
-	return s.c, nil
-}
-
-// notFound names the consumer in a not-found error: the usual cause is a
-// missing --consumer.
+// notFound names the consumer in a not-found error: the usual cause is the
+// wrong --consumer.
 func (s *session) notFound(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w (consumer %q)", err, s.cfg.Name)
+		return fmt.Errorf("%w (consumer %q)", err, s.reg.Consumer)
 	}
 	return err
 }
 
-// attribution are the --by and --reason flags every gap decision needs.
-type attribution struct{ by, reason string }
-
-func (a *attribution) register(c *cobra.Command) {
-	c.Flags().StringVar(&a.by, "by", "", "who decides (required; recorded with the gap)")
-	c.Flags().StringVar(&a.reason, "reason", "", "why (required; recorded with the gap)")
-}
-
-func (a *attribution) check(cmd string) error {
-	if strings.TrimSpace(a.by) == "" || strings.TrimSpace(a.reason) == "" {
-		return fmt.Errorf("%s: --by and --reason are required: the gap decision must be attributable", cmd)
-	}
-	return nil
-}
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // parseSeq reads a DLQ sequence number argument.
 func parseSeq(cmd, arg string) (int64, error) {
@@ -152,14 +129,24 @@ func subcommandPath(c *cobra.Command) string {
 }
 
 // groupCmd is a parent such as `seqbox dlq`: without a subcommand it shows
-// its help; an unknown subcommand or a bad flag below it is a one-line
-// error that names the full command.
+// its help; an unknown subcommand is an "unknown command" error that names
+// the full command (before any of its flags are looked at), and a bad flag
+// below it is a one-line error that names the full command.
 func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 	c := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Use:                use,
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf("; did you mean %q?", s[0])
+			}
+			return fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
+		},
 	}
 	c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w (see %s --help)", subcommandPath(c), err, c.CommandPath())

@@ -49,6 +49,17 @@ func (f *policyFlags) config() (seqbox.Config, error) {
 	if f.maxAttempts < 1 {
 		return cfg, fmt.Errorf("--max-attempts %d: must be at least 1", f.maxAttempts)
 	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--max-age", f.maxAge}, {"--hold-timeout", f.holdTimeout}, {"--max-block", f.maxBlock}} {
+		if d.v < 0 {
+			return cfg, fmt.Errorf("%s %s: must not be negative", d.flag, d.v)
+		}
+	}
+	if f.holdTimeout == 0 {
+		return cfg, fmt.Errorf("--hold-timeout 0s: a hold needs a positive bound")
+	}
 	if f.firstVersion >= 0 {
 		cfg.FirstVersion = &f.firstVersion
 	}
@@ -90,8 +101,7 @@ func replayCmd() *cobra.Command {
 			}
 			defer closeStore()
 			cfg.Store = st
-			cfg.Handler = replay.RecordHandler(cfg.Name)
-			c, err := seqbox.NewConsumer(cfg)
+			c, err := replay.NewConsumer(cfg)
 			if err != nil {
 				return err
 			}

@@ -1,19 +1,46 @@
-// Package dbopen turns a --db value into a store: a SQLite path (or
-// sqlite:// URL) or a postgres:// URL.
+// Package dbopen turns a --db value into a store. A value is a PostgreSQL
+// URL when it starts with postgres:// or postgresql://, a SQLite URI when
+// it starts with file:, and otherwise a SQLite file path, every character
+// of it ('#', '?', '%' included) part of the file name. Any other
+// scheme:// is refused.
 package dbopen
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
+	"github.com/seqbox/seqbox/internal/sqlitedb"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
-// Store opens the store db names.
+// Store opens the store db names with store.Exclusive: an empty or
+// seqbox-only database, anything else refused untouched.
 func Store(ctx context.Context, db string) (store.Store, error) {
-	if postgres.IsURL(db) {
-		return postgres.Open(ctx, db)
+	return StoreAccess(ctx, db, store.Exclusive)
+}
+
+// StoreAccess opens the store db names as access allows (see
+// sqlite.OpenWith and postgres.OpenWith).
+func StoreAccess(ctx context.Context, db string, access store.Access) (store.Store, error) {
+	if err := Check(db); err != nil {
+		return nil, err
 	}
-	return sqlite.Open(ctx, db)
+	if postgres.IsURL(db) {
+		return postgres.OpenWith(ctx, db, postgres.Options{Access: access})
+	}
+	return sqlite.OpenWith(ctx, db, sqlite.Options{Access: access})
+}
+
+// Check refuses a --db value with a scheme seqbox does not support.
+func Check(db string) error {
+	if postgres.IsURL(db) || strings.HasPrefix(db, "file:") {
+		return nil
+	}
+	if s := sqlitedb.Scheme(db); s != "" {
+		return fmt.Errorf("--db %s: unsupported scheme %q: seqbox stores are a SQLite file path or a postgres:// URL", db, s)
+	}
+	return nil
 }

@@ -102,7 +102,7 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 			return nil
 		},
 	}
-	crashing, err := seqbox.NewConsumer(cfg)
+	crashing, err := replay.NewConsumer(cfg)
 	if err != nil {
 		return res, err
 	}
@@ -112,7 +112,7 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 	fmt.Fprintln(w, "worker 1 committed both tasks and crashed before its ACK")
 	fmt.Fprintf(w, "the %s leases expire; worker 2 starts and the queue redelivers\n", lease)
 	cfg.Faults = nil
-	c, err := seqbox.NewConsumer(cfg)
+	c, err := replay.NewConsumer(cfg)
 	if err != nil {
 		return res, err
 	}

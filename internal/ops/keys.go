@@ -70,6 +70,14 @@ type Reporter struct {
 	FirstVersion *int64
 	// Now tells an overdue hold from a running one.
 	Now time.Time
+	// DB is the --db value the advice commands repeat, so they can be
+	// pasted as they are.
+	DB string
+}
+
+// target is the --db and --consumer flags the advice commands carry.
+func (r Reporter) target() string {
+	return " --db " + shellWord(r.DB) + " --consumer " + shellWord(r.Consumer)
 }
 
 // Keys reports the stuck keys (blocked or holding), or every key when all
@@ -153,7 +161,7 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 		e := *r.FirstVersion
 		rep.Expected = &e
 	}
-	release := fmt.Sprintf("seqbox keys release %s --by WHO --reason WHY", shellWord(v.Key))
+	release := fmt.Sprintf("seqbox keys release %s --by WHO --reason WHY", shellWord(v.Key)) + r.target()
 	switch {
 	case v.Blocked:
 		rep.Status, rep.since, rep.Reason = StatusBlocked, v.BlockedSince, v.BlockedReason
@@ -162,7 +170,7 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 			rep.BlockedBy = &Blocker{Source: v.BlockedSource, ID: v.BlockedID}
 			if seq, ok := dlq[[2]string{v.BlockedSource, v.BlockedID}]; ok {
 				rep.BlockedBy.DLQSeq = &seq
-				rep.Action = fmt.Sprintf("seqbox dlq redrive %d or seqbox dlq skip %d --by WHO --reason WHY", seq, seq)
+				rep.Action = fmt.Sprintf("seqbox dlq redrive %d%s or seqbox dlq skip %d --by WHO --reason WHY%s", seq, r.target(), seq, r.target())
 			}
 		}
 	case v.Held > 0:

@@ -6,37 +6,23 @@
 package ops
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 	"time"
 
 	"github.com/seqbox/seqbox"
 )
 
-// DecisionLine is one decision in the format `seqbox replay` prints.
-type DecisionLine struct {
-	Source        string         `json:"source"`
-	ID            string         `json:"id"`
-	PartitionKey  string         `json:"partitionkey"`
-	ObjectVersion *int64         `json:"objectversion"`
-	Outcome       seqbox.Outcome `json:"outcome"`
-}
-
 // WriteDecisions prints one JSON line per decision, as replay does, so the
 // output of an operator action reads like the replay it continues.
 func WriteDecisions(w io.Writer, ds []seqbox.Decision) error {
-	enc := newEncoder(w)
-	for _, d := range ds {
-		if err := enc.Encode(DecisionLine{d.Source, d.ID, d.PartitionKey, d.ObjectVersion, d.Outcome}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeJSONLines(w, ds)
 }
 
 func newEncoder(w io.Writer) *json.Encoder {
@@ -72,8 +58,7 @@ func (t *table) row(cells ...string) {
 		if c == "" {
 			c = "-"
 		}
-		// A cell must stay on its line and in its column.
-		cells[i] = strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(c)
+		cells[i] = Visible(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
@@ -93,7 +78,7 @@ func (f *fields) add(label, value string) {
 	if value == "" {
 		value = "-"
 	}
-	fmt.Fprintf(f.tw, "%s:\t%s\n", label, value)
+	fmt.Fprintf(f.tw, "%s:\t%s\n", label, Visible(value))
 }
 
 func (f *fields) flush() error { return f.tw.Flush() }
@@ -122,28 +107,61 @@ func jsonTime(t time.Time) *string {
 	return &s
 }
 
+// Visible makes text safe to print on a terminal for people: control,
+// format (bidi overrides, zero-width characters) and other invisible or
+// line-breaking characters, and invalid bytes, are shown as escapes
+// (\u202e, \x1b, \xff), so what an operator reads is what is stored.
+func Visible(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case hidden(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case r == '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// hidden reports whether r would not show as itself in a terminal cell:
+// controls, format characters, separators other than the space, and
+// unassigned or private code points.
+func hidden(r rune) bool {
+	return r != ' ' && (!unicode.IsGraphic(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co))
+}
+
+func needsEscape(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if hidden(r) {
+			return true
+		}
+	}
+	return false
+}
+
 // shellWord quotes s for a POSIX shell when it needs quoting, so the
-// advice printed next to a key can be pasted as is.
+// advice printed next to a key can be pasted as is. Text with invisible
+// characters uses bash's $'…' quoting with escapes, so it stays visible
+// and still pastes to the same bytes.
 func shellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@%+=,") == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// Redrive redrives DLQ message seq through c and, as replay does, sends a
-// transient failure back at once until the message applies or is
-// dead-lettered again. It returns every decision in order.
-func Redrive(ctx context.Context, c *seqbox.Consumer, seq int64, maxAttempts int) ([]seqbox.Decision, error) {
-	var out []seqbox.Decision
-	for i := 0; ; i++ {
-		ds, err := c.Redrive(ctx, seq)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ds...)
-		if len(ds) == 0 || ds[0].Outcome != seqbox.Retry || i >= maxAttempts {
-			return out, nil
-		}
+	if needsEscape(s) {
+		return "$'" + strings.ReplaceAll(Visible(s), "'", `\'`) + "'"
 	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

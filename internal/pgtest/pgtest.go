@@ -33,7 +33,9 @@ func BaseURL(t testing.TB) string {
 }
 
 // URL creates a schema of its own for this test, drops it when the test
-// ends, and returns a URL whose search_path is that schema.
+// ends, and returns a URL whose search_path is that schema and whose
+// seqbox_schema is a second one of its own (seqbox's objects), so tests
+// never share seqbox's default schema.
 func URL(t testing.TB) string {
 	t.Helper()
 	base := BaseURL(t)
@@ -50,7 +52,8 @@ func URL(t testing.TB) string {
 		t.Fatalf("pgtest: create schema: %v", err)
 	}
 	t.Cleanup(func() {
-		_, _ = admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		_, _ = admin.ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		_, _ = admin.ExecContext(context.Background(), "DROP SCHEMA IF EXISTS "+schema+"_seqbox CASCADE")
 		admin.Close()
 	})
 	u, err := url.Parse(base)
@@ -59,6 +62,7 @@ func URL(t testing.TB) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("seqbox_schema", schema+"_seqbox")
 	u.RawQuery = q.Encode()
 	return u.String()
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ddl"
+	"github.com/seqbox/seqbox/internal/handlerkind"
+	"github.com/seqbox/seqbox/store"
 )
 
 // recordSchema is the record handler's business tables: one effect row per
@@ -71,4 +73,16 @@ func Effects(ctx context.Context, db *sql.DB, consumer string) (int64, error) {
 	var n int64
 	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects WHERE consumer = $1`, consumer).Scan(&n)
 	return n, err
+}
+
+// NewConsumer builds a consumer over cfg with the record handler, and
+// registers it as such: the CLI may then drive it in-process (DESIGN §4).
+func NewConsumer(cfg seqbox.Config) (*seqbox.Consumer, error) {
+	cfg.Handler = RecordHandler(cfg.Name)
+	c, err := seqbox.NewConsumer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	handlerkind.Set(c, store.HandlerRecord)
+	return c, nil
 }

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,8 +13,9 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// maxLine bounds one input line; longer lines are rejected, not truncated.
-const maxLine = seqbox.MaxEventSize + 1
+// maxLine bounds the bytes kept of one input line; a longer line is one
+// rejected outcome, with its size in the reason.
+const maxLine = seqbox.MaxEventSize
 
 // Options are replay's settings beyond the consumer's Config.
 type Options struct {
@@ -40,14 +40,6 @@ func (c Counters) Line() string {
 	return b.String()
 }
 
-type decisionLine struct {
-	Source        string         `json:"source"`
-	ID            string         `json:"id"`
-	PartitionKey  string         `json:"partitionkey"`
-	ObjectVersion *int64         `json:"objectversion"`
-	Outcome       seqbox.Outcome `json:"outcome"`
-}
-
 // Run replays the lines of r through c, writing decisions and counters to
 // w. A retry is redelivered at once until it applies or is dead-lettered.
 func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt Options) (Counters, error) {
@@ -61,23 +53,38 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 	emit := func(ds []seqbox.Decision) error {
 		for _, d := range ds {
 			cnt.ByOutcome[d.Outcome]++
-			if err := enc.Encode(decisionLine{d.Source, d.ID, d.PartitionKey, d.ObjectVersion, d.Outcome}); err != nil {
+			if err := enc.Encode(d); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), maxLine)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
+	lines := newLineReader(r, maxLine)
+	for {
+		l, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return cnt, fmt.Errorf("read input: %w", err)
+		}
+		if !l.oversized && blank(l.bytes) {
 			continue
 		}
-		raw := append([]byte(nil), line...)
+		if l.oversized {
+			cnt.Deliveries++
+			ds, err := c.DeliverOversized(ctx, seqbox.Oversized{Prefix: l.bytes, Size: l.size, SHA256: l.sum})
+			if err != nil {
+				return cnt, err
+			}
+			if err := emit(ds); err != nil {
+				return cnt, err
+			}
+			continue
+		}
 		for attempt := 1; ; attempt++ {
 			cnt.Deliveries++
-			ds, err := c.Deliver(ctx, raw, attempt)
+			ds, err := c.Deliver(ctx, l.bytes, attempt)
 			if err != nil {
 				return cnt, err
 			}
@@ -88,9 +95,6 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 				break
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return cnt, fmt.Errorf("read input: %w", err)
 	}
 	ds, err := c.Sweep(ctx)
 	if err != nil {

@@ -1,15 +1,26 @@
 // Package sqlitedb opens SQLite files the way every seqbox component must:
 // WAL, synchronous=FULL, BEGIN IMMEDIATE and a busy timeout, so that several
-// processes can share one file without SQLITE_BUSY surprises.
+// processes can share one file without SQLITE_BUSY surprises; or read-only,
+// writing nothing at all.
+//
+// A database is named by a path or by a SQLite "file:" URI. A path is a
+// path: every character in it, '#', '?' and '%' included, is part of the
+// file name, and is escaped when the driver's "file:" DSN is built. A
+// "file:" URI is handed to SQLite as written (seqbox only adds its own
+// parameters). Any other "scheme://" is refused.
 package sqlitedb
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/seqbox/seqbox/internal/sqlstore"
@@ -21,19 +32,266 @@ import (
 // ListTables lists the user tables of a SQLite database.
 const ListTables = `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
 
-// Open opens (creating if needed) the SQLite file at path with seqbox's
-// durability settings, and checks that it really is a SQLite database.
-func Open(ctx context.Context, path string) (*sql.DB, error) {
-	if path == "" {
-		return nil, fmt.Errorf("sqlite: empty database path")
+// MetaTable creates the table that marks a database as seqbox's.
+const MetaTable = sqlstore.MetaTable
+
+// Dialect is SQLite's flavour of the shared SQL.
+var Dialect = sqlstore.Dialect{
+	Name:       "sqlite",
+	Serial:     "INTEGER PRIMARY KEY AUTOINCREMENT",
+	Blob:       "BLOB",
+	ListTables: ListTables,
+	Foreign:    Foreign,
+}
+
+// header is how every SQLite database file starts.
+const header = "SQLite format 3\x00"
+
+// cannotIndex holds the result codes of a read-only connection that cannot
+// create the -shm a WAL-mode database needs in a directory it cannot write
+// (SQLITE_CANTOPEN when there is a -wal but no -shm).
+var cannotIndex = map[int]bool{
+	8 | 5<<8: true, // SQLITE_READONLY_CANTINIT
+	8 | 6<<8: true, // SQLITE_READONLY_DIRECTORY
+	14:       true, // SQLITE_CANTOPEN
+}
+
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// Scheme returns the scheme of a value of the form "scheme://…", or "".
+// A "file:" URI without "//" and a plain path have none.
+func Scheme(value string) string {
+	if m := schemeRE.FindStringSubmatch(value); m != nil {
+		return m[1]
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("sqlite: directory of %s does not exist", path)
+	return ""
+}
+
+// Target is where a path or "file:" URI points.
+type Target struct {
+	// Where is the value as given, for messages.
+	Where string
+	// Path is the database file on disk; empty for an in-memory database.
+	Path string
+	// uri is the user's "file:" URI up to its query, and query its raw
+	// query; both empty for a plain path.
+	uri, query string
+}
+
+// Locate resolves a --db style value (a file path, or a "file:" URI) to
+// the file it names, without touching anything.
+func Locate(value string) (Target, error) {
+	if value == "" {
+		return Target{}, fmt.Errorf("sqlite: empty database path")
+	}
+	if !strings.HasPrefix(value, "file:") {
+		if s := Scheme(value); s != "" {
+			if s == "postgres" || s == "postgresql" {
+				return Target{}, fmt.Errorf("sqlite: %s is a PostgreSQL URL, not a SQLite file: open it with the postgres store",
+					redactURL(value))
+			}
+			return Target{}, fmt.Errorf("sqlite: %s: unsupported scheme %q: seqbox stores are a SQLite file path or a postgres:// URL",
+				value, s)
+		}
+		return Target{Where: value, Path: value}, nil
+	}
+	// A SQLite URI (https://sqlite.org/uri.html): file:[//authority]path[?query][#fragment].
+	rest := strings.TrimPrefix(value, "file:")
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest = rest[:i]
+	}
+	t := Target{Where: value}
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		t.query = rest[i+1:]
+		rest = rest[:i]
+	}
+	t.uri = "file:" + rest
+	if strings.HasPrefix(rest, "//") {
+		auth, p, _ := strings.Cut(rest[2:], "/")
+		if auth != "" && auth != "localhost" {
+			return Target{}, fmt.Errorf("sqlite: %s: a file: URI may name no host but localhost", value)
+		}
+		rest = "/" + p
+	}
+	p, err := unescape(rest)
+	if err != nil {
+		return Target{}, fmt.Errorf("sqlite: %s: %w", value, err)
+	}
+	q, _ := url.ParseQuery(t.query)
+	if p != ":memory:" && p != "" && q.Get("mode") != "memory" && q.Get("vfs") != "memdb" {
+		t.Path = p
+	}
+	return t, nil
+}
+
+// unescape decodes %HH sequences the way SQLite decodes a URI's path.
+func unescape(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+			return "", fmt.Errorf("bad %%-escape in file: URI")
+		}
+		b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	default:
+		return c - 'a' + 10
+	}
+}
+
+// escapePath escapes every byte of a file path that SQLite's URI parser
+// could read as something else ('?', '#', '%', …).
+func escapePath(p string) string {
+	const safe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if strings.IndexByte(safe, p[i]) >= 0 {
+			b.WriteByte(p[i])
+		} else {
+			fmt.Fprintf(&b, "%%%02X", p[i])
 		}
 	}
-	if err := checkOwner(ctx, path); err != nil {
+	return b.String()
+}
+
+// DSN is the driver's data source name for t with the extra parameters.
+func (t Target) DSN(params url.Values) string {
+	extra := params.Encode()
+	if t.uri == "" {
+		base := "file:" + escapePath(t.Path)
+		if filepath.IsAbs(t.Path) {
+			// "file:///abs" keeps a path that starts with "//" a path.
+			base = "file://" + escapePath(t.Path)
+		}
+		return base + "?" + extra
+	}
+	if t.query == "" {
+		return t.uri + "?" + extra
+	}
+	return t.uri + "?" + t.query + "&" + extra
+}
+
+// fileState is what a look at the file, before any driver opens it, found.
+type fileState struct {
+	exists bool
+	size   int64
+	// wal is set when the header says the database is in WAL mode.
+	wal bool
+}
+
+// examine checks the file t names without opening it as a database: its
+// directory exists, it is a regular file, and, when not empty, it starts
+// with the SQLite header.
+func examine(t Target) (fileState, error) {
+	if t.Path == "" {
+		return fileState{}, nil
+	}
+	if dir := filepath.Dir(t.Path); dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fileState{}, fmt.Errorf("sqlite: directory of %s does not exist", t.Where)
+		}
+	}
+	st, err := os.Stat(t.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileState{}, nil
+	}
+	if err != nil {
+		return fileState{}, fmt.Errorf("sqlite: %s: %w", t.Where, err)
+	}
+	if st.IsDir() {
+		return fileState{}, fmt.Errorf("sqlite: %s is a directory, not a database file", t.Where)
+	}
+	if !st.Mode().IsRegular() {
+		return fileState{}, fmt.Errorf("%w: %s is not a regular file; refusing to touch it", store.ErrForeignDatabase, t.Where)
+	}
+	state := fileState{exists: true, size: st.Size()}
+	if state.size == 0 {
+		return state, nil
+	}
+	f, err := os.Open(t.Path)
+	if err != nil {
+		return fileState{}, fmt.Errorf("sqlite: %s: %w", t.Where, err)
+	}
+	defer f.Close()
+	var h [100]byte
+	n, err := io.ReadFull(f, h[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return fileState{}, fmt.Errorf("sqlite: %s: %w", t.Where, err)
+	}
+	if n < len(h) || string(h[:len(header)]) != header {
+		what := "it does not start with the SQLite header"
+		if n < len(h) {
+			what = fmt.Sprintf("%d bytes, shorter than a SQLite header", n)
+		}
+		return fileState{}, fmt.Errorf("%w: %s is not a SQLite database (%s); refusing to touch it",
+			store.ErrForeignDatabase, t.Where, what)
+	}
+	// Bytes 18 and 19: file format write and read versions, 2 = WAL.
+	state.wal = h[18] == 2 || h[19] == 2
+	return state, nil
+}
+
+// Open opens (creating if needed) the SQLite database at path with
+// store.Adopt: it must be a SQLite database (or empty, or missing), and it
+// is switched to WAL. Nothing in it is created or changed otherwise.
+func Open(ctx context.Context, path string) (*sql.DB, error) {
+	return OpenAccess(ctx, path, store.Adopt)
+}
+
+// OpenAccess opens the SQLite database at path (a file path or a "file:"
+// URI) as access allows:
+//
+//   - store.Adopt: any SQLite database (or an empty or missing file, which
+//     is created) is opened read-write and switched to WAL.
+//   - store.Exclusive: before anything opens it read-write, the file is
+//     inspected with a connection that creates no file beside it, and a
+//     database that is not empty or seqbox's is refused with
+//     store.ErrForeignDatabase, byte for byte untouched.
+//   - store.ReadOnly: the file must exist; it is opened with mode=ro and
+//     query_only, nothing is switched, and an empty file is refused before
+//     any driver sees it. See ReadOnly for read-only directories.
+//
+// In every mode a non-empty file that does not start with the SQLite
+// header is refused with store.ErrForeignDatabase before any driver opens
+// it. The returned pool does not check for seqbox's tables; the store does.
+func OpenAccess(ctx context.Context, path string, access store.Access) (*sql.DB, error) {
+	t, err := Locate(path)
+	if err != nil {
 		return nil, err
+	}
+	st, err := examine(t)
+	if err != nil {
+		return nil, err
+	}
+	switch access {
+	case store.ReadOnly:
+		return openReadOnly(ctx, t, st)
+	case store.Exclusive:
+		if st.size > 0 {
+			if err := inspectExclusive(ctx, t, st); err != nil {
+				return nil, err
+			}
+		}
+	case store.Adopt:
+	default:
+		return nil, fmt.Errorf("sqlite: %s: unknown access mode %d", t.Where, int(access))
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -41,66 +299,167 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", t.DSN(q))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: %s is not a usable SQLite database: %w", path, err)
-	}
-	if _, err := db.ExecContext(ctx, MetaTable); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: %s: create seqbox_meta: %w", path, err)
+		return nil, refusal(t, err)
 	}
 	return db, nil
 }
 
-// MetaTable creates the table that marks a database as seqbox's.
-const MetaTable = sqlstore.MetaTable
-
-// checkOwner opens an existing file read-only and refuses it when it is not
-// SQLite or holds tables but no seqbox_meta, before any pragma can change it.
-func checkOwner(ctx context.Context, path string) error {
-	st, err := os.Stat(path)
-	if os.IsNotExist(err) || (err == nil && st.Size() == 0) {
-		return nil
+// inspectExclusive decides, through a read-only connection that creates no
+// -wal, -shm or -journal file, whether an exclusive open may take the
+// database.
+func inspectExclusive(ctx context.Context, t Target, st fileState) error {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "busy_timeout(10000)")
+	if st.wal && !hasContent(t.Path+"-wal") {
+		// A WAL-mode file with nothing in its -wal: a mode=ro connection
+		// would create -wal and -shm beside it to read it. Everything
+		// committed is in the main file, so read that alone. A writer that
+		// starts meanwhile is caught by the check repeated under the write
+		// lock.
+		q.Set("immutable", "1")
 	}
+	ro, err := sql.Open("sqlite", Target{Where: t.Where, Path: t.Path}.DSN(q))
 	if err != nil {
-		return fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	if st.IsDir() {
-		return fmt.Errorf("sqlite: %s is a directory, not a database file", path)
-	}
-	ro, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
-	if err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", path, err)
+		return fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
 	defer ro.Close()
-	rows, err := ro.QueryContext(ctx, ListTables)
+	conn, err := ro.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: %s is not a SQLite database (%v); refusing to touch it", store.ErrForeignDatabase, path, err)
+		return refusal(t, err)
 	}
-	defer rows.Close()
-	var names []string
-	seqbox := false
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
+	defer conn.Close()
+	if err := sqlstore.CheckExclusive(ctx, conn, Dialect, t.Where); err != nil {
+		if errors.Is(err, store.ErrForeignDatabase) {
 			return err
 		}
-		seqbox = seqbox || n == "seqbox_meta"
-		names = append(names, n)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("%w: %s: %v", store.ErrForeignDatabase, path, err)
-	}
-	if len(names) > 0 && !seqbox {
-		if len(names) > 3 {
-			names = append(names[:3], "…")
-		}
-		return fmt.Errorf("%w: %s has tables (%s) and no seqbox_meta table; refusing to touch it",
-			store.ErrForeignDatabase, path, strings.Join(names, ", "))
+		return refusal(t, err)
 	}
 	return nil
+}
+
+// refusal words an error of opening a file: a file SQLite cannot read as a
+// database is foreign.
+func refusal(t Target, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") {
+		return fmt.Errorf("%w: %s is not a usable SQLite database (%v); refusing to touch it", store.ErrForeignDatabase, t.Where, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", t.Where, err)
+}
+
+// hasContent reports whether the file at p exists and is not empty.
+func hasContent(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Size() > 0
+}
+
+// openReadOnly opens an existing database for reading only.
+//
+// It uses mode=ro and query_only. A file in rollback-journal mode gets no
+// file beside it. A WAL-mode file is read through its -wal and -shm, as
+// every SQLite reader does, so committed transactions still in the -wal are
+// seen; SQLite creates -shm (and an empty -wal) when they are missing and
+// the directory is writable. When the directory is not writable and -shm
+// is missing, SQLite cannot read the file that way:
+// then, and only when the -wal is missing or empty (so that every committed
+// transaction is in the main file), the file is opened immutable=1, which
+// reads the main file without locks or the -shm. A -wal with content in a
+// directory seqbox cannot write is an error that says so.
+func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) {
+	if t.Path != "" && !st.exists {
+		return nil, fmt.Errorf("sqlite: %s: %w", t.Where, fs.ErrNotExist)
+	}
+	if t.Path != "" && st.size == 0 {
+		return nil, sqlstore.NoSeqboxData(t.Where)
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "query_only(1)")
+	db, err := probe(ctx, t.DSN(q))
+	if err == nil {
+		return db, nil
+	}
+	var coded interface{ Code() int }
+	if t.Path == "" || !st.wal || !errors.As(err, &coded) || !cannotIndex[coded.Code()] {
+		return nil, refusal(t, err)
+	}
+	if hasContent(t.Path + "-wal") {
+		return nil, fmt.Errorf("sqlite: cannot read %s read-only: it is in WAL mode with transactions still in %s-wal, "+
+			"and SQLite cannot create %s-shm to read them because the directory is not writable: %w",
+			t.Where, filepath.Base(t.Path), filepath.Base(t.Path), err)
+	}
+	q.Set("immutable", "1")
+	db, err = probe(ctx, t.DSN(q))
+	if err != nil {
+		return nil, refusal(t, err)
+	}
+	return db, nil
+}
+
+// probe opens a pool and reads the schema once, so that a file SQLite
+// cannot read fails here.
+func probe(ctx context.Context, dsn string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Foreign lists what a SQLite database holds that is not seqbox's: every
+// table, view, trigger and index whose name does not start with seqbox_
+// (SQLite's own sqlite_ objects aside), and a non-zero user_version or
+// application_id.
+func Foreign(ctx context.Context, q sqlstore.Querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var typ, name, tbl string
+		if err := rows.Scan(&typ, &name, &tbl); err != nil {
+			return nil, err
+		}
+		if (typ == "table" || typ == "index") && strings.HasPrefix(name, "seqbox_") && strings.HasPrefix(tbl, "seqbox_") {
+			continue
+		}
+		out = append(out, typ+" "+name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, pragma := range []string{"user_version", "application_id"} {
+		var v int64
+		if err := q.QueryRowContext(ctx, `PRAGMA `+pragma).Scan(&v); err != nil {
+			return nil, err
+		}
+		if v != 0 {
+			out = append(out, fmt.Sprintf("%s=%d", pragma, v))
+		}
+	}
+	return out, nil
+}
+
+// redactURL hides a password in a URL, for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "postgres://…"
+	}
+	return u.Redacted()
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -75,7 +77,7 @@ func (o operator) keyViews(ctx context.Context, consumer, key string, stuck bool
 	if stuck {
 		q += ` HAVING k.blocked = 1 OR SUM(CASE WHEN p.reason IN ('held', 'blocked') THEN 1 ELSE 0 END) > 0`
 	}
-	rows, err := o.db.QueryContext(ctx, q+` ORDER BY k.partitionkey`, consumer, key)
+	rows, err := o.db.QueryContext(ctx, q, consumer, key)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +100,9 @@ func (o operator) keyViews(ctx context.Context, consumer, key string, stuck bool
 		v.NextVersion = ptrInt(next)
 		out = append(out, v)
 	}
+	// Sorted here, by bytes: an ORDER BY would follow the database's
+	// collation, which differs between SQLite and an ICU PostgreSQL.
+	slices.SortFunc(out, func(a, b store.KeyView) int { return strings.Compare(a.Key, b.Key) })
 	return out, rows.Err()
 }
 
@@ -178,7 +183,7 @@ func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, er
 	var c store.Counts
 	var oldest sql.NullInt64
 	err := o.db.QueryRowContext(ctx, `SELECT
-		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1),
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome <> 'rejected'),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome = 'applied'),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'held'),

@@ -22,8 +22,14 @@ type Dialect struct {
 	Serial string
 	// Blob is the column type of raw bytes.
 	Blob string
-	// ListTables is a query returning the names of the user tables.
+	// ListTables is a query returning the names of the tables where
+	// seqbox keeps its own (on PostgreSQL: in seqbox's schema, whatever
+	// the connection's search_path).
 	ListTables string
+	// Meta names seqbox_meta so that it can be read before the migration
+	// transaction enters seqbox's schema ("seqbox"."seqbox_meta" on
+	// PostgreSQL); empty means seqbox_meta.
+	Meta string
 	// LockRow is appended to the pipeline's read of a key so that
 	// transactions on one key serialize (" FOR UPDATE" on PostgreSQL;
 	// empty on SQLite, where the write lock is taken at BEGIN).
@@ -31,6 +37,25 @@ type Dialect struct {
 	// MigrationLock, when set, runs first in the migration transaction so
 	// that processes opening one database at once migrate one at a time.
 	MigrationLock string
+	// Check, when set, runs first on every open (in the migration
+	// transaction, or on the pool for store.ReadOnly) and refuses a
+	// database whose layout seqbox cannot use (PostgreSQL: seqbox tables
+	// in another schema of the search_path, which would hide its own).
+	Check func(ctx context.Context, q Querier) error
+	// Foreign lists what the database holds that is not seqbox's, in
+	// words ("table customers", "user_version=7"); store.Exclusive
+	// refuses a database without seqbox_meta when it lists anything.
+	Foreign func(ctx context.Context, q Querier) ([]string, error)
+	// Enter, when set, runs in the migration transaction just before
+	// seqbox creates anything: PostgreSQL creates seqbox's schema and makes
+	// it the transaction's search_path, so the unqualified DDL lands there.
+	Enter func(ctx context.Context, tx *sql.Tx) error
+}
+
+// Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // Store is a store.Store over a database/sql pool.
@@ -45,81 +70,244 @@ const metaTable = "seqbox_meta"
 // its schema version.
 const MetaTable = `CREATE TABLE IF NOT EXISTS seqbox_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`
 
-// Open checks that db is empty or seqbox's, runs pending migrations and
-// returns the store. A database with foreign tables and no seqbox_meta is
-// refused with store.ErrForeignDatabase and left untouched.
+// Owners recorded in seqbox_meta under the name "owner".
+const (
+	// OwnerSeqbox marks a database a store.Exclusive open created or
+	// took: seqbox's own (and its built-in handlers' tables).
+	OwnerSeqbox = "seqbox"
+	// OwnerApplication marks a database the library adopted with
+	// store.Adopt: it is the application's, and store.Exclusive refuses it.
+	OwnerApplication = "application"
+)
+
+// Open opens the store on db with store.Adopt: it creates and migrates
+// seqbox's own tables next to whatever else the database holds.
 func Open(ctx context.Context, db *sql.DB, d Dialect, where string) (*Store, error) {
+	return OpenWith(ctx, db, d, where, store.Adopt)
+}
+
+// OpenWith opens the store on db as access allows:
+//
+//   - store.Adopt creates and migrates seqbox's tables next to the
+//     application's, and records that the database is the application's.
+//   - store.Exclusive does the same only for a database that is empty or
+//     seqbox's (it has seqbox_meta and was not adopted); anything else is
+//     refused with store.ErrForeignDatabase before anything is written.
+//   - store.ReadOnly writes nothing: it requires seqbox_meta at the schema
+//     version this seqbox knows.
+//
+// A database migrated by a newer seqbox is refused with
+// store.ErrSchemaTooNew in every mode.
+func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access store.Access) (*Store, error) {
 	s := &Store{db: db, dialect: d}
-	if err := s.migrate(ctx, where); err != nil {
+	var err error
+	switch access {
+	case store.Adopt, store.Exclusive:
+		err = s.migrate(ctx, where, access)
+	case store.ReadOnly:
+		err = s.checkReadable(ctx, where)
+	default:
+		err = fmt.Errorf("%s: %s: unknown access mode %d", d.Name, where, int(access))
+	}
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) migrate(ctx context.Context, where string) error {
-	tables, err := s.tables(ctx)
+// NoSeqboxData is the error of a read-only open of a database that holds
+// no seqbox schema.
+func NoSeqboxData(where string) error {
+	return fmt.Errorf("%s holds no seqbox data (no %s)", where, metaTable)
+}
+
+// CheckExclusive returns nil when a store.Exclusive open may take the
+// database q reads: it is empty, or it has seqbox_meta and was not adopted
+// by an application. Otherwise it returns store.ErrForeignDatabase naming
+// where and what was found. It only reads.
+func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) error {
+	tables, err := tablesOf(ctx, q, d.ListTables)
 	if err != nil {
-		return fmt.Errorf("%s: cannot read schema of %s: %w", s.dialect.Name, where, err)
+		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
 	}
-	if len(tables) > 0 && !tables[metaTable] {
-		names := make([]string, 0, len(tables))
-		for n := range tables {
-			names = append(names, n)
+	if tables[metaTable] {
+		owner, _, err := readMeta(ctx, q, d, "owner")
+		if err != nil {
+			return fmt.Errorf("%s: %s: read %s: %w", d.Name, where, metaTable, err)
 		}
-		if len(names) > 3 {
-			names = append(names[:3], "…")
+		if owner == OwnerApplication {
+			return fmt.Errorf("%w: %s is an application's database (the seqbox library adopted it: %s owner=%s); refusing to touch it: "+
+				"this command works only on an empty or seqbox-only database", store.ErrForeignDatabase, where, metaTable, owner)
 		}
-		return fmt.Errorf("%w: %s has tables (%s) and no %s table; refusing to touch it",
-			store.ErrForeignDatabase, where, strings.Join(names, ", "), metaTable)
+		return nil
 	}
+	if d.Foreign == nil {
+		return nil
+	}
+	found, err := d.Foreign(ctx, q)
+	if err != nil {
+		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	if len(found) > 3 {
+		found = append(found[:3:3], fmt.Sprintf("… (%d more)", len(found)-3))
+	}
+	return fmt.Errorf("%w: %s holds %s and no %s; refusing to touch it: this command works only on an empty or seqbox-only database",
+		store.ErrForeignDatabase, where, strings.Join(found, ", "), metaTable)
+}
+
+// checkReadable checks, writing nothing, that the database holds seqbox's
+// schema at the version this seqbox knows.
+func (s *Store) checkReadable(ctx context.Context, where string) error {
+	d := s.dialect
+	if d.Check != nil {
+		if err := d.Check(ctx, s.db); err != nil {
+			return err
+		}
+	}
+	tables, err := tablesOf(ctx, s.db, d.ListTables)
+	if err != nil {
+		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
+	}
+	if !tables[metaTable] {
+		return NoSeqboxData(where)
+	}
+	v, found, err := readMeta(ctx, s.db, d, "schema_version")
+	if err != nil {
+		return fmt.Errorf("%s: %s: read schema_version: %w", d.Name, where, err)
+	}
+	current := 0
+	if found {
+		if current, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%s: %s: schema_version %q is not a number", d.Name, where, v)
+		}
+	}
+	switch {
+	case current > len(migrations):
+		return fmt.Errorf("%w: %s is at schema version %d, this seqbox knows %d; upgrade seqbox",
+			store.ErrSchemaTooNew, where, current, len(migrations))
+	case current < len(migrations):
+		return fmt.Errorf("%s: %s is at schema version %d and this seqbox needs %d; a read-only open does not migrate: "+
+			"open it once with write access (any writing seqbox command or the library) to migrate it", d.Name, where, current, len(migrations))
+	}
+	return nil
+}
+
+func (s *Store) migrate(ctx context.Context, where string, access store.Access) error {
+	d := s.dialect
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%s: begin migration on %s: %w", s.dialect.Name, where, err)
+		return fmt.Errorf("%s: begin migration on %s: %w", d.Name, where, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after commit this is a no-op
-	if s.dialect.MigrationLock != "" {
-		if _, err := tx.ExecContext(ctx, s.dialect.MigrationLock); err != nil {
-			return fmt.Errorf("%s: lock for migration: %w", s.dialect.Name, err)
+	if d.MigrationLock != "" {
+		if _, err := tx.ExecContext(ctx, d.MigrationLock); err != nil {
+			return fmt.Errorf("%s: lock for migration: %w", d.Name, err)
+		}
+	}
+	if d.Check != nil {
+		if err := d.Check(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if access == store.Exclusive {
+		// Checked again under the lock: another process may have written
+		// since the driver's own look before opening.
+		if err := CheckExclusive(ctx, tx, d, where); err != nil {
+			return err
+		}
+	}
+	if d.Enter != nil {
+		if err := d.Enter(ctx, tx); err != nil {
+			return fmt.Errorf("%s: %s: %w", d.Name, where, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, MetaTable); err != nil {
-		return fmt.Errorf("%s: create %s: %w", s.dialect.Name, metaTable, err)
+		return fmt.Errorf("%s: create %s: %w", d.Name, metaTable, err)
 	}
 	var current int
 	var v string
 	switch err := tx.QueryRowContext(ctx, `SELECT value FROM seqbox_meta WHERE name = 'schema_version'`).Scan(&v); err {
 	case nil:
 		if current, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s: %s: schema_version %q is not a number", s.dialect.Name, where, v)
+			return fmt.Errorf("%s: %s: schema_version %q is not a number", d.Name, where, v)
 		}
 	case sql.ErrNoRows:
 	default:
-		return fmt.Errorf("%s: read schema_version: %w", s.dialect.Name, err)
+		return fmt.Errorf("%s: read schema_version: %w", d.Name, err)
 	}
 	if current > len(migrations) {
 		return fmt.Errorf("%w: %s is at schema version %d, this seqbox knows %d; upgrade seqbox",
 			store.ErrSchemaTooNew, where, current, len(migrations))
 	}
 	for i := current; i < len(migrations); i++ {
-		stmt := strings.NewReplacer("{{SERIAL}}", s.dialect.Serial, "{{BLOB}}", s.dialect.Blob).Replace(migrations[i])
+		stmt := strings.NewReplacer("{{SERIAL}}", d.Serial, "{{BLOB}}", d.Blob).Replace(migrations[i])
 		for _, part := range strings.Split(stmt, ";") {
 			if strings.TrimSpace(part) == "" {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, part); err != nil {
-				return fmt.Errorf("%s: migration %d: %w", s.dialect.Name, i+1, err)
+				return fmt.Errorf("%s: migration %d: %w", d.Name, i+1, err)
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_meta (name, value) VALUES ('schema_version', $1)
+	if current != len(migrations) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_meta (name, value) VALUES ('schema_version', $1)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, strconv.Itoa(len(migrations))); err != nil {
-		return fmt.Errorf("%s: record schema_version: %w", s.dialect.Name, err)
+			return fmt.Errorf("%s: record schema_version: %w", d.Name, err)
+		}
+	}
+	// Who the database belongs to: an adopted database is the
+	// application's from then on; an exclusive open marks a database
+	// nobody claimed yet as seqbox's.
+	if err := recordOwner(ctx, tx, access); err != nil {
+		return fmt.Errorf("%s: record owner in %s: %w", d.Name, metaTable, err)
 	}
 	return tx.Commit()
 }
 
-func (s *Store) tables(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, s.dialect.ListTables)
+// recordOwner writes the owner row when it is missing or, for an adopting
+// open, says anything but application.
+func recordOwner(ctx context.Context, tx *sql.Tx, access store.Access) error {
+	var owner string
+	switch err := tx.QueryRowContext(ctx, `SELECT value FROM seqbox_meta WHERE name = 'owner'`).Scan(&owner); err {
+	case nil, sql.ErrNoRows:
+	default:
+		return err
+	}
+	want := OwnerSeqbox
+	if access == store.Adopt {
+		want = OwnerApplication
+	}
+	if owner == want || (owner != "" && access == store.Exclusive) {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO seqbox_meta (name, value) VALUES ('owner', $1)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, want)
+	return err
+}
+
+// readMeta reads one row of seqbox_meta through the dialect's name for it.
+func readMeta(ctx context.Context, q Querier, d Dialect, name string) (value string, found bool, err error) {
+	meta := d.Meta
+	if meta == "" {
+		meta = metaTable
+	}
+	switch err := q.QueryRowContext(ctx, `SELECT value FROM `+meta+` WHERE name = $1`, name).Scan(&value); err {
+	case nil:
+		return value, true, nil
+	case sql.ErrNoRows:
+		return "", false, nil
+	default:
+		return "", false, err
+	}
+}
+
+// tablesOf runs a table-listing query.
+func tablesOf(ctx context.Context, q Querier, listTables string) (map[string]bool, error) {
+	rows, err := q.QueryContext(ctx, listTables)
 	if err != nil {
 		return nil, err
 	}

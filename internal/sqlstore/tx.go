@@ -52,7 +52,8 @@ func StorageError(op string, err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "disk is full") || strings.Contains(msg, "disk I/O error") ||
 		strings.Contains(msg, "No space left") || strings.Contains(msg, "could not extend file") {
-		return fmt.Errorf("%s: the disk is full or failing; nothing of this batch was applied, and it will be retried: %w", op, err)
+		return fmt.Errorf("%s: %w: nothing of this batch was applied (it rolled back); free space and deliver it again — a running consumer redelivers it by itself: %w",
+			op, store.ErrStorageFull, err)
 	}
 	return err
 }
@@ -275,9 +276,11 @@ func (t *Tx) ClearRetry(ctx context.Context, consumer, source, id string) error 
 	return err
 }
 
-// Rehold puts a parked message back as held until the given time.
-func (t *Tx) Rehold(ctx context.Context, seq int64, until time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = 'held', hold_until = $2 WHERE seq = $1`, seq, micros(until))
+// Rehold puts a parked message back as held until the given time, with
+// detail saying why it waits now.
+func (t *Tx) Rehold(ctx context.Context, seq int64, until time.Time, detail string) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = 'held', hold_until = $2, detail = $3 WHERE seq = $1`,
+		seq, micros(until), detail)
 	return err
 }
 

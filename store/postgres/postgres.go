@@ -2,38 +2,110 @@
 // the inbox lives in the PostgreSQL they already run, and many consumer
 // processes on many machines compete safely through its constraints (the
 // unique inbox key, and a locked compare-and-set on each key's version).
+//
+// The database may be the application's own: the inbox must commit in the
+// same transaction as the business tables. seqbox keeps its objects in a
+// schema of its own ("seqbox" by default) and never touches the others.
+// Each pooled connection keeps the application's search_path with seqbox's
+// schema appended at its end, so the handler's unqualified SQL
+// ("INSERT INTO crm_tasks …", even "CREATE TABLE …") still reaches the
+// application's schema while seqbox's seqbox_… names resolve to its own.
+// A pooler that does not keep session settings (PgBouncer in transaction
+// mode) loses that search_path; name seqbox's schema in the role's or the
+// database's search_path instead.
 package postgres
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
 )
 
-// dialect is PostgreSQL's flavour of the shared SQL.
-var dialect = sqlstore.Dialect{
-	Name:          "postgres",
-	Serial:        "BIGSERIAL PRIMARY KEY",
-	Blob:          "BYTEA",
-	ListTables:    `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
-	LockRow:       " FOR UPDATE",
-	MigrationLock: `SELECT pg_advisory_xact_lock(7357211)`,
+// DefaultSchema is the schema seqbox keeps its objects in unless told
+// otherwise.
+const DefaultSchema = pgdb.DefaultSchema
+
+// Options say how OpenWith treats the database.
+type Options struct {
+	// Access is what opening may do to the database; the zero value is
+	// store.Adopt.
+	Access store.Access
+	// Schema is the schema seqbox keeps its objects in: a plain lower-case
+	// identifier. Empty means the URL's seqbox_schema parameter if it has
+	// one (postgres://host/db?seqbox_schema=name), else DefaultSchema.
+	Schema string
+}
+
+// dialect is PostgreSQL's flavour of the shared SQL, for seqbox's objects
+// in schema.
+func dialect(schema string) sqlstore.Dialect {
+	return sqlstore.Dialect{
+		Name:   "postgres",
+		Serial: "BIGSERIAL PRIMARY KEY",
+		Blob:   "BYTEA",
+		ListTables: `SELECT c.relname FROM pg_catalog.pg_class c
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = '` + schema + `' AND c.relkind IN ('r', 'p')`,
+		Meta:          pgdb.QuoteIdent(schema) + ".seqbox_meta",
+		LockRow:       " FOR UPDATE",
+		MigrationLock: `SELECT pg_advisory_xact_lock(7357211)`,
+		Check: func(ctx context.Context, q sqlstore.Querier) error {
+			return pgdb.CheckLayout(ctx, q, schema)
+		},
+		Foreign: func(ctx context.Context, q sqlstore.Querier) ([]string, error) {
+			return pgdb.Foreign(ctx, q, schema)
+		},
+		Enter: func(ctx context.Context, tx *sql.Tx) error {
+			return pgdb.EnterSchema(ctx, tx, schema)
+		},
+	}
 }
 
 // IsURL reports whether s names a PostgreSQL database.
 func IsURL(s string) bool { return pgdb.IsURL(s) }
 
-// Open opens the store at url and runs pending migrations. A schema that
-// holds tables but no seqbox_meta is refused and left untouched, as is a
-// schema migrated by a newer seqbox.
+// Open opens the database at url with store.Adopt and creates or migrates
+// seqbox's objects in its schema. It is OpenWith with the zero Options.
 func Open(ctx context.Context, rawURL string) (store.Store, error) {
-	db, err := pgdb.Open(ctx, rawURL)
+	return OpenWith(ctx, rawURL, Options{})
+}
+
+// OpenWith opens the database at url as opt.Access allows, with seqbox's
+// objects in schema opt.Schema.
+//
+//   - store.Adopt (the default) creates the schema if needed and creates or
+//     migrates seqbox's tables in it; no other schema is touched. The
+//     database is recorded as the application's, so that later
+//     store.Exclusive opens refuse it.
+//   - store.Exclusive is for a database that is seqbox's alone. When
+//     seqbox's schema has no seqbox_meta yet, it is refused with
+//     store.ErrForeignDatabase, and nothing is created, if seqbox's schema
+//     holds anything not seqbox's, or the connection's current schema
+//     (current_schema(), usually public: the application's) holds any
+//     table, view, sequence, function or type (extensions' objects aside).
+//     A database whose seqbox_meta says it was adopted is refused too; one
+//     seqbox created is accepted, whatever its built-in handlers added.
+//   - store.ReadOnly writes nothing: every transaction is read-only
+//     (default_transaction_read_only=on), nothing is created or migrated,
+//     and seqbox's schema must hold seqbox_meta.
+//
+// In every mode, seqbox_… tables in another schema of the search_path
+// (an older seqbox's layout) are refused, since they would hide seqbox's
+// own; a database migrated by a newer seqbox is refused with
+// store.ErrSchemaTooNew.
+func OpenWith(ctx context.Context, rawURL string, opt Options) (store.Store, error) {
+	t, err := pgdb.Locate(rawURL, opt.Schema)
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlstore.Open(ctx, db, dialect, Redact(rawURL))
+	db, err := pgdb.OpenTarget(ctx, t, opt.Access == store.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sqlstore.OpenWith(ctx, db, dialect(t.Schema), t.Where, opt.Access)
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
 	"testing"
 
 	"github.com/seqbox/seqbox/internal/pgtest"
@@ -13,9 +14,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// schemaURL returns a URL to a fresh schema of this test's own, in which
+// both the application's objects (its search_path) and seqbox's
+// (seqbox_schema) live, and that schema's name.
+func schemaURL(t *testing.T) (string, string) {
+	t.Helper()
+	u, err := url.Parse(pgtest.URL(t))
+	require.NoError(t, err)
+	q := u.Query()
+	schema := q.Get("search_path")
+	require.NotEmpty(t, schema)
+	q.Set("seqbox_schema", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), schema
+}
+
 func open(t *testing.T) store.Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), pgtest.URL(t))
+	u, _ := schemaURL(t)
+	s, err := postgres.Open(context.Background(), u)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -26,30 +43,50 @@ func TestConformance(t *testing.T) {
 }
 
 func TestForeignSchemaIsRefusedUntouched(t *testing.T) {
-	u := pgtest.URL(t)
-	db, err := sql.Open("pgx", u)
+	u, _ := schemaURL(t)
+	db, err := sql.Open("pgx", pgtestURLOf(t, u))
 	require.NoError(t, err)
 	defer db.Close()
 	_, err = db.Exec(`CREATE TABLE orders (id INT PRIMARY KEY)`)
 	require.NoError(t, err)
-	_, err = postgres.Open(context.Background(), u)
+	_, err = postgres.OpenWith(context.Background(), u, postgres.Options{Access: store.Exclusive})
 	require.ErrorIs(t, err, store.ErrForeignDatabase)
 	require.Contains(t, err.Error(), "orders")
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&n))
 	require.Equal(t, 1, n, "nothing may be created in a foreign schema")
+
+	// The library adopts it: seqbox's tables beside the application's.
+	s, err := postgres.Open(context.Background(), u)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'orders'`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+// pgtestURLOf removes seqbox's parameter from u, for the driver.
+func pgtestURLOf(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	require.NoError(t, err)
+	q := p.Query()
+	q.Del("seqbox_schema")
+	p.RawQuery = q.Encode()
+	return p.String()
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
-	u := pgtest.URL(t)
-	s, err := postgres.Open(context.Background(), u)
+	u, _ := schemaURL(t)
+	s, err := postgres.OpenWith(context.Background(), u, postgres.Options{Access: store.Exclusive})
 	require.NoError(t, err)
 	_, err = s.DB().Exec(`UPDATE seqbox_meta SET value = '999' WHERE name = 'schema_version'`)
 	require.NoError(t, err)
 	s.Close()
-	_, err = postgres.Open(context.Background(), u)
-	require.ErrorIs(t, err, store.ErrSchemaTooNew)
-	require.Contains(t, err.Error(), "999")
+	for _, access := range []store.Access{store.Adopt, store.Exclusive, store.ReadOnly} {
+		_, err = postgres.OpenWith(context.Background(), u, postgres.Options{Access: access})
+		require.ErrorIs(t, err, store.ErrSchemaTooNew, access.String())
+		require.Contains(t, err.Error(), "999")
+	}
 }
 
 func TestUnreachableServerNamesHostAndCause(t *testing.T) {
@@ -62,18 +99,21 @@ func TestUnreachableServerNamesHostAndCause(t *testing.T) {
 }
 
 func TestReopenAndConcurrentMigration(t *testing.T) {
-	u := pgtest.URL(t)
-	errs := make(chan error, 4)
-	for range 4 {
-		go func() {
-			s, err := postgres.Open(context.Background(), u)
-			if err == nil {
-				s.Close()
-			}
-			errs <- err
-		}()
-	}
-	for range 4 {
-		require.NoError(t, <-errs)
+	u, _ := schemaURL(t)
+	fresh := freshDatabase(t) // seqbox's schema does not exist yet there
+	for _, u := range []string{u, fresh} {
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				s, err := postgres.Open(context.Background(), u)
+				if err == nil {
+					s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range 4 {
+			require.NoError(t, <-errs)
+		}
 	}
 }

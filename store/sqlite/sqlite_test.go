@@ -64,7 +64,7 @@ func TestOpenRefusesANonSQLiteFile(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesAForeignSQLiteDatabase(t *testing.T) {
+func TestExclusiveRefusesAForeignSQLiteDatabase(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "crm.db")
 	// Somebody else's database, in the default rollback-journal mode.
@@ -77,7 +77,7 @@ func TestOpenRefusesAForeignSQLiteDatabase(t *testing.T) {
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)
 
-	st, err := sqlite.Open(ctx, path)
+	st, err := sqlite.OpenWith(ctx, path, sqlite.Options{Access: store.Exclusive})
 	require.ErrorIs(t, err, store.ErrForeignDatabase)
 	require.Nil(t, st)
 	require.Contains(t, err.Error(), "customers", "the error names what was found")
@@ -110,9 +110,9 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	require.Equal(t, seqbox.Applied, ds[0].Outcome)
 	require.NoError(t, st.Close())
 
-	// Reopened (also through the sqlite:// form): the identity survived, and
-	// the business tables beside seqbox's do not make it foreign.
-	st, err = sqlite.Open(ctx, "sqlite://"+path)
+	// Reopened (also through a file: URI): the identity survived, and the
+	// business tables beside seqbox's do not make it foreign.
+	st, err = sqlite.Open(ctx, "file:"+path)
 	require.NoError(t, err)
 	defer st.Close()
 	counts, err := st.Operator().Counts(ctx, "c")

@@ -26,4 +26,5 @@ func Exercise(t *testing.T, open Factory) {
 	t.Run("Inbox", func(t *testing.T) { exerciseInbox(t, open) })
 	t.Run("Ordering", func(t *testing.T) { exerciseOrdering(t, open) })
 	t.Run("Settle", func(t *testing.T) { exerciseSettle(t, open) })
+	t.Run("Hardening", func(t *testing.T) { exerciseHardening(t, open) })
 }

@@ -88,21 +88,27 @@ CREATE INDEX IF NOT EXISTS seqbox_queue_ready ON seqbox_queue (queue, visible_at
 func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	cfg.defaults()
 	if pgdb.IsURL(path) {
+		schema, err := pgdb.SchemaOf(path)
+		if err != nil {
+			return nil, err
+		}
 		db, err := pgdb.Open(ctx, path)
 		if err != nil {
 			return nil, err
 		}
 		return create(ctx, db, cfg, "BIGSERIAL PRIMARY KEY", "BYTEA", " FOR UPDATE SKIP LOCKED",
-			"SELECT pg_advisory_xact_lock(7357212)", pgdb.Redact(path))
+			"SELECT pg_advisory_xact_lock(7357212)", schema, pgdb.Redact(path))
 	}
 	db, err := sqlitedb.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	return create(ctx, db, cfg, "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "", "", path)
+	return create(ctx, db, cfg, "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "", "", "", path)
 }
 
-func create(ctx context.Context, db *sql.DB, cfg Config, serial, blob, lock, migrationLock, where string) (*Queue, error) {
+// create makes the queue's table if needed; on PostgreSQL it lands in
+// seqbox's schema (pgSchema), next to the store's tables.
+func create(ctx context.Context, db *sql.DB, cfg Config, serial, blob, lock, migrationLock, pgSchema, where string) (*Queue, error) {
 	err := func() error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -111,6 +117,11 @@ func create(ctx context.Context, db *sql.DB, cfg Config, serial, blob, lock, mig
 		defer tx.Rollback() //nolint:errcheck // no-op after commit
 		if migrationLock != "" {
 			if _, err := tx.ExecContext(ctx, migrationLock); err != nil {
+				return err
+			}
+		}
+		if pgSchema != "" {
+			if err := pgdb.EnterSchema(ctx, tx, pgSchema); err != nil {
 				return err
 			}
 		}

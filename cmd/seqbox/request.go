@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
+	"github.com/spf13/cobra"
+)
+
+// actionFlags are the flags of the commands that ask the owning consumer
+// to act (dlq redrive, dlq skip, keys release).
+type actionFlags struct {
+	opFlags
+	by, reason string
+	wait       time.Duration
+}
+
+// register adds the shared flags; attributed makes --by and --reason
+// required (a gap decision must be attributable).
+func (f *actionFlags) register(c *cobra.Command, attributed bool) {
+	f.opFlags.register(c, false)
+	fl := c.Flags()
+	by, reason := "who asks (default: $USER)", "why (recorded on the request)"
+	if attributed {
+		by, reason = "who decides (required; recorded with the gap)", "why (required; recorded with the gap)"
+	}
+	fl.StringVar(&f.by, "by", "", by)
+	fl.StringVar(&f.reason, "reason", "", reason)
+	fl.DurationVar(&f.wait, "wait", 30*time.Second, "how long to wait for the consumer to execute the request")
+}
+
+func (f *actionFlags) check(cmd string, attributed bool) error {
+	if f.wait <= 0 {
+		return fmt.Errorf("%s: --wait %s: must be positive", cmd, f.wait)
+	}
+	if attributed && (blank(f.by) || blank(f.reason)) {
+		return fmt.Errorf("%s: --by and --reason are required: the gap decision must be attributable", cmd)
+	}
+	if blank(f.by) {
+		f.by = os.Getenv("USER")
+		if blank(f.by) {
+			f.by = "operator"
+		}
+	}
+	return nil
+}
+
+// request records an operator request for the consumer and prints the
+// decisions it produced. A consumer with an application handler executes
+// it in its own Run; one registered with the built-in record handler (a
+// replay's database) and not running is driven here, in-process.
+func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target string) error {
+	ctx := cmd.Context()
+	st, closeStore, err := openStoreAccess(ctx, f.db, store.Adopt)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	ctl := st.Control()
+	seq, err := ctl.Request(ctx, store.OperatorRequest{Consumer: s.reg.Consumer, Action: action, Target: target,
+		RequestedBy: f.by, Reason: f.reason, RequestedAt: time.Now()})
+	if err != nil {
+		return err
+	}
+	if s.reg.HandlerKind == store.HandlerRecord && !live(s.reg) {
+		if err := runInProcess(ctx, st, s); err != nil {
+			return err
+		}
+	}
+	r, err := awaitRequest(ctx, ctl, seq, f.wait, s.reg)
+	if err != nil {
+		return err
+	}
+	if r.State == store.RequestFailed {
+		return fmt.Errorf("%s: consumer %q (%s) refused request %d: %s", subcommandPath(cmd), r.Consumer, r.TakenBy, seq, r.Error)
+	}
+	return writeResult(cmd.OutOrStdout(), r)
+}
+
+// live reports whether a consumer process has sent a heartbeat lately.
+func live(r store.Registration) bool {
+	return !r.HeartbeatAt.IsZero() && time.Since(r.HeartbeatAt) < seqbox.LiveWithin
+}
+
+// runInProcess executes the pending requests of a record-handler consumer
+// with its registered policies.
+func runInProcess(ctx context.Context, st store.Store, s *session) error {
+	cfg := seqbox.Config{Name: s.reg.Consumer, Store: st}
+	if err := s.pol.Apply(&cfg); err != nil {
+		return err
+	}
+	c, err := replay.NewConsumer(cfg)
+	if err != nil {
+		return err
+	}
+	if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {
+		return fmt.Errorf("create record tables: %w", err)
+	}
+	_, err = c.RunRequests(ctx)
+	return err
+}
+
+// awaitRequest polls request seq until a consumer has executed it. When
+// nobody takes it within wait, it is cancelled, so that it cannot run
+// unexpectedly later, and the error says so.
+func awaitRequest(ctx context.Context, ctl store.Control, seq int64, wait time.Duration, reg store.Registration) (store.OperatorRequest, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		r, err := ctl.OperatorRequest(ctx, seq)
+		if err != nil {
+			return r, err
+		}
+		switch r.State {
+		case store.RequestDone, store.RequestFailed:
+			return r, nil
+		case store.RequestRunning:
+			if time.Now().After(deadline) {
+				return r, fmt.Errorf("request %d was taken by %s at %s and has no result after %s; it may still finish: check with seqbox dlq list / keys show",
+					seq, r.TakenBy, r.TakenAt.Format(time.RFC3339), wait)
+			}
+		case store.RequestPending:
+			if time.Now().After(deadline) {
+				why := fmt.Sprintf("no live consumer took it within %s", wait)
+				cancelled, err := ctl.CancelRequest(context.WithoutCancel(ctx), seq, why, time.Now())
+				if err != nil {
+					return r, err
+				}
+				if cancelled {
+					return r, fmt.Errorf("no live consumer %q took request %d within %s (%s); the request is cancelled: start the consumer and run the command again",
+						reg.Consumer, seq, wait, heartbeatText(reg))
+				}
+				deadline = time.Now().Add(wait) // taken at the last moment: wait for its result
+			}
+		default:
+			return r, fmt.Errorf("request %d is %s: %s", seq, r.State, r.Error)
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func heartbeatText(r store.Registration) string {
+	if r.HeartbeatAt.IsZero() {
+		return "it has never run; it registered at " + r.StartedAt.Format(time.RFC3339) + " from " + r.Process
+	}
+	return fmt.Sprintf("last heartbeat %s ago from %s", time.Since(r.HeartbeatAt).Round(time.Second), r.Process)
+}
+
+// writeResult prints the decisions of an executed request as JSON lines.
+func writeResult(w io.Writer, r store.OperatorRequest) error {
+	var ds []seqbox.Decision
+	if len(r.Result) > 0 {
+		if err := json.Unmarshal(r.Result, &ds); err != nil {
+			return fmt.Errorf("request %d: unreadable result: %w", r.Seq, err)
+		}
+	}
+	return ops.WriteDecisions(w, ds)
+}

@@ -1,0 +1,80 @@
+package replay
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"hash"
+	"io"
+)
+
+// line is one input line: its bytes, or for a line over the limit its
+// first limit bytes with its full size and hash.
+type line struct {
+	bytes     []byte
+	size      int64
+	oversized bool
+	sum       [32]byte
+}
+
+// lineReader reads newline-terminated lines of any length in bounded
+// memory: a line longer than limit keeps only its first limit bytes, and
+// the rest is hashed and counted as it streams past.
+type lineReader struct {
+	r     *bufio.Reader
+	limit int
+}
+
+func newLineReader(r io.Reader, limit int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64*1024), limit: limit}
+}
+
+// next returns the next line without its "\n", or io.EOF after the last.
+func (lr *lineReader) next() (line, error) {
+	var l line
+	var h hash.Hash
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
+			chunk = chunk[:len(chunk)-1]
+		}
+		l.size += int64(len(chunk))
+		switch {
+		case h != nil:
+			h.Write(chunk)
+		case len(l.bytes)+len(chunk) > lr.limit:
+			h = sha256.New()
+			h.Write(l.bytes)
+			h.Write(chunk)
+			l.oversized = true
+			keep := lr.limit - len(l.bytes)
+			l.bytes = append(l.bytes, chunk[:keep]...)
+		default:
+			l.bytes = append(l.bytes, chunk...)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && l.size == 0 && len(chunk) == 0:
+			return l, io.EOF
+		case err != nil && err != io.EOF:
+			return l, err
+		}
+		if h != nil {
+			copy(l.sum[:], h.Sum(nil))
+		}
+		return l, nil
+	}
+}
+
+// blank reports whether b holds only JSON whitespace (space, tab, CR,
+// LF). Other spaces, such as NBSP or a vertical tab, are content: such a
+// line is rejected, not skipped.
+func blank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}

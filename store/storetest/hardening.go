@@ -1,0 +1,316 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// exerciseHardening covers what a hostile review found: a retry released
+// by a drain, rejected input delivered again, and operator requests
+// executed only by the consumer that owns the handler.
+func exerciseHardening(t *testing.T, open Factory) {
+	t.Run("DrainedRetrySweptAfterBackoff", func(t *testing.T) { hardDrainedRetrySwept(t, open) })
+	t.Run("DrainedRetryAtOnceForRecord", func(t *testing.T) { hardDrainedRetryAtOnce(t, open) })
+	t.Run("RejectedTwiceOneDeadLetter", func(t *testing.T) { hardRejectedTwice(t, open) })
+	t.Run("OversizedTwiceOneDeadLetter", func(t *testing.T) { hardOversizedTwice(t, open) })
+	t.Run("RegistrationOnFirstDelivery", func(t *testing.T) { hardRegistration(t, open) })
+	t.Run("RequestRunsTheOwnersHandler", func(t *testing.T) { hardRequestOwner(t, open) })
+	t.Run("RequestTakenOnce", func(t *testing.T) { hardRequestTakenOnce(t, open) })
+	t.Run("CancelledRequestNeverRuns", func(t *testing.T) { hardRequestCancelled(t, open) })
+}
+
+// flakyOnce wraps the record handler: the named event fails transiently
+// the first time it runs, then applies.
+func flakyOnce(name, id string) (seqbox.Handler, *atomic.Int32) {
+	inner := replay.RecordHandler(name)
+	var calls atomic.Int32
+	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		if ev.ID == id && calls.Add(1) == 1 {
+			return errors.New("flaky: first attempt fails")
+		}
+		return inner(ctx, tx, ev)
+	}, &calls
+}
+
+// v1, then v3 (held), then v2: v2's drain releases v3, which fails once.
+// The library leaves it held for its backoff, says so in the key's detail,
+// and the next sweep after the backoff applies it.
+func hardDrainedRetrySwept(t *testing.T, open Factory) {
+	e := ordSetup(t, open)
+	h, calls := flakyOnce(e.cfg.Name, "o-3")
+	c := e.consumer(func(cfg *seqbox.Config) { cfg.Handler = h })
+	const key = "PED-1"
+	e.deliver(c, ordEvent("o-1", key, 1, "order.created"), 1)
+	require.Equal(t, []string{"o-3:held"}, ordSummary(e.deliver(c, ordEvent("o-3", key, 3, "order.cancelled"), 1)))
+	require.Equal(t, []string{"o-2:applied", "o-3:retry"}, ordSummary(e.deliver(c, ordEvent("o-2", key, 2, "order.paid"), 1)))
+
+	parked, err := e.st.Operator().Parked(e.ctx, e.cfg.Name, key)
+	require.NoError(t, err)
+	require.Len(t, parked, 1)
+	require.Equal(t, store.ParkHeld, parked[0].Reason)
+	require.Contains(t, parked[0].Detail, "attempt 1 of 3 failed", "the detail says why it waits now, not the old gap text")
+
+	e.clock.Advance(time.Second) // past the backoff
+	ds, err := c.Sweep(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"o-3:applied"}, ordSummary(ds))
+	require.EqualValues(t, 2, calls.Load())
+	require.Equal(t, []string{"o-1@1 order.created", "o-2@2 order.paid", "o-3@3 order.cancelled"}, e.effects(key))
+	v, err := e.st.Operator().Key(e.ctx, e.cfg.Name, key)
+	require.NoError(t, err)
+	require.Zero(t, v.Held, "nothing is left held")
+	require.Equal(t, int64(3), *v.Version)
+}
+
+// The same with replay's record handler, whose retries are redelivered at
+// once (DESIGN §7): the released v3 fails every time, so it is retried in
+// the same pass until dead-lettered, and nothing stays held or retrying.
+func hardDrainedRetryAtOnce(t *testing.T, open Factory) {
+	e := ordSetup(t, open)
+	cfg := e.cfg
+	c, err := replay.NewConsumer(cfg)
+	require.NoError(t, err)
+	const key = "PED-2"
+	e.deliver(c, ordEvent("r-1", key, 1, "order.created"), 1)
+	e.deliver(c, ordEvent("r-3", key, 3, "order.cancelled", ordWithData(map[string]any{"fail": "transient"})), 1)
+	ds := e.deliver(c, ordEvent("r-2", key, 2, "order.paid"), 1)
+	require.Equal(t, []string{"r-2:applied", "r-3:retry", "r-3:retry", "r-3:dead_lettered"}, ordSummary(ds))
+	v, err := e.st.Operator().Key(e.ctx, cfg.Name, key)
+	require.NoError(t, err)
+	require.Zero(t, v.Held)
+	require.True(t, v.Blocked, "on_dead_letter=block: the key waits for an operator")
+	dls, err := e.st.Operator().DeadLetters(e.ctx, cfg.Name, false)
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.Equal(t, "r-3", dls[0].ID)
+}
+
+// countRows counts a consumer's DLQ and audit rows.
+func countRows(t *testing.T, st store.Store, consumer string) (dlq, audit int) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_dlq WHERE consumer = $1`, consumer).Scan(&dlq))
+	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_audit WHERE consumer = $1`, consumer).Scan(&audit))
+	return dlq, audit
+}
+
+// A rejected input has the identity of its bytes: delivered again, it is
+// rejected again, with a reason, and adds no DLQ or audit row. It is not
+// an inbox identity of the business.
+func hardRejectedTwice(t *testing.T, open Factory) {
+	b := setupInbox(t, open)
+	c := b.consumer(t)
+	bad := []byte(`{"id":"x-1","source":"crm","type":"t","objectversion":"one","partitionkey":"K"}`)
+	for range 2 {
+		d := deliver(t, c, bad, 1)
+		require.Equal(t, seqbox.Rejected, d.Outcome)
+		require.Contains(t, d.Reason, "objectversion", "the reason names the field")
+	}
+	other := deliver(t, c, []byte(`{"id":"x-1","source":"crm"}`), 1)
+	require.Equal(t, seqbox.Rejected, other.Outcome, "other bad bytes are another rejection")
+	dlq, audit := countRows(t, b.st, b.cfg.Name)
+	require.Equal(t, 2, dlq, "one DLQ row per distinct bad input")
+	require.Equal(t, 2, audit)
+	counts, err := b.st.Operator().Counts(context.Background(), b.cfg.Name)
+	require.NoError(t, err)
+	require.Zero(t, counts.InboxRows, "rejected inputs are not business identities")
+}
+
+// An input too large to hand over is one rejected outcome with its size in
+// the reason; the DLQ keeps its prefix, once.
+func hardOversizedTwice(t *testing.T, open Factory) {
+	b := setupInbox(t, open)
+	c := b.consumer(t)
+	prefix := []byte(`{"id":"big","source":"crm","type":"t","data":"` + strings.Repeat("a", 100))
+	o := seqbox.Oversized{Prefix: prefix, Size: 5 << 20, SHA256: sha256.Sum256([]byte("the whole line"))}
+	for range 2 {
+		ds, err := c.DeliverOversized(context.Background(), o)
+		require.NoError(t, err)
+		require.Len(t, ds, 1)
+		require.Equal(t, seqbox.Rejected, ds[0].Outcome)
+		require.Contains(t, ds[0].Reason, "5242880 bytes")
+	}
+	dls, err := b.st.Operator().DeadLetters(context.Background(), b.cfg.Name, false)
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.Equal(t, prefix, dls[0].Envelope)
+}
+
+// A consumer registers on its first delivery with its handler kind and
+// policies, so operator commands need no policy flags.
+func hardRegistration(t *testing.T, open Factory) {
+	b := setupInbox(t, open)
+	ctx := context.Background()
+	fv := int64(1)
+	c := b.consumer(t, func(cfg *seqbox.Config) { cfg.FirstVersion = &fv; cfg.GapPolicy = seqbox.GapAdvance })
+	_, err := b.st.Control().Registration(ctx, b.cfg.Name)
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing is written before the first delivery")
+	deliver(t, c, []byte(`{"id":"a","source":"s","type":"t"}`), 1)
+	rec, err := replay.NewConsumer(seqbox.Config{Name: "replayed", Store: b.st})
+	require.NoError(t, err)
+	_, err = rec.Deliver(ctx, []byte(`{"id":"a","source":"s","type":"t"}`), 1)
+	require.NoError(t, err)
+
+	regs, err := b.st.Control().Registrations(ctx)
+	require.NoError(t, err)
+	require.Len(t, regs, 2)
+	require.Equal(t, b.cfg.Name, regs[0].Consumer)
+	require.Equal(t, store.HandlerApplication, regs[0].HandlerKind)
+	require.True(t, regs[0].HeartbeatAt.IsZero(), "a consumer that never ran has no heartbeat")
+	require.Equal(t, "replayed", regs[1].Consumer)
+	require.Equal(t, store.HandlerRecord, regs[1].HandlerKind)
+	pol, err := seqbox.RegisteredPolicies(regs[0])
+	require.NoError(t, err)
+	require.Equal(t, seqbox.GapAdvance, pol.GapPolicy)
+	require.Equal(t, int64(1), *pol.FirstVersion)
+	var cfg seqbox.Config
+	require.NoError(t, pol.Apply(&cfg))
+	require.Equal(t, 5*time.Minute, cfg.HoldTimeout)
+}
+
+// appSetup is an application's consumer: its own table and handler, which
+// fails permanently while broken is set.
+func appSetup(t *testing.T, st store.Store, name string, broken *atomic.Bool) *seqbox.Consumer {
+	t.Helper()
+	ctx := context.Background()
+	_, err := st.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS app_tasks (consumer TEXT NOT NULL, id TEXT NOT NULL)`)
+	require.NoError(t, err)
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: name, Store: st,
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			if broken.Load() {
+				return seqbox.Permanent(errors.New("crm is down"))
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO app_tasks (consumer, id) VALUES ($1, $2)`, name, ev.ID)
+			return err
+		}})
+	require.NoError(t, err)
+	return c
+}
+
+func appTasks(t *testing.T, st store.Store, name string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, st.DB().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM app_tasks WHERE consumer = $1`, name).Scan(&n))
+	return n
+}
+
+// deadLetterOne dead-letters one keyed message through c and returns its
+// DLQ sequence number.
+func deadLetterOne(t *testing.T, c *seqbox.Consumer, st store.Store, id string) int64 {
+	t.Helper()
+	d := deliver(t, c, []byte(`{"id":"`+id+`","source":"crm","type":"task.create","partitionkey":"opp-1","objectversion":1}`), 1)
+	require.Equal(t, seqbox.DeadLettered, d.Outcome)
+	dls, err := st.Operator().DeadLetters(context.Background(), c.Name(), false)
+	require.NoError(t, err)
+	require.NotEmpty(t, dls)
+	return dls[len(dls)-1].Seq
+}
+
+// A redrive request runs through the owner's handler: the application's
+// table gets the effect, who asked is recorded, and the result carries
+// the decisions.
+func hardRequestOwner(t *testing.T, open Factory) {
+	st := open(t)
+	ctx := context.Background()
+	var broken atomic.Bool
+	broken.Store(true)
+	c := appSetup(t, st, "crm", &broken)
+	seq := deadLetterOne(t, c, st, "t-1")
+	broken.Store(false)
+
+	req, err := st.Control().Request(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
+		Target: itoa(seq), RequestedBy: "alice", Reason: "crm is back", RequestedAt: time.Now()})
+	require.NoError(t, err)
+	n, err := c.RunRequests(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	r, err := st.Control().OperatorRequest(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, store.RequestDone, r.State, r.Error)
+	require.Equal(t, "alice", r.RequestedBy)
+	require.NotEmpty(t, r.TakenBy)
+	var ds []seqbox.Decision
+	require.NoError(t, json.Unmarshal(r.Result, &ds))
+	require.Equal(t, seqbox.Applied, ds[0].Outcome)
+	require.Equal(t, 1, appTasks(t, st, "crm"))
+
+	// A request the consumer cannot honour fails with the reason.
+	bad, err := st.Control().Request(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
+		Target: itoa(seq), RequestedBy: "alice", RequestedAt: time.Now()})
+	require.NoError(t, err)
+	_, err = c.RunRequests(ctx)
+	require.NoError(t, err)
+	r, err = st.Control().OperatorRequest(ctx, bad)
+	require.NoError(t, err)
+	require.Equal(t, store.RequestFailed, r.State)
+	require.Contains(t, r.Error, "already resolved")
+	require.Equal(t, 1, appTasks(t, st, "crm"), "nothing applied twice")
+}
+
+// Two processes of one consumer race for a request: one executes it.
+func hardRequestTakenOnce(t *testing.T, open Factory) {
+	st := open(t)
+	ctx := context.Background()
+	var broken atomic.Bool
+	broken.Store(true)
+	a := appSetup(t, st, "crm", &broken)
+	b := appSetup(t, st, "crm", &broken)
+	seq := deadLetterOne(t, a, st, "t-2")
+	broken.Store(false)
+	_, err := st.Control().Request(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
+		Target: itoa(seq), RequestedBy: "bob", RequestedAt: time.Now()})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var ran atomic.Int32
+	for _, c := range []*seqbox.Consumer{a, b} {
+		wg.Go(func() {
+			n, err := c.RunRequests(ctx)
+			require.NoError(t, err)
+			ran.Add(int32(n))
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, ran.Load())
+	require.Equal(t, 1, appTasks(t, st, "crm"))
+}
+
+// A request withdrawn before any consumer took it never runs.
+func hardRequestCancelled(t *testing.T, open Factory) {
+	st := open(t)
+	ctx := context.Background()
+	var broken atomic.Bool
+	broken.Store(true)
+	c := appSetup(t, st, "crm", &broken)
+	seq := deadLetterOne(t, c, st, "t-3")
+	broken.Store(false)
+	req, err := st.Control().Request(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionSkip,
+		Target: itoa(seq), RequestedBy: "carol", Reason: "wrong", RequestedAt: time.Now()})
+	require.NoError(t, err)
+	ok, err := st.Control().CancelRequest(ctx, req, "nobody took it", time.Now())
+	require.NoError(t, err)
+	require.True(t, ok)
+	n, err := c.RunRequests(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	dl, err := st.Operator().DeadLetter(ctx, "crm", seq)
+	require.NoError(t, err)
+	require.Empty(t, dl.Resolution, "the skip never ran")
+	ok, err = st.Control().CancelRequest(ctx, req, "again", time.Now())
+	require.NoError(t, err)
+	require.False(t, ok, "a cancelled request is no longer pending")
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
