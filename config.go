@@ -3,9 +3,9 @@ package seqbox
 import (
 	"log/slog"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
-	"time"
 
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"

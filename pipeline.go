@@ -220,6 +220,18 @@ func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event
 func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Decision, error) {
 	d := Decision{Outcome: Rejected, Reason: perr.Error(), Attempt: in.attempt}
 	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
+	// The attribute the error names has no single meaning: show none.
+	var ie *InvalidEventError
+	if errors.As(perr, &ie) {
+		switch ie.Field {
+		case "source":
+			d.Source = ""
+		case "id":
+			d.ID = ""
+		case "partitionkey":
+			d.PartitionKey = ""
+		}
+	}
 	sum := sha256.Sum256(in.raw)
 	if in.oversized != nil {
 		sum = in.oversized.SHA256

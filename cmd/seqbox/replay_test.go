@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strconv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,45 +34,61 @@ func TestReplayEveryOutcome(t *testing.T) {
 	db := newDB(t)
 	out := ok(t, outcomesArgs(t, db)...)
 	require.Equal(t, lines(
-		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"applied"}`,
-		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"collision"}`,
-		`{"source":"shop","id":"b5","partitionkey":"B","objectversion":5,"outcome":"applied"}`,
-		`{"source":"shop","id":"c1","partitionkey":"C","objectversion":1,"outcome":"semantic_duplicate"}`,
-		`{"source":"shop","id":"a3","partitionkey":"A","objectversion":3,"outcome":"held"}`,
-		`{"source":"shop","id":"a2","partitionkey":"A","objectversion":2,"outcome":"applied"}`,
+		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"applied","reason":""}`,
+		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"duplicate","reason":"identity already recorded (applied)"}`,
+		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"collision",`+
+			`"reason":"identity already recorded with payload hash 8e5f113d07a2, this one has 392ffbe6288b"}`,
+		`{"source":"shop","id":"b5","partitionkey":"B","objectversion":5,"outcome":"applied","reason":""}`,
+		`{"source":"shop","id":"c1","partitionkey":"C","objectversion":1,"outcome":"semantic_duplicate",`+
+			`"reason":"business key \"followup:B:meeting-1\" was already applied under another identity"}`,
+		`{"source":"shop","id":"a3","partitionkey":"A","objectversion":3,"outcome":"held","reason":"waiting for version 2 (got 3)"}`,
+		`{"source":"shop","id":"a2","partitionkey":"A","objectversion":2,"outcome":"applied","reason":""}`,
 		// The held a3 is released by a2 and prints a second line.
-		`{"source":"shop","id":"a3","partitionkey":"A","objectversion":3,"outcome":"applied"}`,
-		// A malformed line is an outcome, and replay goes on.
-		`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected"}`,
-		`{"source":"shop","id":"a1-late","partitionkey":"A","objectversion":1,"outcome":"stale"}`,
-		`{"source":"shop","id":"a3-again","partitionkey":"A","objectversion":3,"outcome":"version_conflict"}`,
-		`{"source":"shop","id":"d1","partitionkey":"D","objectversion":1,"outcome":"expired"}`,
-		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"retry"}`,
-		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"dead_lettered"}`,
-		`{"source":"shop","id":"e2","partitionkey":"E","objectversion":2,"outcome":"blocked"}`,
+		`{"source":"shop","id":"a3","partitionkey":"A","objectversion":3,"outcome":"applied","reason":""}`,
+		// A malformed line is an outcome, and replay goes on; the reason
+		// names the envelope and the byte.
+		`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+			`"reason":"invalid event: envelope: not a JSON object: invalid character 'h' in literal true (expecting 'r') (at byte 1)"}`,
+		`{"source":"shop","id":"a1-late","partitionkey":"A","objectversion":1,"outcome":"stale",`+
+			`"reason":"version 1 is older than the committed version 3"}`,
+		`{"source":"shop","id":"a3-again","partitionkey":"A","objectversion":3,"outcome":"version_conflict",`+
+			`"reason":"version 3 is already committed under another identity"}`,
+		`{"source":"shop","id":"d1","partitionkey":"D","objectversion":1,"outcome":"expired",`+
+			`"reason":"occurred at 2025-12-01T00:00:00Z, past the 24h0m0s business deadline"}`,
+		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"retry",`+
+			`"reason":"attempt 1 of 2 failed: record: data.fail=transient"}`,
+		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"dead_lettered",`+
+			`"reason":"attempts exhausted (2 of 2): record: data.fail=transient"}`,
+		`{"source":"shop","id":"e2","partitionkey":"E","objectversion":2,"outcome":"blocked",`+
+			`"reason":"key blocked since 2026-01-02T03:04:05Z: dead-lettered e1: attempts exhausted (2 of 2)"}`,
 		"deliveries=14 accepted=4 duplicates=1 inbox_rows=10 business_effects=4 applied=4 duplicate=1 collision=1 "+
 			"semantic_duplicate=1 stale=1 version_conflict=1 held=1 expired=1 blocked=1 retry=1 dead_lettered=1 rejected=1",
 	), out)
 
 	// The same file again on the same database applies nothing: every
 	// identity is a duplicate; the collision still collides and the
-	// malformed line is still rejected.
+	// malformed line is still rejected, under the identity of its bytes.
 	out = ok(t, outcomesArgs(t, db, "--state")...)
+	dup := func(id, key string, v int, was string) string {
+		return `{"source":"shop","id":"` + id + `","partitionkey":"` + key + `","objectversion":` + strconv.Itoa(v) +
+			`,"outcome":"duplicate","reason":"identity already recorded (` + was + `)"}`
+	}
 	require.Equal(t, lines(
-		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"collision"}`,
-		`{"source":"shop","id":"b5","partitionkey":"B","objectversion":5,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"c1","partitionkey":"C","objectversion":1,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"a3","partitionkey":"A","objectversion":3,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"a2","partitionkey":"A","objectversion":2,"outcome":"duplicate"}`,
-		`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected"}`,
-		`{"source":"shop","id":"a1-late","partitionkey":"A","objectversion":1,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"a3-again","partitionkey":"A","objectversion":3,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"d1","partitionkey":"D","objectversion":1,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"duplicate"}`,
-		`{"source":"shop","id":"e2","partitionkey":"E","objectversion":2,"outcome":"duplicate"}`,
+		dup("a1", "A", 1, "applied"),
+		dup("a1", "A", 1, "applied"),
+		`{"source":"shop","id":"a1","partitionkey":"A","objectversion":1,"outcome":"collision",`+
+			`"reason":"identity already recorded with payload hash 8e5f113d07a2, this one has 392ffbe6288b"}`,
+		dup("b5", "B", 5, "applied"),
+		dup("c1", "C", 1, "semantic_duplicate"),
+		dup("a3", "A", 3, "applied"),
+		dup("a2", "A", 2, "applied"),
+		`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+			`"reason":"invalid event: envelope: not a JSON object: invalid character 'h' in literal true (expecting 'r') (at byte 1)"}`,
+		dup("a1-late", "A", 1, "stale"),
+		dup("a3-again", "A", 3, "version_conflict"),
+		dup("d1", "D", 1, "expired"),
+		dup("e1", "E", 1, "dead_lettered"),
+		dup("e2", "E", 2, "blocked"),
 		"deliveries=13 accepted=0 duplicates=11 inbox_rows=10 business_effects=4 applied=0 duplicate=11 collision=1 "+
 			"semantic_duplicate=0 stale=0 version_conflict=0 held=0 expired=0 blocked=0 retry=0 dead_lettered=0 rejected=1",
 		// --state: one line per key after the counters.
@@ -81,6 +98,10 @@ func TestReplayEveryOutcome(t *testing.T) {
 		`{"partitionkey":"D","version":null,"state":"","blocked":false,"held":0}`,
 		`{"partitionkey":"E","version":null,"state":"","blocked":true,"held":0}`,
 	), out)
+
+	// The second run added no DLQ row: the rejected line has an identity
+	// (the hash of its bytes), and the dead-lettered e1 was a duplicate.
+	require.Equal(t, map[int64]string{1: "", 2: ""}, openDLQ(t, "dlq", "list", "--all", "--db", db, "--json"))
 }
 
 func TestReplayStdinAndTemporaryDB(t *testing.T) {
@@ -91,8 +112,8 @@ func TestReplayStdinAndTemporaryDB(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Empty(t, r.stderr)
 	require.Equal(t, lines(
-		`{"source":"crm","id":"k3-v1","partitionkey":"K3","objectversion":1,"outcome":"applied"}`,
-		`{"source":"crm","id":"k3-v3","partitionkey":"K3","objectversion":3,"outcome":"held"}`,
+		`{"source":"crm","id":"k3-v1","partitionkey":"K3","objectversion":1,"outcome":"applied","reason":""}`,
+		`{"source":"crm","id":"k3-v3","partitionkey":"K3","objectversion":3,"outcome":"held","reason":"waiting for version 2 (got 3)"}`,
 		"deliveries=2 accepted=1 duplicates=0 inbox_rows=2 business_effects=1 applied=1 duplicate=0 collision=0 "+
 			"semantic_duplicate=0 stale=0 version_conflict=0 held=1 expired=0 blocked=0 retry=0 dead_lettered=0 rejected=0",
 		`{"partitionkey":"K3","version":1,"state":"deal.opened","blocked":false,"held":1}`,
@@ -113,6 +134,12 @@ func TestReplayErrors(t *testing.T) {
 		t.Parallel()
 		require.Equal(t, `seqbox: invalid config: GapPolicy: "sideways" is not hold or advance`,
 			fails(t, "replay", "--gap-policy", "sideways", file))
+	})
+	t.Run("negative durations", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "seqbox: --hold-timeout -5s: must not be negative", fails(t, "replay", "--hold-timeout", "-5s", file))
+		require.Equal(t, "seqbox: --max-age -1s: must not be negative", fails(t, "replay", "--max-age", "-1s", file))
+		require.Equal(t, "seqbox: --max-block -1h0m0s: must not be negative", fails(t, "replay", "--max-block", "-1h", file))
 	})
 	t.Run("bad time", func(t *testing.T) {
 		t.Parallel()

@@ -133,7 +133,9 @@ func (h *harness) freshDB(name string) (string, func(), error) {
 		if strings.Contains(h.opt.DB, "?") {
 			sep = "&"
 		}
-		return h.opt.DB + sep + "search_path=" + schema, func() {}, nil
+		// The scenario's own schemas: one for its business tables, one
+		// for seqbox's.
+		return h.opt.DB + sep + "search_path=" + schema + "&seqbox_schema=" + schema + "_seqbox", func() {}, nil
 	}
 	dir, err := os.MkdirTemp(h.opt.DB, "seqbox-chaos-")
 	if err != nil {

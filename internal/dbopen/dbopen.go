@@ -7,8 +7,11 @@ package dbopen
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 
 	"github.com/seqbox/seqbox/internal/sqlitedb"
 	"github.com/seqbox/seqbox/store"
@@ -31,7 +34,12 @@ func StoreAccess(ctx context.Context, db string, access store.Access) (store.Sto
 	if postgres.IsURL(db) {
 		return postgres.OpenWith(ctx, db, postgres.Options{Access: access})
 	}
-	return sqlite.OpenWith(ctx, db, sqlite.Options{Access: access})
+	st, err := sqlite.OpenWith(ctx, db, sqlite.Options{Access: access})
+	if errors.Is(err, fs.ErrNotExist) {
+		// Only a read-only open does not create the file.
+		return nil, fmt.Errorf("--db %s: %w", db, syscall.ENOENT)
+	}
+	return st, err
 }
 
 // Check refuses a --db value with a scheme seqbox does not support.

@@ -74,3 +74,11 @@ func TestStoreIsExclusive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 }
+
+func TestReadOnlyMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo.db")
+	_, err := dbopen.StoreAccess(context.Background(), missing, store.ReadOnly)
+	require.EqualError(t, err, "--db "+missing+": no such file or directory")
+	_, err = os.Stat(missing)
+	require.True(t, os.IsNotExist(err), "a read-only open creates nothing")
+}

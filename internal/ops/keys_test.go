@@ -54,7 +54,7 @@ func TestReporterAdvice(t *testing.T) {
 		},
 		dlq: []store.DeadLetter{{Seq: 7, Source: "s", ID: "other"}},
 	}
-	r := Reporter{Op: op, Consumer: "c", FirstVersion: ptr(1), Now: t0.Add(2 * time.Minute)}
+	r := Reporter{Op: op, Consumer: "c", FirstVersion: ptr(1), Now: t0.Add(2 * time.Minute), DB: "/tmp/x/seqbox.db"}
 	reps, err := r.Keys(context.Background(), false)
 	require.NoError(t, err)
 
@@ -62,8 +62,8 @@ func TestReporterAdvice(t *testing.T) {
 	require.NoError(t, WriteKeys(&b, reps, false))
 	require.Equal(t, ""+
 		"PARTITIONKEY  STATUS   VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 REASON                                   ACTION\n"+
-		"order 7's     blocked  4        5         6              0     1                 2026-01-02T03:04:05Z  hold timed out                           seqbox keys release 'order 7'\\''s' --by WHO --reason WHY\n"+
-		"B             blocked  1        2         3              0     1                 2026-01-02T03:04:05Z  dead-lettered b2                         seqbox keys release B --by WHO --reason WHY\n"+
+		"order 7's     blocked  4        5         6              0     1                 2026-01-02T03:04:05Z  hold timed out                           seqbox keys release 'order 7'\\''s' --by WHO --reason WHY --db /tmp/x/seqbox.db --consumer c\n"+
+		"B             blocked  1        2         3              0     1                 2026-01-02T03:04:05Z  dead-lettered b2                         seqbox keys release B --by WHO --reason WHY --db /tmp/x/seqbox.db --consumer c\n"+
 		"C             held     9        10        10             1     0                 2026-01-02T03:04:05Z  waiting behind s/c10, which is retrying  wait: released when the retrying predecessor settles\n"+
 		"D             held     -        1         3              1     0                 2026-01-02T03:04:05Z  waiting for version 1 (got 3)            wait for version 1 until 2026-01-02T03:05:05Z (overdue: the next sweep applies the hold expiry)\n",
 		b.String())
@@ -75,6 +75,13 @@ func TestTableKeepsCellsOnOneLine(t *testing.T) {
 	var b bytes.Buffer
 	tb := newTable(&b, "A", "B")
 	tb.row("x\ty", "line one\nline two")
+	// A bidi override would reorder what follows it on the terminal; a
+	// zero-width space would hide inside the text.
+	tb.row("evil\u202etxt.exe", "zero\u200bwidth")
 	require.NoError(t, tb.flush())
-	require.Equal(t, "A    B\nx y  line one line two\n", b.String())
+	require.Equal(t, ""+
+		"A                  B\n"+
+		"x\\u0009y           line one\\u000aline two\n"+
+		"evil\\u202etxt.exe  zero\\u200bwidth\n",
+		b.String())
 }

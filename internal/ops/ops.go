@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode"
 	"unicode/utf8"
-	"time"
 
 	"github.com/seqbox/seqbox"
 )

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
@@ -374,7 +375,7 @@ func hasContent(p string) bool {
 // directory seqbox cannot write is an error that says so.
 func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) {
 	if t.Path != "" && !st.exists {
-		return nil, fmt.Errorf("sqlite: %s: %w", t.Where, fs.ErrNotExist)
+		return nil, fmt.Errorf("sqlite: %s: %w", t.Where, syscall.ENOENT) // errors.Is fs.ErrNotExist
 	}
 	if t.Path != "" && st.size == 0 {
 		return nil, sqlstore.NoSeqboxData(t.Where)
