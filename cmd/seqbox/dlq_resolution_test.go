@@ -33,16 +33,18 @@ func openDLQ(t *testing.T, args ...string) map[int64]string {
 // A redrive settles the message even when it does not apply: with
 // --on-dead-letter release the key moved past v2, so the redriven v2 is
 // stale (recorded, never retried). It is no longer dead-lettered, so its
-// DLQ row must not stay open to be redriven again and again.
+// DLQ row must not stay open to be redriven again and again. The redrive
+// takes the release policy from the consumer's registration.
 func TestDLQRedriveThatEndsStaleResolvesTheRow(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	out := ok(t, "replay", "--db", db, "--now", now, "--on-dead-letter", "release", fixture(t, "k2.jsonl"))
-	require.Contains(t, out, `{"source":"crm","id":"k2-v3","partitionkey":"K2","objectversion":3,"outcome":"applied"}`+"\n")
+	require.Contains(t, out, `{"source":"crm","id":"k2-v3","partitionkey":"K2","objectversion":3,"outcome":"applied","reason":""}`+"\n")
 
 	require.Equal(t, lines(
-		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"stale"}`,
-	), ok(t, "dlq", "redrive", "1", "--db", db, "--now", "2026-01-02T04:00:00Z", "--on-dead-letter", "release"))
+		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"stale",`+
+			`"reason":"version 2 is older than the committed version 3"}`,
+	), ok(t, "dlq", "redrive", "1", "--db", db))
 
 	require.Empty(t, openDLQ(t, "dlq", "list", "--db", db, "--json"),
 		"the redriven message ended stale; its DLQ row must be resolved")
@@ -58,8 +60,10 @@ func TestDLQResolvingOneRejectedEnvelopeLeavesTheOthersOpen(t *testing.T) {
 		db := newDB(t)
 		out := ok(t, "replay", "--db", db, "--now", now, fixture(t, "rejected.jsonl"))
 		require.True(t, strings.HasPrefix(out, lines(
-			`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected"}`,
-			`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected"}`,
+			`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+				`"reason":"invalid event: envelope: not a JSON object: invalid character 'o' in literal null (expecting 'u') (at byte 1)"}`,
+			`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+				`"reason":"invalid event: id: required attribute is missing"}`,
 		)), out)
 		require.Equal(t, map[int64]string{1: "", 2: ""}, openDLQ(t, "dlq", "list", "--db", db, "--json"))
 		return db
@@ -75,7 +79,8 @@ func TestDLQResolvingOneRejectedEnvelopeLeavesTheOthersOpen(t *testing.T) {
 	t.Run("redrive", func(t *testing.T) {
 		t.Parallel()
 		db := replayRejected(t)
-		require.Equal(t, lines(`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected"}`),
+		require.Equal(t, lines(`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+			`"reason":"invalid event: envelope: not a JSON object: invalid character 'o' in literal null (expecting 'u') (at byte 1)"}`),
 			ok(t, "dlq", "redrive", "1", "--db", db))
 		// Row 1 is resolved and its bytes are rejected again as row 3; row 2
 		// was not touched and stays open.
@@ -91,8 +96,9 @@ func TestKeysFailedRedriveKeepsBlockedSince(t *testing.T) {
 	t.Parallel()
 	db := replayK2(t)
 	require.Equal(t, lines(
-		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered"}`,
-	), ok(t, "dlq", "redrive", "1", "--db", db, "--now", "2026-01-02T04:00:00Z"))
+		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered",`+
+			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
+	), ok(t, "dlq", "redrive", "1", "--db", db))
 	reps := keyReports(t, "keys", "list", "--db", db, "--json")
 	require.Len(t, reps, 1)
 	require.Equal(t, true, reps[0]["blocked"])

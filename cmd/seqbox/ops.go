@@ -134,9 +134,10 @@ func subcommandPath(c *cobra.Command) string {
 // below it is a one-line error that names the full command.
 func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 	c := &cobra.Command{
-		Use:                use,
-		Short:              short,
-		DisableFlagParsing: true,
+		Use:                        use,
+		Short:                      short,
+		DisableFlagParsing:         true,
+		SuggestionsMinimumDistance: 2,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 				return cmd.Help()

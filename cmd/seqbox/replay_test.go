@@ -2,8 +2,8 @@ package main
 
 import (
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -165,4 +165,29 @@ func TestReplayErrors(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, content, got, "a foreign file must be left untouched")
 	})
+}
+
+// Input with more than one meaning is rejected, naming the field (DESIGN
+// §1): a member name repeated at any depth. A JSON syntax error names the
+// envelope and the byte.
+func TestReplayRejectsDuplicateMemberNames(t *testing.T) {
+	t.Parallel()
+	in := lines(
+		`{"specversion":"1.0","id":"a","id":"b","source":"s","type":"t"}`,
+		`{"specversion":"1.0","id":"c","source":"s","type":"t","data":{"a":{"b":1,"b":2}}}`,
+		`{"specversion":"1.0","id":"d","source":"s","type":"t",}`,
+	)
+	r := exe(t, in, "replay", "--now", now, "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	require.Equal(t, lines(
+		`{"source":"s","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+			`"reason":"invalid event: id: duplicate member name \"id\" (at byte 30)"}`,
+		`{"source":"s","id":"c","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+			`"reason":"invalid event: data.a.b: duplicate member name \"b\" (at byte 73)"}`,
+		`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
+			`"reason":"invalid event: envelope: not a JSON object: invalid character '}' looking for beginning of object key string (at byte 54)"}`,
+		"deliveries=3 accepted=0 duplicates=0 inbox_rows=0 business_effects=0 applied=0 duplicate=0 collision=0 "+
+			"semantic_duplicate=0 stale=0 version_conflict=0 held=0 expired=0 blocked=0 retry=0 dead_lettered=0 rejected=3",
+	), r.stdout)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -59,7 +60,13 @@ func (f *actionFlags) check(cmd string, attributed bool) error {
 // replay's database) and not running is driven here, in-process.
 func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target string) error {
 	ctx := cmd.Context()
-	st, closeStore, err := openStoreAccess(ctx, f.db, store.Adopt)
+	// A replay's database stays the CLI's own; an application's database
+	// is adopted (seqbox writes only its request table).
+	access := store.Adopt
+	if s.reg.HandlerKind == store.HandlerRecord {
+		access = store.Exclusive
+	}
+	st, closeStore, err := openStoreAccess(ctx, f.db, access)
 	if err != nil {
 		return err
 	}
@@ -93,7 +100,8 @@ func live(r store.Registration) bool {
 // runInProcess executes the pending requests of a record-handler consumer
 // with its registered policies.
 func runInProcess(ctx context.Context, st store.Store, s *session) error {
-	cfg := seqbox.Config{Name: s.reg.Consumer, Store: st}
+	cfg := seqbox.Config{Name: s.reg.Consumer, Store: st,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if err := s.pol.Apply(&cfg); err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func open(ctx context.Context, db, queue string) (*env, error) {
 		st.Close()
 		return nil, fmt.Errorf("record tables: %w", err)
 	}
-	q, err := embedded.Open(ctx, strings.TrimPrefix(db, "sqlite://"), embedded.Config{
+	q, err := embedded.Open(ctx, db, embedded.Config{
 		Name: queue, Wait: 100 * time.Millisecond, PollInterval: 5 * time.Millisecond,
 	})
 	if err != nil {

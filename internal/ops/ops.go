@@ -121,6 +121,8 @@ func Visible(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case hidden(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
 		case hidden(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		case r == '\\':

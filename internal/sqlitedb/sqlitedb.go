@@ -262,12 +262,15 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 //   - store.Adopt: any SQLite database (or an empty or missing file, which
 //     is created) is opened read-write and switched to WAL.
 //   - store.Exclusive: before anything opens it read-write, the file is
-//     inspected with a connection that creates no file beside it, and a
-//     database that is not empty or seqbox's is refused with
-//     store.ErrForeignDatabase, byte for byte untouched.
+//     inspected read-only, and a database that is not empty or seqbox's
+//     is refused with store.ErrForeignDatabase, byte for byte untouched.
+//     The inspection creates no file beside it (immutable=1 for a WAL-mode
+//     file whose -wal is missing or empty), except the -shm SQLite needs
+//     to read a -wal that holds transactions when that -shm is missing.
 //   - store.ReadOnly: the file must exist; it is opened with mode=ro and
 //     query_only, nothing is switched, and an empty file is refused before
-//     any driver sees it. See ReadOnly for read-only directories.
+//     any driver sees it. A read-only directory works unless the file's
+//     -wal holds transactions and its -shm is missing.
 //
 // In every mode a non-empty file that does not start with the SQLite
 // header is refused with store.ErrForeignDatabase before any driver opens

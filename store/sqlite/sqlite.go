@@ -53,7 +53,9 @@ func Open(ctx context.Context, path string) (store.Store, error) {
 //     else (tables, views, triggers or indexes that are not seqbox's, a
 //     user_version or application_id) is refused with
 //     store.ErrForeignDatabase, the file left byte for byte as it was, with
-//     no -wal, -shm or -journal file created beside it.
+//     no -wal, -shm or -journal file created beside it (one case aside: a
+//     WAL-mode file whose -wal holds transactions but whose -shm is gone
+//     gets the -shm SQLite needs to read them).
 //   - store.ReadOnly writes nothing: no migration, no switch to WAL, and a
 //     file in rollback-journal mode gets no file beside it. The file must
 //     exist and hold seqbox's tables (an empty file stays empty and is
