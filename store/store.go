@@ -16,8 +16,9 @@ import (
 // ErrNotFound is returned by lookups of a single row that does not exist.
 var ErrNotFound = errors.New("not found")
 
-// ErrForeignDatabase is returned when a database holds tables that are not
-// seqbox's. Nothing in it is touched.
+// ErrForeignDatabase is returned when a database is not empty or seqbox's
+// (store.Exclusive), or a file is not a SQLite database. Nothing in it is
+// touched.
 var ErrForeignDatabase = errors.New("not a seqbox database")
 
 // ErrStorageFull is matched by writes that failed because the disk is

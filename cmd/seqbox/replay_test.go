@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -190,4 +191,27 @@ func TestReplayRejectsDuplicateMemberNames(t *testing.T) {
 		"deliveries=3 accepted=0 duplicates=0 inbox_rows=0 business_effects=0 applied=0 duplicate=0 collision=0 "+
 			"semantic_duplicate=0 stale=0 version_conflict=0 held=0 expired=0 blocked=0 retry=0 dead_lettered=0 rejected=3",
 	), r.stdout)
+}
+
+// An oversized line is one rejected outcome with its size, the lines after
+// it still run, and a second replay adds no DLQ row for it.
+func TestReplayOversizedLine(t *testing.T) {
+	t.Parallel()
+	big := `{"id":"big","source":"s","type":"t","data":"` + strings.Repeat("a", 2<<20) + `"}`
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(big+"\n"+`{"id":"after","source":"s","type":"t"}`+"\n"), 0o600))
+	db := newDB(t)
+	for run := 1; run <= 2; run++ {
+		out := strings.Split(strings.TrimSuffix(ok(t, "replay", "--db", db, in), "\n"), "\n")
+		require.Len(t, out, 3)
+		require.Contains(t, out[0], `"outcome":"rejected"`)
+		require.Contains(t, out[0], fmt.Sprintf("envelope: %d bytes, larger than the 1048576-byte limit", len(big)))
+		want := `"outcome":"applied"`
+		if run == 2 {
+			want = `"outcome":"duplicate"`
+		}
+		require.Contains(t, out[1], want)
+	}
+	require.Len(t, strings.Split(strings.TrimSuffix(ok(t, "dlq", "list", "--db", db, "--json"), "\n"), "\n"), 1,
+		"one DLQ row for the oversized line, however often it is replayed")
 }
