@@ -290,8 +290,17 @@ func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Decision
 	return tx.Audit(ctx, store.AuditRow{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: string(d.Outcome),
-		Reason: d.Reason, NextAction: next, At: now,
+		Reason: d.Reason, NextAction: next, At: now, PayloadHash: onceOnly(d.Outcome, ev.Hash),
 	})
+}
+
+// onceOnly is the payload hash that makes an audit row once-only: for a
+// duplicate or a collision, seeing that payload again is no new evidence.
+func onceOnly(o Outcome, hash string) string {
+	if o == Duplicate || o == Collision {
+		return hash
+	}
+	return ""
 }
 
 func (p *pipeline) parkRow(ev Event, reason, detail string, now, holdUntil time.Time) store.Parked {

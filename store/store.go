@@ -58,6 +58,10 @@ func (a Access) String() string {
 	return "unknown access"
 }
 
+// OutcomeDuplicate is the duplicate outcome's name, which Tx.Audit
+// records on the inbox row instead of as an audit row.
+const OutcomeDuplicate = "duplicate"
+
 // Park reasons: why a message sits in the parked table.
 const (
 	ParkHeld            = "held"
@@ -154,7 +158,10 @@ type Tx interface {
 	Decision(ctx context.Context, consumer, source, id string) ([]byte, error)
 	// RecordDecision stores a decision for an identity inside the batch.
 	RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error
-	// Audit records a non-applied outcome.
+	// Audit records a non-applied outcome. A duplicate is counted on its
+	// inbox row rather than added as a row, and a collision is recorded
+	// once per colliding payload: delivering again what was already
+	// recorded adds no row (DESIGN §7).
 	Audit(ctx context.Context, a AuditRow) error
 	// RecordGap records a known gap in a key's version history.
 	RecordGap(ctx context.Context, g Gap) error
@@ -245,6 +252,10 @@ type AuditRow struct {
 	Reason               string
 	NextAction           string
 	At                   time.Time
+	// PayloadHash, set for duplicates and collisions, makes the row
+	// once-only: the same payload seen again under that identity adds no
+	// row.
+	PayloadHash string
 }
 
 // Gap is a recorded decision to move past missing versions of a key.

@@ -192,11 +192,12 @@ func (t *Tx) UnblockKey(ctx context.Context, consumer, key string, at time.Time)
 	return err
 }
 
-// Park stores a message in the parked table.
+// Park stores a message in the parked table. A colliding payload already
+// parked is not parked twice.
 func (t *Tx) Park(ctx context.Context, p store.Parked) error {
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_parked
 		(consumer, source, id, partitionkey, objectversion, reason, detail, envelope, payload_hash, parked_at, hold_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
 		p.Consumer, p.Source, p.ID, p.PartitionKey, optInt(p.ObjectVersion), p.Reason, p.Detail, p.Envelope,
 		p.PayloadHash, micros(p.ParkedAt), zeroNullMicros(p.HoldUntil))
 	return err
@@ -327,13 +328,20 @@ func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, 
 	return nil
 }
 
-// Audit records a non-applied outcome.
+// Audit records a non-applied outcome. A duplicate is counted on its
+// inbox row instead (how often, and when last); a collision of a payload
+// already audited for that identity adds no row.
 func (t *Tx) Audit(ctx context.Context, a store.AuditRow) error {
+	if a.Outcome == store.OutcomeDuplicate {
+		_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
+			WHERE consumer = $1 AND source = $2 AND id = $3`, a.Consumer, a.Source, a.ID, micros(a.At))
+		return err
+	}
 	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_audit
-		(consumer, source, id, partitionkey, received_version, current_version, outcome, reason, next_action, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		(consumer, source, id, partitionkey, received_version, current_version, outcome, reason, next_action, at, payload_hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
 		a.Consumer, a.Source, a.ID, a.PartitionKey, optInt(a.ReceivedVersion), optInt(a.CurrentVersion),
-		a.Outcome, a.Reason, a.NextAction, micros(a.At))
+		a.Outcome, a.Reason, a.NextAction, micros(a.At), a.PayloadHash)
 	return err
 }
 

@@ -30,6 +30,64 @@ func exerciseHardening(t *testing.T, open Factory) {
 	t.Run("RequestRunsTheOwnersHandler", func(t *testing.T) { hardRequestOwner(t, open) })
 	t.Run("RequestTakenOnce", func(t *testing.T) { hardRequestTakenOnce(t, open) })
 	t.Run("CancelledRequestNeverRuns", func(t *testing.T) { hardRequestCancelled(t, open) })
+	t.Run("ReplayTwiceAddsNothing", func(t *testing.T) { hardReplayTwice(t, open) })
+}
+
+// replayTwiceInput has one line of every kind a replay meets: applied,
+// duplicate, collision, semantic duplicate, stale, held then applied,
+// dead-lettered, blocked, rejected (bad JSON, duplicate member), blank.
+const replayTwiceInput = `{"id":"p1","source":"erp","type":"created","partitionkey":"P","objectversion":1}
+{"id":"p1","source":"erp","type":"created","partitionkey":"P","objectversion":1}
+{"id":"p1","source":"erp","type":"created","partitionkey":"P","objectversion":1,"data":{"qty":12}}
+{"id":"p3","source":"erp","type":"shipped","partitionkey":"P","objectversion":3}
+{"id":"p2","source":"erp","type":"paid","partitionkey":"P","objectversion":2,"businesskey":"pay:P"}
+{"id":"p2b","source":"erp","type":"paid","partitionkey":"Q","objectversion":1,"businesskey":"pay:P"}
+{"id":"p0","source":"erp","type":"draft","partitionkey":"P","objectversion":0}
+{"id":"k1","source":"erp","type":"created","partitionkey":"K","objectversion":1,"data":{"fail":"permanent"}}
+{"id":"k2","source":"erp","type":"paid","partitionkey":"K","objectversion":2}
+{"id":"bad"
+{"id":"a","id":"b","source":"erp","type":"t"}
+
+`
+
+// rowCounts counts every table a replay writes, for one consumer.
+func rowCounts(t *testing.T, st store.Store, consumer string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, table := range []string{"seqbox_inbox", "seqbox_dlq", "seqbox_audit", "seqbox_parked", "seqbox_gaps",
+		"seqbox_business_keys", "seqbox_keys", "seqbox_retries", "record_effects"} {
+		var n int
+		require.NoError(t, st.DB().QueryRowContext(context.Background(),
+			`SELECT COUNT(*) FROM `+table+` WHERE consumer = $1`, consumer).Scan(&n))
+		out[table] = n
+	}
+	return out
+}
+
+// Replaying a file again adds nothing: not to the inbox, the effects, the
+// DLQ, the parked messages nor the audit (DESIGN §7).
+func hardReplayTwice(t *testing.T, open Factory) {
+	st := open(t)
+	ctx := context.Background()
+	c, err := replay.NewConsumer(seqbox.Config{Name: "twice", Store: st, Now: func() time.Time { return ordT0 }})
+	require.NoError(t, err)
+	var first strings.Builder
+	cnt, err := replay.Run(ctx, c, strings.NewReader(replayTwiceInput), &first, replay.Options{})
+	require.NoError(t, err)
+	require.Equal(t, int64(11), cnt.Deliveries, "every non-blank line is one delivery:\n%s", first.String())
+	for _, o := range []seqbox.Outcome{seqbox.Duplicate, seqbox.Collision, seqbox.SemanticDuplicate, seqbox.Stale,
+		seqbox.Held, seqbox.DeadLettered, seqbox.Blocked, seqbox.Rejected} {
+		require.NotZero(t, cnt.ByOutcome[o], "the input exercises %s:\n%s", o, first.String())
+	}
+	before := rowCounts(t, st, "twice")
+
+	var second strings.Builder
+	cnt, err = replay.Run(ctx, c, strings.NewReader(replayTwiceInput), &second, replay.Options{})
+	require.NoError(t, err)
+	require.Zero(t, cnt.Accepted, "the second run applies nothing:\n%s", second.String())
+	require.Equal(t, int64(2), cnt.ByOutcome[seqbox.Rejected], "rejected lines are rejected again")
+	require.Equal(t, int64(1), cnt.ByOutcome[seqbox.Collision], "the colliding line collides again")
+	require.Equal(t, before, rowCounts(t, st, "twice"), "the second run adds no row anywhere")
 }
 
 // flakyOnce wraps the record handler: the named event fails transiently

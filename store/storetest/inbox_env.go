@@ -107,6 +107,16 @@ func (b *inboxBundle) audit(t *testing.T) []store.AuditRow {
 	return rows
 }
 
+// duplicates is how many repetitions the consumer's inbox rows counted:
+// a duplicate is recorded there, not as an audit row.
+func (b *inboxBundle) duplicates(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.st.DB().QueryRowContext(context.Background(),
+		`SELECT COALESCE(SUM(duplicates), 0) FROM seqbox_inbox WHERE consumer = $1`, b.cfg.Name).Scan(&n))
+	return n
+}
+
 func auditOutcomes(rows []store.AuditRow) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {

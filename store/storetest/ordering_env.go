@@ -253,6 +253,16 @@ func (e *ordEnv) audit(key string) []store.AuditRow {
 // auditLines renders a key's audit rows as "id outcome received/current".
 // A duplicate is decided by the inbox before the ordering gate reads the
 // key, so only its received version is part of its evidence.
+// duplicates is how often the identities with this id were delivered
+// again: counted on their inbox rows, not in the audit.
+func (e *ordEnv) duplicates(id string) int {
+	e.t.Helper()
+	var n int
+	require.NoError(e.t, e.st.DB().QueryRowContext(e.ctx, `SELECT COALESCE(SUM(duplicates), 0) FROM seqbox_inbox
+		WHERE consumer = $1 AND id = $2`, e.cfg.Name, id).Scan(&n))
+	return n
+}
+
 func (e *ordEnv) auditLines(key string) []string {
 	e.t.Helper()
 	out := []string{}

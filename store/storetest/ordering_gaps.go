@@ -99,7 +99,11 @@ func ordDuplicate(t *testing.T, open Factory) {
 	require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago", "E3@3 pedido_separado", "E4@4 pedido_enviado"}, e.effects(k),
 		"every version has exactly one effect, in version order")
 	e.requireObject(k, "pedido_enviado", 4)
-	require.Equal(t, []string{"E2 duplicate 2", "E2 duplicate 2", "E4 held 4/2", "E4 duplicate 4"}, e.auditLines(k))
+	// Duplicates are counted on their inbox rows, not added to the audit
+	// (a replay of the same file adds nothing, DESIGN §7).
+	require.Equal(t, []string{"E4 held 4/2"}, e.auditLines(k))
+	require.Equal(t, 2, e.duplicates("E2"), "E2 was delivered twice more")
+	require.Equal(t, 1, e.duplicates("E4"))
 	cn := e.counts()
 	require.Equal(t, int64(4), cn.InboxRows)
 	require.Equal(t, int64(4), cn.Applied)
@@ -178,7 +182,8 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		// 3 turns up after the decision: too late.
 		ds = e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
 		require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
-		require.Equal(t, []string{"E4 held 4/2", "E5 blocked 5/2", "E4 duplicate 4", "E3 stale 3/5"}, e.auditLines(k))
+		require.Equal(t, []string{"E4 held 4/2", "E5 blocked 5/2", "E3 stale 3/5"}, e.auditLines(k))
+		require.Equal(t, 1, e.duplicates("E4"))
 		_, err = c.ReleaseKey(e.ctx, k, "ana@ops", "again")
 		require.Error(t, err, "the key is no longer blocked")
 		e.requireNothingParked()
