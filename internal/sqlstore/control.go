@@ -36,7 +36,7 @@ func (c control) Heartbeat(ctx context.Context, consumer string, at time.Time) e
 
 const registrationColumns = `consumer, handler_kind, policies, process, started_at, heartbeat_at`
 
-func scanRegistration(row interface{ Scan(...any) error }) (store.Registration, error) {
+func scanRegistration(row rowScanner) (store.Registration, error) {
 	var r store.Registration
 	var policies string
 	var started int64
@@ -50,21 +50,10 @@ func scanRegistration(row interface{ Scan(...any) error }) (store.Registration, 
 
 func (c control) Registrations(ctx context.Context) ([]store.Registration, error) {
 	rows, err := c.db.QueryContext(ctx, `SELECT `+registrationColumns+` FROM seqbox_consumers`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.Registration
-	for rows.Next() {
-		r, err := scanRegistration(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
+	out, err := collect(rows, err, scanRegistration)
 	// Sorted here, by bytes, so every store and collation agrees.
 	slices.SortFunc(out, func(a, b store.Registration) int { return strings.Compare(a.Consumer, b.Consumer) })
-	return out, rows.Err()
+	return out, err
 }
 
 func (c control) Registration(ctx context.Context, consumer string) (store.Registration, error) {
@@ -86,7 +75,7 @@ func (c control) Request(ctx context.Context, r store.OperatorRequest) (int64, e
 const requestColumns = `seq, consumer, action, target, requested_by, reason, requested_at, state, taken_by, taken_at,
 	result, error, done_at`
 
-func scanRequest(row interface{ Scan(...any) error }) (store.OperatorRequest, error) {
+func scanRequest(row rowScanner) (store.OperatorRequest, error) {
 	var r store.OperatorRequest
 	var requested int64
 	var taken, done sql.NullInt64
@@ -105,19 +94,7 @@ func scanRequest(row interface{ Scan(...any) error }) (store.OperatorRequest, er
 func (c control) PendingRequests(ctx context.Context, consumer string) ([]store.OperatorRequest, error) {
 	rows, err := c.db.QueryContext(ctx, `SELECT `+requestColumns+` FROM seqbox_requests
 		WHERE consumer = $1 AND state = $2 ORDER BY seq`, consumer, string(store.RequestPending))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.OperatorRequest
-	for rows.Next() {
-		r, err := scanRequest(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanRequest)
 }
 
 func (c control) OperatorRequest(ctx context.Context, seq int64) (store.OperatorRequest, error) {

@@ -19,7 +19,27 @@ var _ store.Operator = operator{}
 const dlqColumns = `seq, consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
 	first_error, last_error, dead_at, resolution, resolved_at`
 
-func scanDLQ(row interface{ Scan(...any) error }) (store.DeadLetter, error) {
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(...any) error }
+
+// collect reads every row of a query with scan, and closes the rows.
+func collect[T any](rows *sql.Rows, err error, scan func(rowScanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var ver, resolved sql.NullInt64
 	var dead int64
@@ -37,19 +57,7 @@ func scanDLQ(row interface{ Scan(...any) error }) (store.DeadLetter, error) {
 func (o operator) DeadLetters(ctx context.Context, consumer string, all bool) ([]store.DeadLetter, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
 		WHERE consumer = $1 AND ($2 OR resolution = '') ORDER BY seq`, consumer, all)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.DeadLetter
-	for rows.Next() {
-		d, err := scanDLQ(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanDLQ)
 }
 
 func (o operator) DeadLetter(ctx context.Context, consumer string, seq int64) (store.DeadLetter, error) {
