@@ -31,6 +31,51 @@ func exerciseHardening(t *testing.T, open Factory) {
 	t.Run("RequestTakenOnce", func(t *testing.T) { hardRequestTakenOnce(t, open) })
 	t.Run("CancelledRequestNeverRuns", func(t *testing.T) { hardRequestCancelled(t, open) })
 	t.Run("ReplayTwiceAddsNothing", func(t *testing.T) { hardReplayTwice(t, open) })
+	t.Run("AmbiguousInputsNeverMerge", func(t *testing.T) { hardAmbiguousInputs(t, open) })
+	t.Run("HashComparesByValue", func(t *testing.T) { hardHashByValue(t, open) })
+}
+
+// Inputs with more than one meaning have no identity: ids or keys that
+// differ only in invalid bytes or lone surrogates are each rejected, never
+// merged into one identity where the second is lost as a duplicate.
+func hardAmbiguousInputs(t *testing.T, open Factory) {
+	b := setupInbox(t, open)
+	c := b.consumer(t)
+	for _, raw := range []string{
+		"{\"id\":\"a\xff\",\"source\":\"s\",\"type\":\"t\"}",
+		"{\"id\":\"a\xfe\",\"source\":\"s\",\"type\":\"t\"}",
+		`{"id":"k1","source":"s","type":"t","partitionkey":"P\udc01"}`,
+		`{"id":"k2","source":"s","type":"t","partitionkey":"P\udc02"}`,
+		`{"id":"d","source":"s","type":"t","data":{"x":{"a":1,"\u0061":2}}}`,
+	} {
+		d := deliver(t, c, []byte(raw), 1)
+		require.Equal(t, seqbox.Rejected, d.Outcome, "%q", raw)
+		require.NotEmpty(t, d.Reason)
+	}
+	dlq, _ := countRows(t, b.st, b.cfg.Name)
+	require.Equal(t, 5, dlq, "each ambiguous input is its own rejection")
+	counts, err := b.st.Operator().Counts(context.Background(), b.cfg.Name)
+	require.NoError(t, err)
+	require.Zero(t, counts.InboxRows)
+	require.Zero(t, b.effects(t, ""))
+}
+
+// The payload hash is RFC 8785: the same fact spelled differently (number
+// spelling, escapes, member order, whitespace) is a duplicate, and a
+// different value is a collision.
+func hardHashByValue(t *testing.T, open Factory) {
+	b := setupInbox(t, open)
+	c := b.consumer(t)
+	require.Equal(t, seqbox.Applied, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":1,"name":"é"}}`), 1).Outcome)
+	for _, same := range []string{
+		`{"id":"n","source":"s","type":"t","data":{"q":1.0,"name":"\u00e9"}}`,
+		`{"data":{"name":"é","q":1e0},"type":"t","source":"s","id":"n"}`,
+		`{ "id" : "n", "source":"s", "type":"t", "data":{"q":10e-1,"name":"é"}, "publishedat":"2026-01-01T00:00:00Z"}`,
+	} {
+		require.Equal(t, seqbox.Duplicate, deliver(t, c, []byte(same), 2).Outcome, same)
+	}
+	require.Equal(t, seqbox.Collision, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":2,"name":"é"}}`), 1).Outcome)
+	require.Equal(t, 1, b.effects(t, ""))
 }
 
 // replayTwiceInput has one line of every kind a replay meets: applied,
