@@ -69,7 +69,7 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 			if err := tx.RollbackTo(ctx, sp); err != nil {
 				return nil, "", err
 			}
-			d.Outcome, d.Reason = Retry, err.Error()
+			d.Outcome, d.Reason, d.keyConflict = Retry, err.Error(), true
 			return p.release(ctx, tx, sp, d, "", nil)
 		}
 	}

@@ -32,4 +32,7 @@ type Decision struct {
 	Reason string `json:"reason"`
 	// Attempt is the delivery attempt the decision was reached on.
 	Attempt int `json:"-"`
+	// keyConflict marks a Retry caused by a concurrent key conflict,
+	// which is redelivered at once and counted apart.
+	keyConflict bool
 }

@@ -83,7 +83,7 @@ func (m *Metrics) observe(consumer string, ds []Decision) {
 		case Rejected:
 			m.ContractFailure.WithLabelValues(consumer).Inc()
 		case Retry:
-			if d.Reason == errKeyConflict.Error() {
+			if d.keyConflict {
 				m.KeyConflicts.WithLabelValues(consumer).Inc()
 			}
 		}

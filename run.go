@@ -171,7 +171,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		case first.Outcome != Retry:
 			acks = append(acks, d)
 			continue
-		case first.Reason == errKeyConflict.Error():
+		case first.keyConflict:
 			err = d.Nack(settle, keyConflictDelay)
 		default:
 			err = d.Nack(settle, c.cfg.Retry.Backoff(first.Attempt))

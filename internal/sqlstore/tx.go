@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/seqbox/seqbox/store"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Tx is one batch transaction.
@@ -49,9 +53,7 @@ func StorageError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	if strings.Contains(msg, "disk is full") || strings.Contains(msg, "disk I/O error") ||
-		strings.Contains(msg, "No space left") || strings.Contains(msg, "could not extend file") {
+	if storageFull(err) {
 		return fmt.Errorf("%s: %w: nothing of this batch was applied (it rolled back); free space and deliver it again — a running consumer redelivers it by itself: %w",
 			op, store.ErrStorageFull, err)
 	}
@@ -351,4 +353,23 @@ func (t *Tx) RecordGap(ctx context.Context, g store.Gap) error {
 		(consumer, partitionkey, from_version, to_version, decided_by, reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		g.Consumer, g.Key, g.FromVersion, g.ToVersion, g.DecidedBy, g.Reason, micros(g.At))
 	return err
+}
+
+// storageFull tells a full or failing disk by the drivers' codes: SQLite's
+// SQLITE_FULL and SQLITE_IOERR (primary result codes, under any extended
+// code), PostgreSQL's SQLSTATE classes 53 (insufficient resources: disk
+// full, out of memory) and 58 (system error: I/O), and ENOSPC from the OS.
+func storageFull(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+			return true
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "53") || strings.HasPrefix(pe.Code, "58")
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }
