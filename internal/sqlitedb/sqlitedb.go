@@ -318,6 +318,11 @@ func OpenAccess(ctx context.Context, path string, access store.Access) (*sql.DB,
 // -wal, -shm or -journal file, whether an exclusive open may take the
 // database.
 func inspectExclusive(ctx context.Context, t Target, st fileState) error {
+	if st.wal && hasContent(t.Path+"-wal") && !exists(t.Path+"-shm") {
+		// SQLite would create the -shm to read the -wal: refuse instead.
+		return fmt.Errorf("%w: %s holds transactions in %s-wal that only its own tools can read (no -shm); refusing to touch it",
+			store.ErrForeignDatabase, t.Where, filepath.Base(t.Path))
+	}
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Add("_pragma", "busy_timeout(10000)")
@@ -358,6 +363,12 @@ func refusal(t Target, err error) error {
 	return fmt.Errorf("sqlite: %s: %w", t.Where, err)
 }
 
+// exists reports whether a file exists at p.
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // hasContent reports whether the file at p exists and is not empty.
 func hasContent(p string) bool {
 	st, err := os.Stat(p)
@@ -387,6 +398,19 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 	q.Set("mode", "ro")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "query_only(1)")
+	if t.Path != "" && st.wal && !exists(t.Path+"-wal") {
+		// No -wal: no connection has the file open in WAL mode, and every
+		// committed transaction is in the main file. Reading it as
+		// immutable creates no -wal or -shm, which another user's reader
+		// would otherwise leave behind, owned by them, locking the
+		// database's owner out of it.
+		q.Set("immutable", "1")
+		return probeOrRefuse(ctx, t, q)
+	}
+	if t.Path != "" && st.wal && hasContent(t.Path+"-wal") && !exists(t.Path+"-shm") {
+		return nil, fmt.Errorf("sqlite: cannot read %s read-only: transactions wait in %s-wal and reading them would create %s-shm; "+
+			"let its consumer run (or open it once read-write) first", t.Where, filepath.Base(t.Path), filepath.Base(t.Path))
+	}
 	db, err := probe(ctx, t.DSN(q))
 	if err == nil {
 		return db, nil
@@ -401,7 +425,11 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 			t.Where, filepath.Base(t.Path), filepath.Base(t.Path), err)
 	}
 	q.Set("immutable", "1")
-	db, err = probe(ctx, t.DSN(q))
+	return probeOrRefuse(ctx, t, q)
+}
+
+func probeOrRefuse(ctx context.Context, t Target, q url.Values) (*sql.DB, error) {
+	db, err := probe(ctx, t.DSN(q))
 	if err != nil {
 		return nil, refusal(t, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,7 +140,6 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 			return fmt.Errorf("%w: %s is an application's database (the seqbox library adopted it: %s owner=%s); refusing to touch it: "+
 				"this command works only on an empty or seqbox-only database", store.ErrForeignDatabase, where, metaTable, owner)
 		}
-		return nil
 	}
 	if d.Foreign == nil {
 		return nil
@@ -148,14 +148,46 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 	if err != nil {
 		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
 	}
+	if tables[metaTable] {
+		// seqbox's own database may hold the tables of the CLI's own
+		// handlers (replay's record_*, chaos_*, bench_*), nothing else.
+		found = slices.DeleteFunc(found, cliObject)
+	} else {
+		// Without seqbox_meta, even seqbox-looking tables are someone
+		// else's: only an empty database is seqbox's to create.
+		for name := range tables {
+			// seqbox_queue alone is an embedded queue's file, seqbox's too.
+			if strings.HasPrefix(name, "seqbox_") && name != "seqbox_queue" {
+				found = append(found, "table "+name)
+			}
+		}
+		slices.Sort(found)
+	}
 	if len(found) == 0 {
 		return nil
 	}
 	if len(found) > 3 {
 		found = append(found[:3:3], fmt.Sprintf("… (%d more)", len(found)-3))
 	}
-	return fmt.Errorf("%w: %s holds %s and no %s; refusing to touch it: this command works only on an empty or seqbox-only database",
-		store.ErrForeignDatabase, where, strings.Join(found, ", "), metaTable)
+	what := "and no " + metaTable
+	if tables[metaTable] {
+		what = "beside seqbox's tables"
+	}
+	return fmt.Errorf("%w: %s holds %s %s; refusing to touch it: this command works only on an empty or seqbox-only database",
+		store.ErrForeignDatabase, where, strings.Join(found, ", "), what)
+}
+
+// cliObject reports whether an object Foreign listed ("table record_x") is
+// one that the CLI's own handlers create in a database seqbox made.
+func cliObject(obj string) bool {
+	_, name, _ := strings.Cut(obj, " ")
+	name = name[strings.LastIndexByte(name, '.')+1:] // schema-qualified on PostgreSQL
+	for _, p := range []string{"record_", "chaos_", "bench_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkReadable checks, writing nothing, that the database holds seqbox's

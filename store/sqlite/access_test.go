@@ -124,6 +124,7 @@ func TestExclusiveRefusesForeignDatabasesUntouched(t *testing.T) {
 		{"application_id only", []string{`PRAGMA application_id = 1234`}, "application_id=1234"},
 		{"a WAL-mode database", []string{`PRAGMA journal_mode = WAL`, `CREATE TABLE notes (body TEXT)`}, "table notes"},
 		{"a WAL-mode view", []string{`PRAGMA journal_mode = WAL`, `CREATE VIEW v AS SELECT 1`}, "view v"},
+		{"only a seqbox-named table, no seqbox_meta", []string{`CREATE TABLE seqbox_inbox (x)`}, "table seqbox_inbox"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "app.db")
@@ -495,9 +496,10 @@ func TestReadOnly(t *testing.T) {
 		require.Equal(t, int64(3), inboxRows(t, r))
 		require.NoError(t, r.Close())
 
-		// Without the -shm, SQLite must create one to read the -wal. In a
-		// directory it cannot write, that is an error that says so, never
-		// a read of the main file alone that would miss what is committed.
+		// Without the -shm, SQLite must create one to read the -wal, and a
+		// read-only open writes nothing: that is an error that says so,
+		// never a read of the main file alone that would miss what is
+		// committed.
 		noShm := t.TempDir()
 		for _, suffix := range []string{"", "-wal"} {
 			b, err := os.ReadFile(path + suffix)
@@ -506,16 +508,10 @@ func TestReadOnly(t *testing.T) {
 		}
 		require.NoError(t, os.Chmod(noShm, 0o555))
 		t.Cleanup(func() { os.Chmod(noShm, 0o755) })
-		r, err = sqlite.OpenWith(ctx, filepath.Join(noShm, "seqbox.db"), ro)
-		if os.Geteuid() == 0 {
-			// Root writes in any directory: SQLite creates the -shm.
-			require.NoError(t, err)
-			require.Equal(t, int64(3), inboxRows(t, r))
-			require.NoError(t, r.Close())
-		} else {
-			require.ErrorContains(t, err, "seqbox.db-wal")
-			require.ErrorContains(t, err, "not writable")
-		}
+		_, err = sqlite.OpenWith(ctx, filepath.Join(noShm, "seqbox.db"), ro)
+		require.ErrorContains(t, err, "seqbox.db-wal")
+		_, err = os.Stat(filepath.Join(noShm, "seqbox.db-shm"))
+		require.True(t, os.IsNotExist(err), "no -shm was created")
 	})
 	t.Run("newer schema", func(t *testing.T) {
 		path := seqboxFile(t, t.TempDir())
@@ -535,4 +531,79 @@ func TestReadOnly(t *testing.T) {
 		require.NoError(t, db.QueryRow(`SELECT value FROM seqbox_meta WHERE name = 'schema_version'`).Scan(&v))
 		require.Equal(t, "1", v)
 	})
+}
+
+// A database seqbox created holds seqbox's tables and its CLI handlers'
+// record_* tables; anything an application added since makes it the
+// application's, and the creating commands leave it untouched.
+func TestExclusiveRefusesASeqboxDatabaseWithOtherObjects(t *testing.T) {
+	for _, c := range []struct{ name, stmt, found string }{
+		{"a table", `CREATE TABLE app (x)`, "table app"},
+		{"a view", `CREATE VIEW v AS SELECT 1`, "view v"},
+		{"an index on seqbox's table", `CREATE INDEX mine ON seqbox_inbox (source)`, "index mine"},
+		{"a trigger on seqbox's table", `CREATE TRIGGER tr AFTER INSERT ON seqbox_inbox BEGIN SELECT 1; END`, "trigger tr"},
+		{"user_version", `PRAGMA user_version = 9`, "user_version=9"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := seqboxFile(t, t.TempDir())
+			rawDB(t, path, `CREATE TABLE record_effects (n)`, c.stmt) // closing checkpoints and removes the -wal
+			before, err := os.ReadFile(path)
+			require.NoError(t, err)
+			_, err = sqlite.OpenWith(context.Background(), path, sqlite.Options{Access: store.Exclusive})
+			require.ErrorIs(t, err, store.ErrForeignDatabase)
+			require.Contains(t, err.Error(), c.found)
+			require.NotContains(t, err.Error(), "record_effects", "the CLI's own handler tables are seqbox's")
+			requireUntouched(t, path, before)
+		})
+	}
+}
+
+// A WAL-mode database whose -wal holds transactions and has no -shm
+// cannot be read without creating one: refused, and nothing is created.
+func TestExclusiveRefusesAPendingWALWithoutCreatingShm(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "w.db")
+	rawDB(t, path, `PRAGMA journal_mode = WAL`, `PRAGMA wal_autocheckpoint = 0`, `CREATE TABLE secret (x)`)
+	// Keep the -wal as a crashed writer leaves it, without the -shm.
+	src := filepath.Join(t.TempDir(), "src.db")
+	rawDB(t, src, `PRAGMA journal_mode = WAL`, `PRAGMA wal_autocheckpoint = 0`, `CREATE TABLE secret (x)`)
+	db, err := sql.Open("sqlite", src)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO secret VALUES (1)`)
+	require.NoError(t, err)
+	main, err := os.ReadFile(src)
+	require.NoError(t, err)
+	wal, err := os.ReadFile(src + "-wal")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	require.NotEmpty(t, wal)
+	require.NoError(t, os.WriteFile(path, main, 0o600))
+	require.NoError(t, os.WriteFile(path+"-wal", wal, 0o600))
+	os.Remove(path + "-shm")
+
+	_, err = sqlite.OpenWith(context.Background(), path, sqlite.Options{Access: store.Exclusive})
+	require.ErrorIs(t, err, store.ErrForeignDatabase)
+	_, err = os.Stat(path + "-shm")
+	require.True(t, os.IsNotExist(err), "no -shm was created")
+	got, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+	require.Equal(t, wal, got)
+}
+
+// Reading a WAL-mode database that no connection has open creates no
+// -wal or -shm: another user's inspection must not leave files behind
+// that lock the owner out.
+func TestReadOnlyCreatesNoSiblings(t *testing.T) {
+	path := seqboxFile(t, t.TempDir())
+	for _, s := range []string{"-wal", "-shm"} {
+		_, err := os.Stat(path + s)
+		require.True(t, os.IsNotExist(err), "a closed database leaves no %s", s)
+	}
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	st, err := sqlite.OpenWith(context.Background(), path, sqlite.Options{Access: store.ReadOnly})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), inboxRows(t, st))
+	require.NoError(t, st.Close())
+	requireUntouched(t, path, before)
 }
