@@ -41,7 +41,7 @@ const (
 // a shell does not split, so they print unquoted.)
 func k2Advice(db, seq string) string {
 	target := " --db " + db + " --consumer replay"
-	return "seqbox dlq redrive " + seq + target + " or seqbox dlq skip " + seq + " --by WHO --reason WHY" + target
+	return "seqbox dlq redrive " + seq + target + "  # or: seqbox dlq skip " + seq + " --by WHO --reason WHY" + target
 }
 
 // k2Blocked is the keys list row of K2 blocked behind DLQ row 1.
@@ -411,6 +411,8 @@ func TestOperatorErrors(t *testing.T) {
 			"seqbox: dlq redrive: unknown flag: --json (see seqbox dlq redrive --help)"},
 		{"unknown subcommand", []string{"dlq", "purge"}, `seqbox: unknown command "purge" for "seqbox dlq" (see seqbox dlq --help)`},
 		{"unknown keys subcommand", []string{"keys", "drop"}, `seqbox: unknown command "drop" for "seqbox keys" (see seqbox keys --help)`},
+		{"placeholders pasted as they are", []string{"keys", "release", "K", "--by", "WHO", "--reason", "WHY", "--db", "x.db"},
+			`seqbox: keys release: --by WHO --reason WHY are placeholders: say who decides and why (they are recorded)`},
 		{"misspelt keys subcommand", []string{"keys", "lsit"}, `seqbox: unknown command "lsit" for "seqbox keys"; did you mean "list"? (see seqbox keys --help)`},
 		{"show needs a seq", []string{"dlq", "show", "--db", db}, "seqbox: dlq show: expects one SEQ argument, got 0"},
 		{"release needs one key", []string{"keys", "release", "A", "B", "--db", db, "--by", "a", "--reason", "b"},

@@ -60,6 +60,9 @@ func (f *policyFlags) config() (seqbox.Config, error) {
 	if f.holdTimeout == 0 {
 		return cfg, fmt.Errorf("--hold-timeout 0s: a hold needs a positive bound")
 	}
+	if f.firstVersion < -1 {
+		return cfg, fmt.Errorf("--first-version %d: must be a version (0 or more), or -1 for the first version seen", f.firstVersion)
+	}
 	if f.firstVersion >= 0 {
 		cfg.FirstVersion = &f.firstVersion
 	}
@@ -92,6 +95,9 @@ func replayCmd() *cobra.Command {
 					return fmt.Errorf("replay: %w", err)
 				}
 				defer file.Close()
+				if fi, err := file.Stat(); err == nil && fi.IsDir() {
+					return fmt.Errorf("replay: %s is a directory, not a file of events", args[0])
+				}
 				in = file
 			}
 			ctx := cmd.Context()

@@ -142,6 +142,18 @@ func TestReplayErrors(t *testing.T) {
 		require.Equal(t, "seqbox: --max-age -1s: must not be negative", fails(t, "replay", "--max-age", "-1s", file))
 		require.Equal(t, "seqbox: --max-block -1h0m0s: must not be negative", fails(t, "replay", "--max-block", "-1h", file))
 	})
+	t.Run("first version below -1", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "seqbox: --first-version -5: must be a version (0 or more), or -1 for the first version seen",
+			fails(t, "replay", "--first-version", "-5", file))
+	})
+	t.Run("a directory as the file, no database left behind", func(t *testing.T) {
+		t.Parallel()
+		db := filepath.Join(t.TempDir(), "new.db")
+		require.Equal(t, "seqbox: replay: "+dir+" is a directory, not a file of events", fails(t, "replay", "--db", db, dir))
+		_, err := os.Stat(db)
+		require.True(t, os.IsNotExist(err), "no database was created")
+	})
 	t.Run("bad time", func(t *testing.T) {
 		t.Parallel()
 		require.Equal(t, `seqbox: --now "yesterday": not an RFC 3339 time`, fails(t, "replay", "--now", "yesterday", file))

@@ -45,6 +45,9 @@ func (f *actionFlags) check(cmd string, attributed bool) error {
 	if attributed && (blank(f.by) || blank(f.reason)) {
 		return fmt.Errorf("%s: --by and --reason are required: the gap decision must be attributable", cmd)
 	}
+	if f.by == "WHO" || f.reason == "WHY" {
+		return fmt.Errorf("%s: --by WHO --reason WHY are placeholders: say who decides and why (they are recorded)", cmd)
+	}
 	if blank(f.by) {
 		f.by = os.Getenv("USER")
 		if blank(f.by) {

@@ -61,8 +61,9 @@ func WriteDeadLetters(w io.Writer, dls []store.DeadLetter, asJSON bool) error {
 }
 
 // WriteDeadLetter prints one DLQ row in full. In text, the original
-// envelope comes last, after an "envelope (N bytes):" line, byte for byte
-// and followed by a newline.
+// envelope comes last, after an "envelope (N bytes):" line, followed by a
+// newline, with what would not show as itself escaped (Visible); the JSON
+// form carries its exact bytes in envelope_base64.
 func WriteDeadLetter(w io.Writer, d store.DeadLetter, asJSON bool) error {
 	var resolved string
 	if d.ResolvedAt != nil {
@@ -101,7 +102,9 @@ func WriteDeadLetter(w io.Writer, d store.DeadLetter, asJSON bool) error {
 	if _, err := fmt.Fprintf(w, "envelope (%d bytes%s):\n", len(d.Envelope), note); err != nil {
 		return err
 	}
-	if _, err := w.Write(d.Envelope); err != nil {
+	// For people: what would not show as itself is escaped (the bytes
+	// are intact in the DLQ; --json carries them exactly).
+	if _, err := io.WriteString(w, Visible(string(d.Envelope))); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")

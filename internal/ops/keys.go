@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -73,6 +74,15 @@ type Reporter struct {
 	// DB is the --db value the advice commands repeat, so they can be
 	// pasted as they are.
 	DB string
+}
+
+// command builds a command to paste: name, the argument shell-quoted, and
+// the flags; an argument that would read as a flag goes last, after "--".
+func command(name, arg, flags string) string {
+	if strings.HasPrefix(arg, "-") {
+		return name + flags + " -- " + shellWord(arg)
+	}
+	return name + " " + shellWord(arg) + flags
 }
 
 // target is the --db and --consumer flags the advice commands carry.
@@ -161,7 +171,7 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 		e := *r.FirstVersion
 		rep.Expected = &e
 	}
-	release := fmt.Sprintf("seqbox keys release %s --by WHO --reason WHY", shellWord(v.Key)) + r.target()
+	release := command("seqbox keys release", v.Key, " --by WHO --reason WHY"+r.target())
 	switch {
 	case v.Blocked:
 		rep.Status, rep.since, rep.Reason = StatusBlocked, v.BlockedSince, v.BlockedReason
@@ -170,7 +180,10 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 			rep.BlockedBy = &Blocker{Source: v.BlockedSource, ID: v.BlockedID}
 			if seq, ok := dlq[[2]string{v.BlockedSource, v.BlockedID}]; ok {
 				rep.BlockedBy.DLQSeq = &seq
-				rep.Action = fmt.Sprintf("seqbox dlq redrive %d%s or seqbox dlq skip %d --by WHO --reason WHY%s", seq, r.target(), seq, r.target())
+				// One command to paste; the alternative follows as a shell
+				// comment.
+				rep.Action = fmt.Sprintf("seqbox dlq redrive %d%s  # or: seqbox dlq skip %d --by WHO --reason WHY%s",
+					seq, r.target(), seq, r.target())
 			}
 		}
 	case v.Held > 0:

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/seqbox/seqbox"
@@ -25,8 +26,14 @@ func WriteDecisions(w io.Writer, ds []seqbox.Decision) error {
 	return writeJSONLines(w, ds)
 }
 
-func newEncoder(w io.Writer) *json.Encoder {
-	enc := json.NewEncoder(w)
+func newEncoder(w io.Writer) *json.Encoder { return NewJSONEncoder(w) }
+
+// NewJSONEncoder encodes one JSON value per line for a terminal as well as
+// a script: characters that would not show as themselves (bidi overrides,
+// zero-width and other format characters, line separators) are written as
+// \u escapes, which decode to the same strings.
+func NewJSONEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(visibleJSON{w})
 	enc.SetEscapeHTML(false)
 	return enc
 }
@@ -166,4 +173,31 @@ func shellWord(s string) string {
 		return "$'" + strings.ReplaceAll(Visible(s), "'", `\'`) + "'"
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// visibleJSON escapes the hidden characters encoding/json leaves raw. It
+// sees whole encoded values (json.Encoder writes each in one call), and
+// such characters can only stand inside JSON strings.
+type visibleJSON struct{ w io.Writer }
+
+func (v visibleJSON) Write(p []byte) (int, error) {
+	if !needsEscape(string(p)) {
+		return v.w.Write(p)
+	}
+	var b strings.Builder
+	for _, r := range string(p) {
+		switch {
+		case !hidden(r) || r < 0x80:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	if _, err := io.WriteString(v.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

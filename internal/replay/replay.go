@@ -3,13 +3,13 @@ package replay
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -48,7 +48,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 	if err := EnsureRecordTables(ctx, db); err != nil {
 		return cnt, fmt.Errorf("create record tables: %w", err)
 	}
-	enc := json.NewEncoder(w)
+	enc := ops.NewJSONEncoder(w)
 	enc.SetEscapeHTML(false)
 	emit := func(ds []seqbox.Decision) error {
 		for _, d := range ds {
@@ -135,7 +135,7 @@ func writeState(ctx context.Context, c *seqbox.Consumer, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
+	enc := ops.NewJSONEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, k := range keys {
 		st, err := objectState(ctx, c.Store(), c.Name(), k.Key)
