@@ -482,9 +482,9 @@ func verifyCompeting(t *testing.T, db *sql.DB, w competingWorkload) competingRes
 
 	// The races really happened: each of the 4 processes decided every
 	// delivery of its own queue, so per identity there is one applied
-	// decision and at least 4*copies-1 others, every one recorded in the
-	// audit: duplicate (or, for a new identity losing a version race, stale
-	// or version_conflict). A held decision is the same delivery that later
+	// decision and at least 4*copies-1 others, every one recorded: a
+	// duplicate counted on its inbox row (or, for a new identity losing a
+	// version race, stale or version_conflict in the audit). A held decision is the same delivery that later
 	// applied from the parked table: not counted as non-applied.
 	rows, err = db.QueryContext(ctx, `SELECT id, outcome FROM seqbox_audit WHERE consumer = $1`, chaos.Consumer)
 	require.NoError(t, err)
@@ -501,6 +501,19 @@ func verifyCompeting(t *testing.T, db *sql.DB, w competingWorkload) competingRes
 		case "held":
 			heldPerID[id]++
 		}
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	// Duplicates are counted on their inbox rows rather than audited.
+	rows, err = db.QueryContext(ctx, `SELECT id, duplicates FROM seqbox_inbox WHERE consumer = $1`, chaos.Consumer)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		var n int
+		require.NoError(t, rows.Scan(&id, &n))
+		perIDOthers[id] += n
+		res.audit["duplicate"] += n
+		res.nonApplied += n
 	}
 	require.NoError(t, rows.Err())
 	rows.Close()
