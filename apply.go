@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"runtime/debug"
 	"time"
 
@@ -55,7 +56,7 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 		}
 		return p.failed(ctx, tx, in, ev, ks, d, sp, herr, now)
 	}
-	if err := p.cfg.hooks.at(FaultAfterHandler); err != nil {
+	if err := p.cfg.hooks.At(fault.AfterHandler); err != nil {
 		return nil, "", err
 	}
 	if err := tx.Release(ctx, hsp); err != nil {

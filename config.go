@@ -1,6 +1,7 @@
 package seqbox
 
 import (
+	"github.com/seqbox/seqbox/internal/fault"
 	"log/slog"
 	"strings"
 	"time"
@@ -143,12 +144,9 @@ type Config struct {
 	// Metrics, when set, counts outcomes and latencies.
 	Metrics *Metrics
 
-	// Faults, when set, is called at every FaultPoint. Returning ErrCrash
-	// abandons the batch there as a crash would. For tests of the failure
-	// windows; when nil, FaultEnv may install a SIGKILL hook instead.
-	Faults func(FaultPoint) error
-
-	hooks faultHooks
+	// hooks, installed only by seqbox's own tests and chaos harness
+	// (internal/fault), crash the pipeline at its failure windows.
+	hooks fault.Hook
 }
 
 func (c *Config) withDefaults() Config {

@@ -2,8 +2,8 @@ package seqbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,8 +27,7 @@ type Consumer struct {
 	registered atomic.Bool
 }
 
-// NewConsumer validates cfg, fills in defaults and returns a consumer. The
-// fault hooks of FaultEnv are installed when that variable is set.
+// NewConsumer validates cfg, fills in defaults and returns a consumer.
 func NewConsumer(cfg Config) (*Consumer, error) {
 	if err := cfg.validateGiven(); err != nil {
 		return nil, err
@@ -36,10 +35,6 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	c := cfg.withDefaults()
 	if err := c.validate(false); err != nil {
 		return nil, err
-	}
-	c.hooks = faultHooks(c.Faults)
-	if c.hooks == nil {
-		c.hooks = envFaults()
 	}
 	return &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}, nil
 }
@@ -96,10 +91,13 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decisio
 // commits. It returns the decisions per input, in input order.
 func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, error) {
 	start := time.Now()
-	if err := c.cfg.hooks.at(FaultBeforeTx); err != nil {
+	if err := c.cfg.hooks.At(fault.BeforeTx); err != nil {
 		return nil, err
 	}
-	tx, err := c.cfg.Store.Begin(ctx)
+	// The transaction outlives a cancelled ctx: a shutdown must not
+	// interrupt a COMMIT already sent, which would leave its outcome
+	// unknown to the caller (the statements still see ctx).
+	tx, err := c.cfg.Store.Begin(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +105,7 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, err
 	out := make([][]Decision, len(ins))
 	for i, in := range ins {
 		if i > 0 && i == len(ins)/2 {
-			if err := c.cfg.hooks.at(FaultMidBatch); err != nil {
+			if err := c.cfg.hooks.At(fault.MidBatch); err != nil {
 				tx.Rollback()
 				return nil, err
 			}
@@ -119,7 +117,7 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, err
 		}
 		out[i] = ds
 	}
-	if err := c.cfg.hooks.at(FaultBeforeCommit); err != nil {
+	if err := c.cfg.hooks.At(fault.BeforeCommit); err != nil {
 		tx.Rollback()
 		return nil, err
 	}
@@ -141,14 +139,14 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, err
 // inTx runs fn in one committed transaction of its own, for operator
 // actions and the sweeper. point, when set, is the fault point just before
 // the commit.
-func (c *Consumer) inTx(ctx context.Context, point FaultPoint, fn func(tx *batchTx) ([]Decision, error)) ([]Decision, error) {
+func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]Decision, error)) ([]Decision, error) {
 	tx, err := c.cfg.Store.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ds, err := fn(&batchTx{Tx: tx})
 	if err == nil && point != "" {
-		err = c.cfg.hooks.at(point)
+		err = c.cfg.hooks.At(point)
 	}
 	if err != nil {
 		tx.Rollback()
@@ -165,6 +163,3 @@ func (c *Consumer) inTx(ctx context.Context, point FaultPoint, fn func(tx *batch
 	}
 	return ds, nil
 }
-
-// IsInjected reports whether err is a crash injected by a test fault hook.
-func IsInjected(err error) bool { return errors.Is(err, errInjected) }

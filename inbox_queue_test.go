@@ -3,6 +3,7 @@ package seqbox_test
 import (
 	"context"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -74,8 +75,8 @@ func runCrashing(t *testing.T, c *seqbox.Consumer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	err := c.Run(ctx)
-	require.ErrorIs(t, err, seqbox.ErrCrash, "Run must stop at the injected crash, not time out")
-	require.True(t, seqbox.IsInjected(err))
+	require.ErrorIs(t, err, fault.ErrCrash, "Run must stop at the injected crash, not time out")
+	require.True(t, fault.IsCrash(err))
 }
 
 // runUntil runs c until done reports true, then shuts it down and returns
@@ -119,19 +120,19 @@ func requireAllAppliedOnce(t *testing.T, b *bundle, q *embedded.Queue, ids []str
 	require.Equal(t, 0, unacked(t, q), "every message acknowledged")
 }
 
-func crashingAt(p seqbox.FaultPoint) func(seqbox.FaultPoint) error {
-	return func(q seqbox.FaultPoint) error {
+func crashingAt(p fault.Point) func(fault.Point) error {
+	return func(q fault.Point) error {
 		if q == p {
-			return seqbox.ErrCrash
+			return fault.ErrCrash
 		}
 		return nil
 	}
 }
 
 func TestQueueCrashWindows(t *testing.T) {
-	for _, p := range []seqbox.FaultPoint{
-		seqbox.FaultBeforeTx, seqbox.FaultAfterInboxInsert, seqbox.FaultAfterHandler,
-		seqbox.FaultBeforeCommit, seqbox.FaultAfterCommit,
+	for _, p := range []fault.Point{
+		fault.BeforeTx, fault.AfterInboxInsert, fault.AfterHandler,
+		fault.BeforeCommit, fault.AfterCommit,
 	} {
 		t.Run(string(p), func(t *testing.T) {
 			t.Parallel()
@@ -141,10 +142,9 @@ func TestQueueCrashWindows(t *testing.T) {
 			ids := taskIDs("evt", 3)
 			publishTasks(t, q, ids...)
 
-			crashing := b.cfg
-			crashing.Faults = crashingAt(p)
-			c, err := seqbox.NewConsumer(crashing)
+			c, err := seqbox.NewConsumer(b.cfg)
 			require.NoError(t, err)
+			fault.Install(c, crashingAt(p))
 			runCrashing(t, c)
 
 			// Right after the crash: nothing was acknowledged; every
@@ -152,7 +152,7 @@ func TestQueueCrashWindows(t *testing.T) {
 			require.Equal(t, len(ids), unacked(t, q), "a crash must not ack anything")
 			committed := b.effects(t, "")
 			require.Equal(t, int64(committed), b.inboxRows(t), "identity and effect commit together")
-			if p == seqbox.FaultAfterCommit {
+			if p == fault.AfterCommit {
 				require.Positive(t, committed, "the batch committed before the crash")
 			} else {
 				require.Zero(t, committed, "nothing commits before this crash point")
@@ -179,7 +179,7 @@ func TestQueueCrashWindows(t *testing.T) {
 		})
 	}
 
-	t.Run(string(seqbox.FaultMidBatch), func(t *testing.T) {
+	t.Run(string(fault.MidBatch), func(t *testing.T) {
 		t.Parallel()
 		testQueueMidBatchCrash(t)
 	})
@@ -224,9 +224,9 @@ func testQueueMidBatchCrash(t *testing.T) {
 	var beforeTx, midBatch atomic.Int32
 	crashing := b.cfg
 	crashing.Workers, crashing.BatchSize = 1, 8
-	crashing.Faults = func(p seqbox.FaultPoint) error {
+	var hook fault.Hook = func(p fault.Point) error {
 		switch p {
-		case seqbox.FaultBeforeTx:
+		case fault.BeforeTx:
 			// The first batch holds one message; keep it from committing
 			// until the other four are queued behind it, so that they form
 			// the next batch together.
@@ -237,14 +237,15 @@ func testQueueMidBatchCrash(t *testing.T) {
 				case <-time.After(10 * time.Second):
 				}
 			}
-		case seqbox.FaultMidBatch:
+		case fault.MidBatch:
 			midBatch.Add(1)
-			return seqbox.ErrCrash
+			return fault.ErrCrash
 		}
 		return nil
 	}
 	c, err := seqbox.NewConsumer(crashing)
 	require.NoError(t, err)
+	fault.Install(c, hook)
 
 	publishTasks(t, q, "first")
 	errc := make(chan error, 1)
@@ -261,7 +262,7 @@ func testQueueMidBatchCrash(t *testing.T) {
 	rest := taskIDs("m", 4)
 	publishTasks(t, q, rest...)
 	err = <-errc
-	require.ErrorIs(t, err, seqbox.ErrCrash)
+	require.ErrorIs(t, err, fault.ErrCrash)
 	require.Equal(t, int32(1), midBatch.Load())
 
 	require.Equal(t, 1, b.effects(t, "first"), "the batch before the crash committed")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -31,7 +32,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 	if dl.Resolution != "" {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
-	ds, err := c.inTx(ctx, FaultDuringRedrive, func(tx *batchTx) ([]Decision, error) {
+	ds, err := c.inTx(ctx, fault.DuringRedrive, func(tx *batchTx) ([]Decision, error) {
 		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true})
 		if err != nil || ds[0].Outcome == Retry {
 			return ds, err // still open: redrive again

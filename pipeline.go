@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 			d, err := p.seenBefore(ctx, tx, ev, d, now)
 			return p.release(ctx, tx, sp, d, "", err)
 		}
-		if err := p.cfg.hooks.at(FaultAfterInboxInsert); err != nil {
+		if err := p.cfg.hooks.At(fault.AfterInboxInsert); err != nil {
 			return nil, "", err
 		}
 	}

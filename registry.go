@@ -8,11 +8,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/handlerkind"
 	"github.com/seqbox/seqbox/store"
 )
 
 func init() {
+	fault.Install = func(c any, hook fault.Hook) {
+		cons := c.(*Consumer)
+		cons.cfg.hooks, cons.p.cfg.hooks = hook, hook
+	}
 	handlerkind.Set = func(c any, kind string) {
 		cons := c.(*Consumer)
 		cons.kind = kind

@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"github.com/seqbox/seqbox/internal/fault"
 	"time"
 )
 
@@ -25,7 +26,7 @@ func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 	}
 	var total int64
 	for ctx.Err() == nil {
-		if err := c.cfg.hooks.at(FaultDuringPurge); err != nil {
+		if err := c.cfg.hooks.At(fault.DuringPurge); err != nil {
 			return total, err
 		}
 		n, err := c.cfg.Store.Operator().PurgeInbox(ctx, c.cfg.Name, c.cfg.Now(), batch)

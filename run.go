@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/seqbox/seqbox/internal/fault"
 	"strconv"
 	"sync"
 	"time"
@@ -46,7 +47,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 				if b == nil {
 					return
 				}
-				if err := c.runDeliveries(ctx, b, func(keys []string) { s.release(b, keys) }); err != nil && IsInjected(err) {
+				if err := c.runDeliveries(ctx, b, func(keys []string) { s.release(b, keys) }); err != nil && fault.IsCrash(err) {
 					cancel(err)
 				}
 				s.done(b)
@@ -80,7 +81,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	cancel(nil)
 	wg.Wait()
-	if cause := context.Cause(ctx); IsInjected(cause) {
+	if cause := context.Cause(ctx); fault.IsCrash(cause) {
 		return cause // a crash settles nothing: the leases expire
 	}
 	for _, d := range s.abandon() {
@@ -130,7 +131,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 	}
 	out, err := c.runBatch(ctx, ins)
 	if err != nil {
-		if IsInjected(err) || ctx.Err() != nil {
+		if fault.IsCrash(err) || ctx.Err() != nil {
 			return err // a crash or shutdown: leave them for redelivery
 		}
 		if len(ds) > 1 && !errors.Is(err, errKeyConflict) {
@@ -141,7 +142,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 			var first error
 			for i := range ds {
 				if err := c.commitAndSettle(ctx, ds[i:i+1], ins[i:i+1]); err != nil {
-					if IsInjected(err) || ctx.Err() != nil {
+					if fault.IsCrash(err) || ctx.Err() != nil {
 						return err
 					}
 					first = cmp.Or(first, err)
@@ -159,7 +160,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		}
 		return err
 	}
-	if err := c.cfg.hooks.at(FaultAfterCommit); err != nil {
+	if err := c.cfg.hooks.At(fault.AfterCommit); err != nil {
 		return err
 	}
 	settle := context.WithoutCancel(ctx)
@@ -251,7 +252,7 @@ func (c *Consumer) extendLoop(ctx context.Context, s *scheduler) {
 			return
 		case <-t.C:
 		}
-		if err := c.cfg.hooks.at(FaultDuringLeaseExtend); err != nil {
+		if err := c.cfg.hooks.At(fault.DuringLeaseExtend); err != nil {
 			return // an injected crash of the extender: leases run out
 		}
 		for _, d := range s.held() {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqbox/seqbox"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -86,7 +86,7 @@ func exe(t *testing.T, stdin string, args ...string) result {
 func environ() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, seqbox.FaultEnv+"=") {
+		if !strings.HasPrefix(kv, fault.Env+"=") {
 			env = append(env, kv)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/store"
@@ -48,8 +48,8 @@ type Options struct {
 }
 
 // consumerFaults are the fault points inside the consumer process.
-var consumerFaults = []seqbox.FaultPoint{seqbox.FaultBeforeTx, seqbox.FaultAfterInboxInsert, seqbox.FaultAfterHandler,
-	seqbox.FaultBeforeCommit, seqbox.FaultAfterCommit, seqbox.FaultMidBatch, seqbox.FaultDuringLeaseExtend}
+var consumerFaults = []fault.Point{fault.BeforeTx, fault.AfterInboxInsert, fault.AfterHandler,
+	fault.BeforeCommit, fault.AfterCommit, fault.MidBatch, fault.DuringLeaseExtend}
 
 // Scenarios lists the scenario names that apply to a store.
 func Scenarios(postgres bool) []string {
@@ -57,7 +57,7 @@ func Scenarios(postgres bool) []string {
 	for _, f := range consumerFaults {
 		s = append(s, "fault:"+string(f))
 	}
-	s = append(s, "fault:"+string(seqbox.FaultDuringRedrive), "fault:"+string(seqbox.FaultDuringPurge))
+	s = append(s, "fault:"+string(fault.DuringRedrive), "fault:"+string(fault.DuringPurge))
 	if postgres {
 		return append(s, "pg-restart")
 	}
@@ -218,7 +218,7 @@ func (s *scenarioRun) fault() string {
 
 func (s *scenarioRun) workerArgs(mode string) []string {
 	args := []string{"--mode", mode, "--db", s.db, "--lease", s.h.opt.Lease.String(), "--workers", "2", "--batch", "32"}
-	if s.name == "fault:"+string(seqbox.FaultDuringLeaseExtend) {
+	if s.name == "fault:"+string(fault.DuringLeaseExtend) {
 		args = append(args, "--slow")
 	}
 	return args
@@ -233,7 +233,7 @@ func (s *scenarioRun) consumerEnv() []string {
 	}
 	for _, cf := range consumerFaults {
 		if string(cf) == f {
-			return []string{seqbox.FaultEnv + "=" + f + ":" + strconv.Itoa(1+s.h.r.IntN(8))}
+			return []string{fault.Env + "=" + f + ":" + strconv.Itoa(1+s.h.r.IntN(8))}
 		}
 	}
 	return nil
@@ -430,8 +430,8 @@ func (s *scenarioRun) fixAndRedrive(ctx context.Context) error {
 	failures := 0
 	for attempt := 0; ; attempt++ {
 		var env []string
-		if s.name == "fault:"+string(seqbox.FaultDuringRedrive) && s.kills < s.h.opt.Kills {
-			env = []string{seqbox.FaultEnv + "=" + string(seqbox.FaultDuringRedrive) + ":" + strconv.Itoa(1+s.h.r.IntN(5))}
+		if s.name == "fault:"+string(fault.DuringRedrive) && s.kills < s.h.opt.Kills {
+			env = []string{fault.Env + "=" + string(fault.DuringRedrive) + ":" + strconv.Itoa(1+s.h.r.IntN(5))}
 		}
 		p, err := s.h.runOnce(ctx, "redrive", env, s.workerArgs("redrive")...)
 		if err != nil {
@@ -469,8 +469,8 @@ func (s *scenarioRun) purge(ctx context.Context) error {
 	failures := 0
 	for attempt := 0; ; attempt++ {
 		var env []string
-		if s.name == "fault:"+string(seqbox.FaultDuringPurge) && s.kills < s.h.opt.Kills {
-			env = []string{seqbox.FaultEnv + "=" + string(seqbox.FaultDuringPurge) + ":" + strconv.Itoa(2+s.h.r.IntN(20))}
+		if s.name == "fault:"+string(fault.DuringPurge) && s.kills < s.h.opt.Kills {
+			env = []string{fault.Env + "=" + string(fault.DuringPurge) + ":" + strconv.Itoa(2+s.h.r.IntN(20))}
 		}
 		p, err := s.h.runOnce(ctx, "purge", env, args...)
 		if err != nil {

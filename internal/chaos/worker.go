@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -68,6 +69,19 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 	if opt.NowOffset != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(opt.NowOffset) }
 	}
+	// The harness kills this process at a fault point named in the
+	// environment; only the chaos worker reads it.
+	crash, err := fault.FromEnv()
+	if err != nil {
+		return err
+	}
+	newConsumer := func() (*seqbox.Consumer, error) {
+		c, err := seqbox.NewConsumer(cfg)
+		if err == nil {
+			fault.Install(c, crash)
+		}
+		return c, err
+	}
 	switch opt.Mode {
 	case "checkpoint":
 		// Checkpoint the WAL over and over, so that a SIGKILL lands in
@@ -91,13 +105,13 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 				return err
 			}
 		}
-		c, err := seqbox.NewConsumer(cfg)
+		c, err := newConsumer()
 		if err != nil {
 			return err
 		}
 		return c.Run(ctx)
 	case "redrive":
-		c, err := seqbox.NewConsumer(cfg)
+		c, err := newConsumer()
 		if err != nil {
 			return err
 		}
@@ -115,7 +129,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		}
 		return nil
 	case "purge":
-		c, err := seqbox.NewConsumer(cfg)
+		c, err := newConsumer()
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"io"
 	"sync"
 	"time"
@@ -93,25 +94,24 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 	cfg := seqbox.Config{
 		Name: consumer, Store: st, Transport: q, Handler: replay.RecordHandler(consumer),
 		Workers: 1, BatchSize: len(messages), Observer: observe,
-		// The lab's crash: every first attempt commits, then dies before
-		// its ACK.
-		Faults: func(p seqbox.FaultPoint) error {
-			if p == seqbox.FaultAfterCommit {
-				return seqbox.ErrCrash
-			}
-			return nil
-		},
 	}
 	crashing, err := replay.NewConsumer(cfg)
 	if err != nil {
 		return res, err
 	}
-	if err := crashing.Run(ctx); !errors.Is(err, seqbox.ErrCrash) {
+	// The lab's crash: every first attempt commits, then dies before its
+	// ACK.
+	fault.Install(crashing, func(p fault.Point) error {
+		if p == fault.AfterCommit {
+			return fault.ErrCrash
+		}
+		return nil
+	})
+	if err := crashing.Run(ctx); !errors.Is(err, fault.ErrCrash) {
 		return res, fmt.Errorf("first worker: expected the injected crash, got %v", err)
 	}
 	fmt.Fprintln(w, "worker 1 committed both tasks and crashed before its ACK")
 	fmt.Fprintf(w, "the %s leases expire; worker 2 starts and the queue redelivers\n", lease)
-	cfg.Faults = nil
 	c, err := replay.NewConsumer(cfg)
 	if err != nil {
 		return res, err

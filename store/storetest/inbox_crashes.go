@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ import (
 func exerciseFailureWindows(t *testing.T, open Factory) {
 	// A crash inside the transaction (or before it) leaves nothing behind:
 	// the redelivery applies the message, once.
-	for _, p := range []seqbox.FaultPoint{
-		seqbox.FaultBeforeTx, seqbox.FaultAfterInboxInsert, seqbox.FaultAfterHandler, seqbox.FaultBeforeCommit,
+	for _, p := range []fault.Point{
+		fault.BeforeTx, fault.AfterInboxInsert, fault.AfterHandler, fault.BeforeCommit,
 	} {
 		t.Run("CrashAt_"+string(p), func(t *testing.T) {
 			t.Parallel()
@@ -31,10 +32,11 @@ func exerciseFailureWindows(t *testing.T, open Factory) {
 			raw := simple(t, "evt-1")
 
 			var hits atomic.Int32
-			crashing := b.consumer(t, func(c *seqbox.Config) { c.Faults = crashAt(p, &hits) })
+			crashing := b.consumer(t)
+			fault.Install(crashing, crashAt(p, &hits))
 			ds, err := crashing.Deliver(ctx, raw, 1)
-			require.ErrorIs(t, err, seqbox.ErrCrash)
-			require.True(t, seqbox.IsInjected(err))
+			require.ErrorIs(t, err, fault.ErrCrash)
+			require.True(t, fault.IsCrash(err))
 			require.Nil(t, ds)
 			require.Equal(t, int32(1), hits.Load(), "the fault point is reached exactly once")
 
@@ -104,31 +106,31 @@ func exerciseMidBatchCrash(t *testing.T, b *inboxBundle) {
 	c := b.consumer(t, func(c *seqbox.Config) {
 		c.Transport = ft
 		c.Workers, c.BatchSize = 1, 8
-		c.Faults = func(p seqbox.FaultPoint) error {
-			switch p {
-			case seqbox.FaultBeforeTx:
-				// Hold the first batch (alone in it: the transport hands
-				// out the four others only now) until the four others
-				// have been received, so that they form one batch of four.
-				if beforeTx.Add(1) == 1 {
-					close(ft.gate)
-					select {
-					case <-ft.release:
-					case <-time.After(10 * time.Second):
-						return errors.New("storetest: the second receive never came")
-					}
+	})
+	fault.Install(c, func(p fault.Point) error {
+		switch p {
+		case fault.BeforeTx:
+			// Hold the first batch (alone in it: the transport hands
+			// out the four others only now) until the four others
+			// have been received, so that they form one batch of four.
+			if beforeTx.Add(1) == 1 {
+				close(ft.gate)
+				select {
+				case <-ft.release:
+				case <-time.After(10 * time.Second):
+					return errors.New("storetest: the second receive never came")
 				}
-			case seqbox.FaultMidBatch:
-				midBatch.Add(1)
-				return seqbox.ErrCrash
 			}
-			return nil
+		case fault.MidBatch:
+			midBatch.Add(1)
+			return fault.ErrCrash
 		}
+		return nil
 	})
 	runCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	err := c.Run(runCtx)
-	require.ErrorIs(t, err, seqbox.ErrCrash, "Run stops at the injected crash")
+	require.ErrorIs(t, err, fault.ErrCrash, "Run stops at the injected crash")
 	require.Equal(t, int32(1), midBatch.Load())
 
 	require.Equal(t, 1, b.effects(t, ""), "only the batch before the crash applied")

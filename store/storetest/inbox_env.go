@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"github.com/seqbox/seqbox/internal/fault"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -149,15 +150,15 @@ func simple(t *testing.T, id string) []byte {
 
 // crashAt returns fault hooks that crash at point p, every time it is
 // reached, and count how often that was.
-func crashAt(p seqbox.FaultPoint, hits *atomic.Int32) func(seqbox.FaultPoint) error {
-	return func(q seqbox.FaultPoint) error {
+func crashAt(p fault.Point, hits *atomic.Int32) func(fault.Point) error {
+	return func(q fault.Point) error {
 		if q != p {
 			return nil
 		}
 		if hits != nil {
 			hits.Add(1)
 		}
-		return fmt.Errorf("at %s: %w", q, seqbox.ErrCrash)
+		return fmt.Errorf("at %s: %w", q, fault.ErrCrash)
 	}
 }
 

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"github.com/seqbox/seqbox/internal/fault"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -384,19 +385,19 @@ func (h *ordHandler) handle(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) 
 // ordCrasher is a Config.Faults hook that crashes once at an armed point.
 type ordCrasher struct {
 	mu    sync.Mutex
-	point seqbox.FaultPoint
+	point fault.Point
 	fired int
 }
 
-func (c *ordCrasher) arm(p seqbox.FaultPoint) { c.mu.Lock(); c.point = p; c.mu.Unlock() }
+func (c *ordCrasher) arm(p fault.Point) { c.mu.Lock(); c.point = p; c.mu.Unlock() }
 
-func (c *ordCrasher) hook(p seqbox.FaultPoint) error {
+func (c *ordCrasher) hook(p fault.Point) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.point != "" && p == c.point {
 		c.point = ""
 		c.fired++
-		return fmt.Errorf("ordering test at %s: %w", p, seqbox.ErrCrash)
+		return fmt.Errorf("ordering test at %s: %w", p, fault.ErrCrash)
 	}
 	return nil
 }

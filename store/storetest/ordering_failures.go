@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"github.com/seqbox/seqbox/internal/fault"
 	"context"
 	"fmt"
 	"sync"
@@ -335,19 +336,20 @@ func ordTransient(t *testing.T, open Factory) {
 // the consumer restarts during version 3.
 func ordRestart(t *testing.T, open Factory) {
 	const k = "PED-1009"
-	for _, point := range []seqbox.FaultPoint{seqbox.FaultAfterInboxInsert, seqbox.FaultAfterHandler, seqbox.FaultBeforeCommit} {
+	for _, point := range []fault.Point{fault.AfterInboxInsert, fault.AfterHandler, fault.BeforeCommit} {
 		t.Run(string(point), func(t *testing.T) {
 			e := ordSetup(t, open)
 			crash := &ordCrasher{}
-			c := e.consumer(func(c *seqbox.Config) { c.Faults = crash.hook })
+			c := e.consumer()
+			fault.Install(c, crash.hook)
 			e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)
 			e.deliver(c, ordEvent("E2", k, 2, "pedido_pago"), 1)
 
 			raw3 := ordEvent("E3", k, 3, "pedido_enviado")
 			crash.arm(point)
 			ds, err := c.Deliver(e.ctx, raw3, 1)
-			require.ErrorIs(t, err, seqbox.ErrCrash)
-			require.True(t, seqbox.IsInjected(err))
+			require.ErrorIs(t, err, fault.ErrCrash)
+			require.True(t, fault.IsCrash(err))
 			require.Nil(t, ds)
 			require.Equal(t, 1, crash.fired)
 			// The crash rolled everything of 3 back: no effect, no identity,
@@ -373,13 +375,14 @@ func ordRestart(t *testing.T, open Factory) {
 	t.Run("DuringDrain", func(t *testing.T) {
 		e := ordSetup(t, open)
 		crash := &ordCrasher{}
-		c := e.consumer(func(c *seqbox.Config) { c.Faults = crash.hook })
+		c := e.consumer()
+		fault.Install(c, crash.hook)
 		e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)
 		require.Equal(t, []string{"E3:held"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_enviado"), 1)))
 		raw2 := ordEvent("E2", k, 2, "pedido_pago")
-		crash.arm(seqbox.FaultBeforeCommit)
+		crash.arm(fault.BeforeCommit)
 		_, err := c.Deliver(e.ctx, raw2, 1)
-		require.ErrorIs(t, err, seqbox.ErrCrash)
+		require.ErrorIs(t, err, fault.ErrCrash)
 		e.requireKey(k, ordV(1), false, 1, 0)
 		require.Equal(t, []string{"E1@1 pedido_criado"}, e.effects(k))
 
@@ -508,7 +511,7 @@ func ordLostConfirmation(t *testing.T, open Factory) {
 	q := &ordMemQueue{}
 	q.publish(ordEvent("E3", k, 3, "pedido_enviado"))
 	crash := &ordCrasher{}
-	crash.arm(seqbox.FaultAfterCommit)
+	crash.arm(fault.AfterCommit)
 	seen1 := &ordObserved{}
 	run := func(c *seqbox.Consumer, until func() bool) error {
 		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
@@ -528,10 +531,11 @@ func ordLostConfirmation(t *testing.T, open Factory) {
 		}
 	}
 	c1 := e.consumer(func(c *seqbox.Config) {
-		c.Transport, c.Faults, c.Observer, c.Workers, c.BatchSize = q, crash.hook, seen1.observe, 1, 1
+		c.Transport, c.Observer, c.Workers, c.BatchSize = q, seen1.observe, 1, 1
 	})
+	fault.Install(c1, crash.hook)
 	err := run(c1, nil)
-	require.ErrorIs(t, err, seqbox.ErrCrash, "the consumer dies between commit and ack")
+	require.ErrorIs(t, err, fault.ErrCrash, "the consumer dies between commit and ack")
 	require.Equal(t, []string{"E3:applied"}, seen1.summary(), "the commit happened")
 	require.Equal(t, 1, q.unacked(), "the ack did not")
 	require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago", "E3@3 pedido_enviado"}, e.effects(k))
