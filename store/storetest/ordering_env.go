@@ -1,12 +1,12 @@
 package storetest
 
 import (
-	"github.com/seqbox/seqbox/internal/fault"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"log/slog"
 	"strconv"
 	"strings"

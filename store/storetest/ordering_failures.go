@@ -1,9 +1,9 @@
 package storetest
 
 import (
-	"github.com/seqbox/seqbox/internal/fault"
 	"context"
 	"fmt"
+	"github.com/seqbox/seqbox/internal/fault"
 	"sync"
 	"testing"
 	"time"
