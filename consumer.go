@@ -62,6 +62,26 @@ func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Deci
 	return out[0], nil
 }
 
+// DeliverBatch runs several messages through the pipeline in one
+// transaction, a savepoint each, and commits once: the caller's own batch
+// (an HTTP batch, a page of a backfill) at the cost of one fsync. It
+// returns each message's decisions, in input order; the first decision of
+// each is its own. All are first deliveries.
+func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]Decision, error) {
+	if err := c.register(ctx, false); err != nil {
+		return nil, err
+	}
+	if len(raws) == 0 {
+		return nil, nil
+	}
+	ins := make([]input, len(raws))
+	for i, raw := range raws {
+		ins[i] = input{raw: raw, attempt: 1}
+	}
+	c.decideAll(ctx, ins)
+	return c.runBatch(ctx, ins)
+}
+
 // Oversized is an input too large to hand over whole, such as a line of a
 // file far over MaxEventSize: its first bytes, its full size, and the
 // SHA-256 of all of it.

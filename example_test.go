@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store/sqlite"
+	"github.com/seqbox/seqbox/transport/embedded"
 )
 
 // The five-minute tour: a handler that creates a CRM task inside the inbox
@@ -72,4 +75,50 @@ func ExampleParseEvent() {
 	_, err := seqbox.ParseEvent([]byte(`{"id":"1","source":"erp","type":"order.cancelled","partitionkey":"PED-4821","objectversion":"v3"}`))
 	fmt.Println(err)
 	// Output: invalid event: objectversion: "v3" is not an integer
+}
+
+// RunUntilIdle consumes from a queue until it is drained: here three
+// deliveries, one of them a redelivery of the same event, in the embedded
+// queue that shares the store's file.
+func ExampleConsumer_RunUntilIdle() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "seqbox-example-")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "app.db")
+
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	q, err := embedded.Open(ctx, path, embedded.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer q.Close()
+	for _, id := range []string{"evt-1", "evt-2", "evt-1"} {
+		if err := q.Publish(ctx, []byte(`{"specversion":"1.0","id":"`+id+`","source":"crm","type":"task.create"}`)); err != nil {
+			panic(err)
+		}
+	}
+
+	outcomes := map[seqbox.Outcome]int{}
+	var mu sync.Mutex
+	consumer, err := seqbox.NewConsumer(seqbox.Config{
+		Name: "crm-followup", Store: st, Transport: q,
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
+		Observer: func(d seqbox.Decision) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[d.Outcome]++
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := consumer.RunUntilIdle(ctx, 500*time.Millisecond); err != nil {
+		panic(err)
+	}
+	fmt.Println("applied:", outcomes[seqbox.Applied], "duplicate:", outcomes[seqbox.Duplicate])
+	// Output: applied: 2 duplicate: 1
 }

@@ -27,7 +27,25 @@ const sweepEvery = time.Second
 // either commit and ack or roll back and are left for redelivery; queued
 // deliveries are nacked for prompt redelivery. Run returns nil after a
 // clean shutdown.
-func (c *Consumer) Run(ctx context.Context) error {
+func (c *Consumer) Run(ctx context.Context) error { return c.run(ctx, 0) }
+
+// RunUntilIdle is Run that also returns, with nil, once the transport has
+// had nothing to deliver for idle and nothing received is still being
+// applied: a test, a backfill or a one-off replay of a queue ends when the
+// queue is drained. A message nacked for a later retry is invisible at the
+// transport until its backoff passes, so choose idle longer than the
+// retry backoff when those retries must finish too. Messages parked by the
+// gate (held, blocked) are in the database, not the queue, and do not keep
+// it running.
+func (c *Consumer) RunUntilIdle(ctx context.Context, idle time.Duration) error {
+	if idle <= 0 {
+		return invalidConfig("idle", "%s: must be positive", idle)
+	}
+	return c.run(ctx, idle)
+}
+
+// run is Run; with idle > 0 it also stops once drained for that long.
+func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	if c.cfg.Transport == nil {
 		return invalidConfig("Transport", "required by Run")
 	}
@@ -58,11 +76,21 @@ func (c *Consumer) Run(ctx context.Context) error {
 	wg.Go(func() { c.controlLoop(ctx) })
 	wg.Go(func() { c.extendLoop(ctx, s) })
 	var recvErr error
+	lastBusy := time.Now()
 	for ctx.Err() == nil {
 		if !s.waitRoom(ctx) {
 			break
 		}
 		ds, err := c.cfg.Transport.Receive(ctx, c.cfg.BatchSize)
+		if idle > 0 && err == nil {
+			switch {
+			case len(ds) > 0 || !s.idle():
+				lastBusy = time.Now()
+			case time.Since(lastBusy) >= idle:
+				cancel(nil) // drained: a clean shutdown
+				continue
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				break

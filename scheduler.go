@@ -161,6 +161,13 @@ func (s *scheduler) done(b *batch) {
 	s.cond.Broadcast()
 }
 
+// idle reports whether every delivery received is done.
+func (s *scheduler) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live) == 0
+}
+
 // held returns every delivery received and not yet done.
 func (s *scheduler) held() []transport.Delivery {
 	s.mu.Lock()
