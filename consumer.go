@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"github.com/seqbox/seqbox/internal/fault"
 	"sync"
@@ -60,6 +61,36 @@ func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Deci
 		return nil, err
 	}
 	return out[0], nil
+}
+
+// DeliverTx runs one message through the pipeline inside the caller's
+// transaction, opened on Store().DB(), like river's InsertTx: a webhook
+// handler that already holds a transaction records the identity, the gate
+// and the effect in it. Nothing is committed here: the caller commits (and
+// then acknowledges its own copy) or rolls back, and a rollback forgets
+// the delivery entirely. An error means the transaction is no longer
+// usable: roll it back. Observer and Metrics see the decisions at once,
+// before the caller's commit. A consumer with Config.Decide cannot use
+// it: the model call must stay outside any transaction.
+func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attempt int) ([]Decision, error) {
+	if c.cfg.Decide != nil {
+		return nil, invalidConfig("Decide", "DeliverTx runs inside the caller's transaction; a consumer with Decide uses Deliver or Run, so the model call stays outside it")
+	}
+	if err := c.registerWith(ctx, false, tx); err != nil {
+		return nil, err
+	}
+	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
+	ds, err := c.p.deliver(ctx, &batchTx{Tx: c.cfg.Store.Within(tx)}, ins[0])
+	if err != nil {
+		return nil, err
+	}
+	c.cfg.Metrics.observe(c.cfg.Name, ds)
+	if c.cfg.Observer != nil {
+		for _, d := range ds {
+			c.cfg.Observer(d)
+		}
+	}
+	return ds, nil
 }
 
 // DeliverBatch runs several messages through the pipeline in one

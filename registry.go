@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -103,6 +104,11 @@ func processName() string {
 // register records the consumer in the database once per Consumer (again
 // after a failure), and with a heartbeat when running says it is live.
 func (c *Consumer) register(ctx context.Context, running bool) error {
+	return c.registerWith(ctx, running, nil)
+}
+
+// registerWith is register, inside tx when it is not nil.
+func (c *Consumer) registerWith(ctx context.Context, running bool, tx *sql.Tx) error {
 	if !running && c.registered.Load() {
 		return nil
 	}
@@ -120,7 +126,13 @@ func (c *Consumer) register(ctx context.Context, running bool) error {
 	if running {
 		r.HeartbeatAt = time.Now()
 	}
-	if err := c.cfg.Store.Control().Register(ctx, r); err != nil {
+	write := c.cfg.Store.Control().Register
+	if tx != nil {
+		write = func(ctx context.Context, r store.Registration) error {
+			return c.cfg.Store.Control().RegisterTx(ctx, tx, r)
+		}
+	}
+	if err := write(ctx, r); err != nil {
 		return fmt.Errorf("register consumer %q: %w", c.cfg.Name, err)
 	}
 	c.registered.Store(true)

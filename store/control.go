@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -12,6 +13,9 @@ type Control interface {
 	// Register records (or refreshes) a consumer's registration: its
 	// policies, handler kind and heartbeat. The last writer wins.
 	Register(ctx context.Context, r Registration) error
+	// RegisterTx is Register inside a transaction the caller opened on
+	// the pool (SQLite has one writer: the pool would wait for it).
+	RegisterTx(ctx context.Context, tx *sql.Tx, r Registration) error
 	// Heartbeat moves a registered consumer's heartbeat to at.
 	Heartbeat(ctx context.Context, consumer string, at time.Time) error
 	// Registrations lists every registered consumer, by name.

@@ -74,6 +74,10 @@ const (
 type Store interface {
 	// Begin opens the transaction one batch of deliveries runs in.
 	Begin(ctx context.Context) (Tx, error)
+	// Within runs the pipeline inside a transaction the caller opened on
+	// DB() and will commit or roll back itself; the returned Tx's Commit
+	// and Rollback must not be called.
+	Within(tx *sql.Tx) Tx
 	// Operator returns the read and admin queries that run outside the
 	// pipeline (DLQ, keys, counts, retention).
 	Operator() Operator

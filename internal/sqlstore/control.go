@@ -20,7 +20,17 @@ var _ store.Control = control{}
 func (s *Store) Control() store.Control { return control{db: s.db} }
 
 func (c control) Register(ctx context.Context, r store.Registration) error {
-	_, err := c.db.ExecContext(ctx, `INSERT INTO seqbox_consumers (consumer, handler_kind, policies, process, started_at, heartbeat_at)
+	return register(ctx, c.db, r)
+}
+
+func (c control) RegisterTx(ctx context.Context, tx *sql.Tx, r store.Registration) error {
+	return register(ctx, tx, r)
+}
+
+func register(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, r store.Registration) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO seqbox_consumers (consumer, handler_kind, policies, process, started_at, heartbeat_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (consumer) DO UPDATE SET handler_kind = excluded.handler_kind, policies = excluded.policies,
 			process = excluded.process, started_at = excluded.started_at,

@@ -364,6 +364,9 @@ func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
 	return &Tx{tx: tx, lockRow: s.dialect.LockRow}, nil
 }
 
+// Within wraps a transaction the caller opened on the pool.
+func (s *Store) Within(tx *sql.Tx) store.Tx { return &Tx{tx: tx, lockRow: s.dialect.LockRow} }
+
 // Operator returns the operator queries.
 func (s *Store) Operator() store.Operator { return operator{db: s.db} }
 

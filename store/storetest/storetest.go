@@ -27,4 +27,5 @@ func Exercise(t *testing.T, open Factory) {
 	t.Run("Ordering", func(t *testing.T) { exerciseOrdering(t, open) })
 	t.Run("Settle", func(t *testing.T) { exerciseSettle(t, open) })
 	t.Run("Hardening", func(t *testing.T) { exerciseHardening(t, open) })
+	t.Run("API", func(t *testing.T) { exerciseAPI(t, open) })
 }
