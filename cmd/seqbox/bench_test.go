@@ -138,3 +138,23 @@ func TestBenchBadFlags(t *testing.T) {
 	}
 	require.Contains(t, fails(t, "bench", "purge", "--db", "/nonexistent-dir/x.db", "--rows", "10"), "does not exist")
 }
+
+// `seqbox bench --quick` (DESIGN §7) ends with the summary line, every
+// figure a positive number; the rows above name the three modes and the
+// half-rate run.
+func TestBenchSummaryQuick(t *testing.T) {
+	t.Parallel()
+	out := ok(t, "bench", "--quick")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	last := lines[len(lines)-1]
+	require.Regexp(t, regexp.MustCompile(`^bench: ratio_vs_raw=`+num+` ratio_vs_naive=`+num+` msgs_per_s=`+num+` p99_ms=`+num+`$`), last)
+	for k, v := range kv(t, out, "bench: ") {
+		f, err := strconv.ParseFloat(v, 64)
+		require.NoError(t, err, k)
+		require.Greater(t, f, 0.0, "%s must be measured", k)
+	}
+	for _, mode := range []string{"raw-limit ", "seqbox ", "naive ", "seqbox@half "} {
+		require.Contains(t, out, "\n"+mode, "the %s row", mode)
+	}
+	require.Contains(t, fails(t, "bench", "extra"), "unknown command")
+}

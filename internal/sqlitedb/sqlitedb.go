@@ -38,11 +38,13 @@ const MetaTable = sqlstore.MetaTable
 
 // Dialect is SQLite's flavour of the shared SQL.
 var Dialect = sqlstore.Dialect{
-	Name:       "sqlite",
-	Serial:     "INTEGER PRIMARY KEY AUTOINCREMENT",
-	Blob:       "BLOB",
-	ListTables: ListTables,
-	Foreign:    Foreign,
+	CacheStatements: true,
+	OneWriter:       true,
+	Name:            "sqlite",
+	Serial:          "INTEGER PRIMARY KEY AUTOINCREMENT",
+	Blob:            "BLOB",
+	ListTables:      ListTables,
+	Foreign:         Foreign,
 }
 
 // header is how every SQLite database file starts.

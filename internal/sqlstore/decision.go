@@ -31,7 +31,7 @@ func (t *Tx) Decision(ctx context.Context, consumer, source, id string) ([]byte,
 
 // RecordDecision stores a decision inside the batch transaction.
 func (t *Tx) RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, insertDecision, consumer, source, id, decision, micros(at))
+	_, err := t.exec(ctx, insertDecision, consumer, source, id, decision, micros(at))
 	return err
 }
 

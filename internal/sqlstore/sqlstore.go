@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -17,6 +18,12 @@ import (
 
 // Dialect is what differs between databases.
 type Dialect struct {
+	// CacheStatements prepares the pipeline's statements once per
+	// connection (for drivers that do not cache them themselves).
+	CacheStatements bool
+	// OneWriter serializes this process's batch transactions before they
+	// begin (SQLite: one writer at a time anyway).
+	OneWriter bool
 	// Name is "sqlite" or "postgres", for error messages.
 	Name string
 	// Serial is the column type of an auto-increment primary key.
@@ -63,6 +70,10 @@ type Querier interface {
 type Store struct {
 	db      *sql.DB
 	dialect Dialect
+	// stmts caches prepared statements when the dialect asks for it.
+	stmts *stmtCache
+	// writer is the turn of this process's one writer (OneWriter).
+	writer chan struct{}
 }
 
 const metaTable = "seqbox_meta"
@@ -113,6 +124,10 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 	if err != nil {
 		return nil, err
 	}
+	if d.CacheStatements {
+		s.stmts = &stmtCache{db: db}
+	}
+	s.writer = make(chan struct{}, 1)
 	return s, nil
 }
 
@@ -357,15 +372,33 @@ func tablesOf(ctx context.Context, q Querier, listTables string) (map[string]boo
 
 // Begin opens a batch transaction.
 func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
+	var unlock func()
+	if s.dialect.OneWriter {
+		// Take turns here rather than in SQLite's busy handler, which
+		// polls with sleeps: the next batch starts the moment the last
+		// one commits. Other processes still meet busy_timeout.
+		select {
+		case s.writer <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, ctx.Err())
+		}
+		var once sync.Once
+		unlock = func() { once.Do(func() { <-s.writer }) }
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		if unlock != nil {
+			unlock()
+		}
 		return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
 	}
-	return &Tx{tx: tx, lockRow: s.dialect.LockRow}, nil
+	return &Tx{tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts, unlock: unlock}, nil
 }
 
 // Within wraps a transaction the caller opened on the pool.
-func (s *Store) Within(tx *sql.Tx) store.Tx { return &Tx{tx: tx, lockRow: s.dialect.LockRow} }
+func (s *Store) Within(tx *sql.Tx) store.Tx {
+	return &Tx{tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts}
+}
 
 // Operator returns the operator queries.
 func (s *Store) Operator() store.Operator { return operator{db: s.db} }
@@ -374,7 +407,10 @@ func (s *Store) Operator() store.Operator { return operator{db: s.db} }
 func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the pool.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.close()
+	return s.db.Close()
+}
 
 // micros converts a time to the stored representation.
 func micros(t time.Time) int64 { return t.UnixMicro() }

@@ -19,6 +19,10 @@ import (
 type Tx struct {
 	tx      *sql.Tx
 	lockRow string
+	stmts   *stmtCache
+	// unlock gives the writer's turn back at commit or rollback (nil
+	// when the store does not serialize writers).
+	unlock func()
 }
 
 var _ store.Tx = (*Tx)(nil)
@@ -28,24 +32,33 @@ func (t *Tx) SQL() *sql.Tx { return t.tx }
 
 // Savepoint opens a savepoint.
 func (t *Tx) Savepoint(ctx context.Context, name string) error {
-	_, err := t.tx.ExecContext(ctx, "SAVEPOINT "+name)
+	_, err := t.exec(ctx, "SAVEPOINT "+name)
 	return err
 }
 
 // RollbackTo undoes everything since the savepoint, which stays open.
 func (t *Tx) RollbackTo(ctx context.Context, name string) error {
-	_, err := t.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name)
+	_, err := t.exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
 	return err
 }
 
 // Release closes the savepoint, keeping its work.
 func (t *Tx) Release(ctx context.Context, name string) error {
-	_, err := t.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name)
+	_, err := t.exec(ctx, "RELEASE SAVEPOINT "+name)
 	return err
 }
 
 // Commit commits the batch.
-func (t *Tx) Commit() error { return StorageError("commit", t.tx.Commit()) }
+func (t *Tx) Commit() error {
+	defer t.release()
+	return StorageError("commit", t.tx.Commit())
+}
+
+func (t *Tx) release() {
+	if t.unlock != nil {
+		t.unlock()
+	}
+}
 
 // StorageError says in words what a failed write most likely means when
 // the database reports an I/O or disk-full error.
@@ -61,11 +74,14 @@ func StorageError(op string, err error) error {
 }
 
 // Rollback abandons the batch.
-func (t *Tx) Rollback() error { return t.tx.Rollback() }
+func (t *Tx) Rollback() error {
+	defer t.release()
+	return t.tx.Rollback()
+}
 
 // InsertInbox inserts an identity; the primary key arbitrates.
 func (t *Tx) InsertInbox(ctx context.Context, r store.InboxRow) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_inbox
+	res, err := t.exec(ctx, `INSERT INTO seqbox_inbox
 		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
 		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
@@ -85,7 +101,7 @@ func (t *Tx) Inbox(ctx context.Context, consumer, source, id string) (store.Inbo
 	r := store.InboxRow{Consumer: consumer, Source: source, ID: id}
 	var ver, processed sql.NullInt64
 	var received, retention int64
-	err := t.tx.QueryRowContext(ctx, `SELECT payload_hash, businesskey, event_type, tenant, contract_version,
+	err := t.queryRow(ctx, `SELECT payload_hash, businesskey, event_type, tenant, contract_version,
 		partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until
 		FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).
 		Scan(&r.PayloadHash, &r.BusinessKey, &r.EventType, &r.Tenant, &r.ContractVersion, &r.PartitionKey,
@@ -105,21 +121,21 @@ func (t *Tx) Inbox(ctx context.Context, consumer, source, id string) (store.Inbo
 
 // SetInboxOutcome records the final outcome of an identity.
 func (t *Tx) SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_inbox SET outcome = $4, processed_at = $5
+	_, err := t.exec(ctx, `UPDATE seqbox_inbox SET outcome = $4, processed_at = $5
 		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id, outcome, optMicros(processedAt))
 	return err
 }
 
 // DeleteInbox forgets an identity.
 func (t *Tx) DeleteInbox(ctx context.Context, consumer, source, id string) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`,
+	_, err := t.exec(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`,
 		consumer, source, id)
 	return err
 }
 
 // ClaimBusinessKey is the unique insert of (consumer, businesskey).
 func (t *Tx) ClaimBusinessKey(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_business_keys (consumer, businesskey, source, id, applied_at)
+	res, err := t.exec(ctx, `INSERT INTO seqbox_business_keys (consumer, businesskey, source, id, applied_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, businesskey) DO NOTHING`,
 		consumer, businessKey, source, id, micros(at))
 	if err != nil {
@@ -148,7 +164,7 @@ func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 
 // Key reads a key's ordering state.
 func (t *Tx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
-	k, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
+	k, err := scanKey(t.queryRow(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
 		WHERE consumer = $1 AND partitionkey = $2`+t.lockRow, consumer, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, store.ErrNotFound
@@ -158,7 +174,7 @@ func (t *Tx) Key(ctx context.Context, consumer, key string) (store.KeyState, err
 
 // EnsureKey creates the key row if it is missing.
 func (t *Tx) EnsureKey(ctx context.Context, consumer, key string, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
+	_, err := t.exec(ctx, `INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
 		VALUES ($1, $2, $3) ON CONFLICT (consumer, partitionkey) DO NOTHING`, consumer, key, micros(at))
 	return err
 }
@@ -169,7 +185,7 @@ func (t *Tx) AdvanceKey(ctx context.Context, consumer, key string, prev *int64, 
 	if prev != nil {
 		p = *prev
 	}
-	res, err := t.tx.ExecContext(ctx, `UPDATE seqbox_keys SET version = $3, updated_at = $5
+	res, err := t.exec(ctx, `UPDATE seqbox_keys SET version = $3, updated_at = $5
 		WHERE consumer = $1 AND partitionkey = $2 AND COALESCE(version, -1) = $4`, consumer, key, next, p, micros(at))
 	if err != nil {
 		return false, err
@@ -180,7 +196,7 @@ func (t *Tx) AdvanceKey(ctx context.Context, consumer, key string, prev *int64, 
 
 // BlockKey blocks a key.
 func (t *Tx) BlockKey(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_keys SET blocked = 1, blocked_source = $3, blocked_id = $4,
+	_, err := t.exec(ctx, `UPDATE seqbox_keys SET blocked = 1, blocked_source = $3, blocked_id = $4,
 		blocked_reason = $5, blocked_since = $6, updated_at = $6 WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key, source, id, reason, micros(at))
 	return err
@@ -188,7 +204,7 @@ func (t *Tx) BlockKey(ctx context.Context, consumer, key, source, id, reason str
 
 // UnblockKey clears a key's block.
 func (t *Tx) UnblockKey(ctx context.Context, consumer, key string, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_keys SET blocked = 0, blocked_source = '', blocked_id = '',
+	_, err := t.exec(ctx, `UPDATE seqbox_keys SET blocked = 0, blocked_source = '', blocked_id = '',
 		blocked_reason = '', blocked_since = NULL, updated_at = $3 WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key, micros(at))
 	return err
@@ -197,7 +213,7 @@ func (t *Tx) UnblockKey(ctx context.Context, consumer, key string, at time.Time)
 // Park stores a message in the parked table. A colliding payload already
 // parked is not parked twice.
 func (t *Tx) Park(ctx context.Context, p store.Parked) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_parked
+	_, err := t.exec(ctx, `INSERT INTO seqbox_parked
 		(consumer, source, id, partitionkey, objectversion, reason, detail, envelope, payload_hash, parked_at, hold_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
 		p.Consumer, p.Source, p.ID, p.PartitionKey, optInt(p.ObjectVersion), p.Reason, p.Detail, p.Envelope,
@@ -229,7 +245,7 @@ func scanParked(rows *sql.Rows) ([]store.Parked, error) {
 // ParkedForKey lists a key's held and blocked messages in version order,
 // unversioned ones by arrival.
 func (t *Tx) ParkedForKey(ctx context.Context, consumer, key string) ([]store.Parked, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
+	rows, err := t.query(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
 		WHERE consumer = $1 AND partitionkey = $2 AND reason IN ('held', 'blocked')
 		ORDER BY COALESCE(objectversion, -1), seq`, consumer, key)
 	if err != nil {
@@ -240,20 +256,20 @@ func (t *Tx) ParkedForKey(ctx context.Context, consumer, key string) ([]store.Pa
 
 // Unpark removes one parked row.
 func (t *Tx) Unpark(ctx context.Context, seq int64) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM seqbox_parked WHERE seq = $1`, seq)
+	_, err := t.exec(ctx, `DELETE FROM seqbox_parked WHERE seq = $1`, seq)
 	return err
 }
 
 // SetParkedReason moves a key's parked rows from one reason to another.
 func (t *Tx) SetParkedReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = $4, hold_until = $5
+	_, err := t.exec(ctx, `UPDATE seqbox_parked SET reason = $4, hold_until = $5
 		WHERE consumer = $1 AND partitionkey = $2 AND reason = $3`, consumer, key, from, to, zeroNullMicros(holdUntil))
 	return err
 }
 
 // StartHolds sets a hold deadline on held rows that have none.
 func (t *Tx) StartHolds(ctx context.Context, consumer, key string, until time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET hold_until = $3
+	_, err := t.exec(ctx, `UPDATE seqbox_parked SET hold_until = $3
 		WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND hold_until IS NULL`, consumer, key, micros(until))
 	return err
 }
@@ -262,7 +278,7 @@ func (t *Tx) StartHolds(ctx context.Context, consumer, key string, until time.Ti
 func (t *Tx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, error) {
 	var attempts int
 	var first string
-	err := t.tx.QueryRowContext(ctx, `INSERT INTO seqbox_retries
+	err := t.queryRow(ctx, `INSERT INTO seqbox_retries
 		(consumer, source, id, partitionkey, attempts, first_error, last_error, first_at, last_at)
 		VALUES ($1, $2, $3, $4, 1, $5, $5, $6, $6)
 		ON CONFLICT (consumer, source, id) DO UPDATE SET attempts = seqbox_retries.attempts + 1,
@@ -274,7 +290,7 @@ func (t *Tx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, er
 
 // ClearRetry forgets the attempts of an identity.
 func (t *Tx) ClearRetry(ctx context.Context, consumer, source, id string) error {
-	_, err := t.tx.ExecContext(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
+	_, err := t.exec(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
 		consumer, source, id)
 	return err
 }
@@ -282,7 +298,7 @@ func (t *Tx) ClearRetry(ctx context.Context, consumer, source, id string) error 
 // Rehold puts a parked message back as held until the given time, with
 // detail saying why it waits now.
 func (t *Tx) Rehold(ctx context.Context, seq int64, until time.Time, detail string) error {
-	_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_parked SET reason = 'held', hold_until = $2, detail = $3 WHERE seq = $1`,
+	_, err := t.exec(ctx, `UPDATE seqbox_parked SET reason = 'held', hold_until = $2, detail = $3 WHERE seq = $1`,
 		seq, micros(until), detail)
 	return err
 }
@@ -294,7 +310,7 @@ func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (store.Ret
 	var last int64
 	// A retry row whose identity has since been recorded in the inbox is
 	// stale (a racing transaction applied or dead-lettered it): ignored.
-	err := t.tx.QueryRowContext(ctx, `SELECT r.source, r.id, r.last_error, r.last_at FROM seqbox_retries r
+	err := t.queryRow(ctx, `SELECT r.source, r.id, r.last_error, r.last_at FROM seqbox_retries r
 		WHERE r.consumer = $1 AND r.partitionkey = $2 AND NOT EXISTS (SELECT 1 FROM seqbox_inbox i
 			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id)
 		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last)
@@ -308,7 +324,7 @@ func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (store.Ret
 // DeadLetter stores the original envelope.
 func (t *Tx) DeadLetter(ctx context.Context, d store.DeadLetter) (int64, error) {
 	var seq int64
-	err := t.tx.QueryRowContext(ctx, `INSERT INTO seqbox_dlq
+	err := t.queryRow(ctx, `INSERT INTO seqbox_dlq
 		(consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
 		 first_error, last_error, dead_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq`,
 		d.Consumer, d.Source, d.ID, d.PartitionKey, optInt(d.ObjectVersion), d.PayloadHash, d.Envelope, d.Reason,
@@ -319,7 +335,7 @@ func (t *Tx) DeadLetter(ctx context.Context, d store.DeadLetter) (int64, error) 
 // ResolveDeadLetter marks one open DLQ row resolved. Resolving a row that
 // another transaction resolved first is store.ErrNotFound.
 func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, resolution string, at time.Time) error {
-	res, err := t.tx.ExecContext(ctx, `UPDATE seqbox_dlq SET resolution = $3, resolved_at = $4
+	res, err := t.exec(ctx, `UPDATE seqbox_dlq SET resolution = $3, resolved_at = $4
 		WHERE consumer = $1 AND seq = $2 AND resolution = ''`, consumer, seq, resolution, micros(at))
 	if err != nil {
 		return err
@@ -335,11 +351,11 @@ func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, 
 // already audited for that identity adds no row.
 func (t *Tx) Audit(ctx context.Context, a store.AuditRow) error {
 	if a.Outcome == store.OutcomeDuplicate {
-		_, err := t.tx.ExecContext(ctx, `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
+		_, err := t.exec(ctx, `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
 			WHERE consumer = $1 AND source = $2 AND id = $3`, a.Consumer, a.Source, a.ID, micros(a.At))
 		return err
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_audit
+	_, err := t.exec(ctx, `INSERT INTO seqbox_audit
 		(consumer, source, id, partitionkey, received_version, current_version, outcome, reason, next_action, at, payload_hash)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
 		a.Consumer, a.Source, a.ID, a.PartitionKey, optInt(a.ReceivedVersion), optInt(a.CurrentVersion),
@@ -349,7 +365,7 @@ func (t *Tx) Audit(ctx context.Context, a store.AuditRow) error {
 
 // RecordGap records a known gap.
 func (t *Tx) RecordGap(ctx context.Context, g store.Gap) error {
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO seqbox_gaps
+	_, err := t.exec(ctx, `INSERT INTO seqbox_gaps
 		(consumer, partitionkey, from_version, to_version, decided_by, reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		g.Consumer, g.Key, g.FromVersion, g.ToVersion, g.DecidedBy, g.Reason, micros(g.At))
 	return err

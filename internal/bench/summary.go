@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+// SummaryOptions configure `seqbox bench` (DESIGN §7).
+type SummaryOptions struct {
+	// DB is a SQLite path or a postgres:// URL.
+	DB string
+	// Quick sizes the run to finish in well under a minute.
+	Quick bool
+}
+
+// Summary is one run, side by side on one database: the raw limit (the
+// rows seqbox writes per message, as plain batched INSERTs and upserts,
+// the best rate over batch sizes and writers), seqbox end to end
+// (embedded queue → inbox → gate → effect → COMMIT → ack), and the seed's
+// naive design (query, effect, marker; one transaction per message). It
+// then runs seqbox at half its measured rate and takes the p99 from
+// receive to commit. Its last line is
+// `bench: ratio_vs_raw=X ratio_vs_naive=Y msgs_per_s=Z p99_ms=W`.
+func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
+	n, naiveN, keys, workers, batch := 20000, 2000, 100, 4, 64
+	half, rawBatches := 10*time.Second, []int{100, 1000}
+	if o.Quick {
+		n, naiveN, half = 5000, 500, 4*time.Second
+	}
+	run := newRun()
+	e, err := open(ctx, o.DB, "bench-"+run)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	fmt.Fprintf(w, "seqbox bench  db=%s messages=%d keys=%d quick=%v\n", e.where, n, keys, o.Quick)
+
+	bodies := Bodies("bench", run+"-r", run, n, keys)
+	var raw float64
+	rawHow := ""
+	for _, b := range rawBatches {
+		for _, writers := range []int{1, 4} {
+			r, err := rawRows(ctx, e.st.DB(), e.pg, fmt.Sprintf("%s-%d-%d", run, b, writers), bodies, keys, b, writers)
+			if err != nil {
+				return err
+			}
+			if r > raw {
+				raw, rawHow = r, fmt.Sprintf("batch %d, %d writers", b, writers)
+			}
+		}
+	}
+
+	if err := publish(ctx, e.q, Bodies("bench", run+"-s", run+"s", n, keys)); err != nil {
+		return err
+	}
+	l, err := startLive(ctx, e, workers, batch)
+	if err != nil {
+		return err
+	}
+	waitErr := l.waitApplied(ctx, int64(n))
+	elapsed := time.Since(l.start)
+	if err := stopLive(l, waitErr); err != nil {
+		return err
+	}
+	seqboxRate := rate(int64(n), elapsed)
+
+	naive, err := naiveRate(ctx, e.st.DB(), run, Bodies("bench", run+"-n", run+"n", naiveN, keys), workers)
+	if err != nil {
+		return err
+	}
+
+	target := int(seqboxRate / 2)
+	lat, got, err := atRate(ctx, e, run+"h", max(1, target), keys, workers, batch, half)
+	if err != nil {
+		return err
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "mode\tmsgs/s\tnote\t")
+	fmt.Fprintf(tw, "raw-limit\t%.0f\tthe rows seqbox writes per message (inbox, key, effect, object), best of %s\t\n", raw, rawHow)
+	fmt.Fprintf(tw, "seqbox\t%.0f\tembedded queue → inbox → gate → effect → COMMIT → ack, %d workers, batch %d\t\n", seqboxRate, workers, batch)
+	fmt.Fprintf(tw, "naive\t%.0f\tquery, effect, marker: one transaction per message, %d writers\t\n", naive, workers)
+	fmt.Fprintf(tw, "seqbox@half\t%.0f\ttarget %d msgs/s; receive→commit p50 %s ms, p99 %s ms over %d messages\t\n",
+		got, target, ms(lat.P50, lat.N), ms(lat.P99, lat.N), lat.N)
+	tw.Flush()
+	fmt.Fprintf(w, "bench: ratio_vs_raw=%.3f ratio_vs_naive=%.2f msgs_per_s=%.0f p99_ms=%s\n",
+		ratio(seqboxRate, raw), ratio(seqboxRate, naive), seqboxRate, ms(lat.P99, lat.N))
+	return nil
+}
+
+// stopLive stops a consumer, preferring the error that stopped the wait.
+func stopLive(l *live, waitErr error) error {
+	stopErr := l.stop()
+	if waitErr != nil {
+		return waitErr
+	}
+	if stopErr != nil {
+		return fmt.Errorf("consumer: %w", stopErr)
+	}
+	return nil
+}
+
+// rawSchema holds the raw limit's tables: the same rows seqbox writes per
+// applied message, with no pipeline around them.
+const rawSchema = `CREATE TABLE IF NOT EXISTS bench_raw_inbox (run TEXT NOT NULL, id TEXT NOT NULL, hash TEXT NOT NULL,
+	partitionkey TEXT NOT NULL, objectversion BIGINT, outcome TEXT NOT NULL, received_at BIGINT NOT NULL, PRIMARY KEY (run, id));
+CREATE TABLE IF NOT EXISTS bench_raw_keys (run TEXT NOT NULL, partitionkey TEXT NOT NULL, version BIGINT, PRIMARY KEY (run, partitionkey));
+CREATE TABLE IF NOT EXISTS bench_raw_effects (run TEXT NOT NULL, id TEXT NOT NULL, partitionkey TEXT NOT NULL, type TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS bench_raw_objects (run TEXT NOT NULL, partitionkey TEXT NOT NULL, state TEXT NOT NULL, version BIGINT,
+	PRIMARY KEY (run, partitionkey))`
+
+// rawRows writes, for each body, the four rows seqbox writes, batch
+// messages per transaction and writers transactions at a time, and
+// returns messages per second. The rows are deleted afterwards, untimed.
+func rawRows(ctx context.Context, db *sql.DB, pg bool, run string, bodies [][]byte, keys, batch, writers int) (float64, error) {
+	for _, stmt := range splitSQL(rawSchema) {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return 0, fmt.Errorf("raw: create tables: %w", err)
+		}
+	}
+	var next atomic.Int64
+	errs := make(chan error, writers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for {
+				from := int(next.Add(int64(batch))) - batch
+				if from >= len(bodies) {
+					return
+				}
+				if err := rawRowsTx(ctx, db, run, from, min(from+batch, len(bodies)), keys); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, fmt.Errorf("raw: %w", err)
+	}
+	for _, t := range []string{"bench_raw_inbox", "bench_raw_keys", "bench_raw_effects", "bench_raw_objects"} {
+		if _, err := db.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = $1`, run); err != nil {
+			return 0, fmt.Errorf("raw: clean up: %w", err)
+		}
+	}
+	return rate(int64(len(bodies)), elapsed), nil
+}
+
+func rawRowsTx(ctx context.Context, db *sql.DB, run string, from, to, keys int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	now := time.Now().UnixMicro()
+	for i := from; i < to; i++ {
+		id, key, v := fmt.Sprint(i), fmt.Sprintf("k%d", i%keys), int64(i/keys+1)
+		for _, s := range []struct {
+			q    string
+			args []any
+		}{
+			{`INSERT INTO bench_raw_inbox (run, id, hash, partitionkey, objectversion, outcome, received_at) VALUES ($1, $2, $3, $4, $5, 'applied', $6)`,
+				[]any{run, id, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", key, v, now}},
+			{`INSERT INTO bench_raw_keys (run, partitionkey, version) VALUES ($1, $2, $3)
+				ON CONFLICT (run, partitionkey) DO UPDATE SET version = excluded.version`, []any{run, key, v}},
+			{`INSERT INTO bench_raw_effects (run, id, partitionkey, type) VALUES ($1, $2, $3, 'bench.step')`, []any{run, id, key}},
+			{`INSERT INTO bench_raw_objects (run, partitionkey, state, version) VALUES ($1, $2, 'bench.step', $3)
+				ON CONFLICT (run, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`, []any{run, key, v}},
+		} {
+			if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+// naiveSchema is the seed's fragile design: a marker table consulted
+// before the effect and written after it.
+const naiveSchema = `CREATE TABLE IF NOT EXISTS bench_naive_marker (run TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (run, id));
+CREATE TABLE IF NOT EXISTS bench_naive_effects (run TEXT NOT NULL, id TEXT NOT NULL)`
+
+// naiveRate runs the naive design over bodies, one transaction per
+// message, workers at a time, and returns messages per second.
+func naiveRate(ctx context.Context, db *sql.DB, run string, bodies [][]byte, workers int) (float64, error) {
+	for _, stmt := range splitSQL(naiveSchema) {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return 0, fmt.Errorf("naive: create tables: %w", err)
+		}
+	}
+	var next atomic.Int64
+	errs := make(chan error, workers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(bodies) {
+					return
+				}
+				if err := naiveOne(ctx, db, run, idOf(bodies[i])); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, fmt.Errorf("naive: %w", err)
+	}
+	for _, t := range []string{"bench_naive_marker", "bench_naive_effects"} {
+		if _, err := db.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = $1`, run); err != nil {
+			return 0, fmt.Errorf("naive: clean up: %w", err)
+		}
+	}
+	return rate(int64(len(bodies)), elapsed), nil
+}
+
+func naiveOne(ctx context.Context, db *sql.DB, run, id string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	var seen int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM bench_naive_marker WHERE run = $1 AND id = $2`, run, id).Scan(&seen); err != nil {
+		return err
+	}
+	if seen > 0 {
+		return tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO bench_naive_effects (run, id) VALUES ($1, $2)`, run, id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO bench_naive_marker (run, id) VALUES ($1, $2)`, run, id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// atRate feeds the queue at target messages per second for d (after a
+// second of warm-up) while seqbox consumes it, and returns the receive →
+// commit latency of the messages received in that window and the rate
+// applied.
+func atRate(ctx context.Context, e *env, run string, target, keys, workers, batch int, d time.Duration) (Latency, float64, error) {
+	l, err := startLive(ctx, e, workers, batch)
+	if err != nil {
+		return Latency{}, 0, err
+	}
+	f := startFeed(ctx, e.q, "bench", run, PurgeOptions{Rate: target, Keys: keys, Workers: workers, ConsumerBatch: batch}, l.rec)
+	sleepCtx(ctx, time.Second)
+	from := time.Now()
+	sleepCtx(ctx, d)
+	to := time.Now()
+	failures, first := f.stop()
+	published := f.published.Load()
+	waitErr := l.waitApplied(ctx, published)
+	if err := stopLive(l, waitErr); err != nil {
+		return Latency{}, 0, err
+	}
+	if failures > 0 {
+		return Latency{}, 0, fmt.Errorf("feed: %d publishes failed, first: %s", failures, first)
+	}
+	n, lats := l.rec.window(from, to)
+	return LatencyOf(lats), rate(n, to.Sub(from)), ctx.Err()
+}
+
+// splitSQL splits a schema on ";" into its statements.
+func splitSQL(schema string) []string {
+	var out []string
+	for _, s := range strings.Split(schema, ";") {
+		if strings.TrimSpace(s) != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
