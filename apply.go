@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"runtime/debug"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
 )
 

@@ -1,13 +1,13 @@
 package seqbox
 
 import (
-	"github.com/seqbox/seqbox/internal/fault"
 	"log/slog"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )

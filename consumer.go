@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
 )
 

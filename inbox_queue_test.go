@@ -3,7 +3,6 @@ package seqbox_test
 import (
 	"context"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/embedded"

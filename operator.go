@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
 )
 

@@ -2,8 +2,9 @@ package seqbox
 
 import (
 	"context"
-	"github.com/seqbox/seqbox/internal/fault"
 	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
 )
 
 // DefaultPurgeBatch is how many identities one purge statement removes, so

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/seqbox/seqbox/internal/fault"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/transport"
 )
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"

@@ -3,12 +3,12 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"github.com/seqbox/seqbox/internal/fault"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
