@@ -34,10 +34,6 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 			return p.release(ctx, tx, sp, d, key, err)
 		}
 	}
-	hsp := tx.savepoint()
-	if err := tx.Savepoint(ctx, hsp); err != nil {
-		return nil, "", err
-	}
 	herr := in.decideErr
 	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
 		// Delivered again and again without ever settling: each attempt
@@ -59,9 +55,6 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 	if err := p.cfg.hooks.At(fault.AfterHandler); err != nil {
 		return nil, "", err
 	}
-	if err := tx.Release(ctx, hsp); err != nil {
-		return nil, "", err
-	}
 	if versioned {
 		if err := p.advance(ctx, tx, key, ks.Version, v, now); err != nil {
 			if !errors.Is(err, errKeyConflict) {
@@ -78,10 +71,22 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 	if err := tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(Applied), &processed); err != nil {
 		return nil, "", err
 	}
-	if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
-		return nil, "", err
+	if key == "" || ks.HasRetries {
+		// Attempts were recorded for this key (or, unkeyed, may have been):
+		// this message's are over.
+		if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
+			return nil, "", err
+		}
 	}
 	d.Outcome, d.Reason = Applied, ""
+	if !ks.HasParked {
+		// Nothing waits behind it (the key was read under its lock): no
+		// drain.
+		if err := tx.Release(ctx, sp); err != nil {
+			return nil, "", err
+		}
+		return []Decision{d}, "", nil
+	}
 	return p.release(ctx, tx, sp, d, key, nil)
 }
 
@@ -107,7 +112,7 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err e
 			err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
 		}
 	}()
-	return p.cfg.Handler(ctx, tx.SQL(), ev)
+	return p.cfg.Handler(ctx, tx.Handler(), ev)
 }
 
 // failed handles a handler error: retry with the attempt counted, or

@@ -27,7 +27,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 		return &gateResult{Outcome: Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
 			tx.Park(ctx, p.parkRow(ev, store.ParkBlocked, reason, now, time.Time{}))
 	}
-	if in.parked == nil {
+	if in.parked == nil && ks.HasRetries {
 		r, retrying, err := tx.RetryingOnKey(ctx, name, key)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
+
+	"github.com/seqbox/seqbox/store"
 )
 
 // stmtCache holds the pipeline's statements prepared once on the pool:
@@ -15,7 +18,14 @@ import (
 type stmtCache struct {
 	db *sql.DB
 	m  sync.Map // query → *sql.Stmt
+	// n counts the statements prepared; past stmtLimit, new statements
+	// run unprepared (a handler that builds SQL text per call must not
+	// grow the cache without bound).
+	n atomic.Int32
 }
+
+// stmtLimit bounds the statements a store keeps prepared.
+const stmtLimit = 512
 
 // get returns the prepared statement for q, or nil when it cannot be
 // prepared (the caller then runs q unprepared and meets the error there).
@@ -26,6 +36,9 @@ func (c *stmtCache) get(ctx context.Context, q string) *sql.Stmt {
 	if v, ok := c.m.Load(q); ok {
 		return v.(*sql.Stmt)
 	}
+	if c.n.Load() >= stmtLimit {
+		return nil
+	}
 	st, err := c.db.PrepareContext(context.WithoutCancel(ctx), q)
 	if err != nil {
 		return nil
@@ -34,6 +47,7 @@ func (c *stmtCache) get(ctx context.Context, q string) *sql.Stmt {
 		st.Close()
 		return v.(*sql.Stmt)
 	}
+	c.n.Add(1)
 	return st
 }
 
@@ -70,4 +84,22 @@ func (t *Tx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.tx.QueryRowContext(ctx, q, args...)
+}
+
+// Handler is the transaction as the handler sees it.
+func (t *Tx) Handler() store.Querier { return handlerTx{t} }
+
+// handlerTx gives the handler the transaction's prepared statements.
+type handlerTx struct{ t *Tx }
+
+func (h handlerTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return h.t.exec(ctx, q, args...)
+}
+
+func (h handlerTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return h.t.query(ctx, q, args...)
+}
+
+func (h handlerTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return h.t.queryRow(ctx, q, args...)
 }

@@ -162,15 +162,28 @@ func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 	return k, nil
 }
 
-// Key reads a key's ordering state.
+// Key reads a key's ordering state, with whether anything is parked or
+// retrying on it, and locks the key row.
 func (t *Tx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
-	k, err := scanKey(t.queryRow(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
-		WHERE consumer = $1 AND partitionkey = $2`+t.lockRow, consumer, key))
+	var parked, retries int
+	k, err := scanKey(extraColumns{t.queryRow(ctx, `SELECT `+keyColumns+`,
+		CASE WHEN EXISTS (SELECT 1 FROM seqbox_parked p WHERE p.consumer = $1 AND p.partitionkey = $2) THEN 1 ELSE 0 END,
+		CASE WHEN EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = $1 AND r.partitionkey = $2) THEN 1 ELSE 0 END
+		FROM seqbox_keys WHERE consumer = $1 AND partitionkey = $2`+t.lockRow, consumer, key), []any{&parked, &retries}})
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
+	k.HasParked, k.HasRetries = parked != 0, retries != 0
 	return k, err
 }
+
+// extraColumns scans columns after the ones scanKey reads into extra.
+type extraColumns struct {
+	row   interface{ Scan(...any) error }
+	extra []any
+}
+
+func (e extraColumns) Scan(dest ...any) error { return e.row.Scan(append(dest, e.extra...)...) }
 
 // EnsureKey creates the key row if it is missing.
 func (t *Tx) EnsureKey(ctx context.Context, consumer, key string, at time.Time) error {
