@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
 )
 
 // Consumer applies events from a transport through the inbox pipeline:
@@ -26,6 +27,9 @@ type Consumer struct {
 	process    string
 	regMu      sync.Mutex
 	registered atomic.Bool
+	// txAck is the transport when it acknowledges in the store's own
+	// transaction (the embedded queue in the store's file).
+	txAck transport.TxAcker
 }
 
 // NewConsumer validates cfg, fills in defaults and returns a consumer.
@@ -37,7 +41,13 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	if err := c.validate(false); err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}, nil
+	cons := &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}
+	if ta, ok := c.Transport.(transport.TxAcker); ok {
+		if st, ok := c.Store.(interface{ Location() string }); ok && ta.Location() != "" && ta.Location() == st.Location() {
+			cons.txAck = ta
+		}
+	}
+	return cons, nil
 }
 
 // Name is the consumer's name.
@@ -56,7 +66,7 @@ func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Deci
 	}
 	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
 	c.decideAll(ctx, ins)
-	out, err := c.runBatch(ctx, ins)
+	out, err := c.runBatch(ctx, ins, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +120,7 @@ func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]Decisio
 		ins[i] = input{raw: raw, attempt: 1}
 	}
 	c.decideAll(ctx, ins)
-	return c.runBatch(ctx, ins)
+	return c.runBatch(ctx, ins, nil)
 }
 
 // Oversized is an input too large to hand over whole, such as a line of a
@@ -131,7 +141,7 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decisio
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
-	out, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}})
+	out, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +150,8 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decisio
 
 // runBatch runs the inputs in one transaction, a savepoint each, and
 // commits. It returns the decisions per input, in input order.
-func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, error) {
+// beforeCommit, when set, runs last in the transaction with the decisions.
+func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.Tx, [][]Decision) error) ([][]Decision, error) {
 	start := time.Now()
 	if err := c.cfg.hooks.At(fault.BeforeTx); err != nil {
 		return nil, err
@@ -167,6 +178,12 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input) ([][]Decision, err
 			return nil, err
 		}
 		out[i] = ds
+	}
+	if beforeCommit != nil {
+		if err := beforeCommit(tx, out); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
 	}
 	if err := c.cfg.hooks.At(fault.BeforeCommit); err != nil {
 		tx.Rollback()

@@ -134,49 +134,19 @@ func TestQueueCrashWindows(t *testing.T) {
 		fault.BeforeTx, fault.AfterInboxInsert, fault.AfterHandler,
 		fault.BeforeCommit, fault.AfterCommit,
 	} {
-		t.Run(string(p), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			q := openQueue(t, b.path, queueLease) // the queue shares the store's file
-			b.cfg.Transport, b.cfg.Logger = q, quietLogger
-			ids := taskIDs("evt", 3)
-			publishTasks(t, q, ids...)
-
-			c, err := seqbox.NewConsumer(b.cfg)
-			require.NoError(t, err)
-			fault.Install(c, crashingAt(p))
-			runCrashing(t, c)
-
-			// Right after the crash: nothing was acknowledged; every
-			// message is still at the broker, leased or ready.
-			require.Equal(t, len(ids), unacked(t, q), "a crash must not ack anything")
-			committed := b.effects(t, "")
-			require.Equal(t, int64(committed), b.inboxRows(t), "identity and effect commit together")
-			if p == fault.AfterCommit {
-				require.Positive(t, committed, "the batch committed before the crash")
-			} else {
-				require.Zero(t, committed, "nothing commits before this crash point")
+		// The queue in a file of its own is any broker: the ACK follows the
+		// COMMIT. In the store's own file, the ACK commits with the batch,
+		// and the window between them is gone.
+		for _, shared := range []bool{false, true} {
+			name := string(p) + "/queue_in_own_file"
+			if shared {
+				name = string(p) + "/queue_in_store_file"
 			}
-
-			// A restarted consumer gets the redeliveries once the leases
-			// expire; the inbox absorbs whatever had committed.
-			var mu sync.Mutex
-			seen := map[seqbox.Outcome]int{}
-			b.cfg.Observer = func(d seqbox.Decision) {
-				mu.Lock()
-				defer mu.Unlock()
-				seen[d.Outcome]++
-			}
-			restarted := b.consumer(t)
-			require.NoError(t, runUntil(t, restarted, func() bool {
-				return unacked(t, q) == 0 && b.effects(t, "") == len(ids)
-			}))
-			requireAllAppliedOnce(t, b, q, ids)
-			mu.Lock()
-			defer mu.Unlock()
-			require.Equal(t, len(ids)-committed, seen[seqbox.Applied])
-			require.Equal(t, committed, seen[seqbox.Duplicate], "each committed message comes back as a duplicate")
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				testCrashWindow(t, p, shared)
+			})
+		}
 	}
 
 	t.Run(string(fault.MidBatch), func(t *testing.T) {
@@ -395,4 +365,59 @@ func TestQueueGracefulShutdown(t *testing.T) {
 	next := b.consumer(t)
 	require.NoError(t, runUntil(t, next, func() bool { return unacked(t, q) == 0 && b.effects(t, "") == len(ids) }))
 	requireAllAppliedOnce(t, b, q, ids)
+}
+
+// testCrashWindow crashes a consumer at p, then restarts one and checks
+// that every message applies exactly once: the inbox absorbs what had
+// committed. shared puts the queue in the store's own file.
+func testCrashWindow(t *testing.T, p fault.Point, shared bool) {
+	b := setup(t)
+	qpath := filepath.Join(t.TempDir(), "queue.db")
+	if shared {
+		qpath = b.path
+	}
+	q := openQueue(t, qpath, queueLease)
+	b.cfg.Transport, b.cfg.Logger = q, quietLogger
+	ids := taskIDs("evt", 3)
+	publishTasks(t, q, ids...)
+
+	c, err := seqbox.NewConsumer(b.cfg)
+	require.NoError(t, err)
+	fault.Install(c, crashingAt(p))
+	runCrashing(t, c)
+
+	committed := b.effects(t, "")
+	require.Equal(t, int64(committed), b.inboxRows(t), "identity and effect commit together")
+	if p == fault.AfterCommit {
+		require.Positive(t, committed, "the batch committed before the crash")
+	} else {
+		require.Zero(t, committed, "nothing commits before this crash point")
+	}
+	// Right after the crash, what committed is acknowledged only when the
+	// acknowledgement was part of the commit; everything else is still at
+	// the broker, leased or ready.
+	acked := 0
+	if shared {
+		acked = committed
+	}
+	require.Equal(t, len(ids)-acked, unacked(t, q), "a crash acks nothing outside a commit")
+
+	// A restarted consumer gets the redeliveries once the leases expire;
+	// the inbox absorbs whatever had committed and was not acknowledged.
+	var mu sync.Mutex
+	seen := map[seqbox.Outcome]int{}
+	b.cfg.Observer = func(d seqbox.Decision) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[d.Outcome]++
+	}
+	restarted := b.consumer(t)
+	require.NoError(t, runUntil(t, restarted, func() bool {
+		return unacked(t, q) == 0 && b.effects(t, "") == len(ids)
+	}))
+	requireAllAppliedOnce(t, b, q, ids)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, len(ids)-committed, seen[seqbox.Applied])
+	require.Equal(t, committed-acked, seen[seqbox.Duplicate], "each committed, unacknowledged message comes back as a duplicate")
 }

@@ -111,11 +111,8 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 
 	var ks store.KeyState
 	if ev.PartitionKey != "" {
-		if err := tx.EnsureKey(ctx, p.cfg.Name, ev.PartitionKey, now); err != nil {
-			return nil, "", err
-		}
 		var err error
-		if ks, err = tx.Key(ctx, p.cfg.Name, ev.PartitionKey); err != nil {
+		if ks, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
 			return nil, "", err
 		}
 		if ks.Blocked && in.redrive && ks.BlockedSource == ev.Source && ks.BlockedID == ev.ID {
@@ -318,4 +315,17 @@ func (p *pipeline) isExpired(ev Event, now time.Time) bool {
 
 func (p *pipeline) expiredReason(ev Event) string {
 	return fmt.Sprintf("occurred at %s, past the %s business deadline", ev.Time.Format(time.RFC3339), p.cfg.MaxAge)
+}
+
+// lockKey reads and locks a key's state, creating the key first when it is
+// new: one statement for a key seen before.
+func (p *pipeline) lockKey(ctx context.Context, tx *batchTx, key string, now time.Time) (store.KeyState, error) {
+	ks, err := tx.Key(ctx, p.cfg.Name, key)
+	if !errors.Is(err, store.ErrNotFound) {
+		return ks, err
+	}
+	if err := tx.EnsureKey(ctx, p.cfg.Name, key, now); err != nil {
+		return ks, err
+	}
+	return tx.Key(ctx, p.cfg.Name, key)
 }

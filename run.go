@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -49,7 +50,7 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	if c.cfg.Transport == nil {
 		return invalidConfig("Transport", "required by Run")
 	}
-	if err := c.register(ctx, true); err != nil {
+	if err := c.register(ctx, true); err != nil && ctx.Err() == nil {
 		// Not fatal: a full disk must not stop the consumer; the control
 		// loop registers it as soon as it can.
 		c.cfg.Logger.Warn("seqbox: registration failed; retrying", "consumer", c.cfg.Name, "err", err)
@@ -157,7 +158,26 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 	if len(ds) == 0 {
 		return nil
 	}
-	out, err := c.runBatch(ctx, ins)
+	var ackedInTx bool
+	var beforeCommit func(store.Tx, [][]Decision) error
+	if c.txAck != nil {
+		// The queue is in the store's database: acknowledge in the batch's
+		// own transaction, so nothing is left between COMMIT and ACK.
+		beforeCommit = func(tx store.Tx, out [][]Decision) error {
+			var acks []transport.Delivery
+			for i, d := range ds {
+				if out[i][0].Outcome != Retry {
+					acks = append(acks, d)
+				}
+			}
+			if len(acks) == 0 {
+				return nil
+			}
+			ackedInTx = true
+			return c.txAck.AckIn(ctx, tx.Handler(), acks)
+		}
+	}
+	out, err := c.runBatch(ctx, ins, beforeCommit)
 	if err != nil {
 		if fault.IsCrash(err) || ctx.Err() != nil {
 			return err // a crash or shutdown: leave them for redelivery
@@ -210,7 +230,9 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 				"consumer", c.cfg.Name, "source", first.Source, "id", first.ID, "err", err)
 		}
 	}
-	c.ack(settle, acks)
+	if !ackedInTx {
+		c.ack(settle, acks)
+	}
 	return nil
 }
 

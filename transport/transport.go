@@ -6,6 +6,7 @@ package transport
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"time"
 )
@@ -48,6 +49,25 @@ type BatchAcker interface {
 	// AckBatch acknowledges every delivery; deliveries whose lease was lost
 	// are reported with ErrLeaseLost, the others are settled.
 	AckBatch(ctx context.Context, ds []Delivery) error
+}
+
+// Execer runs a statement; *sql.Tx is one.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// TxAcker is a transport whose acknowledgements are rows of a database
+// (the embedded queue). When the consumer's store keeps its tables in the
+// same database, the consumer deletes them inside the batch's own
+// transaction: the queue, the inbox and the effects commit together, in
+// one fsync, and no window is left between COMMIT and ACK.
+type TxAcker interface {
+	// Location names the database the acknowledgements live in (for
+	// SQLite, the file's absolute path); empty when it cannot be told.
+	Location() string
+	// AckIn acknowledges ds through exec, a transaction on that database.
+	// Deliveries whose lease was lost are left alone.
+	AckIn(ctx context.Context, exec Execer, ds []Delivery) error
 }
 
 // Publisher puts messages on a transport.

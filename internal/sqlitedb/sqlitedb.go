@@ -497,3 +497,17 @@ func redactURL(s string) string {
 	}
 	return u.Redacted()
 }
+
+// FileOf is the absolute path of the file a --db value or path names, or
+// "" when it names none (an in-memory database, an unreadable value).
+func FileOf(value string) string {
+	t, err := Locate(value)
+	if err != nil || t.Path == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(t.Path)
+	if err != nil {
+		return ""
+	}
+	return abs
+}

@@ -75,5 +75,6 @@ func OpenWith(ctx context.Context, path string, opt Options) (store.Store, error
 		db.Close()
 		return nil, err
 	}
+	s.SetLocation(sqlitedb.FileOf(path))
 	return s, nil
 }

@@ -63,12 +63,15 @@ type Queue struct {
 	lock   string
 	mu     sync.Mutex
 	closed bool
+	// location is the SQLite file's absolute path (empty on PostgreSQL).
+	location string
 }
 
 var (
 	_ transport.Transport  = (*Queue)(nil)
 	_ transport.Publisher  = (*Queue)(nil)
 	_ transport.BatchAcker = (*Queue)(nil)
+	_ transport.TxAcker    = (*Queue)(nil)
 )
 
 const schema = `CREATE TABLE IF NOT EXISTS seqbox_queue (
@@ -103,7 +106,22 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return create(ctx, db, cfg, "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "", "", "", path)
+	q, err := create(ctx, db, cfg, "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "", "", "", path)
+	if err == nil {
+		q.location = sqlitedb.FileOf(path)
+	}
+	return q, err
+}
+
+// Location is the SQLite file the queue lives in (empty on PostgreSQL):
+// a store in the same file acknowledges in its own transaction.
+func (q *Queue) Location() string { return q.location }
+
+// AckIn acknowledges ds through exec, a transaction on the queue's
+// database, as AckBatch does outside one.
+func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport.Delivery) error {
+	_, err := q.ackWith(ctx, exec, ds)
+	return err
 }
 
 // create makes the queue's table if needed; on PostgreSQL it lands in
@@ -235,11 +253,21 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 // AckBatch deletes every delivery that still holds its lease, one
 // statement per receive.
 func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
+	lost, err := q.ackWith(ctx, q.db, ds)
+	if err == nil && lost > 0 {
+		err = fmt.Errorf("%w: %d of %d acks", transport.ErrLeaseLost, lost, len(ds))
+	}
+	return err
+}
+
+// ackWith deletes the deliveries that still hold their lease through exec,
+// one statement per receive, and reports how many had lost it.
+func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transport.Delivery) (int, error) {
 	byToken := map[string][]any{}
 	for _, td := range ds {
 		d, ok := td.(*delivery)
 		if !ok || d.q != q {
-			return fmt.Errorf("embedded queue: AckBatch got a delivery from another transport")
+			return 0, fmt.Errorf("embedded queue: ack got a delivery from another transport")
 		}
 		byToken[d.token] = append(byToken[d.token], d.seq)
 	}
@@ -249,18 +277,15 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 		for i := range seqs {
 			ph[i] = "$" + strconv.Itoa(i+2)
 		}
-		res, err := q.db.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE lease = $1 AND seq IN (`+strings.Join(ph, ", ")+`)`,
+		res, err := exec.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE lease = $1 AND seq IN (`+strings.Join(ph, ", ")+`)`,
 			append([]any{token}, seqs...)...)
 		if err != nil {
-			return fmt.Errorf("embedded queue: ack batch: %w", err)
+			return 0, fmt.Errorf("embedded queue: ack batch: %w", err)
 		}
 		n, _ := res.RowsAffected()
 		lost += len(seqs) - int(n)
 	}
-	if lost > 0 {
-		return fmt.Errorf("%w: %d of %d acks", transport.ErrLeaseLost, lost, len(ds))
-	}
-	return nil
+	return lost, nil
 }
 
 // Depth reports the messages not yet acknowledged: ready ones and ones
