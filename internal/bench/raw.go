@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -36,38 +35,23 @@ func RawInsert(ctx context.Context, db *sql.DB, pg bool, run string, bodies [][]
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(rawTable, blob)); err != nil {
 		return RawResult{}, fmt.Errorf("raw: create table: %w", err)
 	}
-	var next atomic.Int64
 	var mu sync.Mutex
 	var lats []time.Duration
-	errs := make(chan error, workers)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				from := int(next.Add(int64(batch))) - batch
-				if from >= len(bodies) {
-					return
-				}
-				to := min(from+batch, len(bodies))
-				t0 := time.Now()
-				if err := rawTx(ctx, db, run, from, bodies[from:to]); err != nil {
-					errs <- err
-					return
-				}
-				d := time.Since(t0)
-				mu.Lock()
-				for range to - from {
-					lats = append(lats, d)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	res := RawResult{Rows: int64(len(lats)), Elapsed: time.Since(start), Latency: LatencyOf(lats)}
-	close(errs)
-	if err := <-errs; err != nil {
+	elapsed, err := inParallel(len(bodies), batch, workers, func(from, to int) error {
+		t0 := time.Now()
+		if err := rawTx(ctx, db, run, from, bodies[from:to]); err != nil {
+			return err
+		}
+		d := time.Since(t0)
+		mu.Lock()
+		for range to - from {
+			lats = append(lats, d)
+		}
+		mu.Unlock()
+		return nil
+	})
+	res := RawResult{Rows: int64(len(lats)), Elapsed: elapsed, Latency: LatencyOf(lats)}
+	if err != nil {
 		return res, fmt.Errorf("raw: insert: %w", err)
 	}
 	var stored int64

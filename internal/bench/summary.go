@@ -125,28 +125,10 @@ func rawRows(ctx context.Context, db *sql.DB, pg bool, run string, bodies [][]by
 			return 0, fmt.Errorf("raw: create tables: %w", err)
 		}
 	}
-	var next atomic.Int64
-	errs := make(chan error, writers)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Go(func() {
-			for {
-				from := int(next.Add(int64(batch))) - batch
-				if from >= len(bodies) {
-					return
-				}
-				if err := rawRowsTx(ctx, db, run, from, min(from+batch, len(bodies)), keys); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	elapsed, err := inParallel(len(bodies), batch, writers, func(from, to int) error {
+		return rawRowsTx(ctx, db, run, from, to, keys)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("raw: %w", err)
 	}
 	for _, t := range []string{"bench_raw_inbox", "bench_raw_keys", "bench_raw_effects", "bench_raw_objects"} {
@@ -199,28 +181,10 @@ func naiveRate(ctx context.Context, db *sql.DB, run string, bodies [][]byte, wor
 			return 0, fmt.Errorf("naive: create tables: %w", err)
 		}
 	}
-	var next atomic.Int64
-	errs := make(chan error, workers)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(bodies) {
-					return
-				}
-				if err := naiveOne(ctx, db, run, idOf(bodies[i])); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	elapsed, err := inParallel(len(bodies), 1, workers, func(i, _ int) error {
+		return naiveOne(ctx, db, run, idOf(bodies[i]))
+	})
+	if err != nil {
 		return 0, fmt.Errorf("naive: %w", err)
 	}
 	for _, t := range []string{"bench_naive_marker", "bench_naive_effects"} {
@@ -289,4 +253,32 @@ func splitSQL(schema string) []string {
 		}
 	}
 	return out
+}
+
+// inParallel runs work over [0, n) in chunks of step, on workers
+// goroutines taking the next chunk as they finish, and returns how long
+// it took and the first error (which stops its worker).
+func inParallel(n, step, workers int, work func(from, to int) error) (time.Duration, error) {
+	var next atomic.Int64
+	errs := make(chan error, workers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				from := int(next.Add(int64(step))) - step
+				if from >= n {
+					return
+				}
+				if err := work(from, min(from+step, n)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	return elapsed, <-errs
 }
