@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 )
 
@@ -290,4 +291,15 @@ func Redact(rawURL string) string {
 		return "postgres://…"
 	}
 	return u.Redacted()
+}
+
+// Location names the database and schema t reaches, the same for every
+// spelling of its URL (password and connection options aside): two
+// components with one location share their tables.
+func (t Target) Location() string {
+	cfg, err := pgconn.ParseConfig(t.URL)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("postgres://%s:%d/%s#%s", cfg.Host, cfg.Port, cfg.Database, t.Schema)
 }

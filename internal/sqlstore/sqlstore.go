@@ -74,16 +74,17 @@ type Store struct {
 	stmts *stmtCache
 	// writer is the turn of this process's one writer (OneWriter).
 	writer chan struct{}
-	// location names the database file (SQLite), for transports that
-	// acknowledge in the store's transaction.
+	// location names the database (SQLite: the file; PostgreSQL: host,
+	// database and schema), for transports that acknowledge in the
+	// store's transaction.
 	location string
 }
 
 // SetLocation records the file the store's tables live in.
 func (s *Store) SetLocation(path string) { s.location = path }
 
-// Location is the database file the store's tables live in (absolute),
-// or "" when unknown.
+// Location names the database the store's tables live in, or "" when
+// unknown.
 func (s *Store) Location() string { return s.location }
 
 const metaTable = "seqbox_meta"

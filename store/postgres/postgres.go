@@ -110,6 +110,7 @@ func OpenWith(ctx context.Context, rawURL string, opt Options) (store.Store, err
 		db.Close()
 		return nil, err
 	}
+	s.SetLocation(t.Location())
 	return s, nil
 }
 

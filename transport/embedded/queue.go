@@ -63,7 +63,8 @@ type Queue struct {
 	lock   string
 	mu     sync.Mutex
 	closed bool
-	// location is the SQLite file's absolute path (empty on PostgreSQL).
+	// location names the database the queue lives in (SQLite: the file's
+	// absolute path; PostgreSQL: host, database and schema).
 	location string
 }
 
@@ -91,7 +92,7 @@ CREATE INDEX IF NOT EXISTS seqbox_queue_ready ON seqbox_queue (queue, visible_at
 func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	cfg.defaults()
 	if pgdb.IsURL(path) {
-		schema, err := pgdb.SchemaOf(path)
+		t, err := pgdb.Locate(path, "")
 		if err != nil {
 			return nil, err
 		}
@@ -99,8 +100,12 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 		if err != nil {
 			return nil, err
 		}
-		return create(ctx, db, cfg, "BIGSERIAL PRIMARY KEY", "BYTEA", " FOR UPDATE SKIP LOCKED",
-			"SELECT pg_advisory_xact_lock(7357212)", schema, pgdb.Redact(path))
+		q, err := create(ctx, db, cfg, "BIGSERIAL PRIMARY KEY", "BYTEA", " FOR UPDATE SKIP LOCKED",
+			"SELECT pg_advisory_xact_lock(7357212)", t.Schema, pgdb.Redact(path))
+		if err == nil {
+			q.location = t.Location()
+		}
+		return q, err
 	}
 	db, err := sqlitedb.Open(ctx, path)
 	if err != nil {
@@ -113,8 +118,8 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	return q, err
 }
 
-// Location is the SQLite file the queue lives in (empty on PostgreSQL):
-// a store in the same file acknowledges in its own transaction.
+// Location names the database the queue lives in: a store with the same
+// location acknowledges in its own transaction.
 func (q *Queue) Location() string { return q.location }
 
 // AckIn acknowledges ds through exec, a transaction on the queue's
