@@ -156,10 +156,7 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(
 	if err := c.cfg.hooks.At(fault.BeforeTx); err != nil {
 		return nil, err
 	}
-	// The transaction outlives a cancelled ctx: a shutdown must not
-	// interrupt a COMMIT already sent, which would leave its outcome
-	// unknown to the caller (the statements still see ctx).
-	tx, err := c.cfg.Store.Begin(context.WithoutCancel(ctx))
+	tx, err := c.cfg.Store.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
-	if dl.Resolution != "" {
+	if dl.State != store.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
 	ds, err := c.inTx(ctx, fault.DuringRedrive, func(tx *batchTx) ([]Decision, error) {
@@ -37,15 +37,15 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 		if err != nil || ds[0].Outcome == Retry {
 			return ds, err // still open: redrive again
 		}
-		resolution := "redriven"
+		state, resolution := store.DeadLetterRedriven, "redriven"
 		switch ds[0].Outcome {
 		case Applied:
 		case DeadLettered, Rejected:
-			resolution = "redrive_failed" // a new DLQ row holds it
+			state, resolution = store.DeadLetterRedriveFailed, "redrive_failed" // a new DLQ row holds it
 		default:
 			resolution += ": " + string(ds[0].Outcome)
 		}
-		err = tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, resolution, c.cfg.Now())
+		err = tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, state, resolution, c.cfg.Now())
 		if errors.Is(err, store.ErrNotFound) {
 			err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 		}
@@ -68,12 +68,12 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
-	if dl.Resolution != "" {
+	if dl.State != store.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
 		now := c.cfg.Now()
-		if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, "skipped by "+who+": "+why, now); err != nil {
+		if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, store.DeadLetterSkipped, "skipped by "+who+": "+why, now); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 			}

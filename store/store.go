@@ -62,6 +62,22 @@ func (a Access) String() string {
 // records on the inbox row instead of as an audit row.
 const OutcomeDuplicate = "duplicate"
 
+// DeadLetterState is where a DLQ row stands.
+type DeadLetterState string
+
+// The states of a DLQ row.
+const (
+	// DeadLetterOpen: waiting for an operator.
+	DeadLetterOpen DeadLetterState = "open"
+	// DeadLetterRedriven: sent back through the pipeline, and settled.
+	DeadLetterRedriven DeadLetterState = "redriven"
+	// DeadLetterRedriveFailed: redriven, and dead-lettered or rejected
+	// again (a new row holds it).
+	DeadLetterRedriveFailed DeadLetterState = "redrive_failed"
+	// DeadLetterSkipped: resolved without applying, with who and why.
+	DeadLetterSkipped DeadLetterState = "skipped"
+)
+
 // Park reasons: why a message sits in the parked table.
 const (
 	ParkHeld            = "held"
@@ -168,7 +184,9 @@ type Tx interface {
 	// DeadLetter stores the original envelope with the reason.
 	DeadLetter(ctx context.Context, d DeadLetter) (int64, error)
 	// ResolveDeadLetter marks one open DLQ row redriven or skipped.
-	ResolveDeadLetter(ctx context.Context, consumer string, seq int64, resolution string, at time.Time) error
+	// state is how it was resolved; resolution says it in words (who, why,
+	// what came of a redrive).
+	ResolveDeadLetter(ctx context.Context, consumer string, seq int64, state DeadLetterState, resolution string, at time.Time) error
 	// Decision reads the decision recorded for an identity.
 	Decision(ctx context.Context, consumer, source, id string) ([]byte, error)
 	// RecordDecision stores a decision for an identity inside the batch.
@@ -257,8 +275,11 @@ type DeadLetter struct {
 	FirstError           string
 	LastError            string
 	DeadAt               time.Time
-	Resolution           string
-	ResolvedAt           *time.Time
+	// State is open until an operator resolves the row; Resolution says
+	// how in words.
+	State      DeadLetterState
+	Resolution string
+	ResolvedAt *time.Time
 }
 
 // AuditRow is the evidence of one non-applied outcome.

@@ -136,7 +136,7 @@ func openDeadLetter(cmd *cobra.Command, s *session, seq int64) error {
 	if err != nil {
 		return s.notFound(fmt.Errorf("%s: dlq %d: %w", subcommandPath(cmd), seq, err))
 	}
-	if dl.Resolution != "" {
+	if dl.State != store.DeadLetterOpen {
 		return fmt.Errorf("%s: dlq %d: %w (%s)", subcommandPath(cmd), seq, seqbox.ErrNotBlocking, dl.Resolution)
 	}
 	return nil

@@ -232,8 +232,11 @@ func checkPurge(w io.Writer, res PurgeResult, before, after inboxCounts, held, a
 	if warns > 0 {
 		fmt.Fprintf(w, "consumer warning (first of %d): %s\n", warns, first)
 	}
+	// Every live identity has exactly one effect. The consumer may have
+	// applied more than it reported: a batch whose COMMIT went through as
+	// the bench stopped the consumer returns an error to it all the same.
 	if res.Removed != before.Purgeable || after.Seeded != 0 || after.Purgeable != 0 || after.Held != held ||
-		after.Live == 0 || after.Live != applied || after.LiveEffects != applied {
+		after.Live == 0 || after.Live < applied || after.LiveEffects != after.Live {
 		fmt.Fprintln(w, "check: "+line+" FAILED")
 		return fmt.Errorf("bench purge: check failed: %s", line)
 	}

@@ -225,7 +225,7 @@ func verifyInto(ctx context.Context, st store.Store, q *embedded.Queue, wl Workl
 		}
 	}
 	for _, d := range dlq {
-		if d.Resolution == "" && !isRejected(d.Reason) {
+		if d.State == store.DeadLetterOpen && !isRejected(d.Reason) {
 			res.fail("DLQ %d (%s) still open after redrive: %s", d.Seq, d.ID, d.Reason)
 		}
 	}

@@ -17,7 +17,7 @@ type operator struct{ db *sql.DB }
 var _ store.Operator = operator{}
 
 const dlqColumns = `seq, consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
-	first_error, last_error, dead_at, resolution, resolved_at`
+	first_error, last_error, dead_at, state, resolution, resolved_at`
 
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(...any) error }
@@ -43,8 +43,10 @@ func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var ver, resolved sql.NullInt64
 	var dead int64
+	var state string
 	err := row.Scan(&d.Seq, &d.Consumer, &d.Source, &d.ID, &d.PartitionKey, &ver, &d.PayloadHash, &d.Envelope,
-		&d.Reason, &d.Attempts, &d.FirstError, &d.LastError, &dead, &d.Resolution, &resolved)
+		&d.Reason, &d.Attempts, &d.FirstError, &d.LastError, &dead, &state, &d.Resolution, &resolved)
+	d.State = store.DeadLetterState(state)
 	d.ObjectVersion = ptrInt(ver)
 	d.DeadAt = time.UnixMicro(dead).UTC()
 	if resolved.Valid {
@@ -56,7 +58,7 @@ func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 
 func (o operator) DeadLetters(ctx context.Context, consumer string, all bool) ([]store.DeadLetter, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
-		WHERE consumer = $1 AND ($2 OR resolution = '') ORDER BY seq`, consumer, all)
+		WHERE consumer = $1 AND ($2 OR state = 'open') ORDER BY seq`, consumer, all)
 	return collect(rows, err, scanDLQ)
 }
 
@@ -196,7 +198,7 @@ func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, er
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'held'),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'blocked'),
-		(SELECT COUNT(*) FROM seqbox_dlq WHERE consumer = $1 AND resolution = ''),
+		(SELECT COUNT(*) FROM seqbox_dlq WHERE consumer = $1 AND state = 'open'),
 		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1),
 		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1),
 		(SELECT COUNT(*) FROM seqbox_gaps WHERE consumer = $1),

@@ -162,4 +162,12 @@ var migrations = []string{
 		SELECT MIN(seq) FROM seqbox_parked WHERE reason = 'collision' GROUP BY consumer, source, id, payload_hash);
 	CREATE UNIQUE INDEX seqbox_parked_collision_once ON seqbox_parked (consumer, source, id, payload_hash)
 		WHERE reason = 'collision'`,
+	// 5: a DLQ row's state is a typed column; resolution keeps the words.
+	`ALTER TABLE seqbox_dlq ADD COLUMN state TEXT NOT NULL DEFAULT 'open';
+	UPDATE seqbox_dlq SET state = CASE
+		WHEN resolution = '' THEN 'open'
+		WHEN resolution LIKE 'skipped%' THEN 'skipped'
+		WHEN resolution = 'redrive_failed' THEN 'redrive_failed'
+		ELSE 'redriven' END;
+	CREATE INDEX seqbox_dlq_state ON seqbox_dlq (consumer, state, seq)`,
 }

@@ -347,9 +347,9 @@ func (t *Tx) DeadLetter(ctx context.Context, d store.DeadLetter) (int64, error) 
 
 // ResolveDeadLetter marks one open DLQ row resolved. Resolving a row that
 // another transaction resolved first is store.ErrNotFound.
-func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, resolution string, at time.Time) error {
-	res, err := t.exec(ctx, `UPDATE seqbox_dlq SET resolution = $3, resolved_at = $4
-		WHERE consumer = $1 AND seq = $2 AND resolution = ''`, consumer, seq, resolution, micros(at))
+func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, state store.DeadLetterState, resolution string, at time.Time) error {
+	res, err := t.exec(ctx, `UPDATE seqbox_dlq SET state = $3, resolution = $4, resolved_at = $5
+		WHERE consumer = $1 AND seq = $2 AND state = 'open'`, consumer, seq, string(state), resolution, micros(at))
 	if err != nil {
 		return err
 	}
