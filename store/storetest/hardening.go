@@ -322,17 +322,25 @@ func deadLetterOne(t *testing.T, c *seqbox.Consumer, st store.Store, id string) 
 	return dls[len(dls)-1].Seq
 }
 
+// fixedAfterDeadLetter is an application consumer "crm" whose handler
+// dead-lettered message id while broken, and now works again.
+func fixedAfterDeadLetter(t *testing.T, open Factory, id string) (store.Store, *seqbox.Consumer, int64) {
+	t.Helper()
+	st := open(t)
+	var broken atomic.Bool
+	broken.Store(true)
+	c := appSetup(t, st, "crm", &broken)
+	seq := deadLetterOne(t, c, st, id)
+	broken.Store(false)
+	return st, c, seq
+}
+
 // A redrive request runs through the owner's handler: the application's
 // table gets the effect, who asked is recorded, and the result carries
 // the decisions.
 func hardRequestOwner(t *testing.T, open Factory) {
-	st := open(t)
+	st, c, seq := fixedAfterDeadLetter(t, open, "t-1")
 	ctx := context.Background()
-	var broken atomic.Bool
-	broken.Store(true)
-	c := appSetup(t, st, "crm", &broken)
-	seq := deadLetterOne(t, c, st, "t-1")
-	broken.Store(false)
 
 	req, err := st.Control().Request(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "alice", Reason: "crm is back", RequestedAt: time.Now()})
@@ -392,13 +400,8 @@ func hardRequestTakenOnce(t *testing.T, open Factory) {
 
 // A request withdrawn before any consumer took it never runs.
 func hardRequestCancelled(t *testing.T, open Factory) {
-	st := open(t)
+	st, c, seq := fixedAfterDeadLetter(t, open, "t-3")
 	ctx := context.Background()
-	var broken atomic.Bool
-	broken.Store(true)
-	c := appSetup(t, st, "crm", &broken)
-	seq := deadLetterOne(t, c, st, "t-3")
-	broken.Store(false)
 	req, err := st.Control().Request(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionSkip,
 		Target: itoa(seq), RequestedBy: "carol", Reason: "wrong", RequestedAt: time.Now()})
 	require.NoError(t, err)
