@@ -97,6 +97,15 @@ type beginTimed struct {
 	rec *recorder
 }
 
+// Location passes the store's location through, so the consumer still
+// acknowledges in the store's transaction when the queue shares it.
+func (s beginTimed) Location() string {
+	if l, ok := s.Store.(interface{ Location() string }); ok {
+		return l.Location()
+	}
+	return ""
+}
+
 func (s beginTimed) Begin(ctx context.Context) (store.Tx, error) {
 	t0 := time.Now()
 	tx, err := s.Store.Begin(ctx)
@@ -111,7 +120,23 @@ type timed struct {
 	rec *recorder
 }
 
-var _ transport.BatchAcker = timed{}
+var (
+	_ transport.BatchAcker = timed{}
+	_ transport.TxAcker    = timed{}
+)
+
+// Location and AckIn pass the queue's in-transaction acknowledgement
+// through (the embedded queue always has it).
+func (t timed) Location() string {
+	if ta, ok := t.Transport.(transport.TxAcker); ok {
+		return ta.Location()
+	}
+	return ""
+}
+
+func (t timed) AckIn(ctx context.Context, exec transport.Execer, ds []transport.Delivery) error {
+	return t.Transport.(transport.TxAcker).AckIn(ctx, exec, ds)
+}
 
 func (t timed) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
 	ds, err := t.Transport.Receive(ctx, max)
