@@ -164,12 +164,28 @@ func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 
 // Key reads a key's ordering state, with whether anything is parked or
 // retrying on it, and locks the key row.
+//
+// On PostgreSQL the flags are read by a statement of their own, after the
+// lock is granted: in READ COMMITTED, a SELECT … FOR UPDATE that waited
+// for the lock re-reads the locked row but evaluates everything else with
+// the snapshot it started with, and would miss a message a concurrent
+// transaction parked on the key just before releasing it.
 func (t *Tx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
+	const flags = `CASE WHEN EXISTS (SELECT 1 FROM seqbox_parked p WHERE p.consumer = $1 AND p.partitionkey = $2) THEN 1 ELSE 0 END,
+		CASE WHEN EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = $1 AND r.partitionkey = $2) THEN 1 ELSE 0 END`
 	var parked, retries int
-	k, err := scanKey(extraColumns{t.queryRow(ctx, `SELECT `+keyColumns+`,
-		CASE WHEN EXISTS (SELECT 1 FROM seqbox_parked p WHERE p.consumer = $1 AND p.partitionkey = $2) THEN 1 ELSE 0 END,
-		CASE WHEN EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = $1 AND r.partitionkey = $2) THEN 1 ELSE 0 END
-		FROM seqbox_keys WHERE consumer = $1 AND partitionkey = $2`+t.lockRow, consumer, key), []any{&parked, &retries}})
+	var k store.KeyState
+	var err error
+	if t.lockRow == "" {
+		k, err = scanKey(extraColumns{t.queryRow(ctx, `SELECT `+keyColumns+`, `+flags+`
+			FROM seqbox_keys WHERE consumer = $1 AND partitionkey = $2`, consumer, key), []any{&parked, &retries}})
+	} else {
+		k, err = scanKey(t.queryRow(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
+			WHERE consumer = $1 AND partitionkey = $2`+t.lockRow, consumer, key))
+		if err == nil {
+			err = t.queryRow(ctx, `SELECT `+flags, consumer, key).Scan(&parked, &retries)
+		}
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, store.ErrNotFound
 	}

@@ -33,6 +33,7 @@ func exerciseHardening(t *testing.T, open Factory) {
 	t.Run("ReplayTwiceAddsNothing", func(t *testing.T) { hardReplayTwice(t, open) })
 	t.Run("AmbiguousInputsNeverMerge", func(t *testing.T) { hardAmbiguousInputs(t, open) })
 	t.Run("HashComparesByValue", func(t *testing.T) { hardHashByValue(t, open) })
+	t.Run("ParkedWhileWaitingIsDrained", func(t *testing.T) { hardParkedWhileWaiting(t, open) })
 }
 
 // Inputs with more than one meaning have no identity: ids or keys that
@@ -427,3 +428,49 @@ func hardRequestCancelled(t *testing.T, open Factory) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A message parked by a transaction that held the key while another waited
+// for it is seen by the waiter: v4 is parked (a gap) in a batch that keeps
+// the key locked, v3 waits for the lock, and when v3 applies it must drain
+// v4. (On PostgreSQL the waiter's snapshot predates the park: what it
+// knows of the key's parked messages must be read after the lock.)
+func hardParkedWhileWaiting(t *testing.T, open Factory) {
+	e := ordSetup(t, open)
+	const k = "PED-W"
+	inHandler, release := make(chan struct{}), make(chan struct{})
+	inner := replay.RecordHandler(e.cfg.Name)
+	c := e.consumer(func(cfg *seqbox.Config) {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			if ev.ID == "slow" {
+				close(inHandler)
+				<-release
+			}
+			return inner(ctx, tx, ev)
+		}
+	})
+	e.deliver(c, ordEvent("w1", k, 1, "created"), 1)
+	e.deliver(c, ordEvent("w2", k, 2, "paid"), 1)
+
+	batchDone := make(chan error, 1)
+	go func() {
+		// v4 parks (held: v3 is missing) and the batch goes on to a slow
+		// handler on another key, keeping v4's key locked.
+		_, err := c.DeliverBatch(e.ctx, [][]byte{ordEvent("w4", k, 4, "delivered"), ordEvent("slow", "OTHER", 1, "x")})
+		batchDone <- err
+	}()
+	<-inHandler
+	v3Done := make(chan []seqbox.Decision, 1)
+	go func() {
+		ds, err := c.Deliver(e.ctx, ordEvent("w3", k, 3, "shipped"), 1)
+		if err != nil {
+			ds = []seqbox.Decision{{ID: "error: " + err.Error()}}
+		}
+		v3Done <- ds
+	}()
+	time.Sleep(300 * time.Millisecond) // v3 is now waiting for the key
+	close(release)
+	require.NoError(t, <-batchDone)
+	ds := <-v3Done
+	require.Equal(t, []string{"w3:applied", "w4:applied"}, ordSummary(ds), "v3 drains the v4 parked while it waited")
+	require.Equal(t, []string{"w1@1 created", "w2@2 paid", "w3@3 shipped", "w4@4 delivered"}, e.effects(k))
+}
