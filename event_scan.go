@@ -206,22 +206,31 @@ func (s *envScanner) object(depth int) error {
 		if depth == 1 {
 			s.top = append(s.top, envMember{name: name, nameAt: nameAt, valAt: valAt, valEnd: s.i})
 		}
-		s.skipSpace()
-		if s.i == len(s.b) {
-			return s.syntax()
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.skipSpace()
-		case '}':
-			s.i++
+		done, err := s.separator('}')
+		if err != nil || done {
 			s.names = s.names[:namesAt]
-			return nil
-		default:
-			return s.syntax()
+			return err
 		}
 	}
+}
+
+// separator consumes what follows a member or an element: a ',' (and
+// the space after it), or closing, which ends the container (done).
+func (s *envScanner) separator(closing byte) (done bool, err error) {
+	s.skipSpace()
+	if s.i == len(s.b) {
+		return false, s.syntax()
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.skipSpace()
+		return false, nil
+	case closing:
+		s.i++
+		return true, nil
+	}
+	return false, s.syntax()
 }
 
 // array scans the array at s.i ('['), nested at the given depth.
@@ -241,20 +250,13 @@ func (s *envScanner) array(depth int) error {
 		if err := s.value(depth); err != nil {
 			return err
 		}
-		s.skipSpace()
-		if s.i == len(s.b) {
-			return s.syntax()
+		done, err := s.separator(']')
+		if err != nil {
+			return err
 		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.skipSpace()
-		case ']':
-			s.i++
+		if done {
 			s.path = s.path[:len(s.path)-1]
 			return nil
-		default:
-			return s.syntax()
 		}
 	}
 }

@@ -387,6 +387,22 @@ func requireNoWrites(t *testing.T, st store.Store) {
 	require.Error(t, err, "a read-only store must not write")
 }
 
+// readOnlyReads opens path read-only, reads its one inbox row, checks
+// that writes fail, and that the file is byte for byte as it was.
+func readOnlyReads(t *testing.T, path string) {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	st, err := sqlite.OpenWith(context.Background(), path, sqlite.Options{Access: store.ReadOnly})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), inboxRows(t, st))
+	requireNoWrites(t, st)
+	require.NoError(t, st.Close())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, got)
+}
+
 func TestReadOnly(t *testing.T) {
 	ctx := context.Background()
 	ro := sqlite.Options{Access: store.ReadOnly}
@@ -431,16 +447,7 @@ func TestReadOnly(t *testing.T) {
 	t.Run("read-only file", func(t *testing.T) {
 		path := seqboxFile(t, t.TempDir())
 		require.NoError(t, os.Chmod(path, 0o444))
-		before, err := os.ReadFile(path)
-		require.NoError(t, err)
-		st, err := sqlite.OpenWith(ctx, path, ro)
-		require.NoError(t, err)
-		require.Equal(t, int64(1), inboxRows(t, st))
-		requireNoWrites(t, st)
-		require.NoError(t, st.Close())
-		got, err := os.ReadFile(path)
-		require.NoError(t, err)
-		require.Equal(t, before, got)
+		readOnlyReads(t, path)
 		require.Equal(t, "wal", journalMode(t, path), "not switched")
 	})
 	t.Run("read-only directory", func(t *testing.T) {
@@ -451,16 +458,7 @@ func TestReadOnly(t *testing.T) {
 		require.NoError(t, os.Chmod(path, 0o444))
 		require.NoError(t, os.Chmod(dir, 0o555))
 		t.Cleanup(func() { os.Chmod(dir, 0o755) })
-		before, err := os.ReadFile(path)
-		require.NoError(t, err)
-		st, err := sqlite.OpenWith(ctx, path, ro)
-		require.NoError(t, err)
-		require.Equal(t, int64(1), inboxRows(t, st))
-		requireNoWrites(t, st)
-		require.NoError(t, st.Close())
-		got, err := os.ReadFile(path)
-		require.NoError(t, err)
-		require.Equal(t, before, got)
+		readOnlyReads(t, path)
 	})
 	t.Run("committed data still in the -wal is seen", func(t *testing.T) {
 		dir := t.TempDir()
