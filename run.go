@@ -174,7 +174,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 				return nil
 			}
 			ackedInTx = true
-			return c.txAck.AckIn(ctx, tx.Handler(), acks)
+			return c.txAck.AckIn(ctx, tx.SQL(), acks)
 		}
 	}
 	out, err := c.runBatch(ctx, ins, beforeCommit)

@@ -105,21 +105,10 @@ type Store interface {
 	Close() error
 }
 
-// Querier runs SQL; *sql.Tx is one.
-type Querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // Tx is one batch transaction. Every method runs inside it.
 type Tx interface {
 	// SQL is the transaction the handler writes its business effects in.
 	SQL() *sql.Tx
-	// Handler is SQL() as the handler sees it: the same transaction, with
-	// statements prepared once per connection where the store caches
-	// them.
-	Handler() Querier
 	Savepoint(ctx context.Context, name string) error
 	RollbackTo(ctx context.Context, name string) error
 	Release(ctx context.Context, name string) error

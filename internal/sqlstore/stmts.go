@@ -5,11 +5,10 @@ import (
 	"database/sql"
 	"sync"
 	"sync/atomic"
-
-	"github.com/seqbox/seqbox/store"
 )
 
-// stmtCache holds the pipeline's statements prepared once on the pool:
+// stmtCache holds the store's own statements prepared once on the pool
+// (the handler gets the *sql.Tx itself, unwrapped):
 // database/sql then keeps each prepared on every connection it has run
 // on, and a transaction reuses the one on its connection, so the SQL is
 // parsed once per connection instead of once per call. pgx caches
@@ -19,8 +18,8 @@ type stmtCache struct {
 	db *sql.DB
 	m  sync.Map // query → *sql.Stmt
 	// n counts the statements prepared; past stmtLimit, new statements
-	// run unprepared (a handler that builds SQL text per call must not
-	// grow the cache without bound).
+	// run unprepared, so text that varies per call (savepoint names)
+	// cannot grow the cache without bound.
 	n atomic.Int32
 }
 
@@ -84,22 +83,4 @@ func (t *Tx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.tx.QueryRowContext(ctx, q, args...)
-}
-
-// Handler is the transaction as the handler sees it.
-func (t *Tx) Handler() store.Querier { return handlerTx{t} }
-
-// handlerTx gives the handler the transaction's prepared statements.
-type handlerTx struct{ t *Tx }
-
-func (h handlerTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return h.t.exec(ctx, q, args...)
-}
-
-func (h handlerTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return h.t.query(ctx, q, args...)
-}
-
-func (h handlerTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return h.t.queryRow(ctx, q, args...)
 }
