@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store/postgres"
+	"github.com/seqbox/seqbox/transport/embedded"
+)
+
+// seqboxGuarantee is the row's note: seqbox is the reference.
+const seqboxGuarantee = "reference: identity kept in the effect's transaction for Retention (30 d); per-key version gate"
+
+// runSeqbox publishes the stream to seqbox's embedded queue in the same
+// database (untimed), then times Consumer.Run until every delivery has
+// been decided, each applied message's effect row written by the Handler
+// in the inbox transaction.
+func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msgs []msg) (Result, error) {
+	res := Result{System: "seqbox", Guarantee: seqboxGuarantee,
+		Settings: fmt.Sprintf("Workers=%d BatchSize=%d, embedded queue on PostgreSQL", o.SeqboxWorkers, o.SeqboxBatch)}
+	st, err := postgres.OpenWith(ctx, o.DB, postgres.Options{Schema: schema})
+	if err != nil {
+		return res, fmt.Errorf("seqbox store: %w", err)
+	}
+	defer st.Close()
+	if _, err := admin.ExecContext(ctx, fmt.Sprintf(effectsDDL, quote(schema))); err != nil {
+		return res, fmt.Errorf("seqbox effects table: %w", err)
+	}
+	q, err := embedded.Open(ctx, withParam(o.DB, "seqbox_schema", schema), embedded.Config{
+		Name: "peers", Wait: 100 * time.Millisecond, PollInterval: 5 * time.Millisecond,
+	})
+	if err != nil {
+		return res, fmt.Errorf("seqbox queue: %w", err)
+	}
+	defer q.Close()
+
+	t0 := time.Now()
+	for from := 0; from < len(msgs); from += 1000 {
+		chunk := msgs[from:min(from+1000, len(msgs))]
+		bodies := make([][]byte, len(chunk))
+		for i, m := range chunk {
+			bodies[i] = m.body()
+		}
+		if err := q.PublishBatch(ctx, bodies); err != nil {
+			return res, err
+		}
+	}
+	res.Published = time.Since(t0)
+
+	var applied, dups, other atomic.Int64
+	insert := insertEffect(schema)
+	c, err := seqbox.NewConsumer(seqbox.Config{
+		Name: "peers", Store: st, Transport: q, Workers: o.SeqboxWorkers, BatchSize: o.SeqboxBatch,
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			_, err := tx.ExecContext(ctx, insert, ev.ID, ev.PartitionKey, *ev.ObjectVersion)
+			return err
+		},
+		Observer: func(d seqbox.Decision) {
+			switch d.Outcome {
+			case seqbox.Applied:
+				applied.Add(1)
+			case seqbox.Duplicate:
+				dups.Add(1)
+			default:
+				other.Add(1)
+			}
+		},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return res, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	t0 = time.Now()
+	go func() { done <- c.Run(rctx) }()
+	var decided atomic.Int64
+	waitErr := waitFor(ctx, &decided, o.Stall, func() (bool, error) {
+		decided.Store(applied.Load() + dups.Load() + other.Load())
+		select {
+		case err := <-done:
+			done <- err
+			return false, fmt.Errorf("seqbox: Run stopped: %v", err)
+		default:
+		}
+		return applied.Load()+dups.Load() >= int64(len(msgs)), nil
+	})
+	res.Consumed = time.Since(t0)
+	cancel()
+	runErr := <-done
+	if waitErr != nil {
+		return res, fmt.Errorf("seqbox: %w (applied=%d duplicate=%d other=%d)", waitErr, applied.Load(), dups.Load(), other.Load())
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return res, fmt.Errorf("seqbox: Run: %w", runErr)
+	}
+	// The consumer acknowledges in the inbox transaction when the queue and
+	// the store name one location (see seqbox.NewConsumer).
+	ackInTx := false
+	if l, ok := st.(interface{ Location() string }); ok {
+		ackInTx = l.Location() != "" && l.Location() == q.Location()
+	}
+	res.Notes = fmt.Sprintf("outcomes: applied=%d duplicate=%d other=%d; ack in the inbox transaction: %t",
+		applied.Load(), dups.Load(), other.Load(), ackInTx)
+	res.Effects, err = countEffects(ctx, admin, schema)
+	return res, err
+}
