@@ -1,6 +1,7 @@
-// Package ddl creates the tables that sit beside seqbox's own (the built-in
-// handlers' business tables, the queue) safely when several processes open
-// one fresh database at once.
+// Package ddl runs seqbox's DDL: the numbered migration files of the store
+// and the queue (Load, Exec), and the tables that sit beside seqbox's own
+// (the built-in handlers' business tables), created safely when several
+// processes open one fresh database at once (Ensure).
 package ddl
 
 import (
@@ -8,28 +9,23 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-)
 
-// advisoryLock serializes DDL across PostgreSQL sessions: CREATE TABLE IF
-// NOT EXISTS is not safe when two sessions run it at the same moment.
-const advisoryLock = `SELECT pg_advisory_xact_lock(7357213)`
+	"github.com/seqbox/seqbox/internal/dialect"
+)
 
 // IsSQLite reports whether db is a SQLite pool (otherwise PostgreSQL).
 func IsSQLite(db *sql.DB) bool {
-	return strings.Contains(fmt.Sprintf("%T", db.Driver()), "sqlite")
+	return dialect.Of(db).Name == dialect.SQLite.Name
 }
 
 // Serial is the column type of an auto-increment primary key on db.
 func Serial(db *sql.DB) string {
-	if IsSQLite(db) {
-		return "INTEGER PRIMARY KEY AUTOINCREMENT"
-	}
-	return "BIGSERIAL PRIMARY KEY"
+	return dialect.Of(db).Serial
 }
 
 // Ensure runs the statements (each idempotent, e.g. CREATE TABLE IF NOT
-// EXISTS) in one transaction, under an advisory lock on PostgreSQL. An
-// error names the statement that failed.
+// EXISTS) in one transaction, under an advisory lock on PostgreSQL
+// (dialect.SideTablesLock). An error names the statement that failed.
 func Ensure(ctx context.Context, db *sql.DB, stmts ...string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -37,7 +33,7 @@ func Ensure(ctx context.Context, db *sql.DB, stmts ...string) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	if !IsSQLite(db) {
-		if _, err := tx.ExecContext(ctx, advisoryLock); err != nil {
+		if _, err := tx.ExecContext(ctx, dialect.XactLock(dialect.SideTablesLock)); err != nil {
 			return fmt.Errorf("create tables: lock: %w", err)
 		}
 	}

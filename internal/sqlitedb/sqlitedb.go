@@ -24,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
 
@@ -38,11 +39,9 @@ const MetaTable = sqlstore.MetaTable
 
 // Dialect is SQLite's flavour of the shared SQL.
 var Dialect = sqlstore.Dialect{
+	SQL:             dialect.SQLite,
 	CacheStatements: true,
 	OneWriter:       true,
-	Name:            "sqlite",
-	Serial:          "INTEGER PRIMARY KEY AUTOINCREMENT",
-	Blob:            "BLOB",
 	ListTables:      ListTables,
 	Foreign:         Foreign,
 }

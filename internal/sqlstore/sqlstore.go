@@ -1,6 +1,7 @@
 // Package sqlstore implements store.Store over database/sql. The SQL is
 // written once, with $n placeholders, for every dialect seqbox supports;
-// a Dialect supplies only what differs (column types, table listing).
+// a Dialect supplies only what differs (its dialect.SQL, table listing,
+// locks). The schema is the numbered files in migrations/ (schema.go).
 package sqlstore
 
 import (
@@ -13,23 +14,23 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/ddl"
+	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/store"
 )
 
 // Dialect is what differs between databases.
 type Dialect struct {
+	// SQL spells what differs in the SQL text: the name, the column types
+	// of the migrations' placeholders, and LockRow, appended to the
+	// pipeline's read of a key so that transactions on one key serialize.
+	dialect.SQL
 	// CacheStatements prepares the pipeline's statements once per
 	// connection (for drivers that do not cache them themselves).
 	CacheStatements bool
 	// OneWriter serializes this process's batch transactions before they
 	// begin (SQLite: one writer at a time anyway).
 	OneWriter bool
-	// Name is "sqlite" or "postgres", for error messages.
-	Name string
-	// Serial is the column type of an auto-increment primary key.
-	Serial string
-	// Blob is the column type of raw bytes.
-	Blob string
 	// ListTables is a query returning the names of the tables where
 	// seqbox keeps its own (on PostgreSQL: in seqbox's schema, whatever
 	// the connection's search_path).
@@ -38,12 +39,9 @@ type Dialect struct {
 	// transaction enters seqbox's schema ("seqbox"."seqbox_meta" on
 	// PostgreSQL); empty means seqbox_meta.
 	Meta string
-	// LockRow is appended to the pipeline's read of a key so that
-	// transactions on one key serialize (" FOR UPDATE" on PostgreSQL;
-	// empty on SQLite, where the write lock is taken at BEGIN).
-	LockRow string
 	// MigrationLock, when set, runs first in the migration transaction so
-	// that processes opening one database at once migrate one at a time.
+	// that processes opening one database at once migrate one at a time
+	// (dialect.XactLock(dialect.StoreMigrationLock) on PostgreSQL).
 	MigrationLock string
 	// Check, when set, runs first on every open (in the migration
 	// transaction, or on the pool for store.ReadOnly) and refuses a
@@ -300,15 +298,9 @@ func (s *Store) migrate(ctx context.Context, where string, access store.Access) 
 		return fmt.Errorf("%w: %s is at schema version %d, this seqbox knows %d; upgrade seqbox",
 			store.ErrSchemaTooNew, where, current, len(migrations))
 	}
-	for i := current; i < len(migrations); i++ {
-		stmt := strings.NewReplacer("{{SERIAL}}", d.Serial, "{{BLOB}}", d.Blob).Replace(migrations[i])
-		for _, part := range strings.Split(stmt, ";") {
-			if strings.TrimSpace(part) == "" {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, part); err != nil {
-				return fmt.Errorf("%s: migration %d: %w", d.Name, i+1, err)
-			}
+	for _, m := range migrations[current:] {
+		if err := ddl.Exec(ctx, tx, d.SQL, m.SQL); err != nil {
+			return fmt.Errorf("%s: migration %d: %w", d.Name, m.Version, err)
 		}
 	}
 	if current != len(migrations) {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
@@ -39,19 +40,16 @@ type Options struct {
 	Schema string
 }
 
-// dialect is PostgreSQL's flavour of the shared SQL, for seqbox's objects
-// in schema.
-func dialect(schema string) sqlstore.Dialect {
+// storeDialect is PostgreSQL's flavour of the shared SQL, for seqbox's
+// objects in schema.
+func storeDialect(schema string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Name:   "postgres",
-		Serial: "BIGSERIAL PRIMARY KEY",
-		Blob:   "BYTEA",
+		SQL: dialect.Postgres,
 		ListTables: `SELECT c.relname FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE n.nspname = '` + schema + `' AND c.relkind IN ('r', 'p')`,
 		Meta:          pgdb.QuoteIdent(schema) + ".seqbox_meta",
-		LockRow:       " FOR UPDATE",
-		MigrationLock: `SELECT pg_advisory_xact_lock(7357211)`,
+		MigrationLock: dialect.XactLock(dialect.StoreMigrationLock),
 		Check: func(ctx context.Context, q sqlstore.Querier) error {
 			return pgdb.CheckLayout(ctx, q, schema)
 		},
@@ -105,7 +103,7 @@ func OpenWith(ctx context.Context, rawURL string, opt Options) (store.Store, err
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlstore.OpenWith(ctx, db, dialect(t.Schema), t.Where, opt.Access)
+	s, err := sqlstore.OpenWith(ctx, db, storeDialect(t.Schema), t.Where, opt.Access)
 	if err != nil {
 		db.Close()
 		return nil, err

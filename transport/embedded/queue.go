@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/ddl"
+	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/sqlitedb"
 	"github.com/seqbox/seqbox/transport"
@@ -75,17 +77,6 @@ var (
 	_ transport.TxAcker    = (*Queue)(nil)
 )
 
-const schema = `CREATE TABLE IF NOT EXISTS seqbox_queue (
-	seq {{SERIAL}},
-	queue TEXT NOT NULL,
-	body {{BLOB}} NOT NULL,
-	visible_at BIGINT NOT NULL,
-	lease TEXT NOT NULL DEFAULT '',
-	attempts INTEGER NOT NULL DEFAULT 0,
-	enqueued_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS seqbox_queue_ready ON seqbox_queue (queue, visible_at, seq)`
-
 // Open opens the queue in the SQLite file at path, or in the PostgreSQL
 // database a postgres:// URL names (it may be the store's own database).
 // On PostgreSQL, competing receivers lease with FOR UPDATE SKIP LOCKED.
@@ -100,8 +91,8 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 		if err != nil {
 			return nil, err
 		}
-		q, err := create(ctx, db, cfg, "BIGSERIAL PRIMARY KEY", "BYTEA", " FOR UPDATE SKIP LOCKED",
-			"SELECT pg_advisory_xact_lock(7357212)", t.Schema, pgdb.Redact(path))
+		q, err := create(ctx, db, cfg, dialect.Postgres, dialect.XactLock(dialect.QueueMigrationLock),
+			t.Schema, pgdb.Redact(path))
 		if err == nil {
 			q.location = t.Location()
 		}
@@ -111,7 +102,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := create(ctx, db, cfg, "INTEGER PRIMARY KEY AUTOINCREMENT", "BLOB", "", "", "", path)
+	q, err := create(ctx, db, cfg, dialect.SQLite, "", "", path)
 	if err == nil {
 		q.location = sqlitedb.FileOf(path)
 	}
@@ -129,9 +120,10 @@ func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport
 	return err
 }
 
-// create makes the queue's table if needed; on PostgreSQL it lands in
-// seqbox's schema (pgSchema), next to the store's tables.
-func create(ctx context.Context, db *sql.DB, cfg Config, serial, blob, lock, migrationLock, pgSchema, where string) (*Queue, error) {
+// create makes the queue's table if needed, running every file of
+// migrations/ in order; on PostgreSQL it lands in seqbox's schema
+// (pgSchema), next to the store's tables.
+func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migrationLock, pgSchema, where string) (*Queue, error) {
 	err := func() error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -148,9 +140,8 @@ func create(ctx context.Context, db *sql.DB, cfg Config, serial, blob, lock, mig
 				return err
 			}
 		}
-		ddl := strings.NewReplacer("{{SERIAL}}", serial, "{{BLOB}}", blob).Replace(schema)
-		for _, stmt := range strings.Split(ddl, ";") {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		for _, m := range migrations {
+			if err := ddl.Exec(ctx, tx, d, m.SQL); err != nil {
 				return err
 			}
 		}
@@ -160,7 +151,7 @@ func create(ctx context.Context, db *sql.DB, cfg Config, serial, blob, lock, mig
 		db.Close()
 		return nil, fmt.Errorf("embedded queue: create schema in %s: %w", where, err)
 	}
-	return &Queue{db: db, cfg: cfg, lock: lock}, nil
+	return &Queue{db: db, cfg: cfg, lock: d.LockRowSkip}, nil
 }
 
 // Publish appends a message, ready at once.
