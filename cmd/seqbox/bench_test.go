@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,10 +142,13 @@ func TestBenchBadFlags(t *testing.T) {
 
 // `seqbox bench --quick` (DESIGN §7) ends with the summary line, every
 // figure a positive number; the rows above name the three modes and the
-// half-rate run.
+// half-rate run, and before them the key sweep.
 func TestBenchSummaryQuick(t *testing.T) {
 	t.Parallel()
 	out := ok(t, "bench", "--quick")
+	t.Logf("\n%s", out)
+	checkKeySweep(t, out)
+	require.Regexp(t, `(?m)^rss bounds: .* SQLite's page cache is cache_size=-?[0-9]+ `, out)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	last := lines[len(lines)-1]
 	require.Regexp(t, regexp.MustCompile(`^bench: ratio_vs_raw=`+num+` ratio_vs_naive=`+num+` msgs_per_s=`+num+` p99_ms=`+num+`$`), last)
@@ -157,4 +161,60 @@ func TestBenchSummaryQuick(t *testing.T) {
 		require.Contains(t, out, "\n"+mode, "the %s row", mode)
 	}
 	require.Contains(t, fails(t, "bench", "extra"), "unknown command")
+}
+
+// checkKeySweep requires the key sweep's table before the side-by-side
+// one: a row for 1, 100, 10,000 and 1,000,000 keys and for the Zipf
+// spread, each with 2000 messages at a measured rate; the million keys
+// seeded and only the messages' keys versioned; and the resident set of
+// the million-key run with what bounds it.
+func checkKeySweep(t *testing.T, out string) {
+	t.Helper()
+	header := regexp.MustCompile(`(?m)^keys +spread +messages +seconds +msgs/s +p50_ms +p99_ms +rss_peak_mb +rss_increase_mb +note *$`)
+	loc := header.FindStringIndex(out)
+	require.NotNil(t, loc, "the key sweep's header")
+	modes := regexp.MustCompile(`(?m)^mode +msgs/s +note *$`).FindStringIndex(out)
+	require.NotNil(t, modes)
+	require.Less(t, loc[0], modes[0], "the key sweep comes before the side-by-side table")
+	for _, row := range []string{`1 +uniform`, `100 +uniform`, `10000 +uniform`, `1000000 +uniform`, `10000 +zipf\(s=1\.1\)`} {
+		m := regexp.MustCompile(`(?m)^` + row + ` +2000 +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `)(.*)$`).
+			FindStringSubmatch(out)
+		require.NotNil(t, m, "the row %s", row)
+		for i, name := range []string{"seconds", "msgs/s", "p50_ms", "p99_ms", "rss_peak_mb"} {
+			f, err := strconv.ParseFloat(m[i+1], 64)
+			require.NoError(t, err)
+			require.Greater(t, f, 0.0, "%s of %s must be measured", name, row)
+		}
+		p50, _ := strconv.ParseFloat(m[3], 64)
+		p99, _ := strconv.ParseFloat(m[4], 64)
+		require.LessOrEqual(t, p50, p99, row)
+		switch row {
+		case `1000000 +uniform`:
+			require.Regexp(t, `^ +1000000 key rows pre-seeded in `+num+`s \(untimed\); after the run 1000000 rows, 2000 of them versioned *$`, m[7])
+		case `10000 +zipf\(s=1\.1\)`:
+			hot := regexp.MustCompile(`hottest key (` + num + `)% of messages, ([0-9]+) keys used`).FindStringSubmatch(m[7])
+			require.NotNil(t, hot, m[7])
+			share, _ := strconv.ParseFloat(hot[1], 64)
+			require.Greater(t, share, 5.0, "s=1.1 puts a hot key well above 1/10000 of the messages")
+			require.Less(t, atoi(t, hot[2]), 2000, "and leaves most keys unused")
+		}
+	}
+	rss := kv(t, out, "rss: ")
+	require.Equal(t, "1000000", rss["keys"])
+	require.Equal(t, "2000", rss["messages"])
+	require.Regexp(t, `(?m)^rss bounds: the consumer holds at most 576 received deliveries .*no per-key state`, out)
+	if runtime.GOOS != "linux" {
+		require.Equal(t, "-", rss["peak_mb"], "no /proc/self/status: not measured")
+		return
+	}
+	peak, err := strconv.ParseFloat(rss["peak_mb"], 64)
+	require.NoError(t, err, "peak_mb")
+	base, err := strconv.ParseFloat(rss["baseline_mb"], 64)
+	require.NoError(t, err, "baseline_mb")
+	inc, err := strconv.ParseFloat(rss["increase_mb"], 64)
+	require.NoError(t, err, "increase_mb")
+	require.Greater(t, base, 0.0)
+	require.GreaterOrEqual(t, peak, base)
+	require.InDelta(t, peak-base, inc, 0.15)
+	require.Regexp(t, `(?m)^rss: .* source="VmHWM of /proc/self/status`, out)
 }

@@ -78,8 +78,14 @@ func newRun() string {
 // i/keys+1, so a stream published in order arrives in version order on
 // every key. The id comes first so the bench can read it cheaply.
 func Body(source, prefix, run string, i, keys int) []byte {
-	return fmt.Appendf(nil, `{"id":"%s%d","specversion":"1.0","source":%q,"type":"bench.step","partitionkey":"%s-k%d","objectversion":%d,"data":{"n":%d}}`,
-		prefix, i, source, run, i%keys, i/keys+1, i)
+	return keyedBody(source, prefix, fmt.Sprintf("%s-k%d", run, i%keys), i, i/keys+1)
+}
+
+// keyedBody is message i of a stream, with identity (source, prefix+i), on
+// partition key key at object version version.
+func keyedBody(source, prefix, key string, i, version int) []byte {
+	return fmt.Appendf(nil, `{"id":"%s%d","specversion":"1.0","source":%q,"type":"bench.step","partitionkey":%q,"objectversion":%d,"data":{"n":%d}}`,
+		prefix, i, source, key, version, i)
 }
 
 // Bodies returns Body for i in [0, n).

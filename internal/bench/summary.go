@@ -18,6 +18,9 @@ type SummaryOptions struct {
 	DB string
 	// Quick sizes the run to finish in well under a minute.
 	Quick bool
+	// Scratch says the database is thrown away after the run, so the run
+	// need not remove what it seeded.
+	Scratch bool
 }
 
 // Summary is one run, side by side on one database: the raw limit (the
@@ -26,7 +29,10 @@ type SummaryOptions struct {
 // (embedded queue → inbox → gate → effect → COMMIT → ack), and the seed's
 // naive design (query, effect, marker; one transaction per message). It
 // then runs seqbox at half its measured rate and takes the p99 from
-// receive to commit. Its last line is
+// receive to commit. Before the side-by-side table it prints seqbox end
+// to end over 1, 100, 10,000 and 1,000,000 keys (the last on key rows
+// created in bulk beforehand) and over a Zipf hot-key spread, with the
+// resident set of each run. Its last line is
 // `bench: ratio_vs_raw=X ratio_vs_naive=Y msgs_per_s=Z p99_ms=W`.
 func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	n, naiveN, keys, workers, batch := 20000, 2000, 100, 4, 64
@@ -81,6 +87,12 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+
+	sweep, err := keySweep(ctx, e, run+"-keys", o, workers, batch)
+	if err != nil {
+		return err
+	}
+	printKeys(ctx, w, e, sweep, workers, batch)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "mode\tmsgs/s\tnote\t")
@@ -226,7 +238,7 @@ func atRate(ctx context.Context, e *env, run string, target, keys, workers, batc
 	if err != nil {
 		return Latency{}, 0, err
 	}
-	f := startFeed(ctx, e.q, "bench", run, PurgeOptions{Rate: target, Keys: keys, Workers: workers, ConsumerBatch: batch}, l.rec)
+	f := startFeed(ctx, e.q, "bench-"+run, run, PurgeOptions{Rate: target, Keys: keys, Workers: workers, ConsumerBatch: batch}, l.rec)
 	sleepCtx(ctx, time.Second)
 	from := time.Now()
 	sleepCtx(ctx, d)
