@@ -165,7 +165,7 @@ func TestBenchSummaryQuick(t *testing.T) {
 
 // checkKeySweep requires the key sweep's table before the side-by-side
 // one: a row for 1, 100, 10,000 and 1,000,000 keys and for the Zipf
-// spread, each with 2000 messages at a measured rate; the million keys
+// spread, each with 1000 messages at a measured rate; the million keys
 // seeded and only the messages' keys versioned; and the resident set of
 // the million-key run with what bounds it.
 func checkKeySweep(t *testing.T, out string) {
@@ -177,7 +177,7 @@ func checkKeySweep(t *testing.T, out string) {
 	require.NotNil(t, modes)
 	require.Less(t, loc[0], modes[0], "the key sweep comes before the side-by-side table")
 	for _, row := range []string{`1 +uniform`, `100 +uniform`, `10000 +uniform`, `1000000 +uniform`, `10000 +zipf\(s=1\.1\)`} {
-		m := regexp.MustCompile(`(?m)^` + row + ` +2000 +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `)(.*)$`).
+		m := regexp.MustCompile(`(?m)^` + row + ` +1000 +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `) +(` + num + `)(.*)$`).
 			FindStringSubmatch(out)
 		require.NotNil(t, m, "the row %s", row)
 		for i, name := range []string{"seconds", "msgs/s", "p50_ms", "p99_ms", "rss_peak_mb"} {
@@ -190,18 +190,18 @@ func checkKeySweep(t *testing.T, out string) {
 		require.LessOrEqual(t, p50, p99, row)
 		switch row {
 		case `1000000 +uniform`:
-			require.Regexp(t, `^ +1000000 key rows pre-seeded in `+num+`s \(untimed\); after the run 1000000 rows, 2000 of them versioned *$`, m[7])
+			require.Regexp(t, `^ +1000000 key rows pre-seeded in `+num+`s \(untimed\); after the run 1000000 rows, 1000 of them versioned *$`, m[7])
 		case `10000 +zipf\(s=1\.1\)`:
 			hot := regexp.MustCompile(`hottest key (` + num + `)% of messages, ([0-9]+) keys used`).FindStringSubmatch(m[7])
 			require.NotNil(t, hot, m[7])
 			share, _ := strconv.ParseFloat(hot[1], 64)
 			require.Greater(t, share, 5.0, "s=1.1 puts a hot key well above 1/10000 of the messages")
-			require.Less(t, atoi(t, hot[2]), 2000, "and leaves most keys unused")
+			require.Less(t, atoi(t, hot[2]), 1000, "and leaves most keys unused")
 		}
 	}
 	rss := kv(t, out, "rss: ")
 	require.Equal(t, "1000000", rss["keys"])
-	require.Equal(t, "2000", rss["messages"])
+	require.Equal(t, "1000", rss["messages"])
 	require.Regexp(t, `(?m)^rss bounds: the consumer holds at most 576 received deliveries .*no per-key state`, out)
 	if runtime.GOOS != "linux" {
 		require.Equal(t, "-", rss["peak_mb"], "no /proc/self/status: not measured")

@@ -41,7 +41,7 @@ const (
 func keyCases(quick bool) []keyCase {
 	n := 20_000
 	if quick {
-		n = 2_000
+		n = 1_000
 	}
 	return []keyCase{{keys: 1, n: n}, {keys: 100, n: n}, {keys: 10_000, n: n},
 		{keys: millionKeys, n: n, seed: true}, {keys: zipfKeys, n: n, zipfS: zipfS}}
