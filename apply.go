@@ -43,7 +43,7 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 	if herr == nil {
 		var hctx context.Context
 		if hctx, herr = p.withDecision(ctx, tx, ev, now); herr == nil {
-			herr = p.runHandler(hctx, tx, ev)
+			herr = tx.handle(hctx, ev, p.runHandler)
 		}
 	}
 	if herr != nil {

@@ -77,7 +77,7 @@ func BenchmarkRawInsert(b *testing.B) {
 func BenchmarkDeliver(b *testing.B) {
 	benchDBs(b, func(b *testing.B, db string) {
 		st := openBenchStore(b, db)
-		c, err := seqbox.NewConsumer(seqbox.Config{Name: "bench", Store: st, Handler: replay.RecordHandler("bench")})
+		c, err := seqbox.NewConsumer(seqbox.Config{Name: "bench", Store: st, Handler: replay.RecordHandlerOn(st.DB(), "bench")})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func BenchmarkRunBatch(b *testing.B) {
 		}
 		var applied, other atomic.Int64
 		all := make(chan struct{})
-		c, err := seqbox.NewConsumer(seqbox.Config{Name: "bench", Store: st, Transport: q, Handler: replay.RecordHandler("bench"),
+		c, err := seqbox.NewConsumer(seqbox.Config{Name: "bench", Store: st, Transport: q, Handler: replay.RecordHandlerOn(st.DB(), "bench"),
 			Workers: benchWorkers, BatchSize: benchBatch, Logger: quietLogger,
 			Observer: func(d seqbox.Decision) {
 				if d.Outcome != seqbox.Applied {

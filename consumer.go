@@ -3,6 +3,7 @@ package seqbox
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,19 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decisio
 // commits. It returns the decisions per input, in input order.
 // beforeCommit, when set, runs last in the transaction with the decisions.
 func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.Tx, [][]Decision) error) ([][]Decision, error) {
+	c.p.parseAll(ins)
+	failed := map[store.Identity]error{}
+	out, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, true)
+	if errors.Is(err, errRerun) {
+		out, err = c.runBatchOnce(ctx, ins, beforeCommit, failed, false)
+	}
+	return out, err
+}
+
+// runBatchOnce runs the batch in one transaction: optimistically (set-based,
+// no savepoints; see batchTx), or delivery by delivery with a savepoint
+// each.
+func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.Tx, [][]Decision) error, failed map[store.Identity]error, optimistic bool) ([][]Decision, error) {
 	start := time.Now()
 	if err := c.cfg.hooks.At(fault.BeforeTx); err != nil {
 		return nil, err
@@ -160,7 +174,13 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(
 	if err != nil {
 		return nil, err
 	}
-	btx := &batchTx{Tx: tx}
+	btx := &batchTx{Tx: tx, failed: failed}
+	if optimistic {
+		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
 	out := make([][]Decision, len(ins))
 	for i, in := range ins {
 		if i > 0 && i == len(ins)/2 {
@@ -175,6 +195,10 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(
 			return nil, err
 		}
 		out[i] = ds
+	}
+	if err := btx.finish(ctx); err != nil {
+		tx.Rollback()
+		return nil, err
 	}
 	if beforeCommit != nil {
 		if err := beforeCommit(tx, out); err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,18 +30,18 @@ type input struct {
 	// oversized describes an input too large to hand over; raw is then its
 	// first bytes.
 	oversized *Oversized
+	// parsed: ev and perr hold the envelope parsed once, by the prefetch.
+	parsed bool
+	ev     Event
+	perr   error
 }
 
-// batchTx is one store transaction with the pipeline's per-delivery
-// savepoint counter.
-type batchTx struct {
-	store.Tx
-	n int
-}
-
-func (b *batchTx) savepoint() string {
-	b.n++
-	return "d" + strconv.Itoa(b.n)
+// event parses the envelope, once.
+func (in input) event(volatile []string) (Event, error) {
+	if in.parsed {
+		return in.ev, in.perr
+	}
+	return parseEvent(in.raw, volatile)
 }
 
 // pipeline holds the per-delivery decision logic of DESIGN §3.
@@ -75,7 +74,7 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 	if err := tx.Savepoint(ctx, sp); err != nil {
 		return nil, "", err
 	}
-	ev, perr := parseEvent(in.raw, p.cfg.VolatileAttributes)
+	ev, perr := in.event(p.cfg.VolatileAttributes)
 	if o := in.oversized; o != nil {
 		perr = invalid("envelope", "%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)",
 			o.Size, MaxEventSize, len(in.raw))

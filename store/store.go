@@ -188,8 +188,48 @@ type Tx interface {
 	// RecordGap records a known gap in a key's version history.
 	RecordGap(ctx context.Context, g Gap) error
 
+	// Batch-shaped methods: one statement (or a few, in bounded chunks)
+	// for many rows.
+
+	// LockKeys reads and locks the ordering state of the keys that exist,
+	// in key order (so concurrent batches lock in one order), with HasParked
+	// and HasRetries read under the locks. Keys never seen are absent.
+	LockKeys(ctx context.Context, consumer string, keys []string) (map[string]KeyState, error)
+	// EnsureKeys creates the key rows that do not exist, with no version.
+	EnsureKeys(ctx context.Context, consumer string, keys []string, at time.Time) error
+	// InsertInboxes inserts identities; inserted[i] is false when rows[i]
+	// already existed (the primary key decided). rows must not repeat an
+	// identity.
+	InsertInboxes(ctx context.Context, rows []InboxRow) (inserted []bool, err error)
+	// SetInboxOutcomes records the outcome of many identities.
+	SetInboxOutcomes(ctx context.Context, consumer string, rows []OutcomeRow) error
+	// AdvanceKeys runs the compare-and-set of each move and reports how
+	// many won; every move names a different key.
+	AdvanceKeys(ctx context.Context, consumer string, moves []KeyMove, at time.Time) (int, error)
+	// ClearRetries forgets the attempts of many identities.
+	ClearRetries(ctx context.Context, consumer string, ids []Identity) error
+
 	Commit() error
 	Rollback() error
+}
+
+// Identity names one message for a consumer: its CloudEvents source and
+// id.
+type Identity struct{ Source, ID string }
+
+// OutcomeRow is the outcome an identity ended in (Tx.SetInboxOutcomes).
+type OutcomeRow struct {
+	Identity
+	Outcome     string
+	ProcessedAt *time.Time
+}
+
+// KeyMove is one compare-and-set of a key version, from Prev (nil: no
+// version yet) to Next.
+type KeyMove struct {
+	Key  string
+	Prev *int64
+	Next int64
 }
 
 // InboxRow is one identity a consumer accepted.

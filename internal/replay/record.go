@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ddl"
@@ -42,7 +43,52 @@ func EnsureRecordTables(ctx context.Context, db *sql.DB, extra ...string) error 
 // RecordHandler is the built-in handler of replay and demo: it writes one
 // effect row per applied event and sets the object's state. It fails on
 // purpose when data.fail is "transient" or "permanent".
-func RecordHandler(consumer string) seqbox.Handler {
+func RecordHandler(consumer string) seqbox.Handler { return recordHandler(consumer, nil) }
+
+// RecordHandlerOn is RecordHandler with its two statements prepared once
+// on db (the pool the consumer's store uses), as a serious handler would:
+// SQLite's driver parses every unprepared statement again.
+func RecordHandlerOn(db *sql.DB, consumer string) seqbox.Handler {
+	return recordHandler(consumer, &recordStmts{db: db})
+}
+
+const (
+	insertEffect = `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
+			VALUES ($1, $2, $3, $4, $5, $6)`
+	upsertObject = `INSERT INTO record_objects (consumer, partitionkey, state, version)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`
+)
+
+// recordStmts prepares the record handler's statements on first use.
+type recordStmts struct {
+	db             *sql.DB
+	once           sync.Once
+	effect, object *sql.Stmt
+}
+
+// exec runs q in tx, through its prepared statement when there is one.
+func (r *recordStmts) exec(ctx context.Context, tx seqbox.Tx, q string, args ...any) error {
+	if r != nil {
+		r.once.Do(func() {
+			// A failed prepare leaves the statement nil: it then runs
+			// unprepared and meets its error there.
+			r.effect, _ = r.db.PrepareContext(context.WithoutCancel(ctx), insertEffect)
+			r.object, _ = r.db.PrepareContext(context.WithoutCancel(ctx), upsertObject)
+		})
+		st := r.effect
+		if q == upsertObject {
+			st = r.object
+		}
+		if stx, ok := tx.(*sql.Tx); ok && st != nil {
+			_, err := stx.StmtContext(ctx, st).ExecContext(ctx, args...)
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, q, args...)
+	return err
+}
+
+func recordHandler(consumer string, stmts *recordStmts) seqbox.Handler {
 	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
 		var data struct {
 			Fail string `json:"fail"`
@@ -54,17 +100,13 @@ func RecordHandler(consumer string) seqbox.Handler {
 		case "permanent":
 			return seqbox.Permanent(errors.New("record: data.fail=permanent"))
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
-			VALUES ($1, $2, $3, $4, $5, $6)`, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
+		if err := stmts.exec(ctx, tx, insertEffect, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
 			return fmt.Errorf("record effect: %w", err)
 		}
 		if ev.PartitionKey == "" {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO record_objects (consumer, partitionkey, state, version)
-			VALUES ($1, $2, $3, $4) ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`,
-			consumer, ev.PartitionKey, ev.Type, ev.ObjectVersion)
-		return err
+		return stmts.exec(ctx, tx, upsertObject, consumer, ev.PartitionKey, ev.Type, ev.ObjectVersion)
 	}
 }
 
@@ -79,6 +121,9 @@ func Effects(ctx context.Context, db *sql.DB, consumer string) (int64, error) {
 // registers it as such: the CLI may then drive it in-process (DESIGN §4).
 func NewConsumer(cfg seqbox.Config) (*seqbox.Consumer, error) {
 	cfg.Handler = RecordHandler(cfg.Name)
+	if cfg.Store != nil {
+		cfg.Handler = RecordHandlerOn(cfg.Store.DB(), cfg.Name)
+	}
 	c, err := seqbox.NewConsumer(cfg)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,319 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// errRerun ends an optimistic run of a batch: a delivery needs to undo
+// part of the transaction (its handler failed, or it lost a key race),
+// which only a run with savepoints can do. The batch rolls back and runs
+// again with them.
+var errRerun = errors.New("seqbox: the batch runs again with savepoints")
+
+// batchTx is one store transaction as the pipeline sees it.
+//
+// A batch runs optimistically first: no savepoints, the identities
+// inserted and the keys read and locked up front in a few multi-row
+// statements (prefetch), and the writes every delivery makes to its inbox
+// row, its key's version and its retry count deferred to one multi-row
+// statement each at the end. Reads keep seeing the batch's own writes:
+// the key states are served from memory, kept up to date by the writes
+// that go through here, and any read of what a deferred write touches
+// flushes the deferred writes first. A delivery that would need a
+// savepoint (RollbackTo) fails the run with errRerun instead.
+//
+// Outside an optimistic run (operator actions, the sweeper, DeliverTx,
+// and the rerun of a batch), every call goes straight to the store and
+// each delivery has its savepoint.
+type batchTx struct {
+	store.Tx
+	n        int
+	consumer string
+	// optimistic is set for the first run of a batch.
+	optimistic bool
+	// keys holds key states read under their locks in this transaction,
+	// with the batch's own deferred version moves applied.
+	keys map[string]store.KeyState
+	// inserted holds the identities the prefetch inserted (true) or found
+	// already recorded (false); each answers one InsertInbox.
+	inserted map[store.Identity]bool
+	// provisional holds the identities the prefetch inserted as applied
+	// whose delivery has not recorded its outcome yet. Recording applied
+	// then costs no write; one still provisional at the end of the run is
+	// written as pending, as one by one it would be.
+	provisional map[store.Identity]bool
+	// Deferred writes.
+	outcomes map[store.Identity]int // index into outcomeRows
+	outcomeRows []store.OutcomeRow
+	moves       map[string]int // index into moveRows
+	moveRows    []store.KeyMove
+	clears      []store.Identity
+	// movedAt is when the last deferred move was made.
+	movedAt time.Time
+	// failed holds the handler errors of the batch's optimistic run,
+	// shared with its rerun: a handler that failed is not asked again in
+	// the same delivery (it might answer differently); its failure is
+	// recorded as it was. Handlers that succeeded run again, their writes
+	// having rolled back with the optimistic run.
+	failed map[store.Identity]error
+}
+
+// handle runs the handler of ev, or answers with the failure it had in
+// the batch's optimistic run.
+func (b *batchTx) handle(ctx context.Context, ev Event, run func(context.Context, *batchTx, Event) error) error {
+	id := store.Identity{Source: ev.Source, ID: ev.ID}
+	if err, ok := b.failed[id]; ok && !b.optimistic {
+		delete(b.failed, id)
+		return err
+	}
+	err := run(ctx, b, ev)
+	if err != nil && b.failed != nil && b.optimistic {
+		b.failed[id] = err
+	}
+	return err
+}
+
+func (b *batchTx) savepoint() string {
+	b.n++
+	return "d" + strconv.Itoa(b.n)
+}
+
+// Savepoint opens a savepoint, except in an optimistic run.
+func (b *batchTx) Savepoint(ctx context.Context, name string) error {
+	if b.optimistic {
+		return nil
+	}
+	return b.Tx.Savepoint(ctx, name)
+}
+
+// Release closes a savepoint, except in an optimistic run.
+func (b *batchTx) Release(ctx context.Context, name string) error {
+	if b.optimistic {
+		return nil
+	}
+	return b.Tx.Release(ctx, name)
+}
+
+// RollbackTo undoes a delivery; an optimistic run cannot, and reruns.
+func (b *batchTx) RollbackTo(ctx context.Context, name string) error {
+	if b.optimistic {
+		return errRerun
+	}
+	return b.Tx.RollbackTo(ctx, name)
+}
+
+// finish ends an optimistic run before its commit: the identities still
+// provisional are pending, and the deferred writes are written.
+func (b *batchTx) finish(ctx context.Context) error {
+	for id := range b.provisional {
+		if err := b.SetInboxOutcome(ctx, b.consumer, id.Source, id.ID, "pending", nil); err != nil {
+			return err
+		}
+	}
+	return b.flush(ctx)
+}
+
+// flush writes the deferred writes.
+func (b *batchTx) flush(ctx context.Context) error {
+	if len(b.outcomeRows) > 0 {
+		if err := b.Tx.SetInboxOutcomes(ctx, b.consumer, b.outcomeRows); err != nil {
+			return err
+		}
+		b.outcomeRows, b.outcomes = b.outcomeRows[:0], nil
+	}
+	if len(b.moveRows) > 0 {
+		won, err := b.Tx.AdvanceKeys(ctx, b.consumer, b.moveRows, b.movedAt)
+		if err != nil {
+			return err
+		}
+		if won != len(b.moveRows) {
+			// Cannot happen under the key locks; a run with savepoints
+			// settles it delivery by delivery.
+			return errRerun
+		}
+		b.moveRows, b.moves = b.moveRows[:0], nil
+	}
+	if len(b.clears) > 0 {
+		if err := b.Tx.ClearRetries(ctx, b.consumer, b.clears); err != nil {
+			return err
+		}
+		b.clears = b.clears[:0]
+	}
+	return nil
+}
+
+// InsertInbox answers from the prefetch when it decided the identity.
+func (b *batchTx) InsertInbox(ctx context.Context, r store.InboxRow) (bool, error) {
+	id := store.Identity{Source: r.Source, ID: r.ID}
+	if ok, found := b.inserted[id]; found && r.Consumer == b.consumer {
+		delete(b.inserted, id)
+		return ok, nil
+	}
+	return b.Tx.InsertInbox(ctx, r)
+}
+
+// Inbox reads an identity, after the deferred outcomes are written.
+func (b *batchTx) Inbox(ctx context.Context, consumer, source, id string) (store.InboxRow, error) {
+	if err := b.flush(ctx); err != nil {
+		return store.InboxRow{}, err
+	}
+	return b.Tx.Inbox(ctx, consumer, source, id)
+}
+
+// SetInboxOutcome is deferred in an optimistic run.
+func (b *batchTx) SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
+	if !b.optimistic || consumer != b.consumer {
+		return b.Tx.SetInboxOutcome(ctx, consumer, source, id, outcome, processedAt)
+	}
+	k := store.Identity{Source: source, ID: id}
+	if b.provisional[k] {
+		delete(b.provisional, k)
+		if outcome == string(Applied) {
+			return nil
+		}
+	}
+	row := store.OutcomeRow{Identity: k, Outcome: outcome, ProcessedAt: processedAt}
+	if i, ok := b.outcomes[k]; ok {
+		b.outcomeRows[i] = row
+		return nil
+	}
+	if b.outcomes == nil {
+		b.outcomes = map[store.Identity]int{}
+	}
+	b.outcomes[k] = len(b.outcomeRows)
+	b.outcomeRows = append(b.outcomeRows, row)
+	return nil
+}
+
+// DeleteInbox forgets an identity, after the deferred writes.
+func (b *batchTx) DeleteInbox(ctx context.Context, consumer, source, id string) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	return b.Tx.DeleteInbox(ctx, consumer, source, id)
+}
+
+// Key serves a key state from memory when this transaction holds it.
+func (b *batchTx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
+	if ks, ok := b.keys[key]; ok && consumer == b.consumer {
+		return ks, nil
+	}
+	if err := b.flush(ctx); err != nil {
+		return store.KeyState{}, err
+	}
+	ks, err := b.Tx.Key(ctx, consumer, key)
+	if err == nil && b.keys != nil && consumer == b.consumer {
+		b.keys[key] = ks
+	}
+	return ks, err
+}
+
+// forget drops a key state that a write changed in a way memory does not
+// follow.
+func (b *batchTx) forget(key string) {
+	delete(b.keys, key)
+}
+
+// EnsureKey creates a key row if missing.
+func (b *batchTx) EnsureKey(ctx context.Context, consumer, key string, at time.Time) error {
+	b.forget(key)
+	return b.Tx.EnsureKey(ctx, consumer, key, at)
+}
+
+// AdvanceKey is deferred for a key held in memory: the compare-and-set
+// is decided against the state the transaction holds under the lock.
+func (b *batchTx) AdvanceKey(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error) {
+	ks, ok := b.keys[key]
+	if !b.optimistic || !ok || consumer != b.consumer {
+		if err := b.flush(ctx); err != nil {
+			return false, err
+		}
+		b.forget(key)
+		return b.Tx.AdvanceKey(ctx, consumer, key, prev, next, at)
+	}
+	if !sameVersion(ks.Version, prev) {
+		return false, nil
+	}
+	if i, ok := b.moves[key]; ok {
+		b.moveRows[i].Next = next
+	} else {
+		if b.moves == nil {
+			b.moves = map[string]int{}
+		}
+		b.moves[key] = len(b.moveRows)
+		b.moveRows = append(b.moveRows, store.KeyMove{Key: key, Prev: ks.Version, Next: next})
+	}
+	v := next
+	ks.Version, ks.UpdatedAt, b.movedAt = &v, at, at
+	b.keys[key] = ks
+	return true, nil
+}
+
+func sameVersion(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// BlockKey blocks a key, after the deferred writes.
+func (b *batchTx) BlockKey(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	b.forget(key)
+	return b.Tx.BlockKey(ctx, consumer, key, source, id, reason, at)
+}
+
+// UnblockKey clears a key's block, after the deferred writes.
+func (b *batchTx) UnblockKey(ctx context.Context, consumer, key string, at time.Time) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	b.forget(key)
+	return b.Tx.UnblockKey(ctx, consumer, key, at)
+}
+
+// Park parks a message; the key now has something parked.
+func (b *batchTx) Park(ctx context.Context, p store.Parked) error {
+	if ks, ok := b.keys[p.PartitionKey]; ok {
+		ks.HasParked = true
+		b.keys[p.PartitionKey] = ks
+	}
+	return b.Tx.Park(ctx, p)
+}
+
+// RecordRetry counts a failed attempt; the key now has a retry.
+func (b *batchTx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, error) {
+	if err := b.flush(ctx); err != nil {
+		return 0, "", err
+	}
+	if ks, ok := b.keys[r.PartitionKey]; ok {
+		ks.HasRetries = true
+		b.keys[r.PartitionKey] = ks
+	}
+	return b.Tx.RecordRetry(ctx, r)
+}
+
+// RetryingOnKey reads the key's retrying identity, after the deferred
+// writes.
+func (b *batchTx) RetryingOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+	if err := b.flush(ctx); err != nil {
+		return store.RetryRow{}, false, err
+	}
+	return b.Tx.RetryingOnKey(ctx, consumer, key)
+}
+
+// ClearRetry is deferred in an optimistic run.
+func (b *batchTx) ClearRetry(ctx context.Context, consumer, source, id string) error {
+	if !b.optimistic || consumer != b.consumer {
+		return b.Tx.ClearRetry(ctx, consumer, source, id)
+	}
+	b.clears = append(b.clears, store.Identity{Source: source, ID: id})
+	return nil
+}

@@ -1,0 +1,241 @@
+package sqlstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// maxChunk bounds the rows of one multi-row statement. A batch is cut
+// into chunks whose sizes are powers of two, so each statement has at most
+// eight texts and all of them stay prepared.
+const maxChunk = 128
+
+// eachChunk calls fn with consecutive chunks of n rows, largest first.
+func eachChunk(n int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; {
+		size := maxChunk
+		for size > n-lo {
+			size /= 2
+		}
+		if err := fn(lo, lo+size); err != nil {
+			return err
+		}
+		lo += size
+	}
+	return nil
+}
+
+// texts caches the statement text of each (template, rows) pair.
+var texts sync.Map
+
+// rowsText expands a template holding {{ROWS}} into rows groups of
+// placeholders. row is one group written with $a, $b, … for its columns,
+// which are numbered after the first fixed parameters ($1 … $first, which
+// a group may also name); every {{ROWS}} gets the same groups.
+func rowsText(template, row string, first, rows int) string {
+	type k struct {
+		t    string
+		rows int
+	}
+	if v, ok := texts.Load(k{template, rows}); ok {
+		return v.(string)
+	}
+	cols := 0
+	for strings.Contains(row, "$"+string(rune('a'+cols))) {
+		cols++
+	}
+	groups := make([]string, rows)
+	for r := range rows {
+		g := row
+		for c := range cols {
+			g = strings.Replace(g, "$"+string(rune('a'+c)), "$"+strconv.Itoa(first+1+r*cols+c), 1)
+		}
+		groups[r] = g
+	}
+	s := strings.ReplaceAll(template, "{{ROWS}}", strings.Join(groups, ", "))
+	texts.Store(k{template, rows}, s)
+	return s
+}
+
+// LockKeys reads and locks the keys that exist, in byte order of the key
+// (the lock order every batch uses), with whether anything is parked or
+// retrying on each. On PostgreSQL the flags are read after the locks are
+// granted, as Key explains.
+func (t *Tx) LockKeys(ctx context.Context, consumer string, keys []string) (map[string]store.KeyState, error) {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	out := make(map[string]store.KeyState, len(keys))
+	err := eachChunk(len(keys), func(lo, hi int) error {
+		args := append([]any{consumer}, anys(keys[lo:hi])...)
+		if t.lockRow == "" {
+			return t.scanKeys(ctx, out, rowsText(`SELECT `+keyColumns+`,
+				CASE WHEN EXISTS (SELECT 1 FROM seqbox_parked p WHERE p.consumer = k.consumer AND p.partitionkey = k.partitionkey) THEN 1 ELSE 0 END,
+				CASE WHEN EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = k.consumer AND r.partitionkey = k.partitionkey) THEN 1 ELSE 0 END
+				FROM seqbox_keys k WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), args, true)
+		}
+		if err := t.scanKeys(ctx, out, rowsText(`SELECT `+keyColumns+` FROM seqbox_keys
+			WHERE consumer = $1 AND partitionkey IN ({{ROWS}}) ORDER BY partitionkey COLLATE "C"`+t.lockRow, "$a", 1, hi-lo), args, false); err != nil {
+			return err
+		}
+		rows, err := t.query(ctx, rowsText(`SELECT partitionkey, 'p' FROM seqbox_parked WHERE consumer = $1 AND partitionkey IN ({{ROWS}})
+			UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var key, what string
+			if err := rows.Scan(&key, &what); err != nil {
+				return err
+			}
+			ks, ok := out[key]
+			if !ok {
+				continue
+			}
+			ks.HasParked = ks.HasParked || what == "p"
+			ks.HasRetries = ks.HasRetries || what == "r"
+			out[key] = ks
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// scanKeys reads key rows into out, with the two flag columns when flags.
+func (t *Tx) scanKeys(ctx context.Context, out map[string]store.KeyState, q string, args []any, flags bool) error {
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var parked, retries int
+		var row interface{ Scan(...any) error } = rows
+		if flags {
+			row = extraColumns{rows, []any{&parked, &retries}}
+		}
+		ks, err := scanKey(row)
+		if err != nil {
+			return err
+		}
+		ks.HasParked, ks.HasRetries = parked != 0, retries != 0
+		out[ks.Key] = ks
+	}
+	return rows.Err()
+}
+
+// EnsureKeys creates the missing key rows.
+func (t *Tx) EnsureKeys(ctx context.Context, consumer string, keys []string, at time.Time) error {
+	return eachChunk(len(keys), func(lo, hi int) error {
+		_, err := t.exec(ctx, rowsText(`INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
+			VALUES {{ROWS}} ON CONFLICT (consumer, partitionkey) DO NOTHING`, "($1, $a, $2)", 2, hi-lo),
+			append([]any{consumer, micros(at)}, anys(keys[lo:hi])...)...)
+		return err
+	})
+}
+
+// InsertInboxes inserts identities in multi-row statements; the primary
+// key decides, and RETURNING names the rows that went in.
+func (t *Tx) InsertInboxes(ctx context.Context, rs []store.InboxRow) ([]bool, error) {
+	inserted := make([]bool, len(rs))
+	err := eachChunk(len(rs), func(lo, hi int) error {
+		args := make([]any, 0, (hi-lo)*15)
+		at := make(map[store.Identity]int, hi-lo)
+		for i, r := range rs[lo:hi] {
+			at[store.Identity{Source: r.Source, ID: r.ID}] = lo + i
+			args = append(args, r.Consumer, r.Source, r.ID, r.PayloadHash, r.BusinessKey, r.EventType, r.Tenant,
+				r.ContractVersion, r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt),
+				optMicros(r.ProcessedAt), r.ResultReference, micros(r.RetentionUntil))
+		}
+		rows, err := t.query(ctx, rowsText(`INSERT INTO seqbox_inbox
+			(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
+			 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
+			VALUES {{ROWS}} ON CONFLICT (consumer, source, id) DO NOTHING RETURNING source, id`,
+			"($a, $b, $c, $d, $e, $f, $g, $h, $i, $j, $k, $l, $m, $n, $o)", 0, hi-lo), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id store.Identity
+			if err := rows.Scan(&id.Source, &id.ID); err != nil {
+				return err
+			}
+			if i, ok := at[id]; ok {
+				inserted[i] = true
+			}
+		}
+		return rows.Err()
+	})
+	return inserted, err
+}
+
+// SetInboxOutcomes records many outcomes in multi-row updates.
+func (t *Tx) SetInboxOutcomes(ctx context.Context, consumer string, rs []store.OutcomeRow) error {
+	return eachChunk(len(rs), func(lo, hi int) error {
+		args := []any{consumer}
+		for _, r := range rs[lo:hi] {
+			args = append(args, r.Source, r.ID, r.Outcome, optMicros(r.ProcessedAt))
+		}
+		_, err := t.exec(ctx, rowsText(`UPDATE seqbox_inbox SET outcome = v.column3, processed_at = v.column4
+			FROM (VALUES {{ROWS}}) AS v
+			WHERE seqbox_inbox.consumer = $1 AND seqbox_inbox.source = v.column1 AND seqbox_inbox.id = v.column2`,
+			"(CAST($a AS TEXT), CAST($b AS TEXT), CAST($c AS TEXT), CAST($d AS BIGINT))", 1, hi-lo), args...)
+		return err
+	})
+}
+
+// AdvanceKeys runs many key compare-and-sets in multi-row updates.
+func (t *Tx) AdvanceKeys(ctx context.Context, consumer string, moves []store.KeyMove, at time.Time) (int, error) {
+	won := 0
+	err := eachChunk(len(moves), func(lo, hi int) error {
+		args := []any{consumer, micros(at)}
+		for _, m := range moves[lo:hi] {
+			prev := int64(-1)
+			if m.Prev != nil {
+				prev = *m.Prev
+			}
+			args = append(args, m.Key, prev, m.Next)
+		}
+		res, err := t.exec(ctx, rowsText(`UPDATE seqbox_keys SET version = v.column3, updated_at = $2
+			FROM (VALUES {{ROWS}}) AS v
+			WHERE seqbox_keys.consumer = $1 AND seqbox_keys.partitionkey = v.column1
+				AND COALESCE(seqbox_keys.version, -1) = v.column2`,
+			"(CAST($a AS TEXT), CAST($b AS BIGINT), CAST($c AS BIGINT))", 2, hi-lo), args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		won += int(n)
+		return err
+	})
+	return won, err
+}
+
+// ClearRetries forgets the attempts of many identities.
+func (t *Tx) ClearRetries(ctx context.Context, consumer string, ids []store.Identity) error {
+	return eachChunk(len(ids), func(lo, hi int) error {
+		args := []any{consumer}
+		for _, id := range ids[lo:hi] {
+			args = append(args, id.Source, id.ID)
+		}
+		_, err := t.exec(ctx, rowsText(`DELETE FROM seqbox_retries WHERE consumer = $1 AND (source, id) IN (VALUES {{ROWS}})`,
+			"(CAST($a AS TEXT), CAST($b AS TEXT))", 1, hi-lo), args...)
+		return err
+	})
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
