@@ -48,7 +48,7 @@ type batchTx struct {
 	// written as pending, as one by one it would be.
 	provisional map[store.Identity]bool
 	// Deferred writes.
-	outcomes map[store.Identity]int // index into outcomeRows
+	outcomes    map[store.Identity]int // index into outcomeRows
 	outcomeRows []store.OutcomeRow
 	moves       map[string]int // index into moveRows
 	moveRows    []store.KeyMove
