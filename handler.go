@@ -15,9 +15,21 @@ type Tx interface {
 }
 
 // Handler applies one event. It runs inside the inbox transaction, after
-// every gate has passed; returning an error rolls back its writes (and only
-// its own: each delivery has a savepoint). Wrap an error with Permanent to
-// dead-letter at once instead of retrying.
+// every gate has passed; returning an error rolls back its writes, and
+// only its own. Wrap an error with Permanent to dead-letter at once
+// instead of retrying.
+//
+// A batch first runs without savepoints. When a handler fails, the batch's
+// transaction rolls back and runs again with a savepoint per delivery:
+// the failing handler is not called again (its error is recorded as it
+// was), but the handlers before it in the batch are, since their writes
+// rolled back. So a handler may be called more than once for one
+// delivery; everything it does in tx commits exactly once. Effects
+// outside tx need an idempotency key, as they do for any redelivery.
+//
+// Within a batch, seqbox's own rows of earlier deliveries (inbox
+// outcomes, key versions) may be written only at the end of the batch:
+// a handler should not read seqbox's tables.
 type Handler func(ctx context.Context, tx Tx, ev Event) error
 
 // Decision is the outcome reached for one delivery, as reported to
