@@ -84,8 +84,8 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Messages: 10_000, Keys: 100, Dups: 1_000,
-		SeqboxWorkers: 4, SeqboxBatch: 64,
-		RiverWorkers: 200, RiverPool: 100, RiverCooldown: 20 * time.Millisecond, RiverPoll: 50 * time.Millisecond,
+		SeqboxWorkers: 4, SeqboxBatch: 128,
+		RiverWorkers: 50, RiverPool: 60, RiverCooldown: 20 * time.Millisecond, RiverPoll: 50 * time.Millisecond,
 		WatermillBatch: 1000, WatermillPoll: 10 * time.Millisecond, WatermillTopics: 8,
 		Systems: []string{"seqbox", "river", "watermill"},
 		Stall:   60 * time.Second,

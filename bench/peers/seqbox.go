@@ -16,7 +16,7 @@ import (
 )
 
 // seqboxGuarantee is the row's note: seqbox is the reference.
-const seqboxGuarantee = "reference: identity kept in the effect's transaction for Retention (30 d); per-key version gate"
+const seqboxGuarantee = "reference: identity durable in the effect's transaction (30 d); per-key version gate"
 
 // runSeqbox publishes the stream to seqbox's embedded queue in the same
 // database (untimed), then times Consumer.Run until every delivery has

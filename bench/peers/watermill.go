@@ -16,8 +16,7 @@ import (
 )
 
 // watermillGuarantee is what Watermill lacks next to seqbox.
-const watermillGuarantee = "Deduplicator is in memory (one process, 1 min window) and marks an id seen before the handler runs: " +
-	"a restart re-applies, a failed handler's retry is dropped"
+const watermillGuarantee = "dedupe in memory (one process, 1 min window), id marked seen before the handler runs"
 
 // dedupWindow is the Deduplicator's memory, NewMapExpiringKeyRepository's
 // usual one minute.
