@@ -39,7 +39,7 @@ const (
 // keyCases are the sweep's cases, the same number of messages in each, so
 // that only the keys differ.
 func keyCases(quick bool) []keyCase {
-	n := 20_000
+	n := 10_000
 	if quick {
 		n = 1_000
 	}
