@@ -60,7 +60,7 @@ func keySweep(ctx context.Context, e *env, run string, o SummaryOptions, workers
 	var rows []keyRow
 	for i, c := range keyCases(o.Quick) {
 		c.keep = o.Scratch
-		r, err := runKeyCase(ctx, e, fmt.Sprintf("%s-c%d-", run, i), c, workers, batch)
+		r, err := runKeyCase(ctx, e, fmt.Sprintf("%sk%d-", run, i), c, workers, batch)
 		if err != nil {
 			return nil, fmt.Errorf("keys=%d %s: %w", c.keys, c.spread(), err)
 		}

@@ -88,7 +88,7 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		return err
 	}
 
-	sweep, err := keySweep(ctx, e, run+"-keys", o, workers, batch)
+	sweep, err := keySweep(ctx, e, run, o, workers, batch)
 	if err != nil {
 		return err
 	}
