@@ -1,0 +1,100 @@
+package drivertest
+
+import (
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// deadLetter is a DLQ row of consumer with every column set; n varies the
+// values. Seq, State, Resolution and ResolvedAt are the store's.
+func deadLetter(consumer, id string, n int) store.DeadLetter {
+	return store.DeadLetter{
+		Consumer: consumer, Source: "crm", ID: id, PartitionKey: fmt.Sprintf("order-%d", n%3),
+		ObjectVersion: ptr(int64(n)), PayloadHash: fmt.Sprintf("sha256:%064x", n),
+		Envelope: []byte{'{', 0x00, byte(n), 0xff, '}'}, Reason: "handler failed permanently",
+		Attempts: n + 1, FirstError: "first " + id, LastError: "last " + id, DeadAt: at(n),
+	}
+}
+
+// dlqState reads a DLQ row's state in the transaction.
+func (e *txEnv) dlqState(seq int64) (store.DeadLetterState, string, *time.Time) {
+	e.t.Helper()
+	var state, resolution string
+	var resolved sql.NullInt64
+	require.NoError(e.t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT state, resolution, resolved_at FROM seqbox_dlq WHERE seq = $1`, seq).
+		Scan(&state, &resolution, &resolved))
+	if !resolved.Valid {
+		return store.DeadLetterState(state), resolution, nil
+	}
+	return store.DeadLetterState(state), resolution, ptr(time.UnixMicro(resolved.Int64).UTC())
+}
+
+// DeadLetter stores every field of the row, open, and returns growing
+// sequence numbers.
+func testDeadLetter(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	d1, d2 := deadLetter(e.consumer, "1", 1), deadLetter(e.consumer, "2", 2)
+	d2.ObjectVersion, d2.PartitionKey, d2.FirstError = nil, "", ""
+	seq1, err := e.tx.DeadLetter(e.ctx, d1)
+	require.NoError(t, err)
+	seq2, err := e.tx.DeadLetter(e.ctx, d2)
+	require.NoError(t, err)
+	require.Positive(t, seq1)
+	require.Greater(t, seq2, seq1)
+
+	for seq, d := range map[int64]store.DeadLetter{seq1: d1, seq2: d2} {
+		var got store.DeadLetter
+		var ver sql.NullInt64
+		var dead int64
+		require.NoError(t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT consumer, source, id, partitionkey, objectversion,
+			payload_hash, envelope, reason, attempts, first_error, last_error, dead_at FROM seqbox_dlq WHERE seq = $1`, seq).
+			Scan(&got.Consumer, &got.Source, &got.ID, &got.PartitionKey, &ver, &got.PayloadHash, &got.Envelope,
+				&got.Reason, &got.Attempts, &got.FirstError, &got.LastError, &dead))
+		if ver.Valid {
+			got.ObjectVersion = ptr(ver.Int64)
+		}
+		got.DeadAt = time.UnixMicro(dead).UTC()
+		require.Equal(t, d, got)
+		state, resolution, resolved := e.dlqState(seq)
+		require.Equal(t, store.DeadLetterOpen, state)
+		require.Empty(t, resolution)
+		require.Nil(t, resolved)
+	}
+}
+
+// ResolveDeadLetter resolves an open row once: resolving it again, in
+// any state, or a row of another consumer or none, is store.ErrNotFound.
+func testResolveDeadLetter(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	seq1, err := tx.DeadLetter(ctx, deadLetter(e.consumer, "1", 1))
+	require.NoError(t, err)
+	seq2, err := tx.DeadLetter(ctx, deadLetter(e.consumer, "2", 2))
+	require.NoError(t, err)
+
+	require.NoError(t, tx.ResolveDeadLetter(ctx, e.consumer, seq1, store.DeadLetterSkipped, "skipped by ana: obsolete", at(10)))
+	state, resolution, resolved := e.dlqState(seq1)
+	require.Equal(t, store.DeadLetterSkipped, state)
+	require.Equal(t, "skipped by ana: obsolete", resolution)
+	require.Equal(t, ptr(at(10)), resolved)
+
+	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer, seq1, store.DeadLetterSkipped, "again", at(11)), store.ErrNotFound)
+	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer, seq1, store.DeadLetterRedriven, "again", at(11)), store.ErrNotFound)
+	state, resolution, resolved = e.dlqState(seq1)
+	require.Equal(t, []any{store.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(10))}, []any{state, resolution, resolved},
+		"the first resolution stays")
+
+	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer+"/other", seq2, store.DeadLetterSkipped, "not theirs", at(12)), store.ErrNotFound)
+	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer, seq2+1_000_000, store.DeadLetterSkipped, "none", at(12)), store.ErrNotFound)
+	state, _, _ = e.dlqState(seq2)
+	require.Equal(t, store.DeadLetterOpen, state)
+
+	require.NoError(t, tx.ResolveDeadLetter(ctx, e.consumer, seq2, store.DeadLetterRedriveFailed, "redrive_failed", at(13)))
+	state, resolution, resolved = e.dlqState(seq2)
+	require.Equal(t, []any{store.DeadLetterRedriveFailed, "redrive_failed", ptr(at(13))}, []any{state, resolution, resolved})
+}

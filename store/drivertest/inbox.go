@@ -1,0 +1,330 @@
+package drivertest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// inboxRow is a row of the test's consumer with every column set; n
+// varies the values.
+func (e *txEnv) inboxRow(source, id string, n int) store.InboxRow {
+	return store.InboxRow{
+		Consumer: e.consumer, Source: source, ID: id,
+		PayloadHash:     fmt.Sprintf("sha256:%064x", n),
+		BusinessKey:     fmt.Sprintf("bk-%s-%s", source, id),
+		EventType:       "com.example.order.updated",
+		Tenant:          "acme",
+		ContractVersion: "v2",
+		PartitionKey:    fmt.Sprintf("order-%d", n%7),
+		ObjectVersion:   ptr(int64(n)),
+		Outcome:         "applied",
+		ReceivedAt:      at(n),
+		ProcessedAt:     ptr(at(n + 1)),
+		ResultReference: fmt.Sprintf("ref-%d", n),
+		RetentionUntil:  at(n + 86400),
+	}
+}
+
+// requireInbox reads an identity back and compares it with want.
+func (e *txEnv) requireInbox(want store.InboxRow, msgAndArgs ...any) {
+	e.t.Helper()
+	got, err := e.tx.Inbox(e.ctx, want.Consumer, want.Source, want.ID)
+	require.NoError(e.t, err, msgAndArgs...)
+	require.Equal(e.t, want, got, msgAndArgs...)
+}
+
+// requireNoInbox checks that an identity is not recorded.
+func (e *txEnv) requireNoInbox(consumer, source, id string) {
+	e.t.Helper()
+	_, err := e.tx.Inbox(e.ctx, consumer, source, id)
+	require.ErrorIs(e.t, err, store.ErrNotFound, "%s %s/%s", consumer, source, id)
+}
+
+// InsertInbox reports whether the identity was new, and an existing
+// identity is never overwritten, whatever its payload. Every column
+// round-trips through Inbox, nil pointers included.
+func testInsertInbox(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	e.requireNoInbox(e.consumer, "crm", "1")
+
+	r := e.inboxRow("crm", "1", 3)
+	ok, err := tx.InsertInbox(ctx, r)
+	require.NoError(t, err)
+	require.True(t, ok, "a new identity is inserted")
+	e.requireInbox(r)
+
+	ok, err = tx.InsertInbox(ctx, r)
+	require.NoError(t, err)
+	require.False(t, ok, "the same identity again")
+
+	other := e.inboxRow("crm", "1", 4) // same identity, another payload
+	other.Outcome = "pending"
+	ok, err = tx.InsertInbox(ctx, other)
+	require.NoError(t, err)
+	require.False(t, ok, "the same identity with another payload")
+	e.requireInbox(r, "the first row stays as it was")
+
+	// The identity is (consumer, source, id): any part differing is new.
+	for _, r := range []store.InboxRow{e.inboxRow("erp", "1", 5), e.inboxRow("crm", "2", 6)} {
+		ok, err = tx.InsertInbox(ctx, r)
+		require.NoError(t, err)
+		require.True(t, ok, "%s/%s", r.Source, r.ID)
+		e.requireInbox(r)
+	}
+	r2 := e.inboxRow("crm", "1", 7)
+	r2.Consumer += "/other"
+	ok, err = tx.InsertInbox(ctx, r2)
+	require.NoError(t, err)
+	require.True(t, ok, "the same source and id for another consumer")
+	e.requireInbox(r2)
+	e.requireInbox(r, "another consumer's row leaves this one alone")
+
+	// No version and not processed: NULL, read back as nil. Version 0 is
+	// a version.
+	bare := e.inboxRow("crm", "bare", 8)
+	bare.ObjectVersion, bare.ProcessedAt = nil, nil
+	bare.BusinessKey, bare.Tenant, bare.ContractVersion, bare.PartitionKey, bare.ResultReference = "", "", "", "", ""
+	zero := e.inboxRow("crm", "zero", 9)
+	zero.ObjectVersion = ptr(int64(0))
+	for _, r := range []store.InboxRow{bare, zero} {
+		ok, err = tx.InsertInbox(ctx, r)
+		require.NoError(t, err)
+		require.True(t, ok)
+		e.requireInbox(r)
+	}
+}
+
+// inboxBatchSizes cross every chunk boundary of the batch statements
+// (powers of two up to 128 rows).
+var inboxBatchSizes = []int{1, 2, 63, 64, 65, 127, 128, 129, 300}
+
+// InsertInboxes reports, row by row, whether each identity was new,
+// across every chunk boundary: rows already recorded (with another
+// payload) are false and keep their first row; identities that share an id
+// under different sources are told apart; another consumer's rows change
+// nothing.
+func testInsertInboxes(t *testing.T, st store.Store) {
+	t.Parallel()
+	for _, n := range inboxBatchSizes {
+		t.Run(fmt.Sprintf("rows=%d", n), func(t *testing.T) {
+			e := beginTx(t, st)
+			ctx, tx := e.ctx, e.tx
+			rows := make([]store.InboxRow, n)
+			existing := make([]bool, n)
+			var before, others []store.InboxRow
+			for i := range rows {
+				// Three sources share each id: only source and id together
+				// name a row.
+				r := e.inboxRow(fmt.Sprintf("src-%d", i%3), fmt.Sprintf("id-%d", i/3), i)
+				if i%2 == 0 {
+					r.ObjectVersion = nil
+				}
+				if i%3 == 0 {
+					r.ProcessedAt = nil
+				}
+				rows[i] = r
+				// An irregular pattern of rows recorded before, in every chunk.
+				if i%5 == 1 || i%7 == 3 || i == n-1 {
+					existing[i] = true
+					old := r
+					old.PayloadHash, old.Outcome, old.ObjectVersion = "old-"+r.PayloadHash, "pending", ptr(int64(-i))
+					before = append(before, old)
+				}
+				// The same identities for another consumer.
+				r.Consumer += "/other"
+				others = append(others, r)
+			}
+			// One consumer per call: InsertInboxesManyConsumers covers
+			// rows of several.
+			for _, setup := range [][]store.InboxRow{before, others} {
+				inserted, err := tx.InsertInboxes(ctx, setup)
+				require.NoError(t, err)
+				require.Len(t, inserted, len(setup))
+				for i, ok := range inserted {
+					require.True(t, ok, "setup row %d", i)
+				}
+			}
+
+			inserted, err := tx.InsertInboxes(ctx, rows)
+			require.NoError(t, err)
+			require.Len(t, inserted, n)
+			for i := range rows {
+				require.Equal(t, !existing[i], inserted[i], "row %d (%s/%s)", i, rows[i].Source, rows[i].ID)
+			}
+			for _, old := range before {
+				e.requireInbox(old, "%s/%s was recorded before and keeps its row", old.Source, old.ID)
+			}
+			for i, r := range rows {
+				if !existing[i] {
+					e.requireInbox(r, "row %d", i)
+				}
+			}
+			require.Equal(t, n, e.count("seqbox_inbox", ""))
+
+			inserted, err = tx.InsertInboxes(ctx, rows)
+			require.NoError(t, err)
+			require.Equal(t, make([]bool, n), inserted, "every row is recorded now")
+		})
+	}
+}
+
+// InsertInboxes of no rows does nothing.
+func testInsertInboxesEmpty(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	inserted, err := e.tx.InsertInboxes(e.ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, inserted)
+}
+
+// InsertInboxes rows carry their consumer each: the same source and id
+// for two consumers are two identities, and each row is reported for
+// itself whichever of them was recorded before.
+func testInsertInboxesManyConsumers(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	a, b := e.inboxRow("crm", "1", 1), e.inboxRow("crm", "1", 2)
+	b.Consumer += "/b"
+	ok, err := tx.InsertInbox(ctx, b)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	inserted, err := tx.InsertInboxes(ctx, []store.InboxRow{b, a})
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, true}, inserted, "b was recorded before, a is new")
+	e.requireInbox(a)
+
+	c, d := e.inboxRow("erp", "9", 3), e.inboxRow("erp", "9", 4)
+	d.Consumer += "/b"
+	ok, err = tx.InsertInbox(ctx, c)
+	require.NoError(t, err)
+	require.True(t, ok)
+	inserted, err = tx.InsertInboxes(ctx, []store.InboxRow{d, c})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false}, inserted, "d is new, c was recorded before")
+}
+
+// SetInboxOutcome changes the outcome and the processing time (nil:
+// NULL) of one identity of one consumer, and nothing else.
+func testSetInboxOutcome(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	r := e.inboxRow("crm", "1", 1)
+	r.Outcome, r.ProcessedAt = "pending", nil
+	other := r
+	other.Consumer += "/other"
+	for _, row := range []store.InboxRow{r, other} {
+		_, err := tx.InsertInbox(ctx, row)
+		require.NoError(t, err)
+	}
+
+	require.NoError(t, tx.SetInboxOutcome(ctx, e.consumer, "crm", "1", "applied", ptr(at(50))))
+	r.Outcome, r.ProcessedAt = "applied", ptr(at(50))
+	e.requireInbox(r)
+	e.requireInbox(other, "another consumer's identity is untouched")
+
+	require.NoError(t, tx.SetInboxOutcome(ctx, e.consumer, "crm", "1", "dead_lettered", nil))
+	r.Outcome, r.ProcessedAt = "dead_lettered", nil
+	e.requireInbox(r, "a nil processing time clears it")
+
+	require.NoError(t, tx.SetInboxOutcome(ctx, e.consumer, "crm", "missing", "applied", ptr(at(1))))
+	e.requireNoInbox(e.consumer, "crm", "missing")
+}
+
+// SetInboxOutcomes changes many identities across chunk boundaries, with
+// and without a processing time; identities not recorded and other
+// consumers' rows are left alone.
+func testSetInboxOutcomes(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	const n = 300
+	var rows, others []store.InboxRow
+	var outcomes []store.OutcomeRow
+	for i := range n {
+		r := e.inboxRow(fmt.Sprintf("src-%d", i%2), fmt.Sprintf("id-%d", i/2), i)
+		r.Outcome = "applied"
+		rows = append(rows, r)
+		o := r
+		o.Consumer += "/other"
+		others = append(others, o)
+	}
+	_, err := tx.InsertInboxes(ctx, append(append([]store.InboxRow{}, rows...), others...))
+	require.NoError(t, err)
+	want := make([]store.InboxRow, n)
+	copy(want, rows)
+	for i := range n {
+		if i%4 == 3 {
+			continue // not in this call
+		}
+		o := store.OutcomeRow{Identity: store.Identity{Source: rows[i].Source, ID: rows[i].ID}, Outcome: fmt.Sprintf("outcome-%d", i%5)}
+		if i%3 != 0 {
+			o.ProcessedAt = ptr(at(1000 + i))
+		}
+		outcomes = append(outcomes, o)
+		want[i].Outcome, want[i].ProcessedAt = o.Outcome, o.ProcessedAt
+		if i%10 == 0 {
+			outcomes = append(outcomes, store.OutcomeRow{Identity: store.Identity{Source: "nowhere", ID: fmt.Sprint(i)}, Outcome: "applied"})
+		}
+	}
+	require.NoError(t, tx.SetInboxOutcomes(ctx, e.consumer, outcomes))
+	for i, w := range want {
+		e.requireInbox(w, "row %d", i)
+	}
+	for _, o := range others {
+		e.requireInbox(o, "another consumer's identity is untouched")
+	}
+	require.Zero(t, e.count("seqbox_inbox", "source = $2", "nowhere"), "no row is created")
+	require.NoError(t, tx.SetInboxOutcomes(ctx, e.consumer, nil))
+}
+
+// DeleteInbox forgets one identity, which can then be inserted again.
+func testDeleteInbox(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	r, keep := e.inboxRow("crm", "1", 1), e.inboxRow("crm", "2", 2)
+	other := r
+	other.Consumer += "/other"
+	for _, row := range []store.InboxRow{r, keep, other} {
+		_, err := tx.InsertInbox(ctx, row)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.DeleteInbox(ctx, e.consumer, "crm", "1"))
+	e.requireNoInbox(e.consumer, "crm", "1")
+	e.requireInbox(keep)
+	e.requireInbox(other)
+	require.NoError(t, tx.DeleteInbox(ctx, e.consumer, "crm", "1"), "deleting what is gone is no error")
+	ok, err := tx.InsertInbox(ctx, r)
+	require.NoError(t, err)
+	require.True(t, ok, "a forgotten identity is new again")
+}
+
+// ClaimBusinessKey lets one identity per consumer claim a business key.
+func testClaimBusinessKey(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	ok, err := tx.ClaimBusinessKey(ctx, e.consumer, "invoice-7", "crm", "1", at(1))
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = tx.ClaimBusinessKey(ctx, e.consumer, "invoice-7", "crm", "2", at(2))
+	require.NoError(t, err)
+	require.False(t, ok, "another identity with the same business key")
+	ok, err = tx.ClaimBusinessKey(ctx, e.consumer, "invoice-7", "crm", "1", at(3))
+	require.NoError(t, err)
+	require.False(t, ok, "the same claim again")
+	ok, err = tx.ClaimBusinessKey(ctx, e.consumer+"/other", "invoice-7", "crm", "2", at(4))
+	require.NoError(t, err)
+	require.True(t, ok, "another consumer claims for itself")
+	ok, err = tx.ClaimBusinessKey(ctx, e.consumer, "invoice-8", "crm", "2", at(5))
+	require.NoError(t, err)
+	require.True(t, ok, "another business key")
+
+	var source, id string
+	var applied int64
+	require.NoError(t, tx.SQL().QueryRowContext(ctx, `SELECT source, id, applied_at FROM seqbox_business_keys
+		WHERE consumer = $1 AND businesskey = $2`, e.consumer, "invoice-7").Scan(&source, &id, &applied))
+	require.Equal(t, []any{"crm", "1", at(1)}, []any{source, id, time.UnixMicro(applied).UTC()}, "the first claim stays")
+}

@@ -1,0 +1,564 @@
+package drivertest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// operatorTests call the store.Operator methods, and the commit and
+// Within paths, on rows they commit under a consumer of their own.
+var operatorTests = []driverTest{
+	{"CommitKeepsRollbackForgets", testCommit},
+	{"Within", testWithin},
+	{"DeadLetters", testOperatorDeadLetters},
+	{"Keys", testOperatorKeys},
+	{"Parked", testOperatorParked},
+	{"Audit", testOperatorAudit},
+	{"Gaps", testOperatorGaps},
+	{"Counts", testOperatorCounts},
+	{"DueHolds", testOperatorDueHolds},
+	{"DueHoldsOnePerKeyOnTies", testOperatorDueHoldsTies},
+	{"BlockedBefore", testOperatorBlockedBefore},
+	{"SeenAndKeyVersion", testOperatorSeen},
+	{"Decision", testOperatorDecision},
+	{"PurgeInbox", testOperatorPurgeInbox},
+}
+
+// opEnv is one Operator or Control test: its consumer name, which no
+// other test uses, and the store, whose pool it reads through.
+type opEnv struct {
+	t        *testing.T
+	ctx      context.Context
+	st       store.Store
+	op       store.Operator
+	consumer string
+}
+
+// newOp marks t parallel and names its consumer.
+func newOp(t *testing.T, st store.Store) *opEnv {
+	t.Helper()
+	return &opEnv{t: t, ctx: testContext(t), st: st, op: st.Operator(), consumer: "op:" + t.Name()}
+}
+
+// commit runs fn in a batch transaction of the test's consumer and
+// commits it. The transaction is rolled back if fn fails the test, so the
+// writer's turn is never kept.
+func (o *opEnv) commit(fn func(e *txEnv)) {
+	o.t.Helper()
+	tx, err := o.st.Begin(o.ctx)
+	require.NoError(o.t, err)
+	defer func() {
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			o.t.Errorf("rollback: %v", err)
+		}
+	}()
+	fn(&txEnv{t: o.t, ctx: o.ctx, st: o.st, tx: tx, consumer: o.consumer})
+	require.NoError(o.t, tx.Commit())
+}
+
+// seen reports whether the test's consumer recorded an identity, through
+// the pool.
+func (o *opEnv) seen(id string) bool {
+	o.t.Helper()
+	_, _, found, err := o.op.Seen(o.ctx, o.consumer, "crm", id)
+	require.NoError(o.t, err)
+	return found
+}
+
+// Commit makes the batch visible to the pool; Rollback forgets it. Both
+// give the writer's turn back, and a finished transaction stays finished.
+func testCommit(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	tx, err := st.Begin(o.ctx)
+	require.NoError(t, err)
+	e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx, consumer: o.consumer}
+	_, err = tx.InsertInbox(o.ctx, e.inboxRow("crm", "1", 1))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	require.ErrorIs(t, tx.Commit(), sql.ErrTxDone)
+	require.ErrorIs(t, tx.Rollback(), sql.ErrTxDone)
+	require.True(t, o.seen("1"))
+
+	tx, err = st.Begin(o.ctx)
+	require.NoError(t, err)
+	e.tx = tx
+	_, err = tx.InsertInbox(o.ctx, e.inboxRow("crm", "2", 2))
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback())
+	require.ErrorIs(t, tx.Commit(), sql.ErrTxDone)
+	require.False(t, o.seen("2"))
+}
+
+// Within runs the store's methods in the caller's transaction: its
+// rollback forgets them, its commit keeps them.
+func testWithin(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	for _, commit := range []bool{false, true} {
+		sqlTx, err := st.DB().BeginTx(o.ctx, nil)
+		require.NoError(t, err)
+		tx := st.Within(sqlTx)
+		require.Same(t, sqlTx, tx.SQL())
+		e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx, consumer: o.consumer}
+		ok, err := tx.InsertInbox(o.ctx, e.inboxRow("crm", "1", 1))
+		require.NoError(t, err)
+		require.True(t, ok, "commit=%v", commit)
+		require.NoError(t, tx.EnsureKey(o.ctx, o.consumer, "order-1", at(1)))
+		won, err := tx.AdvanceKey(o.ctx, o.consumer, "order-1", nil, 3, at(2))
+		require.NoError(t, err)
+		require.True(t, won)
+		if commit {
+			require.NoError(t, sqlTx.Commit())
+		} else {
+			require.NoError(t, sqlTx.Rollback())
+		}
+		require.Equal(t, commit, o.seen("1"), "commit=%v", commit)
+		v, err := o.op.KeyVersion(o.ctx, o.consumer, "order-1")
+		require.NoError(t, err)
+		if commit {
+			require.Equal(t, ptr(int64(3)), v)
+		} else {
+			require.Nil(t, v)
+		}
+	}
+}
+
+// DeadLetters lists the open rows, or every row, oldest first, each as
+// it was stored; DeadLetter reads one of the consumer's rows.
+func testOperatorDeadLetters(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	d1, d2, d3 := deadLetter(o.consumer, "1", 1), deadLetter(o.consumer, "2", 2), deadLetter(o.consumer, "3", 3)
+	d2.ObjectVersion = nil
+	o.commit(func(e *txEnv) {
+		for _, d := range []*store.DeadLetter{&d1, &d2, &d3} {
+			seq, err := e.tx.DeadLetter(e.ctx, *d)
+			require.NoError(t, err)
+			d.Seq, d.State = seq, store.DeadLetterOpen
+		}
+	})
+	o.commit(func(e *txEnv) {
+		require.NoError(t, e.tx.ResolveDeadLetter(e.ctx, o.consumer, d2.Seq, store.DeadLetterSkipped, "skipped by ana: obsolete", at(50)))
+	})
+	d2.State, d2.Resolution, d2.ResolvedAt = store.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(50))
+
+	open, err := o.op.DeadLetters(o.ctx, o.consumer, false)
+	require.NoError(t, err)
+	require.Equal(t, []store.DeadLetter{d1, d3}, open)
+	all, err := o.op.DeadLetters(o.ctx, o.consumer, true)
+	require.NoError(t, err)
+	require.Equal(t, []store.DeadLetter{d1, d2, d3}, all)
+	for _, d := range all {
+		got, err := o.op.DeadLetter(o.ctx, o.consumer, d.Seq)
+		require.NoError(t, err)
+		require.Equal(t, d, got)
+	}
+	_, err = o.op.DeadLetter(o.ctx, o.consumer+"/other", d1.Seq)
+	require.ErrorIs(t, err, store.ErrNotFound, "another consumer's row")
+	_, err = o.op.DeadLetter(o.ctx, o.consumer, d3.Seq+1_000_000)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	none, err := o.op.DeadLetters(o.ctx, o.consumer+"/other", true)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+// Keys lists every key, or the stuck ones (blocked, or holding a held or
+// blocked message), with what is parked behind each, in byte order of the
+// key; Key reads one.
+func testOperatorKeys(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	o.commit(func(e *txEnv) {
+		ctx, tx := e.ctx, e.tx
+		e.ensureKeys(at(0), "B-upper", "a-held", "b-blocked", "c-quiet", "d-collision", "e-gap", "é-accent")
+		for key, v := range map[string]int64{"a-held": 2, "b-blocked": 5, "c-quiet": 7} {
+			_, err := tx.AdvanceKey(ctx, o.consumer, key, nil, v, at(1))
+			require.NoError(t, err)
+		}
+		e.park(e.parked("a-held", "crm", "a4", ptr(int64(4)), store.ParkHeld, 12))
+		e.park(e.parked("a-held", "crm", "a3", ptr(int64(3)), store.ParkHeld, 11))
+		require.NoError(t, tx.BlockKey(ctx, o.consumer, "b-blocked", "crm", "b6", "boom", at(20)))
+		e.park(e.parked("b-blocked", "crm", "b6", ptr(int64(6)), store.ParkBlocked, 21))
+		e.park(e.parked("b-blocked", "crm", "b7", ptr(int64(7)), store.ParkBlocked, 22))
+		e.park(e.parked("b-blocked", "crm", "b1", ptr(int64(1)), store.ParkCollision, 5))
+		e.park(e.parked("d-collision", "crm", "d1", nil, store.ParkCollision, 3))
+		require.NoError(t, tx.BlockKey(ctx, o.consumer, "e-gap", "", "", "gap before 2", at(30)))
+		e.retry("c-quiet", "crm", "c8", "boom", 31) // retries are not part of the view
+	})
+	ks := func(key string, version *int64, updated time.Time) store.KeyState {
+		return store.KeyState{Consumer: o.consumer, Key: key, Version: version, UpdatedAt: updated}
+	}
+	blocked := ks("b-blocked", ptr(int64(5)), at(20))
+	blocked.Blocked, blocked.BlockedSource, blocked.BlockedID, blocked.BlockedReason, blocked.BlockedSince = true, "crm", "b6", "boom", at(20)
+	gap := ks("e-gap", nil, at(30))
+	gap.Blocked, gap.BlockedReason, gap.BlockedSince = true, "gap before 2", at(30)
+	want := []store.KeyView{
+		{KeyState: ks("B-upper", nil, at(0))},
+		{KeyState: ks("a-held", ptr(int64(2)), at(1)), Held: 2, Parked: 2, OldestParked: at(11), NextVersion: ptr(int64(3))},
+		{KeyState: blocked, BlockedCount: 2, Parked: 3, OldestParked: at(21), NextVersion: ptr(int64(6))},
+		{KeyState: ks("c-quiet", ptr(int64(7)), at(1))},
+		{KeyState: ks("d-collision", nil, at(0)), Parked: 1},
+		{KeyState: gap},
+		{KeyState: ks("é-accent", nil, at(0))},
+	}
+	all, err := o.op.Keys(o.ctx, o.consumer, false)
+	require.NoError(t, err)
+	require.Equal(t, want, all)
+	stuck, err := o.op.Keys(o.ctx, o.consumer, true)
+	require.NoError(t, err)
+	require.Equal(t, []store.KeyView{want[1], want[2], want[5]}, stuck)
+	for _, v := range want {
+		got, err := o.op.Key(o.ctx, o.consumer, v.Key)
+		require.NoError(t, err)
+		require.Equal(t, v, got)
+	}
+	for _, missing := range []string{"", "missing"} {
+		_, err = o.op.Key(o.ctx, o.consumer, missing)
+		require.ErrorIs(t, err, store.ErrNotFound, "key %q", missing)
+	}
+	_, err = o.op.Key(o.ctx, o.consumer+"/other", "a-held")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// Parked lists a key's parked messages of every reason (all keys for an
+// empty key), in version order and then arrival order.
+func testOperatorParked(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	var want []store.Parked
+	o.commit(func(e *txEnv) {
+		ps := []store.Parked{
+			e.parked("k", "crm", "held-2", ptr(int64(2)), store.ParkHeld, 1),
+			e.parked("k", "crm", "collision-1", ptr(int64(1)), store.ParkCollision, 2),
+			e.parked("k", "crm", "conflict", nil, store.ParkVersionConflict, 3),
+			e.parked("k", "crm", "blocked-2", ptr(int64(2)), store.ParkBlocked, 4),
+		}
+		ps[0].HoldUntil = at(40)
+		for _, p := range ps {
+			e.park(p)
+		}
+		want = []store.Parked{ps[2], ps[1], ps[0], ps[3]}
+		e.park(e.parked("l", "crm", "other-key", nil, store.ParkHeld, 5))
+	})
+	got, err := o.op.Parked(o.ctx, o.consumer, "k")
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range got {
+		require.Positive(t, got[i].Seq)
+		want[i].Seq = got[i].Seq
+	}
+	require.Equal(t, want, got)
+	require.Less(t, got[2].Seq, got[3].Seq, "equal versions in arrival order")
+	all, err := o.op.Parked(o.ctx, o.consumer, "")
+	require.NoError(t, err)
+	require.Len(t, all, 5)
+	require.Equal(t, want, all[:4])
+	require.Equal(t, "other-key", all[4].ID)
+}
+
+// Audit lists the newest rows, at most limit, newest last, of a consumer
+// or one of its keys.
+func testOperatorAudit(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	var rows []store.AuditRow
+	for i := range 5 {
+		rows = append(rows, store.AuditRow{Consumer: o.consumer, Source: "crm", ID: fmt.Sprint(i),
+			PartitionKey: fmt.Sprintf("k%d", i%2), ReceivedVersion: ptr(int64(i)), Outcome: "stale",
+			Reason: fmt.Sprintf("reason %d", i), NextAction: "none", At: at(i)})
+	}
+	rows[4].ReceivedVersion, rows[4].CurrentVersion = nil, ptr(int64(9))
+	o.commit(func(e *txEnv) {
+		for _, a := range rows {
+			require.NoError(t, e.tx.Audit(e.ctx, a))
+		}
+		require.NoError(t, e.tx.Audit(e.ctx, store.AuditRow{Consumer: o.consumer, Source: "crm", ID: "d",
+			Outcome: store.OutcomeDuplicate, At: at(9)}))
+	})
+	list := func(key string, limit int) []store.AuditRow {
+		t.Helper()
+		got, err := o.op.Audit(o.ctx, o.consumer, key, limit)
+		require.NoError(t, err)
+		for i := range got {
+			require.Positive(t, got[i].Seq)
+			if i > 0 {
+				require.Greater(t, got[i].Seq, got[i-1].Seq)
+			}
+			got[i].Seq = 0
+		}
+		return got
+	}
+	require.Equal(t, rows, list("", 10), "duplicates are not audit rows")
+	require.Equal(t, rows[3:], list("", 2), "the newest, newest last")
+	require.Equal(t, []store.AuditRow{rows[0], rows[2], rows[4]}, list("k0", 10))
+	require.Equal(t, []store.AuditRow{rows[3]}, list("k1", 1))
+	require.Empty(t, list("k2", 10))
+}
+
+// Gaps lists the recorded gaps of a key (every key for an empty key) in
+// the order they were recorded.
+func testOperatorGaps(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	gaps := []store.Gap{
+		{Consumer: o.consumer, Key: "k", FromVersion: 2, ToVersion: 4, DecidedBy: "ana", Reason: "lost", At: at(1)},
+		{Consumer: o.consumer, Key: "l", FromVersion: 1, ToVersion: 1, DecidedBy: "sweeper", Reason: "timeout", At: at(2)},
+		{Consumer: o.consumer, Key: "k", FromVersion: 7, ToVersion: 9, DecidedBy: "bob", Reason: "again", At: at(3)},
+	}
+	o.commit(func(e *txEnv) {
+		for _, g := range gaps {
+			require.NoError(t, e.tx.RecordGap(e.ctx, g))
+		}
+	})
+	got, err := o.op.Gaps(o.ctx, o.consumer, "k")
+	require.NoError(t, err)
+	require.Equal(t, []store.Gap{gaps[0], gaps[2]}, got)
+	got, err = o.op.Gaps(o.ctx, o.consumer, "")
+	require.NoError(t, err)
+	require.Equal(t, gaps, got)
+	got, err = o.op.Gaps(o.ctx, o.consumer, "m")
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+// Counts counts a consumer's rows of every kind.
+func testOperatorCounts(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	empty, err := o.op.Counts(o.ctx, o.consumer)
+	require.NoError(t, err)
+	require.Equal(t, store.Counts{}, empty)
+	o.commit(func(e *txEnv) {
+		for i, outcome := range []string{"applied", "applied", "applied", "rejected", "pending"} {
+			r := e.inboxRow("crm", fmt.Sprint(i), i)
+			r.Outcome = outcome
+			_, err := e.tx.InsertInbox(e.ctx, r)
+			require.NoError(t, err)
+		}
+		e.park(e.parked("k1", "crm", "h1", ptr(int64(1)), store.ParkHeld, 20))
+		e.park(e.parked("k1", "crm", "h2", ptr(int64(2)), store.ParkHeld, 10))
+		e.park(e.parked("k2", "crm", "b1", ptr(int64(1)), store.ParkBlocked, 15))
+		e.park(e.parked("k3", "crm", "c1", ptr(int64(1)), store.ParkCollision, 1)) // oldest, but not stuck
+		var seqs []int64
+		for i := range 3 {
+			seq, err := e.tx.DeadLetter(e.ctx, deadLetter(o.consumer, fmt.Sprint(i), i))
+			require.NoError(t, err)
+			seqs = append(seqs, seq)
+		}
+		require.NoError(t, e.tx.ResolveDeadLetter(e.ctx, o.consumer, seqs[1], store.DeadLetterRedriven, "redriven", at(5)))
+		e.ensureKeys(at(0), "k1", "k2", "k3")
+		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k2", "crm", "b1", "boom", at(15)))
+		for i := range 2 {
+			require.NoError(t, e.tx.RecordGap(e.ctx, store.Gap{Consumer: o.consumer, Key: "k1", FromVersion: int64(i), ToVersion: int64(i), DecidedBy: "ana", Reason: "r", At: at(i)}))
+		}
+	})
+	got, err := o.op.Counts(o.ctx, o.consumer)
+	require.NoError(t, err)
+	require.Equal(t, store.Counts{
+		InboxRows: 4, Applied: 3, Parked: 4, Held: 2, Blocked: 1, DeadLetters: 2, Keys: 3,
+		BlockedKeys: 1, Gaps: 2, OldestStuck: at(10),
+	}, got)
+}
+
+// DueHolds lists, one per key, the held message of lowest version whose
+// hold deadline has come (at or before now), by the time it was parked.
+func testOperatorDueHolds(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	ps := map[string]store.Parked{}
+	o.commit(func(e *txEnv) {
+		add := func(key, id string, version *int64, reason string, parkedAt int, hold int) {
+			p := e.parked(key, "crm", id, version, reason, parkedAt)
+			if hold >= 0 {
+				p.HoldUntil = at(hold)
+			}
+			ps[id] = e.parkOne(p)
+		}
+		add("a", "a5", ptr(int64(5)), store.ParkHeld, 1, 10)
+		add("a", "a3", ptr(int64(3)), store.ParkHeld, 2, 20)
+		add("b", "b", nil, store.ParkHeld, 3, 15)
+		add("c", "c1", ptr(int64(1)), store.ParkHeld, 4, -1)   // no deadline: waits behind a retry
+		add("d", "d1", ptr(int64(1)), store.ParkBlocked, 5, 5) // blocked: no hold
+		add("e", "e2", ptr(int64(2)), store.ParkHeld, 0, 12)
+		add("e", "e-nil", nil, store.ParkHeld, 6, -1) // lower (no version), not due
+	})
+	other := store.Parked{Consumer: o.consumer + "/other", Source: "crm", ID: "x", PartitionKey: "b", Reason: store.ParkHeld,
+		Envelope: []byte("{}"), PayloadHash: "h", ParkedAt: at(0), HoldUntil: at(0)}
+	o.commit(func(e *txEnv) { e.park(other) })
+	due := func(now int) []string {
+		t.Helper()
+		got, err := o.op.DueHolds(o.ctx, o.consumer, at(now))
+		require.NoError(t, err)
+		ids := []string{}
+		for _, p := range got {
+			require.Equal(t, ps[p.ID], p)
+			ids = append(ids, p.ID)
+		}
+		return ids
+	}
+	require.Empty(t, due(9))
+	require.Equal(t, []string{"b"}, due(15), "a deadline at now is due; a5 waits behind a3")
+	require.Equal(t, []string{"a3", "b"}, due(20), "in the order they were parked")
+}
+
+// DueHolds lists one message per key even when several share the lowest
+// version (two unversioned, or two copies of one version): the first of
+// them in ParkedForKey's order, the one the sweeper's expiry checks for.
+func testOperatorDueHoldsTies(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	first := map[string]store.Parked{}
+	o.commit(func(e *txEnv) {
+		for i, p := range []store.Parked{
+			e.parked("k", "crm", "k-a", nil, store.ParkHeld, 1),
+			e.parked("k", "crm", "k-b", nil, store.ParkHeld, 2),
+			e.parked("k", "crm", "k-c", ptr(int64(1)), store.ParkHeld, 3),
+			e.parked("l", "crm", "l-a", ptr(int64(3)), store.ParkHeld, 4),
+			e.parked("l", "crm", "l-b", ptr(int64(3)), store.ParkHeld, 5),
+		} {
+			p.HoldUntil = at(10 + i)
+			e.park(p)
+		}
+		for _, key := range []string{"k", "l"} {
+			first[key] = e.parkedForKey(key)[0]
+		}
+	})
+	got, err := o.op.DueHolds(o.ctx, o.consumer, at(20))
+	require.NoError(t, err)
+	ids := []string{}
+	for _, p := range got {
+		ids = append(ids, p.ID)
+	}
+	require.Equal(t, []string{"k-a", "l-a"}, ids, "one per key: the first in line")
+	require.Equal(t, []store.Parked{first["k"], first["l"]}, got)
+}
+
+// BlockedBefore lists the keys blocked since strictly before a time,
+// oldest block first.
+func testOperatorBlockedBefore(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	o.commit(func(e *txEnv) {
+		e.ensureKeys(at(0), "k1", "k2", "k3", "k4")
+		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k1", "crm", "1", "boom", at(10)))
+		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k2", "", "", "gap", at(30)))
+		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k3", "crm", "3", "boom", at(20)))
+		require.NoError(t, e.tx.UnblockKey(e.ctx, o.consumer, "k3", at(25)))
+	})
+	k1 := store.KeyState{Consumer: o.consumer, Key: "k1", Blocked: true, BlockedSource: "crm", BlockedID: "1",
+		BlockedReason: "boom", BlockedSince: at(10), UpdatedAt: at(10)}
+	k2 := store.KeyState{Consumer: o.consumer, Key: "k2", Blocked: true, BlockedReason: "gap", BlockedSince: at(30), UpdatedAt: at(30)}
+	for before, want := range map[int][]store.KeyState{10: nil, 11: {k1}, 31: {k1, k2}} {
+		got, err := o.op.BlockedBefore(o.ctx, o.consumer, at(before))
+		require.NoError(t, err)
+		require.Equal(t, want, got, "before %d", before)
+	}
+}
+
+// Seen reports an identity's outcome and payload hash; KeyVersion a key's
+// version (nil for a key with none, or none at all).
+func testOperatorSeen(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	r := store.InboxRow{}
+	o.commit(func(e *txEnv) {
+		r = e.inboxRow("crm", "1", 1)
+		r.Outcome = "dead_lettered"
+		_, err := e.tx.InsertInbox(e.ctx, r)
+		require.NoError(t, err)
+		e.ensureKeys(at(0), "none", "five")
+		_, err = e.tx.AdvanceKey(e.ctx, o.consumer, "five", nil, 5, at(1))
+		require.NoError(t, err)
+	})
+	outcome, hash, found, err := o.op.Seen(o.ctx, o.consumer, "crm", "1")
+	require.NoError(t, err)
+	require.Equal(t, []any{"dead_lettered", r.PayloadHash, true}, []any{outcome, hash, found})
+	_, _, found, err = o.op.Seen(o.ctx, o.consumer, "crm", "2")
+	require.NoError(t, err)
+	require.False(t, found)
+	_, _, found, err = o.op.Seen(o.ctx, o.consumer+"/other", "crm", "1")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	for key, want := range map[string]*int64{"five": ptr(int64(5)), "none": nil, "missing": nil} {
+		v, err := o.op.KeyVersion(o.ctx, o.consumer, key)
+		require.NoError(t, err)
+		require.Equal(t, want, v, key)
+	}
+}
+
+// Operator.RecordDecision keeps the first decision and returns it to
+// every later caller; Decision reads it, wherever it was recorded.
+func testOperatorDecision(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	_, err := o.op.Decision(o.ctx, o.consumer, "crm", "1")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	got, err := o.op.RecordDecision(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"a"}`), at(1))
+	require.NoError(t, err)
+	require.Equal(t, []byte(`{"route":"a"}`), got)
+	got, err = o.op.RecordDecision(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"b"}`), at(2))
+	require.NoError(t, err)
+	require.Equal(t, []byte(`{"route":"a"}`), got, "the first decider wins")
+	got, err = o.op.Decision(o.ctx, o.consumer, "crm", "1")
+	require.NoError(t, err)
+	require.Equal(t, []byte(`{"route":"a"}`), got)
+
+	o.commit(func(e *txEnv) {
+		require.NoError(t, e.tx.RecordDecision(e.ctx, o.consumer, "crm", "2", []byte(`{"route":"tx"}`), at(3)))
+	})
+	got, err = o.op.RecordDecision(o.ctx, o.consumer, "crm", "2", []byte(`{"route":"late"}`), at(4))
+	require.NoError(t, err)
+	require.Equal(t, []byte(`{"route":"tx"}`), got, "a decision the batch recorded")
+	_, err = o.op.Decision(o.ctx, o.consumer+"/other", "crm", "1")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// PurgeInbox deletes, oldest first and at most batch at a time, the
+// identities whose retention ended before now, except held and blocked
+// ones, and the stale attempts of identities it purges; another
+// consumer's rows stay.
+func testOperatorPurgeInbox(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	other := o.consumer + "/other"
+	o.commit(func(e *txEnv) {
+		add := func(consumer, id, outcome string, retention int) {
+			r := e.inboxRow("crm", id, 1)
+			r.Consumer, r.Outcome, r.RetentionUntil = consumer, outcome, at(retention)
+			_, err := e.tx.InsertInbox(e.ctx, r)
+			require.NoError(t, err)
+		}
+		for _, c := range []string{o.consumer, other} {
+			add(c, "p3", "applied", 3)
+			add(c, "p1", "applied", 1)
+			add(c, "p2", "dead_lettered", 2)
+			add(c, "held", "held", 1)
+			add(c, "blocked", "blocked", 1)
+			add(c, "now", "applied", 5)
+			add(c, "later", "applied", 9)
+		}
+		e.retry("k", "crm", "p1", "stale", 0)
+		e.retry("k", "crm", "orphan", "still retrying", 0)
+	})
+	var purged []int64
+	for range 4 {
+		n, err := o.op.PurgeInbox(o.ctx, o.consumer, at(5), 2)
+		require.NoError(t, err)
+		purged = append(purged, n)
+	}
+	require.Equal(t, []int64{2, 1, 0, 0}, purged)
+	for id, kept := range map[string]bool{"p1": false, "p2": false, "p3": false, "held": true, "blocked": true, "now": true, "later": true} {
+		require.Equal(t, kept, o.seen(id), id)
+		_, _, found, err := o.op.Seen(o.ctx, other, "crm", id)
+		require.NoError(t, err)
+		require.True(t, found, "another consumer's %s", id)
+	}
+	rows, err := st.DB().QueryContext(o.ctx, `SELECT id FROM seqbox_retries WHERE consumer = $1`, o.consumer)
+	require.NoError(t, err)
+	defer rows.Close()
+	var retrying []string
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		retrying = append(retrying, id)
+	}
+	require.NoError(t, rows.Err())
+	slices.Sort(retrying)
+	require.Equal(t, []string{"orphan"}, retrying, "a purged identity's attempts go with it")
+}

@@ -1,0 +1,166 @@
+package drivertest
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// retry records one failed attempt at time n and returns the running
+// count.
+func (e *txEnv) retry(key, source, id, errText string, n int) int {
+	e.t.Helper()
+	attempts, _, err := e.tx.RecordRetry(e.ctx, store.RetryRow{
+		Consumer: e.consumer, Source: source, ID: id, PartitionKey: key, Error: errText, At: at(n),
+	})
+	require.NoError(e.t, err)
+	return attempts
+}
+
+// retrying lists the identities of the test's consumer that have attempts
+// recorded, in source, id order.
+func (e *txEnv) retrying() []store.Identity {
+	e.t.Helper()
+	rows, err := e.tx.SQL().QueryContext(e.ctx, `SELECT source, id FROM seqbox_retries WHERE consumer = $1`, e.consumer)
+	require.NoError(e.t, err)
+	defer rows.Close()
+	var out []store.Identity
+	for rows.Next() {
+		var id store.Identity
+		require.NoError(e.t, rows.Scan(&id.Source, &id.ID))
+		out = append(out, id)
+	}
+	require.NoError(e.t, rows.Err())
+	slices.SortFunc(out, compareIdentities)
+	return out
+}
+
+// compareIdentities orders identities by source, then id.
+func compareIdentities(a, b store.Identity) int {
+	return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.ID, b.ID))
+}
+
+// RecordRetry counts the attempts of one identity of one consumer and
+// keeps the first error, the last error and both times.
+func testRecordRetry(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	record := func(consumer, id, errText string, n int) (int, string) {
+		t.Helper()
+		attempts, first, err := e.tx.RecordRetry(e.ctx, store.RetryRow{
+			Consumer: consumer, Source: "crm", ID: id, PartitionKey: "k", Error: errText, At: at(n),
+		})
+		require.NoError(t, err)
+		return attempts, first
+	}
+	for i, errText := range []string{"timeout", "connection reset", "503"} {
+		attempts, first := record(e.consumer, "1", errText, 10+i)
+		require.Equal(t, i+1, attempts)
+		require.Equal(t, "timeout", first, "the first error is kept")
+	}
+	attempts, first := record(e.consumer, "2", "other", 20)
+	require.Equal(t, []any{1, "other"}, []any{attempts, first}, "another identity counts for itself")
+	attempts, first = record(e.consumer+"/other", "1", "theirs", 21)
+	require.Equal(t, []any{1, "theirs"}, []any{attempts, first}, "another consumer counts for itself")
+
+	var n int
+	var firstErr, lastErr string
+	var firstAt, lastAt int64
+	require.NoError(t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT attempts, first_error, last_error, first_at, last_at
+		FROM seqbox_retries WHERE consumer = $1 AND source = 'crm' AND id = '1'`, e.consumer).
+		Scan(&n, &firstErr, &lastErr, &firstAt, &lastAt))
+	require.Equal(t, []any{3, "timeout", "503", at(10).UnixMicro(), at(12).UnixMicro()},
+		[]any{n, firstErr, lastErr, firstAt, lastAt})
+}
+
+// ClearRetry forgets the attempts of one identity: the next failure
+// counts from one again.
+func testClearRetry(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	e.retry("k", "crm", "1", "a", 1)
+	e.retry("k", "crm", "1", "b", 2)
+	e.retry("k", "crm", "2", "c", 3)
+	require.NoError(t, e.tx.ClearRetry(e.ctx, e.consumer, "crm", "1"))
+	require.Equal(t, []store.Identity{{Source: "crm", ID: "2"}}, e.retrying())
+	attempts, first, err := e.tx.RecordRetry(e.ctx, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k", Error: "d", At: at(4)})
+	require.NoError(t, err)
+	require.Equal(t, []any{1, "d"}, []any{attempts, first})
+	require.NoError(t, e.tx.ClearRetry(e.ctx, e.consumer, "crm", "missing"))
+	require.NoError(t, e.tx.ClearRetry(e.ctx, e.consumer+"/other", "crm", "2"))
+	require.Len(t, e.retrying(), 2, "another consumer's clear")
+}
+
+// ClearRetries forgets the attempts of exactly the identities named,
+// across chunk boundaries.
+func testClearRetries(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	const n = 300
+	var clear, keep []store.Identity
+	for i := range n {
+		id := store.Identity{Source: fmt.Sprintf("src-%d", i%2), ID: fmt.Sprintf("%03d", i/2)}
+		e.retry("k", id.Source, id.ID, "boom", i)
+		if i%3 == 0 {
+			keep = append(keep, id)
+		} else {
+			clear = append(clear, id)
+		}
+	}
+	_, _, err := e.tx.RecordRetry(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: clear[0].Source, ID: clear[0].ID, Error: "x", At: at(0)})
+	require.NoError(t, err)
+	clear = append(clear, store.Identity{Source: "src-9", ID: "missing"}, store.Identity{Source: keep[0].ID, ID: keep[0].Source})
+
+	require.NoError(t, e.tx.ClearRetries(e.ctx, e.consumer, clear))
+	slices.SortFunc(keep, compareIdentities)
+	require.Equal(t, keep, e.retrying())
+	var others int
+	require.NoError(t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT COUNT(*) FROM seqbox_retries WHERE consumer = $1`, e.consumer+"/other").Scan(&others))
+	require.Equal(t, 1, others, "another consumer's attempts stay")
+	require.NoError(t, e.tx.ClearRetries(e.ctx, e.consumer, nil))
+}
+
+// RetryingOnKey returns the identity of a key that started retrying
+// first, with its last error and time, ignoring identities the inbox has
+// recorded since (stale attempts) and other keys and consumers.
+func testRetryingOnKey(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	get := func() (store.RetryRow, bool) {
+		t.Helper()
+		r, found, err := e.tx.RetryingOnKey(e.ctx, e.consumer, "k")
+		require.NoError(t, err)
+		return r, found
+	}
+	_, found := get()
+	require.False(t, found)
+
+	e.retry("other-key", "crm", "z", "elsewhere", 0)
+	_, _, err := e.tx.RecordRetry(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "y", PartitionKey: "k", Error: "theirs", At: at(0)})
+	require.NoError(t, err)
+	_, found = get()
+	require.False(t, found, "other keys and consumers do not count")
+
+	e.retry("k", "crm", "b", "b failed", 2)
+	e.retry("k", "crm", "a", "a failed", 1) // first_at earlier than b's
+	e.retry("k", "crm", "a", "a failed again", 5)
+	r, found := get()
+	require.True(t, found)
+	require.Equal(t, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "a", PartitionKey: "k", Error: "a failed again", At: at(5)}, r,
+		"the identity that started first, with its last attempt")
+
+	ok, err := e.tx.InsertInbox(e.ctx, e.inboxRow("crm", "a", 1))
+	require.NoError(t, err)
+	require.True(t, ok)
+	r, found = get()
+	require.True(t, found)
+	require.Equal(t, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "b", PartitionKey: "k", Error: "b failed", At: at(2)}, r,
+		"a settled identity's attempts are stale")
+
+	ok, err = e.tx.InsertInbox(e.ctx, e.inboxRow("crm", "b", 2))
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, found = get()
+	require.False(t, found)
+}
