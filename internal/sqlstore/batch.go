@@ -147,9 +147,10 @@ func (t *Tx) InsertInboxes(ctx context.Context, rs []store.InboxRow) ([]bool, er
 	inserted := make([]bool, len(rs))
 	err := eachChunk(len(rs), func(lo, hi int) error {
 		args := make([]any, 0, (hi-lo)*15)
-		at := make(map[store.Identity]int, hi-lo)
+		type identity struct{ consumer, source, id string }
+		at := make(map[identity]int, hi-lo)
 		for i, r := range rs[lo:hi] {
-			at[store.Identity{Source: r.Source, ID: r.ID}] = lo + i
+			at[identity{r.Consumer, r.Source, r.ID}] = lo + i
 			args = append(args, r.Consumer, r.Source, r.ID, r.PayloadHash, r.BusinessKey, r.EventType, r.Tenant,
 				r.ContractVersion, r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt),
 				optMicros(r.ProcessedAt), r.ResultReference, micros(r.RetentionUntil))
@@ -157,15 +158,15 @@ func (t *Tx) InsertInboxes(ctx context.Context, rs []store.InboxRow) ([]bool, er
 		rows, err := t.query(ctx, rowsText(`INSERT INTO seqbox_inbox
 			(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
 			 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
-			VALUES {{ROWS}} ON CONFLICT (consumer, source, id) DO NOTHING RETURNING source, id`,
+			VALUES {{ROWS}} ON CONFLICT (consumer, source, id) DO NOTHING RETURNING consumer, source, id`,
 			"($a, $b, $c, $d, $e, $f, $g, $h, $i, $j, $k, $l, $m, $n, $o)", 0, hi-lo), args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var id store.Identity
-			if err := rows.Scan(&id.Source, &id.ID); err != nil {
+			var id identity
+			if err := rows.Scan(&id.consumer, &id.source, &id.id); err != nil {
 				return err
 			}
 			if i, ok := at[id]; ok {

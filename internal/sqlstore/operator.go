@@ -214,7 +214,8 @@ func (o operator) DueHolds(ctx context.Context, consumer string, now time.Time) 
 		WHERE consumer = $1 AND reason = 'held' AND hold_until IS NOT NULL AND hold_until <= $2
 		AND NOT EXISTS (SELECT 1 FROM seqbox_parked q WHERE q.consumer = p.consumer
 			AND q.partitionkey = p.partitionkey AND q.reason = 'held'
-			AND COALESCE(q.objectversion, -1) < COALESCE(p.objectversion, -1))
+			AND (COALESCE(q.objectversion, -1) < COALESCE(p.objectversion, -1)
+				OR (COALESCE(q.objectversion, -1) = COALESCE(p.objectversion, -1) AND q.seq < p.seq)))
 		ORDER BY parked_at`, consumer, micros(now))
 	if err != nil {
 		return nil, err
