@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,22 +179,21 @@ func (t *Tx) InsertInboxes(ctx context.Context, rs []store.InboxRow) ([]bool, er
 	return inserted, err
 }
 
-// SetInboxOutcomes records many outcomes in multi-row updates.
+// SetInboxOutcomes records many outcomes, one prepared statement each:
+// the pipeline records most outcomes when it inserts the identity, so
+// these are few.
 func (t *Tx) SetInboxOutcomes(ctx context.Context, consumer string, rs []store.OutcomeRow) error {
-	return eachChunk(len(rs), func(lo, hi int) error {
-		args := []any{consumer}
-		for _, r := range rs[lo:hi] {
-			args = append(args, r.Source, r.ID, r.Outcome, optMicros(r.ProcessedAt))
+	for _, r := range rs {
+		if err := t.SetInboxOutcome(ctx, consumer, r.Source, r.ID, r.Outcome, r.ProcessedAt); err != nil {
+			return err
 		}
-		_, err := t.exec(ctx, rowsText(`UPDATE seqbox_inbox SET outcome = v.column3, processed_at = v.column4
-			FROM (VALUES {{ROWS}}) AS v
-			WHERE seqbox_inbox.consumer = $1 AND seqbox_inbox.source = v.column1 AND seqbox_inbox.id = v.column2`,
-			"(CAST($a AS TEXT), CAST($b AS TEXT), CAST($c AS TEXT), CAST($d AS BIGINT))", 1, hi-lo), args...)
-		return err
-	})
+	}
+	return nil
 }
 
-// AdvanceKeys runs many key compare-and-sets in multi-row updates.
+// AdvanceKeys runs many key compare-and-sets, a chunk per statement. The
+// keys are named in an IN list, so that every database probes the key
+// index once per key rather than join the whole consumer's keys.
 func (t *Tx) AdvanceKeys(ctx context.Context, consumer string, moves []store.KeyMove, at time.Time) (int, error) {
 	won := 0
 	err := eachChunk(len(moves), func(lo, hi int) error {
@@ -205,11 +205,7 @@ func (t *Tx) AdvanceKeys(ctx context.Context, consumer string, moves []store.Key
 			}
 			args = append(args, m.Key, prev, m.Next)
 		}
-		res, err := t.exec(ctx, rowsText(`UPDATE seqbox_keys SET version = v.column3, updated_at = $2
-			FROM (VALUES {{ROWS}}) AS v
-			WHERE seqbox_keys.consumer = $1 AND seqbox_keys.partitionkey = v.column1
-				AND COALESCE(seqbox_keys.version, -1) = v.column2`,
-			"(CAST($a AS TEXT), CAST($b AS BIGINT), CAST($c AS BIGINT))", 2, hi-lo), args...)
+		res, err := t.exec(ctx, advanceText(hi-lo), args...)
 		if err != nil {
 			return err
 		}
@@ -220,17 +216,49 @@ func (t *Tx) AdvanceKeys(ctx context.Context, consumer string, moves []store.Key
 	return won, err
 }
 
-// ClearRetries forgets the attempts of many identities.
+// advanceText is AdvanceKeys' statement for n moves: parameters $1
+// consumer, $2 time, then key, prev, next per move.
+func advanceText(n int) string {
+	type k struct{ n int }
+	if v, ok := texts.Load(k{n}); ok {
+		return v.(string)
+	}
+	var keys, prev, next strings.Builder
+	for i := range n {
+		key, p, x := 3+3*i, 4+3*i, 5+3*i
+		if i > 0 {
+			keys.WriteString(", ")
+		}
+		fmt.Fprintf(&keys, "$%d", key)
+		fmt.Fprintf(&prev, " WHEN $%d THEN CAST($%d AS BIGINT)", key, p)
+		fmt.Fprintf(&next, " WHEN $%d THEN CAST($%d AS BIGINT)", key, x)
+	}
+	s := `UPDATE seqbox_keys SET version = CASE partitionkey` + next.String() + ` END, updated_at = $2
+		WHERE consumer = $1 AND partitionkey IN (` + keys.String() + `)
+			AND COALESCE(version, -1) = CASE partitionkey` + prev.String() + ` END`
+	texts.Store(k{n}, s)
+	return s
+}
+
+// ClearRetries forgets the attempts of many identities. Each identity is
+// a primary-key term of its own (OR), which both databases answer from
+// the primary key.
 func (t *Tx) ClearRetries(ctx context.Context, consumer string, ids []store.Identity) error {
 	return eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{consumer}
 		for _, id := range ids[lo:hi] {
 			args = append(args, id.Source, id.ID)
 		}
-		_, err := t.exec(ctx, rowsText(`DELETE FROM seqbox_retries WHERE consumer = $1 AND (source, id) IN (VALUES {{ROWS}})`,
-			"(CAST($a AS TEXT), CAST($b AS TEXT))", 1, hi-lo), args...)
+		_, err := t.exec(ctx, orText(`DELETE FROM seqbox_retries WHERE {{ROWS}}`, hi-lo), args...)
 		return err
 	})
+}
+
+// orText expands {{ROWS}} into n primary-key terms "(consumer = $1 AND
+// source = $a AND id = $b)" joined by OR, numbered after $1.
+func orText(template string, n int) string {
+	s := rowsText(template, "(consumer = $1 AND source = $a AND id = $b)", 1, n)
+	return strings.Replace(s, "), (", ") OR (", n-1)
 }
 
 func anys(ss []string) []any {
