@@ -68,6 +68,10 @@ type Queue struct {
 	// location names the database the queue lives in (SQLite: the file's
 	// absolute path; PostgreSQL: host, database and schema).
 	location string
+	// receive is the lease statement, prepared once: SQLite's driver
+	// would parse it again on every poll.
+	prepareOnce sync.Once
+	receive     *sql.Stmt
 }
 
 var (
@@ -204,6 +208,23 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 	}
 }
 
+// lease runs the receive statement: one UPDATE … RETURNING leases a
+// whole batch.
+func (q *Queue) lease(ctx context.Context, args ...any) (*sql.Rows, error) {
+	const text = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
+		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY seq LIMIT $5{{LOCK}})
+		RETURNING seq, body, attempts`
+	q.prepareOnce.Do(func() {
+		// A failed prepare leaves it nil: the statement then runs
+		// unprepared and meets its error there.
+		q.receive, _ = q.db.PrepareContext(context.WithoutCancel(ctx), strings.Replace(text, "{{LOCK}}", q.lock, 1))
+	})
+	if q.receive != nil {
+		return q.receive.QueryContext(ctx, args...)
+	}
+	return q.db.QueryContext(ctx, strings.Replace(text, "{{LOCK}}", q.lock, 1), args...)
+}
+
 func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery, error) {
 	q.mu.Lock()
 	closed := q.closed
@@ -220,9 +241,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 	// before newer messages, as in a FIFO queue. Ordering by visible_at
 	// would use the index better but would send every redelivery to the
 	// back of the backlog, behind its own key's successors.
-	rows, err := q.db.QueryContext(ctx, `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
-		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY seq LIMIT $5`+q.lock+`)
-		RETURNING seq, body, attempts`, token, now.Add(q.cfg.Lease).UnixMicro(), q.cfg.Name, now.UnixMicro(), max)
+	rows, err := q.lease(ctx, token, now.Add(q.cfg.Lease).UnixMicro(), q.cfg.Name, now.UnixMicro(), max)
 	if err != nil {
 		return nil, fmt.Errorf("embedded queue: receive: %w", err)
 	}
@@ -303,6 +322,9 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
+	if q.receive != nil {
+		q.receive.Close()
+	}
 	return q.db.Close()
 }
 
