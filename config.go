@@ -99,7 +99,11 @@ type Config struct {
 	// spread over them and a key is pinned to one worker at a time.
 	// Default 4.
 	Workers int
-	// BatchSize is the most deliveries one transaction holds. Default 64.
+	// BatchSize is the most deliveries one transaction holds: a worker
+	// takes what is ready, up to BatchSize, so batches grow with the load
+	// (group commit) and stay small when it is light. Default 64, and 512
+	// on a store with one writer at a time (SQLite), where batches wait
+	// for each other anyway and each commit costs an fsync.
 	BatchSize int
 
 	// Retry bounds transient failures.
@@ -162,6 +166,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.BatchSize <= 0 {
 		out.BatchSize = 64
+		if ow, ok := out.Store.(store.OneWriter); ok && ow.OneWriter() {
+			out.BatchSize = 512
+		}
 	}
 	if out.Retry.MaxAttempts <= 0 {
 		out.Retry.MaxAttempts = 5

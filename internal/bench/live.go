@@ -29,7 +29,7 @@ func startLive(ctx context.Context, e *env, workers, batch int) (*live, error) {
 	l := &live{rec: newRecorder(), warn: &warnings{}, done: make(chan error, 1)}
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: Consumer, Store: beginTimed{Store: e.st, rec: l.rec}, Transport: timed{Transport: e.q, rec: l.rec},
-		Handler: replay.RecordHandler(Consumer), Workers: workers, BatchSize: batch,
+		Handler: replay.RecordHandlerOn(e.st.DB(), Consumer), Workers: workers, BatchSize: batch,
 		Observer: l.rec.observe, Logger: slog.New(l.warn),
 	})
 	if err != nil {

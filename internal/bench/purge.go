@@ -96,7 +96,7 @@ func Purge(ctx context.Context, o PurgeOptions, w io.Writer) (PurgeResult, error
 
 	times := &purgeTimes{}
 	purger, err := seqbox.NewConsumer(seqbox.Config{Name: Consumer, Store: timedStore{Store: e.st, times: times},
-		Handler: replay.RecordHandler(Consumer), Now: clock})
+		Handler: replay.RecordHandlerOn(e.st.DB(), Consumer), Now: clock})
 	if err != nil {
 		return res, err
 	}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seqbox/seqbox/store"
 )
 
 // SummaryOptions configure `seqbox bench` (DESIGN §7).
@@ -35,7 +37,7 @@ type SummaryOptions struct {
 // resident set of each run. Its last line is
 // `bench: ratio_vs_raw=X ratio_vs_naive=Y msgs_per_s=Z p99_ms=W`.
 func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
-	n, naiveN, keys, workers, batch := 20000, 2000, 100, 4, 64
+	n, naiveN, keys, workers := 20000, 2000, 100, 4
 	half, rawBatches := 10*time.Second, []int{100, 1000}
 	if o.Quick {
 		n, naiveN, half = 5000, 500, 4*time.Second
@@ -46,6 +48,7 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		return err
 	}
 	defer e.close()
+	batch := defaultBatch(e.st)
 	fmt.Fprintf(w, "seqbox bench  db=%s messages=%d keys=%d quick=%v\n", e.where, n, keys, o.Quick)
 
 	bodies := Bodies("bench", run+"-r", run, n, keys)
@@ -105,6 +108,15 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	fmt.Fprintf(w, "bench: ratio_vs_raw=%.3f ratio_vs_naive=%.2f msgs_per_s=%.0f p99_ms=%s\n",
 		ratio(seqboxRate, raw), ratio(seqboxRate, naive), seqboxRate, ms(lat.P99, lat.N))
 	return nil
+}
+
+// defaultBatch is the consumer's default BatchSize on st (seqbox.Config):
+// 512 on a store with one writer at a time, 64 otherwise.
+func defaultBatch(st store.Store) int {
+	if ow, ok := st.(store.OneWriter); ok && ow.OneWriter() {
+		return 512
+	}
+	return 64
 }
 
 // stopLive stops a consumer, preferring the error that stopped the wait.

@@ -156,7 +156,7 @@ func checkThroughput(ctx context.Context, e *env, run string, o ThroughputOption
 // transaction, workers at a time; each worker owns whole keys and delivers
 // them in order.
 func deliverEach(ctx context.Context, e *env, bodies [][]byte, keys, workers int) (Mode, error) {
-	c, err := seqbox.NewConsumer(seqbox.Config{Name: Consumer, Store: e.st, Handler: replay.RecordHandler(Consumer)})
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: Consumer, Store: e.st, Handler: replay.RecordHandlerOn(e.st.DB(), Consumer)})
 	if err != nil {
 		return Mode{}, err
 	}

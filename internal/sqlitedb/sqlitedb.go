@@ -42,6 +42,7 @@ var Dialect = sqlstore.Dialect{
 	SQL:             dialect.SQLite,
 	CacheStatements: true,
 	OneWriter:       true,
+	WriterTurn:      Turn,
 	ListTables:      ListTables,
 	Foreign:         Foreign,
 }

@@ -31,6 +31,10 @@ type Dialect struct {
 	// OneWriter serializes this process's batch transactions before they
 	// begin (SQLite: one writer at a time anyway).
 	OneWriter bool
+	// WriterTurn, with OneWriter, returns the turn that this process's
+	// writers of the database named where share (every pool on one SQLite
+	// file, the embedded queue's included); nil: a turn per store.
+	WriterTurn func(where string) chan struct{}
 	// ListTables is a query returning the names of the tables where
 	// seqbox keeps its own (on PostgreSQL: in seqbox's schema, whatever
 	// the connection's search_path).
@@ -137,6 +141,9 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 		s.stmts = &stmtCache{db: db}
 	}
 	s.writer = make(chan struct{}, 1)
+	if d.WriterTurn != nil {
+		s.writer = d.WriterTurn(where)
+	}
 	return s, nil
 }
 
@@ -397,6 +404,10 @@ func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
 	}
 	return &Tx{tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts, unlock: unlock}, nil
 }
+
+// OneWriter reports whether the store serializes its write transactions
+// (SQLite).
+func (s *Store) OneWriter() bool { return s.dialect.OneWriter }
 
 // Within wraps a transaction the caller opened on the pool.
 func (s *Store) Within(tx *sql.Tx) store.Tx {

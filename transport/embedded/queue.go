@@ -72,6 +72,24 @@ type Queue struct {
 	// would parse it again on every poll.
 	prepareOnce sync.Once
 	receive     *sql.Stmt
+	// turn, on SQLite, is the writer turn of the queue's file, shared
+	// with a store on the same file (sqlitedb.Turn): receiving, publishing
+	// and settling wait for it instead of polling in SQLite's busy
+	// handler. Extend does not: it must not wait behind a long batch.
+	turn chan struct{}
+}
+
+// writing runs fn in the file's writer turn (SQLite), or at once.
+func (q *Queue) writing(ctx context.Context, fn func() error) error {
+	if q.turn == nil {
+		return fn()
+	}
+	release, err := sqlitedb.Take(ctx, q.turn)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return fn()
 }
 
 var (
@@ -109,6 +127,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 	q, err := create(ctx, db, cfg, dialect.SQLite, "", "", path)
 	if err == nil {
 		q.location = sqlitedb.FileOf(path)
+		q.turn = sqlitedb.Turn(path)
 	}
 	return q, err
 }
@@ -161,8 +180,11 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 // Publish appends a message, ready at once.
 func (q *Queue) Publish(ctx context.Context, body []byte) error {
 	now := q.cfg.Now().UnixMicro()
-	_, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
-		q.cfg.Name, body, now)
+	err := q.writing(ctx, func() error {
+		_, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
+			q.cfg.Name, body, now)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("embedded queue: publish: %w", err)
 	}
@@ -171,6 +193,10 @@ func (q *Queue) Publish(ctx context.Context, body []byte) error {
 
 // PublishBatch appends messages in order, in one transaction: all or none.
 func (q *Queue) PublishBatch(ctx context.Context, bodies [][]byte) error {
+	return q.writing(ctx, func() error { return q.publishBatch(ctx, bodies) })
+}
+
+func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte) error {
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("embedded queue: publish batch: %w", err)
@@ -194,7 +220,11 @@ func (q *Queue) PublishBatch(ctx context.Context, bodies [][]byte) error {
 func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
 	deadline := time.Now().Add(q.cfg.Wait)
 	for {
-		ds, err := q.receiveOnce(ctx, max)
+		var ds []transport.Delivery
+		err := q.writing(ctx, func() (err error) {
+			ds, err = q.receiveOnce(ctx, max)
+			return err
+		})
 		if err != nil || len(ds) > 0 || time.Now().After(deadline) {
 			return ds, err
 		}
@@ -268,7 +298,11 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 // AckBatch deletes every delivery that still holds its lease, one
 // statement per receive.
 func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
-	lost, err := q.ackWith(ctx, q.db, ds)
+	var lost int
+	err := q.writing(ctx, func() (err error) {
+		lost, err = q.ackWith(ctx, q.db, ds)
+		return err
+	})
 	if err == nil && lost > 0 {
 		err = fmt.Errorf("%w: %d of %d acks", transport.ErrLeaseLost, lost, len(ds))
 	}
@@ -347,7 +381,19 @@ func (d *delivery) Body() []byte { return d.body }
 func (d *delivery) Attempt() int { return d.attempt }
 
 func (d *delivery) settle(ctx context.Context, what, query string, args ...any) error {
-	res, err := d.q.db.ExecContext(ctx, query, args...)
+	var res sql.Result
+	exec := func() (err error) {
+		res, err = d.q.db.ExecContext(ctx, query, args...)
+		return err
+	}
+	var err error
+	if what == "extend" {
+		// Not in the writer turn: a lease is extended while a long batch
+		// holds it (SQLite's busy handler then decides).
+		err = exec()
+	} else {
+		err = d.q.writing(ctx, exec)
+	}
 	if err != nil {
 		return fmt.Errorf("embedded queue: %s message %d: %w", what, d.seq, err)
 	}
