@@ -24,7 +24,14 @@ func TestMigrationFilesAreTheOldLiteral(t *testing.T) {
 		require.Equal(t, i+1, m.Version, m.File)
 		sqls = append(sqls, m.SQL)
 	}
-	require.Equal(t, old, sqls)
+	// 001 is that literal but for its index by visible_at, which 002
+	// replaced (creating it on every open only for 002 to drop it would
+	// rebuild it each time).
+	const readyIndex = ";\nCREATE INDEX IF NOT EXISTS seqbox_queue_ready ON seqbox_queue (queue, visible_at, seq)"
+	require.Contains(t, old[0], readyIndex)
+	old[0] = strings.Replace(old[0], readyIndex, "", 1)
+	require.Greater(t, len(sqls), len(old))
+	require.Equal(t, old, sqls[:len(old)], "the files that replaced the literal; later ones are new")
 	for _, d := range []dialect.SQL{dialect.SQLite, dialect.Postgres} {
 		// What the earlier create executed, statement by statement.
 		ran := strings.Split(strings.NewReplacer("{{SERIAL}}", d.Serial, "{{BLOB}}", d.Blob).Replace(old[0]), ";")

@@ -1,6 +1,7 @@
 -- The queue: one row per message not yet acknowledged, leased by
 -- visible_at and lease. Every statement is idempotent (IF NOT EXISTS): the
--- queue keeps no schema version and runs every file on each open.
+-- queue keeps no schema version and runs every file on each open. (Its
+-- first index, by visible_at, is gone: 002 replaced it.)
 CREATE TABLE IF NOT EXISTS seqbox_queue (
 	seq {{SERIAL}},
 	queue TEXT NOT NULL,
@@ -9,5 +10,4 @@ CREATE TABLE IF NOT EXISTS seqbox_queue (
 	lease TEXT NOT NULL DEFAULT '',
 	attempts INTEGER NOT NULL DEFAULT 0,
 	enqueued_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS seqbox_queue_ready ON seqbox_queue (queue, visible_at, seq)
+)
