@@ -202,7 +202,7 @@ func checkKeySweep(t *testing.T, out string) {
 	rss := kv(t, out, "rss: ")
 	require.Equal(t, "1000000", rss["keys"])
 	require.Equal(t, "1000", rss["messages"])
-	require.Regexp(t, `(?m)^rss bounds: the consumer holds at most 576 received deliveries .*no per-key state`, out)
+	require.Regexp(t, `(?m)^rss bounds: the consumer holds at most [0-9]+ received deliveries .*no per-key state`, out)
 	if runtime.GOOS != "linux" {
 		require.Equal(t, "-", rss["peak_mb"], "no /proc/self/status: not measured")
 		return

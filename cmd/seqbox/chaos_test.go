@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,41 @@ import (
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/stretchr/testify/require"
 )
+
+// ownPostgres starts a throwaway PostgreSQL cluster on a free loopback
+// port with .ci/postgres-start, and stops and removes it at cleanup. It
+// returns the URL, the data directory and the bin directory.
+func ownPostgres(t *testing.T) (url, data, binDir string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	cmd := exec.Command("bash", "../../.ci/postgres-start")
+	cmd.Env = append(os.Environ(), "SEQBOX_PG_PORT="+strconv.Itoa(port))
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	require.NoError(t, err, "postgres-start: %s", errOut.String())
+	vars := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		k, v, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		vars[k] = v
+	}
+	url, data, binDir = vars["SEQBOX_TEST_POSTGRES_URL"], vars["SEQBOX_TEST_POSTGRES_DATA"], vars["SEQBOX_TEST_POSTGRES_BIN"]
+	require.NotEmpty(t, url, "postgres-start printed: %s", out)
+	t.Cleanup(func() {
+		stop := []string{filepath.Join(binDir, "pg_ctl"), "-D", data, "stop", "-m", "immediate"}
+		if os.Geteuid() == 0 {
+			stop = append([]string{"runuser", "-u", "postgres", "--"}, stop...)
+		}
+		if err := exec.Command(stop[0], stop[1:]...).Run(); err != nil {
+			t.Logf("stopping the test's PostgreSQL: %v", err)
+		}
+		os.RemoveAll(filepath.Dir(data))
+	})
+	return url, data, binDir
+}
 
 // runChaos runs a bounded `seqbox chaos` and returns its table.
 func runChaos(t *testing.T, args ...string) string {
@@ -40,12 +78,13 @@ func TestChaosSQLite(t *testing.T) {
 
 // The same harness on PostgreSQL, including a server restart with
 // pg_ctl stop -m immediate in the middle of the run.
+// The server is one of the test's own: pg-restart stops and restarts it,
+// which would break the tests of other packages that run meanwhile on the
+// shared one.
 func TestChaosPostgres(t *testing.T) {
-	url := pgtest.BaseURL(t)
-	if os.Getenv("SEQBOX_TEST_POSTGRES_DATA") == "" || os.Getenv("SEQBOX_TEST_POSTGRES_BIN") == "" {
-		t.Fatalf("SEQBOX_TEST_POSTGRES_DATA/BIN are not set: .ci/postgres-start exports them for the pg-restart scenario")
-	}
-	out := runChaos(t, "--db", url, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7",
+	pgtest.BaseURL(t) // PostgreSQL is set up (in CI: or the test fails)
+	url, data, binDir := ownPostgres(t)
+	out := runChaos(t, "--db", url, "--pg-data", data, "--pg-bin", binDir, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7",
 		"--scenarios", "random,fault:after_inbox_insert,fault:after_commit_before_ack,pg-restart")
 	require.Contains(t, out, "chaos: 4 scenarios passed, 0 failed")
 	require.Regexp(t, `(?m)^pg-restart .* PASS `, out)

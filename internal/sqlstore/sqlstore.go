@@ -395,7 +395,13 @@ func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
 		var once sync.Once
 		unlock = func() { once.Do(func() { <-s.writer }) }
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	// The transaction itself does not end with ctx: database/sql would
+	// roll it back the moment ctx is cancelled, and the drivers run COMMIT
+	// under it, so a shutdown racing a COMMIT could leave a batch committed
+	// and reported as failed. Its statements still take ctx, so a
+	// cancelled batch fails at its next statement and rolls back; a batch
+	// that reached COMMIT commits and says so.
+	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		if unlock != nil {
 			unlock()
