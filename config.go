@@ -101,9 +101,8 @@ type Config struct {
 	Workers int
 	// BatchSize is the most deliveries one transaction holds: a worker
 	// takes what is ready, up to BatchSize, so batches grow with the load
-	// (group commit) and stay small when it is light. Default 64, and 512
-	// on a store with one writer at a time (SQLite), where batches wait
-	// for each other anyway and each commit costs an fsync.
+	// (group commit: one fsync for many messages) and stay small when it
+	// is light. Default 512.
 	BatchSize int
 
 	// Retry bounds transient failures.
@@ -153,6 +152,9 @@ type Config struct {
 	hooks fault.Hook
 }
 
+// DefaultBatchSize is Config.BatchSize's default.
+const DefaultBatchSize = 512
+
 func (c *Config) withDefaults() Config {
 	out := *c
 	if out.ExtendEvery <= 0 {
@@ -165,10 +167,7 @@ func (c *Config) withDefaults() Config {
 		out.Workers = 4
 	}
 	if out.BatchSize <= 0 {
-		out.BatchSize = 64
-		if ow, ok := out.Store.(store.OneWriter); ok && ow.OneWriter() {
-			out.BatchSize = 512
-		}
+		out.BatchSize = DefaultBatchSize
 	}
 	if out.Retry.MaxAttempts <= 0 {
 		out.Retry.MaxAttempts = 5

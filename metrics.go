@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		CommitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_receive_to_commit_seconds",
 			Help: "Time from receiving a batch to its commit.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, c),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_batch_size",
-			Help: "Deliveries per transaction.", Buckets: prometheus.ExponentialBuckets(1, 2, 9)}, c),
+			Help: "Deliveries per transaction.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)}, c),
 		HeldMessages: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_held_messages",
 			Help: "Messages parked as held."}, c),
 		BlockedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_blocked_keys",

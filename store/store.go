@@ -105,13 +105,6 @@ type Store interface {
 	Close() error
 }
 
-// OneWriter is implemented by a store that runs one write transaction at
-// a time (SQLite). The consumer then defaults to larger batches.
-type OneWriter interface {
-	// OneWriter reports whether write transactions run one at a time.
-	OneWriter() bool
-}
-
 // Tx is one batch transaction. Every method runs inside it.
 type Tx interface {
 	// SQL is the transaction the handler writes its business effects in.

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox"
 )
 
 // SummaryOptions configure `seqbox bench` (DESIGN §7).
@@ -48,7 +48,7 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		return err
 	}
 	defer e.close()
-	batch := defaultBatch(e.st)
+	batch := seqbox.DefaultBatchSize
 	fmt.Fprintf(w, "seqbox bench  db=%s messages=%d keys=%d quick=%v\n", e.where, n, keys, o.Quick)
 
 	bodies := Bodies("bench", run+"-r", run, n, keys)
@@ -108,15 +108,6 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	fmt.Fprintf(w, "bench: ratio_vs_raw=%.3f ratio_vs_naive=%.2f msgs_per_s=%.0f p99_ms=%s\n",
 		ratio(seqboxRate, raw), ratio(seqboxRate, naive), seqboxRate, ms(lat.P99, lat.N))
 	return nil
-}
-
-// defaultBatch is the consumer's default BatchSize on st (seqbox.Config):
-// 512 on a store with one writer at a time, 64 otherwise.
-func defaultBatch(st store.Store) int {
-	if ow, ok := st.(store.OneWriter); ok && ow.OneWriter() {
-		return 512
-	}
-	return 64
 }
 
 // stopLive stops a consumer, preferring the error that stopped the wait.

@@ -411,10 +411,6 @@ func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
 	return &Tx{tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts, unlock: unlock}, nil
 }
 
-// OneWriter reports whether the store serializes its write transactions
-// (SQLite).
-func (s *Store) OneWriter() bool { return s.dialect.OneWriter }
-
 // Within wraps a transaction the caller opened on the pool.
 func (s *Store) Within(tx *sql.Tx) store.Tx {
 	return &Tx{tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts}
