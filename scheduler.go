@@ -23,6 +23,9 @@ type scheduler struct {
 	inFlight int
 	limit    int
 	closed   bool
+	// takers counts the workers inside take: the ready deliveries are
+	// shared among them.
+	takers int
 }
 
 // batch is the work one worker took: deliveries, and the key of each.
@@ -82,12 +85,22 @@ func (s *scheduler) take(ctx context.Context, size int) *batch {
 	defer s.closeOn(ctx)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.takers++
+	defer func() { s.takers-- }()
 	for len(s.ready) == 0 && !s.closed {
 		s.cond.Wait()
 	}
 	if s.closed {
 		return nil
 	}
+	// What is ready is shared among the idle workers, so that a light
+	// load runs in parallel batches (on PostgreSQL, parallel transactions
+	// and shorter waits), while a backlog fills every batch to size.
+	ready := 0
+	for _, key := range s.ready {
+		ready += len(s.pending[key])
+	}
+	size = min(size, max(1, (ready+s.takers-1)/s.takers))
 	perKey := max(1, size/2)
 	b := &batch{}
 	byKey := map[string][]transport.Delivery{}
