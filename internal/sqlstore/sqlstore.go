@@ -243,8 +243,8 @@ func (s *Store) checkReadable(ctx context.Context, where string) error {
 	}
 	current := 0
 	if found {
-		if current, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s: %s: schema_version %q is not a number", d.Name, where, v)
+		if current, err = strconv.Atoi(v); err != nil || current < 0 {
+			return fmt.Errorf("%s: %s: schema_version %q is not a version number", d.Name, where, v)
 		}
 	}
 	switch {
@@ -294,8 +294,8 @@ func (s *Store) migrate(ctx context.Context, where string, access store.Access) 
 	var v string
 	switch err := tx.QueryRowContext(ctx, `SELECT value FROM seqbox_meta WHERE name = 'schema_version'`).Scan(&v); err {
 	case nil:
-		if current, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("%s: %s: schema_version %q is not a number", d.Name, where, v)
+		if current, err = strconv.Atoi(v); err != nil || current < 0 {
+			return fmt.Errorf("%s: %s: schema_version %q is not a version number", d.Name, where, v)
 		}
 	case sql.ErrNoRows:
 	default:
