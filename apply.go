@@ -14,13 +14,14 @@ import (
 // apply runs steps 3, 5 and 6 of DESIGN §3 for an event that passed the
 // gate: claim the business key, run the handler under its own savepoint,
 // advance the key version by compare-and-set and mark the identity applied.
-func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, d Decision, sp string, now time.Time) ([]Decision, string, error) {
+func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
+	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
 	key := ev.PartitionKey
 	v, versioned := ev.Version()
 	if ev.BusinessKey != "" {
 		claimed, err := tx.ClaimBusinessKey(ctx, p.cfg.Name, ev.BusinessKey, ev.Source, ev.ID, now)
 		if err != nil {
-			return nil, "", err
+			return reached{}, err
 		}
 		if !claimed {
 			d.Outcome = SemanticDuplicate
@@ -31,7 +32,7 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 				// is suppressed, so successors are not held behind it.
 				err = p.advance(ctx, tx, key, ks.Version, v, now)
 			}
-			return p.release(ctx, tx, sp, d, key, err)
+			return p.release(ctx, dl.with(d, ev, ks), key, err)
 		}
 	}
 	herr := in.decideErr
@@ -48,34 +49,34 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 	}
 	if herr != nil {
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err() // shutting down: leave it for redelivery
+			return reached{}, ctx.Err() // shutting down: leave it for redelivery
 		}
-		return p.failed(ctx, tx, in, ev, ks, d, sp, herr, now)
+		return p.failed(ctx, dl.with(d, ev, ks), herr)
 	}
 	if err := p.cfg.hooks.At(fault.AfterHandler); err != nil {
-		return nil, "", err
+		return reached{}, err
 	}
 	if versioned {
 		if err := p.advance(ctx, tx, key, ks.Version, v, now); err != nil {
 			if !errors.Is(err, errKeyConflict) {
-				return nil, "", err
+				return reached{}, err
 			}
 			if err := tx.RollbackTo(ctx, sp); err != nil {
-				return nil, "", err
+				return reached{}, err
 			}
 			d.Outcome, d.Reason, d.keyConflict = Retry, err.Error(), true
-			return p.release(ctx, tx, sp, d, "", nil)
+			return p.release(ctx, dl.with(d, ev, ks), "", nil)
 		}
 	}
 	processed := now
 	if err := tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(Applied), &processed); err != nil {
-		return nil, "", err
+		return reached{}, err
 	}
 	if key == "" || ks.HasRetries {
 		// Attempts were recorded for this key (or, unkeyed, may have been):
 		// this message's are over.
 		if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
-			return nil, "", err
+			return reached{}, err
 		}
 	}
 	d.Outcome, d.Reason = Applied, ""
@@ -83,11 +84,11 @@ func (p *pipeline) apply(ctx context.Context, tx *batchTx, in input, ev Event, k
 		// Nothing waits behind it (the key was read under its lock): no
 		// drain.
 		if err := tx.Release(ctx, sp); err != nil {
-			return nil, "", err
+			return reached{}, err
 		}
-		return []Decision{d}, "", nil
+		return reached{decisions: []Decision{d}}, nil
 	}
-	return p.release(ctx, tx, sp, d, key, nil)
+	return p.release(ctx, dl.with(d, ev, ks), key, nil)
 }
 
 // crashLoopFactor bounds deliveries that never settle: a message delivered
@@ -117,14 +118,15 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err e
 
 // failed handles a handler error: retry with the attempt counted, or
 // dead-letter when the error is permanent or attempts are used up.
-func (p *pipeline) failed(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, d Decision, sp string, herr error, now time.Time) ([]Decision, string, error) {
+func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reached, error) {
+	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
 	if err := tx.RollbackTo(ctx, sp); err != nil {
-		return nil, "", err
+		return reached{}, err
 	}
 	attempts, first, err := tx.RecordRetry(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
 		PartitionKey: ev.PartitionKey, Error: herr.Error(), At: now})
 	if err != nil {
-		return nil, "", err
+		return reached{}, err
 	}
 	// attempts counts this message's own failures, not the transport's
 	// deliveries: those also grow with redeliveries that were not its fault
@@ -141,18 +143,18 @@ func (p *pipeline) failed(ctx context.Context, tx *batchTx, in input, ev Event, 
 			err = tx.Rehold(ctx, in.parked.Seq, now.Add(backoff),
 				fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff))
 		}
-		return p.release(ctx, tx, sp, d, "", err)
+		return p.release(ctx, dl.with(d, ev, ks), "", err)
 	}
 	reason := "permanent failure"
 	if !IsPermanent(herr) {
 		reason = fmt.Sprintf("attempts exhausted (%d of %d)", attempts, p.cfg.Retry.MaxAttempts)
 	}
 	d.Outcome, d.Reason, d.Attempt = DeadLettered, reason+": "+herr.Error(), attempts
-	drainKey, err := p.deadLetter(ctx, tx, in, ev, ks, reason, attempts, first, herr.Error(), now)
+	drainKey, err := p.deadLetter(ctx, dl, reason, attempts, first, herr.Error())
 	if err == nil {
 		err = p.record(ctx, tx, ev, d, ks.Version, deadLetterNext(p.cfg, ev), now)
 	}
-	return p.release(ctx, tx, sp, d, drainKey, err)
+	return p.release(ctx, dl.with(d, ev, ks), drainKey, err)
 }
 
 func deadLetterNext(cfg Config, ev Event) string {
@@ -164,7 +166,8 @@ func deadLetterNext(cfg Config, ev Event) string {
 
 // deadLetter moves the original envelope to the DLQ, keeps the identity as
 // dead_lettered, and applies OnDeadLetter to the key.
-func (p *pipeline) deadLetter(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, reason string, attempts int, first, last string, now time.Time) (string, error) {
+func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, attempts int, first, last string) (string, error) {
+	tx, in, ev, ks, now := dl.tx, dl.in, dl.ev, dl.ks, dl.now
 	name := p.cfg.Name
 	if in.parked != nil {
 		if err := tx.Unpark(ctx, in.parked.Seq); err != nil {

@@ -19,10 +19,11 @@ func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Decisi
 		if err != nil || next == nil {
 			return out, err
 		}
-		ds, _, err := p.decide(ctx, tx, input{raw: next.Envelope, attempt: 1, parked: next})
+		r, err := p.decide(ctx, tx, input{raw: next.Envelope, attempt: 1, parked: next})
 		if err != nil {
 			return out, err
 		}
+		ds := r.decisions
 		out = append(out, ds...)
 		if ds[0].Outcome == Retry && p.retryAtOnce {
 			// Replay's rule (DESIGN §7): a retry is redelivered at once,

@@ -44,6 +44,27 @@ func (in input) event(volatile []string) (Event, error) {
 	return parseEvent(in.raw, volatile)
 }
 
+// delivery is one message on its way through the pipeline: the
+// transaction, what came in and what it parsed to, its key's state as read
+// under the key's lock, the decision reached so far, its savepoint and the
+// time it is decided at.
+type delivery struct {
+	tx  *batchTx
+	in  input
+	ev  Event
+	ks  store.KeyState
+	d   Decision
+	sp  string
+	now time.Time
+}
+
+// reached is where a delivery ended: its decisions (its own first, then
+// any successors a drain released) and the key to drain next, if any.
+type reached struct {
+	decisions []Decision
+	drain     string
+}
+
 // pipeline holds the per-delivery decision logic of DESIGN §3.
 type pipeline struct {
 	cfg Config
@@ -58,22 +79,23 @@ type pipeline struct {
 // are parked successors released by the drain. An error means the store
 // failed and the whole batch must be abandoned.
 func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Decision, error) {
-	ds, key, err := p.decide(ctx, tx, in)
-	if err != nil || key == "" {
-		return ds, err
+	r, err := p.decide(ctx, tx, in)
+	if err != nil || r.drain == "" {
+		return r.decisions, err
 	}
-	more, err := p.drain(ctx, tx, key)
-	return append(ds, more...), err
+	more, err := p.drain(ctx, tx, r.drain)
+	return append(r.decisions, more...), err
 }
 
 // decide reaches the message's own decision. It returns the key to drain
 // when the key's version moved.
-func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decision, string, error) {
+func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, error) {
 	now := p.cfg.Now()
 	sp := tx.savepoint()
 	if err := tx.Savepoint(ctx, sp); err != nil {
-		return nil, "", err
+		return reached{}, err
 	}
+	dl := &delivery{tx: tx, in: in, sp: sp, now: now}
 	ev, perr := in.event(p.cfg.VolatileAttributes)
 	if o := in.oversized; o != nil {
 		perr = invalid("envelope", "%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)",
@@ -81,30 +103,30 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 	}
 	if perr != nil {
 		d, err := p.reject(ctx, tx, in, perr, now)
-		return p.release(ctx, tx, sp, d, "", err)
+		return p.release(ctx, dl.with(d, ev, store.KeyState{}), "", err)
 	}
 	d := Decision{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
 	if in.parked != nil {
 		if err := tx.Unpark(ctx, in.parked.Seq); err != nil {
-			return nil, "", err
+			return reached{}, err
 		}
 	} else {
 		if in.redrive {
 			if err := p.forgetDeadLettered(ctx, tx, ev); err != nil {
-				return nil, "", err
+				return reached{}, err
 			}
 		}
 		inserted, err := tx.InsertInbox(ctx, p.inboxRow(ev, now))
 		if err != nil {
-			return nil, "", err
+			return reached{}, err
 		}
 		if !inserted {
 			d, err := p.seenBefore(ctx, tx, ev, d, now)
-			return p.release(ctx, tx, sp, d, "", err)
+			return p.release(ctx, dl.with(d, ev, store.KeyState{}), "", err)
 		}
 		if err := p.cfg.hooks.At(fault.AfterInboxInsert); err != nil {
-			return nil, "", err
+			return reached{}, err
 		}
 	}
 
@@ -112,11 +134,11 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 	if ev.PartitionKey != "" {
 		var err error
 		if ks, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
-			return nil, "", err
+			return reached{}, err
 		}
 		if ks.Blocked && in.redrive && ks.BlockedSource == ev.Source && ks.BlockedID == ev.ID {
 			if err := tx.UnblockKey(ctx, p.cfg.Name, ev.PartitionKey, now); err != nil {
-				return nil, "", err
+				return reached{}, err
 			}
 			ks.Blocked = false
 		}
@@ -130,31 +152,37 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) ([]Decisio
 			if gate != nil && gate.drain {
 				drainKey = ev.PartitionKey
 			}
-			return p.release(ctx, tx, sp, d, drainKey, err)
+			return p.release(ctx, dl.with(d, ev, ks), drainKey, err)
 		}
 	} else if p.isExpired(ev, now) {
 		d.Outcome, d.Reason = Expired, p.expiredReason(ev)
 		err := p.record(ctx, tx, ev, d, nil, "none: past the business deadline", now)
-		return p.release(ctx, tx, sp, d, "", err)
+		return p.release(ctx, dl.with(d, ev, ks), "", err)
 	}
-	return p.apply(ctx, tx, in, ev, ks, d, sp, now)
+	return p.apply(ctx, dl.with(d, ev, ks))
 }
 
 // release closes the delivery's savepoint and returns its decision, with
 // the key to drain: any outcome that settles a keyed message for good may
 // free the successors parked behind it (they may have waited for it while
 // it retried).
-func (p *pipeline) release(ctx context.Context, tx *batchTx, sp string, d Decision, key string, err error) ([]Decision, string, error) {
+func (p *pipeline) release(ctx context.Context, dl *delivery, key string, err error) (reached, error) {
 	if err != nil {
-		return nil, "", err
+		return reached{}, err
 	}
-	if err := tx.Release(ctx, sp); err != nil {
-		return nil, "", err
+	if err := dl.tx.Release(ctx, dl.sp); err != nil {
+		return reached{}, err
 	}
-	if key == "" && settles(d.Outcome) {
-		key = d.PartitionKey
+	if key == "" && settles(dl.d.Outcome) {
+		key = dl.d.PartitionKey
 	}
-	return []Decision{d}, key, nil
+	return reached{decisions: []Decision{dl.d}, drain: key}, nil
+}
+
+// with records the decision, event and key state reached so far.
+func (dl *delivery) with(d Decision, ev Event, ks store.KeyState) *delivery {
+	dl.d, dl.ev, dl.ks = d, ev, ks
+	return dl
 }
 
 // settles reports whether an outcome ends a message's life on its key, so
