@@ -317,7 +317,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			if p.killedBySIGKILL() {
 				s.kills++
 			} else if !s.pgDown.Load() {
-				s.res.fail("%s exited on its own: %v", p.name, p.err)
+				s.res.fail("%s exited on its own: %v; its last output: %s", p.name, p.err, tail(p.output.String(), 2000))
 			}
 			if err := s.startConsumer(i); err != nil {
 				return err
@@ -570,4 +570,12 @@ func (s *scenarioRun) stopAll() {
 func lastLine(out string) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return lines[len(lines)-1]
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }

@@ -27,6 +27,10 @@ func Serial(db *sql.DB) string {
 // EXISTS) in one transaction, under an advisory lock on PostgreSQL
 // (dialect.SideTablesLock). An error names the statement that failed.
 func Ensure(ctx context.Context, db *sql.DB, stmts ...string) error {
+	return RetryBusy(ctx, func() error { return ensure(ctx, db, stmts) })
+}
+
+func ensure(ctx context.Context, db *sql.DB, stmts []string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create tables: %w", err)

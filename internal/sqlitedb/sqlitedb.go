@@ -24,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/seqbox/seqbox/internal/ddl"
 	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
@@ -43,6 +44,7 @@ var Dialect = sqlstore.Dialect{
 	CacheStatements: true,
 	OneWriter:       true,
 	WriterTurn:      Turn,
+	Retry:           ddl.RetryBusy,
 	ListTables:      ListTables,
 	Foreign:         Foreign,
 }

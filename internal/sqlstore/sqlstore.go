@@ -31,6 +31,9 @@ type Dialect struct {
 	// OneWriter serializes this process's batch transactions before they
 	// begin (SQLite: one writer at a time anyway).
 	OneWriter bool
+	// Retry, when set, runs the open's migration and retries it while the
+	// database is busy with another process's writes.
+	Retry func(ctx context.Context, fn func() error) error
 	// WriterTurn, with OneWriter, returns the turn that this process's
 	// writers of the database named where share (every pool on one SQLite
 	// file, the embedded queue's included); nil: a turn per store.
@@ -128,7 +131,11 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 	var err error
 	switch access {
 	case store.Adopt, store.Exclusive:
-		err = s.migrate(ctx, where, access)
+		if d.Retry != nil {
+			err = d.Retry(ctx, func() error { return s.migrate(ctx, where, access) })
+		} else {
+			err = s.migrate(ctx, where, access)
+		}
 	case store.ReadOnly:
 		err = s.checkReadable(ctx, where)
 	default:

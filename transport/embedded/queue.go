@@ -147,7 +147,7 @@ func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport
 // migrations/ in order; on PostgreSQL it lands in seqbox's schema
 // (pgSchema), next to the store's tables.
 func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migrationLock, pgSchema, where string) (*Queue, error) {
-	err := func() error {
+	err := ddl.RetryBusy(ctx, func() error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 			}
 		}
 		return tx.Commit()
-	}()
+	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embedded queue: create schema in %s: %w", where, err)

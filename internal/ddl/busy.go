@@ -1,0 +1,43 @@
+package ddl
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// IsBusy reports whether err is SQLITE_BUSY (under any extended code):
+// another connection held the write lock past busy_timeout.
+func IsBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// busyPatience is how long opening keeps retrying its schema work while
+// another process writes: a busy writer process hands the write lock from
+// one of its transactions to the next, and SQLite's busy handler, which
+// polls, may miss every gap for longer than busy_timeout.
+const busyPatience = 2 * time.Minute
+
+// RetryBusy runs fn again while it fails with SQLITE_BUSY, for up to two
+// minutes or until ctx ends: for the one-off work of opening a database
+// (migrations, DDL), which may wait; not for batches.
+func RetryBusy(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(busyPatience)
+	for {
+		err := fn()
+		if !IsBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
