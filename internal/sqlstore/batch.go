@@ -257,8 +257,16 @@ func (t *Tx) ClearRetries(ctx context.Context, consumer string, ids []store.Iden
 // orText expands {{ROWS}} into n primary-key terms "(consumer = $1 AND
 // source = $a AND id = $b)" joined by OR, numbered after $1.
 func orText(template string, n int) string {
-	s := rowsText(template, "(consumer = $1 AND source = $a AND id = $b)", 1, n)
-	return strings.Replace(s, "), (", ") OR (", n-1)
+	type k struct {
+		t string
+		n int
+	}
+	if v, ok := texts.Load(k{template, n}); ok {
+		return v.(string)
+	}
+	s := strings.Replace(rowsText(template, "(consumer = $1 AND source = $a AND id = $b)", 1, n), "), (", ") OR (", n-1)
+	texts.Store(k{template, n}, s)
+	return s
 }
 
 func anys(ss []string) []any {
