@@ -19,8 +19,8 @@ func (p *pipeline) parseAll(ins []input) {
 	}
 }
 
-// prefetch is the set-based start of an optimistic run: it parses every
-// delivery once, locks the keys that exist (in one order for every
+// prefetch is the set-based start of an optimistic run, after parseAll:
+// it locks the keys that exist (in one order for every
 // batch), inserts the new identities in multi-row statements (the primary
 // key decides, as one by one), and creates and locks the keys those
 // identities bring. Deliveries then find their identity and key in
@@ -33,14 +33,8 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 	keys := make([]string, 0, len(ins))
 	for i := range ins {
 		in := &ins[i]
-		if in.parked != nil || in.oversized != nil {
-			continue
-		}
-		if !in.parsed {
-			in.ev, in.perr = parseEvent(in.raw, p.cfg.VolatileAttributes)
-			in.parsed = true
-		}
-		if in.perr != nil || in.redrive {
+		// parseAll parsed every delivery that can take this path.
+		if !in.parsed || in.perr != nil || in.redrive {
 			continue
 		}
 		id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}
