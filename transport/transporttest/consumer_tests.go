@@ -1,0 +1,343 @@
+package transporttest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/sqlite"
+	"github.com/seqbox/seqbox/transport"
+)
+
+// rig is a seqbox store in a fresh SQLite file whose effects table records
+// every handler write, in commit order.
+type rig struct {
+	path string
+	st   store.Store
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "seqbox.db")
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if _, err := st.DB().Exec(`CREATE TABLE effects (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, pkey TEXT, version INTEGER)`); err != nil {
+		t.Fatalf("create effects: %v", err)
+	}
+	return &rig{path: path, st: st}
+}
+
+// record is the handler: one effects row per application.
+func record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	v, _ := ev.Version()
+	_, err := tx.ExecContext(ctx, `INSERT INTO effects (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
+	return err
+}
+
+// applied returns each key's applied versions in commit order and the
+// number of effect rows.
+func (r *rig) applied(t *testing.T) (map[string][]int64, int) {
+	t.Helper()
+	rows, err := r.st.DB().Query(`SELECT pkey, version FROM effects ORDER BY seq`)
+	if err != nil {
+		t.Fatalf("read effects: %v", err)
+	}
+	defer rows.Close()
+	out, n := map[string][]int64{}, 0
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatalf("scan effects: %v", err)
+		}
+		out[k] = append(out[k], v)
+		n++
+	}
+	return out, n
+}
+
+// consume runs the consumers until the effects table holds want rows (or
+// the deadline passes), then for settle longer, then stops them.
+func (r *rig) consume(t *testing.T, want int, within, settle time.Duration, cs ...*seqbox.Consumer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, len(cs))
+	for _, c := range cs {
+		wg.Go(func() { errs <- c.Run(ctx) })
+	}
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if _, n := r.applied(t); n >= want {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(settle)
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("consumer run: %v", err)
+		}
+	}
+}
+
+// consumer builds a seqbox consumer on the rig's store over tr.
+func (r *rig) consumer(t *testing.T, tr transport.Transport, change func(*seqbox.Config)) *seqbox.Consumer {
+	t.Helper()
+	cfg := seqbox.Config{
+		Name: "transporttest", Store: r.st, Transport: tr, Handler: record,
+		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute,
+		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	c, err := seqbox.NewConsumer(cfg)
+	if err != nil {
+		t.Fatalf("new consumer: %v", err)
+	}
+	return c
+}
+
+// inOrder fails unless every key in want was applied exactly at versions
+// 1..want[key], in order.
+func inOrder(t *testing.T, got map[string][]int64, want map[string]int64) {
+	t.Helper()
+	for key, top := range want {
+		vs := got[key]
+		ok := int64(len(vs)) == top
+		for i, v := range vs {
+			ok = ok && v == int64(i+1)
+		}
+		if !ok {
+			t.Fatalf("key %s applied %v, want 1..%d once each in order", key, vs, top)
+		}
+	}
+}
+
+// idAndKey reads an event's id and partition key.
+func idAndKey(t *testing.T, body []byte) (id, key string) {
+	t.Helper()
+	var e struct {
+		ID  string `json:"id"`
+		Key string `json:"partitionkey"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("delivered body is not the published event: %v: %s", err, body)
+	}
+	return e.ID, e.Key
+}
+
+// testAckAfterCommit: every ACK the consumer sends is for a message whose
+// effect a separate connection can already read, that is, after COMMIT,
+// and a handler failure nacks instead, so the message comes back and is
+// applied once.
+func testAckAfterCommit(t *testing.T, h Harness) {
+	b := h.NewBroker(t)
+	r := newRig(t)
+	ro, err := sql.Open("sqlite", "file:"+r.path+"?mode=ro")
+	if err != nil {
+		t.Fatalf("open reader: %v", err)
+	}
+	t.Cleanup(func() { _ = ro.Close() })
+	want := map[string]int64{}
+	var pub [][]byte
+	for v := int64(1); v <= 6; v++ {
+		for k := range 5 {
+			key := fmt.Sprintf("inv-%d", k)
+			pub = append(pub, Event(key, v))
+			want[key] = v
+		}
+	}
+	b.publish(t, pub...)
+	chk := &ackCheck{t: t, inner: b.open(t), ro: ro}
+	var failed sync.Map
+	c := r.consumer(t, chk, func(cfg *seqbox.Config) {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			if v, _ := ev.Version(); v%3 == 0 {
+				if _, again := failed.LoadOrStore(ev.ID, true); !again {
+					return errors.New("transient: first attempt fails")
+				}
+			}
+			return record(ctx, tx, ev)
+		}
+	})
+	r.consume(t, len(pub), 90*time.Second, b.Lease, c)
+	got, n := r.applied(t)
+	if n != len(pub) {
+		t.Fatalf("%d effects for %d messages", n, len(pub))
+	}
+	inOrder(t, got, want)
+	if chk.acks.Load() == 0 {
+		t.Fatal("the consumer acknowledged nothing")
+	}
+}
+
+// ackCheck wraps a transport: every Ack looks, through a read-only
+// connection of its own, for the message's inbox identity, and fails the test when
+// it is not committed yet.
+type ackCheck struct {
+	t     *testing.T
+	inner transport.Transport
+	ro    *sql.DB
+	acks  atomic.Int64
+}
+
+func (a *ackCheck) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
+	ds, err := a.inner.Receive(ctx, max)
+	for i, d := range ds {
+		ds[i] = &checkedDelivery{Delivery: d, check: a}
+	}
+	return ds, err
+}
+
+func (a *ackCheck) Close() error { return a.inner.Close() }
+
+// committed fails the test unless the message's inbox identity is
+// readable: the transaction that decided it (applied, or parked to wait
+// for its predecessor) has committed.
+func (a *ackCheck) committed(body []byte) {
+	id, _ := idAndKey(a.t, body)
+	var n int
+	err := a.ro.QueryRow(`SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = 'transporttest' AND source = 'transporttest' AND id = $1`, id).Scan(&n)
+	if err != nil {
+		a.t.Errorf("read the inbox before ack: %v", err)
+		return
+	}
+	if n != 1 {
+		a.t.Errorf("ack of %s before its decision committed (%d inbox rows visible)", id, n)
+	}
+	a.acks.Add(1)
+}
+
+type checkedDelivery struct {
+	transport.Delivery
+	check *ackCheck
+}
+
+func (d *checkedDelivery) Ack(ctx context.Context) error {
+	d.check.committed(d.Body())
+	return d.Delivery.Ack(ctx)
+}
+
+// testLongHandlerAppliedOnce: a model call four leases long, with a second
+// member waiting, is asked once and applied once, because the consumer
+// extends the lease while it runs.
+func testLongHandlerAppliedOnce(t *testing.T, h Harness) {
+	b := h.NewBroker(t)
+	r := newRig(t)
+	b.publish(t, Event("opp-2481", 1))
+	var calls atomic.Int64
+	long := func(cfg *seqbox.Config) {
+		cfg.ExtendEvery = b.Lease / 4
+		cfg.ExtendBy = b.Lease
+		cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+			calls.Add(1)
+			select {
+			case <-time.After(4 * b.Lease):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return []byte(`{"action":"create-task"}`), nil
+		}
+	}
+	first := r.consumer(t, b.open(t), long)
+	second := r.consumer(t, b.open(t), long)
+	r.consume(t, 1, 4*b.Lease+60*time.Second, 2*b.Lease, first, second)
+	if _, n := r.applied(t); n != 1 {
+		t.Fatalf("%d effects for one message", n)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the model was asked %d times for one message", n)
+	}
+}
+
+// testKeysInParallel: keys decide in parallel while each key applies in
+// version order.
+func testKeysInParallel(t *testing.T, h Harness) {
+	b := h.NewBroker(t)
+	r := newRig(t)
+	want := map[string]int64{}
+	var pub [][]byte
+	for v := int64(1); v <= 4; v++ {
+		for k := range 8 {
+			key := fmt.Sprintf("lead-%d", k)
+			pub = append(pub, Event(key, v))
+			want[key] = v
+		}
+	}
+	b.publish(t, pub...)
+	var active, peak atomic.Int64
+	var early atomic.Int64
+	c := r.consumer(t, b.open(t), func(cfg *seqbox.Config) {
+		cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+			n := active.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(30 * time.Millisecond)
+			active.Add(-1)
+			return []byte("ok"), nil
+		}
+		cfg.Observer = func(d seqbox.Decision) {
+			if d.Outcome != seqbox.Applied {
+				early.Add(1)
+			}
+		}
+	})
+	r.consume(t, len(pub), 90*time.Second, 0, c)
+	got, _ := r.applied(t)
+	inOrder(t, got, want)
+	if peak.Load() < 2 {
+		t.Fatalf("decisions never ran in parallel (peak %d)", peak.Load())
+	}
+	if !h.Features.NoPerKeyOrder && early.Load() > 0 {
+		t.Fatalf("a broker that keeps per-key order made %d deliveries arrive out of order", early.Load())
+	}
+}
+
+// testGateOrdersReorderingBroker: over a wrapper that shuffles every batch
+// and sends a share of first deliveries straight back, so versions arrive
+// out of order and redeliveries overtake, seqbox's gate still applies each
+// key once per version, in version order.
+func testGateOrdersReorderingBroker(t *testing.T, h Harness) {
+	b := h.NewBroker(t)
+	r := newRig(t)
+	want := map[string]int64{}
+	var pub [][]byte
+	for v := int64(1); v <= 8; v++ {
+		for k := range 6 {
+			key := fmt.Sprintf("order-%d", k)
+			pub = append(pub, Event(key, v))
+			want[key] = v
+		}
+	}
+	b.publish(t, pub...)
+	sh := Shuffle(b.open(t), 1)
+	first := int64(1)
+	c := r.consumer(t, sh, func(cfg *seqbox.Config) { cfg.FirstVersion = &first })
+	r.consume(t, len(pub), 120*time.Second, 0, c)
+	got, n := r.applied(t)
+	if n != len(pub) {
+		t.Fatalf("%d effects for %d messages", n, len(pub))
+	}
+	inOrder(t, got, want)
+	if sh.Reordered() == 0 {
+		t.Fatal("the shuffle never reordered a key: the test proved nothing")
+	}
+	t.Logf("%d deliveries reached the consumer out of version order", sh.Reordered())
+}
