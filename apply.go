@@ -113,7 +113,7 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err e
 			err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
 		}
 	}()
-	return p.cfg.Handler(ctx, tx.SQL(), ev)
+	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), ev)
 }
 
 // failed handles a handler error: retry with the attempt counted, or

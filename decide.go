@@ -139,7 +139,7 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	if _, err := op.Decision(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	d, err := c.cfg.Decide(ctx, ev)
+	d, err := c.cfg.Decide(withIdentity(ctx, c.cfg.Name, ev, false), ev)
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}
@@ -157,7 +157,7 @@ func (p *pipeline) withDecision(ctx context.Context, tx *batchTx, ev Event, now 
 	}
 	d, err := tx.Decision(ctx, p.cfg.Name, ev.Source, ev.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		if d, err = p.cfg.Decide(ctx, ev); err != nil {
+		if d, err = p.cfg.Decide(withIdentity(ctx, p.cfg.Name, ev, true), ev); err != nil {
 			return ctx, fmt.Errorf("decide: %w", err)
 		}
 		err = tx.RecordDecision(ctx, p.cfg.Name, ev.Source, ev.ID, d, now)

@@ -19,8 +19,8 @@ func TestMigrationFilesAreTheOldLiterals(t *testing.T) {
 	require.NoError(t, err)
 	var old []string
 	require.NoError(t, json.Unmarshal(b, &old))
-	require.Len(t, migrations, len(old))
-	for i, m := range migrations {
+	require.GreaterOrEqual(t, len(migrations), len(old), "a migration file went missing")
+	for i, m := range migrations[:len(old)] {
 		require.Equal(t, i+1, m.Version, m.File)
 		require.Equal(t, old[i], m.SQL, m.File)
 		for _, d := range []dialect.SQL{dialect.SQLite, dialect.Postgres} {

@@ -1,0 +1,274 @@
+package effects
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
+)
+
+// State is where one external call stands.
+type State string
+
+// The states of a ledger row.
+const (
+	// Pending: committed before the call; the call has not reported back.
+	Pending State = "pending"
+	// Succeeded: the remote side applied the effect; Ref names it there.
+	Succeeded State = "succeeded"
+	// Failed: the remote side said it did not apply the effect; another
+	// attempt may call again with the same idempotency key.
+	Failed State = "failed"
+	// Uncertain: nobody knows whether the remote side applied it.
+	Uncertain State = "uncertain"
+)
+
+// Effect is one row of the ledger.
+type Effect struct {
+	Consumer       string    `json:"consumer"`
+	Source         string    `json:"source"`
+	ID             string    `json:"id"`
+	Action         string    `json:"action"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	State          State     `json:"state"`
+	Ref            string    `json:"ref"`
+	LastError      string    `json:"last_error"`
+	Calls          int       `json:"calls"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// Reconciliation is what the remote side says about an uncertain call.
+type Reconciliation struct {
+	// Applied: the remote side has the effect; Ref names it.
+	Applied bool
+	Ref     string
+}
+
+// Reconciler asks the remote side whether an uncertain call took effect,
+// by e.IdempotencyKey or e.Ref. An error leaves the effect uncertain, to
+// be asked again on the next attempt.
+type Reconciler func(ctx context.Context, e Effect) (Reconciliation, error)
+
+// Config configures a Ledger. Zero values take the defaults.
+type Config struct {
+	// Reconcile checks uncertain calls. Nil: an uncertain call stays
+	// uncertain (Do returns an *UncertainError) until an operator
+	// resolves it.
+	Reconcile Reconciler
+	// Timeout bounds each call; a call that exceeds it is uncertain.
+	// Default 30s.
+	Timeout time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Ledger records external calls in the store's database (the
+// seqbox_effects table the store's migrations create).
+type Ledger struct {
+	db  *sql.DB
+	cfg Config
+}
+
+// New returns a ledger on st's database.
+func New(st store.Store, cfg Config) (*Ledger, error) {
+	if st == nil {
+		return nil, errors.New("effects: store is required")
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("effects: Timeout %s is negative", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Ledger{db: st.DB(), cfg: cfg}, nil
+}
+
+// ErrNoIdentity is returned by Do when ctx is not a Decider's or Handler's.
+var ErrNoIdentity = errors.New("effects: the context carries no message identity: call Do from Config.Decide, or use DoFor")
+
+// ErrInTransaction is returned by Do inside the inbox transaction.
+var ErrInTransaction = errors.New("effects: Do runs inside the inbox transaction, where its pending row cannot commit before the call: call it from Config.Decide")
+
+// UncertainError says a call may or may not have taken effect. It is not
+// re-executed until it is reconciled.
+type UncertainError struct {
+	IdempotencyKey string
+	Err            error
+}
+
+func (e *UncertainError) Error() string {
+	return fmt.Sprintf("effects: call %s is uncertain: %v", e.IdempotencyKey, e.Err)
+}
+
+func (e *UncertainError) Unwrap() error { return e.Err }
+
+// Key is the idempotency key of action for the message (consumer, source,
+// id): the same inputs always give the same key, and different ones a
+// different key.
+func Key(consumer, source, id, action string) string {
+	h := sha256.New()
+	for _, s := range []string{consumer, source, id, action} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	return "sbx-" + hex.EncodeToString(h.Sum(nil)[:20])
+}
+
+// Call is an external call. It receives the idempotency key to pass to the
+// remote side, and returns the remote reference of what it created.
+type Call func(ctx context.Context, idempotencyKey string) (ref string, err error)
+
+// Do runs call at most once per message and action, as far as the remote
+// side honours the idempotency key, and returns its reference. A call
+// already succeeded returns its recorded reference without calling. An
+// error returned by call is recorded as failed when wrapped with Definite,
+// and as uncertain otherwise; Do then returns it (an *UncertainError for
+// uncertain ones).
+func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, error) {
+	id, ok := seqbox.IdentityFrom(ctx)
+	if !ok {
+		return "", ErrNoIdentity
+	}
+	if id.InTransaction {
+		return "", ErrInTransaction
+	}
+	return l.DoFor(ctx, id, action, call)
+}
+
+// DoFor is Do for an identity given explicitly, for code outside a
+// Decider (its InTransaction is ignored: the caller vouches for it).
+func (l *Ledger) DoFor(ctx context.Context, id seqbox.Identity, action string, call Call) (string, error) {
+	if err := checkAction(action); err != nil {
+		return "", err
+	}
+	if id.Consumer == "" || id.Source == "" || id.ID == "" {
+		return "", fmt.Errorf("effects: identity %+v is incomplete: consumer, source and id are required", id)
+	}
+	key := Key(id.Consumer, id.Source, id.ID, action)
+	for range 3 {
+		e, found, err := l.get(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			e = Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key}
+			inserted, err := l.insertPending(ctx, e)
+			if err != nil {
+				return "", err
+			}
+			if !inserted {
+				continue // another member inserted it first: look again
+			}
+			return l.call(ctx, e, call)
+		}
+		switch e.State {
+		case Succeeded:
+			return e.Ref, nil
+		case Pending:
+			// A call that never reported back: crashed after the request
+			// may have been sent, or still running in a member whose
+			// lease expired. Either way nobody knows.
+			if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
+				return "", err
+			}
+			continue
+		case Uncertain:
+			ref, again, err := l.reconcile(ctx, e)
+			if err != nil || !again {
+				return ref, err
+			}
+			continue
+		case Failed:
+			claimed, err := l.transition(ctx, key, Failed, Pending)
+			if err != nil {
+				return "", err
+			}
+			if claimed {
+				return l.call(ctx, e, call)
+			}
+			continue
+		default:
+			return "", fmt.Errorf("effects: %s is in unknown state %q", key, e.State)
+		}
+	}
+	return "", fmt.Errorf("effects: %s kept changing under this attempt; try again", key)
+}
+
+// checkAction refuses an empty action or one with control characters.
+func checkAction(action string) error {
+	if strings.TrimSpace(action) == "" {
+		return errors.New("effects: action is empty: name the call (\"crm.create_task\")")
+	}
+	if strings.IndexFunc(action, unicode.IsControl) >= 0 {
+		return fmt.Errorf("effects: action %q contains a control character", action)
+	}
+	return nil
+}
+
+// call runs the call for a row this attempt holds as pending, and records
+// what came of it.
+func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	ref, err := call(cctx, e.IdempotencyKey)
+	// The outcome is recorded even when ctx ends: it is what happened.
+	rctx := context.WithoutCancel(ctx)
+	switch {
+	case err == nil:
+		if serr := l.settle(rctx, e.IdempotencyKey, Succeeded, ref, "", Pending, Uncertain); serr != nil {
+			return "", fmt.Errorf("effects: %s succeeded remotely (ref %q) but could not be recorded (the next attempt reconciles it): %w", e.IdempotencyKey, ref, serr)
+		}
+		return ref, nil
+	case IsDefinite(err):
+		if serr := l.settle(rctx, e.IdempotencyKey, Failed, "", err.Error(), Pending); serr != nil {
+			return "", errors.Join(err, serr)
+		}
+		return "", err
+	default:
+		if cctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %s: %w", l.cfg.Timeout, err)
+		}
+		if serr := l.settle(rctx, e.IdempotencyKey, Uncertain, "", err.Error(), Pending); serr != nil {
+			return "", errors.Join(err, serr)
+		}
+		return "", &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: err}
+	}
+}
+
+// reconcile asks Config.Reconcile about an uncertain call. It returns the
+// reference when the remote side has the effect, and again=true when the
+// remote side does not and this attempt may call again.
+func (l *Ledger) reconcile(ctx context.Context, e Effect) (ref string, again bool, err error) {
+	if l.cfg.Reconcile == nil {
+		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey,
+			Err: fmt.Errorf("no Reconcile configured; resolve it with `seqbox effects resolve` (last error: %s)", e.LastError)}
+	}
+	r, err := l.cfg.Reconcile(ctx, e)
+	if err != nil {
+		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: fmt.Errorf("reconcile: %w", err)}
+	}
+	if r.Applied {
+		if err := l.settle(ctx, e.IdempotencyKey, Succeeded, r.Ref, "", Uncertain); err != nil {
+			return "", false, err
+		}
+		return r.Ref, false, nil
+	}
+	// The remote side has nothing: calling again with the same key is safe.
+	_, err = l.transition(ctx, e.IdempotencyKey, Uncertain, Failed)
+	return "", err == nil, err
+}
