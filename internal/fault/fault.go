@@ -58,6 +58,10 @@ func (h Hook) At(p Point) error {
 // Package seqbox provides it.
 var Install func(consumer any, hook Hook)
 
+// InstallRelay sets hook on relay (an *outbox.Relay), before it runs.
+// Package outbox provides it.
+var InstallRelay func(relay any, hook Hook)
+
 // FromEnv builds the hook Env describes, or nil when it is unset: at the
 // chosen point the process sends itself SIGKILL, so nothing after it runs,
 // exactly like a crash.
