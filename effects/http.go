@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // HTTPRequest builds the request of one attempt; it is called again for
@@ -20,7 +21,8 @@ type HTTPRef func(resp *http.Response) (string, error)
 // A refusal that certainly applied nothing (400–499 but 409; 409 means
 // the key is in use by a request still running) is Definite. Anything
 // else, a 5xx, a 409, a timeout or a broken connection, may have applied
-// the effect, and is uncertain.
+// the effect, and is uncertain. The request is never sent twice by
+// net/http's own retries: only the ledger decides to call again.
 func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 	if client == nil {
 		client = http.DefaultClient
@@ -31,6 +33,7 @@ func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 			return "", Definite(fmt.Errorf("build request: %w", err))
 		}
 		req.Header.Set("Idempotency-Key", key)
+		noReplay(req)
 		resp, err := client.Do(req)
 		if err != nil {
 			return "", err
@@ -45,10 +48,25 @@ func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 			return r, nil
 		}
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Redacted(), resp.Status, snippet)
+		err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Redacted(), resp.Status, strings.TrimSpace(string(snippet)))
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusConflict {
 			return "", Definite(err)
 		}
 		return "", err
 	}
+}
+
+// noReplay stops net/http from sending the request again by itself. Its
+// Transport retries a request on a broken reused connection when the
+// request is replayable, and one with an Idempotency-Key header counts as
+// replayable whatever its method. A hidden retry is exactly the blind
+// re-execution the ledger forbids: against a remote side that ignores the
+// key it creates a second effect. Without GetBody the request cannot be
+// replayed; a body-less request gets an empty body for the same reason.
+func noReplay(req *http.Request) {
+	if req.Body == nil || req.Body == http.NoBody {
+		req.Body = io.NopCloser(strings.NewReader(""))
+		req.ContentLength = 0
+	}
+	req.GetBody = nil
 }

@@ -45,6 +45,10 @@ type Effect struct {
 	Calls          int       `json:"calls"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
+	// UncertainAt is when the call first turned uncertain, if it did.
+	UncertainAt *time.Time `json:"uncertain_at,omitempty"`
+	// ReconciledAt is when a reconciliation last answered for it.
+	ReconciledAt *time.Time `json:"reconciled_at,omitempty"`
 }
 
 // Reconciliation is what the remote side says about an uncertain call.
@@ -263,12 +267,12 @@ func (l *Ledger) reconcile(ctx context.Context, e Effect) (ref string, again boo
 		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: fmt.Errorf("reconcile: %w", err)}
 	}
 	if r.Applied {
-		if err := l.settle(ctx, e.IdempotencyKey, Succeeded, r.Ref, "", Uncertain); err != nil {
+		if err := l.update(ctx, e.IdempotencyKey, Succeeded, r.Ref, "", true, Uncertain); err != nil {
 			return "", false, err
 		}
 		return r.Ref, false, nil
 	}
 	// The remote side has nothing: calling again with the same key is safe.
-	_, err = l.transition(ctx, e.IdempotencyKey, Uncertain, Failed)
+	err = l.update(ctx, e.IdempotencyKey, Failed, "", "reconciled: the remote side has no effect for this key", true, Uncertain)
 	return "", err == nil, err
 }

@@ -140,6 +140,8 @@ func TestUncertainCallsAreReconciledNotRepeated(t *testing.T) {
 				}
 				e := state(t, l)
 				require.Equal(t, effects.Succeeded, e.State)
+				require.NotNil(t, e.UncertainAt, "the call was uncertain once")
+				require.NotNil(t, e.ReconciledAt, "and a reconciliation answered")
 				require.Equal(t, "task-1", ref)
 				require.Equal(t, ref, e.Ref)
 			})
@@ -306,4 +308,28 @@ func TestDoNeedsAnIdentityOutsideTheTransaction(t *testing.T) {
 	ds, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"1","source":"crm","type":"t"}`), 1)
 	require.NoError(t, err)
 	require.Equal(t, seqbox.Applied, ds[0].Outcome, ds[0].Reason)
+}
+
+// net/http retries a request carrying an Idempotency-Key by itself when a
+// reused connection breaks; against a remote side that ignores the key
+// that is a second effect. The ledger's HTTP call is sent once, and the
+// broken call is uncertain.
+func TestHTTPCallIsNeverRetriedBehindTheLedger(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		c := newCRM(t)
+		c.Dedupe = false
+		l, err := effects.New(st, effects.Config{})
+		require.NoError(t, err)
+		ctx := context.Background()
+		warm := seqbox.Identity{Consumer: msg.Consumer, Source: msg.Source, ID: "evt-481"}
+		_, err = l.DoFor(ctx, warm, "crm.create_task", c.create()) // the connection is now reused
+		require.NoError(t, err)
+		c.Arm(remoteapi.DropAfterApply)
+		_, err = l.DoFor(ctx, msg, "crm.create_task", c.create())
+		var unc *effects.UncertainError
+		require.ErrorAs(t, err, &unc)
+		req, applied, _ := c.Counts()
+		require.Equal(t, 2, req, "the dropped call was not sent again by net/http")
+		require.Equal(t, 2, applied)
+	})
 }

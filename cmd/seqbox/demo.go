@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -9,11 +10,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// scenarios are the labs `seqbox demo --scenario` runs.
+var scenarios = []string{"inbox", "external-call", "agent-decision", "outbox"}
+
 func demoCmd() *cobra.Command {
-	var db string
+	var db, scenario string
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the inbox lab: 2 messages, each delivered twice after a crash before ACK",
+		Short: "Run a lab: inbox (the seed's: 2 messages, each delivered twice after a crash before ACK), external-call, agent-decision, outbox",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db == "" {
@@ -24,10 +28,45 @@ func demoCmd() *cobra.Command {
 				defer os.RemoveAll(tmp)
 				db = filepath.Join(tmp, sqlite.DefaultPath)
 			}
-			_, err := demo.Run(cmd.Context(), db, cmd.OutOrStdout())
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			switch scenario {
+			case "inbox":
+				_, err = demo.Run(ctx, db, out)
+			case "external-call":
+				_, err = demo.RunExternal(ctx, self, db, 10, out)
+			default:
+				return fmt.Errorf("demo: --scenario %q: not one of %v", scenario, scenarios)
+			}
 			return err
 		},
 	}
 	c.Flags().StringVar(&db, "db", "", "fresh SQLite file or postgres:// URL (default: a temporary SQLite file)")
+	c.Flags().StringVar(&scenario, "scenario", "inbox", fmt.Sprintf("the lab to run: %v", scenarios))
+	c.AddCommand(demoWorkerCmd())
+	return c
+}
+
+func demoWorkerCmd() *cobra.Command {
+	var db, scenario, api string
+	c := &cobra.Command{
+		Use:    "worker",
+		Short:  "One worker process of a demo lab (started by seqbox demo)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch scenario {
+			case "external-call":
+				return demo.RunExternalWorker(cmd.Context(), db, api, cmd.OutOrStdout())
+			}
+			return fmt.Errorf("demo worker: --scenario %q has no worker", scenario)
+		},
+	}
+	c.Flags().StringVar(&db, "db", "", "the lab's database")
+	c.Flags().StringVar(&scenario, "scenario", "", "the lab")
+	c.Flags().StringVar(&api, "api", "", "the remote API's URL")
 	return c
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
 
@@ -51,6 +52,15 @@ func where(db string) string {
 	return db
 }
 
+// fresh refuses a database that already holds a run of the lab.
+func fresh(ctx context.Context, st store.Store, consumer, db string) error {
+	c, err := st.Operator().Counts(ctx, consumer)
+	if err == nil && c.InboxRows > 0 {
+		err = fmt.Errorf("%s already holds a demo run (%d inbox rows); use a fresh database", where(db), c.InboxRows)
+	}
+	return err
+}
+
 var messages = []string{
 	`{"specversion":"1.0","id":"evt-1","source":"crm/opportunities","type":"followup.requested","partitionkey":"opp-2481","objectversion":41,"businesskey":"followup:opp-2481:meeting-184","data":{"task":"call back"}}`,
 	`{"specversion":"1.0","id":"evt-2","source":"crm/opportunities","type":"followup.requested","partitionkey":"opp-2482","objectversion":7,"businesskey":"followup:opp-2482:meeting-185","data":{"task":"send proposal"}}`,
@@ -64,10 +74,7 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	defer st.Close()
-	if c, err := st.Operator().Counts(ctx, consumer); err != nil || c.InboxRows > 0 {
-		if err == nil {
-			err = fmt.Errorf("%s already holds a demo run (%d inbox rows); use a fresh database", where(db), c.InboxRows)
-		}
+	if err := fresh(ctx, st, consumer, db); err != nil {
 		return Result{}, err
 	}
 	if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {

@@ -1,9 +1,10 @@
 // Package remoteapi is a CRM-like HTTP API on loopback for the effects
-// ledger's tests and demo: POST /tasks creates a task once per
-// Idempotency-Key, GET /tasks?key=K looks one up, and a fault can be armed
+// ledger's tests and demo: POST /tasks creates a task (once per
+// Idempotency-Key when Dedupe is on, at every request otherwise, as many
+// real APIs do), GET /tasks?key=K looks one up, and a fault can be armed
 // for the next requests: apply and then drop the response, apply and then
 // hang past the client's timeout, reset the connection before applying,
-// or refuse with 400.
+// refuse with 400, or apply and have the caller killed mid-call.
 package remoteapi
 
 import (
@@ -32,6 +33,9 @@ const (
 	ResetBeforeApply
 	// Refuse answers 400 without applying.
 	Refuse
+	// KillAfterApply applies the effect, calls OnKill (which kills the
+	// calling process), then drops the connection.
+	KillAfterApply
 )
 
 // Server is the fake remote API.
@@ -39,18 +43,24 @@ type Server struct {
 	*httptest.Server
 	// Hang is how long HangAfterApply waits. Default 5s.
 	Hang time.Duration
+	// Dedupe makes a repeated Idempotency-Key return the first task
+	// instead of creating another. Default true.
+	Dedupe bool
+	// OnKill is called by KillAfterApply.
+	OnKill func()
 
 	mu       sync.Mutex
-	tasks    map[string]string // idempotency key → task id
+	tasks    map[string]string // idempotency key → first task id
 	requests int               // POSTs received
-	applied  int               // tasks created (once per key)
+	applied  int               // tasks created
 	repeats  int               // POSTs for a key that already had a task
+	perFor   map[string]int    // tasks created per logical action ("for")
 	faults   []Fault
 }
 
 // Start starts the server on 127.0.0.1.
 func Start() *Server {
-	s := &Server{tasks: map[string]string{}, Hang: 5 * time.Second}
+	s := &Server{tasks: map[string]string{}, perFor: map[string]int{}, Hang: 5 * time.Second, Dedupe: true}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -69,6 +79,18 @@ func (s *Server) Counts() (requests, applied, repeats int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests, s.applied, s.repeats
+}
+
+// Duplicates counts tasks created beyond the first for one logical action
+// (the "for" member of the request body).
+func (s *Server) Duplicates() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.perFor {
+		n += c - 1
+	}
+	return n
 }
 
 // Task returns the task created for an idempotency key.
@@ -116,9 +138,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		reset(w)
 		return
 	}
-	id := s.apply(key)
+	var body struct {
+		For string `json:"for"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	id := s.apply(key, body.For)
 	switch fault {
 	case DropAfterApply:
+		reset(w)
+		return
+	case KillAfterApply:
+		if s.OnKill != nil {
+			s.OnKill()
+		}
 		reset(w)
 		return
 	case HangAfterApply:
@@ -132,17 +164,22 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": id})
 }
 
-// apply creates the task for key once; a repeat returns the first one.
-func (s *Server) apply(key string) string {
+// apply creates the task for key; with Dedupe a repeat returns the first.
+func (s *Server) apply(key, forAction string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id, ok := s.tasks[key]; ok {
 		s.repeats++
-		return id
+		if s.Dedupe {
+			return id
+		}
 	}
 	s.applied++
 	id := fmt.Sprintf("task-%d", s.applied)
-	s.tasks[key] = id
+	if _, ok := s.tasks[key]; !ok {
+		s.tasks[key] = id
+	}
+	s.perFor[forAction]++
 	return id
 }
 

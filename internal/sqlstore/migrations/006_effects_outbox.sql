@@ -13,6 +13,8 @@ CREATE TABLE seqbox_effects (
 		calls INTEGER NOT NULL DEFAULT 0,
 		created_at BIGINT NOT NULL,
 		updated_at BIGINT NOT NULL,
+		uncertain_at BIGINT,
+		reconciled_at BIGINT,
 		PRIMARY KEY (consumer, source, id, action)
 	);
 	CREATE UNIQUE INDEX seqbox_effects_key ON seqbox_effects (idempotency_key);

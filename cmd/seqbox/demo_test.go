@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// counters returns the last line a command printed as its key=value
+// counters.
+func counters(t *testing.T, out string) map[string]int {
+	t.Helper()
+	ls := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	m := map[string]int{}
+	for _, kv := range strings.Fields(ls[len(ls)-1]) {
+		var v int
+		k, val, ok := strings.Cut(kv, "=")
+		require.True(t, ok, "counter %q in %q", kv, ls[len(ls)-1])
+		_, err := fmt.Sscan(val, &v)
+		require.NoError(t, err, "counter %q", kv)
+		m[k] = v
+	}
+	return m
+}
+
+// The external-call lab: a CRM API that creates a task at every request,
+// misbehaving on every other call, and a worker killed mid-call. Every
+// logical action has exactly one task at the remote side.
+func TestDemoExternalCall(t *testing.T) {
+	t.Parallel()
+	for name, db := range map[string]func(t *testing.T) string{"sqlite": newDB, "postgres": func(t *testing.T) string { return pgtest.URL(t) }} {
+		t.Run(name, func(t *testing.T) {
+			out := ok(t, "demo", "--scenario", "external-call", "--db", db(t))
+			c := counters(t, out)
+			require.Equal(t, 10, c["logical_actions"], out)
+			require.Equal(t, 10, c["remote_effects"], out)
+			require.Zero(t, c["duplicates_at_remote"], out)
+			require.GreaterOrEqual(t, c["uncertain"], 4, "dropped, hung, reset and killed calls are uncertain: %s", out)
+			require.Equal(t, c["uncertain"], c["reconciled"], out)
+			require.Contains(t, out, "killed (SIGKILL)")
+		})
+	}
+}
+
+func TestDemoUnknownScenario(t *testing.T) {
+	t.Parallel()
+	line := fails(t, "demo", "--scenario", "nope")
+	require.Contains(t, line, `--scenario "nope"`)
+}
