@@ -36,6 +36,13 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		}
 	}
 	herr := in.decideErr
+	if errors.Is(herr, errDecisionInFlight) {
+		if err := tx.RollbackTo(ctx, sp); err != nil {
+			return reached{}, err
+		}
+		d.Outcome, d.Reason, d.deciding = Retry, herr.Error(), true
+		return p.release(ctx, dl.with(d, ev, ks), "", nil)
+	}
 	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
 		// Delivered again and again without ever settling: each attempt
 		// killed its process before a failure could be recorded.

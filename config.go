@@ -89,6 +89,12 @@ type Config struct {
 	// perhaps deciding differently. It is skipped for identities already
 	// recorded and for versions already passed.
 	Decide Decider
+	// DecideTimeout bounds one Decide call. While it runs, the identity is
+	// claimed in the store, so a redelivery meanwhile (the lease ran out,
+	// another consumer received it) waits for the recorded decision
+	// instead of asking the model again; a claim whose decider died runs
+	// out after DecideTimeout. Default 2m.
+	DecideTimeout time.Duration
 	// ExtendEvery is how often the leases of deliveries in flight are
 	// extended, so long handlers keep their messages. Default 10s.
 	ExtendEvery time.Duration
@@ -159,6 +165,9 @@ func (c *Config) withDefaults() Config {
 	out := *c
 	if out.ExtendEvery <= 0 {
 		out.ExtendEvery = 10 * time.Second
+	}
+	if out.DecideTimeout <= 0 {
+		out.DecideTimeout = 2 * time.Minute
 	}
 	if out.ExtendBy <= 0 {
 		out.ExtendBy = 30 * time.Second
@@ -232,7 +241,7 @@ func (c *Config) validateGiven() error {
 		name string
 		v    time.Duration
 	}{
-		{"ExtendEvery", c.ExtendEvery}, {"ExtendBy", c.ExtendBy}, {"HoldTimeout", c.HoldTimeout},
+		{"ExtendEvery", c.ExtendEvery}, {"ExtendBy", c.ExtendBy}, {"DecideTimeout", c.DecideTimeout}, {"HoldTimeout", c.HoldTimeout},
 		{"MaxBlock", c.MaxBlock}, {"MaxAge", c.MaxAge}, {"Retention", c.Retention},
 		{"RedeliveryWindow", c.RedeliveryWindow}, {"DLQRetention", c.DLQRetention}, {"RedriveWindow", c.RedriveWindow},
 		{"Retry.InitialBackoff", c.Retry.InitialBackoff}, {"Retry.MaxBackoff", c.Retry.MaxBackoff},

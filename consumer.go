@@ -25,7 +25,9 @@ type Consumer struct {
 	kind string
 	// process names this process in the registration and in the operator
 	// requests it takes.
-	process    string
+	process string
+	// claimant names this consumer in the claims of decisions in flight.
+	claimant   string
 	regMu      sync.Mutex
 	registered atomic.Bool
 	// txAck is the transport when it acknowledges in the store's own
@@ -43,6 +45,7 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 		return nil, err
 	}
 	cons := &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}
+	cons.claimant = cons.process + "/" + randomSuffix()
 	if ta, ok := c.Transport.(transport.TxAcker); ok {
 		if st, ok := c.Store.(interface{ Location() string }); ok && ta.Location() != "" && ta.Location() == st.Location() {
 			cons.txAck = ta

@@ -139,13 +139,37 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	if _, err := op.Decision(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	d, err := c.cfg.Decide(withIdentity(ctx, c.cfg.Name, ev, false), ev)
+	now := c.cfg.Now()
+	claimed, err := op.ClaimDecision(ctx, c.cfg.Name, ev.Source, ev.ID, c.claimant, now, now.Add(c.cfg.DecideTimeout+time.Second))
+	if err != nil {
+		return err
+	}
+	if !claimed {
+		return errDecisionInFlight
+	}
+	defer func() { _ = op.ReleaseDecision(context.WithoutCancel(ctx), c.cfg.Name, ev.Source, ev.ID, c.claimant) }()
+	// Recorded while the claim was being taken: nothing to ask.
+	if _, err := op.Decision(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	dctx, cancel := context.WithTimeout(withIdentity(ctx, c.cfg.Name, ev, false), c.cfg.DecideTimeout)
+	defer cancel()
+	d, err := c.cfg.Decide(dctx, ev)
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}
 	_, err = op.RecordDecision(ctx, c.cfg.Name, ev.Source, ev.ID, d, c.cfg.Now())
 	return err
 }
+
+// errDecisionInFlight: another consumer is deciding this identity right
+// now. The delivery comes back shortly, without counting as a failure,
+// and finds the decision recorded.
+var errDecisionInFlight = errors.New("its decision is in flight elsewhere; waiting for it instead of asking again")
+
+// decisionWait is how soon a delivery whose decision is in flight
+// elsewhere comes back.
+const decisionWait = 500 * time.Millisecond
 
 // withDecision puts the recorded decision into the handler's context. A
 // message released from the parked table may have none yet (its Decide

@@ -47,4 +47,7 @@ type Decision struct {
 	// keyConflict marks a Retry caused by a concurrent key conflict,
 	// which is redelivered at once and counted apart.
 	keyConflict bool
+	// deciding marks a Retry because the decision is in flight elsewhere;
+	// it is redelivered after decisionWait and counted apart.
+	deciding bool
 }

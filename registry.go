@@ -2,7 +2,9 @@ package seqbox
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -137,4 +139,11 @@ func (c *Consumer) registerWith(ctx context.Context, running bool, tx *sql.Tx) e
 	}
 	c.registered.Store(true)
 	return nil
+}
+
+// randomSuffix tells apart consumers of one process.
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -375,6 +375,12 @@ type Operator interface {
 	// RecordDecision stores a decision unless one is already recorded, and
 	// returns the recorded one: concurrent deciders converge on the first.
 	RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error)
+	// ClaimDecision claims the right to decide an identity until until,
+	// for owner: true when no other owner holds an unexpired claim. The
+	// claim is released by ReleaseDecision, or runs out.
+	ClaimDecision(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (bool, error)
+	// ReleaseDecision drops owner's claim on an identity.
+	ReleaseDecision(ctx context.Context, consumer, source, id, owner string) error
 	// PurgeInbox deletes at most batch inbox identities whose retention
 	// ended before now, and reports how many it deleted.
 	PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error)

@@ -29,6 +29,7 @@ var operatorTests = []driverTest{
 	{"BlockedBefore", testOperatorBlockedBefore},
 	{"SeenAndKeyVersion", testOperatorSeen},
 	{"Decision", testOperatorDecision},
+	{"ClaimDecision", testOperatorClaimDecision},
 	{"PurgeInbox", testOperatorPurgeInbox},
 }
 
@@ -508,6 +509,29 @@ func testOperatorDecision(t *testing.T, st store.Store) {
 	require.Equal(t, []byte(`{"route":"tx"}`), got, "a decision the batch recorded")
 	_, err = o.op.Decision(o.ctx, o.consumer+"/other", "crm", "1")
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// ClaimDecision gives an identity to one owner at a time until the claim
+// runs out or is released; the owner may renew it.
+func testOperatorClaimDecision(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	claim := func(owner string, now, until int) bool {
+		ok, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "1", owner, at(now), at(until))
+		require.NoError(t, err)
+		return ok
+	}
+	require.True(t, claim("a", 1, 10))
+	require.False(t, claim("b", 2, 12), "a holds it")
+	require.True(t, claim("a", 3, 13), "the owner renews")
+	require.False(t, claim("b", 12, 22), "renewed until 13")
+	require.True(t, claim("b", 13, 23), "expired: b takes it")
+	require.NoError(t, o.op.ReleaseDecision(o.ctx, o.consumer, "crm", "1", "a"), "not a's: nothing happens")
+	require.False(t, claim("a", 14, 24))
+	require.NoError(t, o.op.ReleaseDecision(o.ctx, o.consumer, "crm", "1", "b"))
+	require.True(t, claim("a", 15, 25), "released: free at once")
+	ok, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "2", "b", at(15), at(25))
+	require.NoError(t, err)
+	require.True(t, ok, "claims are per identity")
 }
 
 // PurgeInbox deletes, oldest first and at most batch at a time, the

@@ -1,6 +1,7 @@
 -- The external-effects ledger: one row per (identity, action), committed
--- before the call; and the outbox: events a handler emitted in its
--- transaction, published by the relay after commit.
+-- before the call; the outbox: events a handler emitted in its
+-- transaction, published by the relay after commit; and the claims of
+-- decisions in flight, so a redelivery does not ask the model again.
 CREATE TABLE seqbox_effects (
 		consumer TEXT NOT NULL,
 		source TEXT NOT NULL,
@@ -35,4 +36,12 @@ CREATE TABLE seqbox_effects (
 		name TEXT PRIMARY KEY,
 		owner TEXT NOT NULL,
 		expires_at BIGINT NOT NULL
+	);
+	CREATE TABLE seqbox_decision_claims (
+		consumer TEXT NOT NULL,
+		source TEXT NOT NULL,
+		id TEXT NOT NULL,
+		owner TEXT NOT NULL,
+		expires_at BIGINT NOT NULL,
+		PRIMARY KEY (consumer, source, id)
 	)
