@@ -1,0 +1,63 @@
+package kafka_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+)
+
+// TestDeadLetterAfterMaxAttempts: a handler that always fails is retried
+// (the transport redelivers each nack from the member) until seqbox's
+// Retry.MaxAttempts, then the message is in seqbox's DLQ with its identity
+// and body unchanged, its offset is committed, and Kafka does not deliver
+// it again. Kafka has no delivery limit of its own: MaxAttempts alone
+// decides.
+func TestDeadLetterAfterMaxAttempts(t *testing.T) {
+	r := newRig(t, 2)
+	body := event("poison-1", 1)
+	if err := r.publisher(t).Publish(context.Background(), body); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	fx := newEffects(t)
+	var calls atomic.Int64
+	const maxAttempts = 3
+	tr := r.open(t, "dlq")
+	stop := running(t, fx.consumer(t, tr, func(cfg *seqbox.Config) {
+		cfg.Retry = seqbox.RetryPolicy{MaxAttempts: maxAttempts, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+		cfg.Handler = func(context.Context, seqbox.Tx, seqbox.Event) error {
+			calls.Add(1)
+			return errors.New("the CRM is down")
+		}
+	}))
+	deadline := time.Now().Add(30 * time.Second)
+	for fx.outcome(seqbox.DeadLettered) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the ack after the DLQ insert
+	stop()
+	if fx.outcome(seqbox.DeadLettered) != 1 {
+		t.Fatalf("dead-lettered %d times, want once", fx.outcome(seqbox.DeadLettered))
+	}
+	if n := calls.Load(); n != maxAttempts {
+		t.Fatalf("handler called %d times, want %d", n, maxAttempts)
+	}
+	dl, err := fx.st.Operator().DeadLetters(context.Background(), "kafkatest", false)
+	if err != nil {
+		t.Fatalf("list DLQ: %v", err)
+	}
+	if len(dl) != 1 {
+		t.Fatalf("DLQ holds %d rows, want 1", len(dl))
+	}
+	if dl[0].ID != "poison-1-v1" || dl[0].Source != "kafkatest" || !bytes.Equal(dl[0].Envelope, body) {
+		t.Fatalf("DLQ row %s/%s %s, want kafkatest/poison-1-v1 with the published body %s", dl[0].Source, dl[0].ID, dl[0].Envelope, body)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	quietFor(t, r.open(t, "dlq"), 2*time.Second)
+}
