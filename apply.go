@@ -36,11 +36,11 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		}
 	}
 	herr := in.decideErr
-	if errors.Is(herr, errDecisionInFlight) {
+	if inFlight := (*decisionInFlight)(nil); errors.As(herr, &inFlight) {
 		if err := tx.RollbackTo(ctx, sp); err != nil {
 			return reached{}, err
 		}
-		d.Outcome, d.Reason, d.deciding = Retry, herr.Error(), true
+		d.Outcome, d.Reason, d.wait = Retry, herr.Error(), inFlight.retryAfter()
 		return p.release(ctx, dl.with(d, ev, ks), "", nil)
 	}
 	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {

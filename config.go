@@ -93,7 +93,9 @@ type Config struct {
 	// claimed in the store, so a redelivery meanwhile (the lease ran out,
 	// another consumer received it) waits for the recorded decision
 	// instead of asking the model again; a claim whose decider died runs
-	// out after DecideTimeout. Default 2m.
+	// out after DecideTimeout, so a crash in the middle of a decision
+	// delays that message's next decision by up to DecideTimeout. Keep it
+	// near the longest decision you expect. Default 2m.
 	DecideTimeout time.Duration
 	// ExtendEvery is how often the leases of deliveries in flight are
 	// extended, so long handlers keep their messages. Default 10s.

@@ -140,12 +140,15 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 		return err
 	}
 	now := c.cfg.Now()
-	claimed, err := op.ClaimDecision(ctx, c.cfg.Name, ev.Source, ev.ID, c.claimant, now, now.Add(c.cfg.DecideTimeout+time.Second))
+	claimed, held, err := op.ClaimDecision(ctx, c.cfg.Name, ev.Source, ev.ID, c.claimant, now, now.Add(c.cfg.DecideTimeout+time.Second))
 	if err != nil {
 		return err
 	}
 	if !claimed {
-		return errDecisionInFlight
+		// Back when the claim runs out, or sooner to see whether the
+		// decision landed: at most eight waits per claim, well below the
+		// crash-loop guard's count of deliveries.
+		return &decisionInFlight{wait: min(held.Sub(now), c.cfg.DecideTimeout/8)}
 	}
 	defer func() { _ = op.ReleaseDecision(context.WithoutCancel(ctx), c.cfg.Name, ev.Source, ev.ID, c.claimant) }()
 	// Recorded while the claim was being taken: nothing to ask.
@@ -162,14 +165,23 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	return err
 }
 
-// errDecisionInFlight: another consumer is deciding this identity right
-// now. The delivery comes back shortly, without counting as a failure,
-// and finds the decision recorded.
-var errDecisionInFlight = errors.New("its decision is in flight elsewhere; waiting for it instead of asking again")
+// decisionInFlight: another consumer is deciding this identity right
+// now. The delivery comes back a while later, without counting as a
+// failure: by then the decision is recorded (and usually applied, so the
+// copy is a duplicate), or its claim ran out (its decider died) and this
+// delivery decides.
+type decisionInFlight struct{ wait time.Duration }
 
-// decisionWait is how soon a delivery whose decision is in flight
-// elsewhere comes back.
-const decisionWait = 500 * time.Millisecond
+func (e *decisionInFlight) Error() string {
+	return fmt.Sprintf("its decision is in flight elsewhere; waiting %s for it instead of asking again", e.wait.Round(time.Millisecond))
+}
+
+// retryAfter is how long to wait for a decision in flight, at least
+// minDecisionWait.
+func (e *decisionInFlight) retryAfter() time.Duration { return max(e.wait, minDecisionWait) }
+
+// minDecisionWait is the shortest wait for a decision in flight.
+const minDecisionWait = 100 * time.Millisecond
 
 // withDecision puts the recorded decision into the handler's context. A
 // message released from the parked table may have none yet (its Decide

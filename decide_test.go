@@ -77,6 +77,7 @@ func TestDecisionOutlastingTheLeaseIsAskedOnce(t *testing.T) {
 	s := &seen{by: map[string][]string{}}
 	b.cfg.Transport, b.cfg.Decide, b.cfg.Handler = q, m.decide, s.wrap(b.cfg.Handler)
 	b.cfg.ExtendEvery = time.Hour // the lease runs out mid-decision
+	b.cfg.DecideTimeout = 4 * time.Second
 	require.NoError(t, q.Publish(context.Background(), keyed("opp-1", "opp", 1)))
 	first, second := b.consumer(t), b.consumer(t)
 	ctx, cancel := context.WithCancel(context.Background())

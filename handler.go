@@ -3,6 +3,7 @@ package seqbox
 import (
 	"context"
 	"database/sql"
+	"time"
 )
 
 // Tx is the transaction a Handler writes its business effects in. It is
@@ -47,7 +48,7 @@ type Decision struct {
 	// keyConflict marks a Retry caused by a concurrent key conflict,
 	// which is redelivered at once and counted apart.
 	keyConflict bool
-	// deciding marks a Retry because the decision is in flight elsewhere;
-	// it is redelivered after decisionWait and counted apart.
-	deciding bool
+	// wait, when set, is how long a Retry waits that is nobody's failure
+	// (its decision is in flight elsewhere): not counted as an attempt.
+	wait time.Duration
 }

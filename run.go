@@ -222,8 +222,8 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 			continue
 		case first.keyConflict:
 			err = d.Nack(settle, keyConflictDelay)
-		case first.deciding:
-			err = d.Nack(settle, decisionWait)
+		case first.wait > 0:
+			err = d.Nack(settle, first.wait)
 		default:
 			err = d.Nack(settle, c.cfg.Retry.Backoff(first.Attempt))
 		}

@@ -377,8 +377,9 @@ type Operator interface {
 	RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error)
 	// ClaimDecision claims the right to decide an identity until until,
 	// for owner: true when no other owner holds an unexpired claim. The
-	// claim is released by ReleaseDecision, or runs out.
-	ClaimDecision(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (bool, error)
+	// claim is released by ReleaseDecision, or runs out. held is when the
+	// claim in force (owner's, or the other one's) runs out.
+	ClaimDecision(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (claimed bool, held time.Time, err error)
 	// ReleaseDecision drops owner's claim on an identity.
 	ReleaseDecision(ctx context.Context, consumer, source, id, owner string) error
 	// PurgeInbox deletes at most batch inbox identities whose retention

@@ -38,6 +38,10 @@ func demoCmd() *cobra.Command {
 				_, err = demo.Run(ctx, db, out)
 			case "external-call":
 				_, err = demo.RunExternal(ctx, self, db, 10, out)
+			case "agent-decision":
+				_, err = demo.RunAgent(ctx, self, db, out)
+			case "outbox":
+				_, err = demo.RunOutbox(ctx, self, db, out)
 			default:
 				return fmt.Errorf("demo: --scenario %q: not one of %v", scenario, scenarios)
 			}
@@ -51,7 +55,7 @@ func demoCmd() *cobra.Command {
 }
 
 func demoWorkerCmd() *cobra.Command {
-	var db, scenario, api string
+	var db, scenario, api, role string
 	c := &cobra.Command{
 		Use:    "worker",
 		Short:  "One worker process of a demo lab (started by seqbox demo)",
@@ -61,6 +65,10 @@ func demoWorkerCmd() *cobra.Command {
 			switch scenario {
 			case "external-call":
 				return demo.RunExternalWorker(cmd.Context(), db, api, cmd.OutOrStdout())
+			case "outbox":
+				return demo.RunOutboxWorker(cmd.Context(), db, role, cmd.OutOrStdout())
+			case "agent-decision":
+				return demo.RunAgentWorker(cmd.Context(), db, api, os.Getenv("SEQBOX_DEMO_REDRIVE") != "", cmd.OutOrStdout())
 			}
 			return fmt.Errorf("demo worker: --scenario %q has no worker", scenario)
 		},
@@ -68,5 +76,6 @@ func demoWorkerCmd() *cobra.Command {
 	c.Flags().StringVar(&db, "db", "", "the lab's database")
 	c.Flags().StringVar(&scenario, "scenario", "", "the lab")
 	c.Flags().StringVar(&api, "api", "", "the remote API's URL")
+	c.Flags().StringVar(&role, "role", "", "the process's part in the lab")
 	return c
 }

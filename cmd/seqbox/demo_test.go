@@ -50,3 +50,34 @@ func TestDemoUnknownScenario(t *testing.T) {
 	line := fails(t, "demo", "--scenario", "nope")
 	require.Contains(t, line, `--scenario "nope"`)
 }
+
+// The agent-decision lab: a random model, a worker killed between Decide
+// and COMMIT, decisions outlasting the lease, a redrive. The model is
+// asked once per message and no decision changes.
+func TestDemoAgentDecision(t *testing.T) {
+	t.Parallel()
+	out := ok(t, "demo", "--scenario", "agent-decision")
+	c := counters(t, out)
+	require.Equal(t, 12, c["messages"], out)
+	require.Equal(t, 12, c["model_calls"], out)
+	require.Equal(t, 12, c["business_effects"], out)
+	require.Zero(t, c["decisions_changed_on_redelivery"], out)
+	require.Positive(t, c["redeliveries"], out)
+	require.Contains(t, out, "died between Decide and COMMIT")
+	require.Contains(t, out, "redrive lead-07")
+}
+
+// The outbox lab: billing emits through its outbox, the relay publishes,
+// the ledger consumes; each is killed at its critical point. Every
+// invoice reaches the ledger once, in order per order.
+func TestDemoOutbox(t *testing.T) {
+	t.Parallel()
+	out := ok(t, "demo", "--scenario", "outbox")
+	c := counters(t, out)
+	require.Equal(t, 30, c["emitted"], out)
+	require.Equal(t, 30, c["published_at_least"], out)
+	require.Equal(t, 30, c["downstream_applied"], out)
+	require.Zero(t, c["order_violations"], out)
+	require.Positive(t, c["downstream_duplicates"], "the relay killed after publishing republishes: %s", out)
+	require.Contains(t, out, "relay killed at relay_after_publish")
+}

@@ -160,7 +160,11 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: externalConsumer, Store: st, Transport: q, Workers: 1, BatchSize: 1,
 		ExtendEvery: externalLease / 3, ExtendBy: externalLease,
-		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
+		// A worker killed mid-call leaves its claim on the decision; the
+		// next one waits this long for it, so keep it near the call's
+		// own timeout.
+		DecideTimeout: 2 * externalTimeout,
+		Retry:         seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 		Decide: func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
 			ref, err := ledger.Do(ctx, externalAction, create(ev))
 			return []byte(ref), err

@@ -69,17 +69,25 @@ func (o operator) KeyVersion(ctx context.Context, consumer, key string) (*int64,
 	return ptrInt(v), err
 }
 
-func (o operator) ClaimDecision(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (bool, error) {
+func (o operator) ClaimDecision(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (bool, time.Time, error) {
 	res, err := o.db.ExecContext(ctx, `INSERT INTO seqbox_decision_claims (consumer, source, id, owner, expires_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (consumer, source, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE seqbox_decision_claims.owner = excluded.owner OR seqbox_decision_claims.expires_at <= $6`,
 		consumer, source, id, owner, micros(until), micros(now))
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return n == 1, until, err
+	}
+	var held int64
+	err = o.db.QueryRowContext(ctx, `SELECT expires_at FROM seqbox_decision_claims
+		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).Scan(&held)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, now, nil // released meanwhile: try again at once
+	}
+	return false, time.UnixMicro(held), err
 }
 
 func (o operator) ReleaseDecision(ctx context.Context, consumer, source, id, owner string) error {

@@ -515,21 +515,25 @@ func testOperatorDecision(t *testing.T, st store.Store) {
 // runs out or is released; the owner may renew it.
 func testOperatorClaimDecision(t *testing.T, st store.Store) {
 	o := newOp(t, st)
+	var held time.Time
 	claim := func(owner string, now, until int) bool {
-		ok, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "1", owner, at(now), at(until))
+		ok, h, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "1", owner, at(now), at(until))
 		require.NoError(t, err)
+		held = h
 		return ok
 	}
 	require.True(t, claim("a", 1, 10))
 	require.False(t, claim("b", 2, 12), "a holds it")
+	require.True(t, held.Equal(at(10)), "until a's claim runs out: %s", held)
 	require.True(t, claim("a", 3, 13), "the owner renews")
 	require.False(t, claim("b", 12, 22), "renewed until 13")
+	require.True(t, held.Equal(at(13)), "held until %s", held)
 	require.True(t, claim("b", 13, 23), "expired: b takes it")
 	require.NoError(t, o.op.ReleaseDecision(o.ctx, o.consumer, "crm", "1", "a"), "not a's: nothing happens")
 	require.False(t, claim("a", 14, 24))
 	require.NoError(t, o.op.ReleaseDecision(o.ctx, o.consumer, "crm", "1", "b"))
 	require.True(t, claim("a", 15, 25), "released: free at once")
-	ok, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "2", "b", at(15), at(25))
+	ok, _, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "2", "b", at(15), at(25))
 	require.NoError(t, err)
 	require.True(t, ok, "claims are per identity")
 }

@@ -96,12 +96,14 @@ func (r *rig) consume(t *testing.T, want int, within, settle time.Duration, cs .
 	}
 }
 
-// consumer builds a seqbox consumer on the rig's store over tr.
-func (r *rig) consumer(t *testing.T, tr transport.Transport, change func(*seqbox.Config)) *seqbox.Consumer {
+// consumer builds a seqbox consumer on the rig's store over tr, a member
+// of b, extending leases well within b's lease.
+func (r *rig) consumer(t *testing.T, b Broker, tr transport.Transport, change func(*seqbox.Config)) *seqbox.Consumer {
 	t.Helper()
 	cfg := seqbox.Config{
 		Name: "transporttest", Store: r.st, Transport: tr, Handler: record,
 		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute,
+		ExtendEvery: b.Lease / 4, ExtendBy: b.Lease,
 		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 	}
 	if change != nil {
@@ -167,7 +169,7 @@ func testAckAfterCommit(t *testing.T, h Harness) {
 	b.publish(t, pub...)
 	chk := &ackCheck{t: t, inner: b.open(t), ro: ro}
 	var failed sync.Map
-	c := r.consumer(t, chk, func(cfg *seqbox.Config) {
+	c := r.consumer(t, b, chk, func(cfg *seqbox.Config) {
 		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
 			if v, _ := ev.Version(); v%3 == 0 {
 				if _, again := failed.LoadOrStore(ev.ID, true); !again {
@@ -256,8 +258,8 @@ func testLongHandlerAppliedOnce(t *testing.T, h Harness) {
 			return []byte(`{"action":"create-task"}`), nil
 		}
 	}
-	first := r.consumer(t, b.open(t), long)
-	second := r.consumer(t, b.open(t), long)
+	first := r.consumer(t, b, b.open(t), long)
+	second := r.consumer(t, b, b.open(t), long)
 	r.consume(t, 1, 4*b.Lease+60*time.Second, 2*b.Lease, first, second)
 	if _, n := r.applied(t); n != 1 {
 		t.Fatalf("%d effects for one message", n)
@@ -284,7 +286,7 @@ func testKeysInParallel(t *testing.T, h Harness) {
 	b.publish(t, pub...)
 	var active, peak atomic.Int64
 	var early atomic.Int64
-	c := r.consumer(t, b.open(t), func(cfg *seqbox.Config) {
+	c := r.consumer(t, b, b.open(t), func(cfg *seqbox.Config) {
 		cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
 			n := active.Add(1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
@@ -329,7 +331,7 @@ func testGateOrdersReorderingBroker(t *testing.T, h Harness) {
 	b.publish(t, pub...)
 	sh := Shuffle(b.open(t), 1)
 	first := int64(1)
-	c := r.consumer(t, sh, func(cfg *seqbox.Config) { cfg.FirstVersion = &first })
+	c := r.consumer(t, b, sh, func(cfg *seqbox.Config) { cfg.FirstVersion = &first })
 	r.consume(t, len(pub), 120*time.Second, 0, c)
 	got, n := r.applied(t)
 	if n != len(pub) {

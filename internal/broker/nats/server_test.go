@@ -1,0 +1,122 @@
+package nats_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	broker "github.com/seqbox/seqbox/internal/broker/nats"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestRestartKeepsStream: a server started on loopback takes a JetStream
+// message, and after Shutdown and Restart serves it again from the same
+// address and files.
+func TestRestartKeepsStream(t *testing.T) {
+	s, err := broker.Start(broker.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	defer s.Close()
+	url := s.URL()
+	publish(t, url, "R1")
+	s.Shutdown()
+	if s.Running() {
+		t.Fatal("running after Shutdown")
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if s.URL() != url {
+		t.Fatalf("restarted on %s, was %s", s.URL(), url)
+	}
+	if n := msgs(t, url, "R1"); n != 1 {
+		t.Fatalf("stream holds %d messages after restart, want 1", n)
+	}
+}
+
+// TestClusterReplicates: a 3-node cluster places a 3-replica stream, and
+// a message stored there survives the stream leader's shutdown.
+func TestClusterReplicates(t *testing.T) {
+	c, err := broker.StartCluster(3, t.TempDir())
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	defer c.Close()
+	leader := publish(t, c.URL(), "C1", 3)
+	c.Node(leader).Shutdown()
+	if n := msgs(t, c.URL(), "C1"); n != 1 {
+		t.Fatalf("stream holds %d messages after its leader stopped, want 1", n)
+	}
+}
+
+// publish creates stream name with one message and returns its leader.
+func publish(t *testing.T, url, name string, replicas ...int) string {
+	t.Helper()
+	js := connect(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := 1
+	if len(replicas) > 0 {
+		r = replicas[0]
+	}
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}, Replicas: r})
+	if err != nil {
+		t.Fatalf("create stream: %v", err)
+	}
+	if _, err := js.Publish(ctx, name+".x", []byte("hello")); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	if info.Cluster == nil {
+		return ""
+	}
+	return info.Cluster.Leader
+}
+
+// msgs counts the stream's messages, waiting out a leader election.
+func msgs(t *testing.T, url, name string) uint64 {
+	t.Helper()
+	js := connect(t, url)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := js.Stream(ctx, name)
+		var info *jetstream.StreamInfo
+		if err == nil {
+			info, err = st.Info(ctx)
+		}
+		cancel()
+		if err == nil {
+			return info.State.Msgs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s: %v", name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func connect(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := natsgo.Connect(url, natsgo.MaxReconnects(-1), natsgo.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return js
+}

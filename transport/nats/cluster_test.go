@@ -1,0 +1,92 @@
+package nats_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	broker "github.com/seqbox/seqbox/internal/broker/nats"
+	natstr "github.com/seqbox/seqbox/transport/nats"
+)
+
+// TestClusterNodeDiesMidRun: a 3-node JetStream cluster on loopback, the
+// stream and consumer replicated 3 times, two seqbox consumers (one member
+// each) applying into one SQLite store. Once a third of the messages is
+// applied, the stream leader's node is shut down; the rest is published
+// through the failover, each publication retried until the stream
+// acknowledges it. Every message is applied exactly once and each key in
+// version order, and the stream holds each message once.
+func TestClusterNodeDiesMidRun(t *testing.T) {
+	const lease = 2 * time.Second
+	const keys, versions = 20, 15
+	c, err := broker.StartCluster(3, t.TempDir())
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cfg := freshConfig(c.URL(), lease)
+	cfg.Replicas = 3
+	pub := publisherT(t, cfg)
+	var names []string
+	for k := range keys {
+		names = append(names, fmt.Sprintf("acct-%02d", k))
+	}
+	publish := func(from, to int64) {
+		t.Helper()
+		for v := from; v <= to; v++ {
+			for _, k := range names {
+				publishRetrying(t, pub, event(k, v))
+			}
+		}
+	}
+	publish(1, versions/2)
+
+	r := newRig(t)
+	stop := run(t, r.consumer(t, openT(t, cfg), lease, nil), r.consumer(t, openT(t, cfg), lease, nil))
+	r.waitEffects(t, keys*versions/3, 60*time.Second)
+
+	js := inspect(t, c.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	leader := st.CachedInfo().Cluster.Leader
+	node := c.Node(leader)
+	if node == nil {
+		t.Fatalf("stream leader %q is not a node of the cluster", leader)
+	}
+	applied := r.effects(t)
+	node.Shutdown()
+	t.Logf("shut down %s, the stream leader, after %d of %d effects", leader, applied, keys*versions)
+
+	publish(versions/2+1, versions)
+	r.waitEffects(t, keys*versions, 120*time.Second)
+	time.Sleep(2 * lease) // anything unsettled comes back now
+	stop()
+	r.appliedOnceInOrder(t, names, versions)
+	if n := streamMsgs(t, js, cfg.Stream); n != keys*versions {
+		t.Fatalf("stream holds %d messages, want %d (retried publications must be dropped as duplicates)", n, keys*versions)
+	}
+}
+
+// publishRetrying publishes body until the stream acknowledges it, as a
+// producer does through a leader election.
+func publishRetrying(t *testing.T, pub *natstr.Publisher, body []byte) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := pub.Publish(ctx, body)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publish %s: %v", body, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,76 @@
+package nats_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
+	natstr "github.com/seqbox/seqbox/transport/nats"
+)
+
+// TestFailingMessageEndsInSeqboxDLQ: a handler that always fails, with
+// seqbox's Retry.MaxAttempts 3 and JetStream's MaxDeliver at
+// MaxDeliverFor(3): after three attempts the message is in seqbox's DLQ
+// with its id, source and body unchanged, it is acknowledged at the
+// broker (nothing pending, no delivery beyond the third) and the handler
+// is not called again.
+func TestFailingMessageEndsInSeqboxDLQ(t *testing.T) {
+	const lease = 2 * time.Second
+	const maxAttempts = 3
+	s := startServer(t)
+	cfg := freshConfig(s.URL(), lease)
+	cfg.MaxAttempts, cfg.MaxDeliver = maxAttempts, natstr.MaxDeliverFor(maxAttempts)
+	body := event("poison-1", 1)
+	if err := publisherT(t, cfg).Publish(context.Background(), body); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	r := newRig(t)
+	var calls atomic.Int64
+	c := r.consumer(t, openT(t, cfg), lease, func(c *seqbox.Config) {
+		c.Retry.MaxAttempts = maxAttempts
+		c.Handler = func(context.Context, seqbox.Tx, seqbox.Event) error {
+			calls.Add(1)
+			return errors.New("downstream refuses")
+		}
+	})
+	stop := run(t, c)
+	ctx := context.Background()
+	var dl []store.DeadLetter
+	deadline := time.Now().Add(30 * time.Second)
+	for len(dl) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		var err error
+		if dl, err = r.st.Operator().DeadLetters(ctx, "nats-test", false); err != nil {
+			t.Fatalf("list DLQ: %v", err)
+		}
+	}
+	if len(dl) != 1 {
+		t.Fatalf("DLQ holds %d messages within 30s, want 1", len(dl))
+	}
+	time.Sleep(2 * lease) // long enough for an unsettled message to come back
+	stop()
+	d := dl[0]
+	if d.ID != "poison-1-v1" || d.Source != "nats-test" || string(d.Envelope) != string(body) || d.Attempts != maxAttempts {
+		t.Fatalf("DLQ row id=%q source=%q attempts=%d envelope=%s; want the published event after %d attempts",
+			d.ID, d.Source, d.Attempts, d.Envelope, maxAttempts)
+	}
+	if n := calls.Load(); n != maxAttempts {
+		t.Fatalf("handler called %d times, want %d", n, maxAttempts)
+	}
+	cons, err := inspect(t, s.URL()).Consumer(ctx, cfg.Stream, cfg.Durable)
+	if err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatalf("consumer info: %v", err)
+	}
+	if info.NumAckPending != 0 || info.NumPending != 0 || info.AckFloor.Stream != 1 || info.Delivered.Consumer != maxAttempts {
+		t.Fatalf("broker: %d pending acks, %d undelivered, ack floor %d, %d deliveries; want 0, 0, 1, %d",
+			info.NumAckPending, info.NumPending, info.AckFloor.Stream, info.Delivered.Consumer, maxAttempts)
+	}
+}
