@@ -10,8 +10,8 @@
 // must use the same Subject and Partitions; change Partitions only on an
 // empty stream, since keys move to other subjects.
 //
-// Identity. Nats-Msg-Id is the event's identity, ["<source>","<id>"] (see
-// MsgID). The body is the structured-mode CloudEvent unchanged; the
+// Identity. Nats-Msg-Id is the event's identity and its payload hash,
+// ["<source>","<id>","<hash>"] (see MsgID). The body is the structured-mode CloudEvent unchanged; the
 // headers ce-id, ce-source, ce-type, seqbox-partition-key and
 // seqbox-object-version repeat it for tooling (control characters and '%'
 // percent-encoded).
@@ -69,8 +69,10 @@
 //     JetStream delivers at least once;
 //   - a publication after the window, or of the same fact by another path;
 //   - the same effect asked for under a new id (seqbox's businesskey);
-//   - a different payload under a stored identity: the stream drops it
-//     silently as a duplicate, where seqbox would record a collision.
+//   - a different payload under a stored identity: a collision, not a
+//     retry. The payload hash in Nats-Msg-Id makes the stream store it,
+//     so the consumer's inbox records the collision and parks it for an
+//     operator instead of the broker dropping it silently.
 //
 // JetStream settles an ack that arrives after its AckWait ran out (the
 // message may meanwhile be with another member), so the broker never says

@@ -60,11 +60,15 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 	return &Publisher{cfg: cfg, nc: nc, js: js}, nil
 }
 
-// MsgID is the Nats-Msg-Id of an event: its identity, source and id, as
-// the JSON array ["<source>","<id>"]. It is unambiguous (a source that
-// ends like an id cannot collide) and has no raw line breaks.
-func MsgID(source, id string) string {
-	b, _ := json.Marshal([2]string{source, id})
+// MsgID is the Nats-Msg-Id of an event: its identity, source and id, and
+// its payload hash (seqbox.Event.Hash), as the JSON array
+// ["<source>","<id>","<hash>"]. It is unambiguous (a source that ends
+// like an id cannot collide) and has no raw line breaks. The stream drops
+// a retried publication of the same event; the same id with a different
+// payload is a collision, not a retry, and is stored, so the consumer's
+// inbox sees it and parks it instead of the broker hiding it.
+func MsgID(source, id, hash string) string {
+	b, _ := json.Marshal([3]string{source, id, hash})
 	return string(b)
 }
 
@@ -83,7 +87,7 @@ func (p *Publisher) Message(body []byte) (*natsgo.Msg, error) {
 	}
 	m := natsgo.NewMsg(Subject(p.cfg.Subject, key, p.cfg.Partitions))
 	m.Data = body
-	m.Header.Set(HeaderMsgID, MsgID(ev.Source, ev.ID))
+	m.Header.Set(HeaderMsgID, MsgID(ev.Source, ev.ID, ev.Hash))
 	m.Header.Set(HeaderID, headerValue(ev.ID))
 	m.Header.Set(HeaderSource, headerValue(ev.Source))
 	m.Header.Set(HeaderType, headerValue(ev.Type))
@@ -156,12 +160,23 @@ func (p *Publisher) publishWindow(ctx context.Context, msgs []*natsgo.Msg) error
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
+			if inProcess(err) {
+				continue // its twin earlier in the window is being stored: reported there
+			}
 			errs = append(errs, fmt.Errorf("nats publish %s: %w", f.Msg().Header.Get(HeaderMsgID), err))
 		case <-ctx.Done():
 			return errors.Join(append(errs, ctx.Err())...)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// inProcess reports the stream's answer to a publication whose
+// Nats-Msg-Id an earlier one, not yet stored, carries (JetStream error
+// 10158): a duplicate of a publication in the same batch.
+func inProcess(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == 10158
 }
 
 // Close closes the publisher's connection.

@@ -76,10 +76,10 @@ func TestPublishSubjectAndHeaders(t *testing.T) {
 		headers map[string]string
 	}{
 		{1, keyed, cfg.Subject + "." + strconv.Itoa(fnv1a("PED-4821")%7), map[string]string{
-			natstr.HeaderMsgID: `["nats-test","PED-4821-v3"]`, natstr.HeaderID: "PED-4821-v3", natstr.HeaderSource: "nats-test",
+			natstr.HeaderMsgID: natstr.MsgID("nats-test", "PED-4821-v3", hashOf(t, keyed)), natstr.HeaderID: "PED-4821-v3", natstr.HeaderSource: "nats-test",
 			natstr.HeaderType: "test.event", natstr.HeaderPartitionKey: "PED-4821", natstr.HeaderObjectVersion: "3"}},
 		{2, unkeyed, cfg.Subject + "." + strconv.Itoa(fnv1a("line\nbreak%")%7), map[string]string{
-			natstr.HeaderMsgID: `["erp","line\nbreak%"]`, natstr.HeaderID: "line%0Abreak%25", natstr.HeaderSource: "erp",
+			natstr.HeaderMsgID: natstr.MsgID("erp", "line\nbreak%", hashOf(t, unkeyed)), natstr.HeaderID: "line%0Abreak%25", natstr.HeaderSource: "erp",
 			natstr.HeaderType: "order.noted", natstr.HeaderPartitionKey: "", natstr.HeaderObjectVersion: ""}},
 	}
 	for _, c := range checks {
@@ -193,5 +193,44 @@ func TestPublishBatchKeepsOrder(t *testing.T) {
 		if string(m.Data) != string(want) {
 			t.Fatalf("stream message %d is %s, want %s", i+1, m.Data, want)
 		}
+	}
+}
+
+// hashOf is the payload hash seqbox computes for an event.
+func hashOf(t *testing.T, body []byte) string {
+	t.Helper()
+	ev, err := seqbox.ParseEvent(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev.Hash
+}
+
+// The same id with a different payload is a collision, not a retry: the
+// stream stores both, so the consumer's inbox can record the collision.
+func TestCollisionIsNotDroppedAsARetry(t *testing.T) {
+	s := startServer(t)
+	cfg := freshConfig(s.URL(), 2*time.Second)
+	pub, err := natstr.NewPublisher(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	first := []byte(`{"specversion":"1.0","id":"evt-1","source":"erp","type":"t","partitionkey":"k","objectversion":1,"data":{"a":1}}`)
+	retry := []byte(`{"specversion":"1.0","id":"evt-1","source":"erp","type":"t","partitionkey":"k","objectversion":1,"data":{ "a": 1 }}`)
+	other := []byte(`{"specversion":"1.0","id":"evt-1","source":"erp","type":"t","partitionkey":"k","objectversion":1,"data":{"a":2}}`)
+	if err := pub.PublishBatch(context.Background(), [][]byte{first, retry, other, first}); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	info, err := inspect(t, s.URL()).Stream(context.Background(), cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := info.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.State.Msgs != 2 {
+		t.Fatalf("stream holds %d messages, want 2: the event once (its retries dropped) and the collision", si.State.Msgs)
 	}
 }

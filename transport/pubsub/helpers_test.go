@@ -1,0 +1,20 @@
+package pubsub_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+type seqboxDeadLetter = store.DeadLetter
+
+// deadLetters lists the consumer's open DLQ rows.
+func deadLetters(t *testing.T, st store.Store, consumer string) []store.DeadLetter {
+	t.Helper()
+	rows, err := st.Operator().DeadLetters(context.Background(), consumer, false)
+	if err != nil {
+		t.Fatalf("list DLQ: %v", err)
+	}
+	return rows
+}

@@ -1,0 +1,92 @@
+package sqs_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	broker "github.com/seqbox/seqbox/internal/broker/sqs"
+	"github.com/seqbox/seqbox/transport"
+	"github.com/seqbox/seqbox/transport/transporttest"
+)
+
+// receiveN receives from tr until it has n deliveries or d passed.
+func receiveN(t *testing.T, tr transport.Transport, n int, d time.Duration) []transport.Delivery {
+	t.Helper()
+	var got []transport.Delivery
+	for end := time.Now().Add(d); len(got) < n && time.Now().Before(end); {
+		ds, err := tr.Receive(context.Background(), n-len(got))
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		got = append(got, ds...)
+	}
+	if len(got) < n {
+		t.Fatalf("received %d of %d", len(got), n)
+	}
+	return got
+}
+
+// TestLeaseLost: once a delivery's visibility timeout ran out and the
+// message went to another member, its Ack, Extend and Nack say
+// transport.ErrLeaseLost and settle nothing; AckBatch reports the stale
+// delivery and deletes the current one.
+func TestLeaseLost(t *testing.T) {
+	e := newEnv(t, 1*time.Second, broker.Queue{})
+	if err := e.pub.PublishBatch(context.Background(), [][]byte{transporttest.Event("a", 1), transporttest.Event("b", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	first, second := e.open(t), e.open(t)
+	stale := receiveN(t, first, 2, 10*time.Second)
+	current := receiveN(t, second, 2, 10*time.Second) // after the lease ran out
+	ctx := context.Background()
+	for name, settle := range map[string]func() error{
+		"ack":    func() error { return stale[0].Ack(ctx) },
+		"extend": func() error { return stale[0].Extend(ctx, 10*time.Second) },
+		"nack":   func() error { return stale[0].Nack(ctx, 0) },
+	} {
+		if err := settle(); !errors.Is(err, transport.ErrLeaseLost) {
+			t.Fatalf("%s with a stale receipt: %v, want transport.ErrLeaseLost", name, err)
+		}
+	}
+	err := second.AckBatch(ctx, []transport.Delivery{stale[1], current[0], current[1]})
+	if !errors.Is(err, transport.ErrLeaseLost) {
+		t.Fatalf("ack batch with a stale receipt: %v, want transport.ErrLeaseLost", err)
+	}
+	if ds, _ := second.Receive(ctx, 10); len(ds) > 0 {
+		t.Fatalf("acknowledged messages came back: %s", ds[0].Body())
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if ds, _ := second.Receive(ctx, 10); len(ds) > 0 {
+		t.Fatalf("acknowledged messages came back after a lease: %s", ds[0].Body())
+	}
+}
+
+// TestReceiveFillsLargeBatch: a Receive for more than SQS's ten per call
+// gets them in a few quick calls.
+func TestReceiveFillsLargeBatch(t *testing.T) {
+	e := newEnv(t, 10*time.Second, broker.Queue{})
+	var pub [][]byte
+	for v := int64(1); v <= 25; v++ {
+		pub = append(pub, transporttest.Event("k", v))
+	}
+	if err := e.pub.PublishBatch(context.Background(), pub); err != nil {
+		t.Fatal(err)
+	}
+	tr := e.open(t)
+	start := time.Now()
+	ds, err := tr.Receive(context.Background(), 25)
+	if err != nil || len(ds) != 25 {
+		t.Fatalf("one Receive(25) returned %d deliveries, err %v", len(ds), err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Receive(25) took %s", took)
+	}
+	if err := tr.AckBatch(context.Background(), ds); err != nil {
+		t.Fatalf("ack batch of 25: %v", err)
+	}
+	if tr.Lease() != 10*time.Second {
+		t.Fatalf("Lease() = %s, want the queue's 10s", tr.Lease())
+	}
+}
