@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 func chaosCmd() *cobra.Command {
 	var opt chaos.Options
-	var scenarios string
+	var scenarios, procLog string
 	var verbose bool
 	c := &cobra.Command{
 		Use:   "chaos",
@@ -41,6 +42,14 @@ oracle. One row per scenario; exit status 1 if any failed.`,
 			if verbose {
 				opt.Progress = cmd.ErrOrStderr()
 			}
+			if procLog != "" {
+				f, err := os.Create(procLog)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				opt.ProcLog = f
+			}
 			start := time.Now()
 			res, err := chaos.Run(cmd.Context(), opt)
 			failed := chaos.WriteTable(cmd.OutOrStdout(), res)
@@ -67,12 +76,12 @@ oracle. One row per scenario; exit status 1 if any failed.`,
 	fl.StringVar(&opt.PGData, "pg-data", "", "PostgreSQL data directory, for pg-restart")
 	fl.StringVar(&opt.PGBin, "pg-bin", "", "PostgreSQL bin directory, for pg-restart")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
+	fl.StringVar(&procLog, "proc-log", "", "write the consumer processes' output to this file, for a post-mortem")
 	fl.BoolVar(&opt.Keep, "keep", false, "keep each scenario's SQLite files for a post-mortem")
-	var transport string
-	fl.StringVar(&transport, "transport", "embedded", "transport under test (embedded)")
+	fl.StringVar(&opt.Transport, "transport", "embedded", "transport under test: "+strings.Join(chaos.Transports, ", ")+" (brokers run in process on loopback)")
 	c.PreRunE = func(*cobra.Command, []string) error {
-		if transport != "embedded" {
-			return fmt.Errorf("--transport %q: only embedded is built in so far", transport)
+		if !slices.Contains(chaos.Transports, opt.Transport) {
+			return fmt.Errorf("--transport %q: not one of %s", opt.Transport, strings.Join(chaos.Transports, ", "))
 		}
 		return nil
 	}
@@ -93,7 +102,7 @@ func chaosWorkerCmd() *cobra.Command {
 	}
 	fl := c.Flags()
 	fl.StringVar(&opt.DB, "db", "", "store and queue")
-	fl.StringVar(&opt.Mode, "mode", "consume", "consume, redrive, purge or checkpoint")
+	fl.StringVar(&opt.Mode, "mode", "consume", "consume, redrive, purge, checkpoint or relay")
 	fl.DurationVar(&opt.Lease, "lease", time.Second, "queue lease")
 	fl.IntVar(&opt.Workers, "workers", 2, "consumer workers")
 	fl.IntVar(&opt.Batch, "batch", 32, "batch size")
@@ -101,5 +110,10 @@ func chaosWorkerCmd() *cobra.Command {
 	fl.BoolVar(&opt.Slow, "slow", false, "slow handler calls now and then")
 	fl.StringVar(&opt.Queue, "queue", "default", "embedded queue name (consume mode)")
 	fl.DurationVar(&opt.DiskFullFor, "disk-full-for", 0, "fill the disk (RLIMIT_FSIZE) for this long at the start")
+	fl.StringVar(&opt.Transport, "transport", "embedded", "what consume mode receives from")
+	fl.StringVar(&opt.Broker, "broker", "", "the broker's address (nats URL, kafka brokers)")
+	fl.StringVar(&opt.Topic, "topic", "", "the scenario's stream or topic")
+	fl.StringVar(&opt.Name, "name", "", "the consumer's name (default: the chaos consumer)")
+	fl.BoolVar(&opt.Emit, "emit", false, "emit one downstream event per applied message through the outbox")
 	return c
 }

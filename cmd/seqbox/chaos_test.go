@@ -70,8 +70,8 @@ func runChaos(t *testing.T, args ...string) string {
 // SIGKILLed at random and at each fault point, verified against the oracle.
 func TestChaosSQLite(t *testing.T) {
 	out := runChaos(t, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7")
-	require.Contains(t, out, "chaos: 12 scenarios passed, 0 failed")
-	for _, s := range []string{"random", "fault:after_commit_before_ack", "fault:during_purge", "sqlite-checkpoint", "sqlite-disk-full"} {
+	require.Contains(t, out, "chaos: 13 scenarios passed, 0 failed")
+	for _, s := range []string{"random", "outbox-chain", "fault:after_commit_before_ack", "fault:during_purge", "sqlite-checkpoint", "sqlite-disk-full"} {
 		require.Regexp(t, `(?m)^`+s+` .* PASS `, out)
 	}
 }
@@ -85,7 +85,34 @@ func TestChaosPostgres(t *testing.T) {
 	pgtest.BaseURL(t) // PostgreSQL is set up (in CI: or the test fails)
 	url, data, binDir := ownPostgres(t)
 	out := runChaos(t, "--db", url, "--pg-data", data, "--pg-bin", binDir, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7",
-		"--scenarios", "random,fault:after_inbox_insert,fault:after_commit_before_ack,pg-restart")
-	require.Contains(t, out, "chaos: 4 scenarios passed, 0 failed")
+		"--scenarios", "random,outbox-chain,fault:after_inbox_insert,fault:after_commit_before_ack,pg-restart")
+	require.Contains(t, out, "chaos: 5 scenarios passed, 0 failed")
 	require.Regexp(t, `(?m)^pg-restart .* PASS `, out)
+}
+
+// The harness over each broker transport, the broker in process on
+// loopback: consumers SIGKILLed at random and after commit before ack, and
+// for NATS a cluster node stopped mid-run.
+func TestChaosTransports(t *testing.T) {
+	for _, tc := range []struct {
+		transport string
+		scenarios string
+	}{
+		{"nats", "random,fault:after_commit_before_ack,broker-node-kill"},
+		{"kafka", "random,fault:after_commit_before_ack"},
+		{"sqs", "random,fault:after_commit_before_ack"},
+		{"pubsub", "random,fault:after_commit_before_ack"},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			out := runChaos(t, "--transport", tc.transport, "--messages", "200", "--keys", "10", "--kills", "3",
+				"--seed", "11", "--scenarios", tc.scenarios)
+			n := len(strings.Split(tc.scenarios, ","))
+			require.Contains(t, out, "chaos: "+strconv.Itoa(n)+" scenarios passed, 0 failed")
+		})
+	}
+}
+
+func TestChaosUnknownTransport(t *testing.T) {
+	line := fails(t, "chaos", "--transport", "rabbitmq")
+	require.Contains(t, line, `--transport "rabbitmq": not one of embedded, nats, kafka, sqs, pubsub`)
 }

@@ -18,7 +18,7 @@ const fixedSchema = `CREATE TABLE IF NOT EXISTS chaos_fixed (id TEXT PRIMARY KEY
 
 // ensureTables creates the business tables the chaos handler writes.
 func ensureTables(ctx context.Context, db *sql.DB) error {
-	return replay.EnsureRecordTables(ctx, db, fixedSchema)
+	return replay.EnsureRecordTables(ctx, db, fixedSchema, emitSeqSchema)
 }
 
 // handler is the record handler with trouble: a "flaky" event fails

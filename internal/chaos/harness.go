@@ -45,15 +45,22 @@ type Options struct {
 	Progress io.Writer
 	// Keep leaves each scenario's SQLite files in place, for a post-mortem.
 	Keep bool
+	// Transport is what the consumers receive from: embedded (default),
+	// nats or kafka. The harness runs the broker in process on loopback.
+	Transport string
 }
 
 // consumerFaults are the fault points inside the consumer process.
 var consumerFaults = []fault.Point{fault.BeforeTx, fault.AfterInboxInsert, fault.AfterHandler,
 	fault.BeforeCommit, fault.AfterCommit, fault.MidBatch, fault.DuringLeaseExtend}
 
-// Scenarios lists the scenario names that apply to a store.
-func Scenarios(postgres bool) []string {
-	s := []string{"random"}
+// Scenarios lists the scenario names that apply to a store and a
+// transport.
+func Scenarios(postgres bool, transport string) []string {
+	s := []string{"random", chainScenario}
+	if transport == "nats" {
+		s = append(s, "broker-node-kill")
+	}
 	for _, f := range consumerFaults {
 		s = append(s, "fault:"+string(f))
 	}
@@ -65,9 +72,10 @@ func Scenarios(postgres bool) []string {
 }
 
 type harness struct {
-	opt Options
-	wl  Workload
-	r   *rand.Rand
+	opt     Options
+	wl      Workload
+	r       *rand.Rand
+	brokers *brokers
 }
 
 // Run runs the scenarios and returns one result each.
@@ -91,19 +99,27 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 		return nil, fmt.Errorf("chaos: need --messages >= 10, --keys >= 1, --kills >= 0")
 	}
 	pg := pgdb.IsURL(opt.DB)
+	if opt.Transport == "" {
+		opt.Transport = "embedded"
+	}
 	names := opt.Scenarios
 	if len(names) == 0 {
-		names = Scenarios(pg)
+		names = Scenarios(pg, opt.Transport)
 	}
 	known := map[string]bool{}
-	for _, s := range Scenarios(pg) {
+	for _, s := range Scenarios(pg, opt.Transport) {
 		known[s] = true
 	}
-	h := &harness{opt: opt, wl: Generate(opt.Seed, opt.Messages, opt.Keys), r: rand.New(rand.NewPCG(opt.Seed, 99))}
+	b, err := startBrokers(opt.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	defer b.Close()
+	h := &harness{opt: opt, wl: Generate(opt.Seed, opt.Messages, opt.Keys), r: rand.New(rand.NewPCG(opt.Seed, 99)), brokers: b}
 	var out []Result
 	for _, name := range names {
 		if !known[name] {
-			return out, fmt.Errorf("chaos: unknown scenario %q for this store (have %s)", name, strings.Join(Scenarios(pg), ", "))
+			return out, fmt.Errorf("chaos: unknown scenario %q for this store and transport (have %s)", name, strings.Join(Scenarios(pg, opt.Transport), ", "))
 		}
 		sctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 		res := h.scenario(sctx, name)
@@ -172,7 +188,7 @@ func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 		res.fail("tables: %v", err)
 		return res
 	}
-	q, err := embedded.Open(ctx, db, embedded.Config{Lease: h.opt.Lease})
+	q, err := h.brokers.open(ctx, db, h.opt.Lease)
 	if err != nil {
 		res.fail("open queue: %v", err)
 		return res
@@ -186,6 +202,11 @@ func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 	run.stopAll()
 	if len(res.Failures) == 0 || res.ActualEffects == 0 {
 		verify(ctx, st, q, h.wl, &res)
+		if name == chainScenario {
+			if err := verifyChain(ctx, st, &res); err != nil {
+				res.fail("verify chain: %v", err)
+			}
+		}
 	}
 	if err := run.purge(ctx); err != nil {
 		res.fail("purge: %v", err)
@@ -196,17 +217,21 @@ func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 
 // scenarioRun is the state of one scenario.
 type scenarioRun struct {
-	h       *harness
-	name    string
-	db      string
-	q       *embedded.Queue
-	st      store.Store
-	res     *Result
-	procs   []*proc
-	aux     *proc
-	kills   int
-	pgDown  atomic.Bool
-	started int
+	h     *harness
+	name  string
+	db    string
+	q     queue
+	st    store.Store
+	res   *Result
+	procs []*proc
+	aux   *proc
+	// chain are the outbox chain's relay and stage B consumer, and
+	// downstream the queue between them.
+	chain      []*proc
+	downstream *embedded.Queue
+	kills      int
+	pgDown     atomic.Bool
+	started    int
 }
 
 func (s *scenarioRun) fault() string {
@@ -218,6 +243,14 @@ func (s *scenarioRun) fault() string {
 
 func (s *scenarioRun) workerArgs(mode string) []string {
 	args := []string{"--mode", mode, "--db", s.db, "--lease", s.h.opt.Lease.String(), "--workers", "2", "--batch", "32"}
+	if mode == "consume" {
+		args = append(args, s.q.Args()...)
+	}
+	if s.name == chainScenario {
+		// Every process running stage A's handler emits, the redrive's
+		// included: it applies messages through the same handler.
+		args = append(args, "--emit")
+	}
 	if s.name == "fault:"+string(fault.DuringLeaseExtend) {
 		args = append(args, "--slow")
 	}
@@ -273,6 +306,19 @@ func (s *scenarioRun) phases(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.name == chainScenario {
+		q, err := embedded.Open(ctx, s.db, embedded.Config{Name: downstreamQueue, Lease: s.h.opt.Lease})
+		if err != nil {
+			return err
+		}
+		s.downstream = q
+		s.chain = make([]*proc, 2)
+		for i := range s.chain {
+			if err := s.startChain(i); err != nil {
+				return err
+			}
+		}
+	}
 	if s.name == "sqlite-disk-full" {
 		if err := s.diskFull(ctx); err != nil {
 			return err
@@ -304,8 +350,8 @@ func (s *scenarioRun) phases(ctx context.Context) error {
 func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 	nextKill := time.Now().Add(s.killGap())
 	emptySince := time.Time{}
-	pgRestarted := false
-	phaseStart := time.Now()
+	pgRestarted, nodeKilled := false, false
+	phaseStart, lastReport := time.Now(), time.Now()
 	for {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", phase, ctx.Err())
@@ -323,6 +369,19 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 				return err
 			}
 		}
+		for i, p := range s.chain {
+			if !p.exited() {
+				continue
+			}
+			if p.killedBySIGKILL() {
+				s.kills++
+			} else {
+				s.res.fail("%s exited on its own: %v; its last output: %s", p.name, p.err, tail(p.output.String(), 2000))
+			}
+			if err := s.startChain(i); err != nil {
+				return err
+			}
+		}
 		if s.aux != nil && s.aux.exited() {
 			if s.aux.killedBySIGKILL() {
 				s.kills++
@@ -335,6 +394,9 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			switch s.name {
 			case "random":
 				s.procs[s.h.r.IntN(len(s.procs))].kill()
+			case chainScenario:
+				all := append(append([]*proc{}, s.procs...), s.chain...)
+				all[s.h.r.IntN(len(all))].kill()
 			case "sqlite-checkpoint":
 				if s.aux != nil && s.h.r.IntN(2) == 0 {
 					s.aux.kill()
@@ -350,7 +412,19 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 				return err
 			}
 		}
-		ready, leased, err := s.q.Depth(ctx)
+		if s.name == "broker-node-kill" && !nodeKilled && phase == "phase 1" && time.Since(phaseStart) > time.Second {
+			nodeKilled = true
+			go s.h.brokers.killNode(2*time.Second, s.h.progress)
+		}
+		// A broker that lost a node may not answer at once: ask again
+		// on the next pass rather than wait.
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ready, err := s.q.Pending(pctx)
+		cancel()
+		if ready < 0 {
+			ready = 1 // no consumer has joined yet: nothing is drained
+		}
+		leased := 0
 		if err == nil && phase != "phase 1" {
 			// After the redrive nothing may stay parked either: a released
 			// message that failed transiently waits out its backoff in the
@@ -360,6 +434,15 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			if c, err = s.st.Operator().Counts(ctx, Consumer); err == nil {
 				ready += int(c.Held + c.Blocked)
 			}
+		}
+		if err == nil && s.name == chainScenario {
+			var more int
+			more, err = s.chainPending(ctx)
+			ready += more
+		}
+		if time.Since(lastReport) > 10*time.Second {
+			lastReport = time.Now()
+			s.h.progress("%s: %s still waiting: %d pending (err %v)", s.name, phase, ready+leased, err)
 		}
 		switch {
 		case err != nil:
@@ -563,6 +646,14 @@ func (s *scenarioRun) stopAll() {
 	}
 	if s.aux != nil {
 		s.aux.kill()
+	}
+	for _, p := range s.chain {
+		if p != nil {
+			_ = p.stop(10 * time.Second)
+		}
+	}
+	if s.downstream != nil {
+		_ = s.downstream.Close()
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/transport/embedded"
 )
 
 // Result is one scenario's row of the chaos table.
@@ -69,7 +68,7 @@ type effectRow struct {
 }
 
 // verify checks the database against the oracle of the workload.
-func verify(ctx context.Context, st store.Store, q *embedded.Queue, wl Workload, res *Result) {
+func verify(ctx context.Context, st store.Store, q queue, wl Workload, res *Result) {
 	db := st.DB()
 	if err := verifyInto(ctx, st, q, wl, res); err != nil {
 		res.fail("verify: %v", err)
@@ -80,7 +79,7 @@ func verify(ctx context.Context, st store.Store, q *embedded.Queue, wl Workload,
 	}
 }
 
-func verifyInto(ctx context.Context, st store.Store, q *embedded.Queue, wl Workload, res *Result) error {
+func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *Result) error {
 	db := st.DB()
 	rows, err := db.QueryContext(ctx, `SELECT id, partitionkey, COALESCE(objectversion, 0) FROM record_effects
 		WHERE consumer = $1 ORDER BY n`, Consumer)
@@ -229,12 +228,14 @@ func verifyInto(ctx context.Context, st store.Store, q *embedded.Queue, wl Workl
 			res.fail("DLQ %d (%s) still open after redrive: %s", d.Seq, d.ID, d.Reason)
 		}
 	}
-	ready, leased, err := q.Depth(ctx)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pending, err := q.Pending(pctx)
+	cancel()
 	if err != nil {
 		return err
 	}
-	if ready+leased != 0 {
-		res.fail("queue still holds %d messages", ready+leased)
+	if pending != 0 {
+		res.fail("queue still holds %d messages", pending)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/transport/embedded"
+	"github.com/seqbox/seqbox/internal/replay"
 )
 
 // WorkerOptions configure one chaos process.
@@ -36,6 +36,15 @@ type WorkerOptions struct {
 	// DiskFullFor makes the disk "full" for this long from the start of
 	// consume mode (see fillDisk).
 	DiskFullFor time.Duration
+	// Transport is what consume mode receives from: embedded (default),
+	// nats or kafka; Broker and Topic name the broker's address and the
+	// scenario's stream or topic.
+	Transport, Broker, Topic string
+	// Name is the consumer's name: Consumer (default) or the outbox
+	// chain's second stage. Emit makes the first stage emit through its
+	// outbox.
+	Name string
+	Emit bool
 }
 
 var firstVersion int64 = 1
@@ -55,8 +64,15 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 	if opt.Slow {
 		h = slow(h, opt.Lease/2)
 	}
+	if opt.Emit {
+		h = emitting(h)
+	}
+	name := Consumer
+	if opt.Name == chainConsumer {
+		name, h = chainConsumer, replay.RecordHandler(chainConsumer)
+	}
 	cfg := seqbox.Config{
-		Name: Consumer, Store: st, Handler: h,
+		Name: name, Store: st, Handler: h,
 		Workers: opt.Workers, BatchSize: opt.Batch,
 		Retry:       seqbox.RetryPolicy{MaxAttempts: 30, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 		HoldTimeout: time.Hour,
@@ -83,6 +99,8 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		return c, err
 	}
 	switch opt.Mode {
+	case "relay":
+		return runRelay(ctx, st, opt, crash)
 	case "checkpoint":
 		// Checkpoint the WAL over and over, so that a SIGKILL lands in
 		// the middle of one.
@@ -94,7 +112,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		}
 		return nil
 	case "consume":
-		q, err := embedded.Open(ctx, opt.DB, embedded.Config{Name: opt.Queue, Lease: opt.Lease})
+		q, err := openTransport(ctx, opt)
 		if err != nil {
 			return err
 		}
