@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/serve"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// serveCmd is `seqbox serve`: the HTTP gateway of DESIGN §7.
+func serveCmd() *cobra.Command {
+	var o serve.Options
+	var gap, holdExpiry, onDead, logLevel string
+	var maxAttempts int
+	var backoff, maxBackoff, holdTimeout, maxAge, maxBlock time.Duration
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP gateway: CloudEvents ingest, dispatch to an agent, admin API, metrics, dashboard",
+		Long: `Run seqbox as an HTTP gateway in front of an agent written in any language.
+
+POST /v1/events takes CloudEvents (structured, binary and batch modes) and
+answers 202 once they are durably in the embedded queue (in --db). A consumer
+applies them through the whole pipeline: with --agent-url each event is POSTed
+to the agent in order per key, with every gate applied, an Idempotency-Key
+and the Seqbox-Partition-Key and Seqbox-Object-Version headers; without it,
+the built-in record handler applies.
+
+/v1/admin/... (OpenAPI at /v1/openapi.json) and the dashboard at /ui/ need
+--admin-token; /metrics, /healthz and /readyz are open.
+
+Every flag may also be set by the environment variable SEQBOX_<FLAG>
+(dashes as underscores, e.g. SEQBOX_ADMIN_TOKEN); a flag on the command line
+wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envDefaults(cmd.Flags()); err != nil {
+				return err
+			}
+			o.Policy = seqbox.Config{GapPolicy: seqbox.GapPolicy(gap), HoldExpiry: seqbox.HoldExpiry(holdExpiry),
+				OnDeadLetter: seqbox.DeadLetterPolicy(onDead), HoldTimeout: holdTimeout, MaxAge: maxAge, MaxBlock: maxBlock,
+				Retention: o.Policy.Retention, RedeliveryWindow: o.Policy.RedeliveryWindow,
+				DLQRetention: o.Policy.DLQRetention, RedriveWindow: o.Policy.RedriveWindow,
+				Retry: seqbox.RetryPolicy{MaxAttempts: maxAttempts, InitialBackoff: backoff, MaxBackoff: maxBackoff}}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", logLevel)
+			}
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if err := o.Validate(); err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			ctx := cmd.Context()
+			srv, err := serve.New(ctx, o)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			ln, err := net.Listen("tcp", o.Addr)
+			if err != nil {
+				srv.Close()
+				return fmt.Errorf("serve: %w", err)
+			}
+			handler := "record"
+			if o.AgentURL != "" {
+				handler = "agent " + o.AgentURL
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "seqbox serve: listening on http://%s (consumer %s, handler %s)\n",
+				ln.Addr(), srv.Consumer().Name(), handler)
+			if err := srv.Serve(ctx, ln); err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "seqbox serve: stopped cleanly")
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&o.DB, "db", serve.DefaultDB, "database: a SQLite file path or a postgres:// URL (inbox and embedded queue)")
+	fl.StringVar(&o.Addr, "addr", serve.DefaultAddr, "listen address; a non-loopback one requires --admin-token")
+	fl.StringVar(&o.AgentURL, "agent-url", "", "POST each event to this agent (default: the built-in record handler)")
+	fl.StringVar(&o.AdminToken, "admin-token", "", "Bearer token of the admin API and the dashboard (without it both answer 401)")
+	fl.StringVar(&o.IngestToken, "ingest-token", "", "Bearer token POST /v1/events requires (default: none)")
+	fl.StringVar(&o.Consumer, "consumer", serve.DefaultConsumer, "the consumer's name")
+	fl.StringVar(&o.Queue, "queue", serve.DefaultQueue, "the embedded queue's name in --db")
+	fl.IntVar(&o.Workers, "workers", 0, "consumer workers (default 4)")
+	fl.IntVar(&o.BatchSize, "batch-size", 0, "most deliveries per transaction (default 512)")
+	fl.Int64Var(&o.MaxBody, "max-body", serve.DefaultMaxBody, "largest request body in bytes (413 above)")
+	fl.IntVar(&o.MaxBatch, "max-batch", serve.DefaultMaxBatch, "most events in one batch request (413 above)")
+	fl.DurationVar(&o.AgentTimeout, "agent-timeout", 30*time.Second, "bound of one agent call; past it the call is uncertain and retried with the same Idempotency-Key")
+	fl.DurationVar(&o.RequestWait, "request-wait", 30*time.Second, "how long an admin action waits for the consumer to execute it")
+	fl.DurationVar(&o.Lease, "lease", 30*time.Second, "the embedded queue's visibility timeout (extended while an event is being applied)")
+	fl.DurationVar(&o.PurgeEvery, "purge-every", time.Hour, "how often retention purges expired identities (negative: never)")
+	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "bound of the drain on SIGTERM")
+	fl.StringVar(&gap, "gap-policy", "hold", "hold|advance: what a version gap does")
+	fl.DurationVar(&holdTimeout, "hold-timeout", 5*time.Minute, "bound of a hold")
+	fl.StringVar(&holdExpiry, "hold-expiry", "block", "block|advance: what a hold that timed out does")
+	fl.StringVar(&onDead, "on-dead-letter", "block", "block|release: what a dead letter does to its key")
+	fl.DurationVar(&maxBlock, "max-block", 0, "release a key blocked longer than this, with an alert (0: never)")
+	fl.DurationVar(&maxAge, "max-age", 0, "business deadline: older events are expired (0: none)")
+	fl.IntVar(&maxAttempts, "max-attempts", 5, "deliveries of a failing event before it is dead-lettered")
+	fl.DurationVar(&backoff, "retry-backoff", time.Second, "delay after the first failure; doubles per attempt")
+	fl.DurationVar(&maxBackoff, "max-retry-backoff", 5*time.Minute, "cap of the retry delay")
+	fl.DurationVar(&o.Policy.Retention, "retention", 30*24*time.Hour, "how long inbox identities are kept")
+	fl.DurationVar(&o.Policy.RedeliveryWindow, "redelivery-window", 14*24*time.Hour, "longest the queue may redeliver; retention must cover it")
+	fl.DurationVar(&o.Policy.DLQRetention, "dlq-retention", 14*24*time.Hour, "how long dead letters are kept; retention must cover it plus --redrive-window")
+	fl.DurationVar(&o.Policy.RedriveWindow, "redrive-window", 24*time.Hour, "how long after its DLQ retention a message may be redriven")
+	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return c
+}
+
+// envDefaults sets every flag not given on the command line from
+// SEQBOX_<FLAG> when that variable is set.
+func envDefaults(fl *pflag.FlagSet) error {
+	var err error
+	fl.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" {
+			return
+		}
+		name := "SEQBOX_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if e := fl.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("serve: %s=%q: %w", name, v, e)
+			}
+		}
+	})
+	return err
+}

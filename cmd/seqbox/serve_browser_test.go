@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// chromium finds the browser: $SEQBOX_CHROMIUM (what .ci/chromium-install
+// prints), else Debian's chromium on the PATH. In CI a missing browser
+// fails the test; elsewhere it skips, saying how to install it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SEQBOX_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is not installed: the dashboard's browser test must run in CI (.ci/chromium-install installs it)")
+	}
+	t.Skip("chromium is not installed; run .ci/chromium-install (Debian: apt-get install chromium)")
+	return ""
+}
+
+// The dashboard end to end in headless Chromium: an agent refuses an
+// event, so its key blocks with a successor parked behind it; the agent
+// is fixed; the operator opens /ui/, enters the admin token, sees the
+// blocked key, clicks redrive, and sees the key clear. The screenshot
+// goes to $SEQBOX_SCREENSHOT when set (the README's).
+func TestServeDashboardInBrowser(t *testing.T) {
+	browser := chromium(t)
+	var broken atomic.Bool
+	broken.Store(true)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() && r.Header.Get("Seqbox-Partition-Key") == "PED-4821" && r.Header.Get("Seqbox-Object-Version") == "1" {
+			http.Error(w, `{"title":"unknown customer"}`, http.StatusUnprocessableEntity)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer agent.Close()
+	s := startServe(t, nil, "--db", filepath.Join(t.TempDir(), "seqbox.db"), "--admin-token", serveToken, "--agent-url", agent.URL)
+	s.event(t, ce("ord-1", "PED-4821", 1, `{"status":"created"}`))
+	s.event(t, ce("ord-2", "PED-4821", 2, `{"status":"paid"}`))
+	s.event(t, ce("ok-1", "PED-1000", 1, `{"status":"created"}`))
+	waitUntil(t, "PED-4821 blocked with ord-2 behind it", func() bool { return s.outcome(t, "ord-2") == "blocked" })
+	broken.Store(false)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelCtx := chromedp.NewContext(actx)
+	defer cancelCtx()
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+
+	type css = chromedp.CSS
+	row := `#stuck-keys tbody tr[data-key="PED-4821"]`
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(css(sel)))
+		require.NoError(t, err, "text of %s", sel)
+		return v
+	}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.url+"/ui/"),
+		chromedp.WaitVisible(css(`#token`)),
+		chromedp.SendKeys(css(`#token`), serveToken),
+		chromedp.Click(css(`#login-button`)),
+		chromedp.WaitVisible(css(row)),
+		chromedp.WaitVisible(css(`#dlq tbody tr`)),
+	)
+	require.NoError(t, err, "serve stderr: %s", s.stderrText())
+	require.Equal(t, "blocked", text(row+` td:nth-child(2)`))
+	require.Equal(t, "1", text(row+` td:nth-child(3)`), "expected version")
+	require.Equal(t, "2", text(row+` td:nth-child(4)`), "received version")
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NotEmpty(t, shot)
+	if p := os.Getenv("SEQBOX_SCREENSHOT"); p != "" {
+		require.NoError(t, os.WriteFile(p, shot, 0o644))
+	}
+
+	err = chromedp.Do(ctx,
+		chromedp.Click(css(row+` button.redrive`)),
+		chromedp.WaitNotPresent(css(row)),
+		chromedp.WaitVisible(css(`#stuck-empty`)),
+	)
+	if err != nil {
+		sctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+		defer cancel()
+		status, _ := chromedp.Run(sctx, chromedp.Text(css(`#status`)))
+		t.Fatalf("%v\nstatus %q\nkeys %v\ndlq %v\nserve stderr: %s", err, status, s.admin(t, "GET", "/v1/admin/keys", "", 200),
+			s.admin(t, "GET", "/v1/admin/dlq?all=true", "", 200), s.stderrText())
+	}
+	require.Contains(t, text(`#status`), "redrive done (applied, applied)")
+	require.Equal(t, "applied", s.outcome(t, "ord-1"))
+	require.Equal(t, "applied", s.outcome(t, "ord-2"))
+	require.NoError(t, chromedp.Cancel(bctx))
+}

@@ -1,0 +1,418 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/store"
+)
+
+// adminRoutes is the admin JSON API, behind the admin token.
+func (s *Server) adminRoutes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/admin/overview", s.overview)
+	mux.HandleFunc("GET /v1/admin/keys", s.listKeys)
+	mux.HandleFunc("GET /v1/admin/keys/{key}", s.showKey)
+	mux.HandleFunc("POST /v1/admin/keys/{key}/release", s.releaseKey)
+	mux.HandleFunc("GET /v1/admin/dlq", s.listDLQ)
+	mux.HandleFunc("GET /v1/admin/dlq/{seq}", s.showDLQ)
+	mux.HandleFunc("POST /v1/admin/dlq/{seq}/redrive", s.redrive)
+	mux.HandleFunc("POST /v1/admin/dlq/{seq}/skip", s.skip)
+	mux.HandleFunc("GET /v1/admin/collisions", s.collisions)
+	mux.HandleFunc("GET /v1/admin/audit", s.audit)
+	mux.HandleFunc("GET /v1/admin/retention", s.retentionHandler)
+	mux.HandleFunc("GET /v1/admin/requests/{seq}", s.showRequest)
+	mux.HandleFunc("/v1/admin/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, Problem{Type: ProblemNotFound, Status: http.StatusNotFound,
+			Detail: "no such admin endpoint; see /v1/openapi.json"})
+	})
+	return mux
+}
+
+// serverError answers 500 without leaking more than the error text.
+func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, r, Problem{Type: ProblemNotFound, Status: http.StatusNotFound, Detail: err.Error()})
+		return
+	}
+	s.opt.Logger.Error("seqbox serve: admin request failed", "path", r.URL.Path, "err", err)
+	writeProblem(w, r, Problem{Type: ProblemUnavailable, Status: http.StatusInternalServerError, Detail: err.Error()})
+}
+
+func (s *Server) reporter() ops.Reporter {
+	return ops.Reporter{Op: s.store.Operator(), Consumer: s.opt.Consumer, FirstVersion: s.opt.Policy.FirstVersion,
+		Now: s.consumerNow(), DB: redactDB(s.opt.DB)}
+}
+
+// Overview is GET /v1/admin/overview: what the dashboard's header shows.
+type Overview struct {
+	Consumer      string           `json:"consumer"`
+	Handler       string           `json:"handler"`
+	UptimeSeconds int64            `json:"uptime_seconds"`
+	Counts        CountsView       `json:"counts"`
+	Outcomes      map[string]int64 `json:"outcomes"`
+	// AppliedPerSecond is the mean over the last minute.
+	AppliedPerSecond float64       `json:"applied_per_second"`
+	QueueReady       int           `json:"queue_ready"`
+	QueueLeased      int           `json:"queue_leased"`
+	BucketSeconds    int           `json:"bucket_seconds"`
+	Series           []SeriesPoint `json:"series"`
+}
+
+// CountsView are the consumer's row counts.
+type CountsView struct {
+	InboxRows    int64   `json:"inbox_rows"`
+	Applied      int64   `json:"applied"`
+	Held         int64   `json:"held"`
+	Blocked      int64   `json:"blocked"`
+	BlockedKeys  int64   `json:"blocked_keys"`
+	DeadLetters  int64   `json:"dead_letters"`
+	Keys         int64   `json:"keys"`
+	Gaps         int64   `json:"gaps"`
+	OldestStuck  *string `json:"oldest_stuck"`
+	OldestAgeSec float64 `json:"oldest_stuck_age_seconds"`
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	c, err := s.store.Operator().Counts(r.Context(), s.opt.Consumer)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	ready, leased, err := s.queue.Depth(r.Context())
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	totals, series := s.series.snapshot()
+	var applied int64
+	for _, p := range series[len(series)-int(time.Minute/seriesBucket):] {
+		applied += p.Counts["applied"]
+	}
+	handler := "record"
+	if s.opt.AgentURL != "" {
+		handler = "agent"
+	}
+	cv := CountsView{InboxRows: c.InboxRows, Applied: c.Applied, Held: c.Held, Blocked: c.Blocked, BlockedKeys: c.BlockedKeys,
+		DeadLetters: c.DeadLetters, Keys: c.Keys, Gaps: c.Gaps, OldestStuck: stamp(c.OldestStuck)}
+	if !c.OldestStuck.IsZero() {
+		cv.OldestAgeSec = s.consumerNow().Sub(c.OldestStuck).Seconds()
+	}
+	writeJSON(w, http.StatusOK, Overview{Consumer: s.opt.Consumer, Handler: handler, UptimeSeconds: int64(time.Since(s.started).Seconds()),
+		Counts: cv, Outcomes: totals, AppliedPerSecond: float64(applied) / time.Minute.Seconds(), QueueReady: ready, QueueLeased: leased,
+		BucketSeconds: int(seriesBucket / time.Second), Series: series})
+}
+
+// listKeys is GET /v1/admin/keys: the stuck keys (blocked or held), or
+// every key with ?all=true, oldest stuck first.
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
+	all := r.URL.Query().Get("all") == "true"
+	reps, err := s.reporter().Keys(r.Context(), all)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	now := s.consumerNow()
+	versions, err := s.blockerVersions(r.Context(), reps)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	items := make([]KeyItem, len(reps))
+	for i, rep := range reps {
+		items[i] = keyItem(withExpected(rep, versions), now)
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i].AgeSeconds, items[j].AgeSeconds
+		if a == nil || b == nil {
+			return a != nil
+		}
+		return *a > *b
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "keys": items})
+}
+
+func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
+	d, err := s.reporter().Key(r.Context(), r.PathValue("key"))
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	versions, err := s.blockerVersions(r.Context(), []ops.KeyReport{d.KeyReport})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	v := KeyDetailView{KeyItem: keyItem(withExpected(d.KeyReport, versions), s.consumerNow()), Parked: []ParkedView{}, Gaps: []GapView{}, Audit: []AuditView{}}
+	for _, p := range d.Parked {
+		v.Parked = append(v.Parked, parkedView(p))
+	}
+	for _, g := range d.Gaps {
+		v.Gaps = append(v.Gaps, GapView{From: g.FromVersion, To: g.ToVersion, DecidedBy: g.DecidedBy, Reason: g.Reason, At: stamp(g.At)})
+	}
+	for _, a := range d.Audit {
+		v.Audit = append(v.Audit, auditView(a))
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// blockerVersions maps the DLQ seq of each key's blocker to its version,
+// when a key has no version of its own yet (its first message failed).
+func (s *Server) blockerVersions(ctx context.Context, reps []ops.KeyReport) (map[int64]*int64, error) {
+	need := false
+	for _, rep := range reps {
+		need = need || (rep.Expected == nil && rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil)
+	}
+	if !need {
+		return nil, nil
+	}
+	dls, err := s.store.Operator().DeadLetters(ctx, s.opt.Consumer, false)
+	m := make(map[int64]*int64, len(dls))
+	for _, d := range dls {
+		m[d.Seq] = d.ObjectVersion
+	}
+	return m, err
+}
+
+// withExpected fills in the expected version of a key blocked by its
+// first message: the version of that message.
+func withExpected(rep ops.KeyReport, versions map[int64]*int64) ops.KeyReport {
+	if rep.Expected == nil && rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil {
+		rep.Expected = versions[*rep.BlockedBy.DLQSeq]
+	}
+	return rep
+}
+
+func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
+	dls, err := s.store.Operator().DeadLetters(r.Context(), s.opt.Consumer, r.URL.Query().Get("all") == "true")
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := make([]DeadLetterView, len(dls))
+	for i, d := range dls {
+		out[i] = deadLetterView(d, false)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "dead_letters": out})
+}
+
+// pathSeq reads the {seq} path value, answering 400 when it is not one.
+func pathSeq(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
+	if err != nil || seq <= 0 {
+		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "seq",
+			Detail: "seq: " + strconv.Quote(r.PathValue("seq")) + " is not a DLQ sequence number"})
+		return 0, false
+	}
+	return seq, true
+}
+
+func (s *Server) showDLQ(w http.ResponseWriter, r *http.Request) {
+	seq, ok := pathSeq(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.store.Operator().DeadLetter(r.Context(), s.opt.Consumer, seq)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deadLetterView(d, true))
+}
+
+// Collision is one identity that arrived with two different payloads.
+type Collision struct {
+	Source       string  `json:"source"`
+	ID           string  `json:"id"`
+	PartitionKey string  `json:"partitionkey"`
+	Reason       string  `json:"reason"`
+	At           *string `json:"at"`
+	// First is the payload recorded first (nil when retention purged it),
+	// Second the colliding one, parked.
+	First        *Payload `json:"first"`
+	FirstOutcome string   `json:"first_outcome"`
+	Second       Payload  `json:"second"`
+	SecondHash   string   `json:"second_payload_hash"`
+}
+
+// collisions is GET /v1/admin/collisions: every parked collision with
+// both payloads side by side.
+func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	op := s.store.Operator()
+	parked, err := op.Parked(ctx, s.opt.Consumer, "")
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := []Collision{}
+	for _, p := range parked {
+		if p.Reason != store.ParkCollision {
+			continue
+		}
+		c := Collision{Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, Reason: p.Detail, At: stamp(p.ParkedAt),
+			Second: payload(p.Envelope), SecondHash: p.PayloadHash}
+		first, outcome, err := s.firstPayload(ctx, p, parked)
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		if first != nil {
+			fp := payload(first)
+			c.First = &fp
+		}
+		c.FirstOutcome = outcome
+		out = append(out, c)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "collisions": out})
+}
+
+// firstPayload finds the payload an identity was first recorded with:
+// applied (the gateway kept it), parked (held or blocked) or dead-lettered.
+func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []store.Parked) ([]byte, string, error) {
+	outcome, _, _, err := s.store.Operator().Seen(ctx, s.opt.Consumer, c.Source, c.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	env, ok, err := envelopeOf(ctx, s.store.DB(), s.opt.Consumer, c.Source, c.ID)
+	if err != nil || ok {
+		return env, outcome, err
+	}
+	for _, p := range parked {
+		if p.Source == c.Source && p.ID == c.ID && p.Reason != store.ParkCollision {
+			return p.Envelope, outcome, nil
+		}
+	}
+	dls, err := s.store.Operator().DeadLetters(ctx, s.opt.Consumer, true)
+	if err != nil {
+		return nil, outcome, err
+	}
+	for i := len(dls) - 1; i >= 0; i-- {
+		if dls[i].Source == c.Source && dls[i].ID == c.ID && dls[i].PayloadHash != c.PayloadHash {
+			return dls[i].Envelope, outcome, nil
+		}
+	}
+	return nil, outcome, nil
+}
+
+// auditScan bounds how many recent audit rows a search by id reads.
+const auditScan = 10000
+
+// IdentityView is what is recorded about one identity.
+type IdentityView struct {
+	Source       string   `json:"source"`
+	ID           string   `json:"id"`
+	InboxOutcome string   `json:"inbox_outcome"`
+	PayloadHash  string   `json:"payload_hash"`
+	AgentVerdict *string  `json:"agent_verdict"`
+	Envelope     *Payload `json:"envelope"`
+}
+
+// audit is GET /v1/admin/audit?object=KEY or ?id=ID[&source=SOURCE]:
+// the non-applied outcomes recorded for an object, or for an event id
+// (among the last auditScan rows) with what the inbox holds for it.
+func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	object, id, source := q.Get("object"), q.Get("id"), q.Get("source")
+	limit := 200
+	if l, err := strconv.Atoi(q.Get("limit")); err == nil && l > 0 && l <= auditScan {
+		limit = l
+	}
+	if (object == "") == (id == "") {
+		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "object",
+			Detail: "give exactly one of ?object=PARTITIONKEY or ?id=EVENTID (with &source=SOURCE to narrow it)"})
+		return
+	}
+	ctx := r.Context()
+	op := s.store.Operator()
+	rows := []AuditView{}
+	if object != "" {
+		as, err := op.Audit(ctx, s.opt.Consumer, object, limit)
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		for _, a := range as {
+			rows = append(rows, auditView(a))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "object": object, "audit": rows})
+		return
+	}
+	as, err := op.Audit(ctx, s.opt.Consumer, "", auditScan)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	sources := map[string]bool{}
+	if source != "" {
+		sources[source] = true
+	}
+	for _, a := range as {
+		if a.ID == id && (source == "" || a.Source == source) {
+			rows = append(rows, auditView(a))
+			sources[a.Source] = true
+		}
+	}
+	if len(rows) > limit {
+		rows = rows[len(rows)-limit:]
+	}
+	idents := []IdentityView{}
+	for src := range sources {
+		v, found, err := s.identity(ctx, src, id)
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		if found {
+			idents = append(idents, v)
+		}
+	}
+	sort.Slice(idents, func(i, j int) bool { return idents[i].Source < idents[j].Source })
+	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "id": id, "identities": idents, "audit": rows})
+}
+
+// identity reads what the inbox, the decisions and the gateway hold for
+// (source, id).
+func (s *Server) identity(ctx context.Context, source, id string) (IdentityView, bool, error) {
+	op := s.store.Operator()
+	outcome, hash, found, err := op.Seen(ctx, s.opt.Consumer, source, id)
+	if err != nil || !found {
+		return IdentityView{}, false, err
+	}
+	v := IdentityView{Source: source, ID: id, InboxOutcome: outcome, PayloadHash: hash}
+	if d, err := op.Decision(ctx, s.opt.Consumer, source, id); err == nil {
+		txt := string(d)
+		v.AgentVerdict = &txt
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return v, false, err
+	}
+	env, ok, err := envelopeOf(ctx, s.store.DB(), s.opt.Consumer, source, id)
+	if err != nil {
+		return v, false, err
+	}
+	if ok {
+		p := payload(env)
+		v.Envelope = &p
+	}
+	return v, true, nil
+}
+
+func (s *Server) retentionHandler(w http.ResponseWriter, r *http.Request) {
+	v, err := s.retentionView(r.Context())
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// trimmed reports whether s is blank.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }

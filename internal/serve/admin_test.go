@@ -1,0 +1,190 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/stretchr/testify/require"
+)
+
+// blockKey makes key K blocked: v1 fails permanently (dead-lettered), v2
+// parks behind it. It returns the DLQ seq.
+func blockKey(t *testing.T, r *running, key string) int64 {
+	t.Helper()
+	r.post(t, ev(key+"-1", key, 1, `{"fail":"permanent"}`))
+	r.post(t, ev(key+"-2", key, 2, `{"n":2}`))
+	var seq int64
+	eventually(t, key+" blocked with a successor", func() bool {
+		keys := list(t, r.admin(t, "GET", "/v1/admin/keys", "", 200), "keys")
+		for _, k := range keys {
+			if k["partitionkey"] == key && k["status"] == "blocked" && k["blocked_messages"] == float64(1) {
+				by := k["blocked_by"].(map[string]any)
+				seq = int64(by["dlq_seq"].(float64))
+				return true
+			}
+		}
+		return false
+	})
+	return seq
+}
+
+// Without the admin token, or with a wrong one, every admin endpoint
+// answers 401 with a problem body, and nothing changes.
+func TestAdminRequiresTheToken(t *testing.T) {
+	r := start(t, Options{})
+	seq := blockKey(t, r, "K")
+	paths := []struct{ method, path string }{
+		{"GET", "/v1/admin/keys"}, {"GET", "/v1/admin/keys/K"}, {"POST", "/v1/admin/keys/K/release"},
+		{"GET", "/v1/admin/dlq"}, {"GET", "/v1/admin/dlq/" + itoa(seq)}, {"POST", "/v1/admin/dlq/" + itoa(seq) + "/redrive"},
+		{"POST", "/v1/admin/dlq/" + itoa(seq) + "/skip"}, {"GET", "/v1/admin/collisions"}, {"GET", "/v1/admin/audit?object=K"},
+		{"GET", "/v1/admin/retention"}, {"GET", "/v1/admin/overview"}, {"GET", "/v1/admin/nope"},
+	}
+	for _, p := range paths {
+		for _, tok := range []string{"", "wrong-token-wrong-token", testToken + "x", strings.ToUpper(testToken)} {
+			code, body, h := r.call(t, p.method, p.path, tok, map[string]string{"Content-Type": "application/json"},
+				`{"by":"mallory","reason":"because"}`)
+			require.Equal(t, http.StatusUnauthorized, code, "%s %s with %q", p.method, p.path, tok)
+			require.Equal(t, "application/problem+json", h.Get("Content-Type"))
+			require.Contains(t, h.Get("WWW-Authenticate"), "Bearer")
+			require.EqualValues(t, 401, body["status"])
+		}
+	}
+	dl, err := r.store.Operator().DeadLetter(context.Background(), "gateway", seq)
+	require.NoError(t, err)
+	require.Equal(t, store.DeadLetterOpen, dl.State, "nothing changed")
+	reqs, err := r.store.Control().PendingRequests(context.Background(), "gateway")
+	require.NoError(t, err)
+	require.Empty(t, reqs, "no operator request recorded")
+	require.EqualValues(t, 0, r.effects(t))
+}
+
+// Without a configured admin token the admin API and the dashboard are
+// disabled: 401 with a body that says how to enable them.
+func TestAdminDisabledWithoutToken(t *testing.T) {
+	r := start(t, Options{AdminToken: "-"})
+	for _, p := range []string{"/v1/admin/keys", "/ui/"} {
+		code, body, _ := r.call(t, "GET", p, "anything-anything", nil, "")
+		require.Equal(t, http.StatusUnauthorized, code)
+		require.Contains(t, body["detail"], "--admin-token", p)
+	}
+}
+
+// The redrive of a blocked key's dead letter is an operator request
+// executed by the server's consumer; it records who asked, and the key
+// clears with its successor applied.
+func TestAdminRedriveAndSkip(t *testing.T) {
+	for name, db := range storeURLs(t) {
+		t.Run(name, func(t *testing.T) {
+			r := start(t, Options{DB: db(t)})
+			seq := blockKey(t, r, "K")
+			detail := r.admin(t, "GET", "/v1/admin/dlq/"+itoa(seq), "", 200)
+			require.Contains(t, detail["envelope"].(map[string]any)["text"], `"fail":"permanent"`)
+			key := r.admin(t, "GET", "/v1/admin/keys/K", "", 200)
+			require.Len(t, list(t, key, "parked"), 1)
+			require.Equal(t, "POST", list(t, key, "actions")[0]["method"])
+
+			// Skip needs who and why, named in the problem.
+			body := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/skip", `{"by":"alice"}`, 400)
+			require.Equal(t, "reason", body["field"])
+			body = r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/skip", `{"by":"alice","reason":"x","extra":1}`, 400)
+			require.Equal(t, "extra", body["field"])
+			body = r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/skip", `{"by":7}`, 400)
+			require.Equal(t, "by", body["field"])
+
+			// Redriving the same poison fails again (a new DLQ row), the key stays blocked.
+			res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"alice","reason":"try again"}`, 200)
+			require.Equal(t, "done", res["state"])
+			require.Equal(t, "alice", res["by"])
+			require.Equal(t, "dead_lettered", list(t, res, "decisions")[0]["outcome"])
+			r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", ``, 409) // resolved already
+
+			dls := list(t, r.admin(t, "GET", "/v1/admin/dlq", "", 200), "dead_letters")
+			require.Len(t, dls, 1)
+			seq2 := int64(dls[0]["seq"].(float64))
+			r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq2)+"/skip", ``, 400)
+			res = r.call2(t, "POST", "/v1/admin/dlq/"+itoa(seq2)+"/skip", map[string]string{"Seqbox-By": "bob", "Seqbox-Reason": "refunded by hand"}, 200)
+			ds := list(t, res, "decisions")
+			require.Equal(t, "applied", ds[len(ds)-1]["outcome"], "%v", ds)
+			req, err := r.store.Control().OperatorRequest(context.Background(), int64(res["request"].(float64)))
+			require.NoError(t, err)
+			require.Equal(t, "bob", req.RequestedBy)
+			require.Equal(t, "refunded by hand", req.Reason)
+			require.Empty(t, list(t, r.admin(t, "GET", "/v1/admin/keys", "", 200), "keys"))
+			require.EqualValues(t, 1, r.effects(t))
+			audit := r.admin(t, "GET", "/v1/admin/audit?object=K", "", 200)
+			require.NotEmpty(t, list(t, audit, "audit"))
+			byID := r.admin(t, "GET", "/v1/admin/audit?id=K-1", "", 200)
+			require.Len(t, list(t, byID, "identities"), 1)
+			r.admin(t, "GET", "/v1/admin/audit", "", 400)
+			r.admin(t, "GET", "/v1/admin/dlq/99999", "", 404)
+			r.admin(t, "GET", "/v1/admin/dlq/abc", "", 400)
+			r.admin(t, "GET", "/v1/admin/keys/nope", "", 404)
+		})
+	}
+}
+
+// call2 is an admin call with extra headers.
+func (r *running) call2(t *testing.T, method, path string, headers map[string]string, want int) map[string]any {
+	t.Helper()
+	code, m, _ := r.call(t, method, path, testToken, headers, "")
+	require.Equal(t, want, code, "%v", m)
+	return m
+}
+
+// A key blocked by a gap (hold expiry = block) is released through the
+// API with a recorded gap.
+func TestAdminRelease(t *testing.T) {
+	r := start(t, Options{})
+	r.post(t, ev("g1", "G", 1, ""))
+	r.post(t, ev("g3", "G", 3, ""))
+	eventually(t, "g3 held", func() bool { return len(list(t, r.admin(t, "GET", "/v1/admin/keys", "", 200), "keys")) == 1 })
+	r.admin(t, "POST", "/v1/admin/keys/G/release", `{"by":"carol","reason":"v2 never existed"}`, 409) // held, not blocked
+	r.admin(t, "POST", "/v1/admin/keys/nope/release", `{"by":"carol","reason":"x"}`, 404)
+}
+
+// Collisions show both payloads side by side.
+func TestAdminCollisionsShowBothPayloads(t *testing.T) {
+	r := start(t, Options{})
+	r.post(t, ev("c1", "C", 1, `{"amount":10}`))
+	eventually(t, "c1 applied", func() bool { return r.effects(t) == 1 })
+	r.post(t, ev("c1", "C", 1, `{"amount":99}`))
+	var cs []map[string]any
+	eventually(t, "the collision", func() bool {
+		cs = list(t, r.admin(t, "GET", "/v1/admin/collisions", "", 200), "collisions")
+		return len(cs) == 1
+	})
+	require.Contains(t, cs[0]["first"].(map[string]any)["text"], `{"amount":10}`)
+	require.Contains(t, cs[0]["second"].(map[string]any)["text"], `{"amount":99}`)
+	require.Equal(t, "applied", cs[0]["first_outcome"])
+}
+
+// The OpenAPI document is valid JSON and lists every admin route.
+func TestOpenAPIListsTheRoutes(t *testing.T) {
+	r := start(t, Options{})
+	code, doc, _ := r.call(t, "GET", "/v1/openapi.json", "", nil, "")
+	require.Equal(t, 200, code)
+	paths := doc["paths"].(map[string]any)
+	for _, p := range []string{"/v1/events", "/v1/admin/keys", "/v1/admin/keys/{key}", "/v1/admin/keys/{key}/release",
+		"/v1/admin/dlq", "/v1/admin/dlq/{seq}", "/v1/admin/dlq/{seq}/redrive", "/v1/admin/dlq/{seq}/skip",
+		"/v1/admin/collisions", "/v1/admin/audit", "/v1/admin/retention", "/v1/admin/overview", "/metrics", "/healthz", "/readyz"} {
+		require.Contains(t, paths, p)
+	}
+	code, _, h := r.call(t, "GET", "/ui/", "", nil, "")
+	require.Equal(t, 200, code)
+	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'none'")
+}
+
+// A non-loopback address needs an admin token.
+func TestNonLoopbackNeedsAToken(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8080", ":8080", "192.168.1.4:80", "[::]:8080", "example.com:80"} {
+		require.ErrorIs(t, CheckAddr(addr, false), ErrNonLoopbackWithoutToken, addr)
+		require.NoError(t, CheckAddr(addr, true), addr)
+	}
+	for _, addr := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost:0", "127.9.9.9:1"} {
+		require.NoError(t, CheckAddr(addr, false), addr)
+	}
+	require.Error(t, Options{Addr: "nope"}.Validate())
+}

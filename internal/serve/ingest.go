@@ -1,0 +1,195 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/seqbox/seqbox"
+)
+
+// Media types of the CloudEvents HTTP binding.
+const (
+	mediaStructured = "application/cloudevents+json"
+	mediaBatch      = "application/cloudevents-batch+json"
+)
+
+// Accepted is the 202 answer of POST /v1/events: every event of the
+// request, in request order, is durably queued.
+type Accepted struct {
+	Accepted int `json:"accepted"`
+	// Events lists each event's identity and status ("queued").
+	Events []QueuedEvent `json:"events"`
+	// Note says what a retry of the same request does.
+	Note string `json:"note"`
+}
+
+// QueuedEvent is one event of an accepted request.
+type QueuedEvent struct {
+	Index  int    `json:"index"`
+	Source string `json:"source"`
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+const idempotentNote = "queued durably; the consumer's inbox deduplicates by (source, id), so retrying this request is safe"
+
+// ingest is POST /v1/events.
+func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
+	mode, raws, perr := s.readEvents(w, r)
+	if perr != nil {
+		s.metrics.ingestRequests.WithLabelValues(mode, strconv.Itoa(perr.Status)).Inc()
+		writeProblem(w, r, *perr)
+		return
+	}
+	out := Accepted{Accepted: len(raws), Events: make([]QueuedEvent, len(raws)), Note: idempotentNote}
+	var bad []EventError
+	for i, raw := range raws {
+		if len(raw) > seqbox.MaxEventSize {
+			p := Problem{Type: ProblemTooLarge, Title: "Event too large", Status: http.StatusRequestEntityTooLarge,
+				Detail: fmt.Sprintf("event %d is %d bytes, larger than the %d-byte limit of one event", i, len(raw), seqbox.MaxEventSize),
+				Field:  "envelope"}
+			if mode == "batch" {
+				p.Index = &i
+			}
+			s.metrics.ingestRequests.WithLabelValues(mode, "413").Inc()
+			writeProblem(w, r, p)
+			return
+		}
+		ev, err := seqbox.ParseEvent(raw)
+		if err != nil {
+			field, detail := "envelope", err.Error()
+			var ie *seqbox.InvalidEventError
+			if errors.As(err, &ie) {
+				field, detail = ie.Field, ie.Reason
+			}
+			bad = append(bad, EventError{Index: i, Field: field, Detail: detail})
+			continue
+		}
+		out.Events[i] = QueuedEvent{Index: i, Source: ev.Source, ID: ev.ID, Status: "queued"}
+	}
+	if len(bad) > 0 {
+		s.metrics.ingestRequests.WithLabelValues(mode, "400").Inc()
+		s.metrics.ingestRejected.WithLabelValues(s.opt.Consumer, mode).Add(float64(len(bad)))
+		p := Problem{Type: ProblemInvalidEvent, Title: "Invalid event", Status: http.StatusBadRequest,
+			Field: bad[0].Field, Detail: bad[0].Field + ": " + bad[0].Detail}
+		if mode == "batch" {
+			p.Index = &bad[0].Index
+			p.Errors = bad
+			p.Detail = fmt.Sprintf("%d of %d events are invalid, so none was queued (a batch is all or nothing); first: event %d: %s: %s",
+				len(bad), len(raws), bad[0].Index, bad[0].Field, bad[0].Detail)
+		}
+		writeProblem(w, r, p)
+		return
+	}
+	if err := s.publisher.Publish(r.Context(), raws); err != nil {
+		s.metrics.ingestRequests.WithLabelValues(mode, "503").Inc()
+		s.opt.Logger.Error("seqbox serve: publish failed", "err", err)
+		writeProblem(w, r, Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable,
+			Detail: "the events could not be queued durably; nothing was queued, retry the request: " + err.Error()})
+		return
+	}
+	s.metrics.ingestRequests.WithLabelValues(mode, "202").Inc()
+	s.metrics.ingestEvents.WithLabelValues(s.opt.Consumer, mode).Add(float64(len(raws)))
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+// readEvents reads the request's events in the mode its headers say. The
+// mode is "structured", "binary" or "batch".
+func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) (string, [][]byte, *Problem) {
+	mode := "structured"
+	ct := r.Header.Get("Content-Type")
+	mt := ""
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			return mode, nil, &Problem{Type: ProblemUnsupported, Status: http.StatusUnsupportedMediaType,
+				Detail: fmt.Sprintf("Content-Type %q: %v", ct, err), Field: "Content-Type"}
+		}
+	}
+	switch {
+	case mt == mediaBatch:
+		mode = "batch"
+	case mt == mediaStructured:
+	case r.Header.Get("Ce-Specversion") != "" || r.Header.Get("Ce-Id") != "":
+		mode = "binary"
+	case mt == "application/json" || mt == "":
+		// A whole envelope sent as plain JSON: structured, leniently.
+	default:
+		return mode, nil, &Problem{Type: ProblemUnsupported, Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
+			Detail: fmt.Sprintf("Content-Type %s: send %s, %s, or binary mode (ce-* headers)", mt, mediaStructured, mediaBatch)}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return mode, nil, &Problem{Type: ProblemTooLarge, Title: "Request body too large", Status: http.StatusRequestEntityTooLarge,
+				Field: "body", Detail: fmt.Sprintf("the body is larger than the %d-byte limit (--max-body); nothing was queued", s.opt.MaxBody)}
+		}
+		return mode, nil, &Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "body", Detail: "reading the body: " + err.Error()}
+	}
+	switch mode {
+	case "binary":
+		env, err := BinaryEnvelope(r.Header, body)
+		if err != nil {
+			return mode, nil, invalidProblem(err)
+		}
+		return mode, [][]byte{env}, nil
+	case "batch":
+		raws, p := splitBatch(body, s.opt.MaxBatch)
+		return mode, raws, p
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return mode, nil, &Problem{Type: ProblemInvalidEvent, Title: "Invalid event", Status: http.StatusBadRequest, Field: "envelope",
+			Detail: "envelope: the body is empty: send one CloudEvent as JSON"}
+	}
+	return mode, [][]byte{body}, nil
+}
+
+// splitBatch splits a JSON array of envelopes into their exact bytes.
+func splitBatch(body []byte, maxBatch int) ([][]byte, *Problem) {
+	bad := func(detail string) *Problem {
+		return &Problem{Type: ProblemInvalidEvent, Title: "Invalid batch", Status: http.StatusBadRequest, Field: "batch", Detail: detail}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('[') {
+		return nil, bad("a batch is a JSON array of CloudEvents")
+	}
+	var raws [][]byte
+	for dec.More() {
+		if len(raws) == maxBatch {
+			return nil, &Problem{Type: ProblemTooLarge, Title: "Batch too large", Status: http.StatusRequestEntityTooLarge, Field: "batch",
+				Detail: fmt.Sprintf("more than %d events in one batch (--max-batch); nothing was queued", maxBatch)}
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, bad(fmt.Sprintf("event %d: not valid JSON: %v", len(raws), err))
+		}
+		raws = append(raws, raw)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, bad("the batch array is not closed: " + err.Error())
+	}
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
+		return nil, bad("trailing data after the batch array")
+	}
+	if len(raws) == 0 {
+		return nil, bad("the batch is empty")
+	}
+	return raws, nil
+}
+
+func invalidProblem(err error) *Problem {
+	var ie *seqbox.InvalidEventError
+	field, detail := "envelope", err.Error()
+	if errors.As(err, &ie) {
+		field, detail = ie.Field, ie.Reason
+	}
+	return &Problem{Type: ProblemInvalidEvent, Title: "Invalid event", Status: http.StatusBadRequest, Field: field, Detail: field + ": " + detail}
+}

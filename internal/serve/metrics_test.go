@@ -1,0 +1,60 @@
+package serve
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// metricValue reads one sample of /metrics (0 when absent).
+func (r *running) metricValue(t *testing.T, series string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(r.scrape(t), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err)
+			return f
+		}
+	}
+	return 0
+}
+
+func (r *running) scrape(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(r.url + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return string(b)
+}
+
+// /metrics carries every metric of DESIGN §6, the ledger's and the
+// gateway's; /healthz and /readyz answer.
+func TestMetricsAndHealth(t *testing.T) {
+	r := start(t, Options{})
+	r.post(t, ev("a", "K", 1, ""))
+	eventually(t, "applied", func() bool { return r.effects(t) == 1 })
+	text := r.scrape(t)
+	for _, name := range []string{
+		"seqbox_deliveries_total", "seqbox_key_conflicts_total", "seqbox_gaps_recorded", "seqbox_redrives_total",
+		"seqbox_receive_to_commit_seconds", "seqbox_held_messages", "seqbox_blocked_keys", "seqbox_oldest_stuck_age_seconds",
+		"seqbox_dlq_size", "seqbox_inbox_rows", "seqbox_purged_rows_total", "seqbox_contract_failures_total",
+		"seqbox_purged_before_redelivery_total", "seqbox_gateway_ingest_requests_total",
+		"seqbox_gateway_ingested_events_total", "seqbox_gateway_queue_depth",
+	} {
+		require.Contains(t, text, "# HELP "+name+" ", "metric %s", name)
+	}
+	code, _, _ := r.call(t, "GET", "/healthz", "", nil, "")
+	require.Equal(t, http.StatusOK, code)
+	code, body, _ := r.call(t, "GET", "/readyz", "", nil, "")
+	require.Equal(t, http.StatusOK, code, "%v", body)
+	r.draining.Store(true)
+	code, _, _ = r.call(t, "GET", "/readyz", "", nil, "")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+}

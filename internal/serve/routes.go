@@ -1,0 +1,89 @@
+package serve
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// routes wires every endpoint of DESIGN §7.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	ingest := bearer{token: []byte(s.opt.IngestToken), realm: "seqbox-ingest"}
+	var ingestH http.Handler = http.HandlerFunc(s.ingest)
+	if s.opt.IngestToken != "" {
+		ingestH = ingest.wrap(ingestH)
+	}
+	mux.Handle("POST /v1/events", ingestH)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metricsHandler())
+	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
+
+	admin := bearer{token: []byte(s.opt.AdminToken), realm: "seqbox-admin",
+		disable: "the admin API is disabled: start seqbox serve with --admin-token (or SEQBOX_ADMIN_TOKEN) and send it as a Bearer token"}
+	mux.Handle("/v1/admin/", admin.wrap(s.adminRoutes()))
+
+	ui := uiHandler()
+	if s.opt.AdminToken == "" {
+		ui = admin.wrap(ui) // disabled: always 401, with the way to enable it
+	}
+	mux.Handle("GET /ui/", ui)
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
+	return securityHeaders(mux)
+}
+
+// securityHeaders sets the headers every answer carries.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uptime_seconds": int64(time.Since(s.started).Seconds())})
+}
+
+// readyz answers 200 when the database and the queue answer and the
+// consumer runs; 503 otherwise, and while shutting down.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"database": "ok", "queue": "ok", "consumer": "ok"}
+	ready := true
+	if err := s.store.DB().PingContext(ctx); err != nil {
+		checks["database"], ready = err.Error(), false
+	}
+	if _, _, err := s.queue.Depth(ctx); err != nil {
+		checks["queue"], ready = err.Error(), false
+	}
+	if p := s.runErr.Load(); p != nil {
+		checks["consumer"], ready = (*p).Error(), false
+	}
+	if s.draining.Load() {
+		checks["consumer"], ready = "shutting down", false
+	}
+	if !ready {
+		writeProblem(w, r, Problem{Type: ProblemUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable,
+			Detail: "a dependency does not answer: " + summarize(checks)})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+}
+
+func summarize(checks map[string]string) string {
+	out := ""
+	for _, k := range []string{"database", "queue", "consumer"} {
+		if checks[k] != "ok" {
+			if out != "" {
+				out += "; "
+			}
+			out += k + ": " + checks[k]
+		}
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package serve
+
+import (
+	"sync"
+	"time"
+
+	"github.com/seqbox/seqbox"
+)
+
+// seriesBucket is the width of one point of the outcomes chart.
+const seriesBucket = 5 * time.Second
+
+// seriesLen is how many buckets the chart keeps (10 minutes).
+const seriesLen = 120
+
+// outcomeSeries counts committed decisions per outcome, in total and per
+// time bucket, for the dashboard's overview and chart. It lives in memory:
+// Prometheus keeps the history.
+type outcomeSeries struct {
+	mu      sync.Mutex
+	totals  map[seqbox.Outcome]int64
+	buckets []bucket
+	now     func() time.Time
+}
+
+type bucket struct {
+	start  time.Time
+	counts map[seqbox.Outcome]int64
+}
+
+// SeriesPoint is one bucket of the outcomes chart.
+type SeriesPoint struct {
+	Start  time.Time        `json:"start"`
+	Counts map[string]int64 `json:"counts"`
+}
+
+func newOutcomeSeries(now func() time.Time) *outcomeSeries {
+	return &outcomeSeries{totals: map[seqbox.Outcome]int64{}, now: now}
+}
+
+// observe counts one committed decision (Config.Observer).
+func (o *outcomeSeries) observe(d seqbox.Decision) {
+	start := o.now().Truncate(seriesBucket)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.totals[d.Outcome]++
+	if n := len(o.buckets); n == 0 || o.buckets[n-1].start.Before(start) {
+		o.buckets = append(o.buckets, bucket{start: start, counts: map[seqbox.Outcome]int64{}})
+		if len(o.buckets) > seriesLen {
+			o.buckets = o.buckets[len(o.buckets)-seriesLen:]
+		}
+	}
+	o.buckets[len(o.buckets)-1].counts[d.Outcome]++
+}
+
+// snapshot returns the totals and the last seriesLen buckets, empty ones
+// included, oldest first.
+func (o *outcomeSeries) snapshot() (map[string]int64, []SeriesPoint) {
+	end := o.now().Truncate(seriesBucket)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	totals := map[string]int64{}
+	for _, oc := range seqbox.Outcomes() {
+		totals[string(oc)] = o.totals[oc]
+	}
+	byStart := map[time.Time]bucket{}
+	for _, b := range o.buckets {
+		byStart[b.start] = b
+	}
+	points := make([]SeriesPoint, 0, seriesLen)
+	for i := seriesLen - 1; i >= 0; i-- {
+		start := end.Add(-time.Duration(i) * seriesBucket)
+		p := SeriesPoint{Start: start, Counts: map[string]int64{}}
+		if b, ok := byStart[start]; ok {
+			for oc, n := range b.counts {
+				p.Counts[string(oc)] = n
+			}
+		}
+		points = append(points, p)
+	}
+	return totals, points
+}

@@ -1,0 +1,251 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
+	"github.com/seqbox/seqbox/transport/embedded"
+)
+
+// Server is one `seqbox serve`: the store, the embedded queue, the
+// consumer over it, and the HTTP endpoints.
+type Server struct {
+	opt       Options
+	store     store.Store
+	queue     *embedded.Queue
+	consumer  *seqbox.Consumer
+	ledger    *effects.Ledger
+	registry  *prometheus.Registry
+	series    *outcomeSeries
+	envelopes *envelopes
+	retention *retentionStatus
+	publisher *publisher
+	handler   http.Handler
+	started   time.Time
+
+	consumerMetrics *seqbox.Metrics
+	metrics         *gatewayMetrics
+
+	// verdicts holds agent verdicts between the handler and the Observer.
+	verdicts sync.Map
+	// draining is set once shutdown began: /readyz answers 503.
+	draining atomic.Bool
+	// runErr is set when the consumer stopped on its own.
+	runErr atomic.Pointer[error]
+}
+
+// New opens the database and the queue and builds the consumer. Call
+// Serve to run it, or Close to release it unused.
+func New(ctx context.Context, opt Options) (*Server, error) {
+	opt = opt.withDefaults()
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	fillPolicyDefaults(&opt.Policy)
+	st, err := dbopen.StoreAccess(ctx, opt.DB, store.Adopt)
+	if err != nil {
+		return nil, fmt.Errorf("--db %s: %w", redactDB(opt.DB), err)
+	}
+	s := &Server{opt: opt, store: st, started: time.Now(), envelopes: newEnvelopes(opt.Consumer),
+		retention: &retentionStatus{}}
+	fail := func(err error) (*Server, error) {
+		s.Close()
+		return nil, err
+	}
+	if s.queue, err = embedded.Open(ctx, opt.DB, embedded.Config{Name: opt.Queue, Lease: opt.Lease}); err != nil {
+		return fail(fmt.Errorf("open the embedded queue: %w", err))
+	}
+	if err := ensureGatewayTables(ctx, st.DB()); err != nil {
+		return fail(err)
+	}
+	now := time.Now
+	if opt.Policy.Now != nil {
+		now = opt.Policy.Now
+	}
+	s.series = newOutcomeSeries(now)
+	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, op: st.Operator(), now: now,
+		advance: opt.Policy.GapPolicy == seqbox.GapAdvance, maxAge: opt.Policy.MaxAge, db: st.DB(),
+		client: &http.Client{Timeout: opt.AgentTimeout}}
+	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now}); err != nil {
+		return fail(err)
+	}
+	s.registry = s.newRegistry(s.ledger)
+	disp.ledger, disp.metrics = s.ledger, s.metrics
+
+	cfg := opt.Policy
+	cfg.Name, cfg.Store, cfg.Metrics, cfg.Logger = opt.Consumer, st, s.consumerMetrics, opt.Logger
+	cfg.Workers, cfg.BatchSize = opt.Workers, opt.BatchSize
+	cfg.ExtendEvery, cfg.ExtendBy = min(10*time.Second, opt.Lease/3), opt.Lease
+	cfg.Observer = s.observe
+	var tr transport.Transport = s.queue
+	if opt.AgentURL != "" {
+		disp.seq = newSequencer(s.queue)
+		tr = disp.seq
+		cfg.Decide, cfg.Handler = disp.decide, s.applyAgent
+	} else {
+		if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {
+			return fail(fmt.Errorf("create the record handler's tables: %w", err))
+		}
+		record := replay.RecordHandlerOn(st.DB(), opt.Consumer)
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			if err := record(ctx, tx, ev); err != nil {
+				return err
+			}
+			return s.envelopes.record(ctx, tx, ev, s.consumerNow())
+		}
+	}
+	cfg.Transport = tr
+	if s.consumer, err = seqbox.NewConsumer(cfg); err != nil {
+		return fail(err)
+	}
+	s.zeroSeries()
+	s.publisher = newPublisher(s.queue.PublishBatch)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// zeroSeries creates every series of the consumer's counters at zero, so
+// that /metrics lists them before the first event (and rate() works).
+func (s *Server) zeroSeries() {
+	m, name := s.consumerMetrics, s.opt.Consumer
+	for _, o := range seqbox.Outcomes() {
+		m.Deliveries.WithLabelValues(name, string(o))
+	}
+	for _, v := range []*prometheus.CounterVec{m.KeyConflicts, m.Redrives, m.MaxBlockAlerts, m.PurgedRows, m.ContractFailure,
+		s.metrics.purgedEarly} {
+		v.WithLabelValues(name)
+	}
+	for _, v := range []*prometheus.GaugeVec{m.Gaps, m.HeldMessages, m.BlockedKeys, m.OldestStuckAge, m.DLQSize, m.InboxRows} {
+		v.WithLabelValues(name)
+	}
+}
+
+// fillPolicyDefaults gives the retention windows seqbox's defaults
+// explicitly, so that the retention endpoint can show them.
+func fillPolicyDefaults(c *seqbox.Config) {
+	set := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	set(&c.Retention, 30*24*time.Hour)
+	set(&c.RedeliveryWindow, 14*24*time.Hour)
+	set(&c.DLQRetention, 14*24*time.Hour)
+	set(&c.RedriveWindow, 24*time.Hour)
+}
+
+func (s *Server) consumerNow() time.Time {
+	if s.opt.Policy.Now != nil {
+		return s.opt.Policy.Now()
+	}
+	return time.Now()
+}
+
+// observe is the consumer's Observer: the chart, the check for purged
+// identities delivered again, and the agent's verdicts, once committed.
+func (s *Server) observe(d seqbox.Decision) {
+	s.series.observe(d)
+	s.envelopes.committed(d)
+	if d.Outcome == seqbox.Applied && s.opt.AgentURL != "" {
+		if v, ok := s.verdicts.LoadAndDelete(identHash(s.opt.Consumer, d.Source, d.ID)); ok {
+			s.metrics.agentVerdicts.WithLabelValues(s.opt.Consumer, v.(string)).Inc()
+		}
+	}
+}
+
+// Handler is the server's HTTP handler (every endpoint).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Consumer is the server's consumer.
+func (s *Server) Consumer() *seqbox.Consumer { return s.consumer }
+
+// Serve runs the consumer, the retention loop and the HTTP server on ln
+// until ctx ends, then shuts down gracefully: intake stops first (requests
+// in flight finish: a 202 is only sent once its events are committed),
+// then the consumer finishes or returns its in-flight batches, then the
+// database closes. It returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.Close()
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	runDone := make(chan error, 1)
+	go func() { runDone <- s.consumer.Run(runCtx) }()
+	var bg sync.WaitGroup
+	bg.Go(func() { s.retentionLoop(runCtx) })
+	bg.Go(func() {
+		s.envelopes.watchTombstones(runCtx, s.store.DB(), func(n int64) {
+			s.metrics.purgedEarly.WithLabelValues(s.opt.Consumer).Add(float64(n))
+			s.opt.Logger.Warn("seqbox serve: identities delivered again after retention purged them: retention is too short for the queue's redelivery window",
+				"consumer", s.opt.Consumer, "count", n)
+		}, s.opt.Logger)
+	})
+
+	go s.publisher.run()
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: s.opt.RequestWait + time.Minute, IdleTimeout: 2 * time.Minute,
+		ErrorLog: nil}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- srv.Serve(ln) }()
+
+	var failure error
+	select {
+	case <-ctx.Done():
+	case err := <-serveDone:
+		failure = fmt.Errorf("http server: %w", err)
+		serveDone <- nil
+	case err := <-runDone:
+		if err == nil {
+			err = errors.New("stopped")
+		}
+		failure = fmt.Errorf("consumer: %w", err)
+		s.runErr.Store(&failure)
+		runDone <- nil
+	}
+	s.draining.Store(true)
+	s.opt.Logger.Info("seqbox serve: shutting down: intake stopped, draining")
+	sctx, cancel := context.WithTimeout(context.Background(), s.opt.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.opt.Logger.Warn("seqbox serve: requests still open at the shutdown deadline", "err", err)
+		_ = srv.Close()
+	}
+	<-serveDone
+	s.publisher.close()
+	stopRun()
+	if err := <-runDone; err != nil && failure == nil {
+		failure = fmt.Errorf("consumer: %w", err)
+	}
+	bg.Wait()
+	return failure
+}
+
+// errShuttingDown answers an ingest request that arrives during shutdown.
+var errShuttingDown = errors.New("shutting down: nothing was queued, send the request again")
+
+// Close releases the queue and the store.
+func (s *Server) Close() error {
+	var errs []error
+	if s.queue != nil {
+		errs = append(errs, s.queue.Close())
+		s.queue = nil
+	}
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+		s.store = nil
+	}
+	return errors.Join(errs...)
+}

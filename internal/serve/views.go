@@ -1,0 +1,180 @@
+package serve
+
+import (
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/store"
+)
+
+// KeyItem is one key in GET /v1/admin/keys: the CLI's key report plus
+// its age, the version that was received (the lowest parked one) and the
+// next action as an API call.
+type KeyItem struct {
+	ops.KeyReport
+	// Received is the lowest version waiting behind the key, next to
+	// Expected, the version that may apply next.
+	Received   *int64   `json:"received"`
+	AgeSeconds *float64 `json:"age_seconds"`
+	// NextAction says what to do, in words; Actions are the calls that
+	// do it (method and path).
+	NextAction string      `json:"next_action"`
+	Actions    []APIAction `json:"actions"`
+}
+
+// APIAction is an admin call that moves a key on.
+type APIAction struct {
+	Name   string `json:"name"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+}
+
+// ParkedView is one parked message.
+type ParkedView struct {
+	Seq           int64   `json:"seq"`
+	Source        string  `json:"source"`
+	ID            string  `json:"id"`
+	PartitionKey  string  `json:"partitionkey"`
+	ObjectVersion *int64  `json:"objectversion"`
+	Reason        string  `json:"reason"`
+	Detail        string  `json:"detail"`
+	PayloadHash   string  `json:"payload_hash"`
+	ParkedAt      *string `json:"parked_at"`
+	HoldUntil     *string `json:"hold_until"`
+	Envelope      Payload `json:"envelope"`
+}
+
+// Payload is an envelope as stored: Text when it is valid UTF-8 (always,
+// for anything that passed validation), Base64 otherwise.
+type Payload struct {
+	Text   *string `json:"text,omitempty"`
+	Base64 []byte  `json:"base64,omitempty"`
+	Bytes  int     `json:"bytes"`
+}
+
+func payload(b []byte) Payload {
+	p := Payload{Bytes: len(b)}
+	if utf8.Valid(b) {
+		s := string(b)
+		p.Text = &s
+	} else {
+		p.Base64 = b
+	}
+	return p
+}
+
+// GapView is one recorded gap.
+type GapView struct {
+	From      int64   `json:"from_version"`
+	To        int64   `json:"to_version"`
+	DecidedBy string  `json:"decided_by"`
+	Reason    string  `json:"reason"`
+	At        *string `json:"at"`
+}
+
+// AuditView is one audit row.
+type AuditView struct {
+	Seq             int64   `json:"seq"`
+	Source          string  `json:"source"`
+	ID              string  `json:"id"`
+	PartitionKey    string  `json:"partitionkey"`
+	ReceivedVersion *int64  `json:"received_version"`
+	CurrentVersion  *int64  `json:"current_version"`
+	Outcome         string  `json:"outcome"`
+	Reason          string  `json:"reason"`
+	NextAction      string  `json:"next_action"`
+	At              *string `json:"at"`
+}
+
+// KeyDetailView is GET /v1/admin/keys/{key}.
+type KeyDetailView struct {
+	KeyItem
+	Parked []ParkedView `json:"parked"`
+	Gaps   []GapView    `json:"gaps"`
+	Audit  []AuditView  `json:"audit"`
+}
+
+// DeadLetterView is one DLQ row; Envelope only in GET dlq/{seq}.
+type DeadLetterView struct {
+	Seq           int64    `json:"seq"`
+	Source        string   `json:"source"`
+	ID            string   `json:"id"`
+	PartitionKey  string   `json:"partitionkey"`
+	ObjectVersion *int64   `json:"objectversion"`
+	Reason        string   `json:"reason"`
+	Attempts      int      `json:"attempts"`
+	FirstError    string   `json:"first_error"`
+	LastError     string   `json:"last_error"`
+	DeadAt        *string  `json:"dead_at"`
+	State         string   `json:"state"`
+	Resolution    string   `json:"resolution"`
+	ResolvedAt    *string  `json:"resolved_at"`
+	PayloadHash   string   `json:"payload_hash"`
+	Envelope      *Payload `json:"envelope,omitempty"`
+}
+
+func deadLetterView(d store.DeadLetter, full bool) DeadLetterView {
+	v := DeadLetterView{Seq: d.Seq, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, ObjectVersion: d.ObjectVersion,
+		Reason: d.Reason, Attempts: d.Attempts, FirstError: d.FirstError, LastError: d.LastError, DeadAt: stamp(d.DeadAt),
+		State: string(d.State), Resolution: d.Resolution, PayloadHash: d.PayloadHash}
+	if d.ResolvedAt != nil {
+		v.ResolvedAt = stamp(*d.ResolvedAt)
+	}
+	if full {
+		p := payload(d.Envelope)
+		v.Envelope = &p
+	}
+	return v
+}
+
+func parkedView(p store.Parked) ParkedView {
+	return ParkedView{Seq: p.Seq, Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, ObjectVersion: p.ObjectVersion,
+		Reason: p.Reason, Detail: p.Detail, PayloadHash: p.PayloadHash, ParkedAt: stamp(p.ParkedAt), HoldUntil: stamp(p.HoldUntil),
+		Envelope: payload(p.Envelope)}
+}
+
+func auditView(a store.AuditRow) AuditView {
+	return AuditView{Seq: a.Seq, Source: a.Source, ID: a.ID, PartitionKey: a.PartitionKey, ReceivedVersion: a.ReceivedVersion,
+		CurrentVersion: a.CurrentVersion, Outcome: a.Outcome, Reason: a.Reason, NextAction: a.NextAction, At: stamp(a.At)}
+}
+
+// keyItem adds the API's view of the next action to a key report.
+func keyItem(rep ops.KeyReport, now time.Time) KeyItem {
+	it := KeyItem{KeyReport: rep, Received: rep.LowestParked}
+	if rep.Since != nil {
+		if t, err := time.Parse(time.RFC3339Nano, *rep.Since); err == nil {
+			age := now.Sub(t).Seconds()
+			it.AgeSeconds = &age
+		}
+	}
+	key := url.PathEscape(rep.PartitionKey)
+	switch {
+	case rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil:
+		seq := itoa(*rep.BlockedBy.DLQSeq)
+		it.NextAction = "redrive dead letter " + seq + " once the cause is fixed, or skip it (by and reason required)"
+		it.Actions = []APIAction{{"redrive", "POST", "/v1/admin/dlq/" + seq + "/redrive"}, {"skip", "POST", "/v1/admin/dlq/" + seq + "/skip"}}
+	case rep.Blocked:
+		it.NextAction = "release the key with a recorded gap (by and reason required), or deliver the missing version"
+		it.Actions = []APIAction{{"release", "POST", "/v1/admin/keys/" + key + "/release"}}
+	case rep.Status == ops.StatusHeld:
+		it.NextAction = rep.Action
+	default:
+		it.NextAction = "none"
+	}
+	return it
+}
+
+// redactDB hides a password in a postgres:// URL.
+func redactDB(db string) string {
+	if !strings.Contains(db, "://") {
+		return db
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		return "<unparsable database URL>"
+	}
+	return u.Redacted()
+}
