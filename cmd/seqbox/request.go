@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -119,46 +120,19 @@ func runInProcess(ctx context.Context, st store.Store, s *session) error {
 	return err
 }
 
-// awaitRequest polls request seq until a consumer has executed it. When
-// nobody takes it within wait, it is cancelled, so that it cannot run
-// unexpectedly later, and the error says so.
+// awaitRequest waits for the request's result; the errors say what to do
+// next in the CLI's words.
 func awaitRequest(ctx context.Context, ctl store.Control, seq int64, wait time.Duration, reg store.Registration) (store.OperatorRequest, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		r, err := ctl.OperatorRequest(ctx, seq)
-		if err != nil {
-			return r, err
-		}
-		switch r.State {
-		case store.RequestDone, store.RequestFailed:
-			return r, nil
-		case store.RequestRunning:
-			if time.Now().After(deadline) {
-				return r, fmt.Errorf("request %d was taken by %s at %s and has no result after %s; it may still finish: check with seqbox dlq list / keys show",
-					seq, r.TakenBy, r.TakenAt.Format(time.RFC3339), wait)
-			}
-		case store.RequestPending:
-			if time.Now().After(deadline) {
-				why := fmt.Sprintf("no live consumer took it within %s", wait)
-				cancelled, err := ctl.CancelRequest(context.WithoutCancel(ctx), seq, why, time.Now())
-				if err != nil {
-					return r, err
-				}
-				if cancelled {
-					return r, fmt.Errorf("no live consumer %q took request %d within %s (%s); the request is cancelled: start the consumer and run the command again",
-						reg.Consumer, seq, wait, heartbeatText(reg))
-				}
-				deadline = time.Now().Add(wait) // taken at the last moment: wait for its result
-			}
-		default:
-			return r, fmt.Errorf("request %d is %s: %s", seq, r.State, r.Error)
-		}
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	r, err := ops.AwaitRequest(ctx, ctl, seq, wait, 100*time.Millisecond)
+	var running *ops.StillRunningError
+	switch {
+	case errors.Is(err, ops.ErrNotTaken):
+		return r, fmt.Errorf("no live consumer %q took request %d within %s (%s); the request is cancelled: start the consumer and run the command again",
+			reg.Consumer, seq, wait, heartbeatText(reg))
+	case errors.As(err, &running):
+		return r, fmt.Errorf("%w: check with seqbox dlq list / keys show", err)
 	}
+	return r, err
 }
 
 func heartbeatText(r store.Registration) string {

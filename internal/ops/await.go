@@ -1,0 +1,66 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// ErrNotTaken: no consumer took the request within the wait; it was
+// cancelled, so it cannot run unexpectedly later, and nothing changed.
+var ErrNotTaken = errors.New("no consumer took the request; it is cancelled, nothing changed")
+
+// StillRunningError: a consumer took the request but has no result yet.
+type StillRunningError struct {
+	Request store.OperatorRequest
+	Wait    time.Duration
+}
+
+func (e *StillRunningError) Error() string {
+	return fmt.Sprintf("request %d was taken by %s at %s and has no result after %s; it may still finish",
+		e.Request.Seq, e.Request.TakenBy, e.Request.TakenAt.Format(time.RFC3339), e.Wait)
+}
+
+// AwaitRequest polls request seq every poll until a consumer has executed
+// it, and returns it done or failed. When nobody takes it within wait it
+// is cancelled and the error matches ErrNotTaken; when it is taken but
+// has no result after wait, the error is a *StillRunningError.
+func AwaitRequest(ctx context.Context, ctl store.Control, seq int64, wait, poll time.Duration) (store.OperatorRequest, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		r, err := ctl.OperatorRequest(ctx, seq)
+		if err != nil {
+			return r, err
+		}
+		switch r.State {
+		case store.RequestDone, store.RequestFailed:
+			return r, nil
+		case store.RequestRunning:
+			if time.Now().After(deadline) {
+				return r, &StillRunningError{Request: r, Wait: wait}
+			}
+		case store.RequestPending:
+			if time.Now().After(deadline) {
+				cancelled, err := ctl.CancelRequest(context.WithoutCancel(ctx), seq,
+					fmt.Sprintf("no live consumer took it within %s", wait), time.Now())
+				if err != nil {
+					return r, err
+				}
+				if cancelled {
+					return r, fmt.Errorf("request %d, after %s: %w", seq, wait, ErrNotTaken)
+				}
+				deadline = time.Now().Add(wait) // taken at the last moment: wait for its result
+			}
+		default:
+			return r, fmt.Errorf("request %d is %s: %s", seq, r.State, r.Error)
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
