@@ -12,12 +12,12 @@ import (
 	"github.com/seqbox/seqbox/transport/transporttest"
 )
 
-// conformance runs the transport suite on queues in the database where
-// names (a fresh one per test).
-func conformance(t *testing.T, where func(t *testing.T) string) {
+// harness opens queues in the database where names (a fresh one per
+// test).
+func harness(where func(t testing.TB) string) transporttest.Harness {
 	const lease = 1500 * time.Millisecond
-	transporttest.Run(t, transporttest.Harness{
-		NewBroker: func(t *testing.T) transporttest.Broker {
+	return transporttest.Harness{
+		NewBroker: func(t testing.TB) transporttest.Broker {
 			path := where(t)
 			open := func(t testing.TB) *embedded.Queue {
 				q, err := embedded.Open(context.Background(), path, embedded.Config{Lease: lease, PollInterval: 10 * time.Millisecond})
@@ -34,13 +34,23 @@ func conformance(t *testing.T, where func(t *testing.T) string) {
 				Lease:     lease,
 			}
 		},
-	})
+	}
 }
 
-func TestConformanceSQLite(t *testing.T) {
-	conformance(t, func(t *testing.T) string { return filepath.Join(t.TempDir(), "queue.db") })
-}
+func sqliteFile(t testing.TB) string { return filepath.Join(t.TempDir(), "queue.db") }
+
+func TestConformanceSQLite(t *testing.T) { transporttest.Run(t, harness(sqliteFile)) }
 
 func TestConformancePostgres(t *testing.T) {
-	conformance(t, func(t *testing.T) string { return pgtest.URL(t) })
+	transporttest.Run(t, harness(func(t testing.TB) string { return pgtest.URL(t) }))
+}
+
+// BenchmarkSeqboxThroughput: seqbox end to end over the embedded queue in
+// a SQLite file of its own (the store in another), 2,000 events over 50
+// keys.
+func BenchmarkSeqboxThroughput(b *testing.B) {
+	h := harness(sqliteFile)
+	for range b.N {
+		b.ReportMetric(transporttest.Throughput(b, h.NewBroker(b), 2000, 50), "msgs/s")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	broker "github.com/seqbox/seqbox/internal/broker/pubsub"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/pubsub"
 	"github.com/seqbox/seqbox/transport/transporttest"
@@ -31,10 +32,12 @@ var unorderedTests = map[string]bool{
 // the attempts) and message ordering, except for the tests above. The
 // others, PerKeyOrder included, run on ordered subscriptions, so no
 // feature is declared missing.
-func TestConformance(t *testing.T) {
-	srv := startBroker(t)
-	transporttest.Run(t, transporttest.Harness{
-		NewBroker: func(t *testing.T) transporttest.Broker {
+func TestConformance(t *testing.T) { transporttest.Run(t, harness(startBroker(t))) }
+
+// harness gives each test fresh topics and subscriptions on srv.
+func harness(srv *broker.Server) transporttest.Harness {
+	return transporttest.Harness{
+		NewBroker: func(t testing.TB) transporttest.Broker {
 			cfg := fresh(t, srv, func(c *pubsub.Config) { c.Unordered = unorderedTests[path.Base(t.Name())] })
 			return transporttest.Broker{
 				Publisher: publisher(t, cfg),
@@ -42,7 +45,7 @@ func TestConformance(t *testing.T) {
 				Lease:     lease,
 			}
 		},
-	})
+	}
 }
 
 // openRaw opens a member the suite closes itself.
@@ -53,4 +56,13 @@ func openRaw(t testing.TB, cfg pubsub.Config) transport.Transport {
 		t.Fatalf("open: %v", err)
 	}
 	return tr
+}
+
+// BenchmarkSeqboxThroughput: seqbox end to end over Pub/Sub (pstest, an ordered subscription), 2,000 events over
+// 50 keys, into a SQLite store.
+func BenchmarkSeqboxThroughput(b *testing.B) {
+	h := harness(startBroker(b))
+	for range b.N {
+		b.ReportMetric(transporttest.Throughput(b, h.NewBroker(b), 2000, 50), "msgs/s")
+	}
 }

@@ -14,11 +14,14 @@ import (
 // receives (see the package doc and internal/broker/sqs's probes), so
 // the harness declares NoPerKeyOrder and NoAttemptCount; real SQS FIFO
 // keeps both promises.
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { transporttest.Run(t, harness()) }
+
+// harness gives each test a fresh FIFO queue on goaws.
+func harness() transporttest.Harness {
 	const lease = 2 * time.Second
-	transporttest.Run(t, transporttest.Harness{
+	return transporttest.Harness{
 		Features: transporttest.Features{NoPerKeyOrder: true, NoAttemptCount: true},
-		NewBroker: func(t *testing.T) transporttest.Broker {
+		NewBroker: func(t testing.TB) transporttest.Broker {
 			e := newEnv(t, lease, broker.Queue{})
 			return transporttest.Broker{
 				Publisher: e.pub,
@@ -26,5 +29,14 @@ func TestConformance(t *testing.T) {
 				Lease:     lease,
 			}
 		},
-	})
+	}
+}
+
+// BenchmarkSeqboxThroughput: seqbox end to end over SQS FIFO (goaws), 2,000 events over
+// 50 keys, into a SQLite store.
+func BenchmarkSeqboxThroughput(b *testing.B) {
+	h := harness()
+	for range b.N {
+		b.ReportMetric(transporttest.Throughput(b, h.NewBroker(b), 2000, 50), "msgs/s")
+	}
 }

@@ -66,9 +66,9 @@ type Broker struct {
 type Harness struct {
 	// Features declares what the broker does not promise.
 	Features Features
-	// NewBroker returns a fresh destination; it is called once per test,
-	// and its cleanup belongs to t.
-	NewBroker func(t *testing.T) Broker
+	// NewBroker returns a fresh destination; it is called once per test
+	// (and per benchmark run), and its cleanup belongs to t.
+	NewBroker func(t testing.TB) Broker
 }
 
 // Run runs the whole suite as subtests of t.
@@ -103,7 +103,7 @@ func (b Broker) redelivery() time.Duration {
 }
 
 // open opens a member and closes it when the test ends.
-func (b Broker) open(t *testing.T) transport.Transport {
+func (b Broker) open(t testing.TB) transport.Transport {
 	t.Helper()
 	tr := b.Open(t)
 	t.Cleanup(func() { _ = tr.Close() })
@@ -111,7 +111,7 @@ func (b Broker) open(t *testing.T) transport.Transport {
 }
 
 // publish publishes every body in order.
-func (b Broker) publish(t *testing.T, bodies ...[]byte) {
+func (b Broker) publish(t testing.TB, bodies ...[]byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
