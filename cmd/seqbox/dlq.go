@@ -23,6 +23,9 @@ func dlqListCmd() *cobra.Command {
 		Short: "List unresolved dead letters, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.listDLQ(all, f.json) })
+			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				dls, err := s.store.Operator().DeadLetters(cmd.Context(), s.reg.Consumer, all)
 				if err != nil {
@@ -47,6 +50,9 @@ func dlqShowCmd() *cobra.Command {
 			seq, err := parseSeq("dlq show", args[0])
 			if err != nil {
 				return err
+			}
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.showDLQ(seq, f.json) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.reg.Consumer, seq)
@@ -75,7 +81,12 @@ The request is recorded in the database with who asked and why; a running
 consumer executes it within a second and the decisions print as JSON lines,
 in the format of seqbox replay. A consumer that replay created is driven
 here, in-process. When no live consumer takes the request within --wait, it
-is cancelled and the command fails saying so.`,
+is cancelled and the command fails saying so.
+
+With --server URL the command asks a running seqbox serve instead, through
+its admin API (--admin-token or SEQBOX_ADMIN_TOKEN): the gateway's own
+consumer executes the request, records who asked and why, and the
+decisions print the same way.`,
 		Args: oneArg("SEQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := parseSeq("dlq redrive", args[0])
@@ -84,6 +95,9 @@ is cancelled and the command fails saying so.`,
 			}
 			if err := f.check("dlq redrive", false); err != nil {
 				return err
+			}
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.resolveDLQ(seq, "redrive", &f) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				if err := openDeadLetter(cmd, s, seq); err != nil {
@@ -116,6 +130,9 @@ request reaches the consumer.`,
 			}
 			if err := f.check("dlq skip", true); err != nil {
 				return err
+			}
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.resolveDLQ(seq, "skip", &f) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				if err := openDeadLetter(cmd, s, seq); err != nil {

@@ -21,6 +21,9 @@ func keysListCmd() *cobra.Command {
 		Short: "List stuck keys (blocked or holding) with what to do about each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.listKeys(all, f.json) })
+			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				reps, err := s.reporter().Keys(cmd.Context(), all)
 				if err != nil {
@@ -42,6 +45,9 @@ func keysShowCmd() *cobra.Command {
 		Short: "Show one key: its state, parked messages, gaps and recent audit",
 		Args:  oneArg("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.showKey(args[0], f.json) })
+			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				d, err := s.reporter().Key(cmd.Context(), args[0])
 				if err != nil {
@@ -70,6 +76,9 @@ redrive --help for how the request reaches the consumer.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check("keys release", true); err != nil {
 				return err
+			}
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.releaseKey(args[0], &f) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				// A key blocked behind a dead letter is released by resolving

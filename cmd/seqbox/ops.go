@@ -19,14 +19,19 @@ import (
 type opFlags struct {
 	db, consumer string
 	json         bool
+	// server and token reach a running gateway instead of --db
+	// (remote.go).
+	server, token string
 }
 
 // register adds --db and --consumer to c; withJSON adds --json for
 // commands that print rows rather than decisions.
 func (f *opFlags) register(c *cobra.Command, withJSON bool) {
 	fl := c.Flags()
-	fl.StringVar(&f.db, "db", "", "the consumer's database: a SQLite file path or a postgres:// URL (required)")
+	fl.StringVar(&f.db, "db", "", "the consumer's database: a SQLite file path or a postgres:// URL (required unless --server)")
 	fl.StringVar(&f.consumer, "consumer", "", "the consumer's name (default: the only consumer registered in the database)")
+	fl.StringVar(&f.server, "server", "", "talk to a running seqbox serve at this URL (its admin API) instead of opening --db")
+	fl.StringVar(&f.token, "admin-token", "", "the gateway's admin token for --server, sent as a Bearer token (default: $"+adminTokenEnv+")")
 	if withJSON {
 		fl.BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
 	}
@@ -55,6 +60,9 @@ func (f *opFlags) inspect(ctx context.Context, fn func(s *session) error) error 
 func (f *opFlags) open(ctx context.Context) (*session, error) {
 	if f.db == "" {
 		return nil, fmt.Errorf("--db is required: the database the consumer uses")
+	}
+	if f.token != "" {
+		return nil, fmt.Errorf("--admin-token is for --server: the database path needs no token")
 	}
 	st, closeStore, err := openStoreAccess(ctx, f.db, store.ReadOnly)
 	if err != nil {

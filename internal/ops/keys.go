@@ -171,21 +171,16 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 		e := *r.FirstVersion
 		rep.Expected = &e
 	}
-	release := command("seqbox keys release", v.Key, " --by WHO --reason WHY"+r.target())
 	switch {
 	case v.Blocked:
 		rep.Status, rep.since, rep.Reason = StatusBlocked, v.BlockedSince, v.BlockedReason
-		rep.Action = release
 		if v.BlockedID != "" {
 			rep.BlockedBy = &Blocker{Source: v.BlockedSource, ID: v.BlockedID}
 			if seq, ok := dlq[[2]string{v.BlockedSource, v.BlockedID}]; ok {
 				rep.BlockedBy.DLQSeq = &seq
-				// One command to paste; the alternative follows as a shell
-				// comment.
-				rep.Action = fmt.Sprintf("seqbox dlq redrive %d%s  # or: seqbox dlq skip %d --by WHO --reason WHY%s",
-					seq, r.target(), seq, r.target())
 			}
 		}
+		rep.Action = blockedAction(rep, r.target())
 	case v.Held > 0:
 		rep.Status, rep.since = StatusHeld, v.OldestParked
 		if parked == nil {
@@ -206,6 +201,18 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 	}
 	rep.Since, rep.HoldUntil = jsonTime(rep.since), jsonTime(rep.holdUntil)
 	return rep, nil
+}
+
+// blockedAction is the command that unsticks a blocked key, with target
+// (the flags that reach the consumer) after each command: redrive the
+// dead letter it is blocked behind, or release it.
+func blockedAction(rep KeyReport, target string) string {
+	if b := rep.BlockedBy; b != nil && b.DLQSeq != nil {
+		// One command to paste; the alternative follows as a shell comment.
+		return fmt.Sprintf("seqbox dlq redrive %d%s  # or: seqbox dlq skip %d --by WHO --reason WHY%s",
+			*b.DLQSeq, target, *b.DLQSeq, target)
+	}
+	return command("seqbox keys release", rep.PartitionKey, " --by WHO --reason WHY"+target)
 }
 
 func (r Reporter) holdAdvice(rep KeyReport) string {
