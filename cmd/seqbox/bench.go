@@ -41,6 +41,7 @@ func benchCmd() *cobra.Command {
 	c.Flags().BoolVar(&o.Quick, "quick", false, "a smaller run, well under a minute")
 	c.Flags().StringVar(&o.DB, "db", "", "SQLite file or postgres:// URL (default: a temporary SQLite file)")
 	c.AddCommand(benchThroughputCmd(), benchPurgeCmd())
+	c.AddCommand(benchIngestCmd())
 	return c
 }
 
@@ -140,4 +141,31 @@ func benchDB(db string) (string, func(), error) {
 		return "", nil, err
 	}
 	return filepath.Join(dir, sqlite.DefaultPath), func() { os.RemoveAll(dir) }, nil
+}
+
+func benchIngestCmd() *cobra.Command {
+	var o bench.IngestOptions
+	c := &cobra.Command{
+		Use:   "ingest --url URL",
+		Short: "Load a running seqbox serve: events per second and p50/p99 of POST /v1/events (a 202 means committed in the queue)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Token == "" {
+				o.Token = os.Getenv("SEQBOX_INGEST_TOKEN")
+			}
+			res, err := bench.Ingest(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Line(o))
+			return err
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&o.URL, "url", "", "the gateway's base URL, e.g. http://127.0.0.1:8080 (required)")
+	fl.IntVar(&o.Clients, "clients", 16, "clients posting at once")
+	fl.IntVar(&o.Batch, "batch", 1, "events per request (more than 1: batch mode)")
+	fl.DurationVar(&o.Duration, "duration", 5*time.Second, "how long to post")
+	fl.StringVar(&o.Token, "ingest-token", "", "the gateway's ingest token (default $SEQBOX_INGEST_TOKEN)")
+	return c
 }
