@@ -58,6 +58,9 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		if ctx.Err() != nil {
 			return reached{}, ctx.Err() // shutting down: leave it for redelivery
 		}
+		if se, ok := asSettled(herr); ok {
+			return p.settled(ctx, dl.with(d, ev, ks), se)
+		}
 		return p.failed(ctx, dl.with(d, ev, ks), herr)
 	}
 	if err := p.cfg.hooks.At(fault.AfterHandler); err != nil {

@@ -272,7 +272,8 @@ func isTimeout(err error) bool {
 }
 
 // apply is the handler in agent mode: the agent's verdict was recorded
-// by decide; the gateway keeps the envelope and counts the verdict.
+// by decide; the gateway keeps the envelope and counts the verdict. A 409
+// settles the event as stale or version_conflict (seqbox.Settle).
 func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
 	raw, ok := seqbox.DecisionFrom(ctx)
 	if !ok {
@@ -283,5 +284,11 @@ func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) 
 		return seqbox.Permanent(fmt.Errorf("unreadable agent verdict %q: %w", raw, err))
 	}
 	s.verdicts.Store(identHash(s.opt.Consumer, ev.Source, ev.ID), v.Verdict)
+	switch seqbox.Outcome(v.Verdict) {
+	case seqbox.Stale, seqbox.VersionConflict:
+		// The agent's object is newer than the gate could know: the event
+		// ends stale or version_conflict, and its key moves on.
+		return seqbox.Settle(seqbox.Outcome(v.Verdict), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
+	}
 	return s.envelopes.record(ctx, tx, ev, s.consumerNow())
 }

@@ -107,9 +107,9 @@ func TestAgentCalledInOrderPerKey(t *testing.T) {
 	}
 }
 
-// The agent's answer decides the outcome: 409 stale (recorded as the
-// agent's verdict), 422 dead-lettered, 503 retried, a timeout retried
-// under the same Idempotency-Key.
+// The agent's answer decides the outcome: 409 stale (the event ends
+// stale, its key moves on), 422 dead-lettered, 503 retried, a timeout
+// retried under the same Idempotency-Key.
 func TestAgentAnswersDecideTheOutcome(t *testing.T) {
 	agent := newFakeAgent(t, func(id string, n int, w http.ResponseWriter) {
 		switch {
@@ -133,7 +133,7 @@ func TestAgentAnswersDecideTheOutcome(t *testing.T) {
 		r.post(t, ev(id, "key-"+id, 1, ""))
 	}
 	eventually(t, "every event settled", func() bool {
-		return r.outcome(t, "stale") == "applied" && r.outcome(t, "bad") == "dead_lettered" &&
+		return r.outcome(t, "stale") == "stale" && r.outcome(t, "bad") == "dead_lettered" &&
 			r.outcome(t, "flaky") == "applied" && r.outcome(t, "slow") == "applied"
 	})
 	calls := map[string][]string{}

@@ -160,7 +160,8 @@ func (s *Server) consumerNow() time.Time {
 func (s *Server) observe(d seqbox.Decision) {
 	s.series.observe(d)
 	s.envelopes.committed(d)
-	if d.Outcome == seqbox.Applied && s.opt.AgentURL != "" {
+	settledByAgent := d.Outcome == seqbox.Applied || d.Outcome == seqbox.Stale || d.Outcome == seqbox.VersionConflict
+	if settledByAgent && s.opt.AgentURL != "" {
 		if v, ok := s.verdicts.LoadAndDelete(identHash(s.opt.Consumer, d.Source, d.ID)); ok {
 			s.metrics.agentVerdicts.WithLabelValues(s.opt.Consumer, v.(string)).Inc()
 		}
