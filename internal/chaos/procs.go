@@ -47,6 +47,9 @@ func (c *capped) String() string {
 func (h *harness) start(name string, env []string, args ...string) (*proc, error) {
 	cmd := exec.Command(h.opt.Self, append([]string{"chaos", "worker"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
+	// A worker dies with the harness: a harness killed by a timeout must
+	// not leave consumers running against brokers and files.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out := &capped{}
 	cmd.Stdout = io.MultiWriter(h.opt.ProcLog, out)
 	cmd.Stderr = cmd.Stdout

@@ -26,6 +26,8 @@ func startWorker(self string, w io.Writer, env []string, args ...string) (*worke
 	cmd := exec.Command(self, append([]string{"demo", "worker"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = w, w
+	// A worker dies with the lab.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start demo worker: %w", err)
 	}
