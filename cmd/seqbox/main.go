@@ -43,6 +43,6 @@ func rootCmd() *cobra.Command {
 		path := strings.TrimPrefix(c.CommandPath(), "seqbox ")
 		return fmt.Errorf("%s: %w (see seqbox %s --help)", path, err, path)
 	})
-	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd(), benchCmd(), serveCmd(), effectsCmd())
+	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd(), benchCmd(), serveCmd(), effectsCmd(), purgeCmd())
 	return root
 }

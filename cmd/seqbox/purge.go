@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
+	"github.com/spf13/cobra"
+)
+
+func purgeCmd() *cobra.Command {
+	var db, consumer string
+	var batch int
+	c := &cobra.Command{
+		Use:   "purge",
+		Short: "Remove the inbox identities whose retention ended, in small batches, under the consumer's registered retention (DESIGN §3)",
+		Long: `Remove the inbox identities whose retention ended, in small batches (each
+its own short transaction, so live traffic is not stalled). Held and
+blocked identities are never purged. The consumer's registered policies
+are checked first: a retention that does not cover the redelivery window,
+or the DLQ retention plus the redrive window, is refused and nothing is
+removed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if db == "" {
+				return fmt.Errorf("purge: --db is required: the database the consumer uses")
+			}
+			if batch < 1 {
+				return fmt.Errorf("purge: --batch %d: must be at least 1", batch)
+			}
+			ctx := cmd.Context()
+			st, closeStore, err := openStoreAccess(ctx, db, store.Adopt)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			reg, err := findConsumer(ctx, st, db, consumer)
+			if err != nil {
+				return err
+			}
+			pol, err := seqbox.RegisteredPolicies(reg)
+			if err != nil {
+				return err
+			}
+			cfg := seqbox.Config{Name: reg.Consumer, Store: st,
+				Handler: func(context.Context, seqbox.Tx, seqbox.Event) error {
+					return errors.New("purge applies nothing")
+				}}
+			if err := pol.Apply(&cfg); err != nil {
+				return fmt.Errorf("purge: consumer %q: %w", reg.Consumer, err)
+			}
+			c, err := seqbox.NewConsumer(cfg)
+			if err != nil {
+				return fmt.Errorf("purge: consumer %q: %w", reg.Consumer, err)
+			}
+			n, err := c.Purge(ctx, batch)
+			if err != nil {
+				return fmt.Errorf("purge: %d removed before: %w", n, err)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "purged=%d consumer=%s retention=%s\n", n, reg.Consumer, pol.Retention)
+			return err
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&db, "db", "", "the consumer's database: a SQLite file path or a postgres:// URL (required)")
+	fl.StringVar(&consumer, "consumer", "", "the consumer's name (default: the only consumer registered in the database)")
+	fl.IntVar(&batch, "batch", seqbox.DefaultPurgeBatch, "identities removed per transaction")
+	return c
+}
