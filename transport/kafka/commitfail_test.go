@@ -73,7 +73,7 @@ func TestFailedCommitAppliesNothingTwice(t *testing.T) {
 		t.Fatal("no acknowledgement reported a failed commit")
 	}
 	stop()
-	_, before := fx.applied(t)
+	_, before := fx.Applied(t)
 	if before == 0 {
 		t.Fatal("nothing was applied while commits failed")
 	}
@@ -87,7 +87,7 @@ func TestFailedCommitAppliesNothingTwice(t *testing.T) {
 	fx.waitApplied(t, n, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	stop()
-	got, applied := fx.applied(t)
+	got, applied := fx.Applied(t)
 	if applied != n {
 		t.Fatalf("%d effects for %d messages", applied, n)
 	}

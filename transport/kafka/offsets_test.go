@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/transport"
+	"github.com/seqbox/seqbox/transport/transporttest"
 )
 
 // byID maps deliveries by event id.
@@ -29,7 +30,7 @@ func TestAckCommitsContiguousPrefix(t *testing.T) {
 	ctx := context.Background()
 
 	a := r.open(t, "prefix")
-	got := byID(t, receiveN(t, a, 4, 30*time.Second))
+	got := byID(t, transporttest.Receive(t, a, 4, 30*time.Second))
 	for _, id := range []string{"key-00-v2", "key-00-v4"} {
 		if err := got[id].Ack(ctx); err != nil {
 			t.Fatalf("ack %s: %v", id, err)
@@ -39,7 +40,7 @@ func TestAckCommitsContiguousPrefix(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	b := r.open(t, "prefix")
-	again := byID(t, receiveN(t, b, 4, 30*time.Second))
+	again := byID(t, transporttest.Receive(t, b, 4, 30*time.Second))
 	if len(again) != 4 {
 		t.Fatalf("after acks of offsets 1 and 3 only, %d distinct records came back, want all 4", len(again))
 	}
@@ -56,7 +57,7 @@ func TestAckCommitsContiguousPrefix(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	c := r.open(t, "prefix")
-	last := receiveN(t, c, 2, 30*time.Second)
+	last := transporttest.Receive(t, c, 2, 30*time.Second)
 	ids := []string{}
 	for _, d := range last {
 		id, _ := idOf(t, d)
@@ -79,7 +80,7 @@ func TestAttemptSurvivesMembers(t *testing.T) {
 	publishAll(t, r.publisher(t), 1, 3)
 	for round := 1; round <= 3; round++ {
 		m := r.open(t, "attempts")
-		got := byID(t, receiveN(t, m, 3, 30*time.Second))
+		got := byID(t, transporttest.Receive(t, m, 3, 30*time.Second))
 		if a := got["key-00-v1"].Attempt(); a != round {
 			t.Fatalf("member %d: the record at the committed offset reports attempt %d, want %d", round, a, round)
 		}
@@ -97,7 +98,7 @@ func TestAttemptSurvivesMembers(t *testing.T) {
 		if err := got["key-00-v1"].Nack(context.Background(), 0); err != nil {
 			t.Fatalf("nack: %v", err)
 		}
-		back := receiveN(t, m, 1, 30*time.Second)[0]
+		back := transporttest.Receive(t, m, 1, 30*time.Second)[0]
 		if id, _ := idOf(t, back); id != "key-00-v1" || back.Attempt() != 4 {
 			t.Fatalf("nacked key-00-v1 came back as %s with attempt %d, want attempt 4", id, back.Attempt())
 		}

@@ -10,26 +10,8 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/transport"
+	"github.com/seqbox/seqbox/transport/transporttest"
 )
-
-// receiveN collects n deliveries from tr within d.
-func receiveN(t *testing.T, tr transport.Transport, n int, d time.Duration) []transport.Delivery {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	var got []transport.Delivery
-	for len(got) < n && ctx.Err() == nil {
-		ds, err := tr.Receive(ctx, n-len(got))
-		if err != nil && ctx.Err() == nil {
-			t.Fatalf("receive: %v", err)
-		}
-		got = append(got, ds...)
-	}
-	if len(got) < n {
-		t.Fatalf("received %d of %d deliveries within %s", len(got), n, d)
-	}
-	return got
-}
 
 // TestRebalanceRevokesDeliveries: when a second member joins, every
 // delivery the first still holds loses its lease (Ack, Nack and Extend
@@ -39,7 +21,7 @@ func TestRebalanceRevokesDeliveries(t *testing.T) {
 	r := newRig(t, 2)
 	n := publishAll(t, r.publisher(t), 6, 3)
 	a := r.open(t, "g")
-	held := receiveN(t, a, n, 30*time.Second)
+	held := transporttest.Receive(t, a, n, 30*time.Second)
 	// Acknowledge the first delivery, the head of its partition, so the
 	// commit moves.
 	if err := held[0].Ack(context.Background()); err != nil {
@@ -127,7 +109,7 @@ func TestRebalanceMidBatchAppliesOnce(t *testing.T) {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			return record(ctx, tx, ev)
+			return transporttest.Record(ctx, tx, ev)
 		}
 	})
 	stopA := running(t, ca)
@@ -144,7 +126,7 @@ func TestRebalanceMidBatchAppliesOnce(t *testing.T) {
 	stopA()
 	stopB()
 
-	got, applied := fx.applied(t)
+	got, applied := fx.Applied(t)
 	if applied != n {
 		t.Fatalf("%d effects for %d messages", applied, n)
 	}

@@ -3,44 +3,25 @@ package kafka_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport"
+	"github.com/seqbox/seqbox/transport/transporttest"
 )
 
-// effects is a seqbox store in a fresh SQLite file whose effects table
-// records every application, in commit order, and the outcomes the
+// effects is transporttest's effects store plus the outcomes the
 // consumers reached.
 type effects struct {
-	st       store.Store
+	*transporttest.EffectsStore
 	mu       sync.Mutex
 	outcomes map[seqbox.Outcome]int
 }
 
 func newEffects(t *testing.T) *effects {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "seqbox.db"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.DB().Exec(`CREATE TABLE effects (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, pkey TEXT, version INTEGER)`); err != nil {
-		t.Fatalf("create effects: %v", err)
-	}
-	return &effects{st: st, outcomes: map[seqbox.Outcome]int{}}
-}
-
-// record is the handler: one effects row per application.
-func record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
-	v, _ := ev.Version()
-	_, err := tx.ExecContext(ctx, `INSERT INTO effects (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
-	return err
+	return &effects{EffectsStore: transporttest.NewEffectsStore(t), outcomes: map[seqbox.Outcome]int{}}
 }
 
 // consumer is a seqbox consumer named name over tr.
@@ -48,7 +29,7 @@ func (e *effects) consumer(t *testing.T, tr transport.Transport, change func(*se
 	t.Helper()
 	first := int64(1)
 	cfg := seqbox.Config{
-		Name: "kafkatest", Store: e.st, Transport: tr, Handler: record,
+		Name: "kafkatest", Store: e.Store(), Transport: tr, Handler: transporttest.Record,
 		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute, FirstVersion: &first,
 		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 		Observer: func(d seqbox.Decision) {
@@ -74,39 +55,17 @@ func (e *effects) outcome(o seqbox.Outcome) int {
 	return e.outcomes[o]
 }
 
-// applied returns each key's applied versions in commit order and the
-// number of effect rows.
-func (e *effects) applied(t *testing.T) (map[string][]int64, int) {
-	t.Helper()
-	rows, err := e.st.DB().Query(`SELECT pkey, version FROM effects ORDER BY seq`)
-	if err != nil {
-		t.Fatalf("read effects: %v", err)
-	}
-	defer rows.Close()
-	out, n := map[string][]int64{}, 0
-	for rows.Next() {
-		var k string
-		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			t.Fatalf("scan effects: %v", err)
-		}
-		out[k] = append(out[k], v)
-		n++
-	}
-	return out, n
-}
-
 // waitApplied waits until the effects table holds want rows.
 func (e *effects) waitApplied(t *testing.T, want int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if _, n := e.applied(t); n >= want {
+		if _, n := e.Applied(t); n >= want {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	_, n := e.applied(t)
+	_, n := e.Applied(t)
 	t.Fatalf("%d of %d messages applied within %s", n, want, within)
 }
 

@@ -3,47 +3,26 @@ package nats_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport"
+	"github.com/seqbox/seqbox/transport/transporttest"
 )
 
-// rig is a seqbox store in a fresh SQLite file whose effects table gets
-// one row per handler application, in commit order.
-type rig struct{ st store.Store }
+// rig is transporttest's effects store.
+type rig struct{ *transporttest.EffectsStore }
 
-func newRig(t *testing.T) *rig {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "seqbox.db"))
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.DB().Exec(`CREATE TABLE effects (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, pkey TEXT, version INTEGER)`); err != nil {
-		t.Fatalf("create effects: %v", err)
-	}
-	return &rig{st: st}
-}
-
-// record is the handler: one effects row per application.
-func record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
-	v, _ := ev.Version()
-	_, err := tx.ExecContext(ctx, `INSERT INTO effects (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
-	return err
-}
+func newRig(t *testing.T) *rig { return &rig{transporttest.NewEffectsStore(t)} }
 
 // consumer builds a seqbox consumer named "nats-test" on the rig's store.
 func (r *rig) consumer(t *testing.T, tr transport.Transport, lease time.Duration, change func(*seqbox.Config)) *seqbox.Consumer {
 	t.Helper()
 	first := int64(1)
 	cfg := seqbox.Config{
-		Name: "nats-test", Store: r.st, Transport: tr, Handler: record,
+		Name: "nats-test", Store: r.Store(), Transport: tr, Handler: transporttest.Record,
 		Workers: 4, BatchSize: 16, HoldTimeout: 5 * time.Minute, FirstVersion: &first,
 		ExtendEvery: lease / 4, ExtendBy: lease,
 		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
@@ -89,7 +68,7 @@ func run(t *testing.T, cs ...*seqbox.Consumer) (stop func()) {
 func (r *rig) effects(t *testing.T) int {
 	t.Helper()
 	var n int
-	if err := r.st.DB().QueryRow(`SELECT COUNT(*) FROM effects`).Scan(&n); err != nil {
+	if err := r.Store().DB().QueryRow(`SELECT COUNT(*) FROM effects`).Scan(&n); err != nil {
 		t.Fatalf("count effects: %v", err)
 	}
 	return n
@@ -111,7 +90,7 @@ func (r *rig) waitEffects(t *testing.T, n int, within time.Duration) {
 // once at each version 1..versions, in version order, and nothing else.
 func (r *rig) appliedOnceInOrder(t *testing.T, keys []string, versions int64) {
 	t.Helper()
-	rows, err := r.st.DB().Query(`SELECT id, pkey, version FROM effects ORDER BY seq`)
+	rows, err := r.Store().DB().Query(`SELECT id, pkey, version FROM effects ORDER BY seq`)
 	if err != nil {
 		t.Fatalf("read effects: %v", err)
 	}

@@ -20,8 +20,9 @@ func Event(key string, version int64) []byte {
 		`"partitionkey":%q,"objectversion":%d,"data":{"n":%d}}`, key, version, key, version, version)
 }
 
-// receive collects deliveries from tr until it has n or within passes.
-func receive(t *testing.T, tr transport.Transport, n int, within time.Duration) []transport.Delivery {
+// Receive collects n deliveries from tr, failing t unless they arrive
+// within the given time.
+func Receive(t testing.TB, tr transport.Transport, n int, within time.Duration) []transport.Delivery {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -97,7 +98,7 @@ func testRoundTrip(t *testing.T, h Harness) {
 	}
 	b.publish(t, pub...)
 	tr := b.open(t)
-	got := receive(t, tr, len(pub), 30*time.Second)
+	got := Receive(t, tr, len(pub), 30*time.Second)
 	slices.Sort(want)
 	if g := bodies(got); !slices.Equal(g, want) {
 		t.Fatalf("received bodies differ from published:\n got %q\nwant %q", g, want)
@@ -129,12 +130,12 @@ func testRedeliveryAfterDeath(t *testing.T, h Harness) {
 	}
 	b.publish(t, pub...)
 	a := b.Open(t)
-	first := receive(t, a, len(pub), 30*time.Second)
+	first := Receive(t, a, len(pub), 30*time.Second)
 	if err := a.Close(); err != nil {
 		t.Fatalf("close member without settling: %v", err)
 	}
 	c := b.open(t)
-	again := receive(t, c, len(pub), b.redelivery()+30*time.Second)
+	again := Receive(t, c, len(pub), b.redelivery()+30*time.Second)
 	if g, w := bodies(again), bodies(first); !slices.Equal(g, w) {
 		t.Fatalf("redelivered bodies differ:\n got %q\nwant %q", g, w)
 	}
@@ -154,13 +155,13 @@ func testNackWithDelay(t *testing.T, h Harness) {
 	b := h.NewBroker(t)
 	b.publish(t, Event("cart-1", 1))
 	tr := b.open(t)
-	d := receive(t, tr, 1, 30*time.Second)[0]
+	d := Receive(t, tr, 1, 30*time.Second)[0]
 	delay := max(time.Second, b.Lease)
 	start := time.Now()
 	if err := d.Nack(context.Background(), delay); err != nil {
 		t.Fatalf("nack: %v", err)
 	}
-	back := receive(t, tr, 1, delay+b.redelivery()+30*time.Second)[0]
+	back := Receive(t, tr, 1, delay+b.redelivery()+30*time.Second)[0]
 	took := time.Since(start)
 	if !bytes.Equal(back.Body(), d.Body()) {
 		t.Fatalf("nacked %s, got %s", d.Body(), back.Body())
@@ -172,7 +173,7 @@ func testNackWithDelay(t *testing.T, h Harness) {
 	if err := back.Nack(context.Background(), 0); err != nil {
 		t.Fatalf("nack without delay: %v", err)
 	}
-	again := receive(t, tr, 1, b.redelivery()+30*time.Second)[0]
+	again := Receive(t, tr, 1, b.redelivery()+30*time.Second)[0]
 	if !h.Features.NoAttemptCount && again.Attempt() < 3 {
 		t.Fatalf("third delivery reports attempt %d", again.Attempt())
 	}
@@ -187,7 +188,7 @@ func testExtendKeepsLease(t *testing.T, h Harness) {
 	b := h.NewBroker(t)
 	b.publish(t, Event("loan-7", 1))
 	a := b.open(t)
-	d := receive(t, a, 1, 30*time.Second)[0]
+	d := Receive(t, a, 1, 30*time.Second)[0]
 	var stolen []string
 	var mu sync.Mutex
 	ctx, cancel := context.WithCancel(context.Background())
@@ -285,7 +286,7 @@ func testCloseInFlight(t *testing.T, h Harness) {
 	}
 	b.publish(t, pub...)
 	a := b.Open(t)
-	got := receive(t, a, len(pub), 30*time.Second)
+	got := Receive(t, a, len(pub), 30*time.Second)
 	acked := got[:3]
 	ackAll(t, a, acked)
 	done := make(chan error, 1)
@@ -313,7 +314,7 @@ func testCloseInFlight(t *testing.T, h Harness) {
 	}
 	c := b.open(t)
 	want := bodies(got[4:])
-	back := receive(t, c, len(want), b.redelivery()+30*time.Second)
+	back := Receive(t, c, len(want), b.redelivery()+30*time.Second)
 	ackAll(t, c, back)
 	// Take whatever else comes within a lease: only late may be among it.
 	ctx, cancel := context.WithTimeout(context.Background(), b.Lease)

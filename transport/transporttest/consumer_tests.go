@@ -6,74 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport"
 )
 
-// rig is a seqbox store in a fresh SQLite file whose effects table records
-// every handler write, in commit order.
-type rig struct {
-	path string
-	st   store.Store
-}
-
-func newRig(t testing.TB) *rig {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "seqbox.db")
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.DB().Exec(`CREATE TABLE effects (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, pkey TEXT, version INTEGER)`); err != nil {
-		t.Fatalf("create effects: %v", err)
-	}
-	return &rig{path: path, st: st}
-}
-
 var firstVersion int64 = 1
-
-// record is the handler: one effects row per application.
-func record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
-	v, _ := ev.Version()
-	_, err := tx.ExecContext(ctx, `INSERT INTO effects (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
-	return err
-}
-
-// applied returns each key's applied versions in commit order and the
-// number of effect rows.
-func (r *rig) applied(t testing.TB) (map[string][]int64, int) {
-	t.Helper()
-	rows, err := r.st.DB().Query(`SELECT pkey, version FROM effects ORDER BY seq`)
-	if err != nil {
-		t.Fatalf("read effects: %v", err)
-	}
-	defer rows.Close()
-	out, n := map[string][]int64{}, 0
-	for rows.Next() {
-		var k string
-		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			t.Fatalf("scan effects: %v", err)
-		}
-		out[k] = append(out[k], v)
-		n++
-	}
-	return out, n
-}
 
 // consume runs the consumers until the effects table holds want rows (or
 // the deadline passes), then for settle longer, then stops them. It
 // returns when the effects table reached want rows.
-func (r *rig) consume(t testing.TB, want int, within, settle time.Duration, cs ...*seqbox.Consumer) time.Time {
+func (r *EffectsStore) consume(t testing.TB, want int, within, settle time.Duration, cs ...*seqbox.Consumer) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -108,10 +55,10 @@ func (r *rig) consume(t testing.TB, want int, within, settle time.Duration, cs .
 
 // consumer builds a seqbox consumer on the rig's store over tr, a member
 // of b, extending leases well within b's lease.
-func (r *rig) consumer(t testing.TB, b Broker, tr transport.Transport, change func(*seqbox.Config)) *seqbox.Consumer {
+func (r *EffectsStore) consumer(t testing.TB, b Broker, tr transport.Transport, change func(*seqbox.Config)) *seqbox.Consumer {
 	t.Helper()
 	cfg := seqbox.Config{
-		Name: "transporttest", Store: r.st, Transport: tr, Handler: record,
+		Name: "transporttest", Store: r.st, Transport: tr, Handler: Record,
 		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute,
 		ExtendEvery: b.Lease / 4, ExtendBy: b.Lease,
 		// Every key starts at version 1: on a broker that reorders, a
@@ -165,7 +112,7 @@ func idAndKey(t *testing.T, body []byte) (id, key string) {
 // applied once.
 func testAckAfterCommit(t *testing.T, h Harness) {
 	b := h.NewBroker(t)
-	r := newRig(t)
+	r := NewEffectsStore(t)
 	ro, err := sql.Open("sqlite", "file:"+r.path+"?mode=ro")
 	if err != nil {
 		t.Fatalf("open reader: %v", err)
@@ -190,11 +137,11 @@ func testAckAfterCommit(t *testing.T, h Harness) {
 					return errors.New("transient: first attempt fails")
 				}
 			}
-			return record(ctx, tx, ev)
+			return Record(ctx, tx, ev)
 		}
 	})
 	r.consume(t, len(pub), 90*time.Second, b.Lease, c)
-	got, n := r.applied(t)
+	got, n := r.Applied(t)
 	if n != len(pub) {
 		t.Fatalf("%d effects for %d messages", n, len(pub))
 	}
@@ -256,7 +203,7 @@ func (d *checkedDelivery) Ack(ctx context.Context) error {
 // extends the lease while it runs.
 func testLongHandlerAppliedOnce(t *testing.T, h Harness) {
 	b := h.NewBroker(t)
-	r := newRig(t)
+	r := NewEffectsStore(t)
 	b.publish(t, Event("opp-2481", 1))
 	var calls atomic.Int64
 	long := func(cfg *seqbox.Config) {
@@ -275,7 +222,7 @@ func testLongHandlerAppliedOnce(t *testing.T, h Harness) {
 	first := r.consumer(t, b, b.open(t), long)
 	second := r.consumer(t, b, b.open(t), long)
 	r.consume(t, 1, 4*b.Lease+60*time.Second, 2*b.Lease, first, second)
-	if _, n := r.applied(t); n != 1 {
+	if _, n := r.Applied(t); n != 1 {
 		t.Fatalf("%d effects for one message", n)
 	}
 	if n := calls.Load(); n != 1 {
@@ -287,7 +234,7 @@ func testLongHandlerAppliedOnce(t *testing.T, h Harness) {
 // version order.
 func testKeysInParallel(t *testing.T, h Harness) {
 	b := h.NewBroker(t)
-	r := newRig(t)
+	r := NewEffectsStore(t)
 	want := map[string]int64{}
 	var pub [][]byte
 	for v := int64(1); v <= 4; v++ {
@@ -316,7 +263,7 @@ func testKeysInParallel(t *testing.T, h Harness) {
 		}
 	})
 	r.consume(t, len(pub), 90*time.Second, 0, c)
-	got, _ := r.applied(t)
+	got, _ := r.Applied(t)
 	inOrder(t, got, want)
 	if peak.Load() < 2 {
 		t.Fatalf("decisions never ran in parallel (peak %d)", peak.Load())
@@ -332,7 +279,7 @@ func testKeysInParallel(t *testing.T, h Harness) {
 // key once per version, in version order.
 func testGateOrdersReorderingBroker(t *testing.T, h Harness) {
 	b := h.NewBroker(t)
-	r := newRig(t)
+	r := NewEffectsStore(t)
 	want := map[string]int64{}
 	var pub [][]byte
 	for v := int64(1); v <= 8; v++ {
@@ -346,7 +293,7 @@ func testGateOrdersReorderingBroker(t *testing.T, h Harness) {
 	sh := Shuffle(b.open(t), 1)
 	c := r.consumer(t, b, sh, nil)
 	r.consume(t, len(pub), 120*time.Second, 0, c)
-	got, n := r.applied(t)
+	got, n := r.Applied(t)
 	if n != len(pub) {
 		t.Fatalf("%d effects for %d messages", n, len(pub))
 	}

@@ -29,11 +29,11 @@ func Throughput(t testing.TB, b Broker, n, keys int) float64 {
 		pub = pub[len(chunk):]
 		b.publish(t, chunk...)
 	}
-	r := newRig(t)
+	r := NewEffectsStore(t)
 	c := r.consumer(t, b, b.open(t), func(cfg *seqbox.Config) { cfg.BatchSize = 256 })
 	start := time.Now()
 	reached := r.consume(t, n, 5*time.Minute, 0, c)
-	got, applied := r.applied(t)
+	got, applied := r.Applied(t)
 	if applied != n || reached.IsZero() {
 		t.Fatalf("applied %d of %d events", applied, n)
 	}
