@@ -19,7 +19,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	key := ev.PartitionKey
 	v, versioned := ev.Version()
 	if ev.BusinessKey != "" {
-		claimed, err := tx.ClaimBusinessKey(ctx, p.cfg.Name, ev.BusinessKey, ev.Source, ev.ID, now)
+		claimed, err := tx.BusinessKeyClaim(ctx, p.cfg.Name, ev.BusinessKey, ev.Source, ev.ID, now)
 		if err != nil {
 			return reached{}, err
 		}
@@ -85,7 +85,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	if key == "" || ks.HasRetries {
 		// Attempts were recorded for this key (or, unkeyed, may have been):
 		// this message's are over.
-		if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
+		if err := tx.RetryClear(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
 			return reached{}, err
 		}
 	}
@@ -133,7 +133,7 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 	if err := tx.RollbackTo(ctx, sp); err != nil {
 		return reached{}, err
 	}
-	attempts, first, err := tx.RecordRetry(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+	attempts, first, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
 		PartitionKey: ev.PartitionKey, Error: herr.Error(), At: now})
 	if err != nil {
 		return reached{}, err
@@ -145,12 +145,12 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 		d.Outcome = Retry
 		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
 		d.Attempt = attempts
-		err := tx.Audit(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+		err := tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: string(Retry), Reason: d.Reason,
 			NextAction: "redelivery after " + p.cfg.Retry.Backoff(attempts).String(), At: now})
 		if err == nil && in.parked != nil {
 			backoff := p.cfg.Retry.Backoff(attempts)
-			err = tx.Rehold(ctx, in.parked.Seq, now.Add(backoff),
+			err = tx.ParkedRehold(ctx, in.parked.Seq, now.Add(backoff),
 				fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff))
 		}
 		return p.release(ctx, dl.with(d, ev, ks), "", err)
@@ -180,11 +180,11 @@ func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, 
 	tx, in, ev, ks, now := dl.tx, dl.in, dl.ev, dl.ks, dl.now
 	name := p.cfg.Name
 	if in.parked != nil {
-		if err := tx.Unpark(ctx, in.parked.Seq); err != nil {
+		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
 			return "", err
 		}
 	}
-	if _, err := tx.DeadLetter(ctx, store.DeadLetter{Consumer: name, Source: ev.Source, ID: ev.ID,
+	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{Consumer: name, Source: ev.Source, ID: ev.ID,
 		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, PayloadHash: ev.Hash, Envelope: ev.Raw,
 		Reason: reason, Attempts: attempts, FirstError: first, LastError: last, DeadAt: now}); err != nil {
 		return "", err
@@ -196,7 +196,7 @@ func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, 
 		err = tx.SetInboxOutcome(ctx, name, ev.Source, ev.ID, string(DeadLettered), nil)
 	}
 	if err == nil {
-		err = tx.ClearRetry(ctx, name, ev.Source, ev.ID)
+		err = tx.RetryClear(ctx, name, ev.Source, ev.ID)
 	}
 	if err != nil || ev.PartitionKey == "" {
 		return "", err
@@ -209,10 +209,10 @@ func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, 
 		if in.redrive && !ks.BlockedSince.IsZero() {
 			since = ks.BlockedSince // a failed redrive: still blocked since the first failure
 		}
-		if err := tx.BlockKey(ctx, name, ev.PartitionKey, ev.Source, ev.ID, "dead-lettered "+ev.ID+": "+reason, since); err != nil {
+		if err := tx.KeyBlock(ctx, name, ev.PartitionKey, ev.Source, ev.ID, "dead-lettered "+ev.ID+": "+reason, since); err != nil {
 			return "", err
 		}
-		return "", tx.SetParkedReason(ctx, name, ev.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
+		return "", tx.ParkedSetReason(ctx, name, ev.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
 	}
 	// release: a known gap, and the key goes on.
 	if v, ok := ev.Version(); ok && (ks.Version == nil || v == *ks.Version+1) {

@@ -96,7 +96,7 @@ func (b *batchTx) Release(ctx context.Context, name string) error {
 	if b.optimistic {
 		return nil
 	}
-	return b.Tx.Release(ctx, name)
+	return b.Tx.SavepointRelease(ctx, name)
 }
 
 // RollbackTo undoes a delivery; an optimistic run cannot, and reruns.
@@ -104,7 +104,7 @@ func (b *batchTx) RollbackTo(ctx context.Context, name string) error {
 	if b.optimistic {
 		return errRerun
 	}
-	return b.Tx.RollbackTo(ctx, name)
+	return b.Tx.SavepointRollback(ctx, name)
 }
 
 // finish ends an optimistic run before its commit: the identities still
@@ -121,13 +121,13 @@ func (b *batchTx) finish(ctx context.Context) error {
 // flush writes the deferred writes.
 func (b *batchTx) flush(ctx context.Context) error {
 	if len(b.outcomeRows) > 0 {
-		if err := b.Tx.SetInboxOutcomes(ctx, b.consumer, b.outcomeRows); err != nil {
+		if err := b.Tx.InboxSetOutcomeMany(ctx, b.consumer, b.outcomeRows); err != nil {
 			return err
 		}
 		b.outcomeRows, b.outcomes = b.outcomeRows[:0], nil
 	}
 	if len(b.moveRows) > 0 {
-		won, err := b.Tx.AdvanceKeys(ctx, b.consumer, b.moveRows, b.movedAt)
+		won, err := b.Tx.KeyAdvanceMany(ctx, b.consumer, b.moveRows, b.movedAt)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func (b *batchTx) flush(ctx context.Context) error {
 		b.moveRows, b.moves = b.moveRows[:0], nil
 	}
 	if len(b.clears) > 0 {
-		if err := b.Tx.ClearRetries(ctx, b.consumer, b.clears); err != nil {
+		if err := b.Tx.RetryClearMany(ctx, b.consumer, b.clears); err != nil {
 			return err
 		}
 		b.clears = b.clears[:0]
@@ -154,7 +154,7 @@ func (b *batchTx) InsertInbox(ctx context.Context, r store.InboxRow) (bool, erro
 		delete(b.inserted, id)
 		return ok, nil
 	}
-	return b.Tx.InsertInbox(ctx, r)
+	return b.Tx.InboxInsert(ctx, r)
 }
 
 // Inbox reads an identity, after the deferred outcomes are written.
@@ -162,13 +162,13 @@ func (b *batchTx) Inbox(ctx context.Context, consumer, source, id string) (store
 	if err := b.flush(ctx); err != nil {
 		return store.InboxRow{}, err
 	}
-	return b.Tx.Inbox(ctx, consumer, source, id)
+	return b.Tx.InboxGet(ctx, consumer, source, id)
 }
 
 // SetInboxOutcome is deferred in an optimistic run.
 func (b *batchTx) SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
 	if !b.optimistic || consumer != b.consumer {
-		return b.Tx.SetInboxOutcome(ctx, consumer, source, id, outcome, processedAt)
+		return b.Tx.InboxSetOutcome(ctx, consumer, source, id, outcome, processedAt)
 	}
 	k := store.Identity{Source: source, ID: id}
 	if b.provisional[k] {
@@ -195,7 +195,7 @@ func (b *batchTx) DeleteInbox(ctx context.Context, consumer, source, id string) 
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	return b.Tx.DeleteInbox(ctx, consumer, source, id)
+	return b.Tx.InboxDelete(ctx, consumer, source, id)
 }
 
 // Key serves a key state from memory when this transaction holds it.
@@ -206,7 +206,7 @@ func (b *batchTx) Key(ctx context.Context, consumer, key string) (store.KeyState
 	if err := b.flush(ctx); err != nil {
 		return store.KeyState{}, err
 	}
-	ks, err := b.Tx.Key(ctx, consumer, key)
+	ks, err := b.Tx.KeyLock(ctx, consumer, key)
 	if err == nil && b.keys != nil && consumer == b.consumer {
 		b.keys[key] = ks
 	}
@@ -222,7 +222,7 @@ func (b *batchTx) forget(key string) {
 // EnsureKey creates a key row if missing.
 func (b *batchTx) EnsureKey(ctx context.Context, consumer, key string, at time.Time) error {
 	b.forget(key)
-	return b.Tx.EnsureKey(ctx, consumer, key, at)
+	return b.Tx.KeyEnsure(ctx, consumer, key, at)
 }
 
 // AdvanceKey is deferred for a key held in memory: the compare-and-set
@@ -234,7 +234,7 @@ func (b *batchTx) AdvanceKey(ctx context.Context, consumer, key string, prev *in
 			return false, err
 		}
 		b.forget(key)
-		return b.Tx.AdvanceKey(ctx, consumer, key, prev, next, at)
+		return b.Tx.KeyAdvance(ctx, consumer, key, prev, next, at)
 	}
 	if !sameVersion(ks.Version, prev) {
 		return false, nil
@@ -261,35 +261,35 @@ func sameVersion(a, b *int64) bool {
 	return *a == *b
 }
 
-// BlockKey blocks a key, after the deferred writes.
-func (b *batchTx) BlockKey(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
+// KeyBlock blocks a key, after the deferred writes.
+func (b *batchTx) KeyBlock(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
 	b.forget(key)
-	return b.Tx.BlockKey(ctx, consumer, key, source, id, reason, at)
+	return b.Tx.KeyBlock(ctx, consumer, key, source, id, reason, at)
 }
 
-// UnblockKey clears a key's block, after the deferred writes.
-func (b *batchTx) UnblockKey(ctx context.Context, consumer, key string, at time.Time) error {
+// KeyUnblock clears a key's block, after the deferred writes.
+func (b *batchTx) KeyUnblock(ctx context.Context, consumer, key string, at time.Time) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
 	b.forget(key)
-	return b.Tx.UnblockKey(ctx, consumer, key, at)
+	return b.Tx.KeyUnblock(ctx, consumer, key, at)
 }
 
-// Park parks a message; the key now has something parked.
-func (b *batchTx) Park(ctx context.Context, p store.Parked) error {
+// ParkedInsert parks a message; the key now has something parked.
+func (b *batchTx) ParkedInsert(ctx context.Context, p store.Parked) error {
 	if ks, ok := b.keys[p.PartitionKey]; ok {
 		ks.HasParked = true
 		b.keys[p.PartitionKey] = ks
 	}
-	return b.Tx.Park(ctx, p)
+	return b.Tx.ParkedInsert(ctx, p)
 }
 
-// RecordRetry counts a failed attempt; the key now has a retry.
-func (b *batchTx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, error) {
+// RetryRecord counts a failed attempt; the key now has a retry.
+func (b *batchTx) RetryRecord(ctx context.Context, r store.RetryRow) (int, string, error) {
 	if err := b.flush(ctx); err != nil {
 		return 0, "", err
 	}
@@ -297,22 +297,22 @@ func (b *batchTx) RecordRetry(ctx context.Context, r store.RetryRow) (int, strin
 		ks.HasRetries = true
 		b.keys[r.PartitionKey] = ks
 	}
-	return b.Tx.RecordRetry(ctx, r)
+	return b.Tx.RetryRecord(ctx, r)
 }
 
-// RetryingOnKey reads the key's retrying identity, after the deferred
+// RetryOnKey reads the key's retrying identity, after the deferred
 // writes.
-func (b *batchTx) RetryingOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+func (b *batchTx) RetryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
 	if err := b.flush(ctx); err != nil {
 		return store.RetryRow{}, false, err
 	}
-	return b.Tx.RetryingOnKey(ctx, consumer, key)
+	return b.Tx.RetryOnKey(ctx, consumer, key)
 }
 
-// ClearRetry is deferred in an optimistic run.
-func (b *batchTx) ClearRetry(ctx context.Context, consumer, source, id string) error {
+// RetryClear is deferred in an optimistic run.
+func (b *batchTx) RetryClear(ctx context.Context, consumer, source, id string) error {
 	if !b.optimistic || consumer != b.consumer {
-		return b.Tx.ClearRetry(ctx, consumer, source, id)
+		return b.Tx.RetryClear(ctx, consumer, source, id)
 	}
 	b.clears = append(b.clears, store.Identity{Source: source, ID: id})
 	return nil

@@ -127,7 +127,7 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 		return nil // rejected in the pipeline
 	}
 	op := c.cfg.Store.Operator()
-	if _, _, seen, err := op.Seen(ctx, c.cfg.Name, ev.Source, ev.ID); err != nil || seen {
+	if _, _, seen, err := op.InboxSeen(ctx, c.cfg.Name, ev.Source, ev.ID); err != nil || seen {
 		return err
 	}
 	if v, ok := ev.Version(); ok {
@@ -136,11 +136,11 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 			return err
 		}
 	}
-	if _, err := op.Decision(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := op.DecisionGet(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	now := c.cfg.Now()
-	claimed, held, err := op.ClaimDecision(ctx, c.cfg.Name, ev.Source, ev.ID, c.claimant, now, now.Add(c.cfg.DecideTimeout+time.Second))
+	claimed, held, err := op.DecisionClaim(ctx, c.cfg.Name, ev.Source, ev.ID, c.claimant, now, now.Add(c.cfg.DecideTimeout+time.Second))
 	if err != nil {
 		return err
 	}
@@ -150,9 +150,9 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 		// crash-loop guard's count of deliveries.
 		return &decisionInFlight{wait: min(held.Sub(now), c.cfg.DecideTimeout/8)}
 	}
-	defer func() { _ = op.ReleaseDecision(context.WithoutCancel(ctx), c.cfg.Name, ev.Source, ev.ID, c.claimant) }()
+	defer func() { _ = op.DecisionUnclaim(context.WithoutCancel(ctx), c.cfg.Name, ev.Source, ev.ID, c.claimant) }()
 	// Recorded while the claim was being taken: nothing to ask.
-	if _, err := op.Decision(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := op.DecisionGet(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	dctx, cancel := context.WithTimeout(withIdentity(ctx, c.cfg.Name, ev, false), c.cfg.DecideTimeout)
@@ -161,7 +161,7 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}
-	_, err = op.RecordDecision(ctx, c.cfg.Name, ev.Source, ev.ID, d, c.cfg.Now())
+	_, err = op.DecisionRecord(ctx, c.cfg.Name, ev.Source, ev.ID, d, c.cfg.Now())
 	return err
 }
 
@@ -191,12 +191,12 @@ func (p *pipeline) withDecision(ctx context.Context, tx *batchTx, ev Event, now 
 	if p.cfg.Decide == nil {
 		return ctx, nil
 	}
-	d, err := tx.Decision(ctx, p.cfg.Name, ev.Source, ev.ID)
+	d, err := tx.DecisionGet(ctx, p.cfg.Name, ev.Source, ev.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		if d, err = p.cfg.Decide(withIdentity(ctx, p.cfg.Name, ev, true), ev); err != nil {
 			return ctx, fmt.Errorf("decide: %w", err)
 		}
-		err = tx.RecordDecision(ctx, p.cfg.Name, ev.Source, ev.ID, d, now)
+		err = tx.DecisionRecord(ctx, p.cfg.Name, ev.Source, ev.ID, d, now)
 	}
 	if err != nil {
 		return ctx, err

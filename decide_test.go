@@ -143,7 +143,7 @@ func TestDecisionSurvivesARedrive(t *testing.T) {
 	ds, err := c.Deliver(ctx, keyed("opp-9", "opp", 1), 1)
 	require.NoError(t, err)
 	require.Equal(t, seqbox.DeadLettered, ds[0].Outcome, ds[0].Reason)
-	dl, err := b.store.Operator().DeadLetters(ctx, b.cfg.Name, false)
+	dl, err := b.store.Operator().DeadLetterList(ctx, b.cfg.Name, false)
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	broken.Store(false)

@@ -47,12 +47,12 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 	if err != nil || ks.Blocked {
 		return nil, err
 	}
-	parked, err := tx.ParkedForKey(ctx, p.cfg.Name, key)
+	parked, err := tx.ParkedListWaiting(ctx, p.cfg.Name, key)
 	if err != nil || len(parked) == 0 {
 		return nil, err
 	}
 	first := parked[0]
-	r, retrying, err := tx.RetryingOnKey(ctx, p.cfg.Name, key)
+	r, retrying, err := tx.RetryOnKey(ctx, p.cfg.Name, key)
 	if err != nil || (retrying && (r.Source != first.Source || r.ID != first.ID)) {
 		return nil, err // a predecessor is still retrying at the broker: nobody overtakes it
 	}
@@ -67,10 +67,10 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 	// free wait as held again, and messages that waited behind a retry
 	// start their hold now: every hold is bounded by HoldTimeout.
 	deadline := p.cfg.Now().Add(p.cfg.HoldTimeout)
-	if err := tx.SetParkedReason(ctx, p.cfg.Name, key, store.ParkBlocked, store.ParkHeld, deadline); err != nil {
+	if err := tx.ParkedSetReason(ctx, p.cfg.Name, key, store.ParkBlocked, store.ParkHeld, deadline); err != nil {
 		return nil, err
 	}
-	return nil, tx.StartHolds(ctx, p.cfg.Name, key, deadline)
+	return nil, tx.ParkedStartHolds(ctx, p.cfg.Name, key, deadline)
 }
 
 // expectedVersion is the version a key accepts next: one past the

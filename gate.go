@@ -25,17 +25,17 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	if ks.Blocked {
 		reason := fmt.Sprintf("key blocked since %s: %s", ks.BlockedSince.Format(time.RFC3339), ks.BlockedReason)
 		return &gateResult{Outcome: Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
-			tx.Park(ctx, p.parkRow(ev, store.ParkBlocked, reason, now, time.Time{}))
+			tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkBlocked, reason, now, time.Time{}))
 	}
 	if in.parked == nil && ks.HasRetries {
-		r, retrying, err := tx.RetryingOnKey(ctx, name, key)
+		r, retrying, err := tx.RetryOnKey(ctx, name, key)
 		if err != nil {
 			return nil, err
 		}
 		if retrying && (r.Source != ev.Source || r.ID != ev.ID) {
 			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", r.Source, r.ID)
 			return &gateResult{Outcome: Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
-				tx.Park(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+				tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 		}
 	}
 	v, versioned := ev.Version()
@@ -62,17 +62,17 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	case ks.Version != nil && v == *ks.Version:
 		reason := fmt.Sprintf("version %d is already committed under another identity", v)
 		return &gateResult{Outcome: VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
-			tx.Park(ctx, p.parkRow(ev, store.ParkVersionConflict, reason, now, time.Time{}))
+			tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkVersionConflict, reason, now, time.Time{}))
 	}
 	// A gap: expected < v.
 	if p.cfg.GapPolicy == GapAdvance {
-		return nil, tx.RecordGap(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: expected, ToVersion: v - 1,
+		return nil, tx.GapInsert(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: expected, ToVersion: v - 1,
 			DecidedBy: "gap_policy=advance", Reason: fmt.Sprintf("version %d arrived while %d was expected", v, expected), At: now})
 	}
 	reason := fmt.Sprintf("waiting for version %d (got %d)", expected, v)
 	return &gateResult{Outcome: Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
 			now.Add(p.cfg.HoldTimeout).Format(time.RFC3339), expected)},
-		tx.Park(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+		tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 }
 
 func versionText(v *int64, expected int64) string {
@@ -85,7 +85,7 @@ func versionText(v *int64, expected int64) string {
 // skipVersions records the gap from..to as decided and moves the key's
 // version to `to` by compare-and-set from prev.
 func (p *pipeline) skipVersions(ctx context.Context, tx *batchTx, key string, prev *int64, from, to int64, who, why string, now time.Time) error {
-	if err := tx.RecordGap(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: from, ToVersion: to,
+	if err := tx.GapInsert(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: from, ToVersion: to,
 		DecidedBy: who, Reason: why, At: now}); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ var ErrNotBlocking = errors.New("dead letter already resolved")
 // successors are applied after it, in version order, in the same
 // transaction.
 func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
-	dl, err := c.cfg.Store.Operator().DeadLetter(ctx, c.cfg.Name, seq)
+	dl, err := c.cfg.Store.Operator().DeadLetterGet(ctx, c.cfg.Name, seq)
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
@@ -45,7 +45,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 		default:
 			resolution += ": " + string(ds[0].Outcome)
 		}
-		err = tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, state, resolution, c.cfg.Now())
+		err = tx.DeadLetterResolve(ctx, c.cfg.Name, dl.Seq, state, resolution, c.cfg.Now())
 		if errors.Is(err, store.ErrNotFound) {
 			err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 		}
@@ -64,7 +64,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
 	}
-	dl, err := c.cfg.Store.Operator().DeadLetter(ctx, c.cfg.Name, seq)
+	dl, err := c.cfg.Store.Operator().DeadLetterGet(ctx, c.cfg.Name, seq)
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
@@ -73,7 +73,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
 		now := c.cfg.Now()
-		if err := tx.ResolveDeadLetter(ctx, c.cfg.Name, dl.Seq, store.DeadLetterSkipped, "skipped by "+who+": "+why, now); err != nil {
+		if err := tx.DeadLetterResolve(ctx, c.cfg.Name, dl.Seq, store.DeadLetterSkipped, "skipped by "+who+": "+why, now); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 			}
@@ -81,7 +81,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 		}
 		// A failed redrive may have left attempts behind; the message is
 		// settled now and must not hold its key's successors.
-		if err := tx.ClearRetry(ctx, c.cfg.Name, dl.Source, dl.ID); err != nil {
+		if err := tx.RetryClear(ctx, c.cfg.Name, dl.Source, dl.ID); err != nil {
 			return nil, err
 		}
 		if dl.PartitionKey == "" {
@@ -100,7 +100,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 		if dl.ObjectVersion == nil {
 			// An unversioned message leaves no version gap: unblock, and
 			// let the parked successors go by their own versions.
-			if err := tx.UnblockKey(ctx, c.cfg.Name, ks.Key, now); err != nil {
+			if err := tx.KeyUnblock(ctx, c.cfg.Name, ks.Key, now); err != nil {
 				return nil, err
 			}
 			return c.p.drain(ctx, tx, ks.Key)
@@ -135,12 +135,12 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Deci
 // gap; otherwise the gap runs up to the lowest parked version. Then the key
 // drains.
 func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Decision, error) {
-	if err := tx.UnblockKey(ctx, p.cfg.Name, ks.Key, now); err != nil {
+	if err := tx.KeyUnblock(ctx, p.cfg.Name, ks.Key, now); err != nil {
 		return nil, err
 	}
 	to := skipped
 	if to == nil {
-		parked, err := tx.ParkedForKey(ctx, p.cfg.Name, ks.Key)
+		parked, err := tx.ParkedListWaiting(ctx, p.cfg.Name, ks.Key)
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +170,7 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 	now := c.cfg.Now()
 	op := c.cfg.Store.Operator()
-	due, err := op.DueHolds(ctx, c.cfg.Name, now)
+	due, err := op.ParkedListDue(ctx, c.cfg.Name, now)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 	if c.cfg.MaxBlock <= 0 {
 		return out, nil
 	}
-	stuck, err := op.BlockedBefore(ctx, c.cfg.Name, now.Add(-c.cfg.MaxBlock))
+	stuck, err := op.KeyListBlockedBefore(ctx, c.cfg.Name, now.Add(-c.cfg.MaxBlock))
 	if err != nil {
 		return out, err
 	}
@@ -224,7 +224,7 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 	if err != nil || ks.Blocked {
 		return nil, err
 	}
-	parked, err := tx.ParkedForKey(ctx, p.cfg.Name, h.PartitionKey)
+	parked, err := tx.ParkedListWaiting(ctx, p.cfg.Name, h.PartitionKey)
 	if err != nil || len(parked) == 0 {
 		return nil, err
 	}
@@ -238,22 +238,22 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 		}
 		return p.drain(ctx, tx, h.PartitionKey)
 	}
-	if r, retrying, err := tx.RetryingOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || (retrying && now.Sub(r.At) < p.cfg.HoldTimeout) {
+	if r, retrying, err := tx.RetryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || (retrying && now.Sub(r.At) < p.cfg.HoldTimeout) {
 		return nil, err
 	}
 	why := fmt.Sprintf("hold timed out after %s waiting before version %s", p.cfg.HoldTimeout, versionString(h.ObjectVersion))
 	if p.cfg.HoldExpiry == HoldExpiryAdvance {
 		return p.releaseKey(ctx, tx, ks, nil, "hold_expiry=advance", why, now)
 	}
-	if err := tx.BlockKey(ctx, p.cfg.Name, h.PartitionKey, "", "", why, now); err != nil {
+	if err := tx.KeyBlock(ctx, p.cfg.Name, h.PartitionKey, "", "", why, now); err != nil {
 		return nil, err
 	}
-	return nil, tx.SetParkedReason(ctx, p.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
+	return nil, tx.ParkedSetReason(ctx, p.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
 }
 
 // skipBlocker finds the open DLQ row blocking ks and skips it.
 func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]Decision, error) {
-	dls, err := c.cfg.Store.Operator().DeadLetters(ctx, c.cfg.Name, false)
+	dls, err := c.cfg.Store.Operator().DeadLetterList(ctx, c.cfg.Name, false)
 	if err != nil {
 		return nil, err
 	}

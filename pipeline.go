@@ -108,7 +108,7 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, 
 	d := Decision{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
 	if in.parked != nil {
-		if err := tx.Unpark(ctx, in.parked.Seq); err != nil {
+		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
 			return reached{}, err
 		}
 	} else {
@@ -137,7 +137,7 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, 
 			return reached{}, err
 		}
 		if ks.Blocked && in.redrive && ks.BlockedSource == ev.Source && ks.BlockedID == ev.ID {
-			if err := tx.UnblockKey(ctx, p.cfg.Name, ev.PartitionKey, now); err != nil {
+			if err := tx.KeyUnblock(ctx, p.cfg.Name, ev.PartitionKey, now); err != nil {
 				return reached{}, err
 			}
 			ks.Blocked = false
@@ -218,7 +218,7 @@ func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Deci
 	}
 	d.Outcome = Collision
 	d.Reason = fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash)
-	if err := tx.Park(ctx, p.parkRow(ev, store.ParkCollision, d.Reason, now, time.Time{})); err != nil {
+	if err := tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkCollision, d.Reason, now, time.Time{})); err != nil {
 		return d, err
 	}
 	return d, p.record(ctx, tx, ev, d, nil, "investigate: the producer reused an identity for different content", now)
@@ -269,14 +269,14 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 			return d, err
 		}
 	}
-	if _, err := tx.DeadLetter(ctx, store.DeadLetter{
+	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{
 		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: in.raw, PayloadHash: hash,
 		Reason: string(Rejected) + ": " + perr.Error(), Attempts: in.attempt,
 		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
 	}); err != nil {
 		return d, err
 	}
-	return d, tx.Audit(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey,
+	return d, tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey,
 		Outcome: string(Rejected), Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
 }
 
@@ -308,11 +308,11 @@ func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Decision
 		}
 	}
 	if settles(d.Outcome) {
-		if err := tx.ClearRetry(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
+		if err := tx.RetryClear(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
 			return err
 		}
 	}
-	return tx.Audit(ctx, store.AuditRow{
+	return tx.AuditInsert(ctx, store.AuditRow{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: string(d.Outcome),
 		Reason: d.Reason, NextAction: next, At: now, PayloadHash: onceOnly(d.Outcome, ev.Hash),

@@ -53,10 +53,10 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 		}
 	}
 	var err error
-	if tx.keys, err = tx.LockKeys(ctx, p.cfg.Name, keys); err != nil {
+	if tx.keys, err = tx.KeyLockMany(ctx, p.cfg.Name, keys); err != nil {
 		return err
 	}
-	inserted, err := tx.InsertInboxes(ctx, rows)
+	inserted, err := tx.InboxInsertMany(ctx, rows)
 	if err != nil {
 		return err
 	}
@@ -76,10 +76,10 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 	if len(missing) == 0 {
 		return nil
 	}
-	if err := tx.EnsureKeys(ctx, p.cfg.Name, missing, now); err != nil {
+	if err := tx.KeyEnsureMany(ctx, p.cfg.Name, missing, now); err != nil {
 		return err
 	}
-	created, err := tx.LockKeys(ctx, p.cfg.Name, missing)
+	created, err := tx.KeyLockMany(ctx, p.cfg.Name, missing)
 	for k, ks := range created {
 		tx.keys[k] = ks
 	}

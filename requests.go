@@ -23,13 +23,13 @@ const requestsEvery = 250 * time.Millisecond
 // left to it.
 func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 	ctl := c.cfg.Store.Control()
-	reqs, err := ctl.PendingRequests(ctx, c.cfg.Name)
+	reqs, err := ctl.RequestListPending(ctx, c.cfg.Name)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, r := range reqs {
-		ok, err := ctl.ClaimRequest(ctx, r.Seq, c.process, time.Now())
+		ok, err := ctl.RequestClaim(ctx, r.Seq, c.process, time.Now())
 		if err != nil {
 			return n, err
 		}
@@ -51,7 +51,7 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if err := ctl.FinishRequest(context.WithoutCancel(ctx), r.Seq, state, result, errText, time.Now()); err != nil {
+		if err := ctl.RequestFinish(context.WithoutCancel(ctx), r.Seq, state, result, errText, time.Now()); err != nil {
 			return n, fmt.Errorf("record the result of operator request %d: %w", r.Seq, err)
 		}
 		n++
@@ -125,7 +125,7 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 		}
 		if time.Since(beat) >= heartbeatEvery {
 			beat = time.Now()
-			if err := c.cfg.Store.Control().Heartbeat(ctx, c.cfg.Name, beat); err != nil && ctx.Err() == nil {
+			if err := c.cfg.Store.Control().ConsumerHeartbeat(ctx, c.cfg.Name, beat); err != nil && ctx.Err() == nil {
 				c.cfg.Logger.Warn("seqbox: heartbeat failed", "consumer", c.cfg.Name, "err", err)
 			}
 		}

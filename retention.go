@@ -30,7 +30,7 @@ func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 		if err := c.cfg.hooks.At(fault.DuringPurge); err != nil {
 			return total, err
 		}
-		n, err := c.cfg.Store.Operator().PurgeInbox(ctx, c.cfg.Name, c.cfg.Now(), batch)
+		n, err := c.cfg.Store.Operator().InboxPurge(ctx, c.cfg.Name, c.cfg.Now(), batch)
 		if err != nil {
 			return total, err
 		}

@@ -38,7 +38,7 @@ func (p *pipeline) settled(ctx context.Context, dl *delivery, se *settleError) (
 		return reached{}, err
 	}
 	if in.parked != nil {
-		if err := tx.Unpark(ctx, in.parked.Seq); err != nil {
+		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
 			return reached{}, err
 		}
 	}

@@ -39,7 +39,7 @@ func TestHandlerSettlesStale(t *testing.T) {
 	require.Zero(t, b.effects(t, "opp-v2"), "the handler's write rolled back")
 	require.Equal(t, seqbox.Duplicate, deliver("opp-v2", 2, 2).Outcome, "the identity is kept")
 	require.Equal(t, seqbox.Applied, deliver("opp-v3", 3, 1).Outcome, "v3 is not held behind v2")
-	audit, err := b.store.Operator().Audit(ctx, b.cfg.Name, "opp", 10)
+	audit, err := b.store.Operator().AuditList(ctx, b.cfg.Name, "opp", 10)
 	require.NoError(t, err)
 	var stale int
 	for _, a := range audit {
@@ -48,7 +48,7 @@ func TestHandlerSettlesStale(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, stale)
-	dl, err := b.store.Operator().DeadLetters(ctx, b.cfg.Name, true)
+	dl, err := b.store.Operator().DeadLetterList(ctx, b.cfg.Name, true)
 	require.NoError(t, err)
 	require.Empty(t, dl, "settled, not dead-lettered")
 }

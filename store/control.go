@@ -10,36 +10,36 @@ import (
 // requests wait for the consumer that owns the handler (DESIGN §4). The CLI
 // and the admin API write requests; only the owning consumer executes them.
 type Control interface {
-	// Register records (or refreshes) a consumer's registration: its
+	// ConsumerRegister records (or refreshes) a consumer's registration: its
 	// policies, handler kind and heartbeat. The last writer wins.
-	Register(ctx context.Context, r Registration) error
-	// RegisterTx is Register inside a transaction the caller opened on
+	ConsumerRegister(ctx context.Context, r Registration) error
+	// ConsumerRegisterTx is Register inside a transaction the caller opened on
 	// the pool (SQLite has one writer: the pool would wait for it).
-	RegisterTx(ctx context.Context, tx *sql.Tx, r Registration) error
-	// Heartbeat moves a registered consumer's heartbeat to at.
-	Heartbeat(ctx context.Context, consumer string, at time.Time) error
-	// Registrations lists every registered consumer, by name.
-	Registrations(ctx context.Context) ([]Registration, error)
-	// Registration reads one consumer's registration; ErrNotFound when it
+	ConsumerRegisterTx(ctx context.Context, tx *sql.Tx, r Registration) error
+	// ConsumerHeartbeat moves a registered consumer's heartbeat to at.
+	ConsumerHeartbeat(ctx context.Context, consumer string, at time.Time) error
+	// ConsumerList lists every registered consumer, by name.
+	ConsumerList(ctx context.Context) ([]Registration, error)
+	// ConsumerGet reads one consumer's registration; ErrNotFound when it
 	// never registered.
-	Registration(ctx context.Context, consumer string) (Registration, error)
+	ConsumerGet(ctx context.Context, consumer string) (Registration, error)
 
-	// Request records an operator request in state RequestPending and
+	// RequestInsert records an operator request in state RequestPending and
 	// returns its sequence number.
-	Request(ctx context.Context, r OperatorRequest) (int64, error)
-	// PendingRequests lists a consumer's pending requests, oldest first.
-	PendingRequests(ctx context.Context, consumer string) ([]OperatorRequest, error)
-	// OperatorRequest reads one request by its sequence number.
-	OperatorRequest(ctx context.Context, seq int64) (OperatorRequest, error)
-	// ClaimRequest moves a pending request to RequestRunning for taker;
+	RequestInsert(ctx context.Context, r OperatorRequest) (int64, error)
+	// RequestListPending lists a consumer's pending requests, oldest first.
+	RequestListPending(ctx context.Context, consumer string) ([]OperatorRequest, error)
+	// RequestGet reads one request by its sequence number.
+	RequestGet(ctx context.Context, seq int64) (OperatorRequest, error)
+	// RequestClaim moves a pending request to RequestRunning for taker;
 	// false means it was no longer pending (taken or cancelled).
-	ClaimRequest(ctx context.Context, seq int64, taker string, at time.Time) (bool, error)
-	// FinishRequest records a running request's result: state RequestDone
+	RequestClaim(ctx context.Context, seq int64, taker string, at time.Time) (bool, error)
+	// RequestFinish records a running request's result: state RequestDone
 	// or RequestFailed, the decisions it produced (JSON) and the error.
-	FinishRequest(ctx context.Context, seq int64, state RequestState, result []byte, errText string, at time.Time) error
-	// CancelRequest moves a pending request to RequestCancelled; false
+	RequestFinish(ctx context.Context, seq int64, state RequestState, result []byte, errText string, at time.Time) error
+	// RequestCancel moves a pending request to RequestCancelled; false
 	// means a consumer took it first.
-	CancelRequest(ctx context.Context, seq int64, why string, at time.Time) (bool, error)
+	RequestCancel(ctx context.Context, seq int64, why string, at time.Time) (bool, error)
 }
 
 // HandlerRecord is the handler kind of seqbox's built-in record handler

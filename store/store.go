@@ -78,7 +78,7 @@ const (
 	DeadLetterSkipped DeadLetterState = "skipped"
 )
 
-// Park reasons: why a message sits in the parked table.
+// ParkedInsert reasons: why a message sits in the parked table.
 const (
 	ParkHeld            = "held"
 	ParkBlocked         = "blocked"
@@ -110,104 +110,104 @@ type Tx interface {
 	// SQL is the transaction the handler writes its business effects in.
 	SQL() *sql.Tx
 	Savepoint(ctx context.Context, name string) error
-	RollbackTo(ctx context.Context, name string) error
-	Release(ctx context.Context, name string) error
+	SavepointRollback(ctx context.Context, name string) error
+	SavepointRelease(ctx context.Context, name string) error
 
-	// InsertInbox inserts the identity; false means it already existed (the
+	// InboxInsert inserts the identity; false means it already existed (the
 	// primary key decided, never a prior query).
-	InsertInbox(ctx context.Context, r InboxRow) (bool, error)
-	// Inbox reads an existing identity.
-	Inbox(ctx context.Context, consumer, source, id string) (InboxRow, error)
-	// SetInboxOutcome records the outcome the identity ended in.
-	SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error
-	// DeleteInbox forgets an identity (redrive of a dead-lettered message).
-	DeleteInbox(ctx context.Context, consumer, source, id string) error
-	// ClaimBusinessKey inserts (consumer, businesskey); false means another
+	InboxInsert(ctx context.Context, r InboxRow) (bool, error)
+	// InboxGet reads an existing identity.
+	InboxGet(ctx context.Context, consumer, source, id string) (InboxRow, error)
+	// InboxSetOutcome records the outcome the identity ended in.
+	InboxSetOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error
+	// InboxDelete forgets an identity (redrive of a dead-lettered message).
+	InboxDelete(ctx context.Context, consumer, source, id string) error
+	// BusinessKeyClaim inserts (consumer, businesskey); false means another
 	// identity already applied that effect.
-	ClaimBusinessKey(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error)
+	BusinessKeyClaim(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error)
 
-	// Key reads the ordering state of a key and locks it until the end of
+	// KeyLock reads the ordering state of a key and locks it until the end of
 	// the transaction; ErrNotFound if never seen.
-	Key(ctx context.Context, consumer, key string) (KeyState, error)
-	// EnsureKey creates the key row with no version if it does not exist.
-	EnsureKey(ctx context.Context, consumer, key string, at time.Time) error
-	// AdvanceKey is the compare-and-set on the key version: it moves from
+	KeyLock(ctx context.Context, consumer, key string) (KeyState, error)
+	// KeyEnsure creates the key row with no version if it does not exist.
+	KeyEnsure(ctx context.Context, consumer, key string, at time.Time) error
+	// KeyAdvance is the compare-and-set on the key version: it moves from
 	// prev (nil = no version yet) to next and reports whether it won.
-	AdvanceKey(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error)
-	// BlockKey blocks a key behind a failed message (source/id may be
+	KeyAdvance(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error)
+	// KeyBlock blocks a key behind a failed message (source/id may be
 	// empty for a gap block).
-	BlockKey(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error
-	// UnblockKey clears the block.
-	UnblockKey(ctx context.Context, consumer, key string, at time.Time) error
+	KeyBlock(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error
+	// KeyUnblock clears the block.
+	KeyUnblock(ctx context.Context, consumer, key string, at time.Time) error
 
-	// Park stores a message durably so the broker copy can be acked.
-	Park(ctx context.Context, p Parked) error
-	// ParkedForKey lists the held and blocked messages of a key, in version
+	// ParkedInsert stores a message durably so the broker copy can be acked.
+	ParkedInsert(ctx context.Context, p Parked) error
+	// ParkedListWaiting lists the held and blocked messages of a key, in version
 	// order and then arrival order.
-	ParkedForKey(ctx context.Context, consumer, key string) ([]Parked, error)
-	// Unpark removes one parked row.
-	Unpark(ctx context.Context, seq int64) error
-	// SetParkedReason moves every parked row of a key from one reason to
+	ParkedListWaiting(ctx context.Context, consumer, key string) ([]Parked, error)
+	// ParkedDelete removes one parked row.
+	ParkedDelete(ctx context.Context, seq int64) error
+	// ParkedSetReason moves every parked row of a key from one reason to
 	// another (held to blocked when the key blocks, and back), with a new
 	// hold deadline (zero: none).
-	SetParkedReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error
+	ParkedSetReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error
 
-	// StartHolds gives the held messages of a key that have no hold
+	// ParkedStartHolds gives the held messages of a key that have no hold
 	// deadline (they waited behind a retry) the deadline until.
-	StartHolds(ctx context.Context, consumer, key string, until time.Time) error
+	ParkedStartHolds(ctx context.Context, consumer, key string, until time.Time) error
 
-	// RecordRetry counts a failed attempt and returns the running total and
+	// RetryRecord counts a failed attempt and returns the running total and
 	// the first error seen.
-	RecordRetry(ctx context.Context, r RetryRow) (attempts int, firstError string, err error)
-	// ClearRetry forgets the attempts of an identity.
-	ClearRetry(ctx context.Context, consumer, source, id string) error
-	// RetryingOnKey returns the identity currently retrying on a key
+	RetryRecord(ctx context.Context, r RetryRow) (attempts int, firstError string, err error)
+	// RetryClear forgets the attempts of an identity.
+	RetryClear(ctx context.Context, consumer, source, id string) error
+	// RetryOnKey returns the identity currently retrying on a key
 	// (one whose attempts are counted and that has not settled since).
-	RetryingOnKey(ctx context.Context, consumer, key string) (r RetryRow, found bool, err error)
-	// Rehold puts one parked message back as held until the given time
+	RetryOnKey(ctx context.Context, consumer, key string) (r RetryRow, found bool, err error)
+	// ParkedRehold puts one parked message back as held until the given time
 	// (a released message that failed transiently waits out its backoff).
 	// detail replaces the parked row's detail, so that the stuck-keys view
 	// says why it waits now.
-	Rehold(ctx context.Context, seq int64, until time.Time, detail string) error
+	ParkedRehold(ctx context.Context, seq int64, until time.Time, detail string) error
 
-	// DeadLetter stores the original envelope with the reason.
-	DeadLetter(ctx context.Context, d DeadLetter) (int64, error)
-	// ResolveDeadLetter marks one open DLQ row redriven or skipped.
+	// DeadLetterInsert stores the original envelope with the reason.
+	DeadLetterInsert(ctx context.Context, d DeadLetter) (int64, error)
+	// DeadLetterResolve marks one open DLQ row redriven or skipped.
 	// state is how it was resolved; resolution says it in words (who, why,
 	// what came of a redrive).
-	ResolveDeadLetter(ctx context.Context, consumer string, seq int64, state DeadLetterState, resolution string, at time.Time) error
-	// Decision reads the decision recorded for an identity.
-	Decision(ctx context.Context, consumer, source, id string) ([]byte, error)
-	// RecordDecision stores a decision for an identity inside the batch.
-	RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error
-	// Audit records a non-applied outcome. A duplicate is counted on its
+	DeadLetterResolve(ctx context.Context, consumer string, seq int64, state DeadLetterState, resolution string, at time.Time) error
+	// DecisionGet reads the decision recorded for an identity.
+	DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error)
+	// DecisionRecord stores a decision for an identity inside the batch.
+	DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error
+	// AuditInsert records a non-applied outcome. A duplicate is counted on its
 	// inbox row rather than added as a row, and a collision is recorded
 	// once per colliding payload: delivering again what was already
 	// recorded adds no row (DESIGN §7).
-	Audit(ctx context.Context, a AuditRow) error
-	// RecordGap records a known gap in a key's version history.
-	RecordGap(ctx context.Context, g Gap) error
+	AuditInsert(ctx context.Context, a AuditRow) error
+	// GapInsert records a known gap in a key's version history.
+	GapInsert(ctx context.Context, g Gap) error
 
 	// Batch-shaped methods: one statement (or a few, in bounded chunks)
 	// for many rows.
 
-	// LockKeys reads and locks the ordering state of the keys that exist,
+	// KeyLockMany reads and locks the ordering state of the keys that exist,
 	// in key order (so concurrent batches lock in one order), with HasParked
 	// and HasRetries read under the locks. Keys never seen are absent.
-	LockKeys(ctx context.Context, consumer string, keys []string) (map[string]KeyState, error)
-	// EnsureKeys creates the key rows that do not exist, with no version.
-	EnsureKeys(ctx context.Context, consumer string, keys []string, at time.Time) error
-	// InsertInboxes inserts identities; inserted[i] is false when rows[i]
+	KeyLockMany(ctx context.Context, consumer string, keys []string) (map[string]KeyState, error)
+	// KeyEnsureMany creates the key rows that do not exist, with no version.
+	KeyEnsureMany(ctx context.Context, consumer string, keys []string, at time.Time) error
+	// InboxInsertMany inserts identities; inserted[i] is false when rows[i]
 	// already existed (the primary key decided). rows must not repeat an
 	// identity.
-	InsertInboxes(ctx context.Context, rows []InboxRow) (inserted []bool, err error)
-	// SetInboxOutcomes records the outcome of many identities.
-	SetInboxOutcomes(ctx context.Context, consumer string, rows []OutcomeRow) error
-	// AdvanceKeys runs the compare-and-set of each move and reports how
+	InboxInsertMany(ctx context.Context, rows []InboxRow) (inserted []bool, err error)
+	// InboxSetOutcomeMany records the outcome of many identities.
+	InboxSetOutcomeMany(ctx context.Context, consumer string, rows []OutcomeRow) error
+	// KeyAdvanceMany runs the compare-and-set of each move and reports how
 	// many won; every move names a different key.
-	AdvanceKeys(ctx context.Context, consumer string, moves []KeyMove, at time.Time) (int, error)
-	// ClearRetries forgets the attempts of many identities.
-	ClearRetries(ctx context.Context, consumer string, ids []Identity) error
+	KeyAdvanceMany(ctx context.Context, consumer string, moves []KeyMove, at time.Time) (int, error)
+	// RetryClearMany forgets the attempts of many identities.
+	RetryClearMany(ctx context.Context, consumer string, ids []Identity) error
 
 	Commit() error
 	Rollback() error
@@ -217,7 +217,7 @@ type Tx interface {
 // id.
 type Identity struct{ Source, ID string }
 
-// OutcomeRow is the outcome an identity ended in (Tx.SetInboxOutcomes).
+// OutcomeRow is the outcome an identity ended in (Tx.InboxSetOutcomeMany).
 type OutcomeRow struct {
 	Identity
 	Outcome     string
@@ -341,50 +341,50 @@ type Gap struct {
 // Operator holds the queries that run outside the pipeline: what an
 // operator, the sweeper or retention needs.
 type Operator interface {
-	// DeadLetters lists a consumer's DLQ, oldest first; resolved rows only
+	// DeadLetterList lists a consumer's DLQ, oldest first; resolved rows only
 	// when all is true.
-	DeadLetters(ctx context.Context, consumer string, all bool) ([]DeadLetter, error)
-	// DeadLetter reads one DLQ row by its sequence number.
-	DeadLetter(ctx context.Context, consumer string, seq int64) (DeadLetter, error)
-	// Keys lists key views; only blocked or holding keys when stuck is true.
-	Keys(ctx context.Context, consumer string, stuck bool) ([]KeyView, error)
-	// Key returns one key view.
-	Key(ctx context.Context, consumer, key string) (KeyView, error)
-	// Parked lists the parked messages of a key, every reason.
-	Parked(ctx context.Context, consumer, key string) ([]Parked, error)
-	// Audit lists audit rows for a consumer (and key, when not empty),
+	DeadLetterList(ctx context.Context, consumer string, all bool) ([]DeadLetter, error)
+	// DeadLetterGet reads one DLQ row by its sequence number.
+	DeadLetterGet(ctx context.Context, consumer string, seq int64) (DeadLetter, error)
+	// KeyViewList lists key views; only blocked or holding keys when stuck is true.
+	KeyViewList(ctx context.Context, consumer string, stuck bool) ([]KeyView, error)
+	// KeyViewGet returns one key view.
+	KeyViewGet(ctx context.Context, consumer, key string) (KeyView, error)
+	// ParkedList lists the parked messages of a key, every reason.
+	ParkedList(ctx context.Context, consumer, key string) ([]Parked, error)
+	// AuditList lists audit rows for a consumer (and key, when not empty),
 	// newest last, at most limit.
-	Audit(ctx context.Context, consumer, key string, limit int) ([]AuditRow, error)
-	// Gaps lists the recorded gaps of a key.
-	Gaps(ctx context.Context, consumer, key string) ([]Gap, error)
+	AuditList(ctx context.Context, consumer, key string, limit int) ([]AuditRow, error)
+	// GapList lists the recorded gaps of a key.
+	GapList(ctx context.Context, consumer, key string) ([]Gap, error)
 	// Counts reports row counts for a consumer.
 	Counts(ctx context.Context, consumer string) (Counts, error)
-	// DueHolds lists held messages whose hold deadline is at or before now,
+	// ParkedListDue lists held messages whose hold deadline is at or before now,
 	// one per key (the lowest version).
-	DueHolds(ctx context.Context, consumer string, now time.Time) ([]Parked, error)
-	// BlockedBefore lists keys blocked since before the given time.
-	BlockedBefore(ctx context.Context, consumer string, before time.Time) ([]KeyState, error)
-	// Seen reports the recorded outcome and payload hash of an identity,
+	ParkedListDue(ctx context.Context, consumer string, now time.Time) ([]Parked, error)
+	// KeyListBlockedBefore lists keys blocked since before the given time.
+	KeyListBlockedBefore(ctx context.Context, consumer string, before time.Time) ([]KeyState, error)
+	// InboxSeen reports the recorded outcome and payload hash of an identity,
 	// without locking: a fast path before expensive work, never the arbiter.
-	Seen(ctx context.Context, consumer, source, id string) (outcome, hash string, found bool, err error)
+	InboxSeen(ctx context.Context, consumer, source, id string) (outcome, hash string, found bool, err error)
 	// KeyVersion reads a key's committed version (nil: none), unlocked.
 	KeyVersion(ctx context.Context, consumer, key string) (*int64, error)
-	// Decision reads the decision recorded for an identity; ErrNotFound
+	// DecisionGet reads the decision recorded for an identity; ErrNotFound
 	// when none.
-	Decision(ctx context.Context, consumer, source, id string) ([]byte, error)
-	// RecordDecision stores a decision unless one is already recorded, and
+	DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error)
+	// DecisionRecord stores a decision unless one is already recorded, and
 	// returns the recorded one: concurrent deciders converge on the first.
-	RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error)
-	// ClaimDecision claims the right to decide an identity until until,
+	DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error)
+	// DecisionClaim claims the right to decide an identity until until,
 	// for owner: true when no other owner holds an unexpired claim. The
 	// claim is released by ReleaseDecision, or runs out. held is when the
 	// claim in force (owner's, or the other one's) runs out.
-	ClaimDecision(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (claimed bool, held time.Time, err error)
-	// ReleaseDecision drops owner's claim on an identity.
-	ReleaseDecision(ctx context.Context, consumer, source, id, owner string) error
-	// PurgeInbox deletes at most batch inbox identities whose retention
+	DecisionClaim(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (claimed bool, held time.Time, err error)
+	// DecisionUnclaim drops owner's claim on an identity.
+	DecisionUnclaim(ctx context.Context, consumer, source, id, owner string) error
+	// InboxPurge deletes at most batch inbox identities whose retention
 	// ended before now, and reports how many it deleted.
-	PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error)
+	InboxPurge(ctx context.Context, consumer string, now time.Time, batch int) (int64, error)
 }
 
 // KeyView is a key's state together with what is parked behind it.

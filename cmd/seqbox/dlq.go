@@ -27,7 +27,7 @@ func dlqListCmd() *cobra.Command {
 				return f.remote(cmd, func(c *adminClient) error { return c.listDLQ(all, f.json) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				dls, err := s.store.Operator().DeadLetters(cmd.Context(), s.reg.Consumer, all)
+				dls, err := s.store.Operator().DeadLetterList(cmd.Context(), s.reg.Consumer, all)
 				if err != nil {
 					return err
 				}
@@ -55,7 +55,7 @@ func dlqShowCmd() *cobra.Command {
 				return f.remote(cmd, func(c *adminClient) error { return c.showDLQ(seq, f.json) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.reg.Consumer, seq)
+				dl, err := s.store.Operator().DeadLetterGet(cmd.Context(), s.reg.Consumer, seq)
 				if err != nil {
 					return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
 				}
@@ -149,7 +149,7 @@ request reaches the consumer.`,
 // openDeadLetter checks, before asking the consumer, that DLQ row seq
 // exists and is still open, so a typo fails at once.
 func openDeadLetter(cmd *cobra.Command, s *session, seq int64) error {
-	dl, err := s.store.Operator().DeadLetter(cmd.Context(), s.reg.Consumer, seq)
+	dl, err := s.store.Operator().DeadLetterGet(cmd.Context(), s.reg.Consumer, seq)
 	if err != nil {
 		return s.notFound(fmt.Errorf("%s: dlq %d: %w", subcommandPath(cmd), seq, err))
 	}

@@ -84,7 +84,7 @@ func (f *opFlags) open(ctx context.Context) (*session, error) {
 // findConsumer returns the registration --consumer names, or the only one
 // there is; otherwise the error lists the consumers that exist.
 func findConsumer(ctx context.Context, st store.Store, db, name string) (store.Registration, error) {
-	regs, err := st.Control().Registrations(ctx)
+	regs, err := st.Control().ConsumerList(ctx)
 	if err != nil {
 		return store.Registration{}, err
 	}

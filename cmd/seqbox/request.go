@@ -76,7 +76,7 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 	}
 	defer closeStore()
 	ctl := st.Control()
-	seq, err := ctl.Request(ctx, store.OperatorRequest{Consumer: s.reg.Consumer, Action: action, Target: target,
+	seq, err := ctl.RequestInsert(ctx, store.OperatorRequest{Consumer: s.reg.Consumer, Action: action, Target: target,
 		RequestedBy: f.by, Reason: f.reason, RequestedAt: time.Now()})
 	if err != nil {
 		return err

@@ -65,7 +65,7 @@ func main() {
 	fmt.Printf("follow-up for opp-2481: %s at version %d; notes to the seller: %d\n", state, version, notes)
 
 	// The record of what was refused, and which state made it invalid.
-	audit, err := st.Operator().Audit(ctx, "followup-agent", "opp-2481", 10)
+	audit, err := st.Operator().AuditList(ctx, "followup-agent", "opp-2481", 10)
 	if err != nil {
 		log.Fatal(err)
 	}

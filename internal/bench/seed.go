@@ -109,9 +109,9 @@ type timedOperator struct {
 	times *purgeTimes
 }
 
-func (o timedOperator) PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
+func (o timedOperator) InboxPurge(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
 	t0 := time.Now()
-	n, err := o.Operator.PurgeInbox(ctx, consumer, now, batch)
+	n, err := o.Operator.InboxPurge(ctx, consumer, now, batch)
 	d := time.Since(t0)
 	o.times.mu.Lock()
 	o.times.ds = append(o.times.ds, d)

@@ -109,11 +109,11 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 	if err != nil {
 		return err
 	}
-	dlq, err := st.Operator().DeadLetters(ctx, Consumer, true)
+	dlq, err := st.Operator().DeadLetterList(ctx, Consumer, true)
 	if err != nil {
 		return err
 	}
-	parked, err := st.Operator().Parked(ctx, Consumer, "")
+	parked, err := st.Operator().ParkedList(ctx, Consumer, "")
 	if err != nil {
 		return err
 	}

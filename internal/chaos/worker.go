@@ -133,7 +133,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		if err != nil {
 			return err
 		}
-		dls, err := st.Operator().DeadLetters(ctx, Consumer, false)
+		dls, err := st.Operator().DeadLetterList(ctx, Consumer, false)
 		if err != nil {
 			return err
 		}

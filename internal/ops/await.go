@@ -31,7 +31,7 @@ func (e *StillRunningError) Error() string {
 func AwaitRequest(ctx context.Context, ctl store.Control, seq int64, wait, poll time.Duration) (store.OperatorRequest, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		r, err := ctl.OperatorRequest(ctx, seq)
+		r, err := ctl.RequestGet(ctx, seq)
 		if err != nil {
 			return r, err
 		}
@@ -44,7 +44,7 @@ func AwaitRequest(ctx context.Context, ctl store.Control, seq int64, wait, poll 
 			}
 		case store.RequestPending:
 			if time.Now().After(deadline) {
-				cancelled, err := ctl.CancelRequest(context.WithoutCancel(ctx), seq,
+				cancelled, err := ctl.RequestCancel(context.WithoutCancel(ctx), seq,
 					fmt.Sprintf("no live consumer took it within %s", wait), time.Now())
 				if err != nil {
 					return r, err

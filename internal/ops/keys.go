@@ -93,7 +93,7 @@ func (r Reporter) target() string {
 // Keys reports the stuck keys (blocked or holding), or every key when all
 // is true, in key order.
 func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
-	views, err := r.Op.Keys(ctx, r.Consumer, !all)
+	views, err := r.Op.KeyViewList(ctx, r.Consumer, !all)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
 // Key reports one key with its parked messages, recorded gaps and the
 // last AuditLimit audit rows. An unknown key is store.ErrNotFound.
 func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
-	v, err := r.Op.Key(ctx, r.Consumer, key)
+	v, err := r.Op.KeyViewGet(ctx, r.Consumer, key)
 	if err != nil {
 		return KeyDetail{}, err
 	}
@@ -124,16 +124,16 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 		return KeyDetail{}, err
 	}
 	d := KeyDetail{}
-	if d.Parked, err = r.Op.Parked(ctx, r.Consumer, key); err != nil {
+	if d.Parked, err = r.Op.ParkedList(ctx, r.Consumer, key); err != nil {
 		return d, err
 	}
 	if d.KeyReport, err = r.report(ctx, v, dlq, d.Parked); err != nil {
 		return d, err
 	}
-	if d.Gaps, err = r.Op.Gaps(ctx, r.Consumer, key); err != nil {
+	if d.Gaps, err = r.Op.GapList(ctx, r.Consumer, key); err != nil {
 		return d, err
 	}
-	d.Audit, err = r.Op.Audit(ctx, r.Consumer, key, AuditLimit)
+	d.Audit, err = r.Op.AuditList(ctx, r.Consumer, key, AuditLimit)
 	return d, err
 }
 
@@ -147,7 +147,7 @@ func (r Reporter) openDeadLetters(ctx context.Context, views []store.KeyView) (m
 	if !need {
 		return nil, nil
 	}
-	dls, err := r.Op.DeadLetters(ctx, r.Consumer, false)
+	dls, err := r.Op.DeadLetterList(ctx, r.Consumer, false)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 		rep.Status, rep.since = StatusHeld, v.OldestParked
 		if parked == nil {
 			var err error
-			if parked, err = r.Op.Parked(ctx, r.Consumer, v.Key); err != nil {
+			if parked, err = r.Op.ParkedList(ctx, r.Consumer, v.Key); err != nil {
 				return rep, err
 			}
 		}

@@ -18,15 +18,15 @@ type fakeOperator struct {
 	dlq            []store.DeadLetter
 }
 
-func (f fakeOperator) Keys(context.Context, string, bool) ([]store.KeyView, error) {
+func (f fakeOperator) KeyViewList(context.Context, string, bool) ([]store.KeyView, error) {
 	return f.views, nil
 }
 
-func (f fakeOperator) Parked(_ context.Context, _, key string) ([]store.Parked, error) {
+func (f fakeOperator) ParkedList(_ context.Context, _, key string) ([]store.Parked, error) {
 	return f.parked[key], nil
 }
 
-func (f fakeOperator) DeadLetters(context.Context, string, bool) ([]store.DeadLetter, error) {
+func (f fakeOperator) DeadLetterList(context.Context, string, bool) ([]store.DeadLetter, error) {
 	return f.dlq, nil
 }
 

@@ -131,7 +131,7 @@ type stateLine struct {
 }
 
 func writeState(ctx context.Context, c *seqbox.Consumer, w io.Writer) error {
-	keys, err := c.Store().Operator().Keys(ctx, c.Name(), false)
+	keys, err := c.Store().Operator().KeyViewList(ctx, c.Name(), false)
 	if err != nil {
 		return err
 	}

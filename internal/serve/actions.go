@@ -96,7 +96,7 @@ func readAction(w http.ResponseWriter, r *http.Request, attributed bool) (Action
 
 // openDeadLetter checks that DLQ row seq exists and is open.
 func (s *Server) openDeadLetter(w http.ResponseWriter, r *http.Request, seq int64) bool {
-	dl, err := s.store.Operator().DeadLetter(r.Context(), s.opt.Consumer, seq)
+	dl, err := s.store.Operator().DeadLetterGet(r.Context(), s.opt.Consumer, seq)
 	if err != nil {
 		s.serverError(w, r, fmt.Errorf("dlq %d: %w", seq, err))
 		return false
@@ -139,7 +139,7 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	kv, err := s.store.Operator().Key(r.Context(), s.opt.Consumer, key)
+	kv, err := s.store.Operator().KeyViewGet(r.Context(), s.opt.Consumer, key)
 	if err != nil {
 		s.serverError(w, r, fmt.Errorf("key %q: %w", key, err))
 		return
@@ -159,7 +159,7 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target string, a ActionRequest) {
 	ctx := r.Context()
 	ctl := s.store.Control()
-	seq, err := ctl.Request(ctx, store.OperatorRequest{Consumer: s.opt.Consumer, Action: action, Target: target,
+	seq, err := ctl.RequestInsert(ctx, store.OperatorRequest{Consumer: s.opt.Consumer, Action: action, Target: target,
 		RequestedBy: a.By, Reason: a.Reason, RequestedAt: time.Now()})
 	if err != nil {
 		s.serverError(w, r, err)
@@ -202,7 +202,7 @@ func (s *Server) showRequest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "seq", Detail: "seq: not a request number"})
 		return
 	}
-	req, err := s.store.Control().OperatorRequest(r.Context(), seq)
+	req, err := s.store.Control().RequestGet(r.Context(), seq)
 	if err == nil && req.Consumer != s.opt.Consumer {
 		err = store.ErrNotFound
 	}

@@ -172,7 +172,7 @@ func (s *Server) blockerVersions(ctx context.Context, reps []ops.KeyReport) (map
 	if !need {
 		return nil, nil
 	}
-	dls, err := s.store.Operator().DeadLetters(ctx, s.opt.Consumer, false)
+	dls, err := s.store.Operator().DeadLetterList(ctx, s.opt.Consumer, false)
 	m := make(map[int64]*int64, len(dls))
 	for _, d := range dls {
 		m[d.Seq] = d.ObjectVersion
@@ -190,7 +190,7 @@ func withExpected(rep ops.KeyReport, versions map[int64]*int64) ops.KeyReport {
 }
 
 func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
-	dls, err := s.store.Operator().DeadLetters(r.Context(), s.opt.Consumer, r.URL.Query().Get("all") == "true")
+	dls, err := s.store.Operator().DeadLetterList(r.Context(), s.opt.Consumer, r.URL.Query().Get("all") == "true")
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -218,7 +218,7 @@ func (s *Server) showDLQ(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := s.store.Operator().DeadLetter(r.Context(), s.opt.Consumer, seq)
+	d, err := s.store.Operator().DeadLetterGet(r.Context(), s.opt.Consumer, seq)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -246,7 +246,7 @@ type Collision struct {
 func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	op := s.store.Operator()
-	parked, err := op.Parked(ctx, s.opt.Consumer, "")
+	parked, err := op.ParkedList(ctx, s.opt.Consumer, "")
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -276,7 +276,7 @@ func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
 // firstPayload finds the payload an identity was first recorded with:
 // applied (the gateway kept it), parked (held or blocked) or dead-lettered.
 func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []store.Parked) ([]byte, string, error) {
-	outcome, _, _, err := s.store.Operator().Seen(ctx, s.opt.Consumer, c.Source, c.ID)
+	outcome, _, _, err := s.store.Operator().InboxSeen(ctx, s.opt.Consumer, c.Source, c.ID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -289,7 +289,7 @@ func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []stor
 			return p.Envelope, outcome, nil
 		}
 	}
-	dls, err := s.store.Operator().DeadLetters(ctx, s.opt.Consumer, true)
+	dls, err := s.store.Operator().DeadLetterList(ctx, s.opt.Consumer, true)
 	if err != nil {
 		return nil, outcome, err
 	}
@@ -333,7 +333,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 	op := s.store.Operator()
 	rows := []AuditView{}
 	if object != "" {
-		as, err := op.Audit(ctx, s.opt.Consumer, object, limit)
+		as, err := op.AuditList(ctx, s.opt.Consumer, object, limit)
 		if err != nil {
 			s.serverError(w, r, err)
 			return
@@ -344,7 +344,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "object": object, "audit": rows})
 		return
 	}
-	as, err := op.Audit(ctx, s.opt.Consumer, "", auditScan)
+	as, err := op.AuditList(ctx, s.opt.Consumer, "", auditScan)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -381,12 +381,12 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 // (source, id).
 func (s *Server) identity(ctx context.Context, source, id string) (IdentityView, bool, error) {
 	op := s.store.Operator()
-	outcome, hash, found, err := op.Seen(ctx, s.opt.Consumer, source, id)
+	outcome, hash, found, err := op.InboxSeen(ctx, s.opt.Consumer, source, id)
 	if err != nil || !found {
 		return IdentityView{}, false, err
 	}
 	v := IdentityView{Source: source, ID: id, InboxOutcome: outcome, PayloadHash: hash}
-	if d, err := op.Decision(ctx, s.opt.Consumer, source, id); err == nil {
+	if d, err := op.DecisionGet(ctx, s.opt.Consumer, source, id); err == nil {
 		txt := string(d)
 		v.AgentVerdict = &txt
 	} else if !errors.Is(err, store.ErrNotFound) {

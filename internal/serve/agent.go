@@ -135,7 +135,7 @@ func (a *dispatcher) gate(ctx context.Context, ev seqbox.Event) error {
 	if ev.PartitionKey == "" {
 		return nil
 	}
-	kv, err := a.op.Key(ctx, a.consumer, ev.PartitionKey)
+	kv, err := a.op.KeyViewGet(ctx, a.consumer, ev.PartitionKey)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

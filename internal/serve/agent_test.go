@@ -63,7 +63,7 @@ func (a *fakeAgent) snapshot() []agentCall {
 
 func (r *running) outcome(t *testing.T, id string) string {
 	t.Helper()
-	o, _, _, err := r.store.Operator().Seen(t.Context(), r.opt.Consumer, "crm", id)
+	o, _, _, err := r.store.Operator().InboxSeen(t.Context(), r.opt.Consumer, "crm", id)
 	require.NoError(t, err)
 	return o
 }

@@ -64,11 +64,11 @@ func rowsText(template, row string, first, rows int) string {
 	return s
 }
 
-// LockKeys reads and locks the keys that exist, in byte order of the key
+// KeyLockMany reads and locks the keys that exist, in byte order of the key
 // (the lock order every batch uses), with whether anything is parked or
 // retrying on each. On PostgreSQL the flags are read after the locks are
 // granted, as Key explains.
-func (t *Tx) LockKeys(ctx context.Context, consumer string, keys []string) (map[string]store.KeyState, error) {
+func (t *Tx) KeyLockMany(ctx context.Context, consumer string, keys []string) (map[string]store.KeyState, error) {
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
@@ -132,8 +132,8 @@ func (t *Tx) scanKeys(ctx context.Context, out map[string]store.KeyState, q stri
 	return rows.Err()
 }
 
-// EnsureKeys creates the missing key rows.
-func (t *Tx) EnsureKeys(ctx context.Context, consumer string, keys []string, at time.Time) error {
+// KeyEnsureMany creates the missing key rows.
+func (t *Tx) KeyEnsureMany(ctx context.Context, consumer string, keys []string, at time.Time) error {
 	return eachChunk(len(keys), func(lo, hi int) error {
 		_, err := t.exec(ctx, rowsText(`INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
 			VALUES {{ROWS}} ON CONFLICT (consumer, partitionkey) DO NOTHING`, "($1, $a, $2)", 2, hi-lo),
@@ -142,9 +142,9 @@ func (t *Tx) EnsureKeys(ctx context.Context, consumer string, keys []string, at 
 	})
 }
 
-// InsertInboxes inserts identities in multi-row statements; the primary
+// InboxInsertMany inserts identities in multi-row statements; the primary
 // key decides, and RETURNING names the rows that went in.
-func (t *Tx) InsertInboxes(ctx context.Context, rs []store.InboxRow) ([]bool, error) {
+func (t *Tx) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]bool, error) {
 	inserted := make([]bool, len(rs))
 	err := eachChunk(len(rs), func(lo, hi int) error {
 		args := make([]any, 0, (hi-lo)*15)
@@ -179,22 +179,22 @@ func (t *Tx) InsertInboxes(ctx context.Context, rs []store.InboxRow) ([]bool, er
 	return inserted, err
 }
 
-// SetInboxOutcomes records many outcomes, one prepared statement each:
+// InboxSetOutcomeMany records many outcomes, one prepared statement each:
 // the pipeline records most outcomes when it inserts the identity, so
 // these are few.
-func (t *Tx) SetInboxOutcomes(ctx context.Context, consumer string, rs []store.OutcomeRow) error {
+func (t *Tx) InboxSetOutcomeMany(ctx context.Context, consumer string, rs []store.OutcomeRow) error {
 	for _, r := range rs {
-		if err := t.SetInboxOutcome(ctx, consumer, r.Source, r.ID, r.Outcome, r.ProcessedAt); err != nil {
+		if err := t.InboxSetOutcome(ctx, consumer, r.Source, r.ID, r.Outcome, r.ProcessedAt); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// AdvanceKeys runs many key compare-and-sets, a chunk per statement. The
+// KeyAdvanceMany runs many key compare-and-sets, a chunk per statement. The
 // keys are named in an IN list, so that every database probes the key
 // index once per key rather than join the whole consumer's keys.
-func (t *Tx) AdvanceKeys(ctx context.Context, consumer string, moves []store.KeyMove, at time.Time) (int, error) {
+func (t *Tx) KeyAdvanceMany(ctx context.Context, consumer string, moves []store.KeyMove, at time.Time) (int, error) {
 	won := 0
 	err := eachChunk(len(moves), func(lo, hi int) error {
 		args := []any{consumer, micros(at)}
@@ -240,10 +240,10 @@ func advanceText(n int) string {
 	return s
 }
 
-// ClearRetries forgets the attempts of many identities. Each identity is
+// RetryClearMany forgets the attempts of many identities. Each identity is
 // a primary-key term of its own (OR), which both databases answer from
 // the primary key.
-func (t *Tx) ClearRetries(ctx context.Context, consumer string, ids []store.Identity) error {
+func (t *Tx) RetryClearMany(ctx context.Context, consumer string, ids []store.Identity) error {
 	return eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{consumer}
 		for _, id := range ids[lo:hi] {

@@ -19,11 +19,11 @@ var _ store.Control = control{}
 // Control returns the registrations and operator requests.
 func (s *Store) Control() store.Control { return control{db: s.db} }
 
-func (c control) Register(ctx context.Context, r store.Registration) error {
+func (c control) ConsumerRegister(ctx context.Context, r store.Registration) error {
 	return register(ctx, c.db, r)
 }
 
-func (c control) RegisterTx(ctx context.Context, tx *sql.Tx, r store.Registration) error {
+func (c control) ConsumerRegisterTx(ctx context.Context, tx *sql.Tx, r store.Registration) error {
 	return register(ctx, tx, r)
 }
 
@@ -39,7 +39,7 @@ func register(ctx context.Context, db interface {
 	return StorageError("register consumer", err)
 }
 
-func (c control) Heartbeat(ctx context.Context, consumer string, at time.Time) error {
+func (c control) ConsumerHeartbeat(ctx context.Context, consumer string, at time.Time) error {
 	_, err := c.db.ExecContext(ctx, `UPDATE seqbox_consumers SET heartbeat_at = $2 WHERE consumer = $1`, consumer, micros(at))
 	return StorageError("heartbeat", err)
 }
@@ -58,7 +58,7 @@ func scanRegistration(row rowScanner) (store.Registration, error) {
 	return r, err
 }
 
-func (c control) Registrations(ctx context.Context) ([]store.Registration, error) {
+func (c control) ConsumerList(ctx context.Context) ([]store.Registration, error) {
 	rows, err := c.db.QueryContext(ctx, `SELECT `+registrationColumns+` FROM seqbox_consumers`)
 	out, err := collect(rows, err, scanRegistration)
 	// Sorted here, by bytes, so every store and collation agrees.
@@ -66,7 +66,7 @@ func (c control) Registrations(ctx context.Context) ([]store.Registration, error
 	return out, err
 }
 
-func (c control) Registration(ctx context.Context, consumer string) (store.Registration, error) {
+func (c control) ConsumerGet(ctx context.Context, consumer string) (store.Registration, error) {
 	r, err := scanRegistration(c.db.QueryRowContext(ctx, `SELECT `+registrationColumns+` FROM seqbox_consumers WHERE consumer = $1`, consumer))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrNotFound
@@ -74,7 +74,7 @@ func (c control) Registration(ctx context.Context, consumer string) (store.Regis
 	return r, err
 }
 
-func (c control) Request(ctx context.Context, r store.OperatorRequest) (int64, error) {
+func (c control) RequestInsert(ctx context.Context, r store.OperatorRequest) (int64, error) {
 	var seq int64
 	err := c.db.QueryRowContext(ctx, `INSERT INTO seqbox_requests (consumer, action, target, requested_by, reason, requested_at, state)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
@@ -101,13 +101,13 @@ func scanRequest(row rowScanner) (store.OperatorRequest, error) {
 	return r, err
 }
 
-func (c control) PendingRequests(ctx context.Context, consumer string) ([]store.OperatorRequest, error) {
+func (c control) RequestListPending(ctx context.Context, consumer string) ([]store.OperatorRequest, error) {
 	rows, err := c.db.QueryContext(ctx, `SELECT `+requestColumns+` FROM seqbox_requests
 		WHERE consumer = $1 AND state = $2 ORDER BY seq`, consumer, string(store.RequestPending))
 	return collect(rows, err, scanRequest)
 }
 
-func (c control) OperatorRequest(ctx context.Context, seq int64) (store.OperatorRequest, error) {
+func (c control) RequestGet(ctx context.Context, seq int64) (store.OperatorRequest, error) {
 	r, err := scanRequest(c.db.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM seqbox_requests WHERE seq = $1`, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrNotFound
@@ -126,12 +126,12 @@ func (c control) moveRequest(ctx context.Context, query string, args ...any) (bo
 	return n == 1, err
 }
 
-func (c control) ClaimRequest(ctx context.Context, seq int64, taker string, at time.Time) (bool, error) {
+func (c control) RequestClaim(ctx context.Context, seq int64, taker string, at time.Time) (bool, error) {
 	return c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, taken_by = $3, taken_at = $4
 		WHERE seq = $1 AND state = $5`, seq, string(store.RequestRunning), taker, micros(at), string(store.RequestPending))
 }
 
-func (c control) FinishRequest(ctx context.Context, seq int64, state store.RequestState, result []byte, errText string, at time.Time) error {
+func (c control) RequestFinish(ctx context.Context, seq int64, state store.RequestState, result []byte, errText string, at time.Time) error {
 	ok, err := c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, result = $3, error = $4, done_at = $5
 		WHERE seq = $1 AND state = $6`, seq, string(state), string(result), errText, micros(at), string(store.RequestRunning))
 	if err == nil && !ok {
@@ -140,7 +140,7 @@ func (c control) FinishRequest(ctx context.Context, seq int64, state store.Reque
 	return err
 }
 
-func (c control) CancelRequest(ctx context.Context, seq int64, why string, at time.Time) (bool, error) {
+func (c control) RequestCancel(ctx context.Context, seq int64, why string, at time.Time) (bool, error) {
 	return c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, error = $3, done_at = $4
 		WHERE seq = $1 AND state = $5`, seq, string(store.RequestCancelled), why, micros(at), string(store.RequestPending))
 }

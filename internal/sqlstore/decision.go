@@ -24,13 +24,13 @@ func readDecision(ctx context.Context, q queryer, consumer, source, id string) (
 	return d, err
 }
 
-// Decision reads the decision recorded for an identity.
-func (t *Tx) Decision(ctx context.Context, consumer, source, id string) ([]byte, error) {
+// DecisionGet reads the decision recorded for an identity.
+func (t *Tx) DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error) {
 	return readDecision(ctx, t.tx, consumer, source, id)
 }
 
-// RecordDecision stores a decision inside the batch transaction.
-func (t *Tx) RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error {
+// DecisionRecord stores a decision inside the batch transaction.
+func (t *Tx) DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error {
 	_, err := t.exec(ctx, insertDecision, consumer, source, id, decision, micros(at))
 	return err
 }
@@ -38,18 +38,18 @@ func (t *Tx) RecordDecision(ctx context.Context, consumer, source, id string, de
 const insertDecision = `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at)
 	VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, source, id) DO NOTHING`
 
-func (o operator) Decision(ctx context.Context, consumer, source, id string) ([]byte, error) {
+func (o operator) DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error) {
 	return readDecision(ctx, o.db, consumer, source, id)
 }
 
-func (o operator) RecordDecision(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error) {
+func (o operator) DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error) {
 	if _, err := o.db.ExecContext(ctx, insertDecision, consumer, source, id, decision, micros(at)); err != nil {
 		return nil, err
 	}
 	return readDecision(ctx, o.db, consumer, source, id)
 }
 
-func (o operator) Seen(ctx context.Context, consumer, source, id string) (string, string, bool, error) {
+func (o operator) InboxSeen(ctx context.Context, consumer, source, id string) (string, string, bool, error) {
 	var outcome, hash string
 	err := o.db.QueryRowContext(ctx, `SELECT outcome, payload_hash FROM seqbox_inbox
 		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).Scan(&outcome, &hash)
@@ -69,7 +69,7 @@ func (o operator) KeyVersion(ctx context.Context, consumer, key string) (*int64,
 	return ptrInt(v), err
 }
 
-func (o operator) ClaimDecision(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (bool, time.Time, error) {
+func (o operator) DecisionClaim(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (bool, time.Time, error) {
 	res, err := o.db.ExecContext(ctx, `INSERT INTO seqbox_decision_claims (consumer, source, id, owner, expires_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (consumer, source, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
@@ -90,7 +90,7 @@ func (o operator) ClaimDecision(ctx context.Context, consumer, source, id, owner
 	return false, time.UnixMicro(held), err
 }
 
-func (o operator) ReleaseDecision(ctx context.Context, consumer, source, id, owner string) error {
+func (o operator) DecisionUnclaim(ctx context.Context, consumer, source, id, owner string) error {
 	_, err := o.db.ExecContext(ctx, `DELETE FROM seqbox_decision_claims
 		WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $4`, consumer, source, id, owner)
 	return err

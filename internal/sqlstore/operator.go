@@ -56,13 +56,13 @@ func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 	return d, err
 }
 
-func (o operator) DeadLetters(ctx context.Context, consumer string, all bool) ([]store.DeadLetter, error) {
+func (o operator) DeadLetterList(ctx context.Context, consumer string, all bool) ([]store.DeadLetter, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
 		WHERE consumer = $1 AND ($2 OR state = 'open') ORDER BY seq`, consumer, all)
 	return collect(rows, err, scanDLQ)
 }
 
-func (o operator) DeadLetter(ctx context.Context, consumer string, seq int64) (store.DeadLetter, error) {
+func (o operator) DeadLetterGet(ctx context.Context, consumer string, seq int64) (store.DeadLetter, error) {
 	d, err := scanDLQ(o.db.QueryRowContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
 		WHERE consumer = $1 AND seq = $2`, consumer, seq))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -116,11 +116,11 @@ func (o operator) keyViews(ctx context.Context, consumer, key string, stuck bool
 	return out, rows.Err()
 }
 
-func (o operator) Keys(ctx context.Context, consumer string, stuck bool) ([]store.KeyView, error) {
+func (o operator) KeyViewList(ctx context.Context, consumer string, stuck bool) ([]store.KeyView, error) {
 	return o.keyViews(ctx, consumer, "", stuck)
 }
 
-func (o operator) Key(ctx context.Context, consumer, key string) (store.KeyView, error) {
+func (o operator) KeyViewGet(ctx context.Context, consumer, key string) (store.KeyView, error) {
 	if key == "" {
 		return store.KeyView{}, store.ErrNotFound
 	}
@@ -134,7 +134,7 @@ func (o operator) Key(ctx context.Context, consumer, key string) (store.KeyView,
 	return vs[0], nil
 }
 
-func (o operator) Parked(ctx context.Context, consumer, key string) ([]store.Parked, error) {
+func (o operator) ParkedList(ctx context.Context, consumer, key string) ([]store.Parked, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
 		WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2) ORDER BY partitionkey, COALESCE(objectversion, -1), seq`,
 		consumer, key)
@@ -144,7 +144,7 @@ func (o operator) Parked(ctx context.Context, consumer, key string) ([]store.Par
 	return scanParked(rows)
 }
 
-func (o operator) Audit(ctx context.Context, consumer, key string, limit int) ([]store.AuditRow, error) {
+func (o operator) AuditList(ctx context.Context, consumer, key string, limit int) ([]store.AuditRow, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT seq, consumer, source, id, partitionkey, received_version,
 		current_version, outcome, reason, next_action, at FROM (
 			SELECT * FROM seqbox_audit WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2)
@@ -169,7 +169,7 @@ func (o operator) Audit(ctx context.Context, consumer, key string, limit int) ([
 	return out, rows.Err()
 }
 
-func (o operator) Gaps(ctx context.Context, consumer, key string) ([]store.Gap, error) {
+func (o operator) GapList(ctx context.Context, consumer, key string) ([]store.Gap, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT consumer, partitionkey, from_version, to_version, decided_by, reason, at
 		FROM seqbox_gaps WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2) ORDER BY seq`, consumer, key)
 	if err != nil {
@@ -209,7 +209,7 @@ func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, er
 	return c, err
 }
 
-func (o operator) DueHolds(ctx context.Context, consumer string, now time.Time) ([]store.Parked, error) {
+func (o operator) ParkedListDue(ctx context.Context, consumer string, now time.Time) ([]store.Parked, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked p
 		WHERE consumer = $1 AND reason = 'held' AND hold_until IS NOT NULL AND hold_until <= $2
 		AND NOT EXISTS (SELECT 1 FROM seqbox_parked q WHERE q.consumer = p.consumer
@@ -223,7 +223,7 @@ func (o operator) DueHolds(ctx context.Context, consumer string, now time.Time) 
 	return scanParked(rows)
 }
 
-func (o operator) BlockedBefore(ctx context.Context, consumer string, before time.Time) ([]store.KeyState, error) {
+func (o operator) KeyListBlockedBefore(ctx context.Context, consumer string, before time.Time) ([]store.KeyState, error) {
 	rows, err := o.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
 		WHERE consumer = $1 AND blocked = 1 AND blocked_since < $2 ORDER BY blocked_since`, consumer, micros(before))
 	if err != nil {
@@ -241,7 +241,7 @@ func (o operator) BlockedBefore(ctx context.Context, consumer string, before tim
 	return out, rows.Err()
 }
 
-func (o operator) PurgeInbox(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
+func (o operator) InboxPurge(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
 	// Attempts of an identity that settled are stale; they would come back
 	// to life (hold the key) once the identity is purged.
 	// Driven from the (small) retries table, so its cost does not grow

@@ -36,14 +36,14 @@ func (t *Tx) Savepoint(ctx context.Context, name string) error {
 	return err
 }
 
-// RollbackTo undoes everything since the savepoint, which stays open.
-func (t *Tx) RollbackTo(ctx context.Context, name string) error {
+// SavepointRollback undoes everything since the savepoint, which stays open.
+func (t *Tx) SavepointRollback(ctx context.Context, name string) error {
 	_, err := t.exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
 	return err
 }
 
-// Release closes the savepoint, keeping its work.
-func (t *Tx) Release(ctx context.Context, name string) error {
+// SavepointRelease closes the savepoint, keeping its work.
+func (t *Tx) SavepointRelease(ctx context.Context, name string) error {
 	_, err := t.exec(ctx, "RELEASE SAVEPOINT "+name)
 	return err
 }
@@ -79,8 +79,8 @@ func (t *Tx) Rollback() error {
 	return t.tx.Rollback()
 }
 
-// InsertInbox inserts an identity; the primary key arbitrates.
-func (t *Tx) InsertInbox(ctx context.Context, r store.InboxRow) (bool, error) {
+// InboxInsert inserts an identity; the primary key arbitrates.
+func (t *Tx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
 	res, err := t.exec(ctx, `INSERT INTO seqbox_inbox
 		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
 		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
@@ -96,8 +96,8 @@ func (t *Tx) InsertInbox(ctx context.Context, r store.InboxRow) (bool, error) {
 	return n == 1, err
 }
 
-// Inbox reads one identity.
-func (t *Tx) Inbox(ctx context.Context, consumer, source, id string) (store.InboxRow, error) {
+// InboxGet reads one identity.
+func (t *Tx) InboxGet(ctx context.Context, consumer, source, id string) (store.InboxRow, error) {
 	r := store.InboxRow{Consumer: consumer, Source: source, ID: id}
 	var ver, processed sql.NullInt64
 	var received, retention int64
@@ -119,22 +119,22 @@ func (t *Tx) Inbox(ctx context.Context, consumer, source, id string) (store.Inbo
 	return r, err
 }
 
-// SetInboxOutcome records the final outcome of an identity.
-func (t *Tx) SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
+// InboxSetOutcome records the final outcome of an identity.
+func (t *Tx) InboxSetOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
 	_, err := t.exec(ctx, `UPDATE seqbox_inbox SET outcome = $4, processed_at = $5
 		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id, outcome, optMicros(processedAt))
 	return err
 }
 
-// DeleteInbox forgets an identity.
-func (t *Tx) DeleteInbox(ctx context.Context, consumer, source, id string) error {
+// InboxDelete forgets an identity.
+func (t *Tx) InboxDelete(ctx context.Context, consumer, source, id string) error {
 	_, err := t.exec(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`,
 		consumer, source, id)
 	return err
 }
 
-// ClaimBusinessKey is the unique insert of (consumer, businesskey).
-func (t *Tx) ClaimBusinessKey(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error) {
+// BusinessKeyClaim is the unique insert of (consumer, businesskey).
+func (t *Tx) BusinessKeyClaim(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error) {
 	res, err := t.exec(ctx, `INSERT INTO seqbox_business_keys (consumer, businesskey, source, id, applied_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, businesskey) DO NOTHING`,
 		consumer, businessKey, source, id, micros(at))
@@ -162,7 +162,7 @@ func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 	return k, nil
 }
 
-// Key reads a key's ordering state, with whether anything is parked or
+// KeyLock reads a key's ordering state, with whether anything is parked or
 // retrying on it, and locks the key row.
 //
 // On PostgreSQL the flags are read by a statement of their own, after the
@@ -170,7 +170,7 @@ func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 // for the lock re-reads the locked row but evaluates everything else with
 // the snapshot it started with, and would miss a message a concurrent
 // transaction parked on the key just before releasing it.
-func (t *Tx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
+func (t *Tx) KeyLock(ctx context.Context, consumer, key string) (store.KeyState, error) {
 	const flags = `CASE WHEN EXISTS (SELECT 1 FROM seqbox_parked p WHERE p.consumer = $1 AND p.partitionkey = $2) THEN 1 ELSE 0 END,
 		CASE WHEN EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = $1 AND r.partitionkey = $2) THEN 1 ELSE 0 END`
 	var parked, retries int
@@ -201,15 +201,15 @@ type extraColumns struct {
 
 func (e extraColumns) Scan(dest ...any) error { return e.row.Scan(append(dest, e.extra...)...) }
 
-// EnsureKey creates the key row if it is missing.
-func (t *Tx) EnsureKey(ctx context.Context, consumer, key string, at time.Time) error {
+// KeyEnsure creates the key row if it is missing.
+func (t *Tx) KeyEnsure(ctx context.Context, consumer, key string, at time.Time) error {
 	_, err := t.exec(ctx, `INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
 		VALUES ($1, $2, $3) ON CONFLICT (consumer, partitionkey) DO NOTHING`, consumer, key, micros(at))
 	return err
 }
 
-// AdvanceKey compares and sets the key version.
-func (t *Tx) AdvanceKey(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error) {
+// KeyAdvance compares and sets the key version.
+func (t *Tx) KeyAdvance(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error) {
 	p := int64(-1)
 	if prev != nil {
 		p = *prev
@@ -223,25 +223,25 @@ func (t *Tx) AdvanceKey(ctx context.Context, consumer, key string, prev *int64, 
 	return n == 1, err
 }
 
-// BlockKey blocks a key.
-func (t *Tx) BlockKey(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
+// KeyBlock blocks a key.
+func (t *Tx) KeyBlock(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
 	_, err := t.exec(ctx, `UPDATE seqbox_keys SET blocked = 1, blocked_source = $3, blocked_id = $4,
 		blocked_reason = $5, blocked_since = $6, updated_at = $6 WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key, source, id, reason, micros(at))
 	return err
 }
 
-// UnblockKey clears a key's block.
-func (t *Tx) UnblockKey(ctx context.Context, consumer, key string, at time.Time) error {
+// KeyUnblock clears a key's block.
+func (t *Tx) KeyUnblock(ctx context.Context, consumer, key string, at time.Time) error {
 	_, err := t.exec(ctx, `UPDATE seqbox_keys SET blocked = 0, blocked_source = '', blocked_id = '',
 		blocked_reason = '', blocked_since = NULL, updated_at = $3 WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key, micros(at))
 	return err
 }
 
-// Park stores a message in the parked table. A colliding payload already
+// ParkedInsert stores a message in the parked table. A colliding payload already
 // parked is not parked twice.
-func (t *Tx) Park(ctx context.Context, p store.Parked) error {
+func (t *Tx) ParkedInsert(ctx context.Context, p store.Parked) error {
 	_, err := t.exec(ctx, `INSERT INTO seqbox_parked
 		(consumer, source, id, partitionkey, objectversion, reason, detail, envelope, payload_hash, parked_at, hold_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
@@ -271,9 +271,9 @@ func scanParked(rows *sql.Rows) ([]store.Parked, error) {
 	return out, rows.Err()
 }
 
-// ParkedForKey lists a key's held and blocked messages in version order,
+// ParkedListWaiting lists a key's held and blocked messages in version order,
 // unversioned ones by arrival.
-func (t *Tx) ParkedForKey(ctx context.Context, consumer, key string) ([]store.Parked, error) {
+func (t *Tx) ParkedListWaiting(ctx context.Context, consumer, key string) ([]store.Parked, error) {
 	rows, err := t.query(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
 		WHERE consumer = $1 AND partitionkey = $2 AND reason IN ('held', 'blocked')
 		ORDER BY COALESCE(objectversion, -1), seq`, consumer, key)
@@ -283,28 +283,28 @@ func (t *Tx) ParkedForKey(ctx context.Context, consumer, key string) ([]store.Pa
 	return scanParked(rows)
 }
 
-// Unpark removes one parked row.
-func (t *Tx) Unpark(ctx context.Context, seq int64) error {
+// ParkedDelete removes one parked row.
+func (t *Tx) ParkedDelete(ctx context.Context, seq int64) error {
 	_, err := t.exec(ctx, `DELETE FROM seqbox_parked WHERE seq = $1`, seq)
 	return err
 }
 
-// SetParkedReason moves a key's parked rows from one reason to another.
-func (t *Tx) SetParkedReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error {
+// ParkedSetReason moves a key's parked rows from one reason to another.
+func (t *Tx) ParkedSetReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error {
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET reason = $4, hold_until = $5
 		WHERE consumer = $1 AND partitionkey = $2 AND reason = $3`, consumer, key, from, to, zeroNullMicros(holdUntil))
 	return err
 }
 
-// StartHolds sets a hold deadline on held rows that have none.
-func (t *Tx) StartHolds(ctx context.Context, consumer, key string, until time.Time) error {
+// ParkedStartHolds sets a hold deadline on held rows that have none.
+func (t *Tx) ParkedStartHolds(ctx context.Context, consumer, key string, until time.Time) error {
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET hold_until = $3
 		WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND hold_until IS NULL`, consumer, key, micros(until))
 	return err
 }
 
-// RecordRetry counts one failed attempt.
-func (t *Tx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, error) {
+// RetryRecord counts one failed attempt.
+func (t *Tx) RetryRecord(ctx context.Context, r store.RetryRow) (int, string, error) {
 	var attempts int
 	var first string
 	err := t.queryRow(ctx, `INSERT INTO seqbox_retries
@@ -317,24 +317,24 @@ func (t *Tx) RecordRetry(ctx context.Context, r store.RetryRow) (int, string, er
 	return attempts, first, err
 }
 
-// ClearRetry forgets the attempts of an identity.
-func (t *Tx) ClearRetry(ctx context.Context, consumer, source, id string) error {
+// RetryClear forgets the attempts of an identity.
+func (t *Tx) RetryClear(ctx context.Context, consumer, source, id string) error {
 	_, err := t.exec(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
 		consumer, source, id)
 	return err
 }
 
-// Rehold puts a parked message back as held until the given time, with
+// ParkedRehold puts a parked message back as held until the given time, with
 // detail saying why it waits now.
-func (t *Tx) Rehold(ctx context.Context, seq int64, until time.Time, detail string) error {
+func (t *Tx) ParkedRehold(ctx context.Context, seq int64, until time.Time, detail string) error {
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET reason = 'held', hold_until = $2, detail = $3 WHERE seq = $1`,
 		seq, micros(until), detail)
 	return err
 }
 
-// RetryingOnKey returns the identity retrying on a key, if any, with the
+// RetryOnKey returns the identity retrying on a key, if any, with the
 // time of its last failed attempt.
-func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+func (t *Tx) RetryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
 	r := store.RetryRow{Consumer: consumer, PartitionKey: key}
 	var last int64
 	// A retry row whose identity has since been recorded in the inbox is
@@ -350,8 +350,8 @@ func (t *Tx) RetryingOnKey(ctx context.Context, consumer, key string) (store.Ret
 	return r, err == nil, err
 }
 
-// DeadLetter stores the original envelope.
-func (t *Tx) DeadLetter(ctx context.Context, d store.DeadLetter) (int64, error) {
+// DeadLetterInsert stores the original envelope.
+func (t *Tx) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, error) {
 	var seq int64
 	err := t.queryRow(ctx, `INSERT INTO seqbox_dlq
 		(consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
@@ -361,9 +361,9 @@ func (t *Tx) DeadLetter(ctx context.Context, d store.DeadLetter) (int64, error) 
 	return seq, err
 }
 
-// ResolveDeadLetter marks one open DLQ row resolved. Resolving a row that
+// DeadLetterResolve marks one open DLQ row resolved. Resolving a row that
 // another transaction resolved first is store.ErrNotFound.
-func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, state store.DeadLetterState, resolution string, at time.Time) error {
+func (t *Tx) DeadLetterResolve(ctx context.Context, consumer string, seq int64, state store.DeadLetterState, resolution string, at time.Time) error {
 	res, err := t.exec(ctx, `UPDATE seqbox_dlq SET state = $3, resolution = $4, resolved_at = $5
 		WHERE consumer = $1 AND seq = $2 AND state = 'open'`, consumer, seq, string(state), resolution, micros(at))
 	if err != nil {
@@ -375,10 +375,10 @@ func (t *Tx) ResolveDeadLetter(ctx context.Context, consumer string, seq int64, 
 	return nil
 }
 
-// Audit records a non-applied outcome. A duplicate is counted on its
+// AuditInsert records a non-applied outcome. A duplicate is counted on its
 // inbox row instead (how often, and when last); a collision of a payload
 // already audited for that identity adds no row.
-func (t *Tx) Audit(ctx context.Context, a store.AuditRow) error {
+func (t *Tx) AuditInsert(ctx context.Context, a store.AuditRow) error {
 	if a.Outcome == store.OutcomeDuplicate {
 		_, err := t.exec(ctx, `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
 			WHERE consumer = $1 AND source = $2 AND id = $3`, a.Consumer, a.Source, a.ID, micros(a.At))
@@ -392,8 +392,8 @@ func (t *Tx) Audit(ctx context.Context, a store.AuditRow) error {
 	return err
 }
 
-// RecordGap records a known gap.
-func (t *Tx) RecordGap(ctx context.Context, g store.Gap) error {
+// GapInsert records a known gap.
+func (t *Tx) GapInsert(ctx context.Context, g store.Gap) error {
 	_, err := t.exec(ctx, `INSERT INTO seqbox_gaps
 		(consumer, partitionkey, from_version, to_version, decided_by, reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		g.Consumer, g.Key, g.FromVersion, g.ToVersion, g.DecidedBy, g.Reason, micros(g.At))

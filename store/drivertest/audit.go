@@ -55,7 +55,7 @@ func (e *txEnv) auditRows() []store.AuditRow {
 // one, and adds no audit row.
 func testAuditDuplicate(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	_, err := e.tx.InsertInbox(e.ctx, e.inboxRow("crm", "1", 1))
+	_, err := e.tx.InboxInsert(e.ctx, e.inboxRow("crm", "1", 1))
 	require.NoError(t, err)
 	n, last := e.duplicates("crm", "1")
 	require.Equal(t, 0, n)
@@ -63,17 +63,17 @@ func testAuditDuplicate(t *testing.T, st store.Store) {
 
 	dup := store.AuditRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "order-1",
 		Outcome: store.OutcomeDuplicate, Reason: "seen before", At: at(10), PayloadHash: "sha256:1"}
-	require.NoError(t, e.tx.Audit(e.ctx, dup))
+	require.NoError(t, e.tx.AuditInsert(e.ctx, dup))
 	n, last = e.duplicates("crm", "1")
 	require.Equal(t, []any{1, at(10)}, []any{n, last})
 	dup.At = at(20)
-	require.NoError(t, e.tx.Audit(e.ctx, dup))
+	require.NoError(t, e.tx.AuditInsert(e.ctx, dup))
 	n, last = e.duplicates("crm", "1")
 	require.Equal(t, []any{2, at(20)}, []any{n, last})
 	require.Empty(t, e.auditRows(), "a duplicate is no audit row")
 
 	dup.ID = "never-recorded"
-	require.NoError(t, e.tx.Audit(e.ctx, dup), "a duplicate of an identity the inbox lost")
+	require.NoError(t, e.tx.AuditInsert(e.ctx, dup), "a duplicate of an identity the inbox lost")
 	require.Empty(t, e.auditRows())
 	require.Zero(t, e.count("seqbox_inbox", "id = $2", "never-recorded"))
 }
@@ -90,13 +90,13 @@ func testAuditOnce(t *testing.T, st store.Store) {
 	unversioned := store.AuditRow{Consumer: e.consumer, Source: "crm", ID: "3", Outcome: "rejected", Reason: "no type", At: at(3)}
 	want := []store.AuditRow{collision, stale, unversioned}
 	for _, a := range want {
-		require.NoError(t, e.tx.Audit(e.ctx, a))
+		require.NoError(t, e.tx.AuditInsert(e.ctx, a))
 	}
 	require.Equal(t, want, e.auditRows())
 
 	again := collision
 	again.At, again.Reason = at(4), "seen again"
-	require.NoError(t, e.tx.Audit(e.ctx, again))
+	require.NoError(t, e.tx.AuditInsert(e.ctx, again))
 	require.Equal(t, want, e.auditRows(), "the same colliding payload again adds no row")
 
 	another := collision
@@ -106,7 +106,7 @@ func testAuditOnce(t *testing.T, st store.Store) {
 	noHash := collision
 	noHash.ID, noHash.PayloadHash, noHash.At = "4", "", at(7)
 	for _, a := range []store.AuditRow{another, staleAgain, noHash, noHash} {
-		require.NoError(t, e.tx.Audit(e.ctx, a))
+		require.NoError(t, e.tx.AuditInsert(e.ctx, a))
 	}
 	want = append(want, another, staleAgain, noHash, noHash)
 	require.Equal(t, want, e.auditRows(),
@@ -114,13 +114,13 @@ func testAuditOnce(t *testing.T, st store.Store) {
 
 	theirs := collision
 	theirs.Consumer += "/other"
-	require.NoError(t, e.tx.Audit(e.ctx, theirs))
+	require.NoError(t, e.tx.AuditInsert(e.ctx, theirs))
 	var n int
 	require.NoError(t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT COUNT(*) FROM seqbox_audit WHERE consumer = $1`, theirs.Consumer).Scan(&n))
 	require.Equal(t, 1, n, "another consumer's collision is its own")
 }
 
-// RecordGap adds one row per decision, every field kept.
+// GapInsert adds one row per decision, every field kept.
 func testRecordGap(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	gaps := []store.Gap{
@@ -129,7 +129,7 @@ func testRecordGap(t *testing.T, st store.Store) {
 		{Consumer: e.consumer, Key: "order-2", FromVersion: 0, ToVersion: 0, DecidedBy: "sweeper", Reason: "timeout", At: at(3)},
 	}
 	for _, g := range gaps {
-		require.NoError(t, e.tx.RecordGap(e.ctx, g))
+		require.NoError(t, e.tx.GapInsert(e.ctx, g))
 	}
 	rows, err := e.tx.SQL().QueryContext(e.ctx, `SELECT consumer, partitionkey, from_version, to_version, decided_by, reason, at
 		FROM seqbox_gaps WHERE consumer = $1 ORDER BY seq`, e.consumer)
@@ -147,27 +147,27 @@ func testRecordGap(t *testing.T, st store.Store) {
 	require.Equal(t, gaps, got)
 }
 
-// Decision reads what RecordDecision stored; the first decision of an
+// DecisionGet reads what RecordDecision stored; the first decision of an
 // identity is kept.
 func testDecision(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
-	_, err := tx.Decision(ctx, e.consumer, "crm", "1")
+	_, err := tx.DecisionGet(ctx, e.consumer, "crm", "1")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	first := []byte("{\"route\":\"refund\",\"raw\":\"\x00\xff\"}")
-	require.NoError(t, tx.RecordDecision(ctx, e.consumer, "crm", "1", first, at(1)))
-	got, err := tx.Decision(ctx, e.consumer, "crm", "1")
+	require.NoError(t, tx.DecisionRecord(ctx, e.consumer, "crm", "1", first, at(1)))
+	got, err := tx.DecisionGet(ctx, e.consumer, "crm", "1")
 	require.NoError(t, err)
 	require.Equal(t, first, got)
 
-	require.NoError(t, tx.RecordDecision(ctx, e.consumer, "crm", "1", []byte(`{"route":"ignore"}`), at(2)))
-	got, err = tx.Decision(ctx, e.consumer, "crm", "1")
+	require.NoError(t, tx.DecisionRecord(ctx, e.consumer, "crm", "1", []byte(`{"route":"ignore"}`), at(2)))
+	got, err = tx.DecisionGet(ctx, e.consumer, "crm", "1")
 	require.NoError(t, err)
 	require.Equal(t, first, got, "the first decision stays")
 
-	_, err = tx.Decision(ctx, e.consumer, "crm", "2")
+	_, err = tx.DecisionGet(ctx, e.consumer, "crm", "2")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = tx.Decision(ctx, e.consumer+"/other", "crm", "1")
+	_, err = tx.DecisionGet(ctx, e.consumer+"/other", "crm", "1")
 	require.ErrorIs(t, err, store.ErrNotFound, "decisions belong to one consumer")
 }

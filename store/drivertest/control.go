@@ -15,54 +15,54 @@ import (
 // filtered to the test's.
 var controlTests = []driverTest{
 	{"Register", testRegister},
-	{"RegisterTx", testRegisterTx},
+	{"ConsumerRegisterTx", testRegisterTx},
 	{"Requests", testRequests},
 }
 
 // Register records a consumer's registration and replaces it, keeping
 // the last heartbeat when the new one has none; Heartbeat moves it;
-// Registrations lists every consumer by name.
+// ConsumerList lists every consumer by name.
 func testRegister(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	c := st.Control()
-	_, err := c.Registration(o.ctx, o.consumer)
+	_, err := c.ConsumerGet(o.ctx, o.consumer)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	r := store.Registration{Consumer: o.consumer, HandlerKind: store.HandlerApplication,
 		Policies: []byte(`{"ordering":"strict"}`), Process: "host-a:100", StartedAt: at(1)}
-	require.NoError(t, c.Register(o.ctx, r))
-	got, err := c.Registration(o.ctx, o.consumer)
+	require.NoError(t, c.ConsumerRegister(o.ctx, r))
+	got, err := c.ConsumerGet(o.ctx, o.consumer)
 	require.NoError(t, err)
 	require.Equal(t, r, got, "no heartbeat yet: zero")
 
 	r = store.Registration{Consumer: o.consumer, HandlerKind: store.HandlerRecord,
 		Policies: []byte(`{"ordering":"none"}`), Process: "host-b:200", StartedAt: at(2), HeartbeatAt: at(3)}
-	require.NoError(t, c.Register(o.ctx, r))
-	got, err = c.Registration(o.ctx, o.consumer)
+	require.NoError(t, c.ConsumerRegister(o.ctx, r))
+	got, err = c.ConsumerGet(o.ctx, o.consumer)
 	require.NoError(t, err)
 	require.Equal(t, r, got, "the last writer wins")
 
 	r2 := r
 	r2.Process, r2.StartedAt, r2.HeartbeatAt = "host-c:300", at(4), time.Time{}
-	require.NoError(t, c.Register(o.ctx, r2))
-	got, err = c.Registration(o.ctx, o.consumer)
+	require.NoError(t, c.ConsumerRegister(o.ctx, r2))
+	got, err = c.ConsumerGet(o.ctx, o.consumer)
 	require.NoError(t, err)
 	r2.HeartbeatAt = at(3)
 	require.Equal(t, r2, got, "a registration without a heartbeat keeps the last one")
 
-	require.NoError(t, c.Heartbeat(o.ctx, o.consumer, at(9)))
-	got, err = c.Registration(o.ctx, o.consumer)
+	require.NoError(t, c.ConsumerHeartbeat(o.ctx, o.consumer, at(9)))
+	got, err = c.ConsumerGet(o.ctx, o.consumer)
 	require.NoError(t, err)
 	r2.HeartbeatAt = at(9)
 	require.Equal(t, r2, got)
-	require.NoError(t, c.Heartbeat(o.ctx, o.consumer+"/never", at(9)), "a heartbeat of nobody")
-	_, err = c.Registration(o.ctx, o.consumer+"/never")
+	require.NoError(t, c.ConsumerHeartbeat(o.ctx, o.consumer+"/never", at(9)), "a heartbeat of nobody")
+	_, err = c.ConsumerGet(o.ctx, o.consumer+"/never")
 	require.ErrorIs(t, err, store.ErrNotFound, "a heartbeat registers nobody")
 
 	second := store.Registration{Consumer: o.consumer + "/B", HandlerKind: store.HandlerApplication,
 		Policies: []byte(`{}`), Process: "host-d:1", StartedAt: at(5)}
-	require.NoError(t, c.Register(o.ctx, second))
-	all, err := c.Registrations(o.ctx)
+	require.NoError(t, c.ConsumerRegister(o.ctx, second))
+	all, err := c.ConsumerList(o.ctx)
 	require.NoError(t, err)
 	require.True(t, slices.IsSortedFunc(all, func(a, b store.Registration) int { return strings.Compare(a.Consumer, b.Consumer) }),
 		"by name, in byte order")
@@ -75,7 +75,7 @@ func testRegister(t *testing.T, st store.Store) {
 	require.Equal(t, []store.Registration{r2, second}, mine)
 }
 
-// RegisterTx registers inside the caller's transaction: it rolls back
+// ConsumerRegisterTx registers inside the caller's transaction: it rolls back
 // and commits with it.
 func testRegisterTx(t *testing.T, st store.Store) {
 	o := newOp(t, st)
@@ -85,13 +85,13 @@ func testRegisterTx(t *testing.T, st store.Store) {
 	for _, commit := range []bool{false, true} {
 		tx, err := st.DB().BeginTx(o.ctx, nil)
 		require.NoError(t, err)
-		require.NoError(t, c.RegisterTx(o.ctx, tx, r))
+		require.NoError(t, c.ConsumerRegisterTx(o.ctx, tx, r))
 		if commit {
 			require.NoError(t, tx.Commit())
 		} else {
 			require.NoError(t, tx.Rollback())
 		}
-		got, err := c.Registration(o.ctx, o.consumer)
+		got, err := c.ConsumerGet(o.ctx, o.consumer)
 		if !commit {
 			require.ErrorIs(t, err, store.ErrNotFound, "rolled back")
 			continue
@@ -113,7 +113,7 @@ func testRequests(t *testing.T, st store.Store) {
 			State: store.RequestDone, TakenBy: "ignored"}, // a new request is pending whatever it says
 	}
 	for i := range reqs {
-		seq, err := c.Request(o.ctx, reqs[i])
+		seq, err := c.RequestInsert(o.ctx, reqs[i])
 		require.NoError(t, err)
 		require.Positive(t, seq)
 		if i > 0 {
@@ -123,13 +123,13 @@ func testRequests(t *testing.T, st store.Store) {
 	}
 	read := func(seq int64) store.OperatorRequest {
 		t.Helper()
-		r, err := c.OperatorRequest(o.ctx, seq)
+		r, err := c.RequestGet(o.ctx, seq)
 		require.NoError(t, err)
 		return r
 	}
 	pending := func() []store.OperatorRequest {
 		t.Helper()
-		p, err := c.PendingRequests(o.ctx, o.consumer)
+		p, err := c.RequestListPending(o.ctx, o.consumer)
 		require.NoError(t, err)
 		return p
 	}
@@ -137,43 +137,43 @@ func testRequests(t *testing.T, st store.Store) {
 	for _, r := range reqs {
 		require.Equal(t, r, read(r.Seq))
 	}
-	none, err := c.PendingRequests(o.ctx, o.consumer+"/other")
+	none, err := c.RequestListPending(o.ctx, o.consumer+"/other")
 	require.NoError(t, err)
 	require.Empty(t, none)
-	_, err = c.OperatorRequest(o.ctx, reqs[2].Seq+1_000_000)
+	_, err = c.RequestGet(o.ctx, reqs[2].Seq+1_000_000)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// Redrive: claimed once, then done with its decisions.
-	ok, err := c.ClaimRequest(o.ctx, reqs[0].Seq, "host-a:100", at(10))
+	ok, err := c.RequestClaim(o.ctx, reqs[0].Seq, "host-a:100", at(10))
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = c.ClaimRequest(o.ctx, reqs[0].Seq, "host-b:200", at(11))
+	ok, err = c.RequestClaim(o.ctx, reqs[0].Seq, "host-b:200", at(11))
 	require.NoError(t, err)
 	require.False(t, ok, "taken already")
-	ok, err = c.CancelRequest(o.ctx, reqs[0].Seq, "too late", at(11))
+	ok, err = c.RequestCancel(o.ctx, reqs[0].Seq, "too late", at(11))
 	require.NoError(t, err)
 	require.False(t, ok, "a running request cannot be cancelled")
 	require.Equal(t, reqs[1:], pending())
 	running := reqs[0]
 	running.State, running.TakenBy, running.TakenAt = store.RequestRunning, "host-a:100", at(10)
 	require.Equal(t, running, read(running.Seq))
-	require.NoError(t, c.FinishRequest(o.ctx, running.Seq, store.RequestDone, []byte(`[{"outcome":"applied"}]`), "", at(12)))
+	require.NoError(t, c.RequestFinish(o.ctx, running.Seq, store.RequestDone, []byte(`[{"outcome":"applied"}]`), "", at(12)))
 	done := running
 	done.State, done.Result, done.DoneAt = store.RequestDone, []byte(`[{"outcome":"applied"}]`), at(12)
 	require.Equal(t, done, read(done.Seq))
-	require.ErrorIs(t, c.FinishRequest(o.ctx, done.Seq, store.RequestFailed, nil, "again", at(13)), store.ErrNotFound,
+	require.ErrorIs(t, c.RequestFinish(o.ctx, done.Seq, store.RequestFailed, nil, "again", at(13)), store.ErrNotFound,
 		"only a running request finishes")
 
 	// Skip: cancelled while pending, once; then nobody takes it.
-	require.ErrorIs(t, c.FinishRequest(o.ctx, reqs[1].Seq, store.RequestDone, nil, "", at(13)), store.ErrNotFound,
+	require.ErrorIs(t, c.RequestFinish(o.ctx, reqs[1].Seq, store.RequestDone, nil, "", at(13)), store.ErrNotFound,
 		"a pending request does not finish")
-	ok, err = c.CancelRequest(o.ctx, reqs[1].Seq, "nobody took it", at(14))
+	ok, err = c.RequestCancel(o.ctx, reqs[1].Seq, "nobody took it", at(14))
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = c.CancelRequest(o.ctx, reqs[1].Seq, "again", at(15))
+	ok, err = c.RequestCancel(o.ctx, reqs[1].Seq, "again", at(15))
 	require.NoError(t, err)
 	require.False(t, ok)
-	ok, err = c.ClaimRequest(o.ctx, reqs[1].Seq, "host-a:100", at(15))
+	ok, err = c.RequestClaim(o.ctx, reqs[1].Seq, "host-a:100", at(15))
 	require.NoError(t, err)
 	require.False(t, ok, "a cancelled request is not taken")
 	cancelled := reqs[1]
@@ -181,10 +181,10 @@ func testRequests(t *testing.T, st store.Store) {
 	require.Equal(t, cancelled, read(cancelled.Seq))
 
 	// Release: taken, then refused.
-	ok, err = c.ClaimRequest(o.ctx, reqs[2].Seq, "host-a:100", at(16))
+	ok, err = c.RequestClaim(o.ctx, reqs[2].Seq, "host-a:100", at(16))
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.NoError(t, c.FinishRequest(o.ctx, reqs[2].Seq, store.RequestFailed, nil, "the key is not blocked", at(17)))
+	require.NoError(t, c.RequestFinish(o.ctx, reqs[2].Seq, store.RequestFailed, nil, "the key is not blocked", at(17)))
 	failed := reqs[2]
 	failed.State, failed.TakenBy, failed.TakenAt = store.RequestFailed, "host-a:100", at(16)
 	failed.Error, failed.DoneAt = "the key is not blocked", at(17)

@@ -40,9 +40,9 @@ func testDeadLetter(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	d1, d2 := deadLetter(e.consumer, "1", 1), deadLetter(e.consumer, "2", 2)
 	d2.ObjectVersion, d2.PartitionKey, d2.FirstError = nil, "", ""
-	seq1, err := e.tx.DeadLetter(e.ctx, d1)
+	seq1, err := e.tx.DeadLetterInsert(e.ctx, d1)
 	require.NoError(t, err)
-	seq2, err := e.tx.DeadLetter(e.ctx, d2)
+	seq2, err := e.tx.DeadLetterInsert(e.ctx, d2)
 	require.NoError(t, err)
 	require.Positive(t, seq1)
 	require.Greater(t, seq2, seq1)
@@ -67,34 +67,34 @@ func testDeadLetter(t *testing.T, st store.Store) {
 	}
 }
 
-// ResolveDeadLetter resolves an open row once: resolving it again, in
+// DeadLetterResolve resolves an open row once: resolving it again, in
 // any state, or a row of another consumer or none, is store.ErrNotFound.
 func testResolveDeadLetter(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
-	seq1, err := tx.DeadLetter(ctx, deadLetter(e.consumer, "1", 1))
+	seq1, err := tx.DeadLetterInsert(ctx, deadLetter(e.consumer, "1", 1))
 	require.NoError(t, err)
-	seq2, err := tx.DeadLetter(ctx, deadLetter(e.consumer, "2", 2))
+	seq2, err := tx.DeadLetterInsert(ctx, deadLetter(e.consumer, "2", 2))
 	require.NoError(t, err)
 
-	require.NoError(t, tx.ResolveDeadLetter(ctx, e.consumer, seq1, store.DeadLetterSkipped, "skipped by ana: obsolete", at(10)))
+	require.NoError(t, tx.DeadLetterResolve(ctx, e.consumer, seq1, store.DeadLetterSkipped, "skipped by ana: obsolete", at(10)))
 	state, resolution, resolved := e.dlqState(seq1)
 	require.Equal(t, store.DeadLetterSkipped, state)
 	require.Equal(t, "skipped by ana: obsolete", resolution)
 	require.Equal(t, ptr(at(10)), resolved)
 
-	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer, seq1, store.DeadLetterSkipped, "again", at(11)), store.ErrNotFound)
-	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer, seq1, store.DeadLetterRedriven, "again", at(11)), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, e.consumer, seq1, store.DeadLetterSkipped, "again", at(11)), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, e.consumer, seq1, store.DeadLetterRedriven, "again", at(11)), store.ErrNotFound)
 	state, resolution, resolved = e.dlqState(seq1)
 	require.Equal(t, []any{store.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(10))}, []any{state, resolution, resolved},
 		"the first resolution stays")
 
-	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer+"/other", seq2, store.DeadLetterSkipped, "not theirs", at(12)), store.ErrNotFound)
-	require.ErrorIs(t, tx.ResolveDeadLetter(ctx, e.consumer, seq2+1_000_000, store.DeadLetterSkipped, "none", at(12)), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, e.consumer+"/other", seq2, store.DeadLetterSkipped, "not theirs", at(12)), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, e.consumer, seq2+1_000_000, store.DeadLetterSkipped, "none", at(12)), store.ErrNotFound)
 	state, _, _ = e.dlqState(seq2)
 	require.Equal(t, store.DeadLetterOpen, state)
 
-	require.NoError(t, tx.ResolveDeadLetter(ctx, e.consumer, seq2, store.DeadLetterRedriveFailed, "redrive_failed", at(13)))
+	require.NoError(t, tx.DeadLetterResolve(ctx, e.consumer, seq2, store.DeadLetterRedriveFailed, "redrive_failed", at(13)))
 	state, resolution, resolved = e.dlqState(seq2)
 	require.Equal(t, []any{store.DeadLetterRedriveFailed, "redrive_failed", ptr(at(13))}, []any{state, resolution, resolved})
 }

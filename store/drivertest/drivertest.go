@@ -73,38 +73,38 @@ var txTests = []driverTest{
 	{"Savepoints", testSavepoints},
 	{"RollbackDiscards", testRollbackDiscards},
 	{"InsertInbox", testInsertInbox},
-	{"InsertInboxes", testInsertInboxes},
+	{"InboxInsertMany", testInsertInboxes},
 	{"InsertInboxesEmpty", testInsertInboxesEmpty},
 	{"InsertInboxesManyConsumers", testInsertInboxesManyConsumers},
 	{"SetInboxOutcome", testSetInboxOutcome},
-	{"SetInboxOutcomes", testSetInboxOutcomes},
+	{"InboxSetOutcomeMany", testSetInboxOutcomes},
 	{"DeleteInbox", testDeleteInbox},
 	{"ClaimBusinessKey", testClaimBusinessKey},
 	{"KeyAndEnsureKey", testKeyAndEnsureKey},
 	{"KeyFlags", testKeyFlags},
 	{"AdvanceKey", testAdvanceKey},
-	{"AdvanceKeys", testAdvanceKeys},
-	{"BlockKey", testBlockKey},
-	{"LockKeys", testLockKeys},
+	{"KeyAdvanceMany", testAdvanceKeys},
+	{"KeyBlock", testBlockKey},
+	{"KeyLockMany", testLockKeys},
 	{"LockKeysEmpty", testLockKeysEmpty},
-	{"EnsureKeys", testEnsureKeys},
-	{"Park", testPark},
+	{"KeyEnsureMany", testEnsureKeys},
+	{"ParkedInsert", testPark},
 	{"ParkCollisionOnce", testParkCollisionOnce},
 	{"ParkedForKeyOrder", testParkedForKeyOrder},
-	{"Unpark", testUnpark},
-	{"SetParkedReason", testSetParkedReason},
-	{"StartHolds", testStartHolds},
-	{"Rehold", testRehold},
-	{"RecordRetry", testRecordRetry},
-	{"ClearRetry", testClearRetry},
-	{"ClearRetries", testClearRetries},
-	{"RetryingOnKey", testRetryingOnKey},
+	{"ParkedDelete", testUnpark},
+	{"ParkedSetReason", testSetParkedReason},
+	{"ParkedStartHolds", testStartHolds},
+	{"ParkedRehold", testRehold},
+	{"RetryRecord", testRecordRetry},
+	{"RetryClear", testClearRetry},
+	{"RetryClearMany", testClearRetries},
+	{"RetryOnKey", testRetryingOnKey},
 	{"DeadLetter", testDeadLetter},
-	{"ResolveDeadLetter", testResolveDeadLetter},
+	{"DeadLetterResolve", testResolveDeadLetter},
 	{"AuditDuplicate", testAuditDuplicate},
 	{"AuditOnce", testAuditOnce},
-	{"RecordGap", testRecordGap},
-	{"Decision", testDecision},
+	{"GapInsert", testRecordGap},
+	{"DecisionGet", testDecision},
 }
 
 // runAll runs tests as subtests of t; each one is parallel.
@@ -172,7 +172,7 @@ func (e *txEnv) count(table, where string, args ...any) int {
 // key reads a key through Tx.Key, which must find it.
 func (e *txEnv) key(key string) store.KeyState {
 	e.t.Helper()
-	k, err := e.tx.Key(e.ctx, e.consumer, key)
+	k, err := e.tx.KeyLock(e.ctx, e.consumer, key)
 	require.NoError(e.t, err, "key %q", key)
 	return k
 }
@@ -181,7 +181,7 @@ func (e *txEnv) key(key string) store.KeyState {
 func (e *txEnv) ensureKeys(at time.Time, keys ...string) {
 	e.t.Helper()
 	for _, k := range keys {
-		require.NoError(e.t, e.tx.EnsureKey(e.ctx, e.consumer, k, at))
+		require.NoError(e.t, e.tx.KeyEnsure(e.ctx, e.consumer, k, at))
 	}
 }
 

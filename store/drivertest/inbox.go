@@ -32,7 +32,7 @@ func (e *txEnv) inboxRow(source, id string, n int) store.InboxRow {
 // requireInbox reads an identity back and compares it with want.
 func (e *txEnv) requireInbox(want store.InboxRow, msgAndArgs ...any) {
 	e.t.Helper()
-	got, err := e.tx.Inbox(e.ctx, want.Consumer, want.Source, want.ID)
+	got, err := e.tx.InboxGet(e.ctx, want.Consumer, want.Source, want.ID)
 	require.NoError(e.t, err, msgAndArgs...)
 	require.Equal(e.t, want, got, msgAndArgs...)
 }
@@ -40,7 +40,7 @@ func (e *txEnv) requireInbox(want store.InboxRow, msgAndArgs ...any) {
 // requireNoInbox checks that an identity is not recorded.
 func (e *txEnv) requireNoInbox(consumer, source, id string) {
 	e.t.Helper()
-	_, err := e.tx.Inbox(e.ctx, consumer, source, id)
+	_, err := e.tx.InboxGet(e.ctx, consumer, source, id)
 	require.ErrorIs(e.t, err, store.ErrNotFound, "%s %s/%s", consumer, source, id)
 }
 
@@ -53,32 +53,32 @@ func testInsertInbox(t *testing.T, st store.Store) {
 	e.requireNoInbox(e.consumer, "crm", "1")
 
 	r := e.inboxRow("crm", "1", 3)
-	ok, err := tx.InsertInbox(ctx, r)
+	ok, err := tx.InboxInsert(ctx, r)
 	require.NoError(t, err)
 	require.True(t, ok, "a new identity is inserted")
 	e.requireInbox(r)
 
-	ok, err = tx.InsertInbox(ctx, r)
+	ok, err = tx.InboxInsert(ctx, r)
 	require.NoError(t, err)
 	require.False(t, ok, "the same identity again")
 
 	other := e.inboxRow("crm", "1", 4) // same identity, another payload
 	other.Outcome = "pending"
-	ok, err = tx.InsertInbox(ctx, other)
+	ok, err = tx.InboxInsert(ctx, other)
 	require.NoError(t, err)
 	require.False(t, ok, "the same identity with another payload")
 	e.requireInbox(r, "the first row stays as it was")
 
 	// The identity is (consumer, source, id): any part differing is new.
 	for _, r := range []store.InboxRow{e.inboxRow("erp", "1", 5), e.inboxRow("crm", "2", 6)} {
-		ok, err = tx.InsertInbox(ctx, r)
+		ok, err = tx.InboxInsert(ctx, r)
 		require.NoError(t, err)
 		require.True(t, ok, "%s/%s", r.Source, r.ID)
 		e.requireInbox(r)
 	}
 	r2 := e.inboxRow("crm", "1", 7)
 	r2.Consumer += "/other"
-	ok, err = tx.InsertInbox(ctx, r2)
+	ok, err = tx.InboxInsert(ctx, r2)
 	require.NoError(t, err)
 	require.True(t, ok, "the same source and id for another consumer")
 	e.requireInbox(r2)
@@ -92,7 +92,7 @@ func testInsertInbox(t *testing.T, st store.Store) {
 	zero := e.inboxRow("crm", "zero", 9)
 	zero.ObjectVersion = ptr(int64(0))
 	for _, r := range []store.InboxRow{bare, zero} {
-		ok, err = tx.InsertInbox(ctx, r)
+		ok, err = tx.InboxInsert(ctx, r)
 		require.NoError(t, err)
 		require.True(t, ok)
 		e.requireInbox(r)
@@ -103,7 +103,7 @@ func testInsertInbox(t *testing.T, st store.Store) {
 // (powers of two up to 128 rows).
 var inboxBatchSizes = []int{1, 2, 63, 64, 65, 127, 128, 129, 300}
 
-// InsertInboxes reports, row by row, whether each identity was new,
+// InboxInsertMany reports, row by row, whether each identity was new,
 // across every chunk boundary: rows already recorded (with another
 // payload) are false and keep their first row; identities that share an id
 // under different sources are told apart; another consumer's rows change
@@ -142,7 +142,7 @@ func testInsertInboxes(t *testing.T, st store.Store) {
 			// One consumer per call: InsertInboxesManyConsumers covers
 			// rows of several.
 			for _, setup := range [][]store.InboxRow{before, others} {
-				inserted, err := tx.InsertInboxes(ctx, setup)
+				inserted, err := tx.InboxInsertMany(ctx, setup)
 				require.NoError(t, err)
 				require.Len(t, inserted, len(setup))
 				for i, ok := range inserted {
@@ -150,7 +150,7 @@ func testInsertInboxes(t *testing.T, st store.Store) {
 				}
 			}
 
-			inserted, err := tx.InsertInboxes(ctx, rows)
+			inserted, err := tx.InboxInsertMany(ctx, rows)
 			require.NoError(t, err)
 			require.Len(t, inserted, n)
 			for i := range rows {
@@ -166,22 +166,22 @@ func testInsertInboxes(t *testing.T, st store.Store) {
 			}
 			require.Equal(t, n, e.count("seqbox_inbox", ""))
 
-			inserted, err = tx.InsertInboxes(ctx, rows)
+			inserted, err = tx.InboxInsertMany(ctx, rows)
 			require.NoError(t, err)
 			require.Equal(t, make([]bool, n), inserted, "every row is recorded now")
 		})
 	}
 }
 
-// InsertInboxes of no rows does nothing.
+// InboxInsertMany of no rows does nothing.
 func testInsertInboxesEmpty(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	inserted, err := e.tx.InsertInboxes(e.ctx, nil)
+	inserted, err := e.tx.InboxInsertMany(e.ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, inserted)
 }
 
-// InsertInboxes rows carry their consumer each: the same source and id
+// InboxInsertMany rows carry their consumer each: the same source and id
 // for two consumers are two identities, and each row is reported for
 // itself whichever of them was recorded before.
 func testInsertInboxesManyConsumers(t *testing.T, st store.Store) {
@@ -189,21 +189,21 @@ func testInsertInboxesManyConsumers(t *testing.T, st store.Store) {
 	ctx, tx := e.ctx, e.tx
 	a, b := e.inboxRow("crm", "1", 1), e.inboxRow("crm", "1", 2)
 	b.Consumer += "/b"
-	ok, err := tx.InsertInbox(ctx, b)
+	ok, err := tx.InboxInsert(ctx, b)
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	inserted, err := tx.InsertInboxes(ctx, []store.InboxRow{b, a})
+	inserted, err := tx.InboxInsertMany(ctx, []store.InboxRow{b, a})
 	require.NoError(t, err)
 	require.Equal(t, []bool{false, true}, inserted, "b was recorded before, a is new")
 	e.requireInbox(a)
 
 	c, d := e.inboxRow("erp", "9", 3), e.inboxRow("erp", "9", 4)
 	d.Consumer += "/b"
-	ok, err = tx.InsertInbox(ctx, c)
+	ok, err = tx.InboxInsert(ctx, c)
 	require.NoError(t, err)
 	require.True(t, ok)
-	inserted, err = tx.InsertInboxes(ctx, []store.InboxRow{d, c})
+	inserted, err = tx.InboxInsertMany(ctx, []store.InboxRow{d, c})
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, false}, inserted, "d is new, c was recorded before")
 }
@@ -218,24 +218,24 @@ func testSetInboxOutcome(t *testing.T, st store.Store) {
 	other := r
 	other.Consumer += "/other"
 	for _, row := range []store.InboxRow{r, other} {
-		_, err := tx.InsertInbox(ctx, row)
+		_, err := tx.InboxInsert(ctx, row)
 		require.NoError(t, err)
 	}
 
-	require.NoError(t, tx.SetInboxOutcome(ctx, e.consumer, "crm", "1", "applied", ptr(at(50))))
+	require.NoError(t, tx.InboxSetOutcome(ctx, e.consumer, "crm", "1", "applied", ptr(at(50))))
 	r.Outcome, r.ProcessedAt = "applied", ptr(at(50))
 	e.requireInbox(r)
 	e.requireInbox(other, "another consumer's identity is untouched")
 
-	require.NoError(t, tx.SetInboxOutcome(ctx, e.consumer, "crm", "1", "dead_lettered", nil))
+	require.NoError(t, tx.InboxSetOutcome(ctx, e.consumer, "crm", "1", "dead_lettered", nil))
 	r.Outcome, r.ProcessedAt = "dead_lettered", nil
 	e.requireInbox(r, "a nil processing time clears it")
 
-	require.NoError(t, tx.SetInboxOutcome(ctx, e.consumer, "crm", "missing", "applied", ptr(at(1))))
+	require.NoError(t, tx.InboxSetOutcome(ctx, e.consumer, "crm", "missing", "applied", ptr(at(1))))
 	e.requireNoInbox(e.consumer, "crm", "missing")
 }
 
-// SetInboxOutcomes changes many identities across chunk boundaries, with
+// InboxSetOutcomeMany changes many identities across chunk boundaries, with
 // and without a processing time; identities not recorded and other
 // consumers' rows are left alone.
 func testSetInboxOutcomes(t *testing.T, st store.Store) {
@@ -252,7 +252,7 @@ func testSetInboxOutcomes(t *testing.T, st store.Store) {
 		o.Consumer += "/other"
 		others = append(others, o)
 	}
-	_, err := tx.InsertInboxes(ctx, append(append([]store.InboxRow{}, rows...), others...))
+	_, err := tx.InboxInsertMany(ctx, append(append([]store.InboxRow{}, rows...), others...))
 	require.NoError(t, err)
 	want := make([]store.InboxRow, n)
 	copy(want, rows)
@@ -270,7 +270,7 @@ func testSetInboxOutcomes(t *testing.T, st store.Store) {
 			outcomes = append(outcomes, store.OutcomeRow{Identity: store.Identity{Source: "nowhere", ID: fmt.Sprint(i)}, Outcome: "applied"})
 		}
 	}
-	require.NoError(t, tx.SetInboxOutcomes(ctx, e.consumer, outcomes))
+	require.NoError(t, tx.InboxSetOutcomeMany(ctx, e.consumer, outcomes))
 	for i, w := range want {
 		e.requireInbox(w, "row %d", i)
 	}
@@ -278,7 +278,7 @@ func testSetInboxOutcomes(t *testing.T, st store.Store) {
 		e.requireInbox(o, "another consumer's identity is untouched")
 	}
 	require.Zero(t, e.count("seqbox_inbox", "source = $2", "nowhere"), "no row is created")
-	require.NoError(t, tx.SetInboxOutcomes(ctx, e.consumer, nil))
+	require.NoError(t, tx.InboxSetOutcomeMany(ctx, e.consumer, nil))
 }
 
 // DeleteInbox forgets one identity, which can then be inserted again.
@@ -289,15 +289,15 @@ func testDeleteInbox(t *testing.T, st store.Store) {
 	other := r
 	other.Consumer += "/other"
 	for _, row := range []store.InboxRow{r, keep, other} {
-		_, err := tx.InsertInbox(ctx, row)
+		_, err := tx.InboxInsert(ctx, row)
 		require.NoError(t, err)
 	}
-	require.NoError(t, tx.DeleteInbox(ctx, e.consumer, "crm", "1"))
+	require.NoError(t, tx.InboxDelete(ctx, e.consumer, "crm", "1"))
 	e.requireNoInbox(e.consumer, "crm", "1")
 	e.requireInbox(keep)
 	e.requireInbox(other)
-	require.NoError(t, tx.DeleteInbox(ctx, e.consumer, "crm", "1"), "deleting what is gone is no error")
-	ok, err := tx.InsertInbox(ctx, r)
+	require.NoError(t, tx.InboxDelete(ctx, e.consumer, "crm", "1"), "deleting what is gone is no error")
+	ok, err := tx.InboxInsert(ctx, r)
 	require.NoError(t, err)
 	require.True(t, ok, "a forgotten identity is new again")
 }
@@ -306,19 +306,19 @@ func testDeleteInbox(t *testing.T, st store.Store) {
 func testClaimBusinessKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
-	ok, err := tx.ClaimBusinessKey(ctx, e.consumer, "invoice-7", "crm", "1", at(1))
+	ok, err := tx.BusinessKeyClaim(ctx, e.consumer, "invoice-7", "crm", "1", at(1))
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = tx.ClaimBusinessKey(ctx, e.consumer, "invoice-7", "crm", "2", at(2))
+	ok, err = tx.BusinessKeyClaim(ctx, e.consumer, "invoice-7", "crm", "2", at(2))
 	require.NoError(t, err)
 	require.False(t, ok, "another identity with the same business key")
-	ok, err = tx.ClaimBusinessKey(ctx, e.consumer, "invoice-7", "crm", "1", at(3))
+	ok, err = tx.BusinessKeyClaim(ctx, e.consumer, "invoice-7", "crm", "1", at(3))
 	require.NoError(t, err)
 	require.False(t, ok, "the same claim again")
-	ok, err = tx.ClaimBusinessKey(ctx, e.consumer+"/other", "invoice-7", "crm", "2", at(4))
+	ok, err = tx.BusinessKeyClaim(ctx, e.consumer+"/other", "invoice-7", "crm", "2", at(4))
 	require.NoError(t, err)
 	require.True(t, ok, "another consumer claims for itself")
-	ok, err = tx.ClaimBusinessKey(ctx, e.consumer, "invoice-8", "crm", "2", at(5))
+	ok, err = tx.BusinessKeyClaim(ctx, e.consumer, "invoice-8", "crm", "2", at(5))
 	require.NoError(t, err)
 	require.True(t, ok, "another business key")
 

@@ -15,25 +15,25 @@ import (
 func testKeyAndEnsureKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
-	_, err := tx.Key(ctx, e.consumer, "order-1")
+	_, err := tx.KeyLock(ctx, e.consumer, "order-1")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	require.NoError(t, tx.EnsureKey(ctx, e.consumer, "order-1", at(1)))
+	require.NoError(t, tx.KeyEnsure(ctx, e.consumer, "order-1", at(1)))
 	want := store.KeyState{Consumer: e.consumer, Key: "order-1", UpdatedAt: at(1)}
 	require.Equal(t, want, e.key("order-1"))
-	require.NoError(t, tx.EnsureKey(ctx, e.consumer, "order-1", at(2)))
+	require.NoError(t, tx.KeyEnsure(ctx, e.consumer, "order-1", at(2)))
 	require.Equal(t, want, e.key("order-1"), "a second EnsureKey changes nothing")
 
-	won, err := tx.AdvanceKey(ctx, e.consumer, "order-1", nil, 5, at(3))
+	won, err := tx.KeyAdvance(ctx, e.consumer, "order-1", nil, 5, at(3))
 	require.NoError(t, err)
 	require.True(t, won)
-	require.NoError(t, tx.EnsureKey(ctx, e.consumer, "order-1", at(4)))
+	require.NoError(t, tx.KeyEnsure(ctx, e.consumer, "order-1", at(4)))
 	want.Version, want.UpdatedAt = ptr(int64(5)), at(3)
 	require.Equal(t, want, e.key("order-1"), "EnsureKey keeps the version")
 
-	_, err = tx.Key(ctx, e.consumer+"/other", "order-1")
+	_, err = tx.KeyLock(ctx, e.consumer+"/other", "order-1")
 	require.ErrorIs(t, err, store.ErrNotFound, "keys belong to one consumer")
-	_, err = tx.Key(ctx, e.consumer, "order-2")
+	_, err = tx.KeyLock(ctx, e.consumer, "order-2")
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -51,7 +51,7 @@ func testKeyFlags(t *testing.T, st store.Store) {
 	other := e.parked("neither", "crm", "5", nil, store.ParkHeld, 5)
 	other.Consumer += "/other"
 	e.park(other)
-	_, _, err := tx.RecordRetry(ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "6", PartitionKey: "neither", Error: "x", At: at(6)})
+	_, _, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "6", PartitionKey: "neither", Error: "x", At: at(6)})
 	require.NoError(t, err)
 
 	for key, want := range map[string][2]bool{
@@ -69,12 +69,12 @@ func testAdvanceKey(t *testing.T, st store.Store) {
 	ctx, tx := e.ctx, e.tx
 	advance := func(prev *int64, next int64, when int) bool {
 		t.Helper()
-		won, err := tx.AdvanceKey(ctx, e.consumer, "order-1", prev, next, at(when))
+		won, err := tx.KeyAdvance(ctx, e.consumer, "order-1", prev, next, at(when))
 		require.NoError(t, err)
 		return won
 	}
 	require.False(t, advance(nil, 1, 1), "a key that does not exist")
-	_, err := tx.Key(ctx, e.consumer, "order-1")
+	_, err := tx.KeyLock(ctx, e.consumer, "order-1")
 	require.ErrorIs(t, err, store.ErrNotFound, "a lost AdvanceKey creates nothing")
 
 	e.ensureKeys(at(0), "order-1")
@@ -95,14 +95,14 @@ func testAdvanceKey(t *testing.T, st store.Store) {
 	require.Nil(t, e.key("order-2").Version, "another key is untouched")
 
 	other := e.consumer + "/other"
-	require.NoError(t, tx.EnsureKey(ctx, other, "order-1", at(0)))
-	won, err := tx.AdvanceKey(ctx, other, "order-1", ptr(int64(4)), 9, at(9))
+	require.NoError(t, tx.KeyEnsure(ctx, other, "order-1", at(0)))
+	won, err := tx.KeyAdvance(ctx, other, "order-1", ptr(int64(4)), 9, at(9))
 	require.NoError(t, err)
 	require.False(t, won, "another consumer's key has its own version")
 	require.Equal(t, want, e.key("order-1"))
 }
 
-// AdvanceKeys runs every compare-and-set across chunk boundaries and
+// KeyAdvanceMany runs every compare-and-set across chunk boundaries and
 // counts exactly the winners; losers, missing keys and other consumers'
 // keys are untouched.
 func testAdvanceKeys(t *testing.T, st store.Store) {
@@ -114,14 +114,14 @@ func testAdvanceKeys(t *testing.T, st store.Store) {
 	for i := range keys {
 		keys[i] = key(i)
 	}
-	require.NoError(t, tx.EnsureKeys(ctx, e.consumer, keys, at(0)))
-	require.NoError(t, tx.EnsureKeys(ctx, e.consumer+"/other", keys, at(0)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, keys, at(0)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer+"/other", keys, at(0)))
 	// Keys with i%3 == 0 have version i; the others none.
 	var setup []store.KeyMove
 	for i := 0; i < n; i += 3 {
 		setup = append(setup, store.KeyMove{Key: key(i), Next: int64(i)})
 	}
-	won, err := tx.AdvanceKeys(ctx, e.consumer, setup, at(1))
+	won, err := tx.KeyAdvanceMany(ctx, e.consumer, setup, at(1))
 	require.NoError(t, err)
 	require.Equal(t, len(setup), won)
 
@@ -157,60 +157,60 @@ func testAdvanceKeys(t *testing.T, st store.Store) {
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(moves), func(i, j int) { moves[i], moves[j] = moves[j], moves[i] })
 
-	won, err = tx.AdvanceKeys(ctx, e.consumer, moves, at(2))
+	won, err = tx.KeyAdvanceMany(ctx, e.consumer, moves, at(2))
 	require.NoError(t, err)
 	require.Equal(t, winners, won, "the winners, exactly")
 	for i := range n {
 		require.Equal(t, want[key(i)], e.key(key(i)))
 	}
 	require.Equal(t, n, e.count("seqbox_keys", ""), "a move on a missing key creates nothing")
-	other, err := tx.LockKeys(ctx, e.consumer+"/other", keys)
+	other, err := tx.KeyLockMany(ctx, e.consumer+"/other", keys)
 	require.NoError(t, err)
 	for _, k := range other {
 		require.Nil(t, k.Version, "another consumer's key %s is untouched", k.Key)
 	}
 
-	won, err = tx.AdvanceKeys(ctx, e.consumer, moves, at(3))
+	won, err = tx.KeyAdvanceMany(ctx, e.consumer, moves, at(3))
 	require.NoError(t, err)
 	require.Zero(t, won, "the same moves again: every key has moved on")
-	won, err = tx.AdvanceKeys(ctx, e.consumer, nil, at(3))
+	won, err = tx.KeyAdvanceMany(ctx, e.consumer, nil, at(3))
 	require.NoError(t, err)
 	require.Zero(t, won)
 }
 
-// BlockKey records what the key is blocked behind (nothing, for a gap);
-// UnblockKey clears it. Neither touches the version or creates a key.
+// KeyBlock records what the key is blocked behind (nothing, for a gap);
+// KeyUnblock clears it. Neither touches the version or creates a key.
 func testBlockKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
 	e.ensureKeys(at(0), "order-1", "order-2")
-	_, err := tx.AdvanceKey(ctx, e.consumer, "order-1", nil, 4, at(1))
+	_, err := tx.KeyAdvance(ctx, e.consumer, "order-1", nil, 4, at(1))
 	require.NoError(t, err)
 
-	require.NoError(t, tx.BlockKey(ctx, e.consumer, "order-1", "crm", "m-5", "handler failed: boom", at(2)))
+	require.NoError(t, tx.KeyBlock(ctx, e.consumer, "order-1", "crm", "m-5", "handler failed: boom", at(2)))
 	want := store.KeyState{
 		Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), Blocked: true,
 		BlockedSource: "crm", BlockedID: "m-5", BlockedReason: "handler failed: boom",
 		BlockedSince: at(2), UpdatedAt: at(2),
 	}
 	require.Equal(t, want, e.key("order-1"))
-	require.NoError(t, tx.BlockKey(ctx, e.consumer, "order-2", "", "", "gap before version 3", at(3)))
+	require.NoError(t, tx.KeyBlock(ctx, e.consumer, "order-2", "", "", "gap before version 3", at(3)))
 	require.Equal(t, store.KeyState{
 		Consumer: e.consumer, Key: "order-2", Blocked: true, BlockedReason: "gap before version 3",
 		BlockedSince: at(3), UpdatedAt: at(3),
 	}, e.key("order-2"), "a gap block names no message")
 
-	require.NoError(t, tx.UnblockKey(ctx, e.consumer, "order-1", at(4)))
+	require.NoError(t, tx.KeyUnblock(ctx, e.consumer, "order-1", at(4)))
 	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), UpdatedAt: at(4)},
 		e.key("order-1"))
 	require.True(t, e.key("order-2").Blocked, "another key stays blocked")
 
-	require.NoError(t, tx.BlockKey(ctx, e.consumer, "order-3", "crm", "x", "r", at(5)))
-	_, err = tx.Key(ctx, e.consumer, "order-3")
+	require.NoError(t, tx.KeyBlock(ctx, e.consumer, "order-3", "crm", "x", "r", at(5)))
+	_, err = tx.KeyLock(ctx, e.consumer, "order-3")
 	require.ErrorIs(t, err, store.ErrNotFound, "blocking a missing key creates nothing")
 }
 
-// LockKeys returns exactly the keys that exist, each as Tx.Key reads it
+// KeyLockMany returns exactly the keys that exist, each as Tx.Key reads it
 // (flags included), whatever the order, the repeats and the number of
 // keys asked for, and leaves the caller's slice as it was.
 func testLockKeys(t *testing.T, st store.Store) {
@@ -227,11 +227,11 @@ func testLockKeys(t *testing.T, st store.Store) {
 		}
 		e.ensureKeys(at(i), key(i))
 		if i%6 == 1 {
-			_, err := tx.AdvanceKey(ctx, e.consumer, key(i), nil, int64(i), at(i+1))
+			_, err := tx.KeyAdvance(ctx, e.consumer, key(i), nil, int64(i), at(i+1))
 			require.NoError(t, err)
 		}
 		if i%10 == 5 {
-			require.NoError(t, tx.BlockKey(ctx, e.consumer, key(i), "crm", fmt.Sprint(i), "boom", at(i+2)))
+			require.NoError(t, tx.KeyBlock(ctx, e.consumer, key(i), "crm", fmt.Sprint(i), "boom", at(i+2)))
 		}
 		var flags [2]bool
 		if i%5 == 1 || i%7 == 2 {
@@ -246,7 +246,7 @@ func testLockKeys(t *testing.T, st store.Store) {
 	}
 	// Another consumer's key with the same name, parked and retrying.
 	other := e.consumer + "/other"
-	require.NoError(t, tx.EnsureKey(ctx, other, key(3), at(0)))
+	require.NoError(t, tx.KeyEnsure(ctx, other, key(3), at(0)))
 	p := e.parked(key(3), "crm", "o", nil, store.ParkHeld, 0)
 	p.Consumer = other
 	e.park(p)
@@ -257,7 +257,7 @@ func testLockKeys(t *testing.T, st store.Store) {
 	rng.Shuffle(len(ask), func(i, j int) { ask[i], ask[j] = ask[j], ask[i] })
 	asked := slices.Clone(ask)
 
-	got, err := tx.LockKeys(ctx, e.consumer, ask)
+	got, err := tx.KeyLockMany(ctx, e.consumer, ask)
 	require.NoError(t, err)
 	require.Equal(t, asked, ask, "the caller's keys are left as they were")
 	require.Len(t, got, len(want), "only the keys that exist")
@@ -269,23 +269,23 @@ func testLockKeys(t *testing.T, st store.Store) {
 	}
 	require.False(t, got[key(3)].HasParked, "another consumer's parked message does not count")
 
-	one, err := tx.LockKeys(ctx, e.consumer, []string{key(1), key(1)})
+	one, err := tx.KeyLockMany(ctx, e.consumer, []string{key(1), key(1)})
 	require.NoError(t, err)
 	require.Equal(t, map[string]store.KeyState{key(1): got[key(1)]}, one)
 }
 
-// LockKeys of no keys (or only missing ones) returns an empty map.
+// KeyLockMany of no keys (or only missing ones) returns an empty map.
 func testLockKeysEmpty(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	got, err := e.tx.LockKeys(e.ctx, e.consumer, nil)
+	got, err := e.tx.KeyLockMany(e.ctx, e.consumer, nil)
 	require.NoError(t, err)
 	require.Empty(t, got)
-	got, err = e.tx.LockKeys(e.ctx, e.consumer, []string{"missing"})
+	got, err = e.tx.KeyLockMany(e.ctx, e.consumer, []string{"missing"})
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
 
-// EnsureKeys creates the missing keys with no version, repeats allowed,
+// KeyEnsureMany creates the missing keys with no version, repeats allowed,
 // across chunk boundaries; keys that exist keep their state.
 func testEnsureKeys(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
@@ -300,16 +300,16 @@ func testEnsureKeys(t *testing.T, st store.Store) {
 		}
 		if i%11 == 0 {
 			e.ensureKeys(at(1), key(i))
-			_, err := tx.AdvanceKey(ctx, e.consumer, key(i), nil, int64(i), at(2))
+			_, err := tx.KeyAdvance(ctx, e.consumer, key(i), nil, int64(i), at(2))
 			require.NoError(t, err)
 		}
 	}
 	keys = append(keys, key(5), key(250), key(0))
-	require.NoError(t, tx.EnsureKeys(ctx, e.consumer, keys, at(3)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, keys, at(3)))
 	require.Equal(t, n, e.count("seqbox_keys", ""))
 	check := func() {
 		t.Helper()
-		got, err := tx.LockKeys(ctx, e.consumer, keys)
+		got, err := tx.KeyLockMany(ctx, e.consumer, keys)
 		require.NoError(t, err)
 		require.Len(t, got, n)
 		for i := range n {
@@ -321,7 +321,7 @@ func testEnsureKeys(t *testing.T, st store.Store) {
 		}
 	}
 	check()
-	require.NoError(t, tx.EnsureKeys(ctx, e.consumer, keys, at(4)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, keys, at(4)))
 	check()
-	require.NoError(t, tx.EnsureKeys(ctx, e.consumer, nil, at(5)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, nil, at(5)))
 }

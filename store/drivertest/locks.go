@@ -31,11 +31,11 @@ const stuckFor = 300 * time.Millisecond
 type lockFunc func(ctx context.Context, tx store.Tx, consumer, key string) (store.KeyState, error)
 
 func lockByKey(ctx context.Context, tx store.Tx, consumer, key string) (store.KeyState, error) {
-	return tx.Key(ctx, consumer, key)
+	return tx.KeyLock(ctx, consumer, key)
 }
 
 func lockByLockKeys(ctx context.Context, tx store.Tx, consumer, key string) (store.KeyState, error) {
-	ks, err := tx.LockKeys(ctx, consumer, []string{"zz-missing", key, "a-missing"})
+	ks, err := tx.KeyLockMany(ctx, consumer, []string{"zz-missing", key, "a-missing"})
 	if err == nil && len(ks) != 1 {
 		err = errors.New("LockKeys returned keys that do not exist")
 	}
@@ -129,7 +129,7 @@ func testLocks(t *testing.T, st store.Store, lock lockFunc) {
 	e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx1, consumer: o.consumer}
 	e.park(e.parked("k", "crm", "2", ptr(int64(2)), store.ParkHeld, 1))
 	e.retry("k", "crm", "1", "boom", 1)
-	won, err := tx1.AdvanceKey(o.ctx, o.consumer, "k", nil, 1, at(2))
+	won, err := tx1.KeyAdvance(o.ctx, o.consumer, "k", nil, 1, at(2))
 	require.NoError(t, err)
 	require.True(t, won)
 	require.NoError(t, tx1.Commit())
@@ -145,11 +145,11 @@ func testAdvanceKeyRace(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	o.commit(func(e *txEnv) { e.ensureKeys(at(0), "k") })
 	tx1 := o.begin()
-	won, err := tx1.AdvanceKey(o.ctx, o.consumer, "k", nil, 1, at(1))
+	won, err := tx1.KeyAdvance(o.ctx, o.consumer, "k", nil, 1, at(1))
 	require.NoError(t, err)
 	require.True(t, won)
 	second := inSecond(o, tx1, func(tx store.Tx) (bool, error) {
-		return tx.AdvanceKey(o.ctx, o.consumer, "k", nil, 7, at(2))
+		return tx.KeyAdvance(o.ctx, o.consumer, "k", nil, 7, at(2))
 	})
 	require.NoError(t, tx1.Commit())
 	require.False(t, second(), "the second compare-and-set from no version loses")
@@ -158,21 +158,21 @@ func testAdvanceKeyRace(t *testing.T, st store.Store) {
 	require.Equal(t, ptr(int64(1)), v)
 }
 
-// AdvanceKeys racing a transaction that moved some of its keys first
+// KeyAdvanceMany racing a transaction that moved some of its keys first
 // wins exactly on the others.
 func testAdvanceKeysRace(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	o.commit(func(e *txEnv) {
 		e.ensureKeys(at(0), "k1", "k2", "k3")
-		_, err := e.tx.AdvanceKey(e.ctx, o.consumer, "k3", nil, 5, at(0))
+		_, err := e.tx.KeyAdvance(e.ctx, o.consumer, "k3", nil, 5, at(0))
 		require.NoError(t, err)
 	})
 	tx1 := o.begin()
-	won, err := tx1.AdvanceKeys(o.ctx, o.consumer, []store.KeyMove{{Key: "k1", Next: 1}, {Key: "k2", Next: 1}}, at(1))
+	won, err := tx1.KeyAdvanceMany(o.ctx, o.consumer, []store.KeyMove{{Key: "k1", Next: 1}, {Key: "k2", Next: 1}}, at(1))
 	require.NoError(t, err)
 	require.Equal(t, 2, won)
 	second := inSecond(o, tx1, func(tx store.Tx) (int, error) {
-		return tx.AdvanceKeys(o.ctx, o.consumer, []store.KeyMove{
+		return tx.KeyAdvanceMany(o.ctx, o.consumer, []store.KeyMove{
 			{Key: "k3", Prev: ptr(int64(5)), Next: 6}, {Key: "k1", Next: 7}, {Key: "k2", Next: 7},
 		}, at(2))
 	})

@@ -18,19 +18,19 @@ import (
 var operatorTests = []driverTest{
 	{"CommitKeepsRollbackForgets", testCommit},
 	{"Within", testWithin},
-	{"DeadLetters", testOperatorDeadLetters},
+	{"DeadLetterList", testOperatorDeadLetters},
 	{"Keys", testOperatorKeys},
 	{"Parked", testOperatorParked},
 	{"Audit", testOperatorAudit},
 	{"Gaps", testOperatorGaps},
 	{"Counts", testOperatorCounts},
-	{"DueHolds", testOperatorDueHolds},
+	{"ParkedListDue", testOperatorDueHolds},
 	{"DueHoldsOnePerKeyOnTies", testOperatorDueHoldsTies},
-	{"BlockedBefore", testOperatorBlockedBefore},
+	{"KeyListBlockedBefore", testOperatorBlockedBefore},
 	{"SeenAndKeyVersion", testOperatorSeen},
-	{"Decision", testOperatorDecision},
-	{"ClaimDecision", testOperatorClaimDecision},
-	{"PurgeInbox", testOperatorPurgeInbox},
+	{"DecisionGet", testOperatorDecision},
+	{"DecisionClaim", testOperatorClaimDecision},
+	{"InboxPurge", testOperatorPurgeInbox},
 }
 
 // opEnv is one Operator or Control test: its consumer name, which no
@@ -69,7 +69,7 @@ func (o *opEnv) commit(fn func(e *txEnv)) {
 // the pool.
 func (o *opEnv) seen(id string) bool {
 	o.t.Helper()
-	_, _, found, err := o.op.Seen(o.ctx, o.consumer, "crm", id)
+	_, _, found, err := o.op.InboxSeen(o.ctx, o.consumer, "crm", id)
 	require.NoError(o.t, err)
 	return found
 }
@@ -81,7 +81,7 @@ func testCommit(t *testing.T, st store.Store) {
 	tx, err := st.Begin(o.ctx)
 	require.NoError(t, err)
 	e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx, consumer: o.consumer}
-	_, err = tx.InsertInbox(o.ctx, e.inboxRow("crm", "1", 1))
+	_, err = tx.InboxInsert(o.ctx, e.inboxRow("crm", "1", 1))
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
 	require.ErrorIs(t, tx.Commit(), sql.ErrTxDone)
@@ -91,7 +91,7 @@ func testCommit(t *testing.T, st store.Store) {
 	tx, err = st.Begin(o.ctx)
 	require.NoError(t, err)
 	e.tx = tx
-	_, err = tx.InsertInbox(o.ctx, e.inboxRow("crm", "2", 2))
+	_, err = tx.InboxInsert(o.ctx, e.inboxRow("crm", "2", 2))
 	require.NoError(t, err)
 	require.NoError(t, tx.Rollback())
 	require.ErrorIs(t, tx.Commit(), sql.ErrTxDone)
@@ -108,11 +108,11 @@ func testWithin(t *testing.T, st store.Store) {
 		tx := st.Within(sqlTx)
 		require.Same(t, sqlTx, tx.SQL())
 		e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx, consumer: o.consumer}
-		ok, err := tx.InsertInbox(o.ctx, e.inboxRow("crm", "1", 1))
+		ok, err := tx.InboxInsert(o.ctx, e.inboxRow("crm", "1", 1))
 		require.NoError(t, err)
 		require.True(t, ok, "commit=%v", commit)
-		require.NoError(t, tx.EnsureKey(o.ctx, o.consumer, "order-1", at(1)))
-		won, err := tx.AdvanceKey(o.ctx, o.consumer, "order-1", nil, 3, at(2))
+		require.NoError(t, tx.KeyEnsure(o.ctx, o.consumer, "order-1", at(1)))
+		won, err := tx.KeyAdvance(o.ctx, o.consumer, "order-1", nil, 3, at(2))
 		require.NoError(t, err)
 		require.True(t, won)
 		if commit {
@@ -131,7 +131,7 @@ func testWithin(t *testing.T, st store.Store) {
 	}
 }
 
-// DeadLetters lists the open rows, or every row, oldest first, each as
+// DeadLetterList lists the open rows, or every row, oldest first, each as
 // it was stored; DeadLetter reads one of the consumer's rows.
 func testOperatorDeadLetters(t *testing.T, st store.Store) {
 	o := newOp(t, st)
@@ -139,32 +139,32 @@ func testOperatorDeadLetters(t *testing.T, st store.Store) {
 	d2.ObjectVersion = nil
 	o.commit(func(e *txEnv) {
 		for _, d := range []*store.DeadLetter{&d1, &d2, &d3} {
-			seq, err := e.tx.DeadLetter(e.ctx, *d)
+			seq, err := e.tx.DeadLetterInsert(e.ctx, *d)
 			require.NoError(t, err)
 			d.Seq, d.State = seq, store.DeadLetterOpen
 		}
 	})
 	o.commit(func(e *txEnv) {
-		require.NoError(t, e.tx.ResolveDeadLetter(e.ctx, o.consumer, d2.Seq, store.DeadLetterSkipped, "skipped by ana: obsolete", at(50)))
+		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, o.consumer, d2.Seq, store.DeadLetterSkipped, "skipped by ana: obsolete", at(50)))
 	})
 	d2.State, d2.Resolution, d2.ResolvedAt = store.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(50))
 
-	open, err := o.op.DeadLetters(o.ctx, o.consumer, false)
+	open, err := o.op.DeadLetterList(o.ctx, o.consumer, false)
 	require.NoError(t, err)
 	require.Equal(t, []store.DeadLetter{d1, d3}, open)
-	all, err := o.op.DeadLetters(o.ctx, o.consumer, true)
+	all, err := o.op.DeadLetterList(o.ctx, o.consumer, true)
 	require.NoError(t, err)
 	require.Equal(t, []store.DeadLetter{d1, d2, d3}, all)
 	for _, d := range all {
-		got, err := o.op.DeadLetter(o.ctx, o.consumer, d.Seq)
+		got, err := o.op.DeadLetterGet(o.ctx, o.consumer, d.Seq)
 		require.NoError(t, err)
 		require.Equal(t, d, got)
 	}
-	_, err = o.op.DeadLetter(o.ctx, o.consumer+"/other", d1.Seq)
+	_, err = o.op.DeadLetterGet(o.ctx, o.consumer+"/other", d1.Seq)
 	require.ErrorIs(t, err, store.ErrNotFound, "another consumer's row")
-	_, err = o.op.DeadLetter(o.ctx, o.consumer, d3.Seq+1_000_000)
+	_, err = o.op.DeadLetterGet(o.ctx, o.consumer, d3.Seq+1_000_000)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	none, err := o.op.DeadLetters(o.ctx, o.consumer+"/other", true)
+	none, err := o.op.DeadLetterList(o.ctx, o.consumer+"/other", true)
 	require.NoError(t, err)
 	require.Empty(t, none)
 }
@@ -178,17 +178,17 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 		ctx, tx := e.ctx, e.tx
 		e.ensureKeys(at(0), "B-upper", "a-held", "b-blocked", "c-quiet", "d-collision", "e-gap", "é-accent")
 		for key, v := range map[string]int64{"a-held": 2, "b-blocked": 5, "c-quiet": 7} {
-			_, err := tx.AdvanceKey(ctx, o.consumer, key, nil, v, at(1))
+			_, err := tx.KeyAdvance(ctx, o.consumer, key, nil, v, at(1))
 			require.NoError(t, err)
 		}
 		e.park(e.parked("a-held", "crm", "a4", ptr(int64(4)), store.ParkHeld, 12))
 		e.park(e.parked("a-held", "crm", "a3", ptr(int64(3)), store.ParkHeld, 11))
-		require.NoError(t, tx.BlockKey(ctx, o.consumer, "b-blocked", "crm", "b6", "boom", at(20)))
+		require.NoError(t, tx.KeyBlock(ctx, o.consumer, "b-blocked", "crm", "b6", "boom", at(20)))
 		e.park(e.parked("b-blocked", "crm", "b6", ptr(int64(6)), store.ParkBlocked, 21))
 		e.park(e.parked("b-blocked", "crm", "b7", ptr(int64(7)), store.ParkBlocked, 22))
 		e.park(e.parked("b-blocked", "crm", "b1", ptr(int64(1)), store.ParkCollision, 5))
 		e.park(e.parked("d-collision", "crm", "d1", nil, store.ParkCollision, 3))
-		require.NoError(t, tx.BlockKey(ctx, o.consumer, "e-gap", "", "", "gap before 2", at(30)))
+		require.NoError(t, tx.KeyBlock(ctx, o.consumer, "e-gap", "", "", "gap before 2", at(30)))
 		e.retry("c-quiet", "crm", "c8", "boom", 31) // retries are not part of the view
 	})
 	ks := func(key string, version *int64, updated time.Time) store.KeyState {
@@ -207,22 +207,22 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 		{KeyState: gap},
 		{KeyState: ks("é-accent", nil, at(0))},
 	}
-	all, err := o.op.Keys(o.ctx, o.consumer, false)
+	all, err := o.op.KeyViewList(o.ctx, o.consumer, false)
 	require.NoError(t, err)
 	require.Equal(t, want, all)
-	stuck, err := o.op.Keys(o.ctx, o.consumer, true)
+	stuck, err := o.op.KeyViewList(o.ctx, o.consumer, true)
 	require.NoError(t, err)
 	require.Equal(t, []store.KeyView{want[1], want[2], want[5]}, stuck)
 	for _, v := range want {
-		got, err := o.op.Key(o.ctx, o.consumer, v.Key)
+		got, err := o.op.KeyViewGet(o.ctx, o.consumer, v.Key)
 		require.NoError(t, err)
 		require.Equal(t, v, got)
 	}
 	for _, missing := range []string{"", "missing"} {
-		_, err = o.op.Key(o.ctx, o.consumer, missing)
+		_, err = o.op.KeyViewGet(o.ctx, o.consumer, missing)
 		require.ErrorIs(t, err, store.ErrNotFound, "key %q", missing)
 	}
-	_, err = o.op.Key(o.ctx, o.consumer+"/other", "a-held")
+	_, err = o.op.KeyViewGet(o.ctx, o.consumer+"/other", "a-held")
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -245,7 +245,7 @@ func testOperatorParked(t *testing.T, st store.Store) {
 		want = []store.Parked{ps[2], ps[1], ps[0], ps[3]}
 		e.park(e.parked("l", "crm", "other-key", nil, store.ParkHeld, 5))
 	})
-	got, err := o.op.Parked(o.ctx, o.consumer, "k")
+	got, err := o.op.ParkedList(o.ctx, o.consumer, "k")
 	require.NoError(t, err)
 	require.Len(t, got, len(want))
 	for i := range got {
@@ -254,7 +254,7 @@ func testOperatorParked(t *testing.T, st store.Store) {
 	}
 	require.Equal(t, want, got)
 	require.Less(t, got[2].Seq, got[3].Seq, "equal versions in arrival order")
-	all, err := o.op.Parked(o.ctx, o.consumer, "")
+	all, err := o.op.ParkedList(o.ctx, o.consumer, "")
 	require.NoError(t, err)
 	require.Len(t, all, 5)
 	require.Equal(t, want, all[:4])
@@ -274,14 +274,14 @@ func testOperatorAudit(t *testing.T, st store.Store) {
 	rows[4].ReceivedVersion, rows[4].CurrentVersion = nil, ptr(int64(9))
 	o.commit(func(e *txEnv) {
 		for _, a := range rows {
-			require.NoError(t, e.tx.Audit(e.ctx, a))
+			require.NoError(t, e.tx.AuditInsert(e.ctx, a))
 		}
-		require.NoError(t, e.tx.Audit(e.ctx, store.AuditRow{Consumer: o.consumer, Source: "crm", ID: "d",
+		require.NoError(t, e.tx.AuditInsert(e.ctx, store.AuditRow{Consumer: o.consumer, Source: "crm", ID: "d",
 			Outcome: store.OutcomeDuplicate, At: at(9)}))
 	})
 	list := func(key string, limit int) []store.AuditRow {
 		t.Helper()
-		got, err := o.op.Audit(o.ctx, o.consumer, key, limit)
+		got, err := o.op.AuditList(o.ctx, o.consumer, key, limit)
 		require.NoError(t, err)
 		for i := range got {
 			require.Positive(t, got[i].Seq)
@@ -310,16 +310,16 @@ func testOperatorGaps(t *testing.T, st store.Store) {
 	}
 	o.commit(func(e *txEnv) {
 		for _, g := range gaps {
-			require.NoError(t, e.tx.RecordGap(e.ctx, g))
+			require.NoError(t, e.tx.GapInsert(e.ctx, g))
 		}
 	})
-	got, err := o.op.Gaps(o.ctx, o.consumer, "k")
+	got, err := o.op.GapList(o.ctx, o.consumer, "k")
 	require.NoError(t, err)
 	require.Equal(t, []store.Gap{gaps[0], gaps[2]}, got)
-	got, err = o.op.Gaps(o.ctx, o.consumer, "")
+	got, err = o.op.GapList(o.ctx, o.consumer, "")
 	require.NoError(t, err)
 	require.Equal(t, gaps, got)
-	got, err = o.op.Gaps(o.ctx, o.consumer, "m")
+	got, err = o.op.GapList(o.ctx, o.consumer, "m")
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -334,7 +334,7 @@ func testOperatorCounts(t *testing.T, st store.Store) {
 		for i, outcome := range []string{"applied", "applied", "applied", "rejected", "pending"} {
 			r := e.inboxRow("crm", fmt.Sprint(i), i)
 			r.Outcome = outcome
-			_, err := e.tx.InsertInbox(e.ctx, r)
+			_, err := e.tx.InboxInsert(e.ctx, r)
 			require.NoError(t, err)
 		}
 		e.park(e.parked("k1", "crm", "h1", ptr(int64(1)), store.ParkHeld, 20))
@@ -343,15 +343,15 @@ func testOperatorCounts(t *testing.T, st store.Store) {
 		e.park(e.parked("k3", "crm", "c1", ptr(int64(1)), store.ParkCollision, 1)) // oldest, but not stuck
 		var seqs []int64
 		for i := range 3 {
-			seq, err := e.tx.DeadLetter(e.ctx, deadLetter(o.consumer, fmt.Sprint(i), i))
+			seq, err := e.tx.DeadLetterInsert(e.ctx, deadLetter(o.consumer, fmt.Sprint(i), i))
 			require.NoError(t, err)
 			seqs = append(seqs, seq)
 		}
-		require.NoError(t, e.tx.ResolveDeadLetter(e.ctx, o.consumer, seqs[1], store.DeadLetterRedriven, "redriven", at(5)))
+		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, o.consumer, seqs[1], store.DeadLetterRedriven, "redriven", at(5)))
 		e.ensureKeys(at(0), "k1", "k2", "k3")
-		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k2", "crm", "b1", "boom", at(15)))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k2", "crm", "b1", "boom", at(15)))
 		for i := range 2 {
-			require.NoError(t, e.tx.RecordGap(e.ctx, store.Gap{Consumer: o.consumer, Key: "k1", FromVersion: int64(i), ToVersion: int64(i), DecidedBy: "ana", Reason: "r", At: at(i)}))
+			require.NoError(t, e.tx.GapInsert(e.ctx, store.Gap{Consumer: o.consumer, Key: "k1", FromVersion: int64(i), ToVersion: int64(i), DecidedBy: "ana", Reason: "r", At: at(i)}))
 		}
 	})
 	got, err := o.op.Counts(o.ctx, o.consumer)
@@ -362,7 +362,7 @@ func testOperatorCounts(t *testing.T, st store.Store) {
 	}, got)
 }
 
-// DueHolds lists, one per key, the held message of lowest version whose
+// ParkedListDue lists, one per key, the held message of lowest version whose
 // hold deadline has come (at or before now), by the time it was parked.
 func testOperatorDueHolds(t *testing.T, st store.Store) {
 	o := newOp(t, st)
@@ -388,7 +388,7 @@ func testOperatorDueHolds(t *testing.T, st store.Store) {
 	o.commit(func(e *txEnv) { e.park(other) })
 	due := func(now int) []string {
 		t.Helper()
-		got, err := o.op.DueHolds(o.ctx, o.consumer, at(now))
+		got, err := o.op.ParkedListDue(o.ctx, o.consumer, at(now))
 		require.NoError(t, err)
 		ids := []string{}
 		for _, p := range got {
@@ -402,7 +402,7 @@ func testOperatorDueHolds(t *testing.T, st store.Store) {
 	require.Equal(t, []string{"a3", "b"}, due(20), "in the order they were parked")
 }
 
-// DueHolds lists one message per key even when several share the lowest
+// ParkedListDue lists one message per key even when several share the lowest
 // version (two unversioned, or two copies of one version): the first of
 // them in ParkedForKey's order, the one the sweeper's expiry checks for.
 func testOperatorDueHoldsTies(t *testing.T, st store.Store) {
@@ -423,7 +423,7 @@ func testOperatorDueHoldsTies(t *testing.T, st store.Store) {
 			first[key] = e.parkedForKey(key)[0]
 		}
 	})
-	got, err := o.op.DueHolds(o.ctx, o.consumer, at(20))
+	got, err := o.op.ParkedListDue(o.ctx, o.consumer, at(20))
 	require.NoError(t, err)
 	ids := []string{}
 	for _, p := range got {
@@ -433,22 +433,22 @@ func testOperatorDueHoldsTies(t *testing.T, st store.Store) {
 	require.Equal(t, []store.Parked{first["k"], first["l"]}, got)
 }
 
-// BlockedBefore lists the keys blocked since strictly before a time,
+// KeyListBlockedBefore lists the keys blocked since strictly before a time,
 // oldest block first.
 func testOperatorBlockedBefore(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	o.commit(func(e *txEnv) {
 		e.ensureKeys(at(0), "k1", "k2", "k3", "k4")
-		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k1", "crm", "1", "boom", at(10)))
-		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k2", "", "", "gap", at(30)))
-		require.NoError(t, e.tx.BlockKey(e.ctx, o.consumer, "k3", "crm", "3", "boom", at(20)))
-		require.NoError(t, e.tx.UnblockKey(e.ctx, o.consumer, "k3", at(25)))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k1", "crm", "1", "boom", at(10)))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k2", "", "", "gap", at(30)))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k3", "crm", "3", "boom", at(20)))
+		require.NoError(t, e.tx.KeyUnblock(e.ctx, o.consumer, "k3", at(25)))
 	})
 	k1 := store.KeyState{Consumer: o.consumer, Key: "k1", Blocked: true, BlockedSource: "crm", BlockedID: "1",
 		BlockedReason: "boom", BlockedSince: at(10), UpdatedAt: at(10)}
 	k2 := store.KeyState{Consumer: o.consumer, Key: "k2", Blocked: true, BlockedReason: "gap", BlockedSince: at(30), UpdatedAt: at(30)}
 	for before, want := range map[int][]store.KeyState{10: nil, 11: {k1}, 31: {k1, k2}} {
-		got, err := o.op.BlockedBefore(o.ctx, o.consumer, at(before))
+		got, err := o.op.KeyListBlockedBefore(o.ctx, o.consumer, at(before))
 		require.NoError(t, err)
 		require.Equal(t, want, got, "before %d", before)
 	}
@@ -462,19 +462,19 @@ func testOperatorSeen(t *testing.T, st store.Store) {
 	o.commit(func(e *txEnv) {
 		r = e.inboxRow("crm", "1", 1)
 		r.Outcome = "dead_lettered"
-		_, err := e.tx.InsertInbox(e.ctx, r)
+		_, err := e.tx.InboxInsert(e.ctx, r)
 		require.NoError(t, err)
 		e.ensureKeys(at(0), "none", "five")
-		_, err = e.tx.AdvanceKey(e.ctx, o.consumer, "five", nil, 5, at(1))
+		_, err = e.tx.KeyAdvance(e.ctx, o.consumer, "five", nil, 5, at(1))
 		require.NoError(t, err)
 	})
-	outcome, hash, found, err := o.op.Seen(o.ctx, o.consumer, "crm", "1")
+	outcome, hash, found, err := o.op.InboxSeen(o.ctx, o.consumer, "crm", "1")
 	require.NoError(t, err)
 	require.Equal(t, []any{"dead_lettered", r.PayloadHash, true}, []any{outcome, hash, found})
-	_, _, found, err = o.op.Seen(o.ctx, o.consumer, "crm", "2")
+	_, _, found, err = o.op.InboxSeen(o.ctx, o.consumer, "crm", "2")
 	require.NoError(t, err)
 	require.False(t, found)
-	_, _, found, err = o.op.Seen(o.ctx, o.consumer+"/other", "crm", "1")
+	_, _, found, err = o.op.InboxSeen(o.ctx, o.consumer+"/other", "crm", "1")
 	require.NoError(t, err)
 	require.False(t, found)
 
@@ -485,39 +485,39 @@ func testOperatorSeen(t *testing.T, st store.Store) {
 	}
 }
 
-// Operator.RecordDecision keeps the first decision and returns it to
+// Operator.DecisionRecord keeps the first decision and returns it to
 // every later caller; Decision reads it, wherever it was recorded.
 func testOperatorDecision(t *testing.T, st store.Store) {
 	o := newOp(t, st)
-	_, err := o.op.Decision(o.ctx, o.consumer, "crm", "1")
+	_, err := o.op.DecisionGet(o.ctx, o.consumer, "crm", "1")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	got, err := o.op.RecordDecision(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"a"}`), at(1))
+	got, err := o.op.DecisionRecord(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"a"}`), at(1))
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"a"}`), got)
-	got, err = o.op.RecordDecision(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"b"}`), at(2))
+	got, err = o.op.DecisionRecord(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"b"}`), at(2))
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"a"}`), got, "the first decider wins")
-	got, err = o.op.Decision(o.ctx, o.consumer, "crm", "1")
+	got, err = o.op.DecisionGet(o.ctx, o.consumer, "crm", "1")
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"a"}`), got)
 
 	o.commit(func(e *txEnv) {
-		require.NoError(t, e.tx.RecordDecision(e.ctx, o.consumer, "crm", "2", []byte(`{"route":"tx"}`), at(3)))
+		require.NoError(t, e.tx.DecisionRecord(e.ctx, o.consumer, "crm", "2", []byte(`{"route":"tx"}`), at(3)))
 	})
-	got, err = o.op.RecordDecision(o.ctx, o.consumer, "crm", "2", []byte(`{"route":"late"}`), at(4))
+	got, err = o.op.DecisionRecord(o.ctx, o.consumer, "crm", "2", []byte(`{"route":"late"}`), at(4))
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"tx"}`), got, "a decision the batch recorded")
-	_, err = o.op.Decision(o.ctx, o.consumer+"/other", "crm", "1")
+	_, err = o.op.DecisionGet(o.ctx, o.consumer+"/other", "crm", "1")
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
-// ClaimDecision gives an identity to one owner at a time until the claim
+// DecisionClaim gives an identity to one owner at a time until the claim
 // runs out or is released; the owner may renew it.
 func testOperatorClaimDecision(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	var held time.Time
 	claim := func(owner string, now, until int) bool {
-		ok, h, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "1", owner, at(now), at(until))
+		ok, h, err := o.op.DecisionClaim(o.ctx, o.consumer, "crm", "1", owner, at(now), at(until))
 		require.NoError(t, err)
 		held = h
 		return ok
@@ -529,16 +529,16 @@ func testOperatorClaimDecision(t *testing.T, st store.Store) {
 	require.False(t, claim("b", 12, 22), "renewed until 13")
 	require.True(t, held.Equal(at(13)), "held until %s", held)
 	require.True(t, claim("b", 13, 23), "expired: b takes it")
-	require.NoError(t, o.op.ReleaseDecision(o.ctx, o.consumer, "crm", "1", "a"), "not a's: nothing happens")
+	require.NoError(t, o.op.DecisionUnclaim(o.ctx, o.consumer, "crm", "1", "a"), "not a's: nothing happens")
 	require.False(t, claim("a", 14, 24))
-	require.NoError(t, o.op.ReleaseDecision(o.ctx, o.consumer, "crm", "1", "b"))
+	require.NoError(t, o.op.DecisionUnclaim(o.ctx, o.consumer, "crm", "1", "b"))
 	require.True(t, claim("a", 15, 25), "released: free at once")
-	ok, _, err := o.op.ClaimDecision(o.ctx, o.consumer, "crm", "2", "b", at(15), at(25))
+	ok, _, err := o.op.DecisionClaim(o.ctx, o.consumer, "crm", "2", "b", at(15), at(25))
 	require.NoError(t, err)
 	require.True(t, ok, "claims are per identity")
 }
 
-// PurgeInbox deletes, oldest first and at most batch at a time, the
+// InboxPurge deletes, oldest first and at most batch at a time, the
 // identities whose retention ended before now, except held and blocked
 // ones, and the stale attempts of identities it purges; another
 // consumer's rows stay.
@@ -549,7 +549,7 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 		add := func(consumer, id, outcome string, retention int) {
 			r := e.inboxRow("crm", id, 1)
 			r.Consumer, r.Outcome, r.RetentionUntil = consumer, outcome, at(retention)
-			_, err := e.tx.InsertInbox(e.ctx, r)
+			_, err := e.tx.InboxInsert(e.ctx, r)
 			require.NoError(t, err)
 		}
 		for _, c := range []string{o.consumer, other} {
@@ -566,14 +566,14 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 	})
 	var purged []int64
 	for range 4 {
-		n, err := o.op.PurgeInbox(o.ctx, o.consumer, at(5), 2)
+		n, err := o.op.InboxPurge(o.ctx, o.consumer, at(5), 2)
 		require.NoError(t, err)
 		purged = append(purged, n)
 	}
 	require.Equal(t, []int64{2, 1, 0, 0}, purged)
 	for id, kept := range map[string]bool{"p1": false, "p2": false, "p3": false, "held": true, "blocked": true, "now": true, "later": true} {
 		require.Equal(t, kept, o.seen(id), id)
-		_, _, found, err := o.op.Seen(o.ctx, other, "crm", id)
+		_, _, found, err := o.op.InboxSeen(o.ctx, other, "crm", id)
 		require.NoError(t, err)
 		require.True(t, found, "another consumer's %s", id)
 	}

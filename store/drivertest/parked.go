@@ -25,13 +25,13 @@ func (e *txEnv) parked(key, source, id string, version *int64, reason string, n 
 // park parks p.
 func (e *txEnv) park(p store.Parked) {
 	e.t.Helper()
-	require.NoError(e.t, e.tx.Park(e.ctx, p))
+	require.NoError(e.t, e.tx.ParkedInsert(e.ctx, p))
 }
 
 // parkedForKey lists a key's held and blocked messages.
 func (e *txEnv) parkedForKey(key string) []store.Parked {
 	e.t.Helper()
-	ps, err := e.tx.ParkedForKey(e.ctx, e.consumer, key)
+	ps, err := e.tx.ParkedListWaiting(e.ctx, e.consumer, key)
 	require.NoError(e.t, err)
 	return ps
 }
@@ -61,7 +61,7 @@ func seqs(ps []store.Parked) []int64 {
 	return out
 }
 
-// Park keeps every field, the envelope byte for byte, and gives each row
+// ParkedInsert keeps every field, the envelope byte for byte, and gives each row
 // a sequence number in arrival order; a hold deadline is kept, none reads
 // back as zero.
 func testPark(t *testing.T, st store.Store) {
@@ -75,7 +75,7 @@ func testPark(t *testing.T, st store.Store) {
 	require.Greater(t, blocked.Seq, held.Seq, "sequence numbers grow with arrival")
 	require.Equal(t, []store.Parked{blocked, held}, e.parkedForKey("order-1"))
 	require.Empty(t, e.parkedForKey("order-2"))
-	other, err := e.tx.ParkedForKey(e.ctx, e.consumer+"/other", "order-1")
+	other, err := e.tx.ParkedListWaiting(e.ctx, e.consumer+"/other", "order-1")
 	require.NoError(t, err)
 	require.Empty(t, other, "parked rows belong to one consumer")
 }
@@ -111,7 +111,7 @@ func testParkCollisionOnce(t *testing.T, st store.Store) {
 	require.Empty(t, e.parkedForKey("order-1"), "collisions are neither held nor blocked")
 }
 
-// ParkedForKey lists the held and blocked messages of one key of one
+// ParkedListWaiting lists the held and blocked messages of one key of one
 // consumer: unversioned ones first, then by version, and arrival order
 // among equals.
 func testParkedForKeyOrder(t *testing.T, st store.Store) {
@@ -145,20 +145,20 @@ func testParkedForKeyOrder(t *testing.T, st store.Store) {
 	require.Equal(t, want, e.parkedForKey("k"))
 }
 
-// Unpark removes one row by its sequence number, and nothing else.
+// ParkedDelete removes one row by its sequence number, and nothing else.
 func testUnpark(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), store.ParkHeld, 1))
 	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(2)), store.ParkHeld, 2))
 	c := e.parkOne(e.parked("k", "crm", "c", ptr(int64(3)), store.ParkBlocked, 3))
-	require.NoError(t, e.tx.Unpark(e.ctx, b.Seq))
+	require.NoError(t, e.tx.ParkedDelete(e.ctx, b.Seq))
 	require.Equal(t, []store.Parked{a, c}, e.parkedForKey("k"))
-	require.NoError(t, e.tx.Unpark(e.ctx, b.Seq), "unparking what is gone is no error")
-	require.NoError(t, e.tx.Unpark(e.ctx, c.Seq+1_000_000))
+	require.NoError(t, e.tx.ParkedDelete(e.ctx, b.Seq), "unparking what is gone is no error")
+	require.NoError(t, e.tx.ParkedDelete(e.ctx, c.Seq+1_000_000))
 	require.Equal(t, []store.Parked{a, c}, e.parkedForKey("k"))
 }
 
-// SetParkedReason moves the rows of one key with one reason to another,
+// ParkedSetReason moves the rows of one key with one reason to another,
 // with the new hold deadline (zero: none); other reasons and keys stay.
 func testSetParkedReason(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
@@ -172,13 +172,13 @@ func testSetParkedReason(t *testing.T, st store.Store) {
 	other.HoldUntil = at(70)
 	other = e.parkOne(other)
 
-	require.NoError(t, e.tx.SetParkedReason(e.ctx, e.consumer, "k", store.ParkHeld, store.ParkBlocked, time.Time{}))
+	require.NoError(t, e.tx.ParkedSetReason(e.ctx, e.consumer, "k", store.ParkHeld, store.ParkBlocked, time.Time{}))
 	h1.Reason, h2.Reason, h2.HoldUntil = store.ParkBlocked, store.ParkBlocked, time.Time{}
 	require.Equal(t, []store.Parked{h1, h2, b}, e.parkedForKey("k"))
 	require.Equal(t, []store.Parked{other}, e.parkedForKey("k2"), "another key is untouched")
 	require.Equal(t, 1, e.count("seqbox_parked", "reason = $2", store.ParkCollision), "another reason is untouched")
 
-	require.NoError(t, e.tx.SetParkedReason(e.ctx, e.consumer, "k", store.ParkBlocked, store.ParkHeld, at(90)))
+	require.NoError(t, e.tx.ParkedSetReason(e.ctx, e.consumer, "k", store.ParkBlocked, store.ParkHeld, at(90)))
 	for _, p := range []*store.Parked{&h1, &h2, &b} {
 		p.Reason, p.HoldUntil = store.ParkHeld, at(90)
 	}
@@ -186,7 +186,7 @@ func testSetParkedReason(t *testing.T, st store.Store) {
 	require.Equal(t, 1, e.count("seqbox_parked", "reason = $2", store.ParkCollision))
 }
 
-// StartHolds gives a deadline to the held rows of a key that have none,
+// ParkedStartHolds gives a deadline to the held rows of a key that have none,
 // and to nothing else.
 func testStartHolds(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
@@ -198,21 +198,21 @@ func testStartHolds(t *testing.T, st store.Store) {
 	d := e.parkOne(e.parked("k", "crm", "d", ptr(int64(4)), store.ParkBlocked, 4))
 	other := e.parkOne(e.parked("k2", "crm", "o", ptr(int64(1)), store.ParkHeld, 5))
 
-	require.NoError(t, e.tx.StartHolds(e.ctx, e.consumer, "k", at(99)))
+	require.NoError(t, e.tx.ParkedStartHolds(e.ctx, e.consumer, "k", at(99)))
 	a.HoldUntil, c.HoldUntil = at(99), at(99)
 	require.Equal(t, []store.Parked{a, b, c, d}, e.parkedForKey("k"))
 	require.Equal(t, []store.Parked{other}, e.parkedForKey("k2"))
 }
 
-// Rehold makes one parked row held until a time, with a new detail.
+// ParkedRehold makes one parked row held until a time, with a new detail.
 func testRehold(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), store.ParkBlocked, 1))
 	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(2)), store.ParkBlocked, 2))
-	require.NoError(t, e.tx.Rehold(e.ctx, a.Seq, at(30), "retrying: waits out its backoff"))
+	require.NoError(t, e.tx.ParkedRehold(e.ctx, a.Seq, at(30), "retrying: waits out its backoff"))
 	a.Reason, a.HoldUntil, a.Detail = store.ParkHeld, at(30), "retrying: waits out its backoff"
 	require.Equal(t, []store.Parked{a, b}, e.parkedForKey("k"))
-	require.NoError(t, e.tx.Rehold(e.ctx, a.Seq, at(40), "again"))
+	require.NoError(t, e.tx.ParkedRehold(e.ctx, a.Seq, at(40), "again"))
 	a.HoldUntil, a.Detail = at(40), "again"
 	require.Equal(t, []store.Parked{a, b}, e.parkedForKey("k"))
 	require.Equal(t, []int64{a.Seq, b.Seq}, seqs(e.parkedForKey("k")), "the row keeps its sequence number")

@@ -15,7 +15,7 @@ import (
 // count.
 func (e *txEnv) retry(key, source, id, errText string, n int) int {
 	e.t.Helper()
-	attempts, _, err := e.tx.RecordRetry(e.ctx, store.RetryRow{
+	attempts, _, err := e.tx.RetryRecord(e.ctx, store.RetryRow{
 		Consumer: e.consumer, Source: source, ID: id, PartitionKey: key, Error: errText, At: at(n),
 	})
 	require.NoError(e.t, err)
@@ -45,13 +45,13 @@ func compareIdentities(a, b store.Identity) int {
 	return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.ID, b.ID))
 }
 
-// RecordRetry counts the attempts of one identity of one consumer and
+// RetryRecord counts the attempts of one identity of one consumer and
 // keeps the first error, the last error and both times.
 func testRecordRetry(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	record := func(consumer, id, errText string, n int) (int, string) {
 		t.Helper()
-		attempts, first, err := e.tx.RecordRetry(e.ctx, store.RetryRow{
+		attempts, first, err := e.tx.RetryRecord(e.ctx, store.RetryRow{
 			Consumer: consumer, Source: "crm", ID: id, PartitionKey: "k", Error: errText, At: at(n),
 		})
 		require.NoError(t, err)
@@ -77,24 +77,24 @@ func testRecordRetry(t *testing.T, st store.Store) {
 		[]any{n, firstErr, lastErr, firstAt, lastAt})
 }
 
-// ClearRetry forgets the attempts of one identity: the next failure
+// RetryClear forgets the attempts of one identity: the next failure
 // counts from one again.
 func testClearRetry(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	e.retry("k", "crm", "1", "a", 1)
 	e.retry("k", "crm", "1", "b", 2)
 	e.retry("k", "crm", "2", "c", 3)
-	require.NoError(t, e.tx.ClearRetry(e.ctx, e.consumer, "crm", "1"))
+	require.NoError(t, e.tx.RetryClear(e.ctx, e.consumer, "crm", "1"))
 	require.Equal(t, []store.Identity{{Source: "crm", ID: "2"}}, e.retrying())
-	attempts, first, err := e.tx.RecordRetry(e.ctx, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k", Error: "d", At: at(4)})
+	attempts, first, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k", Error: "d", At: at(4)})
 	require.NoError(t, err)
 	require.Equal(t, []any{1, "d"}, []any{attempts, first})
-	require.NoError(t, e.tx.ClearRetry(e.ctx, e.consumer, "crm", "missing"))
-	require.NoError(t, e.tx.ClearRetry(e.ctx, e.consumer+"/other", "crm", "2"))
+	require.NoError(t, e.tx.RetryClear(e.ctx, e.consumer, "crm", "missing"))
+	require.NoError(t, e.tx.RetryClear(e.ctx, e.consumer+"/other", "crm", "2"))
 	require.Len(t, e.retrying(), 2, "another consumer's clear")
 }
 
-// ClearRetries forgets the attempts of exactly the identities named,
+// RetryClearMany forgets the attempts of exactly the identities named,
 // across chunk boundaries.
 func testClearRetries(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
@@ -109,27 +109,27 @@ func testClearRetries(t *testing.T, st store.Store) {
 			clear = append(clear, id)
 		}
 	}
-	_, _, err := e.tx.RecordRetry(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: clear[0].Source, ID: clear[0].ID, Error: "x", At: at(0)})
+	_, _, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: clear[0].Source, ID: clear[0].ID, Error: "x", At: at(0)})
 	require.NoError(t, err)
 	clear = append(clear, store.Identity{Source: "src-9", ID: "missing"}, store.Identity{Source: keep[0].ID, ID: keep[0].Source})
 
-	require.NoError(t, e.tx.ClearRetries(e.ctx, e.consumer, clear))
+	require.NoError(t, e.tx.RetryClearMany(e.ctx, e.consumer, clear))
 	slices.SortFunc(keep, compareIdentities)
 	require.Equal(t, keep, e.retrying())
 	var others int
 	require.NoError(t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT COUNT(*) FROM seqbox_retries WHERE consumer = $1`, e.consumer+"/other").Scan(&others))
 	require.Equal(t, 1, others, "another consumer's attempts stay")
-	require.NoError(t, e.tx.ClearRetries(e.ctx, e.consumer, nil))
+	require.NoError(t, e.tx.RetryClearMany(e.ctx, e.consumer, nil))
 }
 
-// RetryingOnKey returns the identity of a key that started retrying
+// RetryOnKey returns the identity of a key that started retrying
 // first, with its last error and time, ignoring identities the inbox has
 // recorded since (stale attempts) and other keys and consumers.
 func testRetryingOnKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	get := func() (store.RetryRow, bool) {
 		t.Helper()
-		r, found, err := e.tx.RetryingOnKey(e.ctx, e.consumer, "k")
+		r, found, err := e.tx.RetryOnKey(e.ctx, e.consumer, "k")
 		require.NoError(t, err)
 		return r, found
 	}
@@ -137,7 +137,7 @@ func testRetryingOnKey(t *testing.T, st store.Store) {
 	require.False(t, found)
 
 	e.retry("other-key", "crm", "z", "elsewhere", 0)
-	_, _, err := e.tx.RecordRetry(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "y", PartitionKey: "k", Error: "theirs", At: at(0)})
+	_, _, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "y", PartitionKey: "k", Error: "theirs", At: at(0)})
 	require.NoError(t, err)
 	_, found = get()
 	require.False(t, found, "other keys and consumers do not count")
@@ -150,7 +150,7 @@ func testRetryingOnKey(t *testing.T, st store.Store) {
 	require.Equal(t, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "a", PartitionKey: "k", Error: "a failed again", At: at(5)}, r,
 		"the identity that started first, with its last attempt")
 
-	ok, err := e.tx.InsertInbox(e.ctx, e.inboxRow("crm", "a", 1))
+	ok, err := e.tx.InboxInsert(e.ctx, e.inboxRow("crm", "a", 1))
 	require.NoError(t, err)
 	require.True(t, ok)
 	r, found = get()
@@ -158,7 +158,7 @@ func testRetryingOnKey(t *testing.T, st store.Store) {
 	require.Equal(t, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "b", PartitionKey: "k", Error: "b failed", At: at(2)}, r,
 		"a settled identity's attempts are stale")
 
-	ok, err = e.tx.InsertInbox(e.ctx, e.inboxRow("crm", "b", 2))
+	ok, err = e.tx.InboxInsert(e.ctx, e.inboxRow("crm", "b", 2))
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, found = get()

@@ -370,7 +370,7 @@ func TestReadOnlyPostgres(t *testing.T) {
 		require.ErrorContains(t, err, "read-only transaction")
 		tx, err := st.Begin(ctx)
 		require.NoError(t, err)
-		_, err = tx.InsertInbox(ctx, store.InboxRow{Consumer: "crm", Source: "s", ID: "x", Outcome: "applied"})
+		_, err = tx.InboxInsert(ctx, store.InboxRow{Consumer: "crm", Source: "s", ID: "x", Outcome: "applied"})
 		require.Error(t, err)
 		require.NoError(t, tx.Rollback())
 		require.Equal(t, before, listing(t, db))

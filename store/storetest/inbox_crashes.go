@@ -171,7 +171,7 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1, Parked: 1}, b.counts(t))
 		require.Equal(t, "applied", b.inboxOutcome(t, "erp", "evt-482"), "the recorded identity is not overwritten")
 
-		parked, err := b.st.Operator().Parked(context.Background(), b.cfg.Name, "")
+		parked, err := b.st.Operator().ParkedList(context.Background(), b.cfg.Name, "")
 		require.NoError(t, err)
 		require.Len(t, parked, 1)
 		require.Equal(t, store.ParkCollision, parked[0].Reason)
@@ -305,13 +305,13 @@ func exerciseRetention(t *testing.T, open Factory) {
 		raw := simple(t, "evt-1")
 		require.Equal(t, seqbox.Applied, deliver(t, c, raw, 1).Outcome)
 
-		purged, err := b.st.Operator().PurgeInbox(ctx, b.cfg.Name, t0.Add(29*24*time.Hour), 100)
+		purged, err := b.st.Operator().InboxPurge(ctx, b.cfg.Name, t0.Add(29*24*time.Hour), 100)
 		require.NoError(t, err)
 		require.Equal(t, int64(0), purged, "within retention nothing is purged")
 		now = t0.Add(29 * 24 * time.Hour)
 		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
 
-		purged, err = b.st.Operator().PurgeInbox(ctx, b.cfg.Name, t0.Add(31*24*time.Hour), 100)
+		purged, err = b.st.Operator().InboxPurge(ctx, b.cfg.Name, t0.Add(31*24*time.Hour), 100)
 		require.NoError(t, err)
 		require.Equal(t, int64(1), purged)
 		require.Equal(t, int64(0), b.counts(t).InboxRows)
@@ -345,7 +345,7 @@ func exerciseRetention(t *testing.T, open Factory) {
 		after := t0.Add(retention + time.Hour)
 		var got []int64
 		for range 4 {
-			n, err := b.st.Operator().PurgeInbox(ctx, b.cfg.Name, after, 2)
+			n, err := b.st.Operator().InboxPurge(ctx, b.cfg.Name, after, 2)
 			require.NoError(t, err)
 			got = append(got, n)
 		}

@@ -103,7 +103,7 @@ func (b *inboxBundle) inboxOutcome(t *testing.T, source, id string) string {
 // audit lists the consumer's audit rows, oldest first.
 func (b *inboxBundle) audit(t *testing.T) []store.AuditRow {
 	t.Helper()
-	rows, err := b.st.Operator().Audit(context.Background(), b.cfg.Name, "", 1000)
+	rows, err := b.st.Operator().AuditList(context.Background(), b.cfg.Name, "", 1000)
 	require.NoError(t, err)
 	return rows
 }
@@ -129,7 +129,7 @@ func auditOutcomes(rows []store.AuditRow) []string {
 // dlq lists the consumer's DLQ, resolved rows too when all is set.
 func (b *inboxBundle) dlq(t *testing.T, all bool) []store.DeadLetter {
 	t.Helper()
-	dls, err := b.st.Operator().DeadLetters(context.Background(), b.cfg.Name, all)
+	dls, err := b.st.Operator().DeadLetterList(context.Background(), b.cfg.Name, all)
 	require.NoError(t, err)
 	return dls
 }

@@ -228,7 +228,7 @@ func (e *ordEnv) requireObject(key, state string, version int64) {
 
 func (e *ordEnv) key(key string) store.KeyView {
 	e.t.Helper()
-	kv, err := e.st.Operator().Key(e.ctx, e.cfg.Name, key)
+	kv, err := e.st.Operator().KeyViewGet(e.ctx, e.cfg.Name, key)
 	require.NoError(e.t, err, "key %s", key)
 	return kv
 }
@@ -246,7 +246,7 @@ func (e *ordEnv) requireKey(key string, version *int64, blocked bool, held, bloc
 
 func (e *ordEnv) audit(key string) []store.AuditRow {
 	e.t.Helper()
-	rows, err := e.st.Operator().Audit(e.ctx, e.cfg.Name, key, 1000)
+	rows, err := e.st.Operator().AuditList(e.ctx, e.cfg.Name, key, 1000)
 	require.NoError(e.t, err)
 	return rows
 }
@@ -299,7 +299,7 @@ func (e *ordEnv) auditRow(key, id string, outcome seqbox.Outcome) store.AuditRow
 // gapLines renders a key's recorded gaps as "from-to by who: why".
 func (e *ordEnv) gapLines(key string) []string {
 	e.t.Helper()
-	gs, err := e.st.Operator().Gaps(e.ctx, e.cfg.Name, key)
+	gs, err := e.st.Operator().GapList(e.ctx, e.cfg.Name, key)
 	require.NoError(e.t, err)
 	out := []string{}
 	for _, g := range gs {
@@ -311,7 +311,7 @@ func (e *ordEnv) gapLines(key string) []string {
 
 func (e *ordEnv) gaps(key string) []store.Gap {
 	e.t.Helper()
-	gs, err := e.st.Operator().Gaps(e.ctx, e.cfg.Name, key)
+	gs, err := e.st.Operator().GapList(e.ctx, e.cfg.Name, key)
 	require.NoError(e.t, err)
 	return gs
 }
@@ -325,14 +325,14 @@ func (e *ordEnv) counts() store.Counts {
 
 func (e *ordEnv) parked(key string) []store.Parked {
 	e.t.Helper()
-	ps, err := e.st.Operator().Parked(e.ctx, e.cfg.Name, key)
+	ps, err := e.st.Operator().ParkedList(e.ctx, e.cfg.Name, key)
 	require.NoError(e.t, err)
 	return ps
 }
 
 func (e *ordEnv) deadLetters(all bool) []store.DeadLetter {
 	e.t.Helper()
-	ds, err := e.st.Operator().DeadLetters(e.ctx, e.cfg.Name, all)
+	ds, err := e.st.Operator().DeadLetterList(e.ctx, e.cfg.Name, all)
 	require.NoError(e.t, err)
 	return ds
 }

@@ -137,14 +137,14 @@ func ordPersonEdits(t *testing.T, open Factory) {
 	// for this yet, so the store transaction is used directly).
 	tx, err := e.st.Begin(e.ctx)
 	require.NoError(t, err)
-	require.NoError(t, tx.EnsureKey(e.ctx, e.cfg.Name, k, ordT0))
-	ks, err := tx.Key(e.ctx, e.cfg.Name, k)
+	require.NoError(t, tx.KeyEnsure(e.ctx, e.cfg.Name, k, ordT0))
+	ks, err := tx.KeyLock(e.ctx, e.cfg.Name, k)
 	require.NoError(t, err)
 	require.Equal(t, "2", ordVer(ks.Version))
-	ok, err := tx.AdvanceKey(e.ctx, e.cfg.Name, k, ordV(1), 5, ordT0)
+	ok, err := tx.KeyAdvance(e.ctx, e.cfg.Name, k, ordV(1), 5, ordT0)
 	require.NoError(t, err)
 	require.False(t, ok, "compare-and-set must refuse a wrong previous version")
-	ok, err = tx.AdvanceKey(e.ctx, e.cfg.Name, k, ks.Version, 5, ordT0)
+	ok, err = tx.KeyAdvance(e.ctx, e.cfg.Name, k, ks.Version, 5, ordT0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, err = tx.SQL().ExecContext(e.ctx, `UPDATE record_objects SET state = $3, version = $4 WHERE consumer = $1 AND partitionkey = $2`,

@@ -155,7 +155,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Equal(t, store.ParkBlocked, ps[0].Reason)
 		require.Equal(t, "E4", ps[0].ID)
 		require.Equal(t, int64(1), e.counts().Blocked)
-		stuck, err := e.st.Operator().Keys(e.ctx, e.cfg.Name, true)
+		stuck, err := e.st.Operator().KeyViewList(e.ctx, e.cfg.Name, true)
 		require.NoError(t, err)
 		require.Len(t, stuck, 1)
 		require.Equal(t, k, stuck[0].Key)

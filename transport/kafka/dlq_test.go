@@ -46,7 +46,7 @@ func TestDeadLetterAfterMaxAttempts(t *testing.T) {
 	if n := calls.Load(); n != maxAttempts {
 		t.Fatalf("handler called %d times, want %d", n, maxAttempts)
 	}
-	dl, err := fx.Store().Operator().DeadLetters(context.Background(), "kafkatest", false)
+	dl, err := fx.Store().Operator().DeadLetterList(context.Background(), "kafkatest", false)
 	if err != nil {
 		t.Fatalf("list DLQ: %v", err)
 	}
