@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // apply runs steps 3, 5 and 6 of DESIGN §3 for an event that passed the
@@ -19,7 +20,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	key := ev.PartitionKey
 	v, versioned := ev.Version()
 	if ev.BusinessKey != "" {
-		claimed, err := tx.BusinessKeyClaim(ctx, p.cfg.Name, ev.BusinessKey, ev.Source, ev.ID, now)
+		claimed, err := tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: p.cfg.Name, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID, At: now})
 		if err != nil {
 			return reached{}, err
 		}
@@ -37,7 +38,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	}
 	herr := in.decideErr
 	if inFlight := (*decisionInFlight)(nil); errors.As(herr, &inFlight) {
-		if err := tx.RollbackTo(ctx, sp); err != nil {
+		if err := tx.SavepointRollback(ctx, sp); err != nil {
 			return reached{}, err
 		}
 		d.Outcome, d.Reason, d.wait = Retry, herr.Error(), inFlight.retryAfter()
@@ -71,7 +72,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 			if !errors.Is(err, errKeyConflict) {
 				return reached{}, err
 			}
-			if err := tx.RollbackTo(ctx, sp); err != nil {
+			if err := tx.SavepointRollback(ctx, sp); err != nil {
 				return reached{}, err
 			}
 			d.Outcome, d.Reason, d.keyConflict = Retry, err.Error(), true
@@ -79,13 +80,13 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		}
 	}
 	processed := now
-	if err := tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(Applied), &processed); err != nil {
+	if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: Applied, ProcessedAt: &processed}); err != nil {
 		return reached{}, err
 	}
 	if key == "" || ks.HasRetries {
 		// Attempts were recorded for this key (or, unkeyed, may have been):
 		// this message's are over.
-		if err := tx.RetryClear(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
+		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID}); err != nil {
 			return reached{}, err
 		}
 	}
@@ -93,7 +94,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	if !ks.HasParked {
 		// Nothing waits behind it (the key was read under its lock): no
 		// drain.
-		if err := tx.Release(ctx, sp); err != nil {
+		if err := tx.SavepointRelease(ctx, sp); err != nil {
 			return reached{}, err
 		}
 		return reached{decisions: []Decision{d}}, nil
@@ -108,7 +109,7 @@ const crashLoopFactor = 4
 
 // advance is the compare-and-set of step 6.
 func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *int64, next int64, now time.Time) error {
-	ok, err := tx.AdvanceKey(ctx, p.cfg.Name, key, prev, next, now)
+	ok, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: p.cfg.Name, Key: key, Prev: prev, Next: next, At: now})
 	if err == nil && !ok {
 		err = errKeyConflict
 	}
@@ -130,11 +131,12 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err e
 // dead-letter when the error is permanent or attempts are used up.
 func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reached, error) {
 	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
-	if err := tx.RollbackTo(ctx, sp); err != nil {
+	if err := tx.SavepointRollback(ctx, sp); err != nil {
 		return reached{}, err
 	}
-	attempts, first, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+	rc, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
 		PartitionKey: ev.PartitionKey, Error: herr.Error(), At: now})
+	attempts, first := rc.Attempts, rc.FirstError
 	if err != nil {
 		return reached{}, err
 	}
@@ -146,12 +148,11 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
 		d.Attempt = attempts
 		err := tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
-			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: string(Retry), Reason: d.Reason,
+			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: Retry, Reason: d.Reason,
 			NextAction: "redelivery after " + p.cfg.Retry.Backoff(attempts).String(), At: now})
 		if err == nil && in.parked != nil {
 			backoff := p.cfg.Retry.Backoff(attempts)
-			err = tx.ParkedRehold(ctx, in.parked.Seq, now.Add(backoff),
-				fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff))
+			err = tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff)})
 		}
 		return p.release(ctx, dl.with(d, ev, ks), "", err)
 	}
@@ -190,18 +191,18 @@ func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, 
 		return "", err
 	}
 	row := p.inboxRow(ev, now)
-	row.Outcome = string(DeadLettered)
-	inserted, err := tx.InsertInbox(ctx, row)
+	row.Outcome = DeadLettered
+	inserted, err := tx.InboxInsert(ctx, row)
 	if err == nil && !inserted {
-		err = tx.SetInboxOutcome(ctx, name, ev.Source, ev.ID, string(DeadLettered), nil)
+		err = tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: ev.Source, ID: ev.ID, Outcome: DeadLettered, ProcessedAt: nil})
 	}
 	if err == nil {
-		err = tx.RetryClear(ctx, name, ev.Source, ev.ID)
+		err = tx.RetryClear(ctx, store.MessageRef{Consumer: name, Source: ev.Source, ID: ev.ID})
 	}
 	if err != nil || ev.PartitionKey == "" {
 		return "", err
 	}
-	if err := tx.EnsureKey(ctx, name, ev.PartitionKey, now); err != nil {
+	if err := tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: name, Key: ev.PartitionKey, At: now}); err != nil {
 		return "", err
 	}
 	if p.cfg.OnDeadLetter == DeadLetterBlock {
@@ -209,10 +210,10 @@ func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, 
 		if in.redrive && !ks.BlockedSince.IsZero() {
 			since = ks.BlockedSince // a failed redrive: still blocked since the first failure
 		}
-		if err := tx.KeyBlock(ctx, name, ev.PartitionKey, ev.Source, ev.ID, "dead-lettered "+ev.ID+": "+reason, since); err != nil {
+		if err := tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: name, Key: ev.PartitionKey, Source: ev.Source, ID: ev.ID, Reason: "dead-lettered " + ev.ID + ": " + reason, At: since}); err != nil {
 			return "", err
 		}
-		return "", tx.ParkedSetReason(ctx, name, ev.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
+		return "", tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: name, Key: ev.PartitionKey, From: state.ParkHeld, To: state.ParkBlocked, HoldUntil: time.Time{}})
 	}
 	// release: a known gap, and the key goes on.
 	if v, ok := ev.Version(); ok && (ks.Version == nil || v == *ks.Version+1) {

@@ -15,6 +15,32 @@ import (
 // again with them.
 var errRerun = errors.New("seqbox: the batch runs again with savepoints")
 
+// outcomePending is the inbox outcome of an identity recorded before its
+// delivery settled (a crash or shutdown between the two leaves it so).
+const outcomePending Outcome = "pending"
+
+// batchTx overrides these; the compiler checks that each one still
+// overrides a method of store.ExecutorTx, so that a rename of the driver's
+// method cannot silently route a call past the batch's bookkeeping.
+var _ interface {
+	SavepointRelease(context.Context, string) error
+	SavepointRollback(context.Context, string) error
+	Savepoint(context.Context, string) error
+	InboxInsert(context.Context, store.InboxRow) (bool, error)
+	InboxGet(context.Context, store.MessageRef) (store.InboxRow, error)
+	InboxSetOutcome(context.Context, store.InboxSetOutcomeParams) error
+	InboxDelete(context.Context, store.MessageRef) error
+	KeyLock(context.Context, store.KeyRef) (store.KeyState, error)
+	KeyEnsure(context.Context, store.KeyEnsureParams) error
+	KeyAdvance(context.Context, store.KeyAdvanceParams) (bool, error)
+	KeyBlock(context.Context, store.KeyBlockParams) error
+	KeyUnblock(context.Context, store.KeyUnblockParams) error
+	ParkedInsert(context.Context, store.Parked) error
+	RetryRecord(context.Context, store.RetryRow) (store.RetryCount, error)
+	RetryOnKey(context.Context, store.KeyRef) (store.RetryRow, error)
+	RetryClear(context.Context, store.MessageRef) error
+} = store.ExecutorTx(nil)
+
 // batchTx is one store transaction as the pipeline sees it.
 //
 // A batch runs optimistically first: no savepoints, the identities
@@ -31,7 +57,7 @@ var errRerun = errors.New("seqbox: the batch runs again with savepoints")
 // and the rerun of a batch), every call goes straight to the store and
 // each delivery has its savepoint.
 type batchTx struct {
-	store.Tx
+	store.ExecutorTx
 	n        int
 	consumer string
 	// optimistic is set for the first run of a batch.
@@ -88,30 +114,31 @@ func (b *batchTx) Savepoint(ctx context.Context, name string) error {
 	if b.optimistic {
 		return nil
 	}
-	return b.Tx.Savepoint(ctx, name)
+	return b.ExecutorTx.Savepoint(ctx, name)
 }
 
-// Release closes a savepoint, except in an optimistic run.
-func (b *batchTx) Release(ctx context.Context, name string) error {
+// SavepointRelease closes a savepoint, except in an optimistic run.
+func (b *batchTx) SavepointRelease(ctx context.Context, name string) error {
 	if b.optimistic {
 		return nil
 	}
-	return b.Tx.SavepointRelease(ctx, name)
+	return b.ExecutorTx.SavepointRelease(ctx, name)
 }
 
-// RollbackTo undoes a delivery; an optimistic run cannot, and reruns.
-func (b *batchTx) RollbackTo(ctx context.Context, name string) error {
+// SavepointRollback undoes a delivery; an optimistic run cannot, and
+// reruns.
+func (b *batchTx) SavepointRollback(ctx context.Context, name string) error {
 	if b.optimistic {
 		return errRerun
 	}
-	return b.Tx.SavepointRollback(ctx, name)
+	return b.ExecutorTx.SavepointRollback(ctx, name)
 }
 
 // finish ends an optimistic run before its commit: the identities still
 // provisional are pending, and the deferred writes are written.
 func (b *batchTx) finish(ctx context.Context) error {
 	for id := range b.provisional {
-		if err := b.SetInboxOutcome(ctx, b.consumer, id.Source, id.ID, "pending", nil); err != nil {
+		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: outcomePending}); err != nil {
 			return err
 		}
 	}
@@ -121,13 +148,13 @@ func (b *batchTx) finish(ctx context.Context) error {
 // flush writes the deferred writes.
 func (b *batchTx) flush(ctx context.Context) error {
 	if len(b.outcomeRows) > 0 {
-		if err := b.Tx.InboxSetOutcomeMany(ctx, b.consumer, b.outcomeRows); err != nil {
+		if err := b.ExecutorTx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{Consumer: b.consumer, Rows: b.outcomeRows}); err != nil {
 			return err
 		}
 		b.outcomeRows, b.outcomes = b.outcomeRows[:0], nil
 	}
 	if len(b.moveRows) > 0 {
-		won, err := b.Tx.KeyAdvanceMany(ctx, b.consumer, b.moveRows, b.movedAt)
+		won, err := b.ExecutorTx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt})
 		if err != nil {
 			return err
 		}
@@ -139,7 +166,7 @@ func (b *batchTx) flush(ctx context.Context) error {
 		b.moveRows, b.moves = b.moveRows[:0], nil
 	}
 	if len(b.clears) > 0 {
-		if err := b.Tx.RetryClearMany(ctx, b.consumer, b.clears); err != nil {
+		if err := b.ExecutorTx.RetryClearMany(ctx, store.RetryClearManyParams{Consumer: b.consumer, IDs: b.clears}); err != nil {
 			return err
 		}
 		b.clears = b.clears[:0]
@@ -147,37 +174,37 @@ func (b *batchTx) flush(ctx context.Context) error {
 	return nil
 }
 
-// InsertInbox answers from the prefetch when it decided the identity.
-func (b *batchTx) InsertInbox(ctx context.Context, r store.InboxRow) (bool, error) {
+// InboxInsert answers from the prefetch when it decided the identity.
+func (b *batchTx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
 	id := store.Identity{Source: r.Source, ID: r.ID}
 	if ok, found := b.inserted[id]; found && r.Consumer == b.consumer {
 		delete(b.inserted, id)
 		return ok, nil
 	}
-	return b.Tx.InboxInsert(ctx, r)
+	return b.ExecutorTx.InboxInsert(ctx, r)
 }
 
-// Inbox reads an identity, after the deferred outcomes are written.
-func (b *batchTx) Inbox(ctx context.Context, consumer, source, id string) (store.InboxRow, error) {
+// InboxGet reads an identity, after the deferred outcomes are written.
+func (b *batchTx) InboxGet(ctx context.Context, p store.MessageRef) (store.InboxRow, error) {
 	if err := b.flush(ctx); err != nil {
 		return store.InboxRow{}, err
 	}
-	return b.Tx.InboxGet(ctx, consumer, source, id)
+	return b.ExecutorTx.InboxGet(ctx, p)
 }
 
-// SetInboxOutcome is deferred in an optimistic run.
-func (b *batchTx) SetInboxOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
-	if !b.optimistic || consumer != b.consumer {
-		return b.Tx.InboxSetOutcome(ctx, consumer, source, id, outcome, processedAt)
+// InboxSetOutcome is deferred in an optimistic run.
+func (b *batchTx) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomeParams) error {
+	if !b.optimistic || p.Consumer != b.consumer {
+		return b.ExecutorTx.InboxSetOutcome(ctx, p)
 	}
-	k := store.Identity{Source: source, ID: id}
+	k := store.Identity{Source: p.Source, ID: p.ID}
 	if b.provisional[k] {
 		delete(b.provisional, k)
-		if outcome == string(Applied) {
+		if p.Outcome == Applied {
 			return nil
 		}
 	}
-	row := store.OutcomeRow{Identity: k, Outcome: outcome, ProcessedAt: processedAt}
+	row := store.OutcomeRow{Identity: k, Outcome: p.Outcome, ProcessedAt: p.ProcessedAt}
 	if i, ok := b.outcomes[k]; ok {
 		b.outcomeRows[i] = row
 		return nil
@@ -190,25 +217,25 @@ func (b *batchTx) SetInboxOutcome(ctx context.Context, consumer, source, id, out
 	return nil
 }
 
-// DeleteInbox forgets an identity, after the deferred writes.
-func (b *batchTx) DeleteInbox(ctx context.Context, consumer, source, id string) error {
+// InboxDelete forgets an identity, after the deferred writes.
+func (b *batchTx) InboxDelete(ctx context.Context, p store.MessageRef) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	return b.Tx.InboxDelete(ctx, consumer, source, id)
+	return b.ExecutorTx.InboxDelete(ctx, p)
 }
 
-// Key serves a key state from memory when this transaction holds it.
-func (b *batchTx) Key(ctx context.Context, consumer, key string) (store.KeyState, error) {
-	if ks, ok := b.keys[key]; ok && consumer == b.consumer {
+// KeyLock serves a key state from memory when this transaction holds it.
+func (b *batchTx) KeyLock(ctx context.Context, p store.KeyRef) (store.KeyState, error) {
+	if ks, ok := b.keys[p.Key]; ok && p.Consumer == b.consumer {
 		return ks, nil
 	}
 	if err := b.flush(ctx); err != nil {
 		return store.KeyState{}, err
 	}
-	ks, err := b.Tx.KeyLock(ctx, consumer, key)
-	if err == nil && b.keys != nil && consumer == b.consumer {
-		b.keys[key] = ks
+	ks, err := b.ExecutorTx.KeyLock(ctx, p)
+	if err == nil && b.keys != nil && p.Consumer == b.consumer {
+		b.keys[p.Key] = ks
 	}
 	return ks, err
 }
@@ -219,24 +246,25 @@ func (b *batchTx) forget(key string) {
 	delete(b.keys, key)
 }
 
-// EnsureKey creates a key row if missing.
-func (b *batchTx) EnsureKey(ctx context.Context, consumer, key string, at time.Time) error {
-	b.forget(key)
-	return b.Tx.KeyEnsure(ctx, consumer, key, at)
+// KeyEnsure creates a key row if missing.
+func (b *batchTx) KeyEnsure(ctx context.Context, p store.KeyEnsureParams) error {
+	b.forget(p.Key)
+	return b.ExecutorTx.KeyEnsure(ctx, p)
 }
 
-// AdvanceKey is deferred for a key held in memory: the compare-and-set
+// KeyAdvance is deferred for a key held in memory: the compare-and-set
 // is decided against the state the transaction holds under the lock.
-func (b *batchTx) AdvanceKey(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error) {
+func (b *batchTx) KeyAdvance(ctx context.Context, p store.KeyAdvanceParams) (bool, error) {
+	key, next, at := p.Key, p.Next, p.At
 	ks, ok := b.keys[key]
-	if !b.optimistic || !ok || consumer != b.consumer {
+	if !b.optimistic || !ok || p.Consumer != b.consumer {
 		if err := b.flush(ctx); err != nil {
 			return false, err
 		}
 		b.forget(key)
-		return b.Tx.KeyAdvance(ctx, consumer, key, prev, next, at)
+		return b.ExecutorTx.KeyAdvance(ctx, p)
 	}
-	if !sameVersion(ks.Version, prev) {
+	if !sameVersion(ks.Version, p.Prev) {
 		return false, nil
 	}
 	if i, ok := b.moves[key]; ok {
@@ -262,21 +290,21 @@ func sameVersion(a, b *int64) bool {
 }
 
 // KeyBlock blocks a key, after the deferred writes.
-func (b *batchTx) KeyBlock(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
+func (b *batchTx) KeyBlock(ctx context.Context, p store.KeyBlockParams) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	b.forget(key)
-	return b.Tx.KeyBlock(ctx, consumer, key, source, id, reason, at)
+	b.forget(p.Key)
+	return b.ExecutorTx.KeyBlock(ctx, p)
 }
 
 // KeyUnblock clears a key's block, after the deferred writes.
-func (b *batchTx) KeyUnblock(ctx context.Context, consumer, key string, at time.Time) error {
+func (b *batchTx) KeyUnblock(ctx context.Context, p store.KeyUnblockParams) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	b.forget(key)
-	return b.Tx.KeyUnblock(ctx, consumer, key, at)
+	b.forget(p.Key)
+	return b.ExecutorTx.KeyUnblock(ctx, p)
 }
 
 // ParkedInsert parks a message; the key now has something parked.
@@ -285,35 +313,44 @@ func (b *batchTx) ParkedInsert(ctx context.Context, p store.Parked) error {
 		ks.HasParked = true
 		b.keys[p.PartitionKey] = ks
 	}
-	return b.Tx.ParkedInsert(ctx, p)
+	return b.ExecutorTx.ParkedInsert(ctx, p)
 }
 
 // RetryRecord counts a failed attempt; the key now has a retry.
-func (b *batchTx) RetryRecord(ctx context.Context, r store.RetryRow) (int, string, error) {
+func (b *batchTx) RetryRecord(ctx context.Context, r store.RetryRow) (store.RetryCount, error) {
 	if err := b.flush(ctx); err != nil {
-		return 0, "", err
+		return store.RetryCount{}, err
 	}
 	if ks, ok := b.keys[r.PartitionKey]; ok {
 		ks.HasRetries = true
 		b.keys[r.PartitionKey] = ks
 	}
-	return b.Tx.RetryRecord(ctx, r)
+	return b.ExecutorTx.RetryRecord(ctx, r)
 }
 
 // RetryOnKey reads the key's retrying identity, after the deferred
 // writes.
-func (b *batchTx) RetryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+func (b *batchTx) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryRow, error) {
 	if err := b.flush(ctx); err != nil {
-		return store.RetryRow{}, false, err
+		return store.RetryRow{}, err
 	}
-	return b.Tx.RetryOnKey(ctx, consumer, key)
+	return b.ExecutorTx.RetryOnKey(ctx, p)
+}
+
+// retryOnKey reads the key's retrying identity; false when none.
+func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+	r, err := b.RetryOnKey(ctx, store.KeyRef{Consumer: consumer, Key: key})
+	if errors.Is(err, store.ErrNotFound) {
+		return r, false, nil
+	}
+	return r, err == nil, err
 }
 
 // RetryClear is deferred in an optimistic run.
-func (b *batchTx) RetryClear(ctx context.Context, consumer, source, id string) error {
-	if !b.optimistic || consumer != b.consumer {
-		return b.Tx.RetryClear(ctx, consumer, source, id)
+func (b *batchTx) RetryClear(ctx context.Context, p store.MessageRef) error {
+	if !b.optimistic || p.Consumer != b.consumer {
+		return b.ExecutorTx.RetryClear(ctx, p)
 	}
-	b.clears = append(b.clears, store.Identity{Source: source, ID: id})
+	b.clears = append(b.clears, store.Identity{Source: p.Source, ID: p.ID})
 	return nil
 }

@@ -94,7 +94,7 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 		return nil, err
 	}
 	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
-	ds, err := c.p.deliver(ctx, &batchTx{Tx: c.cfg.Store.Within(tx)}, ins[0])
+	ds, err := c.p.deliver(ctx, &batchTx{ExecutorTx: c.cfg.Store.UnwrapTx(tx)}, ins[0])
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decisio
 // runBatch runs the inputs in one transaction, a savepoint each, and
 // commits. It returns the decisions per input, in input order.
 // beforeCommit, when set, runs last in the transaction with the decisions.
-func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.Tx, [][]Decision) error) ([][]Decision, error) {
+func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Decision) error) ([][]Decision, error) {
 	c.p.parseAll(ins)
 	failed := map[store.Identity]error{}
 	out, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, true)
@@ -168,7 +168,7 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(
 // runBatchOnce runs the batch in one transaction: optimistically (set-based,
 // no savepoints; see batchTx), or delivery by delivery with a savepoint
 // each.
-func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.Tx, [][]Decision) error, failed map[store.Identity]error, optimistic bool) ([][]Decision, error) {
+func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Decision) error, failed map[store.Identity]error, optimistic bool) ([][]Decision, error) {
 	start := time.Now()
 	if err := c.cfg.hooks.At(fault.BeforeTx); err != nil {
 		return nil, err
@@ -177,7 +177,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	if err != nil {
 		return nil, err
 	}
-	btx := &batchTx{Tx: tx, failed: failed}
+	btx := &batchTx{ExecutorTx: tx, failed: failed}
 	if optimistic {
 		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
 			tx.Rollback()
@@ -236,7 +236,7 @@ func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batc
 	if err != nil {
 		return nil, err
 	}
-	ds, err := fn(&batchTx{Tx: tx})
+	ds, err := fn(&batchTx{ExecutorTx: tx})
 	if err == nil && point != "" {
 		err = c.cfg.hooks.At(point)
 	}

@@ -126,33 +126,35 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	if err != nil {
 		return nil // rejected in the pipeline
 	}
-	op := c.cfg.Store.Operator()
-	if _, _, seen, err := op.InboxSeen(ctx, c.cfg.Name, ev.Source, ev.ID); err != nil || seen {
-		return err
+	op := c.cfg.Store.Executor()
+	if _, err := op.InboxSeen(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID}); !errors.Is(err, store.ErrNotFound) {
+		return err // seen (nil), or the store failed
 	}
 	if v, ok := ev.Version(); ok {
-		cur, err := op.KeyVersion(ctx, c.cfg.Name, ev.PartitionKey)
+		cur, err := op.KeyVersion(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: ev.PartitionKey})
 		if err != nil || (cur != nil && v <= *cur) {
 			return err
 		}
 	}
-	if _, err := op.DecisionGet(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := op.DecisionGet(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID}); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	now := c.cfg.Now()
-	claimed, held, err := op.DecisionClaim(ctx, c.cfg.Name, ev.Source, ev.ID, c.claimant, now, now.Add(c.cfg.DecideTimeout+time.Second))
+	claim, err := op.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID, Owner: c.claimant, Now: now, Until: now.Add(c.cfg.DecideTimeout + time.Second)})
 	if err != nil {
 		return err
 	}
-	if !claimed {
+	if !claim.Claimed {
 		// Back when the claim runs out, or sooner to see whether the
 		// decision landed: at most eight waits per claim, well below the
 		// crash-loop guard's count of deliveries.
-		return &decisionInFlight{wait: min(held.Sub(now), c.cfg.DecideTimeout/8)}
+		return &decisionInFlight{wait: min(claim.Until.Sub(now), c.cfg.DecideTimeout/8)}
 	}
-	defer func() { _ = op.DecisionUnclaim(context.WithoutCancel(ctx), c.cfg.Name, ev.Source, ev.ID, c.claimant) }()
+	defer func() {
+		_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID, Owner: c.claimant})
+	}()
 	// Recorded while the claim was being taken: nothing to ask.
-	if _, err := op.DecisionGet(ctx, c.cfg.Name, ev.Source, ev.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := op.DecisionGet(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID}); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	dctx, cancel := context.WithTimeout(withIdentity(ctx, c.cfg.Name, ev, false), c.cfg.DecideTimeout)
@@ -161,7 +163,7 @@ func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}
-	_, err = op.DecisionRecord(ctx, c.cfg.Name, ev.Source, ev.ID, d, c.cfg.Now())
+	_, err = op.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID, Decision: d, At: c.cfg.Now()})
 	return err
 }
 
@@ -191,12 +193,12 @@ func (p *pipeline) withDecision(ctx context.Context, tx *batchTx, ev Event, now 
 	if p.cfg.Decide == nil {
 		return ctx, nil
 	}
-	d, err := tx.DecisionGet(ctx, p.cfg.Name, ev.Source, ev.ID)
+	d, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if errors.Is(err, store.ErrNotFound) {
 		if d, err = p.cfg.Decide(withIdentity(ctx, p.cfg.Name, ev, true), ev); err != nil {
 			return ctx, fmt.Errorf("decide: %w", err)
 		}
-		err = tx.DecisionRecord(ctx, p.cfg.Name, ev.Source, ev.ID, d, now)
+		d, err = tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Decision: d, At: now})
 	}
 	if err != nil {
 		return ctx, err

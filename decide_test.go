@@ -14,6 +14,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -143,7 +144,7 @@ func TestDecisionSurvivesARedrive(t *testing.T) {
 	ds, err := c.Deliver(ctx, keyed("opp-9", "opp", 1), 1)
 	require.NoError(t, err)
 	require.Equal(t, seqbox.DeadLettered, ds[0].Outcome, ds[0].Reason)
-	dl, err := b.store.Operator().DeadLetterList(ctx, b.cfg.Name, false)
+	dl, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: false})
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	broken.Store(false)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // drain is step 7 of DESIGN §3: after a key's version moved, release the
@@ -43,16 +44,16 @@ func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Decisi
 // is not blocked, and the message is unversioned (arrival order), older
 // than or equal to the next version (it will be stale), or exactly next.
 func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*store.Parked, error) {
-	ks, err := tx.Key(ctx, p.cfg.Name, key)
+	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
 	if err != nil || ks.Blocked {
 		return nil, err
 	}
-	parked, err := tx.ParkedListWaiting(ctx, p.cfg.Name, key)
+	parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
 	if err != nil || len(parked) == 0 {
 		return nil, err
 	}
 	first := parked[0]
-	r, retrying, err := tx.RetryOnKey(ctx, p.cfg.Name, key)
+	r, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, key)
 	if err != nil || (retrying && (r.Source != first.Source || r.ID != first.ID)) {
 		return nil, err // a predecessor is still retrying at the broker: nobody overtakes it
 	}
@@ -67,10 +68,10 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 	// free wait as held again, and messages that waited behind a retry
 	// start their hold now: every hold is bounded by HoldTimeout.
 	deadline := p.cfg.Now().Add(p.cfg.HoldTimeout)
-	if err := tx.ParkedSetReason(ctx, p.cfg.Name, key, store.ParkBlocked, store.ParkHeld, deadline); err != nil {
+	if err := tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: p.cfg.Name, Key: key, From: state.ParkBlocked, To: state.ParkHeld, HoldUntil: deadline}); err != nil {
 		return nil, err
 	}
-	return nil, tx.ParkedStartHolds(ctx, p.cfg.Name, key, deadline)
+	return nil, tx.ParkedStartHolds(ctx, store.ParkedStartHoldsParams{Consumer: p.cfg.Name, Key: key, Until: deadline})
 }
 
 // expectedVersion is the version a key accepts next: one past the

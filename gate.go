@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // gateResult is a decision the ordering gate reached instead of applying.
@@ -25,17 +26,17 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	if ks.Blocked {
 		reason := fmt.Sprintf("key blocked since %s: %s", ks.BlockedSince.Format(time.RFC3339), ks.BlockedReason)
 		return &gateResult{Outcome: Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
-			tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkBlocked, reason, now, time.Time{}))
+			tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkBlocked, reason, now, time.Time{}))
 	}
 	if in.parked == nil && ks.HasRetries {
-		r, retrying, err := tx.RetryOnKey(ctx, name, key)
+		r, retrying, err := tx.retryOnKey(ctx, name, key)
 		if err != nil {
 			return nil, err
 		}
 		if retrying && (r.Source != ev.Source || r.ID != ev.ID) {
 			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", r.Source, r.ID)
 			return &gateResult{Outcome: Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
-				tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+				tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 		}
 	}
 	v, versioned := ev.Version()
@@ -62,7 +63,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	case ks.Version != nil && v == *ks.Version:
 		reason := fmt.Sprintf("version %d is already committed under another identity", v)
 		return &gateResult{Outcome: VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
-			tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkVersionConflict, reason, now, time.Time{}))
+			tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkVersionConflict, reason, now, time.Time{}))
 	}
 	// A gap: expected < v.
 	if p.cfg.GapPolicy == GapAdvance {
@@ -72,7 +73,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	reason := fmt.Sprintf("waiting for version %d (got %d)", expected, v)
 	return &gateResult{Outcome: Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
 			now.Add(p.cfg.HoldTimeout).Format(time.RFC3339), expected)},
-		tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+		tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 }
 
 func versionText(v *int64, expected int64) string {
@@ -89,7 +90,7 @@ func (p *pipeline) skipVersions(ctx context.Context, tx *batchTx, key string, pr
 		DecidedBy: who, Reason: why, At: now}); err != nil {
 		return err
 	}
-	ok, err := tx.AdvanceKey(ctx, p.cfg.Name, key, prev, to, now)
+	ok, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: p.cfg.Name, Key: key, Prev: prev, Next: to, At: now})
 	if err == nil && !ok {
 		err = errKeyConflict
 	}

@@ -57,7 +57,7 @@ func (b *bundle) effects(t *testing.T, id string) int {
 // inboxRows counts the consumer's inbox identities.
 func (b *bundle) inboxRows(t *testing.T) int64 {
 	t.Helper()
-	c, err := b.store.Operator().Counts(context.Background(), b.cfg.Name)
+	c, err := b.store.Executor().Counts(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
 	return c.InboxRows
 }

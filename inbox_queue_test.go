@@ -113,7 +113,7 @@ func requireAllAppliedOnce(t *testing.T, b *bundle, q *embedded.Queue, ids []str
 		require.Equal(t, 1, b.effects(t, id), "effects of %s", id)
 	}
 	require.Equal(t, len(ids), b.effects(t, ""))
-	counts, err := b.store.Operator().Counts(context.Background(), b.cfg.Name)
+	counts, err := b.store.Executor().Counts(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
 	require.Equal(t, int64(len(ids)), counts.InboxRows)
 	require.Equal(t, int64(len(ids)), counts.Applied)
@@ -351,7 +351,7 @@ func TestQueueGracefulShutdown(t *testing.T) {
 	// effect lacks its identity, and what committed was acknowledged.
 	applied := b.effects(t, "")
 	require.Less(t, applied, len(ids), "the shutdown came before the work was done")
-	counts, err := b.store.Operator().Counts(context.Background(), b.cfg.Name)
+	counts, err := b.store.Executor().Counts(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
 	require.Equal(t, int64(applied), counts.InboxRows)
 	require.Equal(t, int64(applied), counts.Applied)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // ErrBlockedByDeadLetter is returned by ReleaseKey for a key blocked behind
@@ -25,11 +26,11 @@ var ErrNotBlocking = errors.New("dead letter already resolved")
 // successors are applied after it, in version order, in the same
 // transaction.
 func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
-	dl, err := c.cfg.Store.Operator().DeadLetterGet(ctx, c.cfg.Name, seq)
+	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
-	if dl.State != store.DeadLetterOpen {
+	if dl.State != state.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
 	ds, err := c.inTx(ctx, fault.DuringRedrive, func(tx *batchTx) ([]Decision, error) {
@@ -37,15 +38,15 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 		if err != nil || ds[0].Outcome == Retry {
 			return ds, err // still open: redrive again
 		}
-		state, resolution := store.DeadLetterRedriven, "redriven"
+		st, resolution := state.DeadLetterRedriven, "redriven"
 		switch ds[0].Outcome {
 		case Applied:
 		case DeadLettered, Rejected:
-			state, resolution = store.DeadLetterRedriveFailed, "redrive_failed" // a new DLQ row holds it
+			st, resolution = state.DeadLetterRedriveFailed, "redrive_failed" // a new DLQ row holds it
 		default:
 			resolution += ": " + string(ds[0].Outcome)
 		}
-		err = tx.DeadLetterResolve(ctx, c.cfg.Name, dl.Seq, state, resolution, c.cfg.Now())
+		err = tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: st, Resolution: resolution, At: c.cfg.Now()})
 		if errors.Is(err, store.ErrNotFound) {
 			err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 		}
@@ -64,16 +65,16 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
 	}
-	dl, err := c.cfg.Store.Operator().DeadLetterGet(ctx, c.cfg.Name, seq)
+	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
-	if dl.State != store.DeadLetterOpen {
+	if dl.State != state.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
 		now := c.cfg.Now()
-		if err := tx.DeadLetterResolve(ctx, c.cfg.Name, dl.Seq, store.DeadLetterSkipped, "skipped by "+who+": "+why, now); err != nil {
+		if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: state.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 			}
@@ -81,13 +82,13 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 		}
 		// A failed redrive may have left attempts behind; the message is
 		// settled now and must not hold its key's successors.
-		if err := tx.RetryClear(ctx, c.cfg.Name, dl.Source, dl.ID); err != nil {
+		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: dl.Source, ID: dl.ID}); err != nil {
 			return nil, err
 		}
 		if dl.PartitionKey == "" {
 			return nil, nil
 		}
-		ks, err := tx.Key(ctx, c.cfg.Name, dl.PartitionKey)
+		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: dl.PartitionKey})
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil // a rejected envelope naming a key never seen: nothing to release
 		}
@@ -100,7 +101,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 		if dl.ObjectVersion == nil {
 			// An unversioned message leaves no version gap: unblock, and
 			// let the parked successors go by their own versions.
-			if err := tx.KeyUnblock(ctx, c.cfg.Name, ks.Key, now); err != nil {
+			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: c.cfg.Name, Key: ks.Key, At: now}); err != nil {
 				return nil, err
 			}
 			return c.p.drain(ctx, tx, ks.Key)
@@ -117,7 +118,7 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Deci
 		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
-		ks, err := tx.Key(ctx, c.cfg.Name, key)
+		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: key})
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", key, err)
 		}
@@ -135,12 +136,12 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Deci
 // gap; otherwise the gap runs up to the lowest parked version. Then the key
 // drains.
 func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Decision, error) {
-	if err := tx.KeyUnblock(ctx, p.cfg.Name, ks.Key, now); err != nil {
+	if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ks.Key, At: now}); err != nil {
 		return nil, err
 	}
 	to := skipped
 	if to == nil {
-		parked, err := tx.ParkedListWaiting(ctx, p.cfg.Name, ks.Key)
+		parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: ks.Key})
 		if err != nil {
 			return nil, err
 		}
@@ -169,8 +170,8 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 // every second; call it yourself when driving Deliver directly.
 func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 	now := c.cfg.Now()
-	op := c.cfg.Store.Operator()
-	due, err := op.ParkedListDue(ctx, c.cfg.Name, now)
+	op := c.cfg.Store.Executor()
+	due, err := op.ParkedListDue(ctx, store.ParkedListDueParams{Consumer: c.cfg.Name, Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 	if c.cfg.MaxBlock <= 0 {
 		return out, nil
 	}
-	stuck, err := op.KeyListBlockedBefore(ctx, c.cfg.Name, now.Add(-c.cfg.MaxBlock))
+	stuck, err := op.KeyListBlockedBefore(ctx, store.KeyListBlockedBeforeParams{Consumer: c.cfg.Name, Before: now.Add(-c.cfg.MaxBlock)})
 	if err != nil {
 		return out, err
 	}
@@ -220,16 +221,16 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 // for it, unless its last attempt is older than HoldTimeout (abandoned);
 // otherwise HoldExpiry decides.
 func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]Decision, error) {
-	ks, err := tx.Key(ctx, p.cfg.Name, h.PartitionKey)
+	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
 	if err != nil || ks.Blocked {
 		return nil, err
 	}
-	parked, err := tx.ParkedListWaiting(ctx, p.cfg.Name, h.PartitionKey)
+	parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
 	if err != nil || len(parked) == 0 {
 		return nil, err
 	}
 	first := parked[0]
-	if first.Seq != h.Seq || first.Reason != store.ParkHeld || first.HoldUntil.IsZero() || first.HoldUntil.After(now) {
+	if first.Seq != h.Seq || first.Reason != state.ParkHeld || first.HoldUntil.IsZero() || first.HoldUntil.After(now) {
 		return nil, nil // settled meanwhile
 	}
 	if next, err := p.nextParked(ctx, tx, h.PartitionKey); err != nil || next != nil {
@@ -238,22 +239,22 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 		}
 		return p.drain(ctx, tx, h.PartitionKey)
 	}
-	if r, retrying, err := tx.RetryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || (retrying && now.Sub(r.At) < p.cfg.HoldTimeout) {
+	if r, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || (retrying && now.Sub(r.At) < p.cfg.HoldTimeout) {
 		return nil, err
 	}
 	why := fmt.Sprintf("hold timed out after %s waiting before version %s", p.cfg.HoldTimeout, versionString(h.ObjectVersion))
 	if p.cfg.HoldExpiry == HoldExpiryAdvance {
 		return p.releaseKey(ctx, tx, ks, nil, "hold_expiry=advance", why, now)
 	}
-	if err := tx.KeyBlock(ctx, p.cfg.Name, h.PartitionKey, "", "", why, now); err != nil {
+	if err := tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: p.cfg.Name, Key: h.PartitionKey, Source: "", ID: "", Reason: why, At: now}); err != nil {
 		return nil, err
 	}
-	return nil, tx.ParkedSetReason(ctx, p.cfg.Name, h.PartitionKey, store.ParkHeld, store.ParkBlocked, time.Time{})
+	return nil, tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: p.cfg.Name, Key: h.PartitionKey, From: state.ParkHeld, To: state.ParkBlocked, HoldUntil: time.Time{}})
 }
 
 // skipBlocker finds the open DLQ row blocking ks and skips it.
 func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]Decision, error) {
-	dls, err := c.cfg.Store.Operator().DeadLetterList(ctx, c.cfg.Name, false)
+	dls, err := c.cfg.Store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: c.cfg.Name, All: false})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // input is one message entering the pipeline.
@@ -117,7 +118,7 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, 
 				return reached{}, err
 			}
 		}
-		inserted, err := tx.InsertInbox(ctx, p.inboxRow(ev, now))
+		inserted, err := tx.InboxInsert(ctx, p.inboxRow(ev, now))
 		if err != nil {
 			return reached{}, err
 		}
@@ -137,7 +138,7 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, 
 			return reached{}, err
 		}
 		if ks.Blocked && in.redrive && ks.BlockedSource == ev.Source && ks.BlockedID == ev.ID {
-			if err := tx.KeyUnblock(ctx, p.cfg.Name, ev.PartitionKey, now); err != nil {
+			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ev.PartitionKey, At: now}); err != nil {
 				return reached{}, err
 			}
 			ks.Blocked = false
@@ -170,7 +171,7 @@ func (p *pipeline) release(ctx context.Context, dl *delivery, key string, err er
 	if err != nil {
 		return reached{}, err
 	}
-	if err := dl.tx.Release(ctx, dl.sp); err != nil {
+	if err := dl.tx.SavepointRelease(ctx, dl.sp); err != nil {
 		return reached{}, err
 	}
 	if key == "" && settles(dl.d.Outcome) {
@@ -207,18 +208,18 @@ func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
 // seenBefore decides duplicate or collision for an identity the inbox
 // already holds.
 func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Decision, now time.Time) (Decision, error) {
-	prev, err := tx.Inbox(ctx, p.cfg.Name, ev.Source, ev.ID)
+	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if err != nil {
 		return d, err
 	}
 	if prev.PayloadHash == ev.Hash {
 		d.Outcome = Duplicate
-		d.Reason = "identity already recorded (" + prev.Outcome + ")"
+		d.Reason = "identity already recorded (" + string(prev.Outcome) + ")"
 		return d, p.record(ctx, tx, ev, d, nil, "none", now)
 	}
 	d.Outcome = Collision
 	d.Reason = fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash)
-	if err := tx.ParkedInsert(ctx, p.parkRow(ev, store.ParkCollision, d.Reason, now, time.Time{})); err != nil {
+	if err := tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkCollision, d.Reason, now, time.Time{})); err != nil {
 		return d, err
 	}
 	return d, p.record(ctx, tx, ev, d, nil, "investigate: the producer reused an identity for different content", now)
@@ -227,14 +228,14 @@ func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Deci
 // forgetDeadLettered lets a redriven message re-enter under its original
 // identity: the dead-lettered inbox row is removed, anything else stays.
 func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event) error {
-	prev, err := tx.Inbox(ctx, p.cfg.Name, ev.Source, ev.ID)
+	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
-	if err != nil || prev.Outcome != string(DeadLettered) || prev.PayloadHash != ev.Hash {
+	if err != nil || prev.Outcome != DeadLettered || prev.PayloadHash != ev.Hash {
 		return err
 	}
-	return tx.DeleteInbox(ctx, p.cfg.Name, ev.Source, ev.ID)
+	return tx.InboxDelete(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 }
 
 // reject sends an invalid envelope to the DLQ with the reason. Its
@@ -263,8 +264,8 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 	}
 	hash := hex.EncodeToString(sum[:])
 	if !in.redrive {
-		inserted, err := tx.InsertInbox(ctx, store.InboxRow{Consumer: p.cfg.Name, ID: "sha256:" + hash, PayloadHash: hash,
-			Outcome: string(Rejected), ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
+		inserted, err := tx.InboxInsert(ctx, store.InboxRow{Consumer: p.cfg.Name, ID: "sha256:" + hash, PayloadHash: hash,
+			Outcome: Rejected, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
 		if err != nil || !inserted {
 			return d, err
 		}
@@ -277,7 +278,7 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 		return d, err
 	}
 	return d, tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey,
-		Outcome: string(Rejected), Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
+		Outcome: Rejected, Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
 }
 
 // bestEffortIdentity pulls source, id and partitionkey out of an envelope
@@ -303,18 +304,18 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 // behind a retry that is over.
 func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Decision, current *int64, next string, now time.Time) error {
 	if d.Outcome != Duplicate && d.Outcome != Collision {
-		if err := tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(d.Outcome), nil); err != nil {
+		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: d.Outcome, ProcessedAt: nil}); err != nil {
 			return err
 		}
 	}
 	if settles(d.Outcome) {
-		if err := tx.RetryClear(ctx, p.cfg.Name, ev.Source, ev.ID); err != nil {
+		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID}); err != nil {
 			return err
 		}
 	}
 	return tx.AuditInsert(ctx, store.AuditRow{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
-		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: string(d.Outcome),
+		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: d.Outcome,
 		Reason: d.Reason, NextAction: next, At: now, PayloadHash: onceOnly(d.Outcome, ev.Hash),
 	})
 }
@@ -328,7 +329,7 @@ func onceOnly(o Outcome, hash string) string {
 	return ""
 }
 
-func (p *pipeline) parkRow(ev Event, reason, detail string, now, holdUntil time.Time) store.Parked {
+func (p *pipeline) parkRow(ev Event, reason state.Park, detail string, now, holdUntil time.Time) store.Parked {
 	return store.Parked{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 		ObjectVersion: ev.ObjectVersion, Reason: reason, Detail: detail, Envelope: ev.Raw,
@@ -347,12 +348,12 @@ func (p *pipeline) expiredReason(ev Event) string {
 // lockKey reads and locks a key's state, creating the key first when it is
 // new: one statement for a key seen before.
 func (p *pipeline) lockKey(ctx context.Context, tx *batchTx, key string, now time.Time) (store.KeyState, error) {
-	ks, err := tx.Key(ctx, p.cfg.Name, key)
+	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
 	if !errors.Is(err, store.ErrNotFound) {
 		return ks, err
 	}
-	if err := tx.EnsureKey(ctx, p.cfg.Name, key, now); err != nil {
+	if err := tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: p.cfg.Name, Key: key, At: now}); err != nil {
 		return ks, err
 	}
-	return tx.Key(ctx, p.cfg.Name, key)
+	return tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
 }

@@ -46,14 +46,14 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 		// delivery either applies, or records another outcome over it,
 		// or the run is abandoned (see batchTx.provisional).
 		row := p.inboxRow(in.ev, now)
-		row.Outcome, row.ProcessedAt = string(Applied), &now
+		row.Outcome, row.ProcessedAt = Applied, &now
 		rows = append(rows, row)
 		if in.ev.PartitionKey != "" {
 			keys = append(keys, in.ev.PartitionKey)
 		}
 	}
 	var err error
-	if tx.keys, err = tx.KeyLockMany(ctx, p.cfg.Name, keys); err != nil {
+	if tx.keys, err = tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: keys}); err != nil {
 		return err
 	}
 	inserted, err := tx.InboxInsertMany(ctx, rows)
@@ -76,10 +76,10 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 	if len(missing) == 0 {
 		return nil
 	}
-	if err := tx.KeyEnsureMany(ctx, p.cfg.Name, missing, now); err != nil {
+	if err := tx.KeyEnsureMany(ctx, store.KeyEnsureManyParams{Consumer: p.cfg.Name, Keys: missing, At: now}); err != nil {
 		return err
 	}
-	created, err := tx.KeyLockMany(ctx, p.cfg.Name, missing)
+	created, err := tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: missing})
 	for k, ks := range created {
 		tx.keys[k] = ks
 	}

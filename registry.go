@@ -128,10 +128,10 @@ func (c *Consumer) registerWith(ctx context.Context, running bool, tx *sql.Tx) e
 	if running {
 		r.HeartbeatAt = time.Now()
 	}
-	write := c.cfg.Store.Control().ConsumerRegister
+	write := c.cfg.Store.Executor().ConsumerRegister
 	if tx != nil {
 		write = func(ctx context.Context, r store.Registration) error {
-			return c.cfg.Store.Control().ConsumerRegisterTx(ctx, tx, r)
+			return c.cfg.Store.UnwrapTx(tx).ConsumerRegister(ctx, r)
 		}
 	}
 	if err := write(ctx, r); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // requestsEvery is how often Run looks for operator requests.
@@ -22,14 +23,14 @@ const requestsEvery = 250 * time.Millisecond
 // how many requests it executed. A request another process took first is
 // left to it.
 func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
-	ctl := c.cfg.Store.Control()
+	ctl := c.cfg.Store.Executor()
 	reqs, err := ctl.RequestListPending(ctx, c.cfg.Name)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, r := range reqs {
-		ok, err := ctl.RequestClaim(ctx, r.Seq, c.process, time.Now())
+		ok, err := ctl.RequestClaim(ctx, store.RequestClaimParams{Seq: r.Seq, Taker: c.process, At: time.Now()})
 		if err != nil {
 			return n, err
 		}
@@ -37,9 +38,9 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 			continue
 		}
 		ds, aerr := c.execute(ctx, r)
-		state, errText := store.RequestDone, ""
+		st, errText := state.RequestDone, ""
 		if aerr != nil {
-			state, errText = store.RequestFailed, aerr.Error()
+			st, errText = state.RequestFailed, aerr.Error()
 			if ctx.Err() != nil {
 				errText = "the consumer shut down before the request finished (" + errText + "); run the command again"
 			}
@@ -51,12 +52,12 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if err := ctl.RequestFinish(context.WithoutCancel(ctx), r.Seq, state, result, errText, time.Now()); err != nil {
+		if err := ctl.RequestFinish(context.WithoutCancel(ctx), store.RequestFinishParams{Seq: r.Seq, State: st, Result: result, Error: errText, At: time.Now()}); err != nil {
 			return n, fmt.Errorf("record the result of operator request %d: %w", r.Seq, err)
 		}
 		n++
 		c.cfg.Logger.Info("seqbox: operator request executed", "consumer", c.cfg.Name, "request", r.Seq,
-			"action", r.Action, "target", r.Target, "by", r.RequestedBy, "reason", r.Reason, "state", state, "err", errText)
+			"action", r.Action, "target", r.Target, "by", r.RequestedBy, "reason", r.Reason, "state", st, "err", errText)
 	}
 	return n, nil
 }
@@ -125,7 +126,7 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 		}
 		if time.Since(beat) >= heartbeatEvery {
 			beat = time.Now()
-			if err := c.cfg.Store.Control().ConsumerHeartbeat(ctx, c.cfg.Name, beat); err != nil && ctx.Err() == nil {
+			if err := c.cfg.Store.Executor().ConsumerHeartbeat(ctx, store.ConsumerHeartbeatParams{Consumer: c.cfg.Name, At: beat}); err != nil && ctx.Err() == nil {
 				c.cfg.Logger.Warn("seqbox: heartbeat failed", "consumer", c.cfg.Name, "err", err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/store"
 )
 
 // DefaultPurgeBatch is how many identities one purge statement removes, so
@@ -30,7 +31,7 @@ func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 		if err := c.cfg.hooks.At(fault.DuringPurge); err != nil {
 			return total, err
 		}
-		n, err := c.cfg.Store.Operator().InboxPurge(ctx, c.cfg.Name, c.cfg.Now(), batch)
+		n, err := c.cfg.Store.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: c.cfg.Name, Now: c.cfg.Now(), Limit: batch})
 		if err != nil {
 			return total, err
 		}

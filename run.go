@@ -159,11 +159,11 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		return nil
 	}
 	var ackedInTx bool
-	var beforeCommit func(store.Tx, [][]Decision) error
+	var beforeCommit func(store.ExecutorTx, [][]Decision) error
 	if c.txAck != nil {
 		// The queue is in the store's database: acknowledge in the batch's
 		// own transaction, so nothing is left between COMMIT and ACK.
-		beforeCommit = func(tx store.Tx, out [][]Decision) error {
+		beforeCommit = func(tx store.ExecutorTx, out [][]Decision) error {
 			var acks []transport.Delivery
 			for i, d := range ds {
 				if out[i][0].Outcome != Retry {
@@ -346,7 +346,7 @@ func (c *Consumer) sweepLoop(ctx context.Context) {
 // oldest stuck message, DLQ size, inbox rows, gaps) from the store. Run
 // calls it every 15 seconds.
 func (c *Consumer) RefreshMetrics(ctx context.Context) error {
-	counts, err := c.cfg.Store.Operator().Counts(ctx, c.cfg.Name)
+	counts, err := c.cfg.Store.Executor().Counts(ctx, c.cfg.Name)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seqbox/seqbox/store"
 )
 
 // settleError is what Settle returns.
@@ -34,7 +35,7 @@ func Settle(outcome Outcome, reason string) error {
 // to the event's version, and the audit says why.
 func (p *pipeline) settled(ctx context.Context, dl *delivery, se *settleError) (reached, error) {
 	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
-	if err := tx.RollbackTo(ctx, sp); err != nil {
+	if err := tx.SavepointRollback(ctx, sp); err != nil {
 		return reached{}, err
 	}
 	if in.parked != nil {
@@ -43,17 +44,17 @@ func (p *pipeline) settled(ctx context.Context, dl *delivery, se *settleError) (
 		}
 	}
 	row := p.inboxRow(ev, now)
-	row.Outcome = string(se.outcome)
-	inserted, err := tx.InsertInbox(ctx, row)
+	row.Outcome = se.outcome
+	inserted, err := tx.InboxInsert(ctx, row)
 	if err == nil && !inserted {
-		err = tx.SetInboxOutcome(ctx, p.cfg.Name, ev.Source, ev.ID, string(se.outcome), nil)
+		err = tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: se.outcome})
 	}
 	d.Outcome, d.Reason = se.outcome, "settled by the handler: "+se.reason
 	if err == nil {
 		err = p.record(ctx, tx, ev, d, ks.Version, "none: the handler's system holds a newer state", now)
 	}
 	if v, ok := ev.Version(); ok && err == nil && ev.PartitionKey != "" {
-		if err = tx.EnsureKey(ctx, p.cfg.Name, ev.PartitionKey, now); err == nil {
+		if err = tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: p.cfg.Name, Key: ev.PartitionKey, At: now}); err == nil {
 			err = p.advance(ctx, tx, ev.PartitionKey, ks.Version, v, now)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,16 +40,16 @@ func TestHandlerSettlesStale(t *testing.T) {
 	require.Zero(t, b.effects(t, "opp-v2"), "the handler's write rolled back")
 	require.Equal(t, seqbox.Duplicate, deliver("opp-v2", 2, 2).Outcome, "the identity is kept")
 	require.Equal(t, seqbox.Applied, deliver("opp-v3", 3, 1).Outcome, "v3 is not held behind v2")
-	audit, err := b.store.Operator().AuditList(ctx, b.cfg.Name, "opp", 10)
+	audit, err := b.store.Executor().AuditList(ctx, store.AuditListParams{Consumer: b.cfg.Name, Key: "opp", Limit: 10})
 	require.NoError(t, err)
 	var stale int
 	for _, a := range audit {
-		if a.ID == "opp-v2" && a.Outcome == string(seqbox.Stale) {
+		if a.ID == "opp-v2" && a.Outcome == seqbox.Stale {
 			stale++
 		}
 	}
 	require.Equal(t, 1, stale)
-	dl, err := b.store.Operator().DeadLetterList(ctx, b.cfg.Name, true)
+	dl, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
 	require.NoError(t, err)
 	require.Empty(t, dl, "settled, not dead-lettered")
 }

@@ -1,16 +1,28 @@
-// Package store defines what the seqbox pipeline needs from a database: one
-// transaction per batch in which the inbox identity, the ordering gate, the
-// parked messages and the handler's own writes commit together.
+// Package store is seqbox's database driver: what the pipeline needs from a
+// database, in one transaction per batch in which the inbox identity, the
+// ordering gate, the parked messages and the handler's own writes commit
+// together. It is shaped like river's riverdriver: one Executor runs every
+// statement, on the pool or inside a transaction (ExecutorTx); methods take
+// parameter structs and are named noun first (InboxInsertMany, KeyLock,
+// DeadLetterResolve); the states written to rows are typed, in the leaf
+// package store/state.
 //
-// Types here are shared by the root package and every store implementation,
-// in the way river's rivertype is: stores never import the root package.
+// The interfaces here are not for implementation outside this module. They
+// follow the engine and change with it, without notice; a new database is
+// added as a store inside seqbox (see store/sqlite and store/postgres),
+// where store/drivertest checks every method. Applications open a store
+// with store/sqlite or store/postgres and pass it to seqbox.Config; the
+// operator's reads (DeadLetterList, KeyViewList, AuditList, Counts) are
+// safe to call from tools.
+//
+// Row types here are shared by the root package and every store: stores
+// never import the root package.
 package store
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 )
 
 // ErrNotFound is returned by lookups of a single row that does not exist.
@@ -58,353 +70,215 @@ func (a Access) String() string {
 	return "unknown access"
 }
 
-// OutcomeDuplicate is the duplicate outcome's name, which Tx.Audit
-// records on the inbox row instead of as an audit row.
-const OutcomeDuplicate = "duplicate"
-
-// DeadLetterState is where a DLQ row stands.
-type DeadLetterState string
-
-// The states of a DLQ row.
-const (
-	// DeadLetterOpen: waiting for an operator.
-	DeadLetterOpen DeadLetterState = "open"
-	// DeadLetterRedriven: sent back through the pipeline, and settled.
-	DeadLetterRedriven DeadLetterState = "redriven"
-	// DeadLetterRedriveFailed: redriven, and dead-lettered or rejected
-	// again (a new row holds it).
-	DeadLetterRedriveFailed DeadLetterState = "redrive_failed"
-	// DeadLetterSkipped: resolved without applying, with who and why.
-	DeadLetterSkipped DeadLetterState = "skipped"
-)
-
-// ParkedInsert reasons: why a message sits in the parked table.
-const (
-	ParkHeld            = "held"
-	ParkBlocked         = "blocked"
-	ParkCollision       = "collision"
-	ParkVersionConflict = "version_conflict"
-)
-
-// Store opens batch transactions and answers the operator's questions.
+// Store is one seqbox database: its pool, and the transactions batches run
+// in.
 type Store interface {
+	// Executor runs each method on the pool, as a statement (or a short
+	// transaction) of its own: the operator's reads and admin writes, and
+	// whatever runs outside a batch.
+	Executor() Executor
 	// Begin opens the transaction one batch of deliveries runs in.
-	Begin(ctx context.Context) (Tx, error)
-	// Within runs the pipeline inside a transaction the caller opened on
-	// DB() and will commit or roll back itself; the returned Tx's Commit
-	// and Rollback must not be called.
-	Within(tx *sql.Tx) Tx
-	// Operator returns the read and admin queries that run outside the
-	// pipeline (DLQ, keys, counts, retention).
-	Operator() Operator
-	// Control holds consumer registrations and operator requests.
-	Control() Control
+	Begin(ctx context.Context) (ExecutorTx, error)
+	// UnwrapTx runs the methods inside a transaction the caller opened on
+	// DB() and will commit or roll back itself; the returned ExecutorTx's
+	// Commit and Rollback must not be called.
+	UnwrapTx(tx *sql.Tx) ExecutorTx
 	// DB is the underlying pool, for business tables the caller owns.
 	DB() *sql.DB
 	// Close releases the pool.
 	Close() error
 }
 
-// Tx is one batch transaction. Every method runs inside it.
-type Tx interface {
+// ExecutorTx is an Executor inside one transaction: a batch's, or the
+// caller's (Store.UnwrapTx).
+type ExecutorTx interface {
+	Executor
 	// SQL is the transaction the handler writes its business effects in.
 	SQL() *sql.Tx
+	// Savepoint opens a savepoint.
 	Savepoint(ctx context.Context, name string) error
+	// SavepointRollback undoes everything since the savepoint, which stays
+	// open.
 	SavepointRollback(ctx context.Context, name string) error
+	// SavepointRelease closes the savepoint, keeping its work.
 	SavepointRelease(ctx context.Context, name string) error
+	// Commit commits the transaction; ErrStorageFull when the disk is full.
+	Commit() error
+	// Rollback abandons it.
+	Rollback() error
+}
 
-	// InboxInsert inserts the identity; false means it already existed (the
+// Executor runs seqbox's statements, on the pool or in a transaction. Reads
+// named Lock lock the rows they read until the end of the transaction.
+// Methods named Many take many rows in one statement, or a few in bounded
+// chunks.
+type Executor interface {
+	// InboxInsert inserts an identity; false means it already existed (the
 	// primary key decided, never a prior query).
 	InboxInsert(ctx context.Context, r InboxRow) (bool, error)
-	// InboxGet reads an existing identity.
-	InboxGet(ctx context.Context, consumer, source, id string) (InboxRow, error)
-	// InboxSetOutcome records the outcome the identity ended in.
-	InboxSetOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error
+	// InboxInsertMany inserts identities; inserted[i] is false when rows[i]
+	// already existed (the primary key decided). rows must not repeat an
+	// identity.
+	InboxInsertMany(ctx context.Context, rows []InboxRow) (inserted []bool, err error)
+	// InboxGet reads an identity; ErrNotFound when it was never recorded.
+	InboxGet(ctx context.Context, p MessageRef) (InboxRow, error)
+	// InboxSeen reports the recorded outcome and payload hash of an
+	// identity, without locking: a fast path before expensive work, never
+	// the arbiter. ErrNotFound when it was never recorded.
+	InboxSeen(ctx context.Context, p MessageRef) (Seen, error)
+	// InboxSetOutcome records the outcome an identity ended in.
+	InboxSetOutcome(ctx context.Context, p InboxSetOutcomeParams) error
+	// InboxSetOutcomeMany records the outcome of many identities.
+	InboxSetOutcomeMany(ctx context.Context, p InboxSetOutcomeManyParams) error
 	// InboxDelete forgets an identity (redrive of a dead-lettered message).
-	InboxDelete(ctx context.Context, consumer, source, id string) error
+	InboxDelete(ctx context.Context, p MessageRef) error
+	// InboxPurge deletes at most Limit identities whose retention ended
+	// before Now, and reports how many it deleted.
+	InboxPurge(ctx context.Context, p InboxPurgeParams) (int64, error)
 	// BusinessKeyClaim inserts (consumer, businesskey); false means another
 	// identity already applied that effect.
-	BusinessKeyClaim(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error)
+	BusinessKeyClaim(ctx context.Context, p BusinessKeyClaimParams) (bool, error)
 
-	// KeyLock reads the ordering state of a key and locks it until the end of
-	// the transaction; ErrNotFound if never seen.
-	KeyLock(ctx context.Context, consumer, key string) (KeyState, error)
+	// KeyLock reads the ordering state of a key and locks it until the end
+	// of the transaction; ErrNotFound if never seen.
+	KeyLock(ctx context.Context, p KeyRef) (KeyState, error)
+	// KeyLockMany reads and locks the ordering state of the keys that
+	// exist, in key order (so concurrent batches lock in one order), with
+	// HasParked and HasRetries read under the locks. Keys never seen are
+	// absent.
+	KeyLockMany(ctx context.Context, p KeyLockManyParams) (map[string]KeyState, error)
 	// KeyEnsure creates the key row with no version if it does not exist.
-	KeyEnsure(ctx context.Context, consumer, key string, at time.Time) error
+	KeyEnsure(ctx context.Context, p KeyEnsureParams) error
+	// KeyEnsureMany creates the key rows that do not exist, with no
+	// version.
+	KeyEnsureMany(ctx context.Context, p KeyEnsureManyParams) error
 	// KeyAdvance is the compare-and-set on the key version: it moves from
-	// prev (nil = no version yet) to next and reports whether it won.
-	KeyAdvance(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error)
-	// KeyBlock blocks a key behind a failed message (source/id may be
+	// Prev (nil = no version yet) to Next and reports whether it won.
+	KeyAdvance(ctx context.Context, p KeyAdvanceParams) (bool, error)
+	// KeyAdvanceMany runs the compare-and-set of each move and reports how
+	// many won; every move names a different key.
+	KeyAdvanceMany(ctx context.Context, p KeyAdvanceManyParams) (int, error)
+	// KeyBlock blocks a key behind a failed message (Source and ID are
 	// empty for a gap block).
-	KeyBlock(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error
+	KeyBlock(ctx context.Context, p KeyBlockParams) error
 	// KeyUnblock clears the block.
-	KeyUnblock(ctx context.Context, consumer, key string, at time.Time) error
+	KeyUnblock(ctx context.Context, p KeyUnblockParams) error
+	// KeyVersion reads a key's committed version (nil: none), unlocked.
+	KeyVersion(ctx context.Context, p KeyRef) (*int64, error)
+	// KeyViewGet returns one key with what is parked behind it.
+	KeyViewGet(ctx context.Context, p KeyRef) (KeyView, error)
+	// KeyViewList lists key views; only blocked or holding keys when Stuck.
+	KeyViewList(ctx context.Context, p KeyViewListParams) ([]KeyView, error)
+	// KeyListBlockedBefore lists keys blocked since before Before.
+	KeyListBlockedBefore(ctx context.Context, p KeyListBlockedBeforeParams) ([]KeyState, error)
 
-	// ParkedInsert stores a message durably so the broker copy can be acked.
+	// ParkedInsert stores a message durably so the broker copy can be
+	// acked.
 	ParkedInsert(ctx context.Context, p Parked) error
-	// ParkedListWaiting lists the held and blocked messages of a key, in version
-	// order and then arrival order.
-	ParkedListWaiting(ctx context.Context, consumer, key string) ([]Parked, error)
+	// ParkedListWaiting lists the held and blocked messages of a key, in
+	// version order and then arrival order.
+	ParkedListWaiting(ctx context.Context, p KeyRef) ([]Parked, error)
+	// ParkedList lists the parked messages of a key, every reason.
+	ParkedList(ctx context.Context, p KeyRef) ([]Parked, error)
+	// ParkedListDue lists held messages whose hold deadline is at or
+	// before Now, one per key (the lowest version).
+	ParkedListDue(ctx context.Context, p ParkedListDueParams) ([]Parked, error)
 	// ParkedDelete removes one parked row.
 	ParkedDelete(ctx context.Context, seq int64) error
 	// ParkedSetReason moves every parked row of a key from one reason to
 	// another (held to blocked when the key blocks, and back), with a new
 	// hold deadline (zero: none).
-	ParkedSetReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error
-
+	ParkedSetReason(ctx context.Context, p ParkedSetReasonParams) error
 	// ParkedStartHolds gives the held messages of a key that have no hold
-	// deadline (they waited behind a retry) the deadline until.
-	ParkedStartHolds(ctx context.Context, consumer, key string, until time.Time) error
+	// deadline (they waited behind a retry) the deadline Until.
+	ParkedStartHolds(ctx context.Context, p ParkedStartHoldsParams) error
+	// ParkedRehold puts one parked message back as held until Until (a
+	// message let out of the parked table that failed transiently waits
+	// out its backoff). Detail replaces the row's detail, so that the
+	// stuck-keys view says why it waits now.
+	ParkedRehold(ctx context.Context, p ParkedReholdParams) error
 
-	// RetryRecord counts a failed attempt and returns the running total and
-	// the first error seen.
-	RetryRecord(ctx context.Context, r RetryRow) (attempts int, firstError string, err error)
+	// RetryRecord counts a failed attempt and returns the running total
+	// and the first error seen.
+	RetryRecord(ctx context.Context, r RetryRow) (RetryCount, error)
 	// RetryClear forgets the attempts of an identity.
-	RetryClear(ctx context.Context, consumer, source, id string) error
-	// RetryOnKey returns the identity currently retrying on a key
-	// (one whose attempts are counted and that has not settled since).
-	RetryOnKey(ctx context.Context, consumer, key string) (r RetryRow, found bool, err error)
-	// ParkedRehold puts one parked message back as held until the given time
-	// (a released message that failed transiently waits out its backoff).
-	// detail replaces the parked row's detail, so that the stuck-keys view
-	// says why it waits now.
-	ParkedRehold(ctx context.Context, seq int64, until time.Time, detail string) error
+	RetryClear(ctx context.Context, p MessageRef) error
+	// RetryClearMany forgets the attempts of many identities.
+	RetryClearMany(ctx context.Context, p RetryClearManyParams) error
+	// RetryOnKey returns the identity currently retrying on a key (one
+	// whose attempts are counted and that has not settled since);
+	// ErrNotFound when none.
+	RetryOnKey(ctx context.Context, p KeyRef) (RetryRow, error)
 
-	// DeadLetterInsert stores the original envelope with the reason.
+	// DeadLetterInsert stores the original envelope with the reason, and
+	// returns the row's sequence number.
 	DeadLetterInsert(ctx context.Context, d DeadLetter) (int64, error)
-	// DeadLetterResolve marks one open DLQ row redriven or skipped.
-	// state is how it was resolved; resolution says it in words (who, why,
-	// what came of a redrive).
-	DeadLetterResolve(ctx context.Context, consumer string, seq int64, state DeadLetterState, resolution string, at time.Time) error
-	// DecisionGet reads the decision recorded for an identity.
-	DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error)
-	// DecisionRecord stores a decision for an identity inside the batch.
-	DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error
-	// AuditInsert records a non-applied outcome. A duplicate is counted on its
-	// inbox row rather than added as a row, and a collision is recorded
-	// once per colliding payload: delivering again what was already
-	// recorded adds no row (DESIGN §7).
+	// DeadLetterGet reads one DLQ row by its sequence number.
+	DeadLetterGet(ctx context.Context, p DeadLetterRef) (DeadLetter, error)
+	// DeadLetterList lists a consumer's DLQ, oldest first; resolved rows
+	// too when All.
+	DeadLetterList(ctx context.Context, p DeadLetterListParams) ([]DeadLetter, error)
+	// DeadLetterResolve marks one open DLQ row redriven or skipped: State
+	// is how it was resolved; Resolution says it in words (who, why, what
+	// came of a redrive).
+	DeadLetterResolve(ctx context.Context, p DeadLetterResolveParams) error
+
+	// AuditInsert records a non-applied outcome. A duplicate is counted on
+	// its inbox row rather than added as a row, and a collision is
+	// recorded once per colliding payload: delivering again what was
+	// already recorded adds no row (DESIGN §7).
 	AuditInsert(ctx context.Context, a AuditRow) error
+	// AuditList lists audit rows for a consumer (and key, when not empty),
+	// newest last, at most Limit.
+	AuditList(ctx context.Context, p AuditListParams) ([]AuditRow, error)
 	// GapInsert records a known gap in a key's version history.
 	GapInsert(ctx context.Context, g Gap) error
-
-	// Batch-shaped methods: one statement (or a few, in bounded chunks)
-	// for many rows.
-
-	// KeyLockMany reads and locks the ordering state of the keys that exist,
-	// in key order (so concurrent batches lock in one order), with HasParked
-	// and HasRetries read under the locks. Keys never seen are absent.
-	KeyLockMany(ctx context.Context, consumer string, keys []string) (map[string]KeyState, error)
-	// KeyEnsureMany creates the key rows that do not exist, with no version.
-	KeyEnsureMany(ctx context.Context, consumer string, keys []string, at time.Time) error
-	// InboxInsertMany inserts identities; inserted[i] is false when rows[i]
-	// already existed (the primary key decided). rows must not repeat an
-	// identity.
-	InboxInsertMany(ctx context.Context, rows []InboxRow) (inserted []bool, err error)
-	// InboxSetOutcomeMany records the outcome of many identities.
-	InboxSetOutcomeMany(ctx context.Context, consumer string, rows []OutcomeRow) error
-	// KeyAdvanceMany runs the compare-and-set of each move and reports how
-	// many won; every move names a different key.
-	KeyAdvanceMany(ctx context.Context, consumer string, moves []KeyMove, at time.Time) (int, error)
-	// RetryClearMany forgets the attempts of many identities.
-	RetryClearMany(ctx context.Context, consumer string, ids []Identity) error
-
-	Commit() error
-	Rollback() error
-}
-
-// Identity names one message for a consumer: its CloudEvents source and
-// id.
-type Identity struct{ Source, ID string }
-
-// OutcomeRow is the outcome an identity ended in (Tx.InboxSetOutcomeMany).
-type OutcomeRow struct {
-	Identity
-	Outcome     string
-	ProcessedAt *time.Time
-}
-
-// KeyMove is one compare-and-set of a key version, from Prev (nil: no
-// version yet) to Next.
-type KeyMove struct {
-	Key  string
-	Prev *int64
-	Next int64
-}
-
-// InboxRow is one identity a consumer accepted.
-type InboxRow struct {
-	Consumer, Source, ID string
-	PayloadHash          string
-	BusinessKey          string
-	EventType            string
-	Tenant               string
-	ContractVersion      string
-	PartitionKey         string
-	ObjectVersion        *int64
-	Outcome              string
-	ReceivedAt           time.Time
-	ProcessedAt          *time.Time
-	ResultReference      string
-	RetentionUntil       time.Time
-}
-
-// KeyState is the ordering state of one business object for one consumer.
-type KeyState struct {
-	Consumer, Key string
-	// Version is the last committed object version (nil: none yet).
-	Version *int64
-	Blocked bool
-	// BlockedSource and BlockedID name the message the key is blocked
-	// behind (empty for a gap block).
-	BlockedSource, BlockedID string
-	BlockedReason            string
-	BlockedSince             time.Time
-	UpdatedAt                time.Time
-	// HasParked and HasRetries say whether any message of the key is
-	// parked, or has failed attempts recorded, as Tx.Key read them under
-	// the key's lock (other queries leave them false). The pipeline skips
-	// the drain and the retry checks of a key that has neither.
-	HasParked, HasRetries bool
-}
-
-// Parked is a message stored in the database instead of the broker.
-type Parked struct {
-	Seq                  int64
-	Consumer, Source, ID string
-	PartitionKey         string
-	ObjectVersion        *int64
-	Reason               string
-	Detail               string
-	Envelope             []byte
-	PayloadHash          string
-	ParkedAt             time.Time
-	// HoldUntil is the hold deadline of a held message (zero otherwise).
-	HoldUntil time.Time
-}
-
-// RetryRow is one failed attempt of an identity.
-type RetryRow struct {
-	Consumer, Source, ID string
-	PartitionKey         string
-	Error                string
-	At                   time.Time
-}
-
-// DeadLetter is a message the pipeline gave up on, byte for byte.
-type DeadLetter struct {
-	Seq                  int64
-	Consumer, Source, ID string
-	PartitionKey         string
-	ObjectVersion        *int64
-	PayloadHash          string
-	Envelope             []byte
-	Reason               string
-	Attempts             int
-	FirstError           string
-	LastError            string
-	DeadAt               time.Time
-	// State is open until an operator resolves the row; Resolution says
-	// how in words.
-	State      DeadLetterState
-	Resolution string
-	ResolvedAt *time.Time
-}
-
-// AuditRow is the evidence of one non-applied outcome.
-type AuditRow struct {
-	Seq                  int64
-	Consumer, Source, ID string
-	PartitionKey         string
-	ReceivedVersion      *int64
-	CurrentVersion       *int64
-	Outcome              string
-	Reason               string
-	NextAction           string
-	At                   time.Time
-	// PayloadHash, set for duplicates and collisions, makes the row
-	// once-only: the same payload seen again under that identity adds no
-	// row.
-	PayloadHash string
-}
-
-// Gap is a recorded decision to move past missing versions of a key.
-type Gap struct {
-	Consumer, Key string
-	// FromVersion and ToVersion bound the missing range, inclusive.
-	FromVersion, ToVersion int64
-	DecidedBy              string
-	Reason                 string
-	At                     time.Time
-}
-
-// Operator holds the queries that run outside the pipeline: what an
-// operator, the sweeper or retention needs.
-type Operator interface {
-	// DeadLetterList lists a consumer's DLQ, oldest first; resolved rows only
-	// when all is true.
-	DeadLetterList(ctx context.Context, consumer string, all bool) ([]DeadLetter, error)
-	// DeadLetterGet reads one DLQ row by its sequence number.
-	DeadLetterGet(ctx context.Context, consumer string, seq int64) (DeadLetter, error)
-	// KeyViewList lists key views; only blocked or holding keys when stuck is true.
-	KeyViewList(ctx context.Context, consumer string, stuck bool) ([]KeyView, error)
-	// KeyViewGet returns one key view.
-	KeyViewGet(ctx context.Context, consumer, key string) (KeyView, error)
-	// ParkedList lists the parked messages of a key, every reason.
-	ParkedList(ctx context.Context, consumer, key string) ([]Parked, error)
-	// AuditList lists audit rows for a consumer (and key, when not empty),
-	// newest last, at most limit.
-	AuditList(ctx context.Context, consumer, key string, limit int) ([]AuditRow, error)
 	// GapList lists the recorded gaps of a key.
-	GapList(ctx context.Context, consumer, key string) ([]Gap, error)
+	GapList(ctx context.Context, p KeyRef) ([]Gap, error)
 	// Counts reports row counts for a consumer.
 	Counts(ctx context.Context, consumer string) (Counts, error)
-	// ParkedListDue lists held messages whose hold deadline is at or before now,
-	// one per key (the lowest version).
-	ParkedListDue(ctx context.Context, consumer string, now time.Time) ([]Parked, error)
-	// KeyListBlockedBefore lists keys blocked since before the given time.
-	KeyListBlockedBefore(ctx context.Context, consumer string, before time.Time) ([]KeyState, error)
-	// InboxSeen reports the recorded outcome and payload hash of an identity,
-	// without locking: a fast path before expensive work, never the arbiter.
-	InboxSeen(ctx context.Context, consumer, source, id string) (outcome, hash string, found bool, err error)
-	// KeyVersion reads a key's committed version (nil: none), unlocked.
-	KeyVersion(ctx context.Context, consumer, key string) (*int64, error)
-	// DecisionGet reads the decision recorded for an identity; ErrNotFound
-	// when none.
-	DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error)
-	// DecisionRecord stores a decision unless one is already recorded, and
-	// returns the recorded one: concurrent deciders converge on the first.
-	DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error)
-	// DecisionClaim claims the right to decide an identity until until,
-	// for owner: true when no other owner holds an unexpired claim. The
-	// claim is released by ReleaseDecision, or runs out. held is when the
-	// claim in force (owner's, or the other one's) runs out.
-	DecisionClaim(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (claimed bool, held time.Time, err error)
-	// DecisionUnclaim drops owner's claim on an identity.
-	DecisionUnclaim(ctx context.Context, consumer, source, id, owner string) error
-	// InboxPurge deletes at most batch inbox identities whose retention
-	// ended before now, and reports how many it deleted.
-	InboxPurge(ctx context.Context, consumer string, now time.Time, batch int) (int64, error)
-}
 
-// KeyView is a key's state together with what is parked behind it.
-type KeyView struct {
-	KeyState
-	Held, BlockedCount, Parked int
-	// OldestParked is when the oldest held or blocked message was parked.
-	OldestParked time.Time
-	// NextVersion is the lowest parked version (nil when none).
-	NextVersion *int64
-}
+	// DecisionGet reads the agent decision recorded for an identity;
+	// ErrNotFound when none.
+	DecisionGet(ctx context.Context, p MessageRef) ([]byte, error)
+	// DecisionRecord stores an agent decision unless one is already
+	// recorded, and returns the recorded one: concurrent deciders converge
+	// on the first.
+	DecisionRecord(ctx context.Context, p DecisionRecordParams) ([]byte, error)
+	// DecisionClaim claims the right to decide an identity until Until,
+	// for Owner: Claimed when no other owner holds an unexpired claim. The
+	// claim ends with DecisionUnclaim, or runs out.
+	DecisionClaim(ctx context.Context, p DecisionClaimParams) (DecisionClaim, error)
+	// DecisionUnclaim drops Owner's claim on an identity.
+	DecisionUnclaim(ctx context.Context, p DecisionUnclaimParams) error
 
-// Counts are a consumer's row counts.
-type Counts struct {
-	InboxRows, Applied, Parked, Held, Blocked, DeadLetters, Keys int64
-	// BlockedKeys counts keys blocked behind a failed message or a gap.
-	BlockedKeys int64
-	// Gaps counts recorded gap decisions.
-	Gaps int64
-	// OldestStuck is when the oldest held or blocked message was parked
-	// (zero when none).
-	OldestStuck time.Time
+	// ConsumerRegister records (or refreshes) a consumer's registration:
+	// its policies, handler kind and heartbeat. The last writer wins.
+	ConsumerRegister(ctx context.Context, r Registration) error
+	// ConsumerHeartbeat moves a registered consumer's heartbeat to At.
+	ConsumerHeartbeat(ctx context.Context, p ConsumerHeartbeatParams) error
+	// ConsumerGet reads one consumer's registration; ErrNotFound when it
+	// never registered.
+	ConsumerGet(ctx context.Context, consumer string) (Registration, error)
+	// ConsumerList lists every registered consumer, by name.
+	ConsumerList(ctx context.Context) ([]Registration, error)
+
+	// RequestInsert records an operator request in state RequestPending and
+	// returns its sequence number. Requests wait for the consumer that owns
+	// the handler (DESIGN §4): the CLI and the admin API write them; only
+	// the owning consumer executes them.
+	RequestInsert(ctx context.Context, r OperatorRequest) (int64, error)
+	// RequestGet reads one request by its sequence number.
+	RequestGet(ctx context.Context, seq int64) (OperatorRequest, error)
+	// RequestListPending lists a consumer's pending requests, oldest first.
+	RequestListPending(ctx context.Context, consumer string) ([]OperatorRequest, error)
+	// RequestClaim moves a pending request to RequestRunning for Taker;
+	// false means it was no longer pending (taken or cancelled).
+	RequestClaim(ctx context.Context, p RequestClaimParams) (bool, error)
+	// RequestFinish records a running request's result: state RequestDone
+	// or RequestFailed, what the messages reached (JSON) and the error.
+	RequestFinish(ctx context.Context, p RequestFinishParams) error
+	// RequestCancel moves a pending request to RequestCancelled; false
+	// means a consumer took it first.
+	RequestCancel(ctx context.Context, p RequestCancelParams) (bool, error)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/spf13/cobra"
 )
 
@@ -27,7 +28,7 @@ func dlqListCmd() *cobra.Command {
 				return f.remote(cmd, func(c *adminClient) error { return c.listDLQ(all, f.json) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				dls, err := s.store.Operator().DeadLetterList(cmd.Context(), s.reg.Consumer, all)
+				dls, err := s.store.Executor().DeadLetterList(cmd.Context(), store.DeadLetterListParams{Consumer: s.reg.Consumer, All: all})
 				if err != nil {
 					return err
 				}
@@ -55,7 +56,7 @@ func dlqShowCmd() *cobra.Command {
 				return f.remote(cmd, func(c *adminClient) error { return c.showDLQ(seq, f.json) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				dl, err := s.store.Operator().DeadLetterGet(cmd.Context(), s.reg.Consumer, seq)
+				dl, err := s.store.Executor().DeadLetterGet(cmd.Context(), store.DeadLetterRef{Consumer: s.reg.Consumer, Seq: seq})
 				if err != nil {
 					return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
 				}
@@ -149,11 +150,11 @@ request reaches the consumer.`,
 // openDeadLetter checks, before asking the consumer, that DLQ row seq
 // exists and is still open, so a typo fails at once.
 func openDeadLetter(cmd *cobra.Command, s *session, seq int64) error {
-	dl, err := s.store.Operator().DeadLetterGet(cmd.Context(), s.reg.Consumer, seq)
+	dl, err := s.store.Executor().DeadLetterGet(cmd.Context(), store.DeadLetterRef{Consumer: s.reg.Consumer, Seq: seq})
 	if err != nil {
 		return s.notFound(fmt.Errorf("%s: dlq %d: %w", subcommandPath(cmd), seq, err))
 	}
-	if dl.State != store.DeadLetterOpen {
+	if dl.State != state.DeadLetterOpen {
 		return fmt.Errorf("%s: dlq %d: %w (%s)", subcommandPath(cmd), seq, seqbox.ErrNotBlocking, dl.Resolution)
 	}
 	return nil

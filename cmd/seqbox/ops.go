@@ -84,7 +84,7 @@ func (f *opFlags) open(ctx context.Context) (*session, error) {
 // findConsumer returns the registration --consumer names, or the only one
 // there is; otherwise the error lists the consumers that exist.
 func findConsumer(ctx context.Context, st store.Store, db, name string) (store.Registration, error) {
-	regs, err := st.Control().ConsumerList(ctx)
+	regs, err := st.Executor().ConsumerList(ctx)
 	if err != nil {
 		return store.Registration{}, err
 	}
@@ -106,7 +106,7 @@ func findConsumer(ctx context.Context, st store.Store, db, name string) (store.R
 
 // reporter builds key reports for the session's consumer.
 func (s *session) reporter() ops.Reporter {
-	return ops.Reporter{Op: s.store.Operator(), Consumer: s.reg.Consumer, FirstVersion: s.pol.FirstVersion,
+	return ops.Reporter{Op: s.store.Executor(), Consumer: s.reg.Consumer, FirstVersion: s.pol.FirstVersion,
 		Now: time.Now(), DB: s.db}
 }
 

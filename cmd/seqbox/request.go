@@ -14,6 +14,7 @@ import (
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/spf13/cobra"
 )
 
@@ -75,7 +76,7 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 		return err
 	}
 	defer closeStore()
-	ctl := st.Control()
+	ctl := st.Executor()
 	seq, err := ctl.RequestInsert(ctx, store.OperatorRequest{Consumer: s.reg.Consumer, Action: action, Target: target,
 		RequestedBy: f.by, Reason: f.reason, RequestedAt: time.Now()})
 	if err != nil {
@@ -90,7 +91,7 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 	if err != nil {
 		return err
 	}
-	if r.State == store.RequestFailed {
+	if r.State == state.RequestFailed {
 		return fmt.Errorf("%s: consumer %q (%s) refused request %d: %s", subcommandPath(cmd), r.Consumer, r.TakenBy, seq, r.Error)
 	}
 	return writeResult(cmd.OutOrStdout(), r)
@@ -122,7 +123,7 @@ func runInProcess(ctx context.Context, st store.Store, s *session) error {
 
 // awaitRequest waits for the request's result; the errors say what to do
 // next in the CLI's words.
-func awaitRequest(ctx context.Context, ctl store.Control, seq int64, wait time.Duration, reg store.Registration) (store.OperatorRequest, error) {
+func awaitRequest(ctx context.Context, ctl store.Executor, seq int64, wait time.Duration, reg store.Registration) (store.OperatorRequest, error) {
 	r, err := ops.AwaitRequest(ctx, ctl, seq, wait, 100*time.Millisecond)
 	var running *ops.StillRunningError
 	switch {

@@ -17,6 +17,7 @@ import (
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/stretchr/testify/require"
 )
@@ -82,13 +83,13 @@ func testRedriveRunsInTheOwningConsumer(t *testing.T, db string) {
 	require.NoError(t, q.Publish(ctx, []byte(`{"specversion":"1.0","id":"evt-2","source":"crm","type":"followup.requested","partitionkey":"opp-1","objectversion":2}`)))
 	var seq int64
 	require.Eventually(t, func() bool {
-		dls, err := st.Operator().DeadLetterList(ctx, "crm-followup", false)
+		dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "crm-followup", All: false})
 		require.NoError(t, err)
 		if len(dls) == 0 {
 			return false
 		}
 		seq = dls[0].Seq
-		v, err := st.Operator().KeyViewGet(ctx, "crm-followup", "opp-1")
+		v, err := st.Executor().KeyViewGet(ctx, store.KeyRef{Consumer: "crm-followup", Key: "opp-1"})
 		return err == nil && v.BlockedCount == 1
 	}, 20*time.Second, 50*time.Millisecond, "evt-1 dead-letters and evt-2 parks behind it")
 
@@ -145,9 +146,9 @@ func TestRedriveWithoutLiveConsumer(t *testing.T) {
 	require.Contains(t, line, `no live consumer "billing" took request 1 within 300ms`)
 	require.Contains(t, line, "it has never run")
 	require.Contains(t, line, "cancelled")
-	r, err := st.Control().RequestGet(ctx, 1)
+	r, err := st.Executor().RequestGet(ctx, 1)
 	require.NoError(t, err)
-	require.Equal(t, store.RequestCancelled, r.State)
+	require.Equal(t, state.RequestCancelled, r.State)
 	n, err := c.RunRequests(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a withdrawn request never runs")

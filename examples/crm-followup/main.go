@@ -12,6 +12,7 @@ import (
 	"log"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -65,7 +66,7 @@ func main() {
 	fmt.Printf("follow-up for opp-2481: %s at version %d; notes to the seller: %d\n", state, version, notes)
 
 	// The record of what was refused, and which state made it invalid.
-	audit, err := st.Operator().AuditList(ctx, "followup-agent", "opp-2481", 10)
+	audit, err := st.Executor().AuditList(ctx, store.AuditListParams{Consumer: "followup-agent", Key: "opp-2481", Limit: 10})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func (s beginTimed) Location() string {
 	return ""
 }
 
-func (s beginTimed) Begin(ctx context.Context) (store.Tx, error) {
+func (s beginTimed) Begin(ctx context.Context) (store.ExecutorTx, error) {
 	t0 := time.Now()
 	tx, err := s.Store.Begin(ctx)
 	s.rec.began(t0, time.Since(t0))

@@ -100,18 +100,18 @@ type timedStore struct {
 	times *purgeTimes
 }
 
-func (s timedStore) Operator() store.Operator {
-	return timedOperator{Operator: s.Store.Operator(), times: s.times}
+func (s timedStore) Executor() store.Executor {
+	return timedExecutor{Executor: s.Store.Executor(), times: s.times}
 }
 
-type timedOperator struct {
-	store.Operator
+type timedExecutor struct {
+	store.Executor
 	times *purgeTimes
 }
 
-func (o timedOperator) InboxPurge(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
+func (o timedExecutor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (int64, error) {
 	t0 := time.Now()
-	n, err := o.Operator.InboxPurge(ctx, consumer, now, batch)
+	n, err := o.Executor.InboxPurge(ctx, p)
 	d := time.Since(t0)
 	o.times.mu.Lock()
 	o.times.ds = append(o.times.ds, d)

@@ -93,7 +93,7 @@ func (s *scenarioRun) chainPending(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	c, err := s.st.Operator().Counts(ctx, chainConsumer)
+	c, err := s.st.Executor().Counts(ctx, chainConsumer)
 	return n + ready + leased + int(c.Held+c.Blocked), err
 }
 

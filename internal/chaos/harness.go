@@ -431,7 +431,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			// database, not in the queue, and the consumers' sweep brings
 			// it back.
 			var c store.Counts
-			if c, err = s.st.Operator().Counts(ctx, Consumer); err == nil {
+			if c, err = s.st.Executor().Counts(ctx, Consumer); err == nil {
 				ready += int(c.Held + c.Blocked)
 			}
 		}
@@ -576,7 +576,7 @@ func (s *scenarioRun) purge(ctx context.Context) error {
 			return fmt.Errorf("purge never finished")
 		}
 	}
-	c, err := s.st.Operator().Counts(ctx, Consumer)
+	c, err := s.st.Executor().Counts(ctx, Consumer)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // Result is one scenario's row of the chaos table.
@@ -109,11 +110,11 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 	if err != nil {
 		return err
 	}
-	dlq, err := st.Operator().DeadLetterList(ctx, Consumer, true)
+	dlq, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: Consumer, All: true})
 	if err != nil {
 		return err
 	}
-	parked, err := st.Operator().ParkedList(ctx, Consumer, "")
+	parked, err := st.Executor().ParkedList(ctx, store.KeyRef{Consumer: Consumer, Key: ""})
 	if err != nil {
 		return err
 	}
@@ -219,12 +220,12 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 	}
 	// Held and blocked messages are accounted for: none may be left.
 	for _, p := range parked {
-		if p.Reason == store.ParkHeld || p.Reason == store.ParkBlocked {
+		if p.Reason == state.ParkHeld || p.Reason == state.ParkBlocked {
 			res.fail("%s/%s still %s: %s", p.PartitionKey, p.ID, p.Reason, p.Detail)
 		}
 	}
 	for _, d := range dlq {
-		if d.State == store.DeadLetterOpen && !isRejected(d.Reason) {
+		if d.State == state.DeadLetterOpen && !isRejected(d.Reason) {
 			res.fail("DLQ %d (%s) still open after redrive: %s", d.Seq, d.ID, d.Reason)
 		}
 	}
@@ -268,7 +269,7 @@ func dlqHoldsAny(dlq []store.DeadLetter, ms []Message) bool {
 
 func parkedCollision(parked []store.Parked, id string) bool {
 	for _, p := range parked {
-		if p.Reason == store.ParkCollision && p.ID == id {
+		if p.Reason == state.ParkCollision && p.ID == id {
 			return true
 		}
 	}

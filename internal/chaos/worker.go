@@ -13,6 +13,7 @@ import (
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/store"
 )
 
 // WorkerOptions configure one chaos process.
@@ -133,7 +134,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		if err != nil {
 			return err
 		}
-		dls, err := st.Operator().DeadLetterList(ctx, Consumer, false)
+		dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: Consumer, All: false})
 		if err != nil {
 			return err
 		}

@@ -237,7 +237,7 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 	if !redrive {
 		return c.RunUntilIdle(ctx, 3*time.Second)
 	}
-	dls, err := st.Operator().DeadLetterList(ctx, agentConsumer, false)
+	dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: agentConsumer, All: false})
 	if err != nil {
 		return err
 	}

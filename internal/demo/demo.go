@@ -54,7 +54,7 @@ func where(db string) string {
 
 // fresh refuses a database that already holds a run of the lab.
 func fresh(ctx context.Context, st store.Store, consumer, db string) error {
-	c, err := st.Operator().Counts(ctx, consumer)
+	c, err := st.Executor().Counts(ctx, consumer)
 	if err == nil && c.InboxRows > 0 {
 		err = fmt.Errorf("%s already holds a demo run (%d inbox rows); use a fresh database", where(db), c.InboxRows)
 	}
@@ -155,7 +155,7 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 	if err := <-done; err != nil {
 		return res, err
 	}
-	counts, err := st.Operator().Counts(ctx, cfg.Name)
+	counts, err := st.Executor().Counts(ctx, cfg.Name)
 	if err != nil {
 		return res, err
 	}

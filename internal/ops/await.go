@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // ErrNotTaken: no consumer took the request within the wait; it was
@@ -28,7 +29,7 @@ func (e *StillRunningError) Error() string {
 // it, and returns it done or failed. When nobody takes it within wait it
 // is cancelled and the error matches ErrNotTaken; when it is taken but
 // has no result after wait, the error is a *StillRunningError.
-func AwaitRequest(ctx context.Context, ctl store.Control, seq int64, wait, poll time.Duration) (store.OperatorRequest, error) {
+func AwaitRequest(ctx context.Context, ctl store.Executor, seq int64, wait, poll time.Duration) (store.OperatorRequest, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		r, err := ctl.RequestGet(ctx, seq)
@@ -36,16 +37,15 @@ func AwaitRequest(ctx context.Context, ctl store.Control, seq int64, wait, poll 
 			return r, err
 		}
 		switch r.State {
-		case store.RequestDone, store.RequestFailed:
+		case state.RequestDone, state.RequestFailed:
 			return r, nil
-		case store.RequestRunning:
+		case state.RequestRunning:
 			if time.Now().After(deadline) {
 				return r, &StillRunningError{Request: r, Wait: wait}
 			}
-		case store.RequestPending:
+		case state.RequestPending:
 			if time.Now().After(deadline) {
-				cancelled, err := ctl.RequestCancel(context.WithoutCancel(ctx), seq,
-					fmt.Sprintf("no live consumer took it within %s", wait), time.Now())
+				cancelled, err := ctl.RequestCancel(context.WithoutCancel(ctx), store.RequestCancelParams{Seq: seq, Why: fmt.Sprintf("no live consumer took it within %s", wait), At: time.Now()})
 				if err != nil {
 					return r, err
 				}

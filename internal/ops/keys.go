@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // Key statuses in a KeyReport.
@@ -64,7 +65,7 @@ const AuditLimit = 20
 
 // Reporter builds key reports from a consumer's store.
 type Reporter struct {
-	Op       store.Operator
+	Op       store.Executor
 	Consumer string
 	// FirstVersion is the consumer's FirstVersion policy (nil: the first
 	// version seen is the baseline).
@@ -93,7 +94,7 @@ func (r Reporter) target() string {
 // Keys reports the stuck keys (blocked or holding), or every key when all
 // is true, in key order.
 func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
-	views, err := r.Op.KeyViewList(ctx, r.Consumer, !all)
+	views, err := r.Op.KeyViewList(ctx, store.KeyViewListParams{Consumer: r.Consumer, Stuck: !all})
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
 // Key reports one key with its parked messages, recorded gaps and the
 // last AuditLimit audit rows. An unknown key is store.ErrNotFound.
 func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
-	v, err := r.Op.KeyViewGet(ctx, r.Consumer, key)
+	v, err := r.Op.KeyViewGet(ctx, store.KeyRef{Consumer: r.Consumer, Key: key})
 	if err != nil {
 		return KeyDetail{}, err
 	}
@@ -124,16 +125,16 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 		return KeyDetail{}, err
 	}
 	d := KeyDetail{}
-	if d.Parked, err = r.Op.ParkedList(ctx, r.Consumer, key); err != nil {
+	if d.Parked, err = r.Op.ParkedList(ctx, store.KeyRef{Consumer: r.Consumer, Key: key}); err != nil {
 		return d, err
 	}
 	if d.KeyReport, err = r.report(ctx, v, dlq, d.Parked); err != nil {
 		return d, err
 	}
-	if d.Gaps, err = r.Op.GapList(ctx, r.Consumer, key); err != nil {
+	if d.Gaps, err = r.Op.GapList(ctx, store.KeyRef{Consumer: r.Consumer, Key: key}); err != nil {
 		return d, err
 	}
-	d.Audit, err = r.Op.AuditList(ctx, r.Consumer, key, AuditLimit)
+	d.Audit, err = r.Op.AuditList(ctx, store.AuditListParams{Consumer: r.Consumer, Key: key, Limit: AuditLimit})
 	return d, err
 }
 
@@ -147,7 +148,7 @@ func (r Reporter) openDeadLetters(ctx context.Context, views []store.KeyView) (m
 	if !need {
 		return nil, nil
 	}
-	dls, err := r.Op.DeadLetterList(ctx, r.Consumer, false)
+	dls, err := r.Op.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: r.Consumer, All: false})
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +186,12 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 		rep.Status, rep.since = StatusHeld, v.OldestParked
 		if parked == nil {
 			var err error
-			if parked, err = r.Op.ParkedList(ctx, r.Consumer, v.Key); err != nil {
+			if parked, err = r.Op.ParkedList(ctx, store.KeyRef{Consumer: r.Consumer, Key: v.Key}); err != nil {
 				return rep, err
 			}
 		}
 		for _, p := range parked {
-			if p.Reason == store.ParkHeld {
+			if p.Reason == state.ParkHeld {
 				rep.Reason, rep.holdUntil = p.Detail, p.HoldUntil
 				break
 			}
@@ -323,7 +324,7 @@ func WriteKey(w io.Writer, d KeyDetail, asJSON bool) error {
 	if len(d.Parked) > 0 {
 		t := newTable(w, "SEQ", "SOURCE", "ID", "OBJECTVERSION", "REASON", "PARKED_AT", "HOLD_UNTIL", "DETAIL")
 		for _, p := range d.Parked {
-			t.row(strconv.FormatInt(p.Seq, 10), p.Source, p.ID, version(p.ObjectVersion), p.Reason,
+			t.row(strconv.FormatInt(p.Seq, 10), p.Source, p.ID, version(p.ObjectVersion), string(p.Reason),
 				timeText(p.ParkedAt), timeText(p.HoldUntil), p.Detail)
 		}
 		if err := t.flush(); err != nil {
@@ -350,7 +351,7 @@ func WriteKey(w io.Writer, d KeyDetail, asJSON bool) error {
 		t := newTable(w, "SEQ", "AT", "SOURCE", "ID", "RECEIVED", "CURRENT", "OUTCOME", "REASON", "NEXT_ACTION")
 		for _, a := range d.Audit {
 			t.row(strconv.FormatInt(a.Seq, 10), timeText(a.At), a.Source, a.ID, version(a.ReceivedVersion),
-				version(a.CurrentVersion), a.Outcome, a.Reason, a.NextAction)
+				version(a.CurrentVersion), string(a.Outcome), a.Reason, a.NextAction)
 		}
 		return t.flush()
 	}
@@ -371,7 +372,7 @@ func writeKeyJSON(w io.Writer, d KeyDetail) error {
 	lines := []any{keyLine{Kind: "key", KeyReport: d.KeyReport}}
 	for _, p := range d.Parked {
 		lines = append(lines, parkedLine{Kind: "parked", Seq: p.Seq, Source: p.Source, ID: p.ID,
-			ObjectVersion: p.ObjectVersion, Reason: p.Reason, Detail: p.Detail, ParkedAt: jsonTime(p.ParkedAt),
+			ObjectVersion: p.ObjectVersion, Reason: string(p.Reason), Detail: p.Detail, ParkedAt: jsonTime(p.ParkedAt),
 			HoldUntil: jsonTime(p.HoldUntil), Envelope: string(p.Envelope)})
 	}
 	for _, g := range d.Gaps {
@@ -380,7 +381,7 @@ func writeKeyJSON(w io.Writer, d KeyDetail) error {
 	}
 	for _, a := range d.Audit {
 		lines = append(lines, auditLine{Kind: "audit", Seq: a.Seq, At: jsonTime(a.At), Source: a.Source, ID: a.ID,
-			ReceivedVersion: a.ReceivedVersion, CurrentVersion: a.CurrentVersion, Outcome: a.Outcome,
+			ReceivedVersion: a.ReceivedVersion, CurrentVersion: a.CurrentVersion, Outcome: string(a.Outcome),
 			Reason: a.Reason, NextAction: a.NextAction})
 	}
 	return writeJSONLines(w, lines)

@@ -7,26 +7,27 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
-// fakeOperator answers the queries Reporter makes from fixed rows.
-type fakeOperator struct {
-	store.Operator // any other query panics
+// fakeExecutor answers the queries Reporter makes from fixed rows.
+type fakeExecutor struct {
+	store.Executor // any other query panics
 	views          []store.KeyView
 	parked         map[string][]store.Parked
 	dlq            []store.DeadLetter
 }
 
-func (f fakeOperator) KeyViewList(context.Context, string, bool) ([]store.KeyView, error) {
+func (f fakeExecutor) KeyViewList(context.Context, store.KeyViewListParams) ([]store.KeyView, error) {
 	return f.views, nil
 }
 
-func (f fakeOperator) ParkedList(_ context.Context, _, key string) ([]store.Parked, error) {
-	return f.parked[key], nil
+func (f fakeExecutor) ParkedList(_ context.Context, p store.KeyRef) ([]store.Parked, error) {
+	return f.parked[p.Key], nil
 }
 
-func (f fakeOperator) DeadLetterList(context.Context, string, bool) ([]store.DeadLetter, error) {
+func (f fakeExecutor) DeadLetterList(context.Context, store.DeadLetterListParams) ([]store.DeadLetter, error) {
 	return f.dlq, nil
 }
 
@@ -34,7 +35,7 @@ func ptr(v int64) *int64 { return &v }
 
 func TestReporterAdvice(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	op := fakeOperator{
+	op := fakeExecutor{
 		views: []store.KeyView{
 			// Blocked by a gap, with a name a shell would split.
 			{KeyState: store.KeyState{Key: "order 7's", Version: ptr(4), Blocked: true, BlockedReason: "hold timed out",
@@ -48,8 +49,8 @@ func TestReporterAdvice(t *testing.T) {
 			{KeyState: store.KeyState{Key: "D"}, Held: 1, OldestParked: t0, NextVersion: ptr(3)},
 		},
 		parked: map[string][]store.Parked{
-			"C": {{Reason: store.ParkHeld, Detail: "waiting behind s/c10, which is retrying", ObjectVersion: ptr(10)}},
-			"D": {{Reason: store.ParkHeld, Detail: "waiting for version 1 (got 3)", ObjectVersion: ptr(3),
+			"C": {{Reason: state.ParkHeld, Detail: "waiting behind s/c10, which is retrying", ObjectVersion: ptr(10)}},
+			"D": {{Reason: state.ParkHeld, Detail: "waiting for version 1 (got 3)", ObjectVersion: ptr(3),
 				HoldUntil: t0.Add(time.Minute)}},
 		},
 		dlq: []store.DeadLetter{{Seq: 7, Source: "s", ID: "other"}},

@@ -105,7 +105,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 	}
 	cnt.Accepted = cnt.ByOutcome[seqbox.Applied]
 	cnt.Duplicates = cnt.ByOutcome[seqbox.Duplicate]
-	counts, err := c.Store().Operator().Counts(ctx, c.Name())
+	counts, err := c.Store().Executor().Counts(ctx, c.Name())
 	if err != nil {
 		return cnt, err
 	}
@@ -131,7 +131,7 @@ type stateLine struct {
 }
 
 func writeState(ctx context.Context, c *seqbox.Consumer, w io.Writer) error {
-	keys, err := c.Store().Operator().KeyViewList(ctx, c.Name(), false)
+	keys, err := c.Store().Executor().KeyViewList(ctx, store.KeyViewListParams{Consumer: c.Name(), Stuck: false})
 	if err != nil {
 		return err
 	}

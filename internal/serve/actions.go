@@ -14,6 +14,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // ActionRequest is the body of an admin action: who asks and why, both
@@ -96,12 +97,12 @@ func readAction(w http.ResponseWriter, r *http.Request, attributed bool) (Action
 
 // openDeadLetter checks that DLQ row seq exists and is open.
 func (s *Server) openDeadLetter(w http.ResponseWriter, r *http.Request, seq int64) bool {
-	dl, err := s.store.Operator().DeadLetterGet(r.Context(), s.opt.Consumer, seq)
+	dl, err := s.store.Executor().DeadLetterGet(r.Context(), store.DeadLetterRef{Consumer: s.opt.Consumer, Seq: seq})
 	if err != nil {
 		s.serverError(w, r, fmt.Errorf("dlq %d: %w", seq, err))
 		return false
 	}
-	if dl.State != store.DeadLetterOpen {
+	if dl.State != state.DeadLetterOpen {
 		writeProblem(w, r, Problem{Type: ProblemConflict, Status: http.StatusConflict, Field: "seq",
 			Detail: fmt.Sprintf("dlq %d is already resolved: %s", seq, dl.Resolution)})
 		return false
@@ -139,7 +140,7 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	kv, err := s.store.Operator().KeyViewGet(r.Context(), s.opt.Consumer, key)
+	kv, err := s.store.Executor().KeyViewGet(r.Context(), store.KeyRef{Consumer: s.opt.Consumer, Key: key})
 	if err != nil {
 		s.serverError(w, r, fmt.Errorf("key %q: %w", key, err))
 		return
@@ -158,7 +159,7 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 // within RequestWait (the request is then cancelled).
 func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target string, a ActionRequest) {
 	ctx := r.Context()
-	ctl := s.store.Control()
+	ctl := s.store.Executor()
 	seq, err := ctl.RequestInsert(ctx, store.OperatorRequest{Consumer: s.opt.Consumer, Action: action, Target: target,
 		RequestedBy: a.By, Reason: a.Reason, RequestedAt: time.Now()})
 	if err != nil {
@@ -166,18 +167,18 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target stri
 		return
 	}
 	req, err := awaitRequest(ctx, ctl, seq, s.opt.RequestWait)
-	state := string(req.State)
+	label := string(req.State)
 	if err != nil {
-		state = "timeout"
+		label = "timeout"
 	}
-	s.metrics.adminActions.WithLabelValues(s.opt.Consumer, action, state).Inc()
+	s.metrics.adminActions.WithLabelValues(s.opt.Consumer, action, label).Inc()
 	if err != nil {
 		writeProblem(w, r, Problem{Type: ProblemUnavailable, Title: "Request not executed", Status: http.StatusGatewayTimeout,
 			Detail: err.Error()})
 		return
 	}
 	res := resultOf(req)
-	if req.State == store.RequestFailed {
+	if req.State == state.RequestFailed {
 		writeProblem(w, r, Problem{Type: ProblemRequestFailed, Title: "The consumer refused the request", Status: http.StatusConflict,
 			Detail: fmt.Sprintf("request %d (%s %s): %s", seq, action, target, req.Error)})
 		return
@@ -202,7 +203,7 @@ func (s *Server) showRequest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "seq", Detail: "seq: not a request number"})
 		return
 	}
-	req, err := s.store.Control().RequestGet(r.Context(), seq)
+	req, err := s.store.Executor().RequestGet(r.Context(), seq)
 	if err == nil && req.Consumer != s.opt.Consumer {
 		err = store.ErrNotFound
 	}
@@ -215,7 +216,7 @@ func (s *Server) showRequest(w http.ResponseWriter, r *http.Request) {
 
 // awaitRequest waits for the request's result; the errors name the
 // admin API's next step.
-func awaitRequest(ctx context.Context, ctl store.Control, seq int64, wait time.Duration) (store.OperatorRequest, error) {
+func awaitRequest(ctx context.Context, ctl store.Executor, seq int64, wait time.Duration) (store.OperatorRequest, error) {
 	r, err := ops.AwaitRequest(ctx, ctl, seq, wait, 50*time.Millisecond)
 	var running *ops.StillRunningError
 	switch {

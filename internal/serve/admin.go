@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // adminRoutes is the admin JSON API, behind the admin token.
@@ -46,7 +47,7 @@ func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 func (s *Server) reporter() ops.Reporter {
-	return ops.Reporter{Op: s.store.Operator(), Consumer: s.opt.Consumer, FirstVersion: s.opt.Policy.FirstVersion,
+	return ops.Reporter{Op: s.store.Executor(), Consumer: s.opt.Consumer, FirstVersion: s.opt.Policy.FirstVersion,
 		Now: s.consumerNow(), DB: redactDB(s.opt.DB)}
 }
 
@@ -80,7 +81,7 @@ type CountsView struct {
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	c, err := s.store.Operator().Counts(r.Context(), s.opt.Consumer)
+	c, err := s.store.Executor().Counts(r.Context(), s.opt.Consumer)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -172,7 +173,7 @@ func (s *Server) blockerVersions(ctx context.Context, reps []ops.KeyReport) (map
 	if !need {
 		return nil, nil
 	}
-	dls, err := s.store.Operator().DeadLetterList(ctx, s.opt.Consumer, false)
+	dls, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
 	m := make(map[int64]*int64, len(dls))
 	for _, d := range dls {
 		m[d.Seq] = d.ObjectVersion
@@ -190,7 +191,7 @@ func withExpected(rep ops.KeyReport, versions map[int64]*int64) ops.KeyReport {
 }
 
 func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
-	dls, err := s.store.Operator().DeadLetterList(r.Context(), s.opt.Consumer, r.URL.Query().Get("all") == "true")
+	dls, err := s.store.Executor().DeadLetterList(r.Context(), store.DeadLetterListParams{Consumer: s.opt.Consumer, All: r.URL.Query().Get("all") == "true"})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -218,7 +219,7 @@ func (s *Server) showDLQ(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := s.store.Operator().DeadLetterGet(r.Context(), s.opt.Consumer, seq)
+	d, err := s.store.Executor().DeadLetterGet(r.Context(), store.DeadLetterRef{Consumer: s.opt.Consumer, Seq: seq})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -245,15 +246,15 @@ type Collision struct {
 // both payloads side by side.
 func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	op := s.store.Operator()
-	parked, err := op.ParkedList(ctx, s.opt.Consumer, "")
+	op := s.store.Executor()
+	parked, err := op.ParkedList(ctx, store.KeyRef{Consumer: s.opt.Consumer, Key: ""})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
 	out := []Collision{}
 	for _, p := range parked {
-		if p.Reason != store.ParkCollision {
+		if p.Reason != state.ParkCollision {
 			continue
 		}
 		c := Collision{Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, Reason: p.Detail, At: stamp(p.ParkedAt),
@@ -276,20 +277,21 @@ func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
 // firstPayload finds the payload an identity was first recorded with:
 // applied (the gateway kept it), parked (held or blocked) or dead-lettered.
 func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []store.Parked) ([]byte, string, error) {
-	outcome, _, _, err := s.store.Operator().InboxSeen(ctx, s.opt.Consumer, c.Source, c.ID)
-	if err != nil {
+	seen, err := s.store.Executor().InboxSeen(ctx, store.MessageRef{Consumer: s.opt.Consumer, Source: c.Source, ID: c.ID})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, "", err
 	}
+	outcome := string(seen.Outcome)
 	env, ok, err := envelopeOf(ctx, s.store.DB(), s.opt.Consumer, c.Source, c.ID)
 	if err != nil || ok {
 		return env, outcome, err
 	}
 	for _, p := range parked {
-		if p.Source == c.Source && p.ID == c.ID && p.Reason != store.ParkCollision {
+		if p.Source == c.Source && p.ID == c.ID && p.Reason != state.ParkCollision {
 			return p.Envelope, outcome, nil
 		}
 	}
-	dls, err := s.store.Operator().DeadLetterList(ctx, s.opt.Consumer, true)
+	dls, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: true})
 	if err != nil {
 		return nil, outcome, err
 	}
@@ -330,10 +332,10 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	op := s.store.Operator()
+	op := s.store.Executor()
 	rows := []AuditView{}
 	if object != "" {
-		as, err := op.AuditList(ctx, s.opt.Consumer, object, limit)
+		as, err := op.AuditList(ctx, store.AuditListParams{Consumer: s.opt.Consumer, Key: object, Limit: limit})
 		if err != nil {
 			s.serverError(w, r, err)
 			return
@@ -344,7 +346,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "object": object, "audit": rows})
 		return
 	}
-	as, err := op.AuditList(ctx, s.opt.Consumer, "", auditScan)
+	as, err := op.AuditList(ctx, store.AuditListParams{Consumer: s.opt.Consumer, Key: "", Limit: auditScan})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -380,13 +382,16 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 // identity reads what the inbox, the decisions and the gateway hold for
 // (source, id).
 func (s *Server) identity(ctx context.Context, source, id string) (IdentityView, bool, error) {
-	op := s.store.Operator()
-	outcome, hash, found, err := op.InboxSeen(ctx, s.opt.Consumer, source, id)
-	if err != nil || !found {
+	op := s.store.Executor()
+	seen, err := op.InboxSeen(ctx, store.MessageRef{Consumer: s.opt.Consumer, Source: source, ID: id})
+	if errors.Is(err, store.ErrNotFound) {
+		return IdentityView{}, false, nil
+	}
+	if err != nil {
 		return IdentityView{}, false, err
 	}
-	v := IdentityView{Source: source, ID: id, InboxOutcome: outcome, PayloadHash: hash}
-	if d, err := op.DecisionGet(ctx, s.opt.Consumer, source, id); err == nil {
+	v := IdentityView{Source: source, ID: id, InboxOutcome: string(seen.Outcome), PayloadHash: seen.PayloadHash}
+	if d, err := op.DecisionGet(ctx, store.MessageRef{Consumer: s.opt.Consumer, Source: source, ID: id}); err == nil {
 		txt := string(d)
 		v.AgentVerdict = &txt
 	} else if !errors.Is(err, store.ErrNotFound) {

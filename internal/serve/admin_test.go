@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,10 +53,10 @@ func TestAdminRequiresTheToken(t *testing.T) {
 			require.EqualValues(t, 401, body["status"])
 		}
 	}
-	dl, err := r.store.Operator().DeadLetterGet(context.Background(), "gateway", seq)
+	dl, err := r.store.Executor().DeadLetterGet(context.Background(), store.DeadLetterRef{Consumer: "gateway", Seq: seq})
 	require.NoError(t, err)
-	require.Equal(t, store.DeadLetterOpen, dl.State, "nothing changed")
-	reqs, err := r.store.Control().RequestListPending(context.Background(), "gateway")
+	require.Equal(t, state.DeadLetterOpen, dl.State, "nothing changed")
+	reqs, err := r.store.Executor().RequestListPending(context.Background(), "gateway")
 	require.NoError(t, err)
 	require.Empty(t, reqs, "no operator request recorded")
 	require.EqualValues(t, 0, r.effects(t))
@@ -108,7 +109,7 @@ func TestAdminRedriveAndSkip(t *testing.T) {
 			res = r.call2(t, "POST", "/v1/admin/dlq/"+itoa(seq2)+"/skip", map[string]string{"Seqbox-By": "bob", "Seqbox-Reason": "refunded by hand"}, 200)
 			ds := list(t, res, "decisions")
 			require.Equal(t, "applied", ds[len(ds)-1]["outcome"], "%v", ds)
-			req, err := r.store.Control().RequestGet(context.Background(), int64(res["request"].(float64)))
+			req, err := r.store.Executor().RequestGet(context.Background(), int64(res["request"].(float64)))
 			require.NoError(t, err)
 			require.Equal(t, "bob", req.RequestedBy)
 			require.Equal(t, "refunded by hand", req.Reason)

@@ -58,7 +58,7 @@ type dispatcher struct {
 	client   *http.Client
 	ledger   *effects.Ledger
 	seq      *sequencer
-	op       store.Operator
+	op       store.Executor
 	advance  bool          // GapPolicy advance: a gap does not hold
 	maxAge   time.Duration // the business deadline (0: none)
 	db       *sql.DB
@@ -135,7 +135,7 @@ func (a *dispatcher) gate(ctx context.Context, ev seqbox.Event) error {
 	if ev.PartitionKey == "" {
 		return nil
 	}
-	kv, err := a.op.KeyViewGet(ctx, a.consumer, ev.PartitionKey)
+	kv, err := a.op.KeyViewGet(ctx, store.KeyRef{Consumer: a.consumer, Key: ev.PartitionKey})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

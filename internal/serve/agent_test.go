@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,9 +65,12 @@ func (a *fakeAgent) snapshot() []agentCall {
 
 func (r *running) outcome(t *testing.T, id string) string {
 	t.Helper()
-	o, _, _, err := r.store.Operator().InboxSeen(t.Context(), r.opt.Consumer, "crm", id)
+	seen, err := r.store.Executor().InboxSeen(t.Context(), store.MessageRef{Consumer: r.opt.Consumer, Source: "crm", ID: id})
+	if errors.Is(err, store.ErrNotFound) {
+		return ""
+	}
 	require.NoError(t, err)
-	return o
+	return string(seen.Outcome)
 }
 
 // The agent gets each key's events one at a time, in version order, with

@@ -77,7 +77,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		now = opt.Policy.Now
 	}
 	s.series = newOutcomeSeries(now)
-	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, op: st.Operator(), now: now,
+	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, op: st.Executor(), now: now,
 		advance: opt.Policy.GapPolicy == seqbox.GapAdvance, maxAge: opt.Policy.MaxAge, db: st.DB(),
 		client: &http.Client{Timeout: opt.AgentTimeout}}
 	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now}); err != nil {

@@ -132,13 +132,13 @@ func deadLetterView(d store.DeadLetter, full bool) DeadLetterView {
 
 func parkedView(p store.Parked) ParkedView {
 	return ParkedView{Seq: p.Seq, Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, ObjectVersion: p.ObjectVersion,
-		Reason: p.Reason, Detail: p.Detail, PayloadHash: p.PayloadHash, ParkedAt: stamp(p.ParkedAt), HoldUntil: stamp(p.HoldUntil),
+		Reason: string(p.Reason), Detail: p.Detail, PayloadHash: p.PayloadHash, ParkedAt: stamp(p.ParkedAt), HoldUntil: stamp(p.HoldUntil),
 		Envelope: payload(p.Envelope)}
 }
 
 func auditView(a store.AuditRow) AuditView {
 	return AuditView{Seq: a.Seq, Source: a.Source, ID: a.ID, PartitionKey: a.PartitionKey, ReceivedVersion: a.ReceivedVersion,
-		CurrentVersion: a.CurrentVersion, Outcome: a.Outcome, Reason: a.Reason, NextAction: a.NextAction, At: stamp(a.At)}
+		CurrentVersion: a.CurrentVersion, Outcome: string(a.Outcome), Reason: a.Reason, NextAction: a.NextAction, At: stamp(a.At)}
 }
 
 // keyItem adds the API's view of the next action to a key report.

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/seqbox/seqbox/store"
 )
@@ -68,7 +67,8 @@ func rowsText(template, row string, first, rows int) string {
 // (the lock order every batch uses), with whether anything is parked or
 // retrying on each. On PostgreSQL the flags are read after the locks are
 // granted, as Key explains.
-func (t *Tx) KeyLockMany(ctx context.Context, consumer string, keys []string) (map[string]store.KeyState, error) {
+func (t *Executor) KeyLockMany(ctx context.Context, p store.KeyLockManyParams) (map[string]store.KeyState, error) {
+	consumer, keys := p.Consumer, p.Keys
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
@@ -110,7 +110,7 @@ func (t *Tx) KeyLockMany(ctx context.Context, consumer string, keys []string) (m
 }
 
 // scanKeys reads key rows into out, with the two flag columns when flags.
-func (t *Tx) scanKeys(ctx context.Context, out map[string]store.KeyState, q string, args []any, flags bool) error {
+func (t *Executor) scanKeys(ctx context.Context, out map[string]store.KeyState, q string, args []any, flags bool) error {
 	rows, err := t.query(ctx, q, args...)
 	if err != nil {
 		return err
@@ -133,7 +133,8 @@ func (t *Tx) scanKeys(ctx context.Context, out map[string]store.KeyState, q stri
 }
 
 // KeyEnsureMany creates the missing key rows.
-func (t *Tx) KeyEnsureMany(ctx context.Context, consumer string, keys []string, at time.Time) error {
+func (t *Executor) KeyEnsureMany(ctx context.Context, p store.KeyEnsureManyParams) error {
+	consumer, keys, at := p.Consumer, p.Keys, p.At
 	return eachChunk(len(keys), func(lo, hi int) error {
 		_, err := t.exec(ctx, rowsText(`INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
 			VALUES {{ROWS}} ON CONFLICT (consumer, partitionkey) DO NOTHING`, "($1, $a, $2)", 2, hi-lo),
@@ -144,7 +145,7 @@ func (t *Tx) KeyEnsureMany(ctx context.Context, consumer string, keys []string, 
 
 // InboxInsertMany inserts identities in multi-row statements; the primary
 // key decides, and RETURNING names the rows that went in.
-func (t *Tx) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]bool, error) {
+func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]bool, error) {
 	inserted := make([]bool, len(rs))
 	err := eachChunk(len(rs), func(lo, hi int) error {
 		args := make([]any, 0, (hi-lo)*15)
@@ -182,9 +183,10 @@ func (t *Tx) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]bool, 
 // InboxSetOutcomeMany records many outcomes, one prepared statement each:
 // the pipeline records most outcomes when it inserts the identity, so
 // these are few.
-func (t *Tx) InboxSetOutcomeMany(ctx context.Context, consumer string, rs []store.OutcomeRow) error {
+func (t *Executor) InboxSetOutcomeMany(ctx context.Context, p store.InboxSetOutcomeManyParams) error {
+	consumer, rs := p.Consumer, p.Rows
 	for _, r := range rs {
-		if err := t.InboxSetOutcome(ctx, consumer, r.Source, r.ID, r.Outcome, r.ProcessedAt); err != nil {
+		if err := t.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: consumer, Source: r.Source, ID: r.ID, Outcome: r.Outcome, ProcessedAt: r.ProcessedAt}); err != nil {
 			return err
 		}
 	}
@@ -194,7 +196,8 @@ func (t *Tx) InboxSetOutcomeMany(ctx context.Context, consumer string, rs []stor
 // KeyAdvanceMany runs many key compare-and-sets, a chunk per statement. The
 // keys are named in an IN list, so that every database probes the key
 // index once per key rather than join the whole consumer's keys.
-func (t *Tx) KeyAdvanceMany(ctx context.Context, consumer string, moves []store.KeyMove, at time.Time) (int, error) {
+func (t *Executor) KeyAdvanceMany(ctx context.Context, p store.KeyAdvanceManyParams) (int, error) {
+	consumer, moves, at := p.Consumer, p.Moves, p.At
 	won := 0
 	err := eachChunk(len(moves), func(lo, hi int) error {
 		args := []any{consumer, micros(at)}
@@ -243,7 +246,8 @@ func advanceText(n int) string {
 // RetryClearMany forgets the attempts of many identities. Each identity is
 // a primary-key term of its own (OR), which both databases answer from
 // the primary key.
-func (t *Tx) RetryClearMany(ctx context.Context, consumer string, ids []store.Identity) error {
+func (t *Executor) RetryClearMany(ctx context.Context, p store.RetryClearManyParams) error {
+	consumer, ids := p.Consumer, p.IDs
 	return eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{consumer}
 		for _, id := range ids[lo:hi] {

@@ -9,15 +9,11 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 const decisionQuery = `SELECT decision FROM seqbox_decisions WHERE consumer = $1 AND source = $2 AND id = $3`
 
-func readDecision(ctx context.Context, q queryer, consumer, source, id string) ([]byte, error) {
+func (t *Executor) readDecision(ctx context.Context, consumer, source, id string) ([]byte, error) {
 	var d []byte
-	err := q.QueryRowContext(ctx, decisionQuery, consumer, source, id).Scan(&d)
+	err := t.queryRow(ctx, decisionQuery, consumer, source, id).Scan(&d)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -25,43 +21,37 @@ func readDecision(ctx context.Context, q queryer, consumer, source, id string) (
 }
 
 // DecisionGet reads the decision recorded for an identity.
-func (t *Tx) DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error) {
-	return readDecision(ctx, t.tx, consumer, source, id)
-}
-
-// DecisionRecord stores a decision inside the batch transaction.
-func (t *Tx) DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) error {
-	_, err := t.exec(ctx, insertDecision, consumer, source, id, decision, micros(at))
-	return err
+func (t *Executor) DecisionGet(ctx context.Context, p store.MessageRef) ([]byte, error) {
+	return t.readDecision(ctx, p.Consumer, p.Source, p.ID)
 }
 
 const insertDecision = `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at)
 	VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, source, id) DO NOTHING`
 
-func (o operator) DecisionGet(ctx context.Context, consumer, source, id string) ([]byte, error) {
-	return readDecision(ctx, o.db, consumer, source, id)
-}
-
-func (o operator) DecisionRecord(ctx context.Context, consumer, source, id string, decision []byte, at time.Time) ([]byte, error) {
-	if _, err := o.db.ExecContext(ctx, insertDecision, consumer, source, id, decision, micros(at)); err != nil {
+// DecisionRecord stores a decision unless one is recorded, and returns the
+// recorded one.
+func (o *Executor) DecisionRecord(ctx context.Context, p store.DecisionRecordParams) ([]byte, error) {
+	if _, err := o.exec(ctx, insertDecision, p.Consumer, p.Source, p.ID, p.Decision, micros(p.At)); err != nil {
 		return nil, err
 	}
-	return readDecision(ctx, o.db, consumer, source, id)
+	return o.readDecision(ctx, p.Consumer, p.Source, p.ID)
 }
 
-func (o operator) InboxSeen(ctx context.Context, consumer, source, id string) (string, string, bool, error) {
-	var outcome, hash string
-	err := o.db.QueryRowContext(ctx, `SELECT outcome, payload_hash FROM seqbox_inbox
-		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).Scan(&outcome, &hash)
+// InboxSeen reads an identity's outcome and payload hash, unlocked.
+func (o *Executor) InboxSeen(ctx context.Context, p store.MessageRef) (store.Seen, error) {
+	var s store.Seen
+	err := o.queryRow(ctx, `SELECT outcome, payload_hash FROM seqbox_inbox
+		WHERE consumer = $1 AND source = $2 AND id = $3`, p.Consumer, p.Source, p.ID).Scan(&s.Outcome, &s.PayloadHash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", false, nil
+		return store.Seen{}, store.ErrNotFound
 	}
-	return outcome, hash, err == nil, err
+	return s, err
 }
 
-func (o operator) KeyVersion(ctx context.Context, consumer, key string) (*int64, error) {
+func (o *Executor) KeyVersion(ctx context.Context, p store.KeyRef) (*int64, error) {
+	consumer, key := p.Consumer, p.Key
 	var v sql.NullInt64
-	err := o.db.QueryRowContext(ctx, `SELECT version FROM seqbox_keys WHERE consumer = $1 AND partitionkey = $2`,
+	err := o.queryRow(ctx, `SELECT version FROM seqbox_keys WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -69,29 +59,31 @@ func (o operator) KeyVersion(ctx context.Context, consumer, key string) (*int64,
 	return ptrInt(v), err
 }
 
-func (o operator) DecisionClaim(ctx context.Context, consumer, source, id, owner string, now, until time.Time) (bool, time.Time, error) {
-	res, err := o.db.ExecContext(ctx, `INSERT INTO seqbox_decision_claims (consumer, source, id, owner, expires_at)
+// DecisionClaim claims the right to decide an identity.
+func (o *Executor) DecisionClaim(ctx context.Context, p store.DecisionClaimParams) (store.DecisionClaim, error) {
+	res, err := o.exec(ctx, `INSERT INTO seqbox_decision_claims (consumer, source, id, owner, expires_at)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (consumer, source, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 		WHERE seqbox_decision_claims.owner = excluded.owner OR seqbox_decision_claims.expires_at <= $6`,
-		consumer, source, id, owner, micros(until), micros(now))
+		p.Consumer, p.Source, p.ID, p.Owner, micros(p.Until), micros(p.Now))
 	if err != nil {
-		return false, time.Time{}, err
+		return store.DecisionClaim{}, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return n == 1, until, err
+		return store.DecisionClaim{Claimed: n == 1, Until: p.Until}, err
 	}
 	var held int64
-	err = o.db.QueryRowContext(ctx, `SELECT expires_at FROM seqbox_decision_claims
-		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).Scan(&held)
+	err = o.queryRow(ctx, `SELECT expires_at FROM seqbox_decision_claims
+		WHERE consumer = $1 AND source = $2 AND id = $3`, p.Consumer, p.Source, p.ID).Scan(&held)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, now, nil // released meanwhile: try again at once
+		return store.DecisionClaim{Until: p.Now}, nil // unclaimed meanwhile: try again at once
 	}
-	return false, time.UnixMicro(held), err
+	return store.DecisionClaim{Until: time.UnixMicro(held)}, err
 }
 
-func (o operator) DecisionUnclaim(ctx context.Context, consumer, source, id, owner string) error {
-	_, err := o.db.ExecContext(ctx, `DELETE FROM seqbox_decision_claims
-		WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $4`, consumer, source, id, owner)
+// DecisionUnclaim drops an owner's claim.
+func (o *Executor) DecisionUnclaim(ctx context.Context, p store.DecisionUnclaimParams) error {
+	_, err := o.exec(ctx, `DELETE FROM seqbox_decision_claims
+		WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $4`, p.Consumer, p.Source, p.ID, p.Owner)
 	return err
 }

@@ -11,11 +11,6 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// operator runs the queries that sit outside the pipeline.
-type operator struct{ db *sql.DB }
-
-var _ store.Operator = operator{}
-
 const dlqColumns = `seq, consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
 	first_error, last_error, dead_at, state, resolution, resolved_at`
 
@@ -43,10 +38,8 @@ func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var ver, resolved sql.NullInt64
 	var dead int64
-	var state string
 	err := row.Scan(&d.Seq, &d.Consumer, &d.Source, &d.ID, &d.PartitionKey, &ver, &d.PayloadHash, &d.Envelope,
-		&d.Reason, &d.Attempts, &d.FirstError, &d.LastError, &dead, &state, &d.Resolution, &resolved)
-	d.State = store.DeadLetterState(state)
+		&d.Reason, &d.Attempts, &d.FirstError, &d.LastError, &dead, &d.State, &d.Resolution, &resolved)
 	d.ObjectVersion = ptrInt(ver)
 	d.DeadAt = time.UnixMicro(dead).UTC()
 	if resolved.Valid {
@@ -56,14 +49,16 @@ func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 	return d, err
 }
 
-func (o operator) DeadLetterList(ctx context.Context, consumer string, all bool) ([]store.DeadLetter, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
+func (o *Executor) DeadLetterList(ctx context.Context, p store.DeadLetterListParams) ([]store.DeadLetter, error) {
+	consumer, all := p.Consumer, p.All
+	rows, err := o.query(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
 		WHERE consumer = $1 AND ($2 OR state = 'open') ORDER BY seq`, consumer, all)
 	return collect(rows, err, scanDLQ)
 }
 
-func (o operator) DeadLetterGet(ctx context.Context, consumer string, seq int64) (store.DeadLetter, error) {
-	d, err := scanDLQ(o.db.QueryRowContext(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
+func (o *Executor) DeadLetterGet(ctx context.Context, p store.DeadLetterRef) (store.DeadLetter, error) {
+	consumer, seq := p.Consumer, p.Seq
+	d, err := scanDLQ(o.queryRow(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
 		WHERE consumer = $1 AND seq = $2`, consumer, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, store.ErrNotFound
@@ -82,12 +77,12 @@ const keyViewQuery = `SELECT k.consumer, k.partitionkey, k.version, k.blocked, k
 	GROUP BY k.consumer, k.partitionkey, k.version, k.blocked, k.blocked_source, k.blocked_id,
 		k.blocked_reason, k.blocked_since, k.updated_at`
 
-func (o operator) keyViews(ctx context.Context, consumer, key string, stuck bool) ([]store.KeyView, error) {
+func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck bool) ([]store.KeyView, error) {
 	q := keyViewQuery
 	if stuck {
 		q += ` HAVING k.blocked = 1 OR SUM(CASE WHEN p.reason IN ('held', 'blocked') THEN 1 ELSE 0 END) > 0`
 	}
-	rows, err := o.db.QueryContext(ctx, q, consumer, key)
+	rows, err := o.query(ctx, q, consumer, key)
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +111,13 @@ func (o operator) keyViews(ctx context.Context, consumer, key string, stuck bool
 	return out, rows.Err()
 }
 
-func (o operator) KeyViewList(ctx context.Context, consumer string, stuck bool) ([]store.KeyView, error) {
+func (o *Executor) KeyViewList(ctx context.Context, p store.KeyViewListParams) ([]store.KeyView, error) {
+	consumer, stuck := p.Consumer, p.Stuck
 	return o.keyViews(ctx, consumer, "", stuck)
 }
 
-func (o operator) KeyViewGet(ctx context.Context, consumer, key string) (store.KeyView, error) {
+func (o *Executor) KeyViewGet(ctx context.Context, p store.KeyRef) (store.KeyView, error) {
+	consumer, key := p.Consumer, p.Key
 	if key == "" {
 		return store.KeyView{}, store.ErrNotFound
 	}
@@ -134,8 +131,9 @@ func (o operator) KeyViewGet(ctx context.Context, consumer, key string) (store.K
 	return vs[0], nil
 }
 
-func (o operator) ParkedList(ctx context.Context, consumer, key string) ([]store.Parked, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
+func (o *Executor) ParkedList(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
+	consumer, key := p.Consumer, p.Key
+	rows, err := o.query(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
 		WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2) ORDER BY partitionkey, COALESCE(objectversion, -1), seq`,
 		consumer, key)
 	if err != nil {
@@ -144,8 +142,9 @@ func (o operator) ParkedList(ctx context.Context, consumer, key string) ([]store
 	return scanParked(rows)
 }
 
-func (o operator) AuditList(ctx context.Context, consumer, key string, limit int) ([]store.AuditRow, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT seq, consumer, source, id, partitionkey, received_version,
+func (o *Executor) AuditList(ctx context.Context, p store.AuditListParams) ([]store.AuditRow, error) {
+	consumer, key, limit := p.Consumer, p.Key, p.Limit
+	rows, err := o.query(ctx, `SELECT seq, consumer, source, id, partitionkey, received_version,
 		current_version, outcome, reason, next_action, at FROM (
 			SELECT * FROM seqbox_audit WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2)
 			ORDER BY seq DESC LIMIT $3) recent ORDER BY seq`, consumer, key, limit)
@@ -169,8 +168,9 @@ func (o operator) AuditList(ctx context.Context, consumer, key string, limit int
 	return out, rows.Err()
 }
 
-func (o operator) GapList(ctx context.Context, consumer, key string) ([]store.Gap, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT consumer, partitionkey, from_version, to_version, decided_by, reason, at
+func (o *Executor) GapList(ctx context.Context, p store.KeyRef) ([]store.Gap, error) {
+	consumer, key := p.Consumer, p.Key
+	rows, err := o.query(ctx, `SELECT consumer, partitionkey, from_version, to_version, decided_by, reason, at
 		FROM seqbox_gaps WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2) ORDER BY seq`, consumer, key)
 	if err != nil {
 		return nil, err
@@ -189,10 +189,10 @@ func (o operator) GapList(ctx context.Context, consumer, key string) ([]store.Ga
 	return out, rows.Err()
 }
 
-func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, error) {
+func (o *Executor) Counts(ctx context.Context, consumer string) (store.Counts, error) {
 	var c store.Counts
 	var oldest sql.NullInt64
-	err := o.db.QueryRowContext(ctx, `SELECT
+	err := o.queryRow(ctx, `SELECT
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome <> 'rejected'),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome = 'applied'),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1),
@@ -209,8 +209,9 @@ func (o operator) Counts(ctx context.Context, consumer string) (store.Counts, er
 	return c, err
 }
 
-func (o operator) ParkedListDue(ctx context.Context, consumer string, now time.Time) ([]store.Parked, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked p
+func (o *Executor) ParkedListDue(ctx context.Context, p store.ParkedListDueParams) ([]store.Parked, error) {
+	consumer, now := p.Consumer, p.Now
+	rows, err := o.query(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked p
 		WHERE consumer = $1 AND reason = 'held' AND hold_until IS NOT NULL AND hold_until <= $2
 		AND NOT EXISTS (SELECT 1 FROM seqbox_parked q WHERE q.consumer = p.consumer
 			AND q.partitionkey = p.partitionkey AND q.reason = 'held'
@@ -223,8 +224,9 @@ func (o operator) ParkedListDue(ctx context.Context, consumer string, now time.T
 	return scanParked(rows)
 }
 
-func (o operator) KeyListBlockedBefore(ctx context.Context, consumer string, before time.Time) ([]store.KeyState, error) {
-	rows, err := o.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
+func (o *Executor) KeyListBlockedBefore(ctx context.Context, p store.KeyListBlockedBeforeParams) ([]store.KeyState, error) {
+	consumer, before := p.Consumer, p.Before
+	rows, err := o.query(ctx, `SELECT `+keyColumns+` FROM seqbox_keys
 		WHERE consumer = $1 AND blocked = 1 AND blocked_since < $2 ORDER BY blocked_since`, consumer, micros(before))
 	if err != nil {
 		return nil, err
@@ -241,19 +243,22 @@ func (o operator) KeyListBlockedBefore(ctx context.Context, consumer string, bef
 	return out, rows.Err()
 }
 
-func (o operator) InboxPurge(ctx context.Context, consumer string, now time.Time, batch int) (int64, error) {
-	// Attempts of an identity that settled are stale; they would come back
-	// to life (hold the key) once the identity is purged.
-	// Driven from the (small) retries table, so its cost does not grow
-	// with the inbox rows still to purge.
-	if _, err := o.db.ExecContext(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND (source, id) IN (
+func (o *Executor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (int64, error) {
+	consumer,
+		// Attempts of an identity that settled are stale; they would come back
+		// to life (hold the key) once the identity is purged.
+		// Driven from the (small) retries table, so its cost does not grow
+		// with the inbox rows still to purge.
+		now, batch := p.Consumer, p.Now, p.Limit
+
+	if _, err := o.exec(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND (source, id) IN (
 		SELECT r.source, r.id FROM seqbox_retries r WHERE r.consumer = $1 AND EXISTS (
 			SELECT 1 FROM seqbox_inbox i WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
 			AND i.retention_until < $2) LIMIT $3)`, consumer, micros(now), batch); err != nil {
 		return 0, err
 	}
 	// Oldest first, through the retention index.
-	res, err := o.db.ExecContext(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
+	res, err := o.exec(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
 		SELECT source, id FROM seqbox_inbox WHERE consumer = $1 AND retention_until < $2
 		AND outcome NOT IN ('held', 'blocked') ORDER BY retention_until LIMIT $3)`, consumer, micros(now), batch)
 	if err != nil {

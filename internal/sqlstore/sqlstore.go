@@ -388,7 +388,7 @@ func tablesOf(ctx context.Context, q Querier, listTables string) (map[string]boo
 }
 
 // Begin opens a batch transaction.
-func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
+func (s *Store) Begin(ctx context.Context) (store.ExecutorTx, error) {
 	var unlock func()
 	if s.dialect.OneWriter {
 		// Take turns here rather than in SQLite's busy handler, which
@@ -415,16 +415,19 @@ func (s *Store) Begin(ctx context.Context) (store.Tx, error) {
 		}
 		return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
 	}
-	return &Tx{tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts, unlock: unlock}, nil
+	return &Executor{db: tx, tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts, unlock: unlock}, nil
 }
 
-// Within wraps a transaction the caller opened on the pool.
-func (s *Store) Within(tx *sql.Tx) store.Tx {
-	return &Tx{tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts}
+// UnwrapTx runs the driver's statements in a transaction the caller opened
+// on the pool.
+func (s *Store) UnwrapTx(tx *sql.Tx) store.ExecutorTx {
+	return &Executor{db: tx, tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts}
 }
 
-// Operator returns the operator queries.
-func (s *Store) Operator() store.Operator { return operator{db: s.db} }
+// Executor runs the driver's statements on the pool.
+func (s *Store) Executor() store.Executor {
+	return &Executor{db: s.db, lockRow: s.dialect.LockRow, stmts: s.stmts}
+}
 
 // DB returns the pool.
 func (s *Store) DB() *sql.DB { return s.db }

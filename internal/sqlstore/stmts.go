@@ -61,26 +61,36 @@ func (c *stmtCache) close() {
 	})
 }
 
-// exec runs q in the transaction, prepared when the store caches.
-func (t *Tx) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := t.stmts.get(ctx, q); st != nil {
-		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+// stmt returns q prepared for the executor's transaction or pool, or nil
+// when the store does not cache statements.
+func (t *Executor) stmt(ctx context.Context, q string) *sql.Stmt {
+	st := t.stmts.get(ctx, q)
+	if st != nil && t.tx != nil {
+		st = t.tx.StmtContext(ctx, st)
 	}
-	return t.tx.ExecContext(ctx, q, args...)
+	return st
 }
 
-// query runs q in the transaction, prepared when the store caches.
-func (t *Tx) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := t.stmts.get(ctx, q); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+// exec runs q, prepared when the store caches.
+func (t *Executor) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := t.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
 	}
-	return t.tx.QueryContext(ctx, q, args...)
+	return t.db.ExecContext(ctx, q, args...)
 }
 
-// queryRow runs q in the transaction, prepared when the store caches.
-func (t *Tx) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := t.stmts.get(ctx, q); st != nil {
-		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+// query runs q, prepared when the store caches.
+func (t *Executor) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
-	return t.tx.QueryRowContext(ctx, q, args...)
+	return t.db.QueryContext(ctx, q, args...)
+}
+
+// queryRow runs q, prepared when the store caches.
+func (t *Executor) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.db.QueryRowContext(ctx, q, args...)
 }

@@ -11,12 +11,21 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Tx is one batch transaction.
-type Tx struct {
+// Executor runs the driver's statements on the pool, or inside one
+// transaction (then it is also a store.ExecutorTx).
+type Executor struct {
+	// db is the pool, or tx.
+	db interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+	// tx is the transaction (nil on the pool).
 	tx      *sql.Tx
 	lockRow string
 	stmts   *stmtCache
@@ -25,36 +34,36 @@ type Tx struct {
 	unlock func()
 }
 
-var _ store.Tx = (*Tx)(nil)
+var _ store.ExecutorTx = (*Executor)(nil)
 
 // SQL returns the transaction for the handler's business writes.
-func (t *Tx) SQL() *sql.Tx { return t.tx }
+func (t *Executor) SQL() *sql.Tx { return t.tx }
 
 // Savepoint opens a savepoint.
-func (t *Tx) Savepoint(ctx context.Context, name string) error {
+func (t *Executor) Savepoint(ctx context.Context, name string) error {
 	_, err := t.exec(ctx, "SAVEPOINT "+name)
 	return err
 }
 
 // SavepointRollback undoes everything since the savepoint, which stays open.
-func (t *Tx) SavepointRollback(ctx context.Context, name string) error {
+func (t *Executor) SavepointRollback(ctx context.Context, name string) error {
 	_, err := t.exec(ctx, "ROLLBACK TO SAVEPOINT "+name)
 	return err
 }
 
 // SavepointRelease closes the savepoint, keeping its work.
-func (t *Tx) SavepointRelease(ctx context.Context, name string) error {
+func (t *Executor) SavepointRelease(ctx context.Context, name string) error {
 	_, err := t.exec(ctx, "RELEASE SAVEPOINT "+name)
 	return err
 }
 
 // Commit commits the batch.
-func (t *Tx) Commit() error {
+func (t *Executor) Commit() error {
 	defer t.release()
 	return StorageError("commit", t.tx.Commit())
 }
 
-func (t *Tx) release() {
+func (t *Executor) release() {
 	if t.unlock != nil {
 		t.unlock()
 	}
@@ -74,13 +83,13 @@ func StorageError(op string, err error) error {
 }
 
 // Rollback abandons the batch.
-func (t *Tx) Rollback() error {
+func (t *Executor) Rollback() error {
 	defer t.release()
 	return t.tx.Rollback()
 }
 
 // InboxInsert inserts an identity; the primary key arbitrates.
-func (t *Tx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
+func (t *Executor) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
 	res, err := t.exec(ctx, `INSERT INTO seqbox_inbox
 		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
 		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
@@ -97,7 +106,8 @@ func (t *Tx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
 }
 
 // InboxGet reads one identity.
-func (t *Tx) InboxGet(ctx context.Context, consumer, source, id string) (store.InboxRow, error) {
+func (t *Executor) InboxGet(ctx context.Context, p store.MessageRef) (store.InboxRow, error) {
+	consumer, source, id := p.Consumer, p.Source, p.ID
 	r := store.InboxRow{Consumer: consumer, Source: source, ID: id}
 	var ver, processed sql.NullInt64
 	var received, retention int64
@@ -120,21 +130,24 @@ func (t *Tx) InboxGet(ctx context.Context, consumer, source, id string) (store.I
 }
 
 // InboxSetOutcome records the final outcome of an identity.
-func (t *Tx) InboxSetOutcome(ctx context.Context, consumer, source, id, outcome string, processedAt *time.Time) error {
+func (t *Executor) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomeParams) error {
+	consumer, source, id, outcome, processedAt := p.Consumer, p.Source, p.ID, p.Outcome, p.ProcessedAt
 	_, err := t.exec(ctx, `UPDATE seqbox_inbox SET outcome = $4, processed_at = $5
 		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id, outcome, optMicros(processedAt))
 	return err
 }
 
 // InboxDelete forgets an identity.
-func (t *Tx) InboxDelete(ctx context.Context, consumer, source, id string) error {
+func (t *Executor) InboxDelete(ctx context.Context, p store.MessageRef) error {
+	consumer, source, id := p.Consumer, p.Source, p.ID
 	_, err := t.exec(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`,
 		consumer, source, id)
 	return err
 }
 
 // BusinessKeyClaim is the unique insert of (consumer, businesskey).
-func (t *Tx) BusinessKeyClaim(ctx context.Context, consumer, businessKey, source, id string, at time.Time) (bool, error) {
+func (t *Executor) BusinessKeyClaim(ctx context.Context, p store.BusinessKeyClaimParams) (bool, error) {
+	consumer, businessKey, source, id, at := p.Consumer, p.BusinessKey, p.Source, p.ID, p.At
 	res, err := t.exec(ctx, `INSERT INTO seqbox_business_keys (consumer, businesskey, source, id, applied_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, businesskey) DO NOTHING`,
 		consumer, businessKey, source, id, micros(at))
@@ -170,7 +183,8 @@ func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 // for the lock re-reads the locked row but evaluates everything else with
 // the snapshot it started with, and would miss a message a concurrent
 // transaction parked on the key just before releasing it.
-func (t *Tx) KeyLock(ctx context.Context, consumer, key string) (store.KeyState, error) {
+func (t *Executor) KeyLock(ctx context.Context, p store.KeyRef) (store.KeyState, error) {
+	consumer, key := p.Consumer, p.Key
 	const flags = `CASE WHEN EXISTS (SELECT 1 FROM seqbox_parked p WHERE p.consumer = $1 AND p.partitionkey = $2) THEN 1 ELSE 0 END,
 		CASE WHEN EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = $1 AND r.partitionkey = $2) THEN 1 ELSE 0 END`
 	var parked, retries int
@@ -202,20 +216,21 @@ type extraColumns struct {
 func (e extraColumns) Scan(dest ...any) error { return e.row.Scan(append(dest, e.extra...)...) }
 
 // KeyEnsure creates the key row if it is missing.
-func (t *Tx) KeyEnsure(ctx context.Context, consumer, key string, at time.Time) error {
+func (t *Executor) KeyEnsure(ctx context.Context, p store.KeyEnsureParams) error {
+	consumer, key, at := p.Consumer, p.Key, p.At
 	_, err := t.exec(ctx, `INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
 		VALUES ($1, $2, $3) ON CONFLICT (consumer, partitionkey) DO NOTHING`, consumer, key, micros(at))
 	return err
 }
 
 // KeyAdvance compares and sets the key version.
-func (t *Tx) KeyAdvance(ctx context.Context, consumer, key string, prev *int64, next int64, at time.Time) (bool, error) {
-	p := int64(-1)
-	if prev != nil {
-		p = *prev
+func (t *Executor) KeyAdvance(ctx context.Context, p store.KeyAdvanceParams) (bool, error) {
+	prev := int64(-1)
+	if p.Prev != nil {
+		prev = *p.Prev
 	}
 	res, err := t.exec(ctx, `UPDATE seqbox_keys SET version = $3, updated_at = $5
-		WHERE consumer = $1 AND partitionkey = $2 AND COALESCE(version, -1) = $4`, consumer, key, next, p, micros(at))
+		WHERE consumer = $1 AND partitionkey = $2 AND COALESCE(version, -1) = $4`, p.Consumer, p.Key, p.Next, prev, micros(p.At))
 	if err != nil {
 		return false, err
 	}
@@ -224,7 +239,8 @@ func (t *Tx) KeyAdvance(ctx context.Context, consumer, key string, prev *int64, 
 }
 
 // KeyBlock blocks a key.
-func (t *Tx) KeyBlock(ctx context.Context, consumer, key, source, id, reason string, at time.Time) error {
+func (t *Executor) KeyBlock(ctx context.Context, p store.KeyBlockParams) error {
+	consumer, key, source, id, reason, at := p.Consumer, p.Key, p.Source, p.ID, p.Reason, p.At
 	_, err := t.exec(ctx, `UPDATE seqbox_keys SET blocked = 1, blocked_source = $3, blocked_id = $4,
 		blocked_reason = $5, blocked_since = $6, updated_at = $6 WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key, source, id, reason, micros(at))
@@ -232,7 +248,8 @@ func (t *Tx) KeyBlock(ctx context.Context, consumer, key, source, id, reason str
 }
 
 // KeyUnblock clears a key's block.
-func (t *Tx) KeyUnblock(ctx context.Context, consumer, key string, at time.Time) error {
+func (t *Executor) KeyUnblock(ctx context.Context, p store.KeyUnblockParams) error {
+	consumer, key, at := p.Consumer, p.Key, p.At
 	_, err := t.exec(ctx, `UPDATE seqbox_keys SET blocked = 0, blocked_source = '', blocked_id = '',
 		blocked_reason = '', blocked_since = NULL, updated_at = $3 WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key, micros(at))
@@ -241,7 +258,7 @@ func (t *Tx) KeyUnblock(ctx context.Context, consumer, key string, at time.Time)
 
 // ParkedInsert stores a message in the parked table. A colliding payload already
 // parked is not parked twice.
-func (t *Tx) ParkedInsert(ctx context.Context, p store.Parked) error {
+func (t *Executor) ParkedInsert(ctx context.Context, p store.Parked) error {
 	_, err := t.exec(ctx, `INSERT INTO seqbox_parked
 		(consumer, source, id, partitionkey, objectversion, reason, detail, envelope, payload_hash, parked_at, hold_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
@@ -273,7 +290,8 @@ func scanParked(rows *sql.Rows) ([]store.Parked, error) {
 
 // ParkedListWaiting lists a key's held and blocked messages in version order,
 // unversioned ones by arrival.
-func (t *Tx) ParkedListWaiting(ctx context.Context, consumer, key string) ([]store.Parked, error) {
+func (t *Executor) ParkedListWaiting(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
+	consumer, key := p.Consumer, p.Key
 	rows, err := t.query(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
 		WHERE consumer = $1 AND partitionkey = $2 AND reason IN ('held', 'blocked')
 		ORDER BY COALESCE(objectversion, -1), seq`, consumer, key)
@@ -284,27 +302,29 @@ func (t *Tx) ParkedListWaiting(ctx context.Context, consumer, key string) ([]sto
 }
 
 // ParkedDelete removes one parked row.
-func (t *Tx) ParkedDelete(ctx context.Context, seq int64) error {
+func (t *Executor) ParkedDelete(ctx context.Context, seq int64) error {
 	_, err := t.exec(ctx, `DELETE FROM seqbox_parked WHERE seq = $1`, seq)
 	return err
 }
 
 // ParkedSetReason moves a key's parked rows from one reason to another.
-func (t *Tx) ParkedSetReason(ctx context.Context, consumer, key, from, to string, holdUntil time.Time) error {
+func (t *Executor) ParkedSetReason(ctx context.Context, p store.ParkedSetReasonParams) error {
+	consumer, key, from, to, holdUntil := p.Consumer, p.Key, p.From, p.To, p.HoldUntil
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET reason = $4, hold_until = $5
 		WHERE consumer = $1 AND partitionkey = $2 AND reason = $3`, consumer, key, from, to, zeroNullMicros(holdUntil))
 	return err
 }
 
 // ParkedStartHolds sets a hold deadline on held rows that have none.
-func (t *Tx) ParkedStartHolds(ctx context.Context, consumer, key string, until time.Time) error {
+func (t *Executor) ParkedStartHolds(ctx context.Context, p store.ParkedStartHoldsParams) error {
+	consumer, key, until := p.Consumer, p.Key, p.Until
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET hold_until = $3
 		WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND hold_until IS NULL`, consumer, key, micros(until))
 	return err
 }
 
 // RetryRecord counts one failed attempt.
-func (t *Tx) RetryRecord(ctx context.Context, r store.RetryRow) (int, string, error) {
+func (t *Executor) RetryRecord(ctx context.Context, r store.RetryRow) (store.RetryCount, error) {
 	var attempts int
 	var first string
 	err := t.queryRow(ctx, `INSERT INTO seqbox_retries
@@ -314,11 +334,12 @@ func (t *Tx) RetryRecord(ctx context.Context, r store.RetryRow) (int, string, er
 			last_error = excluded.last_error, last_at = excluded.last_at
 		RETURNING attempts, first_error`,
 		r.Consumer, r.Source, r.ID, r.PartitionKey, r.Error, micros(r.At)).Scan(&attempts, &first)
-	return attempts, first, err
+	return store.RetryCount{Attempts: attempts, FirstError: first}, err
 }
 
 // RetryClear forgets the attempts of an identity.
-func (t *Tx) RetryClear(ctx context.Context, consumer, source, id string) error {
+func (t *Executor) RetryClear(ctx context.Context, p store.MessageRef) error {
+	consumer, source, id := p.Consumer, p.Source, p.ID
 	_, err := t.exec(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
 		consumer, source, id)
 	return err
@@ -326,7 +347,8 @@ func (t *Tx) RetryClear(ctx context.Context, consumer, source, id string) error 
 
 // ParkedRehold puts a parked message back as held until the given time, with
 // detail saying why it waits now.
-func (t *Tx) ParkedRehold(ctx context.Context, seq int64, until time.Time, detail string) error {
+func (t *Executor) ParkedRehold(ctx context.Context, p store.ParkedReholdParams) error {
+	seq, until, detail := p.Seq, p.Until, p.Detail
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET reason = 'held', hold_until = $2, detail = $3 WHERE seq = $1`,
 		seq, micros(until), detail)
 	return err
@@ -334,7 +356,8 @@ func (t *Tx) ParkedRehold(ctx context.Context, seq int64, until time.Time, detai
 
 // RetryOnKey returns the identity retrying on a key, if any, with the
 // time of its last failed attempt.
-func (t *Tx) RetryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryRow, error) {
+	consumer, key := p.Consumer, p.Key
 	r := store.RetryRow{Consumer: consumer, PartitionKey: key}
 	var last int64
 	// A retry row whose identity has since been recorded in the inbox is
@@ -344,14 +367,14 @@ func (t *Tx) RetryOnKey(ctx context.Context, consumer, key string) (store.RetryR
 			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id)
 		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, false, nil
+		return r, store.ErrNotFound
 	}
 	r.At = time.UnixMicro(last).UTC()
-	return r, err == nil, err
+	return r, err
 }
 
 // DeadLetterInsert stores the original envelope.
-func (t *Tx) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, error) {
+func (t *Executor) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, error) {
 	var seq int64
 	err := t.queryRow(ctx, `INSERT INTO seqbox_dlq
 		(consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
@@ -363,7 +386,8 @@ func (t *Tx) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, e
 
 // DeadLetterResolve marks one open DLQ row resolved. Resolving a row that
 // another transaction resolved first is store.ErrNotFound.
-func (t *Tx) DeadLetterResolve(ctx context.Context, consumer string, seq int64, state store.DeadLetterState, resolution string, at time.Time) error {
+func (t *Executor) DeadLetterResolve(ctx context.Context, p store.DeadLetterResolveParams) error {
+	consumer, seq, state, resolution, at := p.Consumer, p.Seq, p.State, p.Resolution, p.At
 	res, err := t.exec(ctx, `UPDATE seqbox_dlq SET state = $3, resolution = $4, resolved_at = $5
 		WHERE consumer = $1 AND seq = $2 AND state = 'open'`, consumer, seq, string(state), resolution, micros(at))
 	if err != nil {
@@ -378,8 +402,8 @@ func (t *Tx) DeadLetterResolve(ctx context.Context, consumer string, seq int64, 
 // AuditInsert records a non-applied outcome. A duplicate is counted on its
 // inbox row instead (how often, and when last); a collision of a payload
 // already audited for that identity adds no row.
-func (t *Tx) AuditInsert(ctx context.Context, a store.AuditRow) error {
-	if a.Outcome == store.OutcomeDuplicate {
+func (t *Executor) AuditInsert(ctx context.Context, a store.AuditRow) error {
+	if a.Outcome == state.Duplicate {
 		_, err := t.exec(ctx, `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
 			WHERE consumer = $1 AND source = $2 AND id = $3`, a.Consumer, a.Source, a.ID, micros(a.At))
 		return err
@@ -393,7 +417,7 @@ func (t *Tx) AuditInsert(ctx context.Context, a store.AuditRow) error {
 }
 
 // GapInsert records a known gap.
-func (t *Tx) GapInsert(ctx context.Context, g store.Gap) error {
+func (t *Executor) GapInsert(ctx context.Context, g store.Gap) error {
 	_, err := t.exec(ctx, `INSERT INTO seqbox_gaps
 		(consumer, partitionkey, from_version, to_version, decided_by, reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		g.Consumer, g.Key, g.FromVersion, g.ToVersion, g.DecidedBy, g.Reason, micros(g.At))

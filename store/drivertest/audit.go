@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,7 +63,7 @@ func testAuditDuplicate(t *testing.T, st store.Store) {
 	require.True(t, last.IsZero())
 
 	dup := store.AuditRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "order-1",
-		Outcome: store.OutcomeDuplicate, Reason: "seen before", At: at(10), PayloadHash: "sha256:1"}
+		Outcome: state.Duplicate, Reason: "seen before", At: at(10), PayloadHash: "sha256:1"}
 	require.NoError(t, e.tx.AuditInsert(e.ctx, dup))
 	n, last = e.duplicates("crm", "1")
 	require.Equal(t, []any{1, at(10)}, []any{n, last})
@@ -147,27 +148,31 @@ func testRecordGap(t *testing.T, st store.Store) {
 	require.Equal(t, gaps, got)
 }
 
-// DecisionGet reads what RecordDecision stored; the first decision of an
+// DecisionGet reads what DecisionRecord stored; the first decision of an
 // identity is kept.
 func testDecision(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
-	_, err := tx.DecisionGet(ctx, e.consumer, "crm", "1")
+	_, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	first := []byte("{\"route\":\"refund\",\"raw\":\"\x00\xff\"}")
-	require.NoError(t, tx.DecisionRecord(ctx, e.consumer, "crm", "1", first, at(1)))
-	got, err := tx.DecisionGet(ctx, e.consumer, "crm", "1")
+	recorded, err := tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: e.consumer, Source: "crm", ID: "1", Decision: first, At: at(1)})
+	require.NoError(t, err)
+	require.Equal(t, first, recorded)
+	got, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
 	require.Equal(t, first, got)
 
-	require.NoError(t, tx.DecisionRecord(ctx, e.consumer, "crm", "1", []byte(`{"route":"ignore"}`), at(2)))
-	got, err = tx.DecisionGet(ctx, e.consumer, "crm", "1")
+	recorded, err = tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: e.consumer, Source: "crm", ID: "1", Decision: []byte(`{"route":"ignore"}`), At: at(2)})
+	require.NoError(t, err)
+	require.Equal(t, first, recorded, "the recorded decision is returned, not the new one")
+	got, err = tx.DecisionGet(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
 	require.Equal(t, first, got, "the first decision stays")
 
-	_, err = tx.DecisionGet(ctx, e.consumer, "crm", "2")
+	_, err = tx.DecisionGet(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "2"})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = tx.DecisionGet(ctx, e.consumer+"/other", "crm", "1")
+	_, err = tx.DecisionGet(ctx, store.MessageRef{Consumer: e.consumer + "/other", Source: "crm", ID: "1"})
 	require.ErrorIs(t, err, store.ErrNotFound, "decisions belong to one consumer")
 }

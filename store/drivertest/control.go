@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
-// controlTests call the store.Control methods under a consumer of their
+// controlTests call the store.Executor methods under a consumer of their
 // own; registrations are shared by every consumer, so what they list is
 // filtered to the test's.
 var controlTests = []driverTest{
 	{"Register", testRegister},
-	{"ConsumerRegisterTx", testRegisterTx},
+	{"ConsumerRegister/UnwrapTx", testRegisterTx},
 	{"Requests", testRequests},
 }
 
@@ -24,7 +25,7 @@ var controlTests = []driverTest{
 // ConsumerList lists every consumer by name.
 func testRegister(t *testing.T, st store.Store) {
 	o := newOp(t, st)
-	c := st.Control()
+	c := st.Executor()
 	_, err := c.ConsumerGet(o.ctx, o.consumer)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
@@ -50,12 +51,12 @@ func testRegister(t *testing.T, st store.Store) {
 	r2.HeartbeatAt = at(3)
 	require.Equal(t, r2, got, "a registration without a heartbeat keeps the last one")
 
-	require.NoError(t, c.ConsumerHeartbeat(o.ctx, o.consumer, at(9)))
+	require.NoError(t, c.ConsumerHeartbeat(o.ctx, store.ConsumerHeartbeatParams{Consumer: o.consumer, At: at(9)}))
 	got, err = c.ConsumerGet(o.ctx, o.consumer)
 	require.NoError(t, err)
 	r2.HeartbeatAt = at(9)
 	require.Equal(t, r2, got)
-	require.NoError(t, c.ConsumerHeartbeat(o.ctx, o.consumer+"/never", at(9)), "a heartbeat of nobody")
+	require.NoError(t, c.ConsumerHeartbeat(o.ctx, store.ConsumerHeartbeatParams{Consumer: o.consumer + "/never", At: at(9)}), "a heartbeat of nobody")
 	_, err = c.ConsumerGet(o.ctx, o.consumer+"/never")
 	require.ErrorIs(t, err, store.ErrNotFound, "a heartbeat registers nobody")
 
@@ -75,17 +76,17 @@ func testRegister(t *testing.T, st store.Store) {
 	require.Equal(t, []store.Registration{r2, second}, mine)
 }
 
-// ConsumerRegisterTx registers inside the caller's transaction: it rolls back
-// and commits with it.
+// ConsumerRegister through UnwrapTx registers inside the caller's
+// transaction: it rolls back and commits with it.
 func testRegisterTx(t *testing.T, st store.Store) {
 	o := newOp(t, st)
-	c := st.Control()
+	c := st.Executor()
 	r := store.Registration{Consumer: o.consumer, HandlerKind: store.HandlerApplication,
 		Policies: []byte(`{"ordering":"strict"}`), Process: "host-a:100", StartedAt: at(1), HeartbeatAt: at(2)}
 	for _, commit := range []bool{false, true} {
 		tx, err := st.DB().BeginTx(o.ctx, nil)
 		require.NoError(t, err)
-		require.NoError(t, c.ConsumerRegisterTx(o.ctx, tx, r))
+		require.NoError(t, st.UnwrapTx(tx).ConsumerRegister(o.ctx, r))
 		if commit {
 			require.NoError(t, tx.Commit())
 		} else {
@@ -105,12 +106,12 @@ func testRegisterTx(t *testing.T, st store.Store) {
 // pending → cancelled; each move happens once, from its one state.
 func testRequests(t *testing.T, st store.Store) {
 	o := newOp(t, st)
-	c := st.Control()
+	c := st.Executor()
 	reqs := []store.OperatorRequest{
 		{Consumer: o.consumer, Action: store.ActionRedrive, Target: "17", RequestedBy: "ana", Reason: "fixed upstream", RequestedAt: at(1)},
 		{Consumer: o.consumer, Action: store.ActionSkip, Target: "18", RequestedBy: "bob", RequestedAt: at(2)},
 		{Consumer: o.consumer, Action: store.ActionRelease, Target: "order-7", RequestedBy: "ana", Reason: "lost", RequestedAt: at(3),
-			State: store.RequestDone, TakenBy: "ignored"}, // a new request is pending whatever it says
+			State: state.RequestDone, TakenBy: "ignored"}, // a new request is pending whatever it says
 	}
 	for i := range reqs {
 		seq, err := c.RequestInsert(o.ctx, reqs[i])
@@ -119,7 +120,7 @@ func testRequests(t *testing.T, st store.Store) {
 		if i > 0 {
 			require.Greater(t, seq, reqs[i-1].Seq)
 		}
-		reqs[i].Seq, reqs[i].State, reqs[i].TakenBy = seq, store.RequestPending, ""
+		reqs[i].Seq, reqs[i].State, reqs[i].TakenBy = seq, state.RequestPending, ""
 	}
 	read := func(seq int64) store.OperatorRequest {
 		t.Helper()
@@ -144,49 +145,49 @@ func testRequests(t *testing.T, st store.Store) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// Redrive: claimed once, then done with its decisions.
-	ok, err := c.RequestClaim(o.ctx, reqs[0].Seq, "host-a:100", at(10))
+	ok, err := c.RequestClaim(o.ctx, store.RequestClaimParams{Seq: reqs[0].Seq, Taker: "host-a:100", At: at(10)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = c.RequestClaim(o.ctx, reqs[0].Seq, "host-b:200", at(11))
+	ok, err = c.RequestClaim(o.ctx, store.RequestClaimParams{Seq: reqs[0].Seq, Taker: "host-b:200", At: at(11)})
 	require.NoError(t, err)
 	require.False(t, ok, "taken already")
-	ok, err = c.RequestCancel(o.ctx, reqs[0].Seq, "too late", at(11))
+	ok, err = c.RequestCancel(o.ctx, store.RequestCancelParams{Seq: reqs[0].Seq, Why: "too late", At: at(11)})
 	require.NoError(t, err)
 	require.False(t, ok, "a running request cannot be cancelled")
 	require.Equal(t, reqs[1:], pending())
 	running := reqs[0]
-	running.State, running.TakenBy, running.TakenAt = store.RequestRunning, "host-a:100", at(10)
+	running.State, running.TakenBy, running.TakenAt = state.RequestRunning, "host-a:100", at(10)
 	require.Equal(t, running, read(running.Seq))
-	require.NoError(t, c.RequestFinish(o.ctx, running.Seq, store.RequestDone, []byte(`[{"outcome":"applied"}]`), "", at(12)))
+	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: running.Seq, State: state.RequestDone, Result: []byte(`[{"outcome":"applied"}]`), Error: "", At: at(12)}))
 	done := running
-	done.State, done.Result, done.DoneAt = store.RequestDone, []byte(`[{"outcome":"applied"}]`), at(12)
+	done.State, done.Result, done.DoneAt = state.RequestDone, []byte(`[{"outcome":"applied"}]`), at(12)
 	require.Equal(t, done, read(done.Seq))
-	require.ErrorIs(t, c.RequestFinish(o.ctx, done.Seq, store.RequestFailed, nil, "again", at(13)), store.ErrNotFound,
+	require.ErrorIs(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: done.Seq, State: state.RequestFailed, Result: nil, Error: "again", At: at(13)}), store.ErrNotFound,
 		"only a running request finishes")
 
 	// Skip: cancelled while pending, once; then nobody takes it.
-	require.ErrorIs(t, c.RequestFinish(o.ctx, reqs[1].Seq, store.RequestDone, nil, "", at(13)), store.ErrNotFound,
+	require.ErrorIs(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: reqs[1].Seq, State: state.RequestDone, Result: nil, Error: "", At: at(13)}), store.ErrNotFound,
 		"a pending request does not finish")
-	ok, err = c.RequestCancel(o.ctx, reqs[1].Seq, "nobody took it", at(14))
+	ok, err = c.RequestCancel(o.ctx, store.RequestCancelParams{Seq: reqs[1].Seq, Why: "nobody took it", At: at(14)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = c.RequestCancel(o.ctx, reqs[1].Seq, "again", at(15))
+	ok, err = c.RequestCancel(o.ctx, store.RequestCancelParams{Seq: reqs[1].Seq, Why: "again", At: at(15)})
 	require.NoError(t, err)
 	require.False(t, ok)
-	ok, err = c.RequestClaim(o.ctx, reqs[1].Seq, "host-a:100", at(15))
+	ok, err = c.RequestClaim(o.ctx, store.RequestClaimParams{Seq: reqs[1].Seq, Taker: "host-a:100", At: at(15)})
 	require.NoError(t, err)
 	require.False(t, ok, "a cancelled request is not taken")
 	cancelled := reqs[1]
-	cancelled.State, cancelled.Error, cancelled.DoneAt = store.RequestCancelled, "nobody took it", at(14)
+	cancelled.State, cancelled.Error, cancelled.DoneAt = state.RequestCancelled, "nobody took it", at(14)
 	require.Equal(t, cancelled, read(cancelled.Seq))
 
 	// Release: taken, then refused.
-	ok, err = c.RequestClaim(o.ctx, reqs[2].Seq, "host-a:100", at(16))
+	ok, err = c.RequestClaim(o.ctx, store.RequestClaimParams{Seq: reqs[2].Seq, Taker: "host-a:100", At: at(16)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.NoError(t, c.RequestFinish(o.ctx, reqs[2].Seq, store.RequestFailed, nil, "the key is not blocked", at(17)))
+	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: reqs[2].Seq, State: state.RequestFailed, Result: nil, Error: "the key is not blocked", At: at(17)}))
 	failed := reqs[2]
-	failed.State, failed.TakenBy, failed.TakenAt = store.RequestFailed, "host-a:100", at(16)
+	failed.State, failed.TakenBy, failed.TakenAt = state.RequestFailed, "host-a:100", at(16)
 	failed.Error, failed.DoneAt = "the key is not blocked", at(17)
 	require.Equal(t, failed, read(failed.Seq))
 	require.Empty(t, pending())

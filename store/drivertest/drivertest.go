@@ -67,7 +67,7 @@ type driverTest struct {
 	run  func(t *testing.T, st store.Store)
 }
 
-// txTests call the store.Tx methods, each in a transaction it rolls back.
+// txTests call the store.ExecutorTx methods, each in a transaction it rolls back.
 var txTests = []driverTest{
 	{"SQLIsTheBatchTransaction", testSQL},
 	{"Savepoints", testSavepoints},
@@ -134,7 +134,7 @@ type txEnv struct {
 	t        *testing.T
 	ctx      context.Context
 	st       store.Store
-	tx       store.Tx
+	tx       store.ExecutorTx
 	consumer string
 }
 
@@ -172,7 +172,7 @@ func (e *txEnv) count(table, where string, args ...any) int {
 // key reads a key through Tx.Key, which must find it.
 func (e *txEnv) key(key string) store.KeyState {
 	e.t.Helper()
-	k, err := e.tx.KeyLock(e.ctx, e.consumer, key)
+	k, err := e.tx.KeyLock(e.ctx, store.KeyRef{Consumer: e.consumer, Key: key})
 	require.NoError(e.t, err, "key %q", key)
 	return k
 }
@@ -181,7 +181,7 @@ func (e *txEnv) key(key string) store.KeyState {
 func (e *txEnv) ensureKeys(at time.Time, keys ...string) {
 	e.t.Helper()
 	for _, k := range keys {
-		require.NoError(e.t, e.tx.KeyEnsure(e.ctx, e.consumer, k, at))
+		require.NoError(e.t, e.tx.KeyEnsure(e.ctx, store.KeyEnsureParams{Consumer: e.consumer, Key: k, At: at}))
 	}
 }
 

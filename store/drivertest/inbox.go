@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,7 +33,7 @@ func (e *txEnv) inboxRow(source, id string, n int) store.InboxRow {
 // requireInbox reads an identity back and compares it with want.
 func (e *txEnv) requireInbox(want store.InboxRow, msgAndArgs ...any) {
 	e.t.Helper()
-	got, err := e.tx.InboxGet(e.ctx, want.Consumer, want.Source, want.ID)
+	got, err := e.tx.InboxGet(e.ctx, store.MessageRef{Consumer: want.Consumer, Source: want.Source, ID: want.ID})
 	require.NoError(e.t, err, msgAndArgs...)
 	require.Equal(e.t, want, got, msgAndArgs...)
 }
@@ -40,7 +41,7 @@ func (e *txEnv) requireInbox(want store.InboxRow, msgAndArgs ...any) {
 // requireNoInbox checks that an identity is not recorded.
 func (e *txEnv) requireNoInbox(consumer, source, id string) {
 	e.t.Helper()
-	_, err := e.tx.InboxGet(e.ctx, consumer, source, id)
+	_, err := e.tx.InboxGet(e.ctx, store.MessageRef{Consumer: consumer, Source: source, ID: id})
 	require.ErrorIs(e.t, err, store.ErrNotFound, "%s %s/%s", consumer, source, id)
 }
 
@@ -222,16 +223,16 @@ func testSetInboxOutcome(t *testing.T, st store.Store) {
 		require.NoError(t, err)
 	}
 
-	require.NoError(t, tx.InboxSetOutcome(ctx, e.consumer, "crm", "1", "applied", ptr(at(50))))
+	require.NoError(t, tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: e.consumer, Source: "crm", ID: "1", Outcome: "applied", ProcessedAt: ptr(at(50))}))
 	r.Outcome, r.ProcessedAt = "applied", ptr(at(50))
 	e.requireInbox(r)
 	e.requireInbox(other, "another consumer's identity is untouched")
 
-	require.NoError(t, tx.InboxSetOutcome(ctx, e.consumer, "crm", "1", "dead_lettered", nil))
+	require.NoError(t, tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: e.consumer, Source: "crm", ID: "1", Outcome: "dead_lettered", ProcessedAt: nil}))
 	r.Outcome, r.ProcessedAt = "dead_lettered", nil
 	e.requireInbox(r, "a nil processing time clears it")
 
-	require.NoError(t, tx.InboxSetOutcome(ctx, e.consumer, "crm", "missing", "applied", ptr(at(1))))
+	require.NoError(t, tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: e.consumer, Source: "crm", ID: "missing", Outcome: "applied", ProcessedAt: ptr(at(1))}))
 	e.requireNoInbox(e.consumer, "crm", "missing")
 }
 
@@ -260,7 +261,7 @@ func testSetInboxOutcomes(t *testing.T, st store.Store) {
 		if i%4 == 3 {
 			continue // not in this call
 		}
-		o := store.OutcomeRow{Identity: store.Identity{Source: rows[i].Source, ID: rows[i].ID}, Outcome: fmt.Sprintf("outcome-%d", i%5)}
+		o := store.OutcomeRow{Identity: store.Identity{Source: rows[i].Source, ID: rows[i].ID}, Outcome: state.Outcome(fmt.Sprintf("outcome-%d", i%5))}
 		if i%3 != 0 {
 			o.ProcessedAt = ptr(at(1000 + i))
 		}
@@ -270,7 +271,7 @@ func testSetInboxOutcomes(t *testing.T, st store.Store) {
 			outcomes = append(outcomes, store.OutcomeRow{Identity: store.Identity{Source: "nowhere", ID: fmt.Sprint(i)}, Outcome: "applied"})
 		}
 	}
-	require.NoError(t, tx.InboxSetOutcomeMany(ctx, e.consumer, outcomes))
+	require.NoError(t, tx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{Consumer: e.consumer, Rows: outcomes}))
 	for i, w := range want {
 		e.requireInbox(w, "row %d", i)
 	}
@@ -278,10 +279,12 @@ func testSetInboxOutcomes(t *testing.T, st store.Store) {
 		e.requireInbox(o, "another consumer's identity is untouched")
 	}
 	require.Zero(t, e.count("seqbox_inbox", "source = $2", "nowhere"), "no row is created")
-	require.NoError(t, tx.InboxSetOutcomeMany(ctx, e.consumer, nil))
+	require.NoError(t, tx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{
+
+		// DeleteInbox forgets one identity, which can then be inserted again.
+		Consumer: e.consumer, Rows: nil}))
 }
 
-// DeleteInbox forgets one identity, which can then be inserted again.
 func testDeleteInbox(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
@@ -292,11 +295,11 @@ func testDeleteInbox(t *testing.T, st store.Store) {
 		_, err := tx.InboxInsert(ctx, row)
 		require.NoError(t, err)
 	}
-	require.NoError(t, tx.InboxDelete(ctx, e.consumer, "crm", "1"))
+	require.NoError(t, tx.InboxDelete(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"}))
 	e.requireNoInbox(e.consumer, "crm", "1")
 	e.requireInbox(keep)
 	e.requireInbox(other)
-	require.NoError(t, tx.InboxDelete(ctx, e.consumer, "crm", "1"), "deleting what is gone is no error")
+	require.NoError(t, tx.InboxDelete(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"}), "deleting what is gone is no error")
 	ok, err := tx.InboxInsert(ctx, r)
 	require.NoError(t, err)
 	require.True(t, ok, "a forgotten identity is new again")
@@ -306,19 +309,19 @@ func testDeleteInbox(t *testing.T, st store.Store) {
 func testClaimBusinessKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
-	ok, err := tx.BusinessKeyClaim(ctx, e.consumer, "invoice-7", "crm", "1", at(1))
+	ok, err := tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: e.consumer, BusinessKey: "invoice-7", Source: "crm", ID: "1", At: at(1)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = tx.BusinessKeyClaim(ctx, e.consumer, "invoice-7", "crm", "2", at(2))
+	ok, err = tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: e.consumer, BusinessKey: "invoice-7", Source: "crm", ID: "2", At: at(2)})
 	require.NoError(t, err)
 	require.False(t, ok, "another identity with the same business key")
-	ok, err = tx.BusinessKeyClaim(ctx, e.consumer, "invoice-7", "crm", "1", at(3))
+	ok, err = tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: e.consumer, BusinessKey: "invoice-7", Source: "crm", ID: "1", At: at(3)})
 	require.NoError(t, err)
 	require.False(t, ok, "the same claim again")
-	ok, err = tx.BusinessKeyClaim(ctx, e.consumer+"/other", "invoice-7", "crm", "2", at(4))
+	ok, err = tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: e.consumer + "/other", BusinessKey: "invoice-7", Source: "crm", ID: "2", At: at(4)})
 	require.NoError(t, err)
 	require.True(t, ok, "another consumer claims for itself")
-	ok, err = tx.BusinessKeyClaim(ctx, e.consumer, "invoice-8", "crm", "2", at(5))
+	ok, err = tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: e.consumer, BusinessKey: "invoice-8", Source: "crm", ID: "2", At: at(5)})
 	require.NoError(t, err)
 	require.True(t, ok, "another business key")
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,25 +16,25 @@ import (
 func testKeyAndEnsureKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
-	_, err := tx.KeyLock(ctx, e.consumer, "order-1")
+	_, err := tx.KeyLock(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	require.NoError(t, tx.KeyEnsure(ctx, e.consumer, "order-1", at(1)))
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: e.consumer, Key: "order-1", At: at(1)}))
 	want := store.KeyState{Consumer: e.consumer, Key: "order-1", UpdatedAt: at(1)}
 	require.Equal(t, want, e.key("order-1"))
-	require.NoError(t, tx.KeyEnsure(ctx, e.consumer, "order-1", at(2)))
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: e.consumer, Key: "order-1", At: at(2)}))
 	require.Equal(t, want, e.key("order-1"), "a second EnsureKey changes nothing")
 
-	won, err := tx.KeyAdvance(ctx, e.consumer, "order-1", nil, 5, at(3))
+	won, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: e.consumer, Key: "order-1", Prev: nil, Next: 5, At: at(3)})
 	require.NoError(t, err)
 	require.True(t, won)
-	require.NoError(t, tx.KeyEnsure(ctx, e.consumer, "order-1", at(4)))
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: e.consumer, Key: "order-1", At: at(4)}))
 	want.Version, want.UpdatedAt = ptr(int64(5)), at(3)
 	require.Equal(t, want, e.key("order-1"), "EnsureKey keeps the version")
 
-	_, err = tx.KeyLock(ctx, e.consumer+"/other", "order-1")
+	_, err = tx.KeyLock(ctx, store.KeyRef{Consumer: e.consumer + "/other", Key: "order-1"})
 	require.ErrorIs(t, err, store.ErrNotFound, "keys belong to one consumer")
-	_, err = tx.KeyLock(ctx, e.consumer, "order-2")
+	_, err = tx.KeyLock(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-2"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -43,15 +44,15 @@ func testKeyFlags(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
 	e.ensureKeys(at(0), "parked", "retrying", "both", "neither")
-	e.park(e.parked("parked", "crm", "1", ptr(int64(2)), store.ParkHeld, 1))
-	e.park(e.parked("both", "crm", "2", nil, store.ParkBlocked, 2))
+	e.park(e.parked("parked", "crm", "1", ptr(int64(2)), state.ParkHeld, 1))
+	e.park(e.parked("both", "crm", "2", nil, state.ParkBlocked, 2))
 	e.retry("retrying", "crm", "3", "boom", 3)
 	e.retry("both", "crm", "4", "boom", 4)
 	// Another consumer's rows on the quiet key do not count.
-	other := e.parked("neither", "crm", "5", nil, store.ParkHeld, 5)
+	other := e.parked("neither", "crm", "5", nil, state.ParkHeld, 5)
 	other.Consumer += "/other"
 	e.park(other)
-	_, _, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "6", PartitionKey: "neither", Error: "x", At: at(6)})
+	_, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "6", PartitionKey: "neither", Error: "x", At: at(6)})
 	require.NoError(t, err)
 
 	for key, want := range map[string][2]bool{
@@ -69,12 +70,12 @@ func testAdvanceKey(t *testing.T, st store.Store) {
 	ctx, tx := e.ctx, e.tx
 	advance := func(prev *int64, next int64, when int) bool {
 		t.Helper()
-		won, err := tx.KeyAdvance(ctx, e.consumer, "order-1", prev, next, at(when))
+		won, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: e.consumer, Key: "order-1", Prev: prev, Next: next, At: at(when)})
 		require.NoError(t, err)
 		return won
 	}
 	require.False(t, advance(nil, 1, 1), "a key that does not exist")
-	_, err := tx.KeyLock(ctx, e.consumer, "order-1")
+	_, err := tx.KeyLock(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-1"})
 	require.ErrorIs(t, err, store.ErrNotFound, "a lost AdvanceKey creates nothing")
 
 	e.ensureKeys(at(0), "order-1")
@@ -95,8 +96,8 @@ func testAdvanceKey(t *testing.T, st store.Store) {
 	require.Nil(t, e.key("order-2").Version, "another key is untouched")
 
 	other := e.consumer + "/other"
-	require.NoError(t, tx.KeyEnsure(ctx, other, "order-1", at(0)))
-	won, err := tx.KeyAdvance(ctx, other, "order-1", ptr(int64(4)), 9, at(9))
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: other, Key: "order-1", At: at(0)}))
+	won, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: other, Key: "order-1", Prev: ptr(int64(4)), Next: 9, At: at(9)})
 	require.NoError(t, err)
 	require.False(t, won, "another consumer's key has its own version")
 	require.Equal(t, want, e.key("order-1"))
@@ -114,14 +115,14 @@ func testAdvanceKeys(t *testing.T, st store.Store) {
 	for i := range keys {
 		keys[i] = key(i)
 	}
-	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, keys, at(0)))
-	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer+"/other", keys, at(0)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, store.KeyEnsureManyParams{Consumer: e.consumer, Keys: keys, At: at(0)}))
+	require.NoError(t, tx.KeyEnsureMany(ctx, store.KeyEnsureManyParams{Consumer: e.consumer + "/other", Keys: keys, At: at(0)}))
 	// Keys with i%3 == 0 have version i; the others none.
 	var setup []store.KeyMove
 	for i := 0; i < n; i += 3 {
 		setup = append(setup, store.KeyMove{Key: key(i), Next: int64(i)})
 	}
-	won, err := tx.KeyAdvanceMany(ctx, e.consumer, setup, at(1))
+	won, err := tx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: e.consumer, Moves: setup, At: at(1)})
 	require.NoError(t, err)
 	require.Equal(t, len(setup), won)
 
@@ -157,23 +158,23 @@ func testAdvanceKeys(t *testing.T, st store.Store) {
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(moves), func(i, j int) { moves[i], moves[j] = moves[j], moves[i] })
 
-	won, err = tx.KeyAdvanceMany(ctx, e.consumer, moves, at(2))
+	won, err = tx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: e.consumer, Moves: moves, At: at(2)})
 	require.NoError(t, err)
 	require.Equal(t, winners, won, "the winners, exactly")
 	for i := range n {
 		require.Equal(t, want[key(i)], e.key(key(i)))
 	}
 	require.Equal(t, n, e.count("seqbox_keys", ""), "a move on a missing key creates nothing")
-	other, err := tx.KeyLockMany(ctx, e.consumer+"/other", keys)
+	other, err := tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: e.consumer + "/other", Keys: keys})
 	require.NoError(t, err)
 	for _, k := range other {
 		require.Nil(t, k.Version, "another consumer's key %s is untouched", k.Key)
 	}
 
-	won, err = tx.KeyAdvanceMany(ctx, e.consumer, moves, at(3))
+	won, err = tx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: e.consumer, Moves: moves, At: at(3)})
 	require.NoError(t, err)
 	require.Zero(t, won, "the same moves again: every key has moved on")
-	won, err = tx.KeyAdvanceMany(ctx, e.consumer, nil, at(3))
+	won, err = tx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: e.consumer, Moves: nil, At: at(3)})
 	require.NoError(t, err)
 	require.Zero(t, won)
 }
@@ -184,29 +185,29 @@ func testBlockKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
 	e.ensureKeys(at(0), "order-1", "order-2")
-	_, err := tx.KeyAdvance(ctx, e.consumer, "order-1", nil, 4, at(1))
+	_, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: e.consumer, Key: "order-1", Prev: nil, Next: 4, At: at(1)})
 	require.NoError(t, err)
 
-	require.NoError(t, tx.KeyBlock(ctx, e.consumer, "order-1", "crm", "m-5", "handler failed: boom", at(2)))
+	require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: e.consumer, Key: "order-1", Source: "crm", ID: "m-5", Reason: "handler failed: boom", At: at(2)}))
 	want := store.KeyState{
 		Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), Blocked: true,
 		BlockedSource: "crm", BlockedID: "m-5", BlockedReason: "handler failed: boom",
 		BlockedSince: at(2), UpdatedAt: at(2),
 	}
 	require.Equal(t, want, e.key("order-1"))
-	require.NoError(t, tx.KeyBlock(ctx, e.consumer, "order-2", "", "", "gap before version 3", at(3)))
+	require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: e.consumer, Key: "order-2", Source: "", ID: "", Reason: "gap before version 3", At: at(3)}))
 	require.Equal(t, store.KeyState{
 		Consumer: e.consumer, Key: "order-2", Blocked: true, BlockedReason: "gap before version 3",
 		BlockedSince: at(3), UpdatedAt: at(3),
 	}, e.key("order-2"), "a gap block names no message")
 
-	require.NoError(t, tx.KeyUnblock(ctx, e.consumer, "order-1", at(4)))
+	require.NoError(t, tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: e.consumer, Key: "order-1", At: at(4)}))
 	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), UpdatedAt: at(4)},
 		e.key("order-1"))
 	require.True(t, e.key("order-2").Blocked, "another key stays blocked")
 
-	require.NoError(t, tx.KeyBlock(ctx, e.consumer, "order-3", "crm", "x", "r", at(5)))
-	_, err = tx.KeyLock(ctx, e.consumer, "order-3")
+	require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: e.consumer, Key: "order-3", Source: "crm", ID: "x", Reason: "r", At: at(5)}))
+	_, err = tx.KeyLock(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-3"})
 	require.ErrorIs(t, err, store.ErrNotFound, "blocking a missing key creates nothing")
 }
 
@@ -227,15 +228,15 @@ func testLockKeys(t *testing.T, st store.Store) {
 		}
 		e.ensureKeys(at(i), key(i))
 		if i%6 == 1 {
-			_, err := tx.KeyAdvance(ctx, e.consumer, key(i), nil, int64(i), at(i+1))
+			_, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: e.consumer, Key: key(i), Prev: nil, Next: int64(i), At: at(i + 1)})
 			require.NoError(t, err)
 		}
 		if i%10 == 5 {
-			require.NoError(t, tx.KeyBlock(ctx, e.consumer, key(i), "crm", fmt.Sprint(i), "boom", at(i+2)))
+			require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: e.consumer, Key: key(i), Source: "crm", ID: fmt.Sprint(i), Reason: "boom", At: at(i + 2)}))
 		}
 		var flags [2]bool
 		if i%5 == 1 || i%7 == 2 {
-			e.park(e.parked(key(i), "crm", fmt.Sprint(i), nil, store.ParkHeld, i))
+			e.park(e.parked(key(i), "crm", fmt.Sprint(i), nil, state.ParkHeld, i))
 			flags[0] = true
 		}
 		if i%5 == 2 || i%7 == 2 {
@@ -246,8 +247,8 @@ func testLockKeys(t *testing.T, st store.Store) {
 	}
 	// Another consumer's key with the same name, parked and retrying.
 	other := e.consumer + "/other"
-	require.NoError(t, tx.KeyEnsure(ctx, other, key(3), at(0)))
-	p := e.parked(key(3), "crm", "o", nil, store.ParkHeld, 0)
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: other, Key: key(3), At: at(0)}))
+	p := e.parked(key(3), "crm", "o", nil, state.ParkHeld, 0)
 	p.Consumer = other
 	e.park(p)
 	for i := range 10 {
@@ -257,7 +258,7 @@ func testLockKeys(t *testing.T, st store.Store) {
 	rng.Shuffle(len(ask), func(i, j int) { ask[i], ask[j] = ask[j], ask[i] })
 	asked := slices.Clone(ask)
 
-	got, err := tx.KeyLockMany(ctx, e.consumer, ask)
+	got, err := tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: e.consumer, Keys: ask})
 	require.NoError(t, err)
 	require.Equal(t, asked, ask, "the caller's keys are left as they were")
 	require.Len(t, got, len(want), "only the keys that exist")
@@ -269,7 +270,7 @@ func testLockKeys(t *testing.T, st store.Store) {
 	}
 	require.False(t, got[key(3)].HasParked, "another consumer's parked message does not count")
 
-	one, err := tx.KeyLockMany(ctx, e.consumer, []string{key(1), key(1)})
+	one, err := tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: e.consumer, Keys: []string{key(1), key(1)}})
 	require.NoError(t, err)
 	require.Equal(t, map[string]store.KeyState{key(1): got[key(1)]}, one)
 }
@@ -277,10 +278,10 @@ func testLockKeys(t *testing.T, st store.Store) {
 // KeyLockMany of no keys (or only missing ones) returns an empty map.
 func testLockKeysEmpty(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	got, err := e.tx.KeyLockMany(e.ctx, e.consumer, nil)
+	got, err := e.tx.KeyLockMany(e.ctx, store.KeyLockManyParams{Consumer: e.consumer, Keys: nil})
 	require.NoError(t, err)
 	require.Empty(t, got)
-	got, err = e.tx.KeyLockMany(e.ctx, e.consumer, []string{"missing"})
+	got, err = e.tx.KeyLockMany(e.ctx, store.KeyLockManyParams{Consumer: e.consumer, Keys: []string{"missing"}})
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -300,16 +301,16 @@ func testEnsureKeys(t *testing.T, st store.Store) {
 		}
 		if i%11 == 0 {
 			e.ensureKeys(at(1), key(i))
-			_, err := tx.KeyAdvance(ctx, e.consumer, key(i), nil, int64(i), at(2))
+			_, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: e.consumer, Key: key(i), Prev: nil, Next: int64(i), At: at(2)})
 			require.NoError(t, err)
 		}
 	}
 	keys = append(keys, key(5), key(250), key(0))
-	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, keys, at(3)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, store.KeyEnsureManyParams{Consumer: e.consumer, Keys: keys, At: at(3)}))
 	require.Equal(t, n, e.count("seqbox_keys", ""))
 	check := func() {
 		t.Helper()
-		got, err := tx.KeyLockMany(ctx, e.consumer, keys)
+		got, err := tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: e.consumer, Keys: keys})
 		require.NoError(t, err)
 		require.Len(t, got, n)
 		for i := range n {
@@ -321,7 +322,7 @@ func testEnsureKeys(t *testing.T, st store.Store) {
 		}
 	}
 	check()
-	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, keys, at(4)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, store.KeyEnsureManyParams{Consumer: e.consumer, Keys: keys, At: at(4)}))
 	check()
-	require.NoError(t, tx.KeyEnsureMany(ctx, e.consumer, nil, at(5)))
+	require.NoError(t, tx.KeyEnsureMany(ctx, store.KeyEnsureManyParams{Consumer: e.consumer, Keys: nil, At: at(5)}))
 }

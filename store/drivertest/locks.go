@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,14 +29,14 @@ var lockTests = []driverTest{
 const stuckFor = 300 * time.Millisecond
 
 // lockFunc reads and locks a key's state in tx.
-type lockFunc func(ctx context.Context, tx store.Tx, consumer, key string) (store.KeyState, error)
+type lockFunc func(ctx context.Context, tx store.ExecutorTx, consumer, key string) (store.KeyState, error)
 
-func lockByKey(ctx context.Context, tx store.Tx, consumer, key string) (store.KeyState, error) {
-	return tx.KeyLock(ctx, consumer, key)
+func lockByKey(ctx context.Context, tx store.ExecutorTx, consumer, key string) (store.KeyState, error) {
+	return tx.KeyLock(ctx, store.KeyRef{Consumer: consumer, Key: key})
 }
 
-func lockByLockKeys(ctx context.Context, tx store.Tx, consumer, key string) (store.KeyState, error) {
-	ks, err := tx.KeyLockMany(ctx, consumer, []string{"zz-missing", key, "a-missing"})
+func lockByLockKeys(ctx context.Context, tx store.ExecutorTx, consumer, key string) (store.KeyState, error) {
+	ks, err := tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: consumer, Keys: []string{"zz-missing", key, "a-missing"}})
 	if err == nil && len(ks) != 1 {
 		err = errors.New("LockKeys returned keys that do not exist")
 	}
@@ -44,7 +45,7 @@ func lockByLockKeys(ctx context.Context, tx store.Tx, consumer, key string) (sto
 
 // begin opens a batch transaction that is rolled back when the test ends
 // unless it was committed.
-func (o *opEnv) begin() store.Tx {
+func (o *opEnv) begin() store.ExecutorTx {
 	o.t.Helper()
 	tx, err := o.st.Begin(o.ctx)
 	require.NoError(o.t, err)
@@ -67,7 +68,7 @@ type result[T any] struct {
 // that the second transaction is still waiting after stuckFor, and
 // returns a function that waits for it to end after first has. If the
 // test fails before, first is rolled back and the goroutine waited for.
-func inSecond[T any](o *opEnv, first store.Tx, fn func(tx store.Tx) (T, error)) func() T {
+func inSecond[T any](o *opEnv, first store.ExecutorTx, fn func(tx store.ExecutorTx) (T, error)) func() T {
 	o.t.Helper()
 	res := make(chan result[T], 1)
 	go func() {
@@ -123,13 +124,13 @@ func testLocks(t *testing.T, st store.Store, lock lockFunc) {
 	require.NoError(t, err)
 	require.Equal(t, store.KeyState{Consumer: o.consumer, Key: "k", UpdatedAt: at(0)}, ks)
 
-	second := inSecond(o, tx1, func(tx store.Tx) (store.KeyState, error) {
+	second := inSecond(o, tx1, func(tx store.ExecutorTx) (store.KeyState, error) {
 		return lock(o.ctx, tx, o.consumer, "k")
 	})
 	e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx1, consumer: o.consumer}
-	e.park(e.parked("k", "crm", "2", ptr(int64(2)), store.ParkHeld, 1))
+	e.park(e.parked("k", "crm", "2", ptr(int64(2)), state.ParkHeld, 1))
 	e.retry("k", "crm", "1", "boom", 1)
-	won, err := tx1.KeyAdvance(o.ctx, o.consumer, "k", nil, 1, at(2))
+	won, err := tx1.KeyAdvance(o.ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: "k", Prev: nil, Next: 1, At: at(2)})
 	require.NoError(t, err)
 	require.True(t, won)
 	require.NoError(t, tx1.Commit())
@@ -145,15 +146,15 @@ func testAdvanceKeyRace(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	o.commit(func(e *txEnv) { e.ensureKeys(at(0), "k") })
 	tx1 := o.begin()
-	won, err := tx1.KeyAdvance(o.ctx, o.consumer, "k", nil, 1, at(1))
+	won, err := tx1.KeyAdvance(o.ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: "k", Prev: nil, Next: 1, At: at(1)})
 	require.NoError(t, err)
 	require.True(t, won)
-	second := inSecond(o, tx1, func(tx store.Tx) (bool, error) {
-		return tx.KeyAdvance(o.ctx, o.consumer, "k", nil, 7, at(2))
+	second := inSecond(o, tx1, func(tx store.ExecutorTx) (bool, error) {
+		return tx.KeyAdvance(o.ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: "k", Prev: nil, Next: 7, At: at(2)})
 	})
 	require.NoError(t, tx1.Commit())
 	require.False(t, second(), "the second compare-and-set from no version loses")
-	v, err := o.op.KeyVersion(o.ctx, o.consumer, "k")
+	v, err := o.op.KeyVersion(o.ctx, store.KeyRef{Consumer: o.consumer, Key: "k"})
 	require.NoError(t, err)
 	require.Equal(t, ptr(int64(1)), v)
 }
@@ -164,22 +165,22 @@ func testAdvanceKeysRace(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	o.commit(func(e *txEnv) {
 		e.ensureKeys(at(0), "k1", "k2", "k3")
-		_, err := e.tx.KeyAdvance(e.ctx, o.consumer, "k3", nil, 5, at(0))
+		_, err := e.tx.KeyAdvance(e.ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: "k3", Prev: nil, Next: 5, At: at(0)})
 		require.NoError(t, err)
 	})
 	tx1 := o.begin()
-	won, err := tx1.KeyAdvanceMany(o.ctx, o.consumer, []store.KeyMove{{Key: "k1", Next: 1}, {Key: "k2", Next: 1}}, at(1))
+	won, err := tx1.KeyAdvanceMany(o.ctx, store.KeyAdvanceManyParams{Consumer: o.consumer, Moves: []store.KeyMove{{Key: "k1", Next: 1}, {Key: "k2", Next: 1}}, At: at(1)})
 	require.NoError(t, err)
 	require.Equal(t, 2, won)
-	second := inSecond(o, tx1, func(tx store.Tx) (int, error) {
-		return tx.KeyAdvanceMany(o.ctx, o.consumer, []store.KeyMove{
+	second := inSecond(o, tx1, func(tx store.ExecutorTx) (int, error) {
+		return tx.KeyAdvanceMany(o.ctx, store.KeyAdvanceManyParams{Consumer: o.consumer, Moves: []store.KeyMove{
 			{Key: "k3", Prev: ptr(int64(5)), Next: 6}, {Key: "k1", Next: 7}, {Key: "k2", Next: 7},
-		}, at(2))
+		}, At: at(2)})
 	})
 	require.NoError(t, tx1.Commit())
 	require.Equal(t, 1, second(), "only k3's move wins")
 	for key, want := range map[string]int64{"k1": 1, "k2": 1, "k3": 6} {
-		v, err := o.op.KeyVersion(o.ctx, o.consumer, key)
+		v, err := o.op.KeyVersion(o.ctx, store.KeyRef{Consumer: o.consumer, Key: key})
 		require.NoError(t, err)
 		require.Equal(t, ptr(want), v, key)
 	}

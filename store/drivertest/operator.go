@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
-// operatorTests call the store.Operator methods, and the commit and
+// operatorTests call the store.Executor methods, and the commit and
 // Within paths, on rows they commit under a consumer of their own.
 var operatorTests = []driverTest{
 	{"CommitKeepsRollbackForgets", testCommit},
@@ -39,14 +40,14 @@ type opEnv struct {
 	t        *testing.T
 	ctx      context.Context
 	st       store.Store
-	op       store.Operator
+	op       store.Executor
 	consumer string
 }
 
 // newOp marks t parallel and names its consumer.
 func newOp(t *testing.T, st store.Store) *opEnv {
 	t.Helper()
-	return &opEnv{t: t, ctx: testContext(t), st: st, op: st.Operator(), consumer: "op:" + t.Name()}
+	return &opEnv{t: t, ctx: testContext(t), st: st, op: st.Executor(), consumer: "op:" + t.Name()}
 }
 
 // commit runs fn in a batch transaction of the test's consumer and
@@ -69,9 +70,19 @@ func (o *opEnv) commit(fn func(e *txEnv)) {
 // the pool.
 func (o *opEnv) seen(id string) bool {
 	o.t.Helper()
-	_, _, found, err := o.op.InboxSeen(o.ctx, o.consumer, "crm", id)
+	return o.seenBy(o.consumer, id)
+}
+
+// seenBy reports whether consumer recorded identity crm/id, read on the
+// pool.
+func (o *opEnv) seenBy(consumer, id string) bool {
+	o.t.Helper()
+	_, err := o.op.InboxSeen(o.ctx, store.MessageRef{Consumer: consumer, Source: "crm", ID: id})
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
 	require.NoError(o.t, err)
-	return found
+	return true
 }
 
 // Commit makes the batch visible to the pool; Rollback forgets it. Both
@@ -105,14 +116,14 @@ func testWithin(t *testing.T, st store.Store) {
 	for _, commit := range []bool{false, true} {
 		sqlTx, err := st.DB().BeginTx(o.ctx, nil)
 		require.NoError(t, err)
-		tx := st.Within(sqlTx)
+		tx := st.UnwrapTx(sqlTx)
 		require.Same(t, sqlTx, tx.SQL())
 		e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx, consumer: o.consumer}
 		ok, err := tx.InboxInsert(o.ctx, e.inboxRow("crm", "1", 1))
 		require.NoError(t, err)
 		require.True(t, ok, "commit=%v", commit)
-		require.NoError(t, tx.KeyEnsure(o.ctx, o.consumer, "order-1", at(1)))
-		won, err := tx.KeyAdvance(o.ctx, o.consumer, "order-1", nil, 3, at(2))
+		require.NoError(t, tx.KeyEnsure(o.ctx, store.KeyEnsureParams{Consumer: o.consumer, Key: "order-1", At: at(1)}))
+		won, err := tx.KeyAdvance(o.ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: "order-1", Prev: nil, Next: 3, At: at(2)})
 		require.NoError(t, err)
 		require.True(t, won)
 		if commit {
@@ -121,7 +132,7 @@ func testWithin(t *testing.T, st store.Store) {
 			require.NoError(t, sqlTx.Rollback())
 		}
 		require.Equal(t, commit, o.seen("1"), "commit=%v", commit)
-		v, err := o.op.KeyVersion(o.ctx, o.consumer, "order-1")
+		v, err := o.op.KeyVersion(o.ctx, store.KeyRef{Consumer: o.consumer, Key: "order-1"})
 		require.NoError(t, err)
 		if commit {
 			require.Equal(t, ptr(int64(3)), v)
@@ -141,30 +152,30 @@ func testOperatorDeadLetters(t *testing.T, st store.Store) {
 		for _, d := range []*store.DeadLetter{&d1, &d2, &d3} {
 			seq, err := e.tx.DeadLetterInsert(e.ctx, *d)
 			require.NoError(t, err)
-			d.Seq, d.State = seq, store.DeadLetterOpen
+			d.Seq, d.State = seq, state.DeadLetterOpen
 		}
 	})
 	o.commit(func(e *txEnv) {
-		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, o.consumer, d2.Seq, store.DeadLetterSkipped, "skipped by ana: obsolete", at(50)))
+		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, store.DeadLetterResolveParams{Consumer: o.consumer, Seq: d2.Seq, State: state.DeadLetterSkipped, Resolution: "skipped by ana: obsolete", At: at(50)}))
 	})
-	d2.State, d2.Resolution, d2.ResolvedAt = store.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(50))
+	d2.State, d2.Resolution, d2.ResolvedAt = state.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(50))
 
-	open, err := o.op.DeadLetterList(o.ctx, o.consumer, false)
+	open, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: false})
 	require.NoError(t, err)
 	require.Equal(t, []store.DeadLetter{d1, d3}, open)
-	all, err := o.op.DeadLetterList(o.ctx, o.consumer, true)
+	all, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: true})
 	require.NoError(t, err)
 	require.Equal(t, []store.DeadLetter{d1, d2, d3}, all)
 	for _, d := range all {
-		got, err := o.op.DeadLetterGet(o.ctx, o.consumer, d.Seq)
+		got, err := o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer, Seq: d.Seq})
 		require.NoError(t, err)
 		require.Equal(t, d, got)
 	}
-	_, err = o.op.DeadLetterGet(o.ctx, o.consumer+"/other", d1.Seq)
+	_, err = o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer + "/other", Seq: d1.Seq})
 	require.ErrorIs(t, err, store.ErrNotFound, "another consumer's row")
-	_, err = o.op.DeadLetterGet(o.ctx, o.consumer, d3.Seq+1_000_000)
+	_, err = o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer, Seq: d3.Seq + 1_000_000})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	none, err := o.op.DeadLetterList(o.ctx, o.consumer+"/other", true)
+	none, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer + "/other", All: true})
 	require.NoError(t, err)
 	require.Empty(t, none)
 }
@@ -178,17 +189,17 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 		ctx, tx := e.ctx, e.tx
 		e.ensureKeys(at(0), "B-upper", "a-held", "b-blocked", "c-quiet", "d-collision", "e-gap", "é-accent")
 		for key, v := range map[string]int64{"a-held": 2, "b-blocked": 5, "c-quiet": 7} {
-			_, err := tx.KeyAdvance(ctx, o.consumer, key, nil, v, at(1))
+			_, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: key, Prev: nil, Next: v, At: at(1)})
 			require.NoError(t, err)
 		}
-		e.park(e.parked("a-held", "crm", "a4", ptr(int64(4)), store.ParkHeld, 12))
-		e.park(e.parked("a-held", "crm", "a3", ptr(int64(3)), store.ParkHeld, 11))
-		require.NoError(t, tx.KeyBlock(ctx, o.consumer, "b-blocked", "crm", "b6", "boom", at(20)))
-		e.park(e.parked("b-blocked", "crm", "b6", ptr(int64(6)), store.ParkBlocked, 21))
-		e.park(e.parked("b-blocked", "crm", "b7", ptr(int64(7)), store.ParkBlocked, 22))
-		e.park(e.parked("b-blocked", "crm", "b1", ptr(int64(1)), store.ParkCollision, 5))
-		e.park(e.parked("d-collision", "crm", "d1", nil, store.ParkCollision, 3))
-		require.NoError(t, tx.KeyBlock(ctx, o.consumer, "e-gap", "", "", "gap before 2", at(30)))
+		e.park(e.parked("a-held", "crm", "a4", ptr(int64(4)), state.ParkHeld, 12))
+		e.park(e.parked("a-held", "crm", "a3", ptr(int64(3)), state.ParkHeld, 11))
+		require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "b-blocked", Source: "crm", ID: "b6", Reason: "boom", At: at(20)}))
+		e.park(e.parked("b-blocked", "crm", "b6", ptr(int64(6)), state.ParkBlocked, 21))
+		e.park(e.parked("b-blocked", "crm", "b7", ptr(int64(7)), state.ParkBlocked, 22))
+		e.park(e.parked("b-blocked", "crm", "b1", ptr(int64(1)), state.ParkCollision, 5))
+		e.park(e.parked("d-collision", "crm", "d1", nil, state.ParkCollision, 3))
+		require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "e-gap", Source: "", ID: "", Reason: "gap before 2", At: at(30)}))
 		e.retry("c-quiet", "crm", "c8", "boom", 31) // retries are not part of the view
 	})
 	ks := func(key string, version *int64, updated time.Time) store.KeyState {
@@ -207,22 +218,22 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 		{KeyState: gap},
 		{KeyState: ks("é-accent", nil, at(0))},
 	}
-	all, err := o.op.KeyViewList(o.ctx, o.consumer, false)
+	all, err := o.op.KeyViewList(o.ctx, store.KeyViewListParams{Consumer: o.consumer, Stuck: false})
 	require.NoError(t, err)
 	require.Equal(t, want, all)
-	stuck, err := o.op.KeyViewList(o.ctx, o.consumer, true)
+	stuck, err := o.op.KeyViewList(o.ctx, store.KeyViewListParams{Consumer: o.consumer, Stuck: true})
 	require.NoError(t, err)
 	require.Equal(t, []store.KeyView{want[1], want[2], want[5]}, stuck)
 	for _, v := range want {
-		got, err := o.op.KeyViewGet(o.ctx, o.consumer, v.Key)
+		got, err := o.op.KeyViewGet(o.ctx, store.KeyRef{Consumer: o.consumer, Key: v.Key})
 		require.NoError(t, err)
 		require.Equal(t, v, got)
 	}
 	for _, missing := range []string{"", "missing"} {
-		_, err = o.op.KeyViewGet(o.ctx, o.consumer, missing)
+		_, err = o.op.KeyViewGet(o.ctx, store.KeyRef{Consumer: o.consumer, Key: missing})
 		require.ErrorIs(t, err, store.ErrNotFound, "key %q", missing)
 	}
-	_, err = o.op.KeyViewGet(o.ctx, o.consumer+"/other", "a-held")
+	_, err = o.op.KeyViewGet(o.ctx, store.KeyRef{Consumer: o.consumer + "/other", Key: "a-held"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -233,19 +244,19 @@ func testOperatorParked(t *testing.T, st store.Store) {
 	var want []store.Parked
 	o.commit(func(e *txEnv) {
 		ps := []store.Parked{
-			e.parked("k", "crm", "held-2", ptr(int64(2)), store.ParkHeld, 1),
-			e.parked("k", "crm", "collision-1", ptr(int64(1)), store.ParkCollision, 2),
-			e.parked("k", "crm", "conflict", nil, store.ParkVersionConflict, 3),
-			e.parked("k", "crm", "blocked-2", ptr(int64(2)), store.ParkBlocked, 4),
+			e.parked("k", "crm", "held-2", ptr(int64(2)), state.ParkHeld, 1),
+			e.parked("k", "crm", "collision-1", ptr(int64(1)), state.ParkCollision, 2),
+			e.parked("k", "crm", "conflict", nil, state.ParkVersionConflict, 3),
+			e.parked("k", "crm", "blocked-2", ptr(int64(2)), state.ParkBlocked, 4),
 		}
 		ps[0].HoldUntil = at(40)
 		for _, p := range ps {
 			e.park(p)
 		}
 		want = []store.Parked{ps[2], ps[1], ps[0], ps[3]}
-		e.park(e.parked("l", "crm", "other-key", nil, store.ParkHeld, 5))
+		e.park(e.parked("l", "crm", "other-key", nil, state.ParkHeld, 5))
 	})
-	got, err := o.op.ParkedList(o.ctx, o.consumer, "k")
+	got, err := o.op.ParkedList(o.ctx, store.KeyRef{Consumer: o.consumer, Key: "k"})
 	require.NoError(t, err)
 	require.Len(t, got, len(want))
 	for i := range got {
@@ -254,7 +265,7 @@ func testOperatorParked(t *testing.T, st store.Store) {
 	}
 	require.Equal(t, want, got)
 	require.Less(t, got[2].Seq, got[3].Seq, "equal versions in arrival order")
-	all, err := o.op.ParkedList(o.ctx, o.consumer, "")
+	all, err := o.op.ParkedList(o.ctx, store.KeyRef{Consumer: o.consumer, Key: ""})
 	require.NoError(t, err)
 	require.Len(t, all, 5)
 	require.Equal(t, want, all[:4])
@@ -277,11 +288,11 @@ func testOperatorAudit(t *testing.T, st store.Store) {
 			require.NoError(t, e.tx.AuditInsert(e.ctx, a))
 		}
 		require.NoError(t, e.tx.AuditInsert(e.ctx, store.AuditRow{Consumer: o.consumer, Source: "crm", ID: "d",
-			Outcome: store.OutcomeDuplicate, At: at(9)}))
+			Outcome: state.Duplicate, At: at(9)}))
 	})
 	list := func(key string, limit int) []store.AuditRow {
 		t.Helper()
-		got, err := o.op.AuditList(o.ctx, o.consumer, key, limit)
+		got, err := o.op.AuditList(o.ctx, store.AuditListParams{Consumer: o.consumer, Key: key, Limit: limit})
 		require.NoError(t, err)
 		for i := range got {
 			require.Positive(t, got[i].Seq)
@@ -313,13 +324,13 @@ func testOperatorGaps(t *testing.T, st store.Store) {
 			require.NoError(t, e.tx.GapInsert(e.ctx, g))
 		}
 	})
-	got, err := o.op.GapList(o.ctx, o.consumer, "k")
+	got, err := o.op.GapList(o.ctx, store.KeyRef{Consumer: o.consumer, Key: "k"})
 	require.NoError(t, err)
 	require.Equal(t, []store.Gap{gaps[0], gaps[2]}, got)
-	got, err = o.op.GapList(o.ctx, o.consumer, "")
+	got, err = o.op.GapList(o.ctx, store.KeyRef{Consumer: o.consumer, Key: ""})
 	require.NoError(t, err)
 	require.Equal(t, gaps, got)
-	got, err = o.op.GapList(o.ctx, o.consumer, "m")
+	got, err = o.op.GapList(o.ctx, store.KeyRef{Consumer: o.consumer, Key: "m"})
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
@@ -331,25 +342,25 @@ func testOperatorCounts(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, store.Counts{}, empty)
 	o.commit(func(e *txEnv) {
-		for i, outcome := range []string{"applied", "applied", "applied", "rejected", "pending"} {
+		for i, outcome := range []state.Outcome{"applied", "applied", "applied", "rejected", "pending"} {
 			r := e.inboxRow("crm", fmt.Sprint(i), i)
 			r.Outcome = outcome
 			_, err := e.tx.InboxInsert(e.ctx, r)
 			require.NoError(t, err)
 		}
-		e.park(e.parked("k1", "crm", "h1", ptr(int64(1)), store.ParkHeld, 20))
-		e.park(e.parked("k1", "crm", "h2", ptr(int64(2)), store.ParkHeld, 10))
-		e.park(e.parked("k2", "crm", "b1", ptr(int64(1)), store.ParkBlocked, 15))
-		e.park(e.parked("k3", "crm", "c1", ptr(int64(1)), store.ParkCollision, 1)) // oldest, but not stuck
+		e.park(e.parked("k1", "crm", "h1", ptr(int64(1)), state.ParkHeld, 20))
+		e.park(e.parked("k1", "crm", "h2", ptr(int64(2)), state.ParkHeld, 10))
+		e.park(e.parked("k2", "crm", "b1", ptr(int64(1)), state.ParkBlocked, 15))
+		e.park(e.parked("k3", "crm", "c1", ptr(int64(1)), state.ParkCollision, 1)) // oldest, but not stuck
 		var seqs []int64
 		for i := range 3 {
 			seq, err := e.tx.DeadLetterInsert(e.ctx, deadLetter(o.consumer, fmt.Sprint(i), i))
 			require.NoError(t, err)
 			seqs = append(seqs, seq)
 		}
-		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, o.consumer, seqs[1], store.DeadLetterRedriven, "redriven", at(5)))
+		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, store.DeadLetterResolveParams{Consumer: o.consumer, Seq: seqs[1], State: state.DeadLetterRedriven, Resolution: "redriven", At: at(5)}))
 		e.ensureKeys(at(0), "k1", "k2", "k3")
-		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k2", "crm", "b1", "boom", at(15)))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "k2", Source: "crm", ID: "b1", Reason: "boom", At: at(15)}))
 		for i := range 2 {
 			require.NoError(t, e.tx.GapInsert(e.ctx, store.Gap{Consumer: o.consumer, Key: "k1", FromVersion: int64(i), ToVersion: int64(i), DecidedBy: "ana", Reason: "r", At: at(i)}))
 		}
@@ -368,27 +379,27 @@ func testOperatorDueHolds(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	ps := map[string]store.Parked{}
 	o.commit(func(e *txEnv) {
-		add := func(key, id string, version *int64, reason string, parkedAt int, hold int) {
+		add := func(key, id string, version *int64, reason state.Park, parkedAt int, hold int) {
 			p := e.parked(key, "crm", id, version, reason, parkedAt)
 			if hold >= 0 {
 				p.HoldUntil = at(hold)
 			}
 			ps[id] = e.parkOne(p)
 		}
-		add("a", "a5", ptr(int64(5)), store.ParkHeld, 1, 10)
-		add("a", "a3", ptr(int64(3)), store.ParkHeld, 2, 20)
-		add("b", "b", nil, store.ParkHeld, 3, 15)
-		add("c", "c1", ptr(int64(1)), store.ParkHeld, 4, -1)   // no deadline: waits behind a retry
-		add("d", "d1", ptr(int64(1)), store.ParkBlocked, 5, 5) // blocked: no hold
-		add("e", "e2", ptr(int64(2)), store.ParkHeld, 0, 12)
-		add("e", "e-nil", nil, store.ParkHeld, 6, -1) // lower (no version), not due
+		add("a", "a5", ptr(int64(5)), state.ParkHeld, 1, 10)
+		add("a", "a3", ptr(int64(3)), state.ParkHeld, 2, 20)
+		add("b", "b", nil, state.ParkHeld, 3, 15)
+		add("c", "c1", ptr(int64(1)), state.ParkHeld, 4, -1)   // no deadline: waits behind a retry
+		add("d", "d1", ptr(int64(1)), state.ParkBlocked, 5, 5) // blocked: no hold
+		add("e", "e2", ptr(int64(2)), state.ParkHeld, 0, 12)
+		add("e", "e-nil", nil, state.ParkHeld, 6, -1) // lower (no version), not due
 	})
-	other := store.Parked{Consumer: o.consumer + "/other", Source: "crm", ID: "x", PartitionKey: "b", Reason: store.ParkHeld,
+	other := store.Parked{Consumer: o.consumer + "/other", Source: "crm", ID: "x", PartitionKey: "b", Reason: state.ParkHeld,
 		Envelope: []byte("{}"), PayloadHash: "h", ParkedAt: at(0), HoldUntil: at(0)}
 	o.commit(func(e *txEnv) { e.park(other) })
 	due := func(now int) []string {
 		t.Helper()
-		got, err := o.op.ParkedListDue(o.ctx, o.consumer, at(now))
+		got, err := o.op.ParkedListDue(o.ctx, store.ParkedListDueParams{Consumer: o.consumer, Now: at(now)})
 		require.NoError(t, err)
 		ids := []string{}
 		for _, p := range got {
@@ -410,11 +421,11 @@ func testOperatorDueHoldsTies(t *testing.T, st store.Store) {
 	first := map[string]store.Parked{}
 	o.commit(func(e *txEnv) {
 		for i, p := range []store.Parked{
-			e.parked("k", "crm", "k-a", nil, store.ParkHeld, 1),
-			e.parked("k", "crm", "k-b", nil, store.ParkHeld, 2),
-			e.parked("k", "crm", "k-c", ptr(int64(1)), store.ParkHeld, 3),
-			e.parked("l", "crm", "l-a", ptr(int64(3)), store.ParkHeld, 4),
-			e.parked("l", "crm", "l-b", ptr(int64(3)), store.ParkHeld, 5),
+			e.parked("k", "crm", "k-a", nil, state.ParkHeld, 1),
+			e.parked("k", "crm", "k-b", nil, state.ParkHeld, 2),
+			e.parked("k", "crm", "k-c", ptr(int64(1)), state.ParkHeld, 3),
+			e.parked("l", "crm", "l-a", ptr(int64(3)), state.ParkHeld, 4),
+			e.parked("l", "crm", "l-b", ptr(int64(3)), state.ParkHeld, 5),
 		} {
 			p.HoldUntil = at(10 + i)
 			e.park(p)
@@ -423,7 +434,7 @@ func testOperatorDueHoldsTies(t *testing.T, st store.Store) {
 			first[key] = e.parkedForKey(key)[0]
 		}
 	})
-	got, err := o.op.ParkedListDue(o.ctx, o.consumer, at(20))
+	got, err := o.op.ParkedListDue(o.ctx, store.ParkedListDueParams{Consumer: o.consumer, Now: at(20)})
 	require.NoError(t, err)
 	ids := []string{}
 	for _, p := range got {
@@ -439,16 +450,16 @@ func testOperatorBlockedBefore(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	o.commit(func(e *txEnv) {
 		e.ensureKeys(at(0), "k1", "k2", "k3", "k4")
-		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k1", "crm", "1", "boom", at(10)))
-		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k2", "", "", "gap", at(30)))
-		require.NoError(t, e.tx.KeyBlock(e.ctx, o.consumer, "k3", "crm", "3", "boom", at(20)))
-		require.NoError(t, e.tx.KeyUnblock(e.ctx, o.consumer, "k3", at(25)))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "k1", Source: "crm", ID: "1", Reason: "boom", At: at(10)}))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "k2", Source: "", ID: "", Reason: "gap", At: at(30)}))
+		require.NoError(t, e.tx.KeyBlock(e.ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "k3", Source: "crm", ID: "3", Reason: "boom", At: at(20)}))
+		require.NoError(t, e.tx.KeyUnblock(e.ctx, store.KeyUnblockParams{Consumer: o.consumer, Key: "k3", At: at(25)}))
 	})
 	k1 := store.KeyState{Consumer: o.consumer, Key: "k1", Blocked: true, BlockedSource: "crm", BlockedID: "1",
 		BlockedReason: "boom", BlockedSince: at(10), UpdatedAt: at(10)}
 	k2 := store.KeyState{Consumer: o.consumer, Key: "k2", Blocked: true, BlockedReason: "gap", BlockedSince: at(30), UpdatedAt: at(30)}
 	for before, want := range map[int][]store.KeyState{10: nil, 11: {k1}, 31: {k1, k2}} {
-		got, err := o.op.KeyListBlockedBefore(o.ctx, o.consumer, at(before))
+		got, err := o.op.KeyListBlockedBefore(o.ctx, store.KeyListBlockedBeforeParams{Consumer: o.consumer, Before: at(before)})
 		require.NoError(t, err)
 		require.Equal(t, want, got, "before %d", before)
 	}
@@ -465,21 +476,19 @@ func testOperatorSeen(t *testing.T, st store.Store) {
 		_, err := e.tx.InboxInsert(e.ctx, r)
 		require.NoError(t, err)
 		e.ensureKeys(at(0), "none", "five")
-		_, err = e.tx.KeyAdvance(e.ctx, o.consumer, "five", nil, 5, at(1))
+		_, err = e.tx.KeyAdvance(e.ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: "five", Prev: nil, Next: 5, At: at(1)})
 		require.NoError(t, err)
 	})
-	outcome, hash, found, err := o.op.InboxSeen(o.ctx, o.consumer, "crm", "1")
+	seen, err := o.op.InboxSeen(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
-	require.Equal(t, []any{"dead_lettered", r.PayloadHash, true}, []any{outcome, hash, found})
-	_, _, found, err = o.op.InboxSeen(o.ctx, o.consumer, "crm", "2")
-	require.NoError(t, err)
-	require.False(t, found)
-	_, _, found, err = o.op.InboxSeen(o.ctx, o.consumer+"/other", "crm", "1")
-	require.NoError(t, err)
-	require.False(t, found)
+	require.Equal(t, store.Seen{Outcome: state.DeadLettered, PayloadHash: r.PayloadHash}, seen)
+	_, err = o.op.InboxSeen(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "2"})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = o.op.InboxSeen(o.ctx, store.MessageRef{Consumer: o.consumer + "/other", Source: "crm", ID: "1"})
+	require.ErrorIs(t, err, store.ErrNotFound)
 
 	for key, want := range map[string]*int64{"five": ptr(int64(5)), "none": nil, "missing": nil} {
-		v, err := o.op.KeyVersion(o.ctx, o.consumer, key)
+		v, err := o.op.KeyVersion(o.ctx, store.KeyRef{Consumer: o.consumer, Key: key})
 		require.NoError(t, err)
 		require.Equal(t, want, v, key)
 	}
@@ -489,25 +498,26 @@ func testOperatorSeen(t *testing.T, st store.Store) {
 // every later caller; Decision reads it, wherever it was recorded.
 func testOperatorDecision(t *testing.T, st store.Store) {
 	o := newOp(t, st)
-	_, err := o.op.DecisionGet(o.ctx, o.consumer, "crm", "1")
+	_, err := o.op.DecisionGet(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	got, err := o.op.DecisionRecord(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"a"}`), at(1))
+	got, err := o.op.DecisionRecord(o.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "1", Decision: []byte(`{"route":"a"}`), At: at(1)})
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"a"}`), got)
-	got, err = o.op.DecisionRecord(o.ctx, o.consumer, "crm", "1", []byte(`{"route":"b"}`), at(2))
+	got, err = o.op.DecisionRecord(o.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "1", Decision: []byte(`{"route":"b"}`), At: at(2)})
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"a"}`), got, "the first decider wins")
-	got, err = o.op.DecisionGet(o.ctx, o.consumer, "crm", "1")
+	got, err = o.op.DecisionGet(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"a"}`), got)
 
 	o.commit(func(e *txEnv) {
-		require.NoError(t, e.tx.DecisionRecord(e.ctx, o.consumer, "crm", "2", []byte(`{"route":"tx"}`), at(3)))
+		_, err := e.tx.DecisionRecord(e.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "2", Decision: []byte(`{"route":"tx"}`), At: at(3)})
+		require.NoError(t, err)
 	})
-	got, err = o.op.DecisionRecord(o.ctx, o.consumer, "crm", "2", []byte(`{"route":"late"}`), at(4))
+	got, err = o.op.DecisionRecord(o.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "2", Decision: []byte(`{"route":"late"}`), At: at(4)})
 	require.NoError(t, err)
 	require.Equal(t, []byte(`{"route":"tx"}`), got, "a decision the batch recorded")
-	_, err = o.op.DecisionGet(o.ctx, o.consumer+"/other", "crm", "1")
+	_, err = o.op.DecisionGet(o.ctx, store.MessageRef{Consumer: o.consumer + "/other", Source: "crm", ID: "1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -517,10 +527,10 @@ func testOperatorClaimDecision(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	var held time.Time
 	claim := func(owner string, now, until int) bool {
-		ok, h, err := o.op.DecisionClaim(o.ctx, o.consumer, "crm", "1", owner, at(now), at(until))
+		c, err := o.op.DecisionClaim(o.ctx, store.DecisionClaimParams{Consumer: o.consumer, Source: "crm", ID: "1", Owner: owner, Now: at(now), Until: at(until)})
 		require.NoError(t, err)
-		held = h
-		return ok
+		held = c.Until
+		return c.Claimed
 	}
 	require.True(t, claim("a", 1, 10))
 	require.False(t, claim("b", 2, 12), "a holds it")
@@ -529,13 +539,13 @@ func testOperatorClaimDecision(t *testing.T, st store.Store) {
 	require.False(t, claim("b", 12, 22), "renewed until 13")
 	require.True(t, held.Equal(at(13)), "held until %s", held)
 	require.True(t, claim("b", 13, 23), "expired: b takes it")
-	require.NoError(t, o.op.DecisionUnclaim(o.ctx, o.consumer, "crm", "1", "a"), "not a's: nothing happens")
+	require.NoError(t, o.op.DecisionUnclaim(o.ctx, store.DecisionUnclaimParams{Consumer: o.consumer, Source: "crm", ID: "1", Owner: "a"}), "not a's: nothing happens")
 	require.False(t, claim("a", 14, 24))
-	require.NoError(t, o.op.DecisionUnclaim(o.ctx, o.consumer, "crm", "1", "b"))
+	require.NoError(t, o.op.DecisionUnclaim(o.ctx, store.DecisionUnclaimParams{Consumer: o.consumer, Source: "crm", ID: "1", Owner: "b"}))
 	require.True(t, claim("a", 15, 25), "released: free at once")
-	ok, _, err := o.op.DecisionClaim(o.ctx, o.consumer, "crm", "2", "b", at(15), at(25))
+	c, err := o.op.DecisionClaim(o.ctx, store.DecisionClaimParams{Consumer: o.consumer, Source: "crm", ID: "2", Owner: "b", Now: at(15), Until: at(25)})
 	require.NoError(t, err)
-	require.True(t, ok, "claims are per identity")
+	require.True(t, c.Claimed, "claims are per identity")
 }
 
 // InboxPurge deletes, oldest first and at most batch at a time, the
@@ -546,7 +556,7 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	other := o.consumer + "/other"
 	o.commit(func(e *txEnv) {
-		add := func(consumer, id, outcome string, retention int) {
+		add := func(consumer, id string, outcome state.Outcome, retention int) {
 			r := e.inboxRow("crm", id, 1)
 			r.Consumer, r.Outcome, r.RetentionUntil = consumer, outcome, at(retention)
 			_, err := e.tx.InboxInsert(e.ctx, r)
@@ -566,16 +576,14 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 	})
 	var purged []int64
 	for range 4 {
-		n, err := o.op.InboxPurge(o.ctx, o.consumer, at(5), 2)
+		n, err := o.op.InboxPurge(o.ctx, store.InboxPurgeParams{Consumer: o.consumer, Now: at(5), Limit: 2})
 		require.NoError(t, err)
 		purged = append(purged, n)
 	}
 	require.Equal(t, []int64{2, 1, 0, 0}, purged)
 	for id, kept := range map[string]bool{"p1": false, "p2": false, "p3": false, "held": true, "blocked": true, "now": true, "later": true} {
 		require.Equal(t, kept, o.seen(id), id)
-		_, _, found, err := o.op.InboxSeen(o.ctx, other, "crm", id)
-		require.NoError(t, err)
-		require.True(t, found, "another consumer's %s", id)
+		require.True(t, o.seenBy(other, id), "another consumer's %s", id)
 	}
 	rows, err := st.DB().QueryContext(o.ctx, `SELECT id FROM seqbox_retries WHERE consumer = $1`, o.consumer)
 	require.NoError(t, err)

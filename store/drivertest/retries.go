@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,11 +16,11 @@ import (
 // count.
 func (e *txEnv) retry(key, source, id, errText string, n int) int {
 	e.t.Helper()
-	attempts, _, err := e.tx.RetryRecord(e.ctx, store.RetryRow{
+	rc, err := e.tx.RetryRecord(e.ctx, store.RetryRow{
 		Consumer: e.consumer, Source: source, ID: id, PartitionKey: key, Error: errText, At: at(n),
 	})
 	require.NoError(e.t, err)
-	return attempts
+	return rc.Attempts
 }
 
 // retrying lists the identities of the test's consumer that have attempts
@@ -51,11 +52,11 @@ func testRecordRetry(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	record := func(consumer, id, errText string, n int) (int, string) {
 		t.Helper()
-		attempts, first, err := e.tx.RetryRecord(e.ctx, store.RetryRow{
+		rc, err := e.tx.RetryRecord(e.ctx, store.RetryRow{
 			Consumer: consumer, Source: "crm", ID: id, PartitionKey: "k", Error: errText, At: at(n),
 		})
 		require.NoError(t, err)
-		return attempts, first
+		return rc.Attempts, rc.FirstError
 	}
 	for i, errText := range []string{"timeout", "connection reset", "503"} {
 		attempts, first := record(e.consumer, "1", errText, 10+i)
@@ -84,13 +85,13 @@ func testClearRetry(t *testing.T, st store.Store) {
 	e.retry("k", "crm", "1", "a", 1)
 	e.retry("k", "crm", "1", "b", 2)
 	e.retry("k", "crm", "2", "c", 3)
-	require.NoError(t, e.tx.RetryClear(e.ctx, e.consumer, "crm", "1"))
+	require.NoError(t, e.tx.RetryClear(e.ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"}))
 	require.Equal(t, []store.Identity{{Source: "crm", ID: "2"}}, e.retrying())
-	attempts, first, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k", Error: "d", At: at(4)})
+	rc, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k", Error: "d", At: at(4)})
 	require.NoError(t, err)
-	require.Equal(t, []any{1, "d"}, []any{attempts, first})
-	require.NoError(t, e.tx.RetryClear(e.ctx, e.consumer, "crm", "missing"))
-	require.NoError(t, e.tx.RetryClear(e.ctx, e.consumer+"/other", "crm", "2"))
+	require.Equal(t, store.RetryCount{Attempts: 1, FirstError: "d"}, rc)
+	require.NoError(t, e.tx.RetryClear(e.ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "missing"}))
+	require.NoError(t, e.tx.RetryClear(e.ctx, store.MessageRef{Consumer: e.consumer + "/other", Source: "crm", ID: "2"}))
 	require.Len(t, e.retrying(), 2, "another consumer's clear")
 }
 
@@ -109,35 +110,40 @@ func testClearRetries(t *testing.T, st store.Store) {
 			clear = append(clear, id)
 		}
 	}
-	_, _, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: clear[0].Source, ID: clear[0].ID, Error: "x", At: at(0)})
+	_, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: clear[0].Source, ID: clear[0].ID, Error: "x", At: at(0)})
 	require.NoError(t, err)
 	clear = append(clear, store.Identity{Source: "src-9", ID: "missing"}, store.Identity{Source: keep[0].ID, ID: keep[0].Source})
 
-	require.NoError(t, e.tx.RetryClearMany(e.ctx, e.consumer, clear))
+	require.NoError(t, e.tx.RetryClearMany(e.ctx, store.RetryClearManyParams{Consumer: e.consumer, IDs: clear}))
 	slices.SortFunc(keep, compareIdentities)
 	require.Equal(t, keep, e.retrying())
 	var others int
 	require.NoError(t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT COUNT(*) FROM seqbox_retries WHERE consumer = $1`, e.consumer+"/other").Scan(&others))
 	require.Equal(t, 1, others, "another consumer's attempts stay")
-	require.NoError(t, e.tx.RetryClearMany(e.ctx, e.consumer, nil))
+	require.NoError(t, e.tx.RetryClearMany(e.ctx, store.RetryClearManyParams{
+
+		// RetryOnKey returns the identity of a key that started retrying
+		// first, with its last error and time, ignoring identities the inbox has
+		// recorded since (stale attempts) and other keys and consumers.
+		Consumer: e.consumer, IDs: nil}))
 }
 
-// RetryOnKey returns the identity of a key that started retrying
-// first, with its last error and time, ignoring identities the inbox has
-// recorded since (stale attempts) and other keys and consumers.
 func testRetryingOnKey(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	get := func() (store.RetryRow, bool) {
 		t.Helper()
-		r, found, err := e.tx.RetryOnKey(e.ctx, e.consumer, "k")
+		r, err := e.tx.RetryOnKey(e.ctx, store.KeyRef{Consumer: e.consumer, Key: "k"})
+		if errors.Is(err, store.ErrNotFound) {
+			return r, false
+		}
 		require.NoError(t, err)
-		return r, found
+		return r, true
 	}
 	_, found := get()
 	require.False(t, found)
 
 	e.retry("other-key", "crm", "z", "elsewhere", 0)
-	_, _, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "y", PartitionKey: "k", Error: "theirs", At: at(0)})
+	_, err := e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "y", PartitionKey: "k", Error: "theirs", At: at(0)})
 	require.NoError(t, err)
 	_, found = get()
 	require.False(t, found, "other keys and consumers do not count")

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +17,7 @@ func testSQL(t *testing.T, st store.Store) {
 	_, err := e.tx.SQL().ExecContext(e.ctx, `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at)
 		VALUES ($1, 'crm', '1', $2, 0)`, e.consumer, []byte("written by the handler"))
 	require.NoError(t, err)
-	d, err := e.tx.DecisionGet(e.ctx, e.consumer, "crm", "1")
+	d, err := e.tx.DecisionGet(e.ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
 	require.Equal(t, []byte("written by the handler"), d)
 
@@ -90,19 +91,19 @@ func testRollbackDiscards(t *testing.T, st store.Store) {
 	ctx, tx := e.ctx, e.tx
 	_, err := tx.InboxInsert(ctx, e.inboxRow("crm", "1", 1))
 	require.NoError(t, err)
-	require.NoError(t, tx.KeyEnsure(ctx, e.consumer, "order-1", at(1)))
-	require.NoError(t, tx.ParkedInsert(ctx, e.parked("order-1", "crm", "1", nil, store.ParkHeld, 1)))
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: e.consumer, Key: "order-1", At: at(1)}))
+	require.NoError(t, tx.ParkedInsert(ctx, e.parked("order-1", "crm", "1", nil, state.ParkHeld, 1)))
 	require.NoError(t, tx.Rollback())
 	require.ErrorIs(t, tx.Rollback(), sql.ErrTxDone)
 
 	tx2, err := st.Begin(ctx) // would wait forever if the turn were not given back
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tx2.Rollback()) }()
-	_, err = tx2.InboxGet(ctx, e.consumer, "crm", "1")
+	_, err = tx2.InboxGet(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = tx2.KeyLock(ctx, e.consumer, "order-1")
+	_, err = tx2.KeyLock(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	ps, err := tx2.ParkedListWaiting(ctx, e.consumer, "order-1")
+	ps, err := tx2.ParkedListWaiting(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-1"})
 	require.NoError(t, err)
 	require.Empty(t, ps)
 }

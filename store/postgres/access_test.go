@@ -361,7 +361,7 @@ func TestReadOnlyPostgres(t *testing.T) {
 		st, err := postgres.OpenWith(ctx, u, ro)
 		require.NoError(t, err)
 		defer st.Close()
-		counts, err := st.Operator().Counts(ctx, "crm")
+		counts, err := st.Executor().Counts(ctx, "crm")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), counts.InboxRows)
 		_, err = st.DB().Exec(`INSERT INTO crm_tasks (title) VALUES ('x')`)

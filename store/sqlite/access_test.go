@@ -373,7 +373,7 @@ func deliver(t *testing.T, st store.Store, id string) {
 
 func inboxRows(t *testing.T, st store.Store) int64 {
 	t.Helper()
-	counts, err := st.Operator().Counts(context.Background(), "c")
+	counts, err := st.Executor().Counts(context.Background(), "c")
 	require.NoError(t, err)
 	return counts.InboxRows
 }

@@ -115,7 +115,7 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	st, err = sqlite.Open(ctx, "file:"+path)
 	require.NoError(t, err)
 	defer st.Close()
-	counts, err := st.Operator().Counts(ctx, "c")
+	counts, err := st.Executor().Counts(ctx, "c")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), counts.InboxRows)
 	c, err = seqbox.NewConsumer(seqbox.Config{Name: "c", Store: st, Handler: replay.RecordHandler("c")})

@@ -15,6 +15,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -55,7 +56,7 @@ func hardAmbiguousInputs(t *testing.T, open Factory) {
 	}
 	dlq, _ := countRows(t, b.st, b.cfg.Name)
 	require.Equal(t, 5, dlq, "each ambiguous input is its own rejection")
-	counts, err := b.st.Operator().Counts(context.Background(), b.cfg.Name)
+	counts, err := b.st.Executor().Counts(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
 	require.Zero(t, counts.InboxRows)
 	require.Zero(t, b.effects(t, ""))
@@ -161,10 +162,10 @@ func hardDrainedRetrySwept(t *testing.T, open Factory) {
 	require.Equal(t, []string{"o-3:held"}, ordSummary(e.deliver(c, ordEvent("o-3", key, 3, "order.cancelled"), 1)))
 	require.Equal(t, []string{"o-2:applied", "o-3:retry"}, ordSummary(e.deliver(c, ordEvent("o-2", key, 2, "order.paid"), 1)))
 
-	parked, err := e.st.Operator().ParkedList(e.ctx, e.cfg.Name, key)
+	parked, err := e.st.Executor().ParkedList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
-	require.Equal(t, store.ParkHeld, parked[0].Reason)
+	require.Equal(t, state.ParkHeld, parked[0].Reason)
 	require.Contains(t, parked[0].Detail, "attempt 1 of 3 failed", "the detail says why it waits now, not the old gap text")
 
 	e.clock.Advance(time.Second) // past the backoff
@@ -173,7 +174,7 @@ func hardDrainedRetrySwept(t *testing.T, open Factory) {
 	require.Equal(t, []string{"o-3:applied"}, ordSummary(ds))
 	require.EqualValues(t, 2, calls.Load())
 	require.Equal(t, []string{"o-1@1 order.created", "o-2@2 order.paid", "o-3@3 order.cancelled"}, e.effects(key))
-	v, err := e.st.Operator().KeyViewGet(e.ctx, e.cfg.Name, key)
+	v, err := e.st.Executor().KeyViewGet(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
 	require.NoError(t, err)
 	require.Zero(t, v.Held, "nothing is left held")
 	require.Equal(t, int64(3), *v.Version)
@@ -192,11 +193,11 @@ func hardDrainedRetryAtOnce(t *testing.T, open Factory) {
 	e.deliver(c, ordEvent("r-3", key, 3, "order.cancelled", ordWithData(map[string]any{"fail": "transient"})), 1)
 	ds := e.deliver(c, ordEvent("r-2", key, 2, "order.paid"), 1)
 	require.Equal(t, []string{"r-2:applied", "r-3:retry", "r-3:retry", "r-3:dead_lettered"}, ordSummary(ds))
-	v, err := e.st.Operator().KeyViewGet(e.ctx, cfg.Name, key)
+	v, err := e.st.Executor().KeyViewGet(e.ctx, store.KeyRef{Consumer: cfg.Name, Key: key})
 	require.NoError(t, err)
 	require.Zero(t, v.Held)
 	require.True(t, v.Blocked, "on_dead_letter=block: the key waits for an operator")
-	dls, err := e.st.Operator().DeadLetterList(e.ctx, cfg.Name, false)
+	dls, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: cfg.Name, All: false})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, "r-3", dls[0].ID)
@@ -228,7 +229,7 @@ func hardRejectedTwice(t *testing.T, open Factory) {
 	dlq, audit := countRows(t, b.st, b.cfg.Name)
 	require.Equal(t, 2, dlq, "one DLQ row per distinct bad input")
 	require.Equal(t, 2, audit)
-	counts, err := b.st.Operator().Counts(context.Background(), b.cfg.Name)
+	counts, err := b.st.Executor().Counts(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
 	require.Zero(t, counts.InboxRows, "rejected inputs are not business identities")
 }
@@ -247,7 +248,7 @@ func hardOversizedTwice(t *testing.T, open Factory) {
 		require.Equal(t, seqbox.Rejected, ds[0].Outcome)
 		require.Contains(t, ds[0].Reason, "5242880 bytes")
 	}
-	dls, err := b.st.Operator().DeadLetterList(context.Background(), b.cfg.Name, false)
+	dls, err := b.st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: false})
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	require.Equal(t, prefix, dls[0].Envelope)
@@ -260,7 +261,7 @@ func hardRegistration(t *testing.T, open Factory) {
 	ctx := context.Background()
 	fv := int64(1)
 	c := b.consumer(t, func(cfg *seqbox.Config) { cfg.FirstVersion = &fv; cfg.GapPolicy = seqbox.GapAdvance })
-	_, err := b.st.Control().ConsumerGet(ctx, b.cfg.Name)
+	_, err := b.st.Executor().ConsumerGet(ctx, b.cfg.Name)
 	require.ErrorIs(t, err, store.ErrNotFound, "nothing is written before the first delivery")
 	deliver(t, c, []byte(`{"id":"a","source":"s","type":"t"}`), 1)
 	rec, err := replay.NewConsumer(seqbox.Config{Name: "replayed", Store: b.st})
@@ -268,7 +269,7 @@ func hardRegistration(t *testing.T, open Factory) {
 	_, err = rec.Deliver(ctx, []byte(`{"id":"a","source":"s","type":"t"}`), 1)
 	require.NoError(t, err)
 
-	regs, err := b.st.Control().ConsumerList(ctx)
+	regs, err := b.st.Executor().ConsumerList(ctx)
 	require.NoError(t, err)
 	require.Len(t, regs, 2)
 	require.Equal(t, b.cfg.Name, regs[0].Consumer)
@@ -317,7 +318,7 @@ func deadLetterOne(t *testing.T, c *seqbox.Consumer, st store.Store, id string) 
 	t.Helper()
 	d := deliver(t, c, []byte(`{"id":"`+id+`","source":"crm","type":"task.create","partitionkey":"opp-1","objectversion":1}`), 1)
 	require.Equal(t, seqbox.DeadLettered, d.Outcome)
-	dls, err := st.Operator().DeadLetterList(context.Background(), c.Name(), false)
+	dls, err := st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: c.Name(), All: false})
 	require.NoError(t, err)
 	require.NotEmpty(t, dls)
 	return dls[len(dls)-1].Seq
@@ -343,15 +344,15 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	st, c, seq := fixedAfterDeadLetter(t, open, "t-1")
 	ctx := context.Background()
 
-	req, err := st.Control().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
+	req, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "alice", Reason: "crm is back", RequestedAt: time.Now()})
 	require.NoError(t, err)
 	n, err := c.RunRequests(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	r, err := st.Control().RequestGet(ctx, req)
+	r, err := st.Executor().RequestGet(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, store.RequestDone, r.State, r.Error)
+	require.Equal(t, state.RequestDone, r.State, r.Error)
 	require.Equal(t, "alice", r.RequestedBy)
 	require.NotEmpty(t, r.TakenBy)
 	var ds []seqbox.Decision
@@ -360,14 +361,14 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	require.Equal(t, 1, appTasks(t, st, "crm"))
 
 	// A request the consumer cannot honour fails with the reason.
-	bad, err := st.Control().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
+	bad, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "alice", RequestedAt: time.Now()})
 	require.NoError(t, err)
 	_, err = c.RunRequests(ctx)
 	require.NoError(t, err)
-	r, err = st.Control().RequestGet(ctx, bad)
+	r, err = st.Executor().RequestGet(ctx, bad)
 	require.NoError(t, err)
-	require.Equal(t, store.RequestFailed, r.State)
+	require.Equal(t, state.RequestFailed, r.State)
 	require.Contains(t, r.Error, "already resolved")
 	require.Equal(t, 1, appTasks(t, st, "crm"), "nothing applied twice")
 }
@@ -382,7 +383,7 @@ func hardRequestTakenOnce(t *testing.T, open Factory) {
 	b := appSetup(t, st, "crm", &broken)
 	seq := deadLetterOne(t, a, st, "t-2")
 	broken.Store(false)
-	_, err := st.Control().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
+	_, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "bob", RequestedAt: time.Now()})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -410,19 +411,19 @@ func hardRequestTakenOnce(t *testing.T, open Factory) {
 func hardRequestCancelled(t *testing.T, open Factory) {
 	st, c, seq := fixedAfterDeadLetter(t, open, "t-3")
 	ctx := context.Background()
-	req, err := st.Control().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionSkip,
+	req, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionSkip,
 		Target: itoa(seq), RequestedBy: "carol", Reason: "wrong", RequestedAt: time.Now()})
 	require.NoError(t, err)
-	ok, err := st.Control().RequestCancel(ctx, req, "nobody took it", time.Now())
+	ok, err := st.Executor().RequestCancel(ctx, store.RequestCancelParams{Seq: req, Why: "nobody took it", At: time.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)
 	n, err := c.RunRequests(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	dl, err := st.Operator().DeadLetterGet(ctx, "crm", seq)
+	dl, err := st.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: "crm", Seq: seq})
 	require.NoError(t, err)
 	require.Empty(t, dl.Resolution, "the skip never ran")
-	ok, err = st.Control().RequestCancel(ctx, req, "again", time.Now())
+	ok, err = st.Executor().RequestCancel(ctx, store.RequestCancelParams{Seq: req, Why: "again", At: time.Now()})
 	require.NoError(t, err)
 	require.False(t, ok, "a cancelled request is no longer pending")
 }

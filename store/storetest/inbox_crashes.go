@@ -12,6 +12,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -171,11 +172,11 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1, Parked: 1}, b.counts(t))
 		require.Equal(t, "applied", b.inboxOutcome(t, "erp", "evt-482"), "the recorded identity is not overwritten")
 
-		parked, err := b.st.Operator().ParkedList(context.Background(), b.cfg.Name, "")
+		parked, err := b.st.Executor().ParkedList(context.Background(), store.KeyRef{Consumer: b.cfg.Name, Key: ""})
 		require.NoError(t, err)
 		require.Len(t, parked, 1)
-		require.Equal(t, store.ParkCollision, parked[0].Reason)
-		require.Equal(t, "collision", parked[0].Reason)
+		require.Equal(t, state.ParkCollision, parked[0].Reason)
+		require.Equal(t, "collision", string(parked[0].Reason), "the name stored on the row")
 		require.Equal(t, "evt-482", parked[0].ID)
 		require.Equal(t, second, parked[0].Envelope, "the second payload is kept for investigation, byte for byte")
 		ev2, err := seqbox.ParseEvent(second)
@@ -279,7 +280,7 @@ func exerciseIdentity(t *testing.T, open Factory) {
 			c := b.consumer(t, func(c *seqbox.Config) { c.Name, c.Handler = name, replay.RecordHandler(name) })
 			require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome, name)
 			require.Equal(t, 1, countEffects(t, b.st, name, ""), name)
-			counts, err := b.st.Operator().Counts(context.Background(), name)
+			counts, err := b.st.Executor().Counts(context.Background(), name)
 			require.NoError(t, err)
 			require.Equal(t, int64(1), counts.InboxRows, name)
 			require.Equal(t, int64(1), counts.Applied, name)
@@ -305,13 +306,13 @@ func exerciseRetention(t *testing.T, open Factory) {
 		raw := simple(t, "evt-1")
 		require.Equal(t, seqbox.Applied, deliver(t, c, raw, 1).Outcome)
 
-		purged, err := b.st.Operator().InboxPurge(ctx, b.cfg.Name, t0.Add(29*24*time.Hour), 100)
+		purged, err := b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: t0.Add(29 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
 		require.Equal(t, int64(0), purged, "within retention nothing is purged")
 		now = t0.Add(29 * 24 * time.Hour)
 		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
 
-		purged, err = b.st.Operator().InboxPurge(ctx, b.cfg.Name, t0.Add(31*24*time.Hour), 100)
+		purged, err = b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: t0.Add(31 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
 		require.Equal(t, int64(1), purged)
 		require.Equal(t, int64(0), b.counts(t).InboxRows)
@@ -345,13 +346,13 @@ func exerciseRetention(t *testing.T, open Factory) {
 		after := t0.Add(retention + time.Hour)
 		var got []int64
 		for range 4 {
-			n, err := b.st.Operator().InboxPurge(ctx, b.cfg.Name, after, 2)
+			n, err := b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: after, Limit: 2})
 			require.NoError(t, err)
 			got = append(got, n)
 		}
 		require.Equal(t, []int64{2, 2, 1, 0}, got, "at most batch rows per call, and the count of what was removed")
 		require.Equal(t, int64(0), b.counts(t).InboxRows)
-		oc, err := b.st.Operator().Counts(ctx, "other")
+		oc, err := b.st.Executor().Counts(ctx, "other")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), oc.InboxRows, "purging one consumer leaves the others alone")
 		require.Equal(t, 5, b.effects(t, ""), "purging identities never touches business data")

@@ -81,7 +81,7 @@ func countEffects(t *testing.T, st store.Store, consumer, id string) int {
 
 func (b *inboxBundle) counts(t *testing.T) store.Counts {
 	t.Helper()
-	c, err := b.st.Operator().Counts(context.Background(), b.cfg.Name)
+	c, err := b.st.Executor().Counts(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
 	return c
 }
@@ -103,7 +103,7 @@ func (b *inboxBundle) inboxOutcome(t *testing.T, source, id string) string {
 // audit lists the consumer's audit rows, oldest first.
 func (b *inboxBundle) audit(t *testing.T) []store.AuditRow {
 	t.Helper()
-	rows, err := b.st.Operator().AuditList(context.Background(), b.cfg.Name, "", 1000)
+	rows, err := b.st.Executor().AuditList(context.Background(), store.AuditListParams{Consumer: b.cfg.Name, Key: "", Limit: 1000})
 	require.NoError(t, err)
 	return rows
 }
@@ -121,7 +121,7 @@ func (b *inboxBundle) duplicates(t *testing.T) int {
 func auditOutcomes(rows []store.AuditRow) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
-		out[i] = r.Outcome
+		out[i] = string(r.Outcome)
 	}
 	return out
 }
@@ -129,7 +129,7 @@ func auditOutcomes(rows []store.AuditRow) []string {
 // dlq lists the consumer's DLQ, resolved rows too when all is set.
 func (b *inboxBundle) dlq(t *testing.T, all bool) []store.DeadLetter {
 	t.Helper()
-	dls, err := b.st.Operator().DeadLetterList(context.Background(), b.cfg.Name, all)
+	dls, err := b.st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: all})
 	require.NoError(t, err)
 	return dls
 }

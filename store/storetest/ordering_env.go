@@ -228,7 +228,7 @@ func (e *ordEnv) requireObject(key, state string, version int64) {
 
 func (e *ordEnv) key(key string) store.KeyView {
 	e.t.Helper()
-	kv, err := e.st.Operator().KeyViewGet(e.ctx, e.cfg.Name, key)
+	kv, err := e.st.Executor().KeyViewGet(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
 	require.NoError(e.t, err, "key %s", key)
 	return kv
 }
@@ -246,7 +246,7 @@ func (e *ordEnv) requireKey(key string, version *int64, blocked bool, held, bloc
 
 func (e *ordEnv) audit(key string) []store.AuditRow {
 	e.t.Helper()
-	rows, err := e.st.Operator().AuditList(e.ctx, e.cfg.Name, key, 1000)
+	rows, err := e.st.Executor().AuditList(e.ctx, store.AuditListParams{Consumer: e.cfg.Name, Key: key, Limit: 1000})
 	require.NoError(e.t, err)
 	return rows
 }
@@ -269,7 +269,7 @@ func (e *ordEnv) auditLines(key string) []string {
 	out := []string{}
 	for _, a := range e.audit(key) {
 		require.Equal(e.t, e.cfg.Name, a.Consumer)
-		if a.Outcome == string(seqbox.Duplicate) {
+		if a.Outcome == seqbox.Duplicate {
 			out = append(out, fmt.Sprintf("%s %s %s", a.ID, a.Outcome, ordVer(a.ReceivedVersion)))
 			continue
 		}
@@ -283,7 +283,7 @@ func (e *ordEnv) auditRow(key, id string, outcome seqbox.Outcome) store.AuditRow
 	e.t.Helper()
 	var found *store.AuditRow
 	for _, a := range e.audit(key) {
-		if a.ID == id && a.Outcome == string(outcome) {
+		if a.ID == id && a.Outcome == outcome {
 			a := a
 			found = &a
 		}
@@ -299,7 +299,7 @@ func (e *ordEnv) auditRow(key, id string, outcome seqbox.Outcome) store.AuditRow
 // gapLines renders a key's recorded gaps as "from-to by who: why".
 func (e *ordEnv) gapLines(key string) []string {
 	e.t.Helper()
-	gs, err := e.st.Operator().GapList(e.ctx, e.cfg.Name, key)
+	gs, err := e.st.Executor().GapList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
 	require.NoError(e.t, err)
 	out := []string{}
 	for _, g := range gs {
@@ -311,28 +311,28 @@ func (e *ordEnv) gapLines(key string) []string {
 
 func (e *ordEnv) gaps(key string) []store.Gap {
 	e.t.Helper()
-	gs, err := e.st.Operator().GapList(e.ctx, e.cfg.Name, key)
+	gs, err := e.st.Executor().GapList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
 	require.NoError(e.t, err)
 	return gs
 }
 
 func (e *ordEnv) counts() store.Counts {
 	e.t.Helper()
-	c, err := e.st.Operator().Counts(e.ctx, e.cfg.Name)
+	c, err := e.st.Executor().Counts(e.ctx, e.cfg.Name)
 	require.NoError(e.t, err)
 	return c
 }
 
 func (e *ordEnv) parked(key string) []store.Parked {
 	e.t.Helper()
-	ps, err := e.st.Operator().ParkedList(e.ctx, e.cfg.Name, key)
+	ps, err := e.st.Executor().ParkedList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
 	require.NoError(e.t, err)
 	return ps
 }
 
 func (e *ordEnv) deadLetters(all bool) []store.DeadLetter {
 	e.t.Helper()
-	ds, err := e.st.Operator().DeadLetterList(e.ctx, e.cfg.Name, all)
+	ds, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: e.cfg.Name, All: all})
 	require.NoError(e.t, err)
 	return ds
 }

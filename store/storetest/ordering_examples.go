@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -137,14 +138,14 @@ func ordPersonEdits(t *testing.T, open Factory) {
 	// for this yet, so the store transaction is used directly).
 	tx, err := e.st.Begin(e.ctx)
 	require.NoError(t, err)
-	require.NoError(t, tx.KeyEnsure(e.ctx, e.cfg.Name, k, ordT0))
-	ks, err := tx.KeyLock(e.ctx, e.cfg.Name, k)
+	require.NoError(t, tx.KeyEnsure(e.ctx, store.KeyEnsureParams{Consumer: e.cfg.Name, Key: k, At: ordT0}))
+	ks, err := tx.KeyLock(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: k})
 	require.NoError(t, err)
 	require.Equal(t, "2", ordVer(ks.Version))
-	ok, err := tx.KeyAdvance(e.ctx, e.cfg.Name, k, ordV(1), 5, ordT0)
+	ok, err := tx.KeyAdvance(e.ctx, store.KeyAdvanceParams{Consumer: e.cfg.Name, Key: k, Prev: ordV(1), Next: 5, At: ordT0})
 	require.NoError(t, err)
 	require.False(t, ok, "compare-and-set must refuse a wrong previous version")
-	ok, err = tx.KeyAdvance(e.ctx, e.cfg.Name, k, ks.Version, 5, ordT0)
+	ok, err = tx.KeyAdvance(e.ctx, store.KeyAdvanceParams{Consumer: e.cfg.Name, Key: k, Prev: ks.Version, Next: 5, At: ordT0})
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, err = tx.SQL().ExecContext(e.ctx, `UPDATE record_objects SET state = $3, version = $4 WHERE consumer = $1 AND partitionkey = $2`,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +38,7 @@ func ordPermanentBlock(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E4:blocked"}, ordSummary(e.deliver(c, ordEvent("E4", k, 4, "pedido_enviado"), 1)))
 		e.requireKey(k, ordV(1), true, 0, 2)
 		for _, p := range e.parked(k) {
-			require.Equal(t, store.ParkBlocked, p.Reason, "%s", p.ID)
+			require.Equal(t, state.ParkBlocked, p.Reason, "%s", p.ID)
 		}
 		// A broker redelivery of the failed message cannot slip past.
 		ds = e.deliver(c, raw2, 2)
@@ -572,7 +572,7 @@ func ordTwoProducers(t *testing.T, open Factory) {
 	require.Equal(t, 1, kv.Parked, "parked for investigation")
 	ps := e.parked(k)
 	require.Len(t, ps, 1)
-	require.Equal(t, store.ParkVersionConflict, ps[0].Reason)
+	require.Equal(t, state.ParkVersionConflict, ps[0].Reason)
 	require.Equal(t, "crm-b", ps[0].Source)
 	require.Equal(t, "B-2", ps[0].ID)
 	require.Equal(t, rawB, ps[0].Envelope)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,7 +49,7 @@ func ordOutOfOrder(t *testing.T, open Factory) {
 	ps := e.parked(k)
 	require.Len(t, ps, 1)
 	require.Equal(t, "E3", ps[0].ID)
-	require.Equal(t, store.ParkHeld, ps[0].Reason)
+	require.Equal(t, state.ParkHeld, ps[0].Reason)
 	require.Equal(t, ordT0.Add(time.Minute), ps[0].HoldUntil.UTC(), "hold deadline = now + HoldTimeout")
 	require.Equal(t, []string{"E1@1 pedido_criado"}, e.effects(k), "a held event has no effect yet")
 	require.Equal(t, int64(1), e.counts().Held)
@@ -152,10 +153,10 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Contains(t, kv.BlockedReason, "hold timed out after 1m0s waiting before version 4")
 		ps := e.parked(k)
 		require.Len(t, ps, 1)
-		require.Equal(t, store.ParkBlocked, ps[0].Reason)
+		require.Equal(t, state.ParkBlocked, ps[0].Reason)
 		require.Equal(t, "E4", ps[0].ID)
 		require.Equal(t, int64(1), e.counts().Blocked)
-		stuck, err := e.st.Operator().KeyViewList(e.ctx, e.cfg.Name, true)
+		stuck, err := e.st.Executor().KeyViewList(e.ctx, store.KeyViewListParams{Consumer: e.cfg.Name, Stuck: true})
 		require.NoError(t, err)
 		require.Len(t, stuck, 1)
 		require.Equal(t, k, stuck[0].Key)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +40,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 		require.Equal(t, []string{"a:semantic_duplicate"}, ordSummary(e.deliver(c, rawA, 2)))
 		// Retention purges a's identity; its attempts must not come back and
 		// hold the key.
-		n, err := e.st.Operator().InboxPurge(e.ctx, e.cfg.Name, e.clock.Now().Add(365*24*time.Hour), 100)
+		n, err := e.st.Executor().InboxPurge(e.ctx, store.InboxPurgeParams{Consumer: e.cfg.Name, Now: e.clock.Now().Add(365 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
 		require.EqualValues(t, 2, n)
 		require.Equal(t, []string{"c:applied"}, ordSummary(e.deliver(c, ordEvent("c", k, nil, "t"), 1)))
@@ -50,7 +51,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 		e.deliver(c, ordEvent("v1", k, 1, "t"), 1)
 		require.Equal(t, []string{"v3:held"}, ordSummary(e.deliver(c, ordEvent("v3", k, 3, "t"), 1)))
 		e.clock.Advance(2 * time.Minute)
-		due, err := e.st.Operator().ParkedListDue(e.ctx, e.cfg.Name, e.clock.Now())
+		due, err := e.st.Executor().ParkedListDue(e.ctx, store.ParkedListDueParams{Consumer: e.cfg.Name, Now: e.clock.Now()})
 		require.NoError(t, err)
 		require.Len(t, due, 1, "v3 is due")
 		// v2 closes the gap before the sweeper's transaction runs.
@@ -119,12 +120,12 @@ func exerciseSettle(t *testing.T, open Factory) {
 		c := e.consumer()
 		ds := e.deliver(c, []byte(`{"id":"r","source":"s","type":"t","partitionkey":"never-seen","objectversion":"x"}`), 1)
 		require.Equal(t, seqbox.Rejected, ds[0].Outcome)
-		dls, err := e.st.Operator().DeadLetterList(e.ctx, e.cfg.Name, false)
+		dls, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: e.cfg.Name, All: false})
 		require.NoError(t, err)
 		require.Len(t, dls, 1)
 		_, err = c.Skip(e.ctx, dls[0].Seq, "alice", "bad producer")
 		require.NoError(t, err)
-		dls, err = e.st.Operator().DeadLetterList(e.ctx, e.cfg.Name, false)
+		dls, err = e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: e.cfg.Name, All: false})
 		require.NoError(t, err)
 		require.Empty(t, dls)
 	})
@@ -134,7 +135,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 		e.deliver(c, ordEvent("v5", k, 5, "t"), 1)
 		require.Equal(t, []string{"u:dead_lettered"}, ordSummary(e.deliver(c, ordEvent("u", k, nil, "t", ordFailPermanent()), 1)))
 		require.Equal(t, []string{"v8:blocked"}, ordSummary(e.deliver(c, ordEvent("v8", k, 8, "t"), 1)))
-		dls, err := e.st.Operator().DeadLetterList(e.ctx, e.cfg.Name, false)
+		dls, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: e.cfg.Name, All: false})
 		require.NoError(t, err)
 		require.Len(t, dls, 1)
 		ds, err := c.Skip(e.ctx, dls[0].Seq, "alice", "not needed")
@@ -159,7 +160,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 			ds := e.deliver(c, raw, 1)
 			require.Equal(t, seqbox.Rejected, ds[0].Outcome, name)
 		}
-		dls, err := e.st.Operator().DeadLetterList(e.ctx, e.cfg.Name, false)
+		dls, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: e.cfg.Name, All: false})
 		require.NoError(t, err)
 		require.Len(t, dls, 3, "each is in the DLQ, byte for byte")
 	})

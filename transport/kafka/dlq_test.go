@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/store"
 )
 
 // TestDeadLetterAfterMaxAttempts: a handler that always fails is retried
@@ -46,7 +47,7 @@ func TestDeadLetterAfterMaxAttempts(t *testing.T) {
 	if n := calls.Load(); n != maxAttempts {
 		t.Fatalf("handler called %d times, want %d", n, maxAttempts)
 	}
-	dl, err := fx.Store().Operator().DeadLetterList(context.Background(), "kafkatest", false)
+	dl, err := fx.Store().Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: "kafkatest", All: false})
 	if err != nil {
 		t.Fatalf("list DLQ: %v", err)
 	}

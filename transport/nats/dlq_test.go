@@ -44,7 +44,7 @@ func TestFailingMessageEndsInSeqboxDLQ(t *testing.T) {
 	for len(dl) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		var err error
-		if dl, err = r.Store().Operator().DeadLetterList(ctx, "nats-test", false); err != nil {
+		if dl, err = r.Store().Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "nats-test", All: false}); err != nil {
 			t.Fatalf("list DLQ: %v", err)
 		}
 	}

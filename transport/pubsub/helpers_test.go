@@ -12,7 +12,7 @@ type seqboxDeadLetter = store.DeadLetter
 // deadLetters lists the consumer's open DLQ rows.
 func deadLetters(t *testing.T, st store.Store, consumer string) []store.DeadLetter {
 	t.Helper()
-	rows, err := st.Operator().DeadLetterList(context.Background(), consumer, false)
+	rows, err := st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: consumer, All: false})
 	if err != nil {
 		t.Fatalf("list DLQ: %v", err)
 	}

@@ -82,7 +82,7 @@ func TestDeadLetter(t *testing.T) {
 	if n := calls.Load(); n != maxAttempts {
 		t.Fatalf("handler called %d times, want %d", n, maxAttempts)
 	}
-	dls, err := st.Operator().DeadLetterList(ctx, "dlq-test", false)
+	dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "dlq-test", All: false})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"time"
+
+	"github.com/seqbox/seqbox/store/state"
+)
+
+// MessageRef names one message for a consumer: its CloudEvents source and
+// id.
+type MessageRef struct {
+	Consumer, Source, ID string
+}
+
+// KeyRef names one business object (partition key) of a consumer.
+type KeyRef struct {
+	Consumer, Key string
+}
+
+// DeadLetterRef names one DLQ row of a consumer.
+type DeadLetterRef struct {
+	Consumer string
+	Seq      int64
+}
+
+// Seen is what the inbox recorded of an identity (Executor.InboxSeen).
+type Seen struct {
+	Outcome     state.Outcome
+	PayloadHash string
+}
+
+// RetryCount is an identity's failed attempts so far (Executor.RetryRecord).
+type RetryCount struct {
+	Attempts int
+	// FirstError is the error of the first attempt.
+	FirstError string
+}
+
+// DecisionClaim is the result of Executor.DecisionClaim.
+type DecisionClaim struct {
+	// Claimed: the caller holds the claim now.
+	Claimed bool
+	// Until is when the claim in force (the caller's, or another owner's)
+	// runs out.
+	Until time.Time
+}
+
+// InboxSetOutcomeParams are Executor.InboxSetOutcome's.
+type InboxSetOutcomeParams struct {
+	Consumer, Source, ID string
+	Outcome              state.Outcome
+	// ProcessedAt is when the outcome was reached (nil: not processed).
+	ProcessedAt *time.Time
+}
+
+// InboxSetOutcomeManyParams are Executor.InboxSetOutcomeMany's.
+type InboxSetOutcomeManyParams struct {
+	Consumer string
+	Rows     []OutcomeRow
+}
+
+// InboxPurgeParams are Executor.InboxPurge's.
+type InboxPurgeParams struct {
+	Consumer string
+	// Now: identities whose retention ended before it go.
+	Now time.Time
+	// Limit bounds the rows one call deletes.
+	Limit int
+}
+
+// BusinessKeyClaimParams are Executor.BusinessKeyClaim's.
+type BusinessKeyClaimParams struct {
+	Consumer, BusinessKey string
+	// Source and ID name the message that claims it.
+	Source, ID string
+	At         time.Time
+}
+
+// KeyLockManyParams are Executor.KeyLockMany's.
+type KeyLockManyParams struct {
+	Consumer string
+	Keys     []string
+}
+
+// KeyEnsureParams are Executor.KeyEnsure's.
+type KeyEnsureParams struct {
+	Consumer, Key string
+	At            time.Time
+}
+
+// KeyEnsureManyParams are Executor.KeyEnsureMany's.
+type KeyEnsureManyParams struct {
+	Consumer string
+	Keys     []string
+	At       time.Time
+}
+
+// KeyAdvanceParams are Executor.KeyAdvance's: the compare-and-set of a key
+// version from Prev (nil: no version yet) to Next.
+type KeyAdvanceParams struct {
+	Consumer, Key string
+	Prev          *int64
+	Next          int64
+	At            time.Time
+}
+
+// KeyAdvanceManyParams are Executor.KeyAdvanceMany's.
+type KeyAdvanceManyParams struct {
+	Consumer string
+	Moves    []KeyMove
+	At       time.Time
+}
+
+// KeyBlockParams are Executor.KeyBlock's.
+type KeyBlockParams struct {
+	Consumer, Key string
+	// Source and ID name the message the key is blocked behind (empty for
+	// a gap).
+	Source, ID string
+	Reason     string
+	At         time.Time
+}
+
+// KeyUnblockParams are Executor.KeyUnblock's.
+type KeyUnblockParams struct {
+	Consumer, Key string
+	At            time.Time
+}
+
+// KeyViewListParams are Executor.KeyViewList's.
+type KeyViewListParams struct {
+	Consumer string
+	// Stuck lists only blocked keys and keys holding messages.
+	Stuck bool
+}
+
+// KeyListBlockedBeforeParams are Executor.KeyListBlockedBefore's.
+type KeyListBlockedBeforeParams struct {
+	Consumer string
+	Before   time.Time
+}
+
+// ParkedListDueParams are Executor.ParkedListDue's.
+type ParkedListDueParams struct {
+	Consumer string
+	Now      time.Time
+}
+
+// ParkedSetReasonParams are Executor.ParkedSetReason's.
+type ParkedSetReasonParams struct {
+	Consumer, Key string
+	From, To      state.Park
+	// HoldUntil is the new hold deadline (zero: none).
+	HoldUntil time.Time
+}
+
+// ParkedStartHoldsParams are Executor.ParkedStartHolds's.
+type ParkedStartHoldsParams struct {
+	Consumer, Key string
+	Until         time.Time
+}
+
+// ParkedReholdParams are Executor.ParkedRehold's.
+type ParkedReholdParams struct {
+	Seq    int64
+	Until  time.Time
+	Detail string
+}
+
+// RetryClearManyParams are Executor.RetryClearMany's.
+type RetryClearManyParams struct {
+	Consumer string
+	IDs      []Identity
+}
+
+// DeadLetterListParams are Executor.DeadLetterList's.
+type DeadLetterListParams struct {
+	Consumer string
+	// All lists resolved rows too.
+	All bool
+}
+
+// DeadLetterResolveParams are Executor.DeadLetterResolve's.
+type DeadLetterResolveParams struct {
+	Consumer string
+	Seq      int64
+	// State is how the row was resolved: redriven, redrive_failed or
+	// skipped.
+	State state.DeadLetter
+	// Resolution says it in words: who, why, what came of a redrive.
+	Resolution string
+	At         time.Time
+}
+
+// AuditListParams are Executor.AuditList's.
+type AuditListParams struct {
+	Consumer string
+	// Key, when not empty, lists that key's rows only.
+	Key   string
+	Limit int
+}
+
+// DecisionRecordParams are Executor.DecisionRecord's.
+type DecisionRecordParams struct {
+	Consumer, Source, ID string
+	// Decision is the agent's output, as its Decider returned it.
+	Decision []byte
+	At       time.Time
+}
+
+// DecisionClaimParams are Executor.DecisionClaim's.
+type DecisionClaimParams struct {
+	Consumer, Source, ID string
+	Owner                string
+	Now, Until           time.Time
+}
+
+// DecisionUnclaimParams are Executor.DecisionUnclaim's.
+type DecisionUnclaimParams struct {
+	Consumer, Source, ID string
+	Owner                string
+}
+
+// ConsumerHeartbeatParams are Executor.ConsumerHeartbeat's.
+type ConsumerHeartbeatParams struct {
+	Consumer string
+	At       time.Time
+}
+
+// RequestClaimParams are Executor.RequestClaim's.
+type RequestClaimParams struct {
+	Seq   int64
+	Taker string
+	At    time.Time
+}
+
+// RequestFinishParams are Executor.RequestFinish's.
+type RequestFinishParams struct {
+	Seq   int64
+	State state.Request
+	// Result is the JSON of what the messages reached.
+	Result []byte
+	Error  string
+	At     time.Time
+}
+
+// RequestCancelParams are Executor.RequestCancel's.
+type RequestCancelParams struct {
+	Seq int64
+	Why string
+	At  time.Time
+}
