@@ -14,22 +14,23 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
-// State is where one external call stands.
-type State string
+// State is where one external call stands (store/state's Effect).
+type State = state.Effect
 
 // The states of a ledger row.
 const (
 	// Pending: committed before the call; the call has not reported back.
-	Pending State = "pending"
+	Pending = state.EffectPending
 	// Succeeded: the remote side applied the effect; Ref names it there.
-	Succeeded State = "succeeded"
+	Succeeded = state.EffectSucceeded
 	// Failed: the remote side said it did not apply the effect; another
 	// attempt may call again with the same idempotency key.
-	Failed State = "failed"
+	Failed = state.EffectFailed
 	// Uncertain: nobody knows whether the remote side applied it.
-	Uncertain State = "uncertain"
+	Uncertain = state.EffectUncertain
 )
 
 // Effect is one row of the ledger.

@@ -18,7 +18,7 @@ type Filter struct {
 
 // List returns ledger rows, oldest change first.
 func (l *Ledger) List(ctx context.Context, f Filter) ([]Effect, error) {
-	if f.State != "" && !f.State.valid() {
+	if f.State != "" && !validState(f.State) {
 		return nil, fmt.Errorf("effects: state %q is not one of pending, succeeded, failed, uncertain", f.State)
 	}
 	if f.Limit <= 0 {
@@ -53,7 +53,8 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Effect, error) {
 	return out, rows.Err()
 }
 
-func (s State) valid() bool {
+// validState reports whether s is one of the ledger's states.
+func validState(s State) bool {
 	switch s {
 	case Pending, Succeeded, Failed, Uncertain:
 		return true
