@@ -33,7 +33,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 				// is suppressed, so successors are not held behind it.
 				err = p.advance(ctx, tx, key, ks.Version, v, now)
 			}
-			return p.release(ctx, dl.with(d, ev, ks), key, err)
+			return p.conclude(ctx, dl.with(d, ev, ks), key, err)
 		}
 	}
 	herr := in.decideErr
@@ -42,7 +42,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 			return reached{}, err
 		}
 		d.Outcome, d.Reason, d.wait = Retry, herr.Error(), inFlight.retryAfter()
-		return p.release(ctx, dl.with(d, ev, ks), "", nil)
+		return p.conclude(ctx, dl.with(d, ev, ks), "", nil)
 	}
 	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
 		// Delivered again and again without ever settling: each attempt
@@ -76,7 +76,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 				return reached{}, err
 			}
 			d.Outcome, d.Reason, d.keyConflict = Retry, err.Error(), true
-			return p.release(ctx, dl.with(d, ev, ks), "", nil)
+			return p.conclude(ctx, dl.with(d, ev, ks), "", nil)
 		}
 	}
 	processed := now
@@ -97,9 +97,9 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		if err := tx.SavepointRelease(ctx, sp); err != nil {
 			return reached{}, err
 		}
-		return reached{decisions: []Decision{d}}, nil
+		return reached{results: []Result{d}}, nil
 	}
-	return p.release(ctx, dl.with(d, ev, ks), key, nil)
+	return p.conclude(ctx, dl.with(d, ev, ks), key, nil)
 }
 
 // crashLoopFactor bounds deliveries that never settle: a message delivered
@@ -154,7 +154,7 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 			backoff := p.cfg.Retry.Backoff(attempts)
 			err = tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff)})
 		}
-		return p.release(ctx, dl.with(d, ev, ks), "", err)
+		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
 	}
 	reason := "permanent failure"
 	if !IsPermanent(herr) {
@@ -165,7 +165,7 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 	if err == nil {
 		err = p.record(ctx, tx, ev, d, ks.Version, deadLetterNext(p.cfg, ev), now)
 	}
-	return p.release(ctx, dl.with(d, ev, ks), drainKey, err)
+	return p.conclude(ctx, dl.with(d, ev, ks), drainKey, err)
 }
 
 func deadLetterNext(cfg Config, ev Event) string {

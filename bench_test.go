@@ -117,7 +117,7 @@ func BenchmarkRunBatch(b *testing.B) {
 		all := make(chan struct{})
 		c, err := seqbox.NewConsumer(seqbox.Config{Name: "bench", Store: st, Transport: q, Handler: replay.RecordHandlerOn(st.DB(), "bench"),
 			Workers: benchWorkers, BatchSize: benchBatch, Logger: quietLogger,
-			Observer: func(d seqbox.Decision) {
+			Observer: func(d seqbox.Result) {
 				if d.Outcome != seqbox.Applied {
 					other.Add(1)
 				} else if applied.Add(1) == int64(b.N) {

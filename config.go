@@ -151,7 +151,7 @@ type Config struct {
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
 	// Observer, when set, is told every decision after its commit.
-	Observer func(Decision)
+	Observer func(Result)
 	// Metrics, when set, counts outcomes and latencies.
 	Metrics *Metrics
 

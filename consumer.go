@@ -64,7 +64,7 @@ func (c *Consumer) Store() store.Store { return c.cfg.Store }
 // transaction and commits. It is what replay and HTTP ingest use: the
 // caller acknowledges its own copy once Deliver returns without error
 // (unless the first decision is Retry). attempt is 1 for a first delivery.
-func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Decision, error) {
+func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Result, error) {
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Deci
 // usable: roll it back. Observer and Metrics see the decisions at once,
 // before the caller's commit. A consumer with Config.Decide cannot use
 // it: the model call must stay outside any transaction.
-func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attempt int) ([]Decision, error) {
+func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attempt int) ([]Result, error) {
 	if c.cfg.Decide != nil {
 		return nil, invalidConfig("Decide", "DeliverTx runs inside the caller's transaction; a consumer with Decide uses Deliver or Run, so the model call stays outside it")
 	}
@@ -112,7 +112,7 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 // (an HTTP batch, a page of a backfill) at the cost of one fsync. It
 // returns each message's decisions, in input order; the first decision of
 // each is its own. All are first deliveries.
-func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]Decision, error) {
+func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]Result, error) {
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ type Oversized struct {
 // again, it is rejected again without a second DLQ row). The DLQ keeps its
 // prefix. Replay uses it so that one huge line is one outcome, in bounded
 // memory, and never the end of a run.
-func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decision, error) {
+func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Result, error) {
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Decisio
 // runBatch runs the inputs in one transaction, a savepoint each, and
 // commits. It returns the decisions per input, in input order.
 // beforeCommit, when set, runs last in the transaction with the decisions.
-func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Decision) error) ([][]Decision, error) {
+func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error) ([][]Result, error) {
 	c.p.parseAll(ins)
 	failed := map[store.Identity]error{}
 	out, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, true)
@@ -168,7 +168,7 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(
 // runBatchOnce runs the batch in one transaction: optimistically (set-based,
 // no savepoints; see batchTx), or delivery by delivery with a savepoint
 // each.
-func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Decision) error, failed map[store.Identity]error, optimistic bool) ([][]Decision, error) {
+func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error, failed map[store.Identity]error, optimistic bool) ([][]Result, error) {
 	start := time.Now()
 	if err := c.cfg.hooks.At(fault.BeforeTx); err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 			return nil, err
 		}
 	}
-	out := make([][]Decision, len(ins))
+	out := make([][]Result, len(ins))
 	for i, in := range ins {
 		if i > 0 && i == len(ins)/2 {
 			if err := c.cfg.hooks.At(fault.MidBatch); err != nil {
@@ -231,7 +231,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 // inTx runs fn in one committed transaction of its own, for operator
 // actions and the sweeper. point, when set, is the fault point just before
 // the commit.
-func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]Decision, error)) ([]Decision, error) {
+func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]Result, error)) ([]Result, error) {
 	tx, err := c.cfg.Store.Begin(ctx)
 	if err != nil {
 		return nil, err

@@ -7,34 +7,34 @@ import (
 	"github.com/seqbox/seqbox/store/state"
 )
 
-// drain is step 7 of DESIGN §3: after a key's version moved, release the
+// drain is step 7 of DESIGN §3: after a key's version moved, unpark the
 // parked successors that are now next, in version order, in the same
-// transaction. A released message that fails transiently goes back to held
+// transaction. An unparked message that fails transiently goes back to held
 // until its backoff has passed (it is no longer at the broker; Sweep
-// releases it again), and the drain stops there; with retryAtOnce (the
-// record handler of replay) it is released again at once.
-func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Decision, error) {
-	var out []Decision
+// unparks it again), and the drain stops there; with retryAtOnce (the
+// record handler of replay) it is unparked again at once.
+func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Result, error) {
+	var out []Result
 	for {
 		next, err := p.nextParked(ctx, tx, key)
 		if err != nil || next == nil {
 			return out, err
 		}
-		r, err := p.decide(ctx, tx, input{raw: next.Envelope, attempt: 1, parked: next})
+		r, err := p.process(ctx, tx, input{raw: next.Envelope, attempt: 1, parked: next})
 		if err != nil {
 			return out, err
 		}
-		ds := r.decisions
+		ds := r.results
 		out = append(out, ds...)
 		if ds[0].Outcome == Retry && p.retryAtOnce {
 			// Replay's rule (DESIGN §7): a retry is redelivered at once,
-			// a released one too. The next pass takes it again, until it
+			// an unparked one too. The next pass takes it again, until it
 			// applies or is dead-lettered.
 			continue
 		}
 		if ds[0].Outcome == Retry {
 			// It failed transiently: it waits out its backoff as held, and
-			// Sweep releases it again; its successors keep waiting.
+			// Sweep unparks it again; its successors keep waiting.
 			return out, nil
 		}
 	}

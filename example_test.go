@@ -107,7 +107,7 @@ func ExampleConsumer_RunUntilIdle() {
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "crm-followup", Store: st, Transport: q,
 		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[d.Outcome]++

@@ -33,9 +33,9 @@ type Tx interface {
 // a handler should not read seqbox's tables.
 type Handler func(ctx context.Context, tx Tx, ev Event) error
 
-// Decision is the outcome reached for one delivery, as reported to
+// Result is the outcome reached for one delivery, as reported to
 // Config.Observer, the CLI and the gateway.
-type Decision struct {
+type Result struct {
 	Source        string  `json:"source"`
 	ID            string  `json:"id"`
 	PartitionKey  string  `json:"partitionkey"`

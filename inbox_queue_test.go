@@ -279,7 +279,7 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 	var calls atomic.Int32
 	record := replay.RecordHandler(b.cfg.Name)
 	var mu sync.Mutex
-	var decisions []seqbox.Decision
+	var decisions []seqbox.Result
 	b.cfg.Transport, b.cfg.Logger = w, quietLogger
 	b.cfg.Workers = 4
 	b.cfg.ExtendEvery = time.Hour // no extension before the lease runs out
@@ -295,7 +295,7 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 		}
 		return record(ctx, tx, ev)
 	}
-	b.cfg.Observer = func(d seqbox.Decision) {
+	b.cfg.Observer = func(d seqbox.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		decisions = append(decisions, d)
@@ -406,7 +406,7 @@ func testCrashWindow(t *testing.T, p fault.Point, shared bool) {
 	// the inbox absorbs whatever had committed and was not acknowledged.
 	var mu sync.Mutex
 	seen := map[seqbox.Outcome]int{}
-	b.cfg.Observer = func(d seqbox.Decision) {
+	b.cfg.Observer = func(d seqbox.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen[d.Outcome]++

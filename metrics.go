@@ -73,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // observe counts committed decisions.
-func (m *Metrics) observe(consumer string, ds []Decision) {
+func (m *Metrics) observe(consumer string, ds []Result) {
 	if m == nil {
 		return
 	}

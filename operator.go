@@ -25,7 +25,7 @@ var ErrNotBlocking = errors.New("dead letter already resolved")
 // if the message blocked its key, the key is released and its parked
 // successors are applied after it, in version order, in the same
 // transaction.
-func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
+func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
@@ -33,7 +33,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 	if dl.State != state.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
-	ds, err := c.inTx(ctx, fault.DuringRedrive, func(tx *batchTx) ([]Decision, error) {
+	ds, err := c.inTx(ctx, fault.DuringRedrive, func(tx *batchTx) ([]Result, error) {
 		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true})
 		if err != nil || ds[0].Outcome == Retry {
 			return ds, err // still open: redrive again
@@ -61,7 +61,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Decision, error) {
 // Skip resolves DLQ message seq without applying it: the decision (who and
 // why) is recorded as a known gap, the key is released, and the parked
 // successors are applied in version order.
-func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Decision, error) {
+func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Result, error) {
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
 	}
@@ -72,7 +72,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 	if dl.State != state.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
-	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
 		now := c.cfg.Now()
 		if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: state.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -113,11 +113,11 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Deci
 // ReleaseKey unblocks a key blocked by a gap (hold timeout with
 // HoldExpiry=block): the missing versions are recorded as a known gap
 // decided by who, and the parked messages apply in version order.
-func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Decision, error) {
+func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Result, error) {
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
 	}
-	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
 		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: key})
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", key, err)
@@ -135,7 +135,7 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Deci
 // releaseKey unblocks ks. With skipped set, that version is recorded as the
 // gap; otherwise the gap runs up to the lowest parked version. Then the key
 // drains.
-func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Decision, error) {
+func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Result, error) {
 	if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ks.Key, At: now}); err != nil {
 		return nil, err
 	}
@@ -168,16 +168,16 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 // Sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
 // releases keys blocked longer than MaxBlock, with an alert. Run calls it
 // every second; call it yourself when driving Deliver directly.
-func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
+func (c *Consumer) Sweep(ctx context.Context) ([]Result, error) {
 	now := c.cfg.Now()
 	op := c.cfg.Store.Executor()
 	due, err := op.ParkedListDue(ctx, store.ParkedListDueParams{Consumer: c.cfg.Name, Now: now})
 	if err != nil {
 		return nil, err
 	}
-	var out []Decision
+	var out []Result
 	for _, h := range due {
-		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
+		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
 			return c.p.expireHold(ctx, tx, h, now)
 		})
 		if err != nil {
@@ -199,7 +199,7 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 			c.cfg.Metrics.MaxBlockAlerts.WithLabelValues(c.cfg.Name).Inc()
 		}
 		why := fmt.Sprintf("blocked since %s, longer than MaxBlock %s", ks.BlockedSince.Format(time.RFC3339), c.cfg.MaxBlock)
-		var ds []Decision
+		var ds []Result
 		if ks.BlockedID != "" {
 			ds, err = c.skipBlocker(ctx, ks, why)
 		} else {
@@ -220,7 +220,7 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Decision, error) {
 // released again; a gap behind a predecessor that is still retrying waits
 // for it, unless its last attempt is older than HoldTimeout (abandoned);
 // otherwise HoldExpiry decides.
-func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]Decision, error) {
+func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]Result, error) {
 	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
 	if err != nil || ks.Blocked {
 		return nil, err
@@ -253,7 +253,7 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 }
 
 // skipBlocker finds the open DLQ row blocking ks and skips it.
-func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]Decision, error) {
+func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]Result, error) {
 	dls, err := c.cfg.Store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: c.cfg.Name, All: false})
 	if err != nil {
 		return nil, err
@@ -263,7 +263,7 @@ func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why strin
 			return c.Skip(ctx, dl.Seq, "max_block", why)
 		}
 	}
-	return c.inTx(ctx, "", func(tx *batchTx) ([]Decision, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
 		return c.p.releaseKey(ctx, tx, ks, nil, "max_block", why, c.cfg.Now())
 	})
 }

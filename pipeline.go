@@ -22,7 +22,7 @@ type input struct {
 	// redrive: the message comes back from the DLQ and may pass its own
 	// dead-lettered identity and the block it caused.
 	redrive bool
-	// parked: the message is released from the parked table; its identity
+	// parked: the message comes out of the parked table (unparked); its identity
 	// is already recorded.
 	parked *store.Parked
 	// decideErr is why Config.Decide failed before the transaction; the
@@ -47,26 +47,26 @@ func (in input) event(volatile []string) (Event, error) {
 
 // delivery is one message on its way through the pipeline: the
 // transaction, what came in and what it parsed to, its key's state as read
-// under the key's lock, the decision reached so far, its savepoint and the
+// under the key's lock, the result reached so far, its savepoint and the
 // time it is decided at.
 type delivery struct {
 	tx  *batchTx
 	in  input
 	ev  Event
 	ks  store.KeyState
-	d   Decision
+	d   Result
 	sp  string
 	now time.Time
 }
 
-// reached is where a delivery ended: its decisions (its own first, then
+// reached is where a delivery ended: its results (its own first, then
 // any successors a drain released) and the key to drain next, if any.
 type reached struct {
-	decisions []Decision
-	drain     string
+	results []Result
+	drain   string
 }
 
-// pipeline holds the per-delivery decision logic of DESIGN §3.
+// pipeline holds the per-delivery logic of DESIGN §3.
 type pipeline struct {
 	cfg Config
 	// retryAtOnce releases a drained message that failed transiently again
@@ -76,21 +76,21 @@ type pipeline struct {
 }
 
 // deliver runs one message through inbox, gate and handler inside tx, then
-// drains the key. The first decision is the message's own; any that follow
+// drains the key. The first result is the message's own; any that follow
 // are parked successors released by the drain. An error means the store
 // failed and the whole batch must be abandoned.
-func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Decision, error) {
-	r, err := p.decide(ctx, tx, in)
+func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Result, error) {
+	r, err := p.process(ctx, tx, in)
 	if err != nil || r.drain == "" {
-		return r.decisions, err
+		return r.results, err
 	}
 	more, err := p.drain(ctx, tx, r.drain)
-	return append(r.decisions, more...), err
+	return append(r.results, more...), err
 }
 
-// decide reaches the message's own decision. It returns the key to drain
+// process reaches the message's own result. It returns the key to drain
 // when the key's version moved.
-func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, error) {
+func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached, error) {
 	now := p.cfg.Now()
 	sp := tx.savepoint()
 	if err := tx.Savepoint(ctx, sp); err != nil {
@@ -104,9 +104,9 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, 
 	}
 	if perr != nil {
 		d, err := p.reject(ctx, tx, in, perr, now)
-		return p.release(ctx, dl.with(d, ev, store.KeyState{}), "", err)
+		return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
 	}
-	d := Decision{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
+	d := Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
 	if in.parked != nil {
 		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
@@ -124,7 +124,7 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, 
 		}
 		if !inserted {
 			d, err := p.seenBefore(ctx, tx, ev, d, now)
-			return p.release(ctx, dl.with(d, ev, store.KeyState{}), "", err)
+			return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
 		}
 		if err := p.cfg.hooks.At(fault.AfterInboxInsert); err != nil {
 			return reached{}, err
@@ -153,21 +153,21 @@ func (p *pipeline) decide(ctx context.Context, tx *batchTx, in input) (reached, 
 			if gate != nil && gate.drain {
 				drainKey = ev.PartitionKey
 			}
-			return p.release(ctx, dl.with(d, ev, ks), drainKey, err)
+			return p.conclude(ctx, dl.with(d, ev, ks), drainKey, err)
 		}
 	} else if p.isExpired(ev, now) {
 		d.Outcome, d.Reason = Expired, p.expiredReason(ev)
 		err := p.record(ctx, tx, ev, d, nil, "none: past the business deadline", now)
-		return p.release(ctx, dl.with(d, ev, ks), "", err)
+		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
 	}
 	return p.apply(ctx, dl.with(d, ev, ks))
 }
 
-// release closes the delivery's savepoint and returns its decision, with
+// conclude closes the delivery's savepoint and returns its result, with
 // the key to drain: any outcome that settles a keyed message for good may
 // free the successors parked behind it (they may have waited for it while
 // it retried).
-func (p *pipeline) release(ctx context.Context, dl *delivery, key string, err error) (reached, error) {
+func (p *pipeline) conclude(ctx context.Context, dl *delivery, key string, err error) (reached, error) {
 	if err != nil {
 		return reached{}, err
 	}
@@ -177,11 +177,11 @@ func (p *pipeline) release(ctx context.Context, dl *delivery, key string, err er
 	if key == "" && settles(dl.d.Outcome) {
 		key = dl.d.PartitionKey
 	}
-	return reached{decisions: []Decision{dl.d}, drain: key}, nil
+	return reached{results: []Result{dl.d}, drain: key}, nil
 }
 
-// with records the decision, event and key state reached so far.
-func (dl *delivery) with(d Decision, ev Event, ks store.KeyState) *delivery {
+// with records the result, event and key state reached so far.
+func (dl *delivery) with(d Result, ev Event, ks store.KeyState) *delivery {
 	dl.d, dl.ev, dl.ks = d, ev, ks
 	return dl
 }
@@ -207,7 +207,7 @@ func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
 
 // seenBefore decides duplicate or collision for an identity the inbox
 // already holds.
-func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Decision, now time.Time) (Decision, error) {
+func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Result, now time.Time) (Result, error) {
 	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if err != nil {
 		return d, err
@@ -243,8 +243,8 @@ func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event
 // which no valid event has), so the same bad input delivered again is
 // rejected again without a second DLQ or audit row. A redrive always
 // leaves a new DLQ row: the one it came from is resolved.
-func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Decision, error) {
-	d := Decision{Outcome: Rejected, Reason: perr.Error(), Attempt: in.attempt}
+func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Result, error) {
+	d := Result{Outcome: Rejected, Reason: perr.Error(), Attempt: in.attempt}
 	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
 	// The attribute the error names has no single meaning: show none.
 	var ie *InvalidEventError
@@ -299,10 +299,10 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 	return str("source"), str("id"), str("partitionkey")
 }
 
-// record writes the inbox outcome and the audit evidence of a decision. A
+// record writes the inbox outcome and the audit evidence of a result. A
 // message that settles forgets its attempts, so that nothing is held
 // behind a retry that is over.
-func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Decision, current *int64, next string, now time.Time) error {
+func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Result, current *int64, next string, now time.Time) error {
 	if d.Outcome != Duplicate && d.Outcome != Collision {
 		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: d.Outcome, ProcessedAt: nil}); err != nil {
 			return err

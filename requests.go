@@ -46,7 +46,7 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 			}
 		}
 		if ds == nil {
-			ds = []Decision{}
+			ds = []Result{}
 		}
 		result, err := json.Marshal(ds)
 		if err != nil {
@@ -63,7 +63,7 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 }
 
 // execute runs one request's action through the pipeline.
-func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]Decision, error) {
+func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]Result, error) {
 	switch r.Action {
 	case store.ActionRedrive, store.ActionSkip:
 		seq, err := strconv.ParseInt(r.Target, 10, 64)
@@ -83,8 +83,8 @@ func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]Deci
 // redriveUntilSettled redrives DLQ message seq, and again while it fails
 // transiently, up to the retry policy's attempts: with its backoff in a
 // running consumer, at once for the record handler (as replay does).
-func (c *Consumer) redriveUntilSettled(ctx context.Context, seq int64) ([]Decision, error) {
-	var out []Decision
+func (c *Consumer) redriveUntilSettled(ctx context.Context, seq int64) ([]Result, error) {
+	var out []Result
 	for attempt := 1; ; attempt++ {
 		ds, err := c.Redrive(ctx, seq)
 		if err != nil {

@@ -66,7 +66,7 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 				if b == nil {
 					return
 				}
-				if err := c.runDeliveries(ctx, b, func(keys []string) { s.release(b, keys) }); err != nil && fault.IsCrash(err) {
+				if err := c.runDeliveries(ctx, b, func(keys []string) { s.unpinEarly(b, keys) }); err != nil && fault.IsCrash(err) {
 					cancel(err)
 				}
 				s.done(b)
@@ -120,8 +120,8 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 }
 
 // runDeliveries applies one batch and settles it at the broker.
-// release unpins keys whose part of the batch is settled early.
-func (c *Consumer) runDeliveries(ctx context.Context, b *batch, release func(keys []string)) error {
+// unpin unpins keys whose part of the batch is settled early.
+func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys []string)) error {
 	ds := b.deliveries
 	ins := make([]input, len(ds))
 	for i, d := range ds {
@@ -148,7 +148,7 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, release func(key
 				keys = append(keys, b.dkeys[i])
 			}
 		}
-		release(keys)
+		unpin(keys)
 	}
 	return nil
 }
@@ -159,11 +159,11 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		return nil
 	}
 	var ackedInTx bool
-	var beforeCommit func(store.ExecutorTx, [][]Decision) error
+	var beforeCommit func(store.ExecutorTx, [][]Result) error
 	if c.txAck != nil {
 		// The queue is in the store's database: acknowledge in the batch's
 		// own transaction, so nothing is left between COMMIT and ACK.
-		beforeCommit = func(tx store.ExecutorTx, out [][]Decision) error {
+		beforeCommit = func(tx store.ExecutorTx, out [][]Result) error {
 			var acks []transport.Delivery
 			for i, d := range ds {
 				if out[i][0].Outcome != Retry {

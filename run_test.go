@@ -18,7 +18,7 @@ type appliedLog struct {
 	at    map[string]time.Time
 }
 
-func (l *appliedLog) observe(d seqbox.Decision) {
+func (l *appliedLog) observe(d seqbox.Result) {
 	if d.Outcome != seqbox.Applied {
 		return
 	}

@@ -33,7 +33,7 @@ type batch struct {
 	keys       []string
 	deliveries []transport.Delivery
 	dkeys      []string
-	released   map[string]bool
+	unpinned   map[string]bool
 }
 
 func newScheduler(limit int) *scheduler {
@@ -129,19 +129,19 @@ func (s *scheduler) take(ctx context.Context, size int) *batch {
 	return b
 }
 
-// release unpins keys of b before the batch is done (their part of the
+// unpinEarly unpins keys of b before the batch is done (their part of the
 // batch committed while a slow decision holds the rest).
-func (s *scheduler) release(b *batch, keys []string) {
+func (s *scheduler) unpinEarly(b *batch, keys []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b.released == nil {
-		b.released = map[string]bool{}
+	if b.unpinned == nil {
+		b.unpinned = map[string]bool{}
 	}
 	for _, key := range keys {
-		if b.released[key] {
+		if b.unpinned[key] {
 			continue
 		}
-		b.released[key] = true
+		b.unpinned[key] = true
 		s.unpin(key)
 	}
 	s.cond.Broadcast()
@@ -167,7 +167,7 @@ func (s *scheduler) done(b *batch) {
 		delete(s.live, d)
 	}
 	for _, key := range b.keys {
-		if !b.released[key] {
+		if !b.unpinned[key] {
 			s.unpin(key)
 		}
 	}

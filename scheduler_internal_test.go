@@ -50,7 +50,7 @@ func TestSchedulerSharesBatchesAndPinsKeys(t *testing.T) {
 	// Releasing a key early (its part of a batch committed) lets another
 	// worker take its next deliveries at once.
 	s.add("k:a", &stub{name: "a1"})
-	s.release(third, []string{"k:hot"})
+	s.unpinEarly(third, []string{"k:hot"})
 	fourth := s.take(ctx, 4)
 	require.Equal(t, []string{"a1", "hot4", "hot5"}, names(fourth))
 	s.done(third) // a released key is not unpinned twice

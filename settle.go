@@ -58,7 +58,7 @@ func (p *pipeline) settled(ctx context.Context, dl *delivery, se *settleError) (
 			err = p.advance(ctx, tx, ev.PartitionKey, ks.Version, v, now)
 		}
 	}
-	return p.release(ctx, dl.with(d, ev, ks), ev.PartitionKey, err)
+	return p.conclude(ctx, dl.with(d, ev, ks), ev.PartitionKey, err)
 }
 
 // asSettled reports a Settle error.

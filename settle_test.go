@@ -28,7 +28,7 @@ func TestHandlerSettlesStale(t *testing.T) {
 	b.cfg.FirstVersion = &first
 	c := b.consumer(t)
 	ctx := context.Background()
-	deliver := func(id string, v, attempt int) seqbox.Decision {
+	deliver := func(id string, v, attempt int) seqbox.Result {
 		ds, err := c.Deliver(ctx, keyed(id, "opp", v), attempt)
 		require.NoError(t, err)
 		return ds[0]

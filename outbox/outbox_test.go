@@ -84,7 +84,7 @@ func downstream(t *testing.T, s *stage, q *embedded.Queue) (map[string][]int64, 
 			_, err := tx.ExecContext(ctx, `INSERT INTO shipped (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
 			return err
 		},
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			if d.Outcome == seqbox.Duplicate {
 				mu.Lock()
 				dups++

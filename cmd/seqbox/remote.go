@@ -300,7 +300,7 @@ func (c *adminClient) act(path string, f *actionFlags) error {
 		return fmt.Errorf("%s: request %d is %s: %s", subcommandPath(c.cmd), res.Request, res.State, res.Error)
 	}
 	if res.Decisions == nil {
-		res.Decisions = []seqbox.Decision{}
+		res.Decisions = []seqbox.Result{}
 	}
 	return ops.WriteDecisions(c.cmd.OutOrStdout(), res.Decisions)
 }

@@ -85,7 +85,7 @@ func main() {
 			_, err := tx.ExecContext(ctx, `INSERT INTO followups (opportunity, crm_task) VALUES ($1, $2)`, ev.PartitionKey, string(id))
 			return err
 		},
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			fmt.Printf("%s attempt %d: %s\n", d.ID, d.Attempt, d.Outcome)
 		},
 	})

@@ -43,7 +43,7 @@ func (r *recorder) received(ds []transport.Delivery, at time.Time) {
 }
 
 // observe is the consumer's Config.Observer.
-func (r *recorder) observe(d seqbox.Decision) {
+func (r *recorder) observe(d seqbox.Result) {
 	now := time.Now()
 	if d.Outcome != seqbox.Applied {
 		r.other.Add(1)

@@ -224,7 +224,7 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 			_, err := tx.ExecContext(ctx, `INSERT INTO agent_actions (message, plan) VALUES ($1, $2)`, ev.ID, string(plan))
 			return err
 		},
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			fmt.Fprintf(w, "  delivery attempt %d of %s: %s\n", d.Attempt, d.ID, d.Outcome)

@@ -95,7 +95,7 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 
 	var mu sync.Mutex
 	var res Result
-	observe := func(d seqbox.Decision) {
+	observe := func(d seqbox.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		res.Deliveries++

@@ -174,7 +174,7 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_followups (message, crm_task) VALUES ($1, $2)`, ev.ID, string(ref))
 			return err
 		},
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			line := fmt.Sprintf("  %s attempt %d: %s", d.ID, d.Attempt, d.Outcome)
 			if d.Reason != "" {
 				line += " (" + d.Reason + ")"

@@ -211,7 +211,7 @@ func RunOutboxWorker(ctx context.Context, db, role string, w io.Writer) error {
 		Name: role, Store: st, Transport: broker{queue}, Workers: 2, BatchSize: 4, FirstVersion: &first,
 		ExtendEvery: outboxLease / 3, ExtendBy: outboxLease, HoldTimeout: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			fmt.Fprintf(w, "  %s %s attempt %d: %s\n", role, d.ID, d.Attempt, d.Outcome)

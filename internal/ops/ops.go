@@ -22,7 +22,7 @@ import (
 
 // WriteDecisions prints one JSON line per decision, as replay does, so the
 // output of an operator action reads like the replay it continues.
-func WriteDecisions(w io.Writer, ds []seqbox.Decision) error {
+func WriteDecisions(w io.Writer, ds []seqbox.Result) error {
 	return writeJSONLines(w, ds)
 }
 

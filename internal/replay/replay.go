@@ -50,7 +50,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 	}
 	enc := ops.NewJSONEncoder(w)
 	enc.SetEscapeHTML(false)
-	emit := func(ds []seqbox.Decision) error {
+	emit := func(ds []seqbox.Result) error {
 		for _, d := range ds {
 			cnt.ByOutcome[d.Outcome]++
 			if err := enc.Encode(d); err != nil {

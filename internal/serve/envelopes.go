@@ -85,7 +85,7 @@ func businessKeyApplied(ctx context.Context, db *sql.DB, consumer, key string) (
 
 // committed queues a committed decision's identity for the tombstone
 // check (best effort: when the buffer is full the check is skipped).
-func (e *envelopes) committed(d seqbox.Decision) {
+func (e *envelopes) committed(d seqbox.Result) {
 	if !e.tombstones.Load() || d.Outcome == seqbox.Rejected || d.Outcome == seqbox.Duplicate {
 		return
 	}

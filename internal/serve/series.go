@@ -39,7 +39,7 @@ func newOutcomeSeries(now func() time.Time) *outcomeSeries {
 }
 
 // observe counts one committed decision (Config.Observer).
-func (o *outcomeSeries) observe(d seqbox.Decision) {
+func (o *outcomeSeries) observe(d seqbox.Result) {
 	start := o.now().Truncate(seriesBucket)
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -157,7 +157,7 @@ func (s *Server) consumerNow() time.Time {
 
 // observe is the consumer's Observer: the chart, the check for purged
 // identities delivered again, and the agent's verdicts, once committed.
-func (s *Server) observe(d seqbox.Decision) {
+func (s *Server) observe(d seqbox.Result) {
 	s.series.observe(d)
 	s.envelopes.committed(d)
 	settledByAgent := d.Outcome == seqbox.Applied || d.Outcome == seqbox.Stale || d.Outcome == seqbox.VersionConflict

@@ -59,11 +59,11 @@ func (t *Executor) SavepointRelease(ctx context.Context, name string) error {
 
 // Commit commits the batch.
 func (t *Executor) Commit() error {
-	defer t.release()
+	defer t.endTurn()
 	return StorageError("commit", t.tx.Commit())
 }
 
-func (t *Executor) release() {
+func (t *Executor) endTurn() {
 	if t.unlock != nil {
 		t.unlock()
 	}
@@ -84,7 +84,7 @@ func StorageError(op string, err error) error {
 
 // Rollback abandons the batch.
 func (t *Executor) Rollback() error {
-	defer t.release()
+	defer t.endTurn()
 	return t.tx.Rollback()
 }
 

@@ -355,7 +355,7 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	require.Equal(t, state.RequestDone, r.State, r.Error)
 	require.Equal(t, "alice", r.RequestedBy)
 	require.NotEmpty(t, r.TakenBy)
-	var ds []seqbox.Decision
+	var ds []seqbox.Result
 	require.NoError(t, json.Unmarshal(r.Result, &ds))
 	require.Equal(t, seqbox.Applied, ds[0].Outcome)
 	require.Equal(t, 1, appTasks(t, st, "crm"))
@@ -460,11 +460,11 @@ func hardParkedWhileWaiting(t *testing.T, open Factory) {
 		batchDone <- err
 	}()
 	<-inHandler
-	v3Done := make(chan []seqbox.Decision, 1)
+	v3Done := make(chan []seqbox.Result, 1)
 	go func() {
 		ds, err := c.Deliver(e.ctx, ordEvent("w3", k, 3, "shipped"), 1)
 		if err != nil {
-			ds = []seqbox.Decision{{ID: "error: " + err.Error()}}
+			ds = []seqbox.Result{{ID: "error: " + err.Error()}}
 		}
 		v3Done <- ds
 	}()

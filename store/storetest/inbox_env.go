@@ -51,7 +51,7 @@ func (b *inboxBundle) consumer(t *testing.T, changes ...func(*seqbox.Config)) *s
 }
 
 // deliver delivers raw and returns the message's own decision (the first).
-func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqbox.Decision {
+func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqbox.Result {
 	t.Helper()
 	ds, err := c.Deliver(context.Background(), raw, attempt)
 	require.NoError(t, err)

@@ -116,7 +116,7 @@ func (e *ordEnv) consumer(mutate ...func(*seqbox.Config)) *seqbox.Consumer {
 }
 
 // deliver runs one message and requires the pipeline not to fail.
-func (e *ordEnv) deliver(c *seqbox.Consumer, raw []byte, attempt int) []seqbox.Decision {
+func (e *ordEnv) deliver(c *seqbox.Consumer, raw []byte, attempt int) []seqbox.Result {
 	e.t.Helper()
 	ds, err := c.Deliver(e.ctx, raw, attempt)
 	require.NoError(e.t, err)
@@ -161,7 +161,7 @@ func ordEvent(id, key string, version any, typ string, attrs ...ordAttr) []byte 
 func ordV(v int64) *int64 { return &v }
 
 // ordSummary renders decisions as "id:outcome".
-func ordSummary(ds []seqbox.Decision) []string {
+func ordSummary(ds []seqbox.Result) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.ID + ":" + string(d.Outcome)

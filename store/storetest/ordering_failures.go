@@ -490,10 +490,10 @@ func (d *ordMemDelivery) Extend(context.Context, time.Duration) error { return n
 // ordObserved collects the decisions a consumer reports after commit.
 type ordObserved struct {
 	mu sync.Mutex
-	ds []seqbox.Decision
+	ds []seqbox.Result
 }
 
-func (o *ordObserved) observe(d seqbox.Decision) { o.mu.Lock(); o.ds = append(o.ds, d); o.mu.Unlock() }
+func (o *ordObserved) observe(d seqbox.Result) { o.mu.Lock(); o.ds = append(o.ds, d); o.mu.Unlock() }
 func (o *ordObserved) summary() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -32,7 +32,7 @@ func (e *effects) consumer(t *testing.T, tr transport.Transport, change func(*se
 		Name: "kafkatest", Store: e.Store(), Transport: tr, Handler: transporttest.Record,
 		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute, FirstVersion: &first,
 		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			e.mu.Lock()
 			e.outcomes[d.Outcome]++
 			e.mu.Unlock()

@@ -62,7 +62,7 @@ func Example() {
 				ev.PartitionKey, ev.Type)
 			return err
 		},
-		Observer: func(d seqbox.Decision) { fmt.Println(d.ID, d.Outcome) },
+		Observer: func(d seqbox.Result) { fmt.Println(d.ID, d.Outcome) },
 	})
 	if err != nil {
 		panic(err)

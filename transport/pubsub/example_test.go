@@ -65,7 +65,7 @@ func Example() {
 		Name: "order-sync", Store: st, Transport: tr,
 		Retry:   seqbox.RetryPolicy{MaxAttempts: cfg.RetryMaxAttempts},
 		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append(seen, fmt.Sprintf("%s %s", d.ID, d.Outcome))

@@ -124,7 +124,7 @@ func TestInboxCatchesRepublish(t *testing.T) {
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "inbox-test", Store: st, Transport: e.open(t),
 		Handler: func(context.Context, seqbox.Tx, seqbox.Event) error { return nil },
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[d.Outcome]++

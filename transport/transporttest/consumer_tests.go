@@ -256,7 +256,7 @@ func testKeysInParallel(t *testing.T, h Harness) {
 			active.Add(-1)
 			return []byte("ok"), nil
 		}
-		cfg.Observer = func(d seqbox.Decision) {
+		cfg.Observer = func(d seqbox.Result) {
 			if d.Outcome != seqbox.Applied {
 				early.Add(1)
 			}
