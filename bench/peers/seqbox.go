@@ -62,7 +62,7 @@ func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msg
 			_, err := tx.ExecContext(ctx, insert, ev.ID, ev.PartitionKey, *ev.ObjectVersion)
 			return err
 		},
-		Observer: func(d seqbox.Decision) {
+		Observer: func(d seqbox.Result) {
 			switch d.Outcome {
 			case seqbox.Applied:
 				applied.Add(1)
