@@ -117,14 +117,42 @@ func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *i
 }
 
 // runHandler calls the handler, turning a panic into a permanent error so a
-// poison message cannot crash the consumer over and over.
+// poison message cannot crash the consumer over and over. A BatchHandler
+// gets the event alone.
 func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err error) {
+	defer recoverHandler(&err)
+	if p.cfg.BatchHandler != nil {
+		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []Event{ev})
+	}
+	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), ev)
+}
+
+// recoverHandler turns a handler's panic into a permanent error.
+func recoverHandler(err *error) {
+	if r := recover(); r != nil {
+		*err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
+	}
+}
+
+// applyDeferred hands the events an optimistic run applied to the
+// BatchHandler in one call. Any failure sends the batch to its run with
+// savepoints, where each event is handed over alone and its failure is its
+// own; a cancelled context abandons the batch.
+func (p *pipeline) applyDeferred(ctx context.Context, tx *batchTx) (err error) {
+	if len(tx.deferred) == 0 {
+		return nil
+	}
 	defer func() {
-		if r := recover(); r != nil {
-			err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			} else {
+				err = errRerun
+			}
 		}
 	}()
-	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), ev)
+	defer recoverHandler(&err)
+	return p.cfg.BatchHandler(ctx, tx.SQL(), tx.deferred)
 }
 
 // failed handles a handler error: retry with the attempt counted, or

@@ -87,6 +87,11 @@ type batchTx struct {
 	// recorded as it was. Handlers that succeeded run again, their writes
 	// having rolled back with the optimistic run.
 	failed map[store.Identity]error
+	// defers: the optimistic run hands the events it applies to one
+	// BatchHandler call before the commit (applyDeferred), collected in
+	// deferred.
+	defers   bool
+	deferred []Event
 }
 
 // handle runs the handler of ev, or answers with the failure it had in
@@ -96,6 +101,10 @@ func (b *batchTx) handle(ctx context.Context, ev Event, run func(context.Context
 	if err, ok := b.failed[id]; ok && !b.optimistic {
 		delete(b.failed, id)
 		return err
+	}
+	if b.defers && b.optimistic {
+		b.deferred = append(b.deferred, ev)
+		return nil
 	}
 	err := run(ctx, b, ev)
 	if err != nil && b.failed != nil && b.optimistic {

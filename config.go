@@ -79,8 +79,12 @@ type Config struct {
 	Store store.Store
 	// Transport delivers the messages.
 	Transport transport.Transport
-	// Handler applies one event inside the inbox transaction.
+	// Handler applies one event inside the inbox transaction. Set it or
+	// BatchHandler, not both.
 	Handler Handler
+	// BatchHandler applies the events of a batch with one call inside the
+	// inbox transaction (see BatchHandler), for effects written in bulk.
+	BatchHandler BatchHandler
 	// Decide, when set, is the slow and non-deterministic half of the work
 	// (an AI model call). It runs before the transaction, outside it, and
 	// its result is recorded under the message's identity before Handler
@@ -288,8 +292,12 @@ func (c *Config) validate(needTransport bool) error {
 		return invalidConfig("Store", "required")
 	case needTransport && c.Transport == nil:
 		return invalidConfig("Transport", "required")
-	case c.Handler == nil:
-		return invalidConfig("Handler", "required")
+	case c.Handler == nil && c.BatchHandler == nil:
+		return invalidConfig("Handler", "required (or BatchHandler)")
+	case c.Handler != nil && c.BatchHandler != nil:
+		return invalidConfig("BatchHandler", "set Handler or BatchHandler, not both")
+	case c.BatchHandler != nil && c.Decide != nil:
+		return invalidConfig("BatchHandler", "cannot be combined with Decide: a recorded decision belongs to one event's Handler")
 	}
 	if c.GapPolicy != GapHold && c.GapPolicy != GapAdvance {
 		return invalidConfig("GapPolicy", "%q is not hold or advance", c.GapPolicy)

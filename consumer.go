@@ -177,7 +177,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	if err != nil {
 		return nil, err
 	}
-	btx := &batchTx{ExecutorTx: tx, failed: failed}
+	btx := &batchTx{ExecutorTx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
 	if optimistic {
 		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
 			tx.Rollback()
@@ -198,6 +198,10 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 			return nil, err
 		}
 		out[i] = ds
+	}
+	if err := c.p.applyDeferred(ctx, btx); err != nil {
+		tx.Rollback()
+		return nil, err
 	}
 	if err := btx.finish(ctx); err != nil {
 		tx.Rollback()

@@ -33,6 +33,24 @@ type Tx interface {
 // a handler should not read seqbox's tables.
 type Handler func(ctx context.Context, tx Tx, ev Event) error
 
+// BatchHandler applies many events in one call, inside the inbox
+// transaction: the events of a batch that passed every gate, in the order
+// they were applied (each key's in version order), so that their effects
+// can be written with a few multi-row statements instead of one round trip
+// per event. Set Config.BatchHandler instead of Config.Handler.
+//
+// A batch first runs without savepoints and hands every applied event to
+// one call, just before the commit. When that call fails, the batch rolls
+// back and runs again with a savepoint per delivery, and the handler is
+// called with one event at a time: an error there is that event's own
+// (retried, dead-lettered with Permanent, or ended with Settle), and only
+// its writes roll back. So an event may be handed over more than once;
+// everything the handler does in tx commits exactly once.
+//
+// A BatchHandler cannot be combined with Config.Decide: a recorded agent
+// decision belongs to one event's call (DecisionFrom).
+type BatchHandler func(ctx context.Context, tx Tx, evs []Event) error
+
 // Result is the outcome reached for one delivery, as reported to
 // Config.Observer, the CLI and the gateway.
 type Result struct {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -43,14 +44,27 @@ func main() {
 	fl.DurationVar(&o.WatermillPoll, "watermill-poll", o.WatermillPoll, "watermill-sql SubscriberConfig.PollInterval")
 	fl.IntVar(&o.WatermillTopics, "watermill-topics", o.WatermillTopics, "also run Watermill over this many topics (0: don't)")
 	systems := fl.String("systems", strings.Join(o.Systems, ","), "systems to run, comma-separated")
+	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fl.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	o.Systems = strings.Split(*systems, ",")
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "peers:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if _, err := Run(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -75,7 +89,8 @@ type Options struct {
 	// WatermillTopics, above 1, adds a Watermill run over that many
 	// topics.
 	WatermillTopics int
-	// Systems to run, of seqbox, river and watermill.
+	// Systems to run, of seqbox, seqbox-batch (effects by a BatchHandler),
+	// river and watermill.
 	Systems []string
 	// Stall fails a system that makes no progress for this long.
 	Stall time.Duration
@@ -89,7 +104,7 @@ func DefaultOptions() Options {
 		SeqboxWorkers: 4, SeqboxBatch: seqbox.DefaultBatchSize,
 		RiverWorkers: 50, RiverPool: 60, RiverCooldown: 20 * time.Millisecond, RiverPoll: 50 * time.Millisecond,
 		WatermillBatch: 1000, WatermillPoll: 10 * time.Millisecond, WatermillTopics: 8,
-		Systems: []string{"seqbox", "river", "watermill"},
+		Systems: []string{"seqbox", "seqbox-batch", "river", "watermill"},
 		Stall:   60 * time.Second,
 	}
 }

@@ -74,7 +74,10 @@ func Run(ctx context.Context, o Options, w io.Writer) ([]Result, error) {
 	}
 	var jobs []job
 	if o.runs("seqbox") {
-		jobs = append(jobs, job{"seqbox", func(s string) (Result, error) { return runSeqbox(ctx, o, admin, s, msgs) }})
+		jobs = append(jobs, job{"seqbox", func(s string) (Result, error) { return runSeqbox(ctx, o, admin, s, msgs, false) }})
+	}
+	if o.runs("seqbox-batch") {
+		jobs = append(jobs, job{"seqboxb", func(s string) (Result, error) { return runSeqbox(ctx, o, admin, s, msgs, true) }})
 	}
 	if o.runs("river") {
 		jobs = append(jobs, job{"river", func(s string) (Result, error) { return runRiver(ctx, o, admin, s, msgs) }})
@@ -120,6 +123,9 @@ func report(w io.Writer, rs []Result) {
 	rate := map[string]int64{}
 	for _, r := range rs {
 		rate[r.System] = int64(r.Rate() + 0.5)
+	}
+	if r, ok := rate["seqbox-batch"]; ok {
+		fmt.Fprintf(w, "peers: seqbox_batch_handler_msgs_per_s=%d (the same guarantees; effects written by a BatchHandler)\n", r)
 	}
 	fmt.Fprintf(w, "peers: seqbox_msgs_per_s=%d river_msgs_per_s=%d watermill_msgs_per_s=%d\n",
 		rate["seqbox"], rate["river"], rate["watermill"])

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,21 @@ import (
 	"github.com/seqbox/seqbox/transport/embedded"
 )
 
+// insertEffects is one multi-row INSERT of the events' effect rows.
+func insertEffects(schema string, evs []seqbox.Event) (string, []any) {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + quote(schema) + `.effects (id, key, version) VALUES `)
+	args := make([]any, 0, 3*len(evs))
+	for i, ev := range evs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "($%d, $%d, $%d)", 3*i+1, 3*i+2, 3*i+3)
+		args = append(args, ev.ID, ev.PartitionKey, *ev.ObjectVersion)
+	}
+	return b.String(), args
+}
+
 // seqboxGuarantee is the row's note: seqbox is the reference.
 const seqboxGuarantee = "reference: identity durable in the effect's transaction (30 d); per-key version gate"
 
@@ -22,9 +38,16 @@ const seqboxGuarantee = "reference: identity durable in the effect's transaction
 // database (untimed), then times Consumer.Run until every delivery has
 // been decided, each applied message's effect row written by the Handler
 // in the inbox transaction.
-func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msgs []msg) (Result, error) {
+//
+// With batch, the effects are written by a BatchHandler: one multi-row
+// INSERT per batch instead of one statement per message.
+func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msgs []msg, batch bool) (Result, error) {
 	res := Result{System: "seqbox", Guarantee: seqboxGuarantee,
-		Settings: fmt.Sprintf("Workers=%d BatchSize=%d, embedded queue on PostgreSQL", o.SeqboxWorkers, o.SeqboxBatch)}
+		Settings: fmt.Sprintf("Workers=%d BatchSize=%d, embedded queue on PostgreSQL, Handler", o.SeqboxWorkers, o.SeqboxBatch)}
+	if batch {
+		res.System = "seqbox-batch"
+		res.Settings = strings.Replace(res.Settings, "Handler", "BatchHandler (one multi-row INSERT per batch)", 1)
+	}
 	st, err := postgres.OpenWith(ctx, o.DB, postgres.Options{Schema: schema})
 	if err != nil {
 		return res, fmt.Errorf("seqbox store: %w", err)
@@ -56,12 +79,8 @@ func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msg
 
 	var applied, dups, other atomic.Int64
 	insert := insertEffect(schema)
-	c, err := seqbox.NewConsumer(seqbox.Config{
+	cfg := seqbox.Config{
 		Name: "peers", Store: st, Transport: q, Workers: o.SeqboxWorkers, BatchSize: o.SeqboxBatch,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
-			_, err := tx.ExecContext(ctx, insert, ev.ID, ev.PartitionKey, *ev.ObjectVersion)
-			return err
-		},
 		Observer: func(d seqbox.Result) {
 			switch d.Outcome {
 			case seqbox.Applied:
@@ -73,7 +92,20 @@ func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msg
 			}
 		},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if batch {
+		cfg.BatchHandler = func(ctx context.Context, tx seqbox.Tx, evs []seqbox.Event) error {
+			q, args := insertEffects(schema, evs)
+			_, err := tx.ExecContext(ctx, q, args...)
+			return err
+		}
+	} else {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			_, err := tx.ExecContext(ctx, insert, ev.ID, ev.PartitionKey, *ev.ObjectVersion)
+			return err
+		}
+	}
+	c, err := seqbox.NewConsumer(cfg)
 	if err != nil {
 		return res, err
 	}
