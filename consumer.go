@@ -3,78 +3,49 @@ package seqbox
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/engine"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/handlerkind"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/transport"
 )
 
-// Consumer applies events from a transport through the inbox pipeline:
-// receive, one transaction per batch (a savepoint per delivery), COMMIT,
-// then ACK.
+// Consumer applies one consumer's messages: inbox, ordering gate, handler
+// and drain in one transaction per batch (DESIGN §3). Build it with
+// NewConsumer; its engine lives in internal/engine.
 type Consumer struct {
-	cfg Config
-	p   *pipeline
-	// kind is the registered handler kind (store.HandlerApplication unless
-	// seqbox's own commands mark it record).
-	kind string
-	// process names this process in the registration and in the operator
-	// requests it takes.
-	process string
-	// claimant names this consumer in the claims of decisions in flight.
-	claimant   string
-	regMu      sync.Mutex
-	registered atomic.Bool
-	// txAck is the transport when it acknowledges in the store's own
-	// transaction (the embedded queue in the store's file).
-	txAck transport.TxAcker
+	e *engine.Consumer
+}
+
+func init() {
+	// The chaos harness and seqbox's commands reach the engine through
+	// these, never through the public API.
+	fault.Install = func(c any, hook fault.Hook) { c.(*Consumer).e.SetHooks(hook) }
+	handlerkind.Set = func(c any, kind string) { c.(*Consumer).e.SetKind(kind) }
 }
 
 // NewConsumer validates cfg, fills in defaults and returns a consumer.
 func NewConsumer(cfg Config) (*Consumer, error) {
-	if err := cfg.validateGiven(); err != nil {
+	e, err := engine.NewConsumer(cfg)
+	if err != nil {
 		return nil, err
 	}
-	c := cfg.withDefaults()
-	if err := c.validate(false); err != nil {
-		return nil, err
-	}
-	cons := &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}
-	cons.claimant = cons.process + "/" + randomSuffix()
-	if ta, ok := c.Transport.(transport.TxAcker); ok {
-		if st, ok := c.Store.(interface{ Location() string }); ok && ta.Location() != "" && ta.Location() == st.Location() {
-			cons.txAck = ta
-		}
-	}
-	return cons, nil
+	return &Consumer{e: e}, nil
 }
 
 // Name is the consumer's name.
-func (c *Consumer) Name() string { return c.cfg.Name }
+func (c *Consumer) Name() string { return c.e.Name() }
 
 // Store is the consumer's store.
-func (c *Consumer) Store() store.Store { return c.cfg.Store }
+func (c *Consumer) Store() store.Store { return c.e.Store() }
 
 // Deliver runs one message through the whole pipeline in its own
 // transaction and commits. It is what replay and HTTP ingest use: the
 // caller acknowledges its own copy once Deliver returns without error
 // (unless the first decision is Retry). attempt is 1 for a first delivery.
 func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Result, error) {
-	if err := c.register(ctx, false); err != nil {
-		return nil, err
-	}
-	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
-	c.decideAll(ctx, ins)
-	out, err := c.runBatch(ctx, ins, nil)
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
+	return c.e.Deliver(ctx, raw, attempt)
 }
 
 // DeliverTx runs one message through the pipeline inside the caller's
@@ -87,24 +58,7 @@ func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Resu
 // before the caller's commit. A consumer with Config.Decide cannot use
 // it: the model call must stay outside any transaction.
 func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attempt int) ([]Result, error) {
-	if c.cfg.Decide != nil {
-		return nil, invalidConfig("Decide", "DeliverTx runs inside the caller's transaction; a consumer with Decide uses Deliver or Run, so the model call stays outside it")
-	}
-	if err := c.registerWith(ctx, false, tx); err != nil {
-		return nil, err
-	}
-	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
-	ds, err := c.p.deliver(ctx, &batchTx{ExecutorTx: c.cfg.Store.UnwrapTx(tx)}, ins[0])
-	if err != nil {
-		return nil, err
-	}
-	c.cfg.Metrics.observe(c.cfg.Name, ds)
-	if c.cfg.Observer != nil {
-		for _, d := range ds {
-			c.cfg.Observer(d)
-		}
-	}
-	return ds, nil
+	return c.e.DeliverTx(ctx, tx, raw, attempt)
 }
 
 // DeliverBatch runs several messages through the pipeline in one
@@ -113,27 +67,7 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 // returns each message's decisions, in input order; the first decision of
 // each is its own. All are first deliveries.
 func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]Result, error) {
-	if err := c.register(ctx, false); err != nil {
-		return nil, err
-	}
-	if len(raws) == 0 {
-		return nil, nil
-	}
-	ins := make([]input, len(raws))
-	for i, raw := range raws {
-		ins[i] = input{raw: raw, attempt: 1}
-	}
-	c.decideAll(ctx, ins)
-	return c.runBatch(ctx, ins, nil)
-}
-
-// Oversized is an input too large to hand over whole, such as a line of a
-// file far over MaxEventSize: its first bytes, its full size, and the
-// SHA-256 of all of it.
-type Oversized struct {
-	Prefix []byte
-	Size   int64
-	SHA256 [32]byte
+	return c.e.DeliverBatch(ctx, raws)
 }
 
 // DeliverOversized records an input larger than MaxEventSize as rejected,
@@ -142,120 +76,77 @@ type Oversized struct {
 // prefix. Replay uses it so that one huge line is one outcome, in bounded
 // memory, and never the end of a run.
 func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Result, error) {
-	if err := c.register(ctx, false); err != nil {
-		return nil, err
-	}
-	out, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
+	return c.e.DeliverOversized(ctx, o)
 }
 
-// runBatch runs the inputs in one transaction, a savepoint each, and
-// commits. It returns the decisions per input, in input order.
-// beforeCommit, when set, runs last in the transaction with the decisions.
-func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error) ([][]Result, error) {
-	c.p.parseAll(ins)
-	failed := map[store.Identity]error{}
-	out, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, true)
-	if errors.Is(err, errRerun) {
-		out, err = c.runBatchOnce(ctx, ins, beforeCommit, failed, false)
-	}
-	return out, err
+// Redrive sends DLQ message seq back through the pipeline under its
+// original identity. Anything already applied is recognised by the inbox;
+// if the message blocked its key, the key is released and its parked
+// successors are applied after it, in version order, in the same
+// transaction.
+func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
+	return c.e.Redrive(ctx, seq)
 }
 
-// runBatchOnce runs the batch in one transaction: optimistically (set-based,
-// no savepoints; see batchTx), or delivery by delivery with a savepoint
-// each.
-func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error, failed map[store.Identity]error, optimistic bool) ([][]Result, error) {
-	start := time.Now()
-	if err := c.cfg.hooks.At(fault.BeforeTx); err != nil {
-		return nil, err
-	}
-	tx, err := c.cfg.Store.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	btx := &batchTx{ExecutorTx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
-	if optimistic {
-		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
-			tx.Rollback()
-			return nil, err
-		}
-	}
-	out := make([][]Result, len(ins))
-	for i, in := range ins {
-		if i > 0 && i == len(ins)/2 {
-			if err := c.cfg.hooks.At(fault.MidBatch); err != nil {
-				tx.Rollback()
-				return nil, err
-			}
-		}
-		ds, err := c.p.deliver(ctx, btx, in)
-		if err != nil {
-			tx.Rollback()
-			return nil, err
-		}
-		out[i] = ds
-	}
-	if err := c.p.applyDeferred(ctx, btx); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	if err := btx.finish(ctx); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	if beforeCommit != nil {
-		if err := beforeCommit(tx, out); err != nil {
-			tx.Rollback()
-			return nil, err
-		}
-	}
-	if err := c.cfg.hooks.At(fault.BeforeCommit); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
-	c.cfg.Metrics.batch(c.cfg.Name, len(ins), start)
-	for _, ds := range out {
-		c.cfg.Metrics.observe(c.cfg.Name, ds)
-		if c.cfg.Observer != nil {
-			for _, d := range ds {
-				c.cfg.Observer(d)
-			}
-		}
-	}
-	return out, nil
+// Skip resolves DLQ message seq without applying it: the decision (who and
+// why) is recorded as a known gap, the key is released, and the parked
+// successors are applied in version order.
+func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Result, error) {
+	return c.e.Skip(ctx, seq, who, why)
 }
 
-// inTx runs fn in one committed transaction of its own, for operator
-// actions and the sweeper. point, when set, is the fault point just before
-// the commit.
-func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]Result, error)) ([]Result, error) {
-	tx, err := c.cfg.Store.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ds, err := fn(&batchTx{ExecutorTx: tx})
-	if err == nil && point != "" {
-		err = c.cfg.hooks.At(point)
-	}
-	if err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
-	c.cfg.Metrics.observe(c.cfg.Name, ds)
-	if c.cfg.Observer != nil {
-		for _, d := range ds {
-			c.cfg.Observer(d)
-		}
-	}
-	return ds, nil
+// ReleaseKey unblocks a key blocked by a gap (hold timeout with
+// HoldExpiry=block): the missing versions are recorded as a known gap
+// decided by who, and the parked messages apply in version order.
+func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Result, error) {
+	return c.e.ReleaseKey(ctx, key, who, why)
 }
+
+// Sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
+// releases keys blocked longer than MaxBlock, with an alert. Run calls it
+// every second; call it yourself when driving Deliver directly.
+func (c *Consumer) Sweep(ctx context.Context) ([]Result, error) { return c.e.Sweep(ctx) }
+
+// RunRequests executes the pending operator requests addressed to this
+// consumer (DESIGN §4): a redrive, skip or release that the CLI or the
+// admin API recorded runs here, through this consumer's own pipeline and
+// handler, and its decisions are recorded on the request. Run calls it
+// continuously; a consumer driven by Deliver calls it itself. It returns
+// how many requests it executed. A request another process took first is
+// left to it.
+func (c *Consumer) RunRequests(ctx context.Context) (int, error) { return c.e.RunRequests(ctx) }
+
+// Purge removes inbox identities whose retention ended, batch at a time
+// (each batch its own short transaction), until none are left or ctx ends.
+// Held and blocked identities are never purged. It returns how many it
+// removed. Config.Retention was validated to cover the broker's
+// redelivery window and the DLQ's redrive window, so a purged identity can
+// no longer come back.
+func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) { return c.e.Purge(ctx, batch) }
+
+// Run receives from the transport and applies until ctx is cancelled. Keys
+// run in parallel on Config.Workers workers; a key is pinned to one worker
+// while it has deliveries in flight, so its deliveries apply strictly in
+// sequence, and a busy key goes to the back of the line after each batch so
+// a hot key cannot starve the others. On cancellation, batches in flight
+// either commit and ack or roll back and are left for redelivery; queued
+// deliveries are nacked for prompt redelivery. Run returns nil after a
+// clean shutdown.
+func (c *Consumer) Run(ctx context.Context) error { return c.e.Run(ctx) }
+
+// RunUntilIdle is Run that also returns, with nil, once the transport has
+// had nothing to deliver for idle and nothing received is still being
+// applied: a test, a backfill or a one-off replay of a queue ends when the
+// queue is drained. A message nacked for a later retry is invisible at the
+// transport until its backoff passes, so choose idle longer than the
+// retry backoff when those retries must finish too. Messages parked by the
+// gate (held, blocked) are in the database, not the queue, and do not keep
+// it running.
+func (c *Consumer) RunUntilIdle(ctx context.Context, idle time.Duration) error {
+	return c.e.RunUntilIdle(ctx, idle)
+}
+
+// RefreshMetrics sets the gauges (held messages, blocked keys, age of the
+// oldest stuck message, DLQ size, inbox rows, gaps) from the store. Run
+// calls it every 15 seconds.
+func (c *Consumer) RefreshMetrics(ctx context.Context) error { return c.e.RefreshMetrics(ctx) }

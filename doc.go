@@ -15,7 +15,7 @@
 //	  ordering gate on (consumer, partitionkey)               -- stale, gap, blocked key
 //	  handler(ctx, tx, event)                                 -- your business writes
 //	  advance the key version by compare-and-set
-//	  release parked successors that are now next
+//	  unpark parked successors that are now next
 //	COMMIT
 //	ACK
 //
@@ -42,6 +42,17 @@
 // The store (store/sqlite, the embedded default) holds the inbox; the
 // transport (transport/embedded, a durable at-least-once queue in the same
 // SQLite file) delivers. Consumer.Run wires them: batches of deliveries in
-// one transaction with a savepoint each, COMMIT, then ACK. Consumer.Deliver
-// runs one message synchronously, for replay and HTTP ingest.
+// one transaction, COMMIT, then ACK. A batch runs set-based first (no
+// savepoints, its identities and keys read in a few multi-row statements);
+// a handler failure reruns it with a savepoint per delivery. A
+// BatchHandler writes a batch's effects in one call. Consumer.Deliver runs
+// one message synchronously, for replay and HTTP ingest; DeliverTx runs it
+// in the caller's transaction.
+//
+// # Packages
+//
+// This package is the API. Its types are declared and documented in
+// seqboxtype (shared with the engine, as river's rivertype); the consumer
+// itself is internal/engine; the database driver is store, with the typed
+// states in store/state.
 package seqbox

@@ -1,10 +1,12 @@
-package seqbox
+package engine
 
 import (
 	"context"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // parseAll parses every delivery once, before the batch's transaction
@@ -13,7 +15,7 @@ func (p *pipeline) parseAll(ins []input) {
 	for i := range ins {
 		in := &ins[i]
 		if in.parked == nil && in.oversized == nil && !in.parsed {
-			in.ev, in.perr = parseEvent(in.raw, p.cfg.VolatileAttributes)
+			in.ev, in.perr = seqboxtype.ParseEventExcluding(in.raw, p.cfg.VolatileAttributes)
 			in.parsed = true
 		}
 	}
@@ -46,7 +48,7 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 		// delivery either applies, or records another outcome over it,
 		// or the run is abandoned (see batchTx.provisional).
 		row := p.inboxRow(in.ev, now)
-		row.Outcome, row.ProcessedAt = Applied, &now
+		row.Outcome, row.ProcessedAt = state.Applied, &now
 		rows = append(rows, row)
 		if in.ev.PartitionKey != "" {
 			keys = append(keys, in.ev.PartitionKey)

@@ -1,17 +1,18 @@
-package seqbox
+package engine
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/state"
 )
 
 // gateResult is a decision the ordering gate reached instead of applying.
 type gateResult struct {
-	Outcome    Outcome
+	Outcome    state.Outcome
 	Reason     string
 	NextAction string
 	// drain: the key's version moved, so parked successors may be ready.
@@ -25,7 +26,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	name, key := p.cfg.Name, ev.PartitionKey
 	if ks.Blocked {
 		reason := fmt.Sprintf("key blocked since %s: %s", ks.BlockedSince.Format(time.RFC3339), ks.BlockedReason)
-		return &gateResult{Outcome: Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
+		return &gateResult{Outcome: state.Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
 			tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkBlocked, reason, now, time.Time{}))
 	}
 	if in.parked == nil && ks.HasRetries {
@@ -35,14 +36,14 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 		}
 		if retrying && (r.Source != ev.Source || r.ID != ev.ID) {
 			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", r.Source, r.ID)
-			return &gateResult{Outcome: Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
+			return &gateResult{Outcome: state.Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
 				tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 		}
 	}
 	v, versioned := ev.Version()
 	expected := p.expectedVersion(ks)
 	if p.isExpired(ev, now) {
-		g := &gateResult{Outcome: Expired, Reason: p.expiredReason(ev), NextAction: "none: past the business deadline"}
+		g := &gateResult{Outcome: state.Expired, Reason: p.expiredReason(ev), NextAction: "none: past the business deadline"}
 		if versioned && v == expected {
 			// The next version expired: record the gap so successors are
 			// not held waiting for a version that will never apply.
@@ -58,20 +59,20 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	case expected < 0 || v == expected:
 		return nil, nil
 	case ks.Version != nil && v < *ks.Version, ks.Version == nil && v < expected:
-		return &gateResult{Outcome: Stale, NextAction: "none: a newer version is already committed",
+		return &gateResult{Outcome: state.Stale, NextAction: "none: a newer version is already committed",
 			Reason: fmt.Sprintf("version %d is older than the committed %s", v, versionText(ks.Version, expected))}, nil
 	case ks.Version != nil && v == *ks.Version:
 		reason := fmt.Sprintf("version %d is already committed under another identity", v)
-		return &gateResult{Outcome: VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
+		return &gateResult{Outcome: state.VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
 			tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkVersionConflict, reason, now, time.Time{}))
 	}
 	// A gap: expected < v.
-	if p.cfg.GapPolicy == GapAdvance {
+	if p.cfg.GapPolicy == seqboxtype.GapAdvance {
 		return nil, tx.GapInsert(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: expected, ToVersion: v - 1,
 			DecidedBy: "gap_policy=advance", Reason: fmt.Sprintf("version %d arrived while %d was expected", v, expected), At: now})
 	}
 	reason := fmt.Sprintf("waiting for version %d (got %d)", expected, v)
-	return &gateResult{Outcome: Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
+	return &gateResult{Outcome: state.Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
 			now.Add(p.cfg.HoldTimeout).Format(time.RFC3339), expected)},
 		tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 }

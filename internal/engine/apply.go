@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/state"
 )
@@ -25,7 +26,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 			return reached{}, err
 		}
 		if !claimed {
-			d.Outcome = SemanticDuplicate
+			d.Outcome = state.SemanticDuplicate
 			d.Reason = fmt.Sprintf("business key %q was already applied under another identity", ev.BusinessKey)
 			err := p.record(ctx, tx, ev, d, ks.Version, "none: the effect already happened", now)
 			if err == nil && versioned {
@@ -41,13 +42,13 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		if err := tx.SavepointRollback(ctx, sp); err != nil {
 			return reached{}, err
 		}
-		d.Outcome, d.Reason, d.wait = Retry, herr.Error(), inFlight.retryAfter()
+		d.Outcome, d.Reason, d.RetryAfter = state.Retry, herr.Error(), inFlight.retryAfter()
 		return p.conclude(ctx, dl.with(d, ev, ks), "", nil)
 	}
 	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
 		// Delivered again and again without ever settling: each attempt
 		// killed its process before a failure could be recorded.
-		herr = Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
+		herr = seqboxtype.Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
 	}
 	if herr == nil {
 		var hctx context.Context
@@ -64,7 +65,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		}
 		return p.failed(ctx, dl.with(d, ev, ks), herr)
 	}
-	if err := p.cfg.hooks.At(fault.AfterHandler); err != nil {
+	if err := p.hooks.At(fault.AfterHandler); err != nil {
 		return reached{}, err
 	}
 	if versioned {
@@ -75,12 +76,12 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 			if err := tx.SavepointRollback(ctx, sp); err != nil {
 				return reached{}, err
 			}
-			d.Outcome, d.Reason, d.keyConflict = Retry, err.Error(), true
+			d.Outcome, d.Reason, d.KeyConflict = state.Retry, err.Error(), true
 			return p.conclude(ctx, dl.with(d, ev, ks), "", nil)
 		}
 	}
 	processed := now
-	if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: Applied, ProcessedAt: &processed}); err != nil {
+	if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: state.Applied, ProcessedAt: &processed}); err != nil {
 		return reached{}, err
 	}
 	if key == "" || ks.HasRetries {
@@ -90,7 +91,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 			return reached{}, err
 		}
 	}
-	d.Outcome, d.Reason = Applied, ""
+	d.Outcome, d.Reason = state.Applied, ""
 	if !ks.HasParked {
 		// Nothing waits behind it (the key was read under its lock): no
 		// drain.
@@ -130,7 +131,7 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err e
 // recoverHandler turns a handler's panic into a permanent error.
 func recoverHandler(err *error) {
 	if r := recover(); r != nil {
-		*err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
+		*err = seqboxtype.Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
 	}
 }
 
@@ -171,12 +172,12 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 	// attempts counts this message's own failures, not the transport's
 	// deliveries: those also grow with redeliveries that were not its fault
 	// (a batch-mate's store error, a shutdown, a lease that ran out).
-	if !IsPermanent(herr) && attempts < p.cfg.Retry.MaxAttempts {
-		d.Outcome = Retry
+	if !seqboxtype.IsPermanent(herr) && attempts < p.cfg.Retry.MaxAttempts {
+		d.Outcome = state.Retry
 		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
 		d.Attempt = attempts
 		err := tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
-			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: Retry, Reason: d.Reason,
+			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: state.Retry, Reason: d.Reason,
 			NextAction: "redelivery after " + p.cfg.Retry.Backoff(attempts).String(), At: now})
 		if err == nil && in.parked != nil {
 			backoff := p.cfg.Retry.Backoff(attempts)
@@ -185,10 +186,10 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
 	}
 	reason := "permanent failure"
-	if !IsPermanent(herr) {
+	if !seqboxtype.IsPermanent(herr) {
 		reason = fmt.Sprintf("attempts exhausted (%d of %d)", attempts, p.cfg.Retry.MaxAttempts)
 	}
-	d.Outcome, d.Reason, d.Attempt = DeadLettered, reason+": "+herr.Error(), attempts
+	d.Outcome, d.Reason, d.Attempt = state.DeadLettered, reason+": "+herr.Error(), attempts
 	drainKey, err := p.deadLetter(ctx, dl, reason, attempts, first, herr.Error())
 	if err == nil {
 		err = p.record(ctx, tx, ev, d, ks.Version, deadLetterNext(p.cfg, ev), now)
@@ -197,7 +198,7 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 }
 
 func deadLetterNext(cfg Config, ev Event) string {
-	if ev.PartitionKey != "" && cfg.OnDeadLetter == DeadLetterBlock {
+	if ev.PartitionKey != "" && cfg.OnDeadLetter == seqboxtype.DeadLetterBlock {
 		return "key blocked: redrive or skip the message (seqbox dlq redrive|skip)"
 	}
 	return "redrive from the DLQ once fixed (seqbox dlq redrive)"
@@ -219,10 +220,10 @@ func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, 
 		return "", err
 	}
 	row := p.inboxRow(ev, now)
-	row.Outcome = DeadLettered
+	row.Outcome = state.DeadLettered
 	inserted, err := tx.InboxInsert(ctx, row)
 	if err == nil && !inserted {
-		err = tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: ev.Source, ID: ev.ID, Outcome: DeadLettered, ProcessedAt: nil})
+		err = tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: ev.Source, ID: ev.ID, Outcome: state.DeadLettered, ProcessedAt: nil})
 	}
 	if err == nil {
 		err = tx.RetryClear(ctx, store.MessageRef{Consumer: name, Source: ev.Source, ID: ev.ID})
@@ -233,7 +234,7 @@ func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, 
 	if err := tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: name, Key: ev.PartitionKey, At: now}); err != nil {
 		return "", err
 	}
-	if p.cfg.OnDeadLetter == DeadLetterBlock {
+	if p.cfg.OnDeadLetter == seqboxtype.DeadLetterBlock {
 		since := now
 		if in.redrive && !ks.BlockedSince.IsZero() {
 			since = ks.BlockedSince // a failed redrive: still blocked since the first failure

@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/state"
 )
@@ -42,7 +43,7 @@ func (in input) event(volatile []string) (Event, error) {
 	if in.parsed {
 		return in.ev, in.perr
 	}
-	return parseEvent(in.raw, volatile)
+	return seqboxtype.ParseEventExcluding(in.raw, volatile)
 }
 
 // delivery is one message on its way through the pipeline: the
@@ -69,10 +70,13 @@ type reached struct {
 // pipeline holds the per-delivery logic of DESIGN §3.
 type pipeline struct {
 	cfg Config
-	// retryAtOnce releases a drained message that failed transiently again
+	// retryAtOnce unparks a drained message that failed transiently again
 	// at once instead of after its backoff: replay's rule for the record
 	// handler (DESIGN §7).
 	retryAtOnce bool
+	// hooks, installed only by seqbox's own tests and chaos harness
+	// (internal/fault), crash the pipeline at its failure windows.
+	hooks fault.Hook
 }
 
 // deliver runs one message through inbox, gate and handler inside tx, then
@@ -99,8 +103,8 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 	dl := &delivery{tx: tx, in: in, sp: sp, now: now}
 	ev, perr := in.event(p.cfg.VolatileAttributes)
 	if o := in.oversized; o != nil {
-		perr = invalid("envelope", "%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)",
-			o.Size, MaxEventSize, len(in.raw))
+		perr = &seqboxtype.InvalidEventError{Field: "envelope", Reason: fmt.Sprintf(
+			"%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)", o.Size, seqboxtype.MaxEventSize, len(in.raw))}
 	}
 	if perr != nil {
 		d, err := p.reject(ctx, tx, in, perr, now)
@@ -126,7 +130,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 			d, err := p.seenBefore(ctx, tx, ev, d, now)
 			return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
 		}
-		if err := p.cfg.hooks.At(fault.AfterInboxInsert); err != nil {
+		if err := p.hooks.At(fault.AfterInboxInsert); err != nil {
 			return reached{}, err
 		}
 	}
@@ -156,7 +160,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 			return p.conclude(ctx, dl.with(d, ev, ks), drainKey, err)
 		}
 	} else if p.isExpired(ev, now) {
-		d.Outcome, d.Reason = Expired, p.expiredReason(ev)
+		d.Outcome, d.Reason = state.Expired, p.expiredReason(ev)
 		err := p.record(ctx, tx, ev, d, nil, "none: past the business deadline", now)
 		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
 	}
@@ -188,9 +192,9 @@ func (dl *delivery) with(d Result, ev Event, ks store.KeyState) *delivery {
 
 // settles reports whether an outcome ends a message's life on its key, so
 // that nothing waits behind it any more.
-func settles(o Outcome) bool {
+func settles(o state.Outcome) bool {
 	switch o {
-	case Retry, Held, Blocked, Duplicate, Collision, Rejected:
+	case state.Retry, state.Held, state.Blocked, state.Duplicate, state.Collision, state.Rejected:
 		return false
 	}
 	return true
@@ -213,11 +217,11 @@ func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Resu
 		return d, err
 	}
 	if prev.PayloadHash == ev.Hash {
-		d.Outcome = Duplicate
+		d.Outcome = state.Duplicate
 		d.Reason = "identity already recorded (" + string(prev.Outcome) + ")"
 		return d, p.record(ctx, tx, ev, d, nil, "none", now)
 	}
-	d.Outcome = Collision
+	d.Outcome = state.Collision
 	d.Reason = fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash)
 	if err := tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkCollision, d.Reason, now, time.Time{})); err != nil {
 		return d, err
@@ -232,7 +236,7 @@ func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
-	if err != nil || prev.Outcome != DeadLettered || prev.PayloadHash != ev.Hash {
+	if err != nil || prev.Outcome != state.DeadLettered || prev.PayloadHash != ev.Hash {
 		return err
 	}
 	return tx.InboxDelete(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
@@ -244,10 +248,10 @@ func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event
 // rejected again without a second DLQ or audit row. A redrive always
 // leaves a new DLQ row: the one it came from is resolved.
 func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Result, error) {
-	d := Result{Outcome: Rejected, Reason: perr.Error(), Attempt: in.attempt}
+	d := Result{Outcome: state.Rejected, Reason: perr.Error(), Attempt: in.attempt}
 	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
 	// The attribute the error names has no single meaning: show none.
-	var ie *InvalidEventError
+	var ie *seqboxtype.InvalidEventError
 	if errors.As(perr, &ie) {
 		switch ie.Field {
 		case "source":
@@ -265,20 +269,20 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 	hash := hex.EncodeToString(sum[:])
 	if !in.redrive {
 		inserted, err := tx.InboxInsert(ctx, store.InboxRow{Consumer: p.cfg.Name, ID: "sha256:" + hash, PayloadHash: hash,
-			Outcome: Rejected, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
+			Outcome: state.Rejected, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
 		if err != nil || !inserted {
 			return d, err
 		}
 	}
 	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{
 		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: in.raw, PayloadHash: hash,
-		Reason: string(Rejected) + ": " + perr.Error(), Attempts: in.attempt,
+		Reason: string(state.Rejected) + ": " + perr.Error(), Attempts: in.attempt,
 		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
 	}); err != nil {
 		return d, err
 	}
 	return d, tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey,
-		Outcome: Rejected, Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
+		Outcome: state.Rejected, Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
 }
 
 // bestEffortIdentity pulls source, id and partitionkey out of an envelope
@@ -291,8 +295,8 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 	str := func(k string) string {
 		s, _ := m[k].(string)
 		s = strings.ReplaceAll(s, "\x00", "")
-		if len(s) > MaxAttributeSize {
-			s = s[:MaxAttributeSize]
+		if len(s) > seqboxtype.MaxAttributeSize {
+			s = s[:seqboxtype.MaxAttributeSize]
 		}
 		return strings.ToValidUTF8(s, "")
 	}
@@ -303,7 +307,7 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 // message that settles forgets its attempts, so that nothing is held
 // behind a retry that is over.
 func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Result, current *int64, next string, now time.Time) error {
-	if d.Outcome != Duplicate && d.Outcome != Collision {
+	if d.Outcome != state.Duplicate && d.Outcome != state.Collision {
 		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: d.Outcome, ProcessedAt: nil}); err != nil {
 			return err
 		}
@@ -322,8 +326,8 @@ func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Result, 
 
 // onceOnly is the payload hash that makes an audit row once-only: for a
 // duplicate or a collision, seeing that payload again is no new evidence.
-func onceOnly(o Outcome, hash string) string {
-	if o == Duplicate || o == Collision {
+func onceOnly(o state.Outcome, hash string) string {
+	if o == state.Duplicate || o == state.Collision {
 		return hash
 	}
 	return ""

@@ -1,6 +1,10 @@
-package seqbox
+package seqboxtype
 
-import "context"
+import (
+	"context"
+
+	"github.com/seqbox/seqbox/internal/handoff"
+)
 
 // Identity names the message a Decider or Handler is working on: the
 // inbox identity (consumer, source, id). Libraries that keep per-message
@@ -10,23 +14,16 @@ type Identity struct {
 	Source   string
 	ID       string
 	// InTransaction is true while the inbox transaction is open: in a
-	// Handler, and in a Decider run inside it (a message released from
+	// Handler, and in a Decider run inside it (a message let out of
 	// the parked table without a recorded decision). Work that must
 	// commit on its own (a ledger row before an external call) cannot
 	// run there: on SQLite the open transaction holds the only writer.
 	InTransaction bool
 }
 
-type identityKey struct{}
-
 // IdentityFrom returns the identity of the message the context belongs
 // to, when it is a Decider's or a Handler's context.
 func IdentityFrom(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
+	id, ok := ctx.Value(handoff.IdentityKey{}).(Identity)
 	return id, ok
-}
-
-// withIdentity puts the message's identity into ctx.
-func withIdentity(ctx context.Context, consumer string, ev Event, inTx bool) context.Context {
-	return context.WithValue(ctx, identityKey{}, Identity{Consumer: consumer, Source: ev.Source, ID: ev.ID, InTransaction: inTx})
 }

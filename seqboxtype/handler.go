@@ -1,9 +1,11 @@
-package seqbox
+package seqboxtype
 
 import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // Tx is the transaction a Handler writes its business effects in. It is
@@ -54,19 +56,29 @@ type BatchHandler func(ctx context.Context, tx Tx, evs []Event) error
 // Result is the outcome reached for one delivery, as reported to
 // Config.Observer, the CLI and the gateway.
 type Result struct {
-	Source        string  `json:"source"`
-	ID            string  `json:"id"`
-	PartitionKey  string  `json:"partitionkey"`
-	ObjectVersion *int64  `json:"objectversion"`
-	Outcome       Outcome `json:"outcome"`
+	Source        string        `json:"source"`
+	ID            string        `json:"id"`
+	PartitionKey  string        `json:"partitionkey"`
+	ObjectVersion *int64        `json:"objectversion"`
+	Outcome       state.Outcome `json:"outcome"`
 	// Reason explains every outcome but applied.
 	Reason string `json:"reason"`
 	// Attempt is the delivery attempt the decision was reached on.
 	Attempt int `json:"-"`
-	// keyConflict marks a Retry caused by a concurrent key conflict,
-	// which is redelivered at once and counted apart.
-	keyConflict bool
-	// wait, when set, is how long a Retry waits that is nobody's failure
-	// (its decision is in flight elsewhere): not counted as an attempt.
-	wait time.Duration
+	// KeyConflict marks a Retry caused by a concurrent key conflict (another
+	// consumer moved the key first): redelivered at once, counted apart.
+	KeyConflict bool `json:"-"`
+	// RetryAfter, when set, is how long a Retry waits that is nobody's
+	// failure (its decision is in flight elsewhere): not counted as an
+	// attempt.
+	RetryAfter time.Duration `json:"-"`
+}
+
+// Oversized is an input too large to hand over whole, such as a line of a
+// file far over MaxEventSize: its first bytes, its full size, and the
+// SHA-256 of all of it.
+type Oversized struct {
+	Prefix []byte
+	Size   int64
+	SHA256 [32]byte
 }

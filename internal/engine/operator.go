@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/state"
 )
@@ -20,11 +21,7 @@ var ErrBlockedByDeadLetter = errors.New("redrive or skip the dead letter instead
 // resolved.
 var ErrNotBlocking = errors.New("dead letter already resolved")
 
-// Redrive sends DLQ message seq back through the pipeline under its
-// original identity. Anything already applied is recognised by the inbox;
-// if the message blocked its key, the key is released and its parked
-// successors are applied after it, in version order, in the same
-// transaction.
+// Redrive is seqbox.Consumer.Redrive.
 func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
@@ -35,13 +32,13 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 	}
 	ds, err := c.inTx(ctx, fault.DuringRedrive, func(tx *batchTx) ([]Result, error) {
 		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true})
-		if err != nil || ds[0].Outcome == Retry {
+		if err != nil || ds[0].Outcome == state.Retry {
 			return ds, err // still open: redrive again
 		}
 		st, resolution := state.DeadLetterRedriven, "redriven"
 		switch ds[0].Outcome {
-		case Applied:
-		case DeadLettered, Rejected:
+		case state.Applied:
+		case state.DeadLettered, state.Rejected:
 			st, resolution = state.DeadLetterRedriveFailed, "redrive_failed" // a new DLQ row holds it
 		default:
 			resolution += ": " + string(ds[0].Outcome)
@@ -58,9 +55,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 	return ds, err
 }
 
-// Skip resolves DLQ message seq without applying it: the decision (who and
-// why) is recorded as a known gap, the key is released, and the parked
-// successors are applied in version order.
+// Skip is seqbox.Consumer.Skip.
 func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Result, error) {
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
@@ -110,9 +105,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Resu
 	})
 }
 
-// ReleaseKey unblocks a key blocked by a gap (hold timeout with
-// HoldExpiry=block): the missing versions are recorded as a known gap
-// decided by who, and the parked messages apply in version order.
+// ReleaseKey is seqbox.Consumer.ReleaseKey.
 func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Result, error) {
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
@@ -165,9 +158,7 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 	return p.drain(ctx, tx, ks.Key)
 }
 
-// Sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
-// releases keys blocked longer than MaxBlock, with an alert. Run calls it
-// every second; call it yourself when driving Deliver directly.
+// Sweep is seqbox.Consumer.Sweep.
 func (c *Consumer) Sweep(ctx context.Context) ([]Result, error) {
 	now := c.cfg.Now()
 	op := c.cfg.Store.Executor()
@@ -243,7 +234,7 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 		return nil, err
 	}
 	why := fmt.Sprintf("hold timed out after %s waiting before version %s", p.cfg.HoldTimeout, versionString(h.ObjectVersion))
-	if p.cfg.HoldExpiry == HoldExpiryAdvance {
+	if p.cfg.HoldExpiry == seqboxtype.HoldExpiryAdvance {
 		return p.releaseKey(ctx, tx, ks, nil, "hold_expiry=advance", why, now)
 	}
 	if err := tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: p.cfg.Name, Key: h.PartitionKey, Source: "", ID: "", Reason: why, At: now}); err != nil {

@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"cmp"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -20,24 +21,10 @@ const keyConflictDelay = 50 * time.Millisecond
 // sweepEvery is how often Run checks hold deadlines and MaxBlock.
 const sweepEvery = time.Second
 
-// Run receives from the transport and applies until ctx is cancelled. Keys
-// run in parallel on Config.Workers workers; a key is pinned to one worker
-// while it has deliveries in flight, so its deliveries apply strictly in
-// sequence, and a busy key goes to the back of the line after each batch so
-// a hot key cannot starve the others. On cancellation, batches in flight
-// either commit and ack or roll back and are left for redelivery; queued
-// deliveries are nacked for prompt redelivery. Run returns nil after a
-// clean shutdown.
+// Run is seqbox.Consumer.Run.
 func (c *Consumer) Run(ctx context.Context) error { return c.run(ctx, 0) }
 
-// RunUntilIdle is Run that also returns, with nil, once the transport has
-// had nothing to deliver for idle and nothing received is still being
-// applied: a test, a backfill or a one-off replay of a queue ends when the
-// queue is drained. A message nacked for a later retry is invisible at the
-// transport until its backoff passes, so choose idle longer than the
-// retry backoff when those retries must finish too. Messages parked by the
-// gate (held, blocked) are in the database, not the queue, and do not keep
-// it running.
+// RunUntilIdle is seqbox.Consumer.RunUntilIdle.
 func (c *Consumer) RunUntilIdle(ctx context.Context, idle time.Duration) error {
 	if idle <= 0 {
 		return invalidConfig("idle", "%s: must be positive", idle)
@@ -166,7 +153,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		beforeCommit = func(tx store.ExecutorTx, out [][]Result) error {
 			var acks []transport.Delivery
 			for i, d := range ds {
-				if out[i][0].Outcome != Retry {
+				if out[i][0].Outcome != state.Retry {
 					acks = append(acks, d)
 				}
 			}
@@ -208,7 +195,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		}
 		return err
 	}
-	if err := c.cfg.hooks.At(fault.AfterCommit); err != nil {
+	if err := c.hooks.At(fault.AfterCommit); err != nil {
 		return err
 	}
 	settle := context.WithoutCancel(ctx)
@@ -217,13 +204,13 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		first := out[i][0]
 		var err error
 		switch {
-		case first.Outcome != Retry:
+		case first.Outcome != state.Retry:
 			acks = append(acks, d)
 			continue
-		case first.keyConflict:
+		case first.KeyConflict:
 			err = d.Nack(settle, keyConflictDelay)
-		case first.wait > 0:
-			err = d.Nack(settle, first.wait)
+		case first.RetryAfter > 0:
+			err = d.Nack(settle, first.RetryAfter)
 		default:
 			err = d.Nack(settle, c.cfg.Retry.Backoff(first.Attempt))
 		}
@@ -304,7 +291,7 @@ func (c *Consumer) extendLoop(ctx context.Context, s *scheduler) {
 			return
 		case <-t.C:
 		}
-		if err := c.cfg.hooks.At(fault.DuringLeaseExtend); err != nil {
+		if err := c.hooks.At(fault.DuringLeaseExtend); err != nil {
 			return // an injected crash of the extender: leases run out
 		}
 		for _, d := range s.held() {
@@ -342,14 +329,12 @@ func (c *Consumer) sweepLoop(ctx context.Context) {
 	}
 }
 
-// RefreshMetrics sets the gauges (held messages, blocked keys, age of the
-// oldest stuck message, DLQ size, inbox rows, gaps) from the store. Run
-// calls it every 15 seconds.
+// RefreshMetrics is seqbox.Consumer.RefreshMetrics.
 func (c *Consumer) RefreshMetrics(ctx context.Context) error {
 	counts, err := c.cfg.Store.Executor().Counts(ctx, c.cfg.Name)
 	if err != nil {
 		return err
 	}
-	c.cfg.Metrics.refresh(c.cfg.Name, counts, c.cfg.Now())
+	refresh(c.cfg.Metrics, c.cfg.Name, counts, c.cfg.Now())
 	return nil
 }

@@ -1,4 +1,4 @@
-package seqbox
+package seqboxtype
 
 import (
 	"bytes"
@@ -66,10 +66,13 @@ type Event struct {
 // ("id" and "\u0069d" are the same name), at any depth, and numbers that
 // RFC 8785 cannot represent (1e400).
 func ParseEvent(raw []byte) (Event, error) {
-	return parseEvent(raw, DefaultVolatileAttributes)
+	return ParseEventExcluding(raw, DefaultVolatileAttributes)
 }
 
-func parseEvent(raw []byte, volatile []string) (Event, error) {
+// ParseEventExcluding is ParseEvent with the volatile attributes a
+// consumer's Config.VolatileAttributes names: they are left out of the
+// payload hash.
+func ParseEventExcluding(raw []byte, volatile []string) (Event, error) {
 	if len(raw) > MaxEventSize {
 		return Event{}, invalid("envelope", "%d bytes, larger than the %d-byte limit", len(raw), MaxEventSize)
 	}

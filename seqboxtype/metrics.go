@@ -1,12 +1,6 @@
-package seqbox
+package seqboxtype
 
-import (
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/seqbox/seqbox/store"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the Prometheus collectors a Consumer updates (DESIGN §6).
 // Create them once with NewMetrics and register them where you serve
@@ -70,47 +64,4 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}
 	}
 	return m
-}
-
-// observe counts committed decisions.
-func (m *Metrics) observe(consumer string, ds []Result) {
-	if m == nil {
-		return
-	}
-	for _, d := range ds {
-		m.Deliveries.WithLabelValues(consumer, string(d.Outcome)).Inc()
-		switch d.Outcome {
-		case Rejected:
-			m.ContractFailure.WithLabelValues(consumer).Inc()
-		case Retry:
-			if d.keyConflict {
-				m.KeyConflicts.WithLabelValues(consumer).Inc()
-			}
-		}
-	}
-}
-
-// refresh sets the gauges from the store's counts at now.
-func (m *Metrics) refresh(consumer string, c store.Counts, now time.Time) {
-	if m == nil {
-		return
-	}
-	m.HeldMessages.WithLabelValues(consumer).Set(float64(c.Held))
-	m.BlockedKeys.WithLabelValues(consumer).Set(float64(c.BlockedKeys))
-	m.DLQSize.WithLabelValues(consumer).Set(float64(c.DeadLetters))
-	m.InboxRows.WithLabelValues(consumer).Set(float64(c.InboxRows))
-	m.Gaps.WithLabelValues(consumer).Set(float64(c.Gaps))
-	age := 0.0
-	if !c.OldestStuck.IsZero() {
-		age = now.Sub(c.OldestStuck).Seconds()
-	}
-	m.OldestStuckAge.WithLabelValues(consumer).Set(age)
-}
-
-func (m *Metrics) batch(consumer string, n int, since time.Time) {
-	if m == nil {
-		return
-	}
-	m.BatchSize.WithLabelValues(consumer).Observe(float64(n))
-	m.CommitLatency.WithLabelValues(consumer).Observe(time.Since(since).Seconds())
 }

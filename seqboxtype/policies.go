@@ -1,39 +1,19 @@
-package seqbox
+package seqboxtype
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
-	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/handlerkind"
 	"github.com/seqbox/seqbox/store"
 )
 
-func init() {
-	fault.Install = func(c any, hook fault.Hook) {
-		cons := c.(*Consumer)
-		cons.cfg.hooks, cons.p.cfg.hooks = hook, hook
-	}
-	handlerkind.Set = func(c any, kind string) {
-		cons := c.(*Consumer)
-		cons.kind = kind
-		cons.p.retryAtOnce = kind == store.HandlerRecord
-	}
-}
-
-// heartbeatEvery is how often Run refreshes the consumer's heartbeat.
-const heartbeatEvery = 5 * time.Second
+// HeartbeatEvery is how often Run refreshes a consumer's heartbeat.
+const HeartbeatEvery = 5 * time.Second
 
 // LiveWithin is how recent a heartbeat must be for a consumer to count as
 // running: three missed heartbeats and it is presumed gone.
-const LiveWithin = 3 * heartbeatEvery
+const LiveWithin = 3 * HeartbeatEvery
 
 // Policies is the part of a Config a consumer registers in the database,
 // so that operator commands know how it orders and retries without being
@@ -50,8 +30,8 @@ type Policies struct {
 	Retention    string           `json:"retention"`
 }
 
-// policies is what c registers.
-func (c *Config) policies() Policies {
+// Policies is what c registers: its ordering and retry policy.
+func (c *Config) Policies() Policies {
 	return Policies{
 		GapPolicy: c.GapPolicy, HoldTimeout: c.HoldTimeout.String(), HoldExpiry: c.HoldExpiry,
 		FirstVersion: c.FirstVersion, OnDeadLetter: c.OnDeadLetter, MaxBlock: c.MaxBlock.String(),
@@ -92,58 +72,4 @@ func RegisteredPolicies(r store.Registration) (Policies, error) {
 		return p, fmt.Errorf("consumer %q: registered policies are not readable: %w", r.Consumer, err)
 	}
 	return p, nil
-}
-
-// processName names this process in registrations and taken requests.
-func processName() string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown-host"
-	}
-	return host + ":" + strconv.Itoa(os.Getpid())
-}
-
-// register records the consumer in the database once per Consumer (again
-// after a failure), and with a heartbeat when running says it is live.
-func (c *Consumer) register(ctx context.Context, running bool) error {
-	return c.registerWith(ctx, running, nil)
-}
-
-// registerWith is register, inside tx when it is not nil.
-func (c *Consumer) registerWith(ctx context.Context, running bool, tx *sql.Tx) error {
-	if !running && c.registered.Load() {
-		return nil
-	}
-	c.regMu.Lock()
-	defer c.regMu.Unlock()
-	if !running && c.registered.Load() {
-		return nil
-	}
-	pol, err := json.Marshal(c.cfg.policies())
-	if err != nil {
-		return err
-	}
-	r := store.Registration{Consumer: c.cfg.Name, HandlerKind: c.kind, Policies: pol,
-		Process: c.process, StartedAt: time.Now()}
-	if running {
-		r.HeartbeatAt = time.Now()
-	}
-	write := c.cfg.Store.Executor().ConsumerRegister
-	if tx != nil {
-		write = func(ctx context.Context, r store.Registration) error {
-			return c.cfg.Store.UnwrapTx(tx).ConsumerRegister(ctx, r)
-		}
-	}
-	if err := write(ctx, r); err != nil {
-		return fmt.Errorf("register consumer %q: %w", c.cfg.Name, err)
-	}
-	c.registered.Store(true)
-	return nil
-}
-
-// randomSuffix tells apart consumers of one process.
-func randomSuffix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

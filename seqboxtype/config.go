@@ -1,4 +1,4 @@
-package seqbox
+package seqboxtype
 
 import (
 	"log/slog"
@@ -7,7 +7,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
@@ -158,16 +157,14 @@ type Config struct {
 	Observer func(Result)
 	// Metrics, when set, counts outcomes and latencies.
 	Metrics *Metrics
-
-	// hooks, installed only by seqbox's own tests and chaos harness
-	// (internal/fault), crash the pipeline at its failure windows.
-	hooks fault.Hook
 }
 
 // DefaultBatchSize is Config.BatchSize's default.
 const DefaultBatchSize = 512
 
-func (c *Config) withDefaults() Config {
+// WithDefaults returns c with every unset field at its default: what a
+// Consumer built from c runs with.
+func (c *Config) WithDefaults() Config {
 	out := *c
 	if out.ExtendEvery <= 0 {
 		out.ExtendEvery = 10 * time.Second
@@ -228,13 +225,15 @@ func (c *Config) withDefaults() Config {
 }
 
 // Validate reports the first problem with the configuration, naming the
-// field. It checks the configuration with defaults applied.
+// field. It checks the configuration with defaults applied. Transport is
+// not checked: only Run needs one (Deliver and the operator actions do
+// not).
 func (c *Config) Validate() error {
 	if err := c.validateGiven(); err != nil {
 		return err
 	}
-	d := c.withDefaults()
-	return d.validate(true)
+	d := c.WithDefaults()
+	return d.validate()
 }
 
 // validateGiven refuses what defaults would otherwise hide: a negative
@@ -286,12 +285,10 @@ func validName(name string) error {
 	return nil
 }
 
-func (c *Config) validate(needTransport bool) error {
+func (c *Config) validate() error {
 	switch {
 	case c.Store == nil:
 		return invalidConfig("Store", "required")
-	case needTransport && c.Transport == nil:
-		return invalidConfig("Transport", "required")
 	case c.Handler == nil && c.BatchHandler == nil:
 		return invalidConfig("Handler", "required (or BatchHandler)")
 	case c.Handler != nil && c.BatchHandler != nil:

@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"

@@ -1,8 +1,9 @@
-package seqbox
+package engine
 
 import (
 	"context"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/state"
 )
@@ -26,13 +27,13 @@ func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Result
 		}
 		ds := r.results
 		out = append(out, ds...)
-		if ds[0].Outcome == Retry && p.retryAtOnce {
+		if ds[0].Outcome == state.Retry && p.retryAtOnce {
 			// Replay's rule (DESIGN §7): a retry is redelivered at once,
 			// an unparked one too. The next pass takes it again, until it
 			// applies or is dead-lettered.
 			continue
 		}
-		if ds[0].Outcome == Retry {
+		if ds[0].Outcome == state.Retry {
 			// It failed transiently: it waits out its backoff as held, and
 			// Sweep unparks it again; its successors keep waiting.
 			return out, nil
@@ -58,7 +59,7 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 		return nil, err // a predecessor is still retrying at the broker: nobody overtakes it
 	}
 	expected := p.expectedVersion(ks)
-	if first.ObjectVersion == nil || expected < 0 || *first.ObjectVersion <= expected || p.cfg.GapPolicy == GapAdvance {
+	if first.ObjectVersion == nil || expected < 0 || *first.ObjectVersion <= expected || p.cfg.GapPolicy == seqboxtype.GapAdvance {
 		// Next in line: unversioned (arrival order), a baseline, exactly
 		// next, already passed (it will be stale), or a gap the policy
 		// advances over.

@@ -1,4 +1,4 @@
-package seqbox
+package seqboxtype
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ func TestParseEventVolatileList(t *testing.T) {
 	base := `{"id":"a","source":"s","type":"t","data":{"x":1}`
 	hash := func(raw string, volatile []string) string {
 		t.Helper()
-		ev, err := parseEvent([]byte(raw), volatile)
+		ev, err := ParseEventExcluding([]byte(raw), volatile)
 		require.NoError(t, err, raw)
 		return ev.Hash
 	}

@@ -1,4 +1,4 @@
-package seqbox
+package seqboxtype
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"
@@ -16,19 +16,14 @@ const DefaultPurgeBatch = 500
 // purgePause is the gap between purge batches.
 const purgePause = 10 * time.Millisecond
 
-// Purge removes inbox identities whose retention ended, batch at a time
-// (each batch its own short transaction), until none are left or ctx ends.
-// Held and blocked identities are never purged. It returns how many it
-// removed. Config.Retention was validated to cover the broker's
-// redelivery window and the DLQ's redrive window, so a purged identity can
-// no longer come back.
+// Purge is seqbox.Consumer.Purge.
 func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = DefaultPurgeBatch
 	}
 	var total int64
 	for ctx.Err() == nil {
-		if err := c.cfg.hooks.At(fault.DuringPurge); err != nil {
+		if err := c.hooks.At(fault.DuringPurge); err != nil {
 			return total, err
 		}
 		n, err := c.cfg.Store.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: c.cfg.Name, Now: c.cfg.Now(), Limit: batch})

@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 )
 
 // errRerun ends an optimistic run of a batch: a delivery needs to undo
@@ -17,7 +18,7 @@ var errRerun = errors.New("seqbox: the batch runs again with savepoints")
 
 // outcomePending is the inbox outcome of an identity recorded before its
 // delivery settled (a crash or shutdown between the two leaves it so).
-const outcomePending Outcome = "pending"
+const outcomePending state.Outcome = "pending"
 
 // batchTx overrides these; the compiler checks that each one still
 // overrides a method of store.ExecutorTx, so that a rename of the driver's
@@ -209,7 +210,7 @@ func (b *batchTx) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomePa
 	k := store.Identity{Source: p.Source, ID: p.ID}
 	if b.provisional[k] {
 		delete(b.provisional, k)
-		if p.Outcome == Applied {
+		if p.Outcome == state.Applied {
 			return nil
 		}
 	}

@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"
@@ -7,22 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
-
-// Decider is the half of an agent's step that runs outside the transaction:
-// slow, expensive, non-deterministic. Its result is recorded once per
-// identity.
-type Decider func(ctx context.Context, ev Event) ([]byte, error)
-
-type decisionKey struct{}
-
-// DecisionFrom returns the decision Config.Decide recorded for the event the
-// handler is applying.
-func DecisionFrom(ctx context.Context) ([]byte, bool) {
-	d, ok := ctx.Value(decisionKey{}).([]byte)
-	return d, ok
-}
 
 // decideAll runs Config.Decide for the inputs that will need it,
 // concurrently and before the batch transaction opens, and records each
@@ -122,7 +109,7 @@ func (st *stager) wait() { st.wg.Wait() }
 // decideOne decides one message unless it will not apply, and records the
 // decision; the error, if any, fails the delivery in the pipeline.
 func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
-	ev, err := parseEvent(raw, c.cfg.VolatileAttributes)
+	ev, err := seqboxtype.ParseEventExcluding(raw, c.cfg.VolatileAttributes)
 	if err != nil {
 		return nil // rejected in the pipeline
 	}
@@ -203,5 +190,5 @@ func (p *pipeline) withDecision(ctx context.Context, tx *batchTx, ev Event, now 
 	if err != nil {
 		return ctx, err
 	}
-	return context.WithValue(ctx, decisionKey{}, d), nil
+	return withDecisionValue(ctx, d), nil
 }

@@ -1,4 +1,4 @@
-package seqbox
+package engine
 
 import (
 	"context"
@@ -15,13 +15,7 @@ import (
 // requestsEvery is how often Run looks for operator requests.
 const requestsEvery = 250 * time.Millisecond
 
-// RunRequests executes the pending operator requests addressed to this
-// consumer (DESIGN §4): a redrive, skip or release that the CLI or the
-// admin API recorded runs here, through this consumer's own pipeline and
-// handler, and its decisions are recorded on the request. Run calls it
-// continuously; a consumer driven by Deliver calls it itself. It returns
-// how many requests it executed. A request another process took first is
-// left to it.
+// RunRequests is seqbox.Consumer.RunRequests.
 func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 	ctl := c.cfg.Store.Executor()
 	reqs, err := ctl.RequestListPending(ctx, c.cfg.Name)
@@ -94,7 +88,7 @@ func (c *Consumer) redriveUntilSettled(ctx context.Context, seq int64) ([]Result
 			return out, err
 		}
 		out = append(out, ds...)
-		if len(ds) == 0 || ds[0].Outcome != Retry || attempt >= c.cfg.Retry.MaxAttempts {
+		if len(ds) == 0 || ds[0].Outcome != state.Retry || attempt >= c.cfg.Retry.MaxAttempts {
 			return out, nil
 		}
 		if c.kind != store.HandlerRecord {

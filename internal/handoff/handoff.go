@@ -1,0 +1,28 @@
+// Package handoff is the private protocol between seqbox's public types
+// (package seqboxtype) and its engine (internal/engine): the context keys
+// the engine fills for Deciders and Handlers, and the error a handler
+// settles a message with. Nothing outside seqbox can reach it.
+package handoff
+
+import (
+	"fmt"
+
+	"github.com/seqbox/seqbox/store/state"
+)
+
+// IdentityKey keys the message's seqboxtype.Identity in a Decider's or
+// Handler's context.
+type IdentityKey struct{}
+
+// DecisionKey keys the recorded agent decision ([]byte) in a Handler's
+// context.
+type DecisionKey struct{}
+
+// Settled is the error seqboxtype.Settle returns: the handler ends the
+// message with Outcome (stale or version_conflict) for Reason.
+type Settled struct {
+	Outcome state.Outcome
+	Reason  string
+}
+
+func (e *Settled) Error() string { return fmt.Sprintf("settled %s: %s", e.Outcome, e.Reason) }
