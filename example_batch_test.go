@@ -96,3 +96,64 @@ func ExampleConsumer_DeliverTx() {
 	// applied
 	// duplicate
 }
+
+// A BatchHandler writes the effects of a whole batch with one statement:
+// it gets the events that passed every gate, each key's in version order
+// (o-1 v3 arrives early, waits, and follows v2). Duplicates and stale
+// versions never reach it.
+func ExampleBatchHandler() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "seqbox-example-")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "app.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	if _, err := st.DB().ExecContext(ctx, `CREATE TABLE shipments (order_id TEXT, version INTEGER)`); err != nil {
+		panic(err)
+	}
+	consumer, err := seqbox.NewConsumer(seqbox.Config{
+		Name: "shipping", Store: st,
+		BatchHandler: func(ctx context.Context, tx seqbox.Tx, evs []seqbox.Event) error {
+			q := `INSERT INTO shipments (order_id, version) VALUES `
+			var args []any
+			for i, ev := range evs {
+				if i > 0 {
+					q += ", "
+				}
+				q += "(?, ?)"
+				args = append(args, ev.PartitionKey, *ev.ObjectVersion)
+			}
+			_, err := tx.ExecContext(ctx, q, args...)
+			return err
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	msg := func(order string, v int) []byte {
+		return fmt.Appendf(nil, `{"specversion":"1.0","id":"%s-%d","source":"shop","type":"order.packed","partitionkey":"%s","objectversion":%d}`, order, v, order, v)
+	}
+	if _, err := consumer.DeliverBatch(ctx, [][]byte{msg("o-1", 1), msg("o-1", 3), msg("o-2", 1), msg("o-1", 2), msg("o-2", 1)}); err != nil {
+		panic(err)
+	}
+	rows, err := st.DB().QueryContext(ctx, `SELECT order_id, version FROM shipments ORDER BY rowid`)
+	if err != nil {
+		panic(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var order string
+		var v int
+		if err := rows.Scan(&order, &v); err != nil {
+			panic(err)
+		}
+		fmt.Println(order, v)
+	}
+	// Output:
+	// o-1 1
+	// o-2 1
+	// o-1 2
+	// o-1 3
+}
