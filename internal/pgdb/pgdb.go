@@ -123,17 +123,31 @@ func stripSchemaParam(rawURL string) (conn, schema string, err error) {
 // connection's search_path) and checks that it answers. An unreachable
 // server gives an error naming the host and the cause.
 func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
+	return OpenWith(ctx, rawURL, nil)
+}
+
+// OpenWith is Open with run-time parameters set on every connection of the
+// pool (a pool that runs only the embedded queue's statements tunes its
+// planner this way).
+func OpenWith(ctx context.Context, rawURL string, params map[string]string) (*sql.DB, error) {
 	t, err := Locate(rawURL, "")
 	if err != nil {
 		return nil, err
 	}
-	return OpenTarget(ctx, t, false)
+	return openTarget(ctx, t, params)
 }
 
 // OpenTarget opens a pool to t. Every connection's search_path is the
 // application's with t.Schema appended. With readOnly, every transaction
 // is read-only (default_transaction_read_only=on).
 func OpenTarget(ctx context.Context, t Target, readOnly bool) (*sql.DB, error) {
+	if readOnly {
+		return openTarget(ctx, t, map[string]string{"default_transaction_read_only": "on"})
+	}
+	return openTarget(ctx, t, nil)
+}
+
+func openTarget(ctx context.Context, t Target, params map[string]string) (*sql.DB, error) {
 	host := "?"
 	if u, err := url.Parse(t.URL); err == nil {
 		host = u.Host
@@ -142,8 +156,8 @@ func OpenTarget(ctx context.Context, t Target, readOnly bool) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres %s: %w", host, err)
 	}
-	if readOnly {
-		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	for k, v := range params {
+		cfg.RuntimeParams[k] = v
 	}
 	schema := QuoteIdent(t.Schema)
 	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {

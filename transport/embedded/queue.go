@@ -109,7 +109,15 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 		if err != nil {
 			return nil, err
 		}
-		db, err := pgdb.Open(ctx, path)
+		// The receive statement must walk the (queue, seq, visible_at)
+		// index in seq order and stop after a batch. Right after a burst
+		// of publishes the table's statistics still describe it empty, and
+		// the planner then reads every ready row (a bitmap scan) and sorts
+		// them for each receive: 20 ms at a 31,000 backlog, and growing
+		// with it, against 0.4 ms for the index walk. This pool runs only
+		// the queue's own statements (primary-key lookups and that walk),
+		// none of which needs a bitmap scan.
+		db, err := pgdb.OpenWith(ctx, path, map[string]string{"enable_bitmapscan": "off"})
 		if err != nil {
 			return nil, err
 		}
