@@ -15,13 +15,17 @@ type (
 	// Event is a CloudEvents 1.0 envelope in structured JSON mode, with
 	// the extension attributes seqbox uses for identity, ordering and
 	// business deduplication.
+	// Its fields are documented at seqboxtype.Event.
 	Event = seqboxtype.Event
 	// InvalidEventError is why an envelope was refused, naming the field.
+	// Its fields are documented at seqboxtype.InvalidEventError.
 	InvalidEventError = seqboxtype.InvalidEventError
 	// Config is a consumer's configuration: its store, transport, handler
 	// and ordering, retry and retention policies.
+	// Its fields are documented at seqboxtype.Config.
 	Config = seqboxtype.Config
 	// RetryPolicy is how often and how soon a failed handler is retried.
+	// Its fields are documented at seqboxtype.RetryPolicy.
 	RetryPolicy = seqboxtype.RetryPolicy
 	// GapPolicy is what the gate does when a version is missing.
 	GapPolicy = seqboxtype.GapPolicy
@@ -40,15 +44,20 @@ type (
 	// transaction; its result is recorded once per identity.
 	Decider = seqboxtype.Decider
 	// Result is the outcome reached for one delivery.
+	// Its fields are documented at seqboxtype.Result.
 	Result = seqboxtype.Result
 	// Identity names the message a Decider or Handler is working on.
+	// Its fields are documented at seqboxtype.Identity.
 	Identity = seqboxtype.Identity
 	// Oversized is an input too large to hand over whole.
+	// Its fields are documented at seqboxtype.Oversized.
 	Oversized = seqboxtype.Oversized
 	// Metrics are the Prometheus collectors a Consumer updates.
+	// Its fields are documented at seqboxtype.Metrics.
 	Metrics = seqboxtype.Metrics
 	// Policies is the part of a Config a consumer registers in the
 	// database.
+	// Its fields are documented at seqboxtype.Policies.
 	Policies = seqboxtype.Policies
 )
 
