@@ -314,7 +314,14 @@ func openTransport(ctx context.Context, opt WorkerOptions) (transport.Transport,
 		return sqstr.Open(ctx, sqstr.Config{Client: sqsbroker.Client(opt.Broker), QueueURL: opt.Topic, MaxAttempts: 30})
 	case "kafka":
 		return kafka.Open(ctx, kafka.Config{Brokers: strings.Split(opt.Broker, ","), Topic: opt.Topic,
-			Group: kafkaGroup(opt.Topic), SessionTimeout: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond})
+			Group: kafkaGroup(opt.Topic), SessionTimeout: 2 * time.Second, HeartbeatInterval: 200 * time.Millisecond,
+			// A member SIGKILLed while the group rebalances holds the
+			// rebalance until RebalanceTimeout (Kafka's default, a
+			// minute), which outlasted a restarted member's JoinTimeout:
+			// it gave up and exited (1 run in ~10 under CI load). The
+			// transport never blocks in a rebalance, so a short one is
+			// safe; the join then waits longer than any rebalance can.
+			RebalanceTimeout: 3 * time.Second, JoinTimeout: time.Minute})
 	}
 	return nil, fmt.Errorf("chaos worker: --transport %q: not one of %s", opt.Transport, strings.Join(Transports, ", "))
 }
