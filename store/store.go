@@ -15,8 +15,8 @@
 // operator's reads (DeadLetterList, KeyViewList, AuditList, Counts) are
 // safe to call from tools.
 //
-// Row types here are shared by the root package and every store: stores
-// never import the root package.
+// Row types here are shared by the engine (internal/engine) and every
+// store: stores never import seqbox or its engine.
 package store
 
 import (
