@@ -3,6 +3,8 @@ package seqboxtype
 import (
 	"errors"
 	"fmt"
+
+	"github.com/seqbox/seqbox/internal/handoff"
 )
 
 // ErrInvalidEvent is matched (with errors.Is) by every envelope validation
@@ -10,7 +12,7 @@ import (
 var ErrInvalidEvent = errors.New("invalid event")
 
 // ErrInvalidConfig is matched by every Config validation error.
-var ErrInvalidConfig = errors.New("invalid config")
+var ErrInvalidConfig = handoff.ErrInvalidConfig
 
 // InvalidEventError says which envelope field is wrong and why.
 type InvalidEventError struct {
@@ -34,7 +36,7 @@ func invalid(field, format string, args ...any) error {
 }
 
 func invalidConfig(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	return handoff.InvalidConfig(field, format, args...)
 }
 
 // permanentError marks an error as not worth retrying.

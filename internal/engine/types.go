@@ -6,8 +6,7 @@
 package engine
 
 import (
-	"fmt"
-
+	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
@@ -28,6 +27,4 @@ type (
 )
 
 // invalidConfig names the field of a configuration a call cannot work with.
-func invalidConfig(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", seqboxtype.ErrInvalidConfig, field, fmt.Sprintf(format, args...))
-}
+var invalidConfig = handoff.InvalidConfig

@@ -5,6 +5,7 @@
 package handoff
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/seqbox/seqbox/store/state"
@@ -26,3 +27,13 @@ type Settled struct {
 }
 
 func (e *Settled) Error() string { return fmt.Sprintf("settled %s: %s", e.Outcome, e.Reason) }
+
+// ErrInvalidConfig is seqboxtype.ErrInvalidConfig: matched by every
+// configuration refused, by the types' Validate or by the engine.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// InvalidConfig names the field of a configuration that cannot be used,
+// and why.
+func InvalidConfig(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+}

@@ -72,6 +72,9 @@ type Queue struct {
 	// would parse it again on every poll.
 	prepareOnce sync.Once
 	receive     *sql.Stmt
+	// leaseSQL is the receive statement in the queue's dialect, built
+	// once (leaseStatement).
+	leaseSQL string
 	// turn, on SQLite, is the writer turn of the queue's file, shared
 	// with a store on the same file (sqlitedb.Turn): receiving, publishing
 	// and settling wait for it instead of polling in SQLite's busy
@@ -182,7 +185,9 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 		db.Close()
 		return nil, fmt.Errorf("embedded queue: create schema in %s: %w", where, err)
 	}
-	return &Queue{db: db, cfg: cfg, lock: d.LockRowSkip}, nil
+	q := &Queue{db: db, cfg: cfg, lock: d.LockRowSkip}
+	q.leaseSQL = q.leaseStatement()
+	return q, nil
 }
 
 // Publish appends a message, ready at once.
@@ -270,7 +275,7 @@ func (q *Queue) leaseStatement() string {
 // lease runs the receive statement: one UPDATE … RETURNING leases a
 // whole batch.
 func (q *Queue) lease(ctx context.Context, args ...any) (*sql.Rows, error) {
-	text := q.leaseStatement()
+	text := q.leaseSQL
 	q.prepareOnce.Do(func() {
 		// A failed prepare leaves it nil: the statement then runs
 		// unprepared and meets its error there.
