@@ -52,8 +52,10 @@ func TestDemoUnknownScenario(t *testing.T) {
 }
 
 // The agent-decision lab: a random model, a worker killed between Decide
-// and COMMIT, decisions outlasting the lease, a redrive. The model is
-// asked once per message and no decision changes.
+// and COMMIT, decisions outlasting the lease, a redrive. The model answers
+// once per message and no decision changes; a call cut off by the SIGKILL
+// (the killed worker was also deciding a slow lead) had no answer, and is
+// counted apart.
 func TestDemoAgentDecision(t *testing.T) {
 	t.Parallel()
 	out := ok(t, "demo", "--scenario", "agent-decision")

@@ -24,12 +24,16 @@ import (
 // AgentResult is the agent-decision lab's line.
 type AgentResult struct {
 	Messages, Redeliveries, ModelCalls, DecisionsChanged, BusinessEffects int
+	// ModelCallsAbandoned are calls whose worker was killed before the
+	// model answered: no answer existed to record, so the next worker
+	// asks again. They are not in ModelCalls.
+	ModelCallsAbandoned int
 }
 
 // Line renders the counters.
 func (r AgentResult) Line() string {
-	return fmt.Sprintf("messages=%d redeliveries=%d model_calls=%d decisions_changed_on_redelivery=%d business_effects=%d",
-		r.Messages, r.Redeliveries, r.ModelCalls, r.DecisionsChanged, r.BusinessEffects)
+	return fmt.Sprintf("messages=%d redeliveries=%d model_calls=%d model_calls_abandoned=%d decisions_changed_on_redelivery=%d business_effects=%d",
+		r.Messages, r.Redeliveries, r.ModelCalls, r.ModelCallsAbandoned, r.DecisionsChanged, r.BusinessEffects)
 }
 
 const (
@@ -54,8 +58,9 @@ var agentSlow = map[string]time.Duration{"lead-03": 3 * agentLease, "lead-10": 3
 // transaction and apply the decision inside it, a worker killed (SIGKILL)
 // between Decide and COMMIT, decisions that outlast the lease (the other
 // worker receives them mid-decision), and a dead-lettered message
-// redriven. Every message must be decided
-// once, and applied once with that decision.
+// redriven. Every message must be decided once (a model answer is never
+// thrown away; only a call whose worker died before the answer came is
+// asked again, and is counted apart), and applied once with that decision.
 func RunAgent(ctx context.Context, self, db string, w io.Writer) (AgentResult, error) {
 	res := AgentResult{Messages: agentMessages}
 	st, err := dbopen.Store(ctx, db)
@@ -158,8 +163,8 @@ func RunAgent(ctx context.Context, self, db string, w io.Writer) (AgentResult, e
 		return res, fmt.Errorf("redrive worker: killed=%v %v", killed, err)
 	}
 
-	calls, first, asked := model.stats()
-	res.ModelCalls = calls
+	ms := model.stats()
+	res.ModelCalls, res.ModelCallsAbandoned = ms.calls, ms.abandoned
 	rows, err := st.DB().QueryContext(ctx, `SELECT message, plan FROM agent_actions`)
 	if err != nil {
 		return res, err
@@ -173,7 +178,7 @@ func RunAgent(ctx context.Context, self, db string, w io.Writer) (AgentResult, e
 		res.BusinessEffects++
 		// Changed: the applied plan is not the model's first answer, or
 		// handler calls (committed or not) saw more than one plan.
-		if plan != first[id] || asked[id] > 1 || len(seenPlans[id]) > 1 {
+		if plan != ms.first[id] || ms.asked[id] > 1 || len(seenPlans[id]) > 1 {
 			res.DecisionsChanged++
 		}
 	}
