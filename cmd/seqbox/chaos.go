@@ -73,6 +73,7 @@ oracle. One row per scenario; exit status 1 if any failed.`,
 	fl.Uint64Var(&opt.Seed, "seed", 1, "workload seed")
 	fl.DurationVar(&opt.Lease, "lease", time.Second, "queue lease (visibility timeout)")
 	fl.DurationVar(&opt.Timeout, "timeout", 15*time.Minute, "time limit per scenario")
+	fl.DurationVar(&opt.Stall, "stall", 2*time.Minute, "fail a phase whose pending count has not moved for this long, saying who holds what (negative: never)")
 	fl.StringVar(&opt.PGData, "pg-data", "", "PostgreSQL data directory, for pg-restart")
 	fl.StringVar(&opt.PGBin, "pg-bin", "", "PostgreSQL bin directory, for pg-restart")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")

@@ -47,6 +47,12 @@ type queue interface {
 	Close() error
 }
 
+// describer is a queue that can say why messages stay pending, for the
+// post-mortem of a phase that stalls.
+type describer interface {
+	Describe(ctx context.Context) string
+}
+
 // brokers are the brokers of one chaos run, started once and shared by
 // its scenarios (each on a topic of its own).
 type brokers struct {
@@ -288,6 +294,38 @@ func (q *kafkaQueue) Pending(ctx context.Context) (int, error) {
 		})
 	}
 	return total, nil
+}
+
+// Describe says who holds what: the group's state and members with their
+// partitions, and each partition's committed offset, end and owner.
+func (q *kafkaQueue) Describe(ctx context.Context) string {
+	var b strings.Builder
+	lags, err := q.adm.Lag(ctx, kafkaGroup(q.topic))
+	if err != nil {
+		return "describing the group failed: " + err.Error()
+	}
+	for _, l := range lags {
+		fmt.Fprintf(&b, "group %s state %s", l.Group, l.State)
+		for _, m := range l.Members {
+			a, _ := m.Assigned.AsConsumer()
+			var parts []int32
+			for _, t := range a.Topics {
+				parts = append(parts, t.Partitions...)
+			}
+			fmt.Fprintf(&b, "; member %s (%s) has %v", m.MemberID, m.ClientHost, parts)
+		}
+		for _, ml := range l.Lag.Sorted() {
+			if ml.Lag == 0 {
+				continue
+			}
+			owner := "nobody"
+			if ml.Member != nil {
+				owner = ml.Member.MemberID
+			}
+			fmt.Fprintf(&b, "; [%d] committed %d (%q) end %d lag %d held by %s", ml.Partition, ml.Commit.At, ml.Commit.Metadata, ml.End.Offset, ml.Lag, owner)
+		}
+	}
+	return b.String()
 }
 
 func (q *kafkaQueue) Args() []string {

@@ -39,6 +39,10 @@ type Options struct {
 	PGData, PGBin string
 	// Timeout bounds each scenario.
 	Timeout time.Duration
+	// Stall fails a phase whose pending count has not moved for this
+	// long, saying who holds what (for brokers that can tell). Default
+	// 2 minutes; negative: never.
+	Stall time.Duration
 	// ProcLog receives the processes' output (nil: discarded).
 	ProcLog io.Writer
 	// Progress receives one line per phase (nil: discarded).
@@ -89,6 +93,9 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 15 * time.Minute
 	}
+	if opt.Stall == 0 {
+		opt.Stall = 2 * time.Minute
+	}
 	if opt.ProcLog == nil {
 		opt.ProcLog = io.Discard
 	}
@@ -124,6 +131,9 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 		sctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 		res := h.scenario(sctx, name)
 		cancel()
+		if b.kafka != nil {
+			h.progress("%s: the broker has expired %d dead group members so far (see internal/broker/kafka)", name, b.kafka.ExpiredMembers())
+		}
 		out = append(out, res)
 		if ctx.Err() != nil {
 			return out, ctx.Err()
@@ -352,6 +362,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 	emptySince := time.Time{}
 	pgRestarted, nodeKilled := false, false
 	phaseStart, lastReport := time.Now(), time.Now()
+	lastPending, movedAt := -1, time.Now()
 	for {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", phase, ctx.Err())
@@ -443,6 +454,16 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 		if time.Since(lastReport) > 10*time.Second {
 			lastReport = time.Now()
 			s.h.progress("%s: %s still waiting: %d pending (err %v)", s.name, phase, ready+leased, err)
+		}
+		if err == nil && ready+leased != lastPending {
+			lastPending, movedAt = ready+leased, time.Now()
+		}
+		if stall := s.h.opt.Stall; lastPending > 0 && stall > 0 && time.Since(movedAt) > stall {
+			why := ""
+			if d, ok := s.q.(describer); ok {
+				why = "; " + d.Describe(ctx)
+			}
+			return fmt.Errorf("%s: stalled: %d pending and none settled for %s%s", phase, lastPending, stall, why)
 		}
 		switch {
 		case err != nil:

@@ -6,6 +6,8 @@
 // with the classic join/sync protocol, offset commits with metadata), keeps
 // its log in memory unless Config.Dir is set, and lets a test intercept any
 // request (Cluster().ControlKey) to fail offset commits and the like.
+// Server adds what kfake misses and a real broker does: it expires a
+// group member that died while waiting in a rebalance (see sessions).
 package kafka
 
 import (
@@ -39,8 +41,9 @@ type Config struct {
 
 // Server is a running in-process Kafka cluster.
 type Server struct {
-	cluster *kfake.Cluster
-	cfg     Config
+	cluster  *kfake.Cluster
+	cfg      Config
+	sessions *sessions
 }
 
 // Start starts a cluster listening on 127.0.0.1 on ephemeral ports.
@@ -72,7 +75,12 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka broker: start: %w", err)
 	}
-	return &Server{cluster: c, cfg: cfg}, nil
+	s := &Server{cluster: c, cfg: cfg}
+	if s.sessions, err = watchSessions(s); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("kafka broker: start: %w", err)
+	}
+	return s, nil
 }
 
 // Addrs returns the brokers' host:port addresses, the seed list a client
@@ -104,5 +112,14 @@ func (s *Server) CreateTopic(ctx context.Context, topic string, partitions int32
 	return nil
 }
 
+// ExpiredMembers counts the group members the server removed because
+// their session ran out while kfake kept them (see sessions).
+func (s *Server) ExpiredMembers() int { return int(s.sessions.removed.Load()) }
+
 // Close stops the cluster; with Dir set, it saves the log first.
-func (s *Server) Close() { s.cluster.Close() }
+func (s *Server) Close() {
+	if s.sessions != nil {
+		s.sessions.close()
+	}
+	s.cluster.Close()
+}
