@@ -135,7 +135,7 @@ func (w *sessions) loop() {
 	}
 }
 
-// sweep removes the expired members of stable groups, and forgets the
+// sweep removes the members whose session expired, and forgets the
 // members no group has any more.
 func (w *sessions) sweep() {
 	if w.paused.Load() {
