@@ -35,7 +35,7 @@ func TestDeadJoinerExpires(t *testing.T) {
 	s.sessions.paused.Store(true)
 	members := liveMember(t, s)
 	zombie := false
-	for attempt := 0; attempt < 12 && !zombie; attempt++ {
+	for attempt := 0; attempt < 20 && !zombie; attempt++ {
 		dieWhileJoining(t, s.Addrs()[0])
 		// Stable with two members for longer than the dead joiner's
 		// session (1s) and rebalance (2s) timeouts: kfake keeps it.
@@ -59,7 +59,7 @@ func TestDeadJoinerExpires(t *testing.T) {
 		}
 	}
 	if !zombie {
-		t.Fatal("kfake expired 12 dead joiners of 12 itself: if it is fixed upstream, the session watch can go")
+		t.Fatal("kfake expired 20 dead joiners of 20 itself: if it is fixed upstream, the session watch can go")
 	}
 	s.sessions.paused.Store(false)
 	waitWithin(t, 5*time.Second, "the live member alone with partitions 0,1", func() bool {
