@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seqbox/seqbox/internal/engine"
@@ -79,6 +80,8 @@ const (
 	MaxAttributeSize = seqboxtype.MaxAttributeSize
 	// DefaultBatchSize is Config.BatchSize's default.
 	DefaultBatchSize = seqboxtype.DefaultBatchSize
+	// DefaultDecideConcurrency is Config.DecideConcurrency's default.
+	DefaultDecideConcurrency = seqboxtype.DefaultDecideConcurrency
 	// DefaultPurgeBatch is Purge's default batch.
 	DefaultPurgeBatch = engine.DefaultPurgeBatch
 	// LiveWithin is how recent a heartbeat must be for a consumer to count
@@ -115,6 +118,11 @@ func Permanent(err error) error { return seqboxtype.Permanent(err) }
 // IsPermanent reports whether err, or any error it wraps, was marked with
 // Permanent.
 func IsPermanent(err error) bool { return seqboxtype.IsPermanent(err) }
+
+// RetryAfter wraps a transient err with the delay the remote side asked
+// for (HTTP 429 or 503 with Retry-After): the attempt counts, and the
+// next comes no sooner than after, within Retry.MaxBackoff.
+func RetryAfter(err error, after time.Duration) error { return seqboxtype.RetryAfter(err, after) }
 
 // Settle is what a Handler returns when the system it writes to says the
 // event is already superseded: outcome Stale or VersionConflict (see

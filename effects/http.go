@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/seqbox/seqbox"
 )
 
 // HTTPRequest builds the request of one attempt; it is called again for
@@ -17,16 +21,27 @@ type HTTPRef func(resp *http.Response) (string, error)
 
 // HTTP returns a Call that sends the request with the header
 // Idempotency-Key set to the ledger's key, through client (nil:
-// http.DefaultClient). A 2xx answer succeeds with the reference ref reads.
-// A refusal that certainly applied nothing (400–499 but 409; 409 means
-// the key is in use by a request still running) is Definite. Anything
-// else, a 5xx, a 409, a timeout or a broken connection, may have applied
-// the effect, and is uncertain. The request is never sent twice by
-// net/http's own retries: only the ledger decides to call again.
+// http.DefaultClient; a copy of it that never follows redirects). A 2xx
+// answer succeeds with the reference ref reads. A 3xx is a Definite
+// failure naming where it pointed: the request was not delivered, and is
+// not sent elsewhere. A refusal that certainly applied nothing (400–499
+// but 408, 409 and 429) is Definite. 408 and 429 are transient, with
+// their Retry-After kept (seqbox.RetryAfter). Anything else, a 5xx, a
+// 409 (the key is in use by a request still running), a timeout or a
+// broken connection, may have applied the effect, and is uncertain. The
+// request is never sent twice by net/http's own retries: only the ledger
+// decides to call again.
 func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// Redirects are never followed: net/http would turn a POST into a
+	// GET without its body after a 302 (and the call would look
+	// succeeded), or send the body and the Idempotency-Key wherever a 307
+	// points. The 3xx itself is the answer.
+	noRedirect := *client
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client = &noRedirect
 	return func(ctx context.Context, key string) (string, error) {
 		req, err := build(ctx)
 		if err != nil {
@@ -49,10 +64,7 @@ func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 		}
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		err = fmt.Errorf("%s %s: %s: %s", req.Method, req.URL.Redacted(), resp.Status, strings.TrimSpace(string(snippet)))
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusConflict {
-			return "", Definite(err)
-		}
-		return "", err
+		return "", classify(resp, err)
 	}
 }
 
@@ -69,4 +81,41 @@ func noReplay(req *http.Request) {
 		req.ContentLength = 0
 	}
 	req.GetBody = nil
+}
+
+// classify maps a non-2xx answer to the ledger's error classes.
+func classify(resp *http.Response, err error) error {
+	code := resp.StatusCode
+	switch {
+	case code >= 300 && code < 400:
+		return Definite(fmt.Errorf("%w (redirect to %q not followed)", err, resp.Header.Get("Location")))
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
+		if after, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return seqbox.RetryAfter(err, after)
+		}
+		return err
+	case code >= 400 && code != http.StatusConflict:
+		return Definite(err)
+	}
+	return err
+}
+
+// ParseRetryAfter reads an HTTP Retry-After header: delay-seconds (capped
+// at a day) or an HTTP date, as a delay from now; false when h is empty or
+// neither.
+func ParseRetryAfter(h string, now time.Time) (time.Duration, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, 86400)) * time.Second, true
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

@@ -50,6 +50,11 @@ type Effect struct {
 	UncertainAt *time.Time `json:"uncertain_at,omitempty"`
 	// ReconciledAt is when a reconciliation last answered for it.
 	ReconciledAt *time.Time `json:"reconciled_at,omitempty"`
+	// LeaseUntil, for a pending call, is until when its caller's
+	// heartbeat vouches that the call is still running. A pending call
+	// past it never reported back (its caller died): it is uncertain, and
+	// List shows it so.
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 }
 
 // Reconciliation is what the remote side says about an uncertain call.
@@ -73,6 +78,11 @@ type Config struct {
 	// Timeout bounds each call; a call that exceeds it is uncertain.
 	// Default 30s.
 	Timeout time.Duration
+	// Heartbeat is how often a call in flight renews the lease of its
+	// pending row. A pending row whose lease is three heartbeats old
+	// belongs to a caller that died: the next attempt turns it uncertain
+	// and reconciles it. Default 1s.
+	Heartbeat time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -91,6 +101,12 @@ func New(st store.Store, cfg Config) (*Ledger, error) {
 	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("effects: Timeout %s is negative", cfg.Timeout)
+	}
+	if cfg.Heartbeat < 0 {
+		return nil, fmt.Errorf("effects: Heartbeat %s is negative", cfg.Heartbeat)
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = time.Second
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
@@ -119,6 +135,19 @@ func (e *UncertainError) Error() string {
 }
 
 func (e *UncertainError) Unwrap() error { return e.Err }
+
+// InFlightError says a call under the same idempotency key is running in
+// a live caller right now. It is transient: try again later, when the
+// call has reported back (or its caller's heartbeat stopped).
+type InFlightError struct {
+	IdempotencyKey string
+	// Until is when the caller's lease runs out unless renewed.
+	Until time.Time
+}
+
+func (e *InFlightError) Error() string {
+	return fmt.Sprintf("effects: call %s is in flight in a live caller (lease until %s)", e.IdempotencyKey, e.Until.Format(time.RFC3339Nano))
+}
 
 // Key is the idempotency key of action for the message (consumer, source,
 // id): the same inputs always give the same key, and different ones a
@@ -185,9 +214,14 @@ func (l *Ledger) DoFor(ctx context.Context, id seqbox.Identity, action string, c
 		case Succeeded:
 			return e.Ref, nil
 		case Pending:
-			// A call that never reported back: crashed after the request
-			// may have been sent, or still running in a member whose
-			// lease expired. Either way nobody knows.
+			if l.live(e) {
+				// Its caller is alive and the call still runs: asking again
+				// now would be a second call, and turning it uncertain
+				// would lie about a call that may yet answer.
+				return "", &InFlightError{IdempotencyKey: key, Until: *e.LeaseUntil}
+			}
+			// A call that never reported back: its caller died after the
+			// request may have been sent. Nobody knows.
 			if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
 				return "", err
 			}
@@ -230,7 +264,9 @@ func checkAction(action string) error {
 func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	ref, err := call(cctx, e.IdempotencyKey)
+	stop := l.heartbeat(cctx, e.IdempotencyKey)
+	ref, err := safeCall(cctx, call, e.IdempotencyKey)
+	stop()
 	// The outcome is recorded even when ctx ends: it is what happened.
 	rctx := context.WithoutCancel(ctx)
 	switch {
@@ -276,4 +312,15 @@ func (l *Ledger) reconcile(ctx context.Context, e Effect) (ref string, again boo
 	// The remote side has nothing: calling again with the same key is safe.
 	err = l.update(ctx, e.IdempotencyKey, Failed, "", "reconciled: the remote side has no effect for this key", true, Uncertain)
 	return "", err == nil, err
+}
+
+// safeCall runs call, turning a panic into an error: the call may have
+// reached the remote side before it panicked, so it is uncertain.
+func safeCall(ctx context.Context, call Call, key string) (ref string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the call panicked: %v", r)
+		}
+	}()
+	return call(ctx, key)
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,7 +211,10 @@ func TestDefiniteFailureMayBeCalledAgain(t *testing.T) {
 func TestPendingFromADeadAttemptIsReconciled(t *testing.T) {
 	stores(t, func(t *testing.T, st store.Store) {
 		c := newCRM(t)
-		l, err := effects.New(st, effects.Config{Reconcile: c.reconcile})
+		var clock atomic.Int64
+		clock.Store(time.Now().UnixMicro())
+		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		l, err := effects.New(st, effects.Config{Reconcile: c.reconcile, Heartbeat: time.Hour, Now: now})
 		require.NoError(t, err)
 		ctx := context.Background()
 		done := make(chan struct{})
@@ -227,6 +231,15 @@ func TestPendingFromADeadAttemptIsReconciled(t *testing.T) {
 		}()
 		<-done
 		require.Equal(t, effects.Pending, state(t, l).State)
+		// Its caller's heartbeat vouches for it: nobody calls again.
+		_, err = l.DoFor(ctx, msg, "crm.create_task", c.create())
+		var inFlight *effects.InFlightError
+		require.ErrorAs(t, err, &inFlight)
+		// The heartbeat stopped three heartbeats ago: the caller is dead.
+		clock.Add((3*time.Hour + time.Second).Microseconds())
+		uncertain, err := l.List(ctx, effects.Filter{State: effects.Uncertain})
+		require.NoError(t, err)
+		require.Len(t, uncertain, 1, "a dead caller's pending call is listed as uncertain")
 		ref, err := l.DoFor(ctx, msg, "crm.create_task", c.create())
 		require.NoError(t, err)
 		require.Equal(t, "task-1", ref)
@@ -247,10 +260,16 @@ func TestRacingAttemptsCreateOneTask(t *testing.T) {
 		refs := make([]string, 8)
 		for i := range refs {
 			wg.Go(func() {
-				for range 20 {
+				// A call in flight in a live caller answers InFlightError
+				// until it reports back; anything else settles it.
+				for range 1_000_000 {
 					ref, err := l.DoFor(context.Background(), msg, "crm.create_task", c.create())
 					if err == nil {
 						refs[i] = ref
+						return
+					}
+					if inFlight := (*effects.InFlightError)(nil); !errors.As(err, &inFlight) && !strings.Contains(err.Error(), "kept changing") {
+						t.Errorf("attempt %d: %v", i, err)
 						return
 					}
 				}

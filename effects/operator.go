@@ -26,11 +26,25 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Effect, error) {
 	}
 	var where []string
 	var args []any
-	for _, c := range []struct{ col, val string }{{"consumer", f.Consumer}, {"action", f.Action}, {"state", string(f.State)}} {
+	for _, c := range []struct{ col, val string }{{"consumer", f.Consumer}, {"action", f.Action}} {
 		if c.val != "" {
 			args = append(args, c.val)
 			where = append(where, fmt.Sprintf("%s = $%d", c.col, len(args)))
 		}
+	}
+	// A pending call whose caller's lease ran out is uncertain: it is
+	// listed, counted and resolved as one.
+	switch f.State {
+	case "":
+	case Uncertain:
+		args = append(args, l.cfg.Now().UnixMicro())
+		where = append(where, fmt.Sprintf("(state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $%d)))", len(args)))
+	case Pending:
+		args = append(args, l.cfg.Now().UnixMicro())
+		where = append(where, fmt.Sprintf("state = 'pending' AND lease_until > $%d", len(args)))
+	default:
+		args = append(args, f.State)
+		where = append(where, fmt.Sprintf("state = $%d", len(args)))
 	}
 	q := `SELECT ` + effectColumns + ` FROM seqbox_effects`
 	if len(where) > 0 {
@@ -48,7 +62,7 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Effect, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		out = append(out, l.seen(e))
 	}
 	return out, rows.Err()
 }
@@ -80,8 +94,14 @@ func (l *Ledger) Resolve(ctx context.Context, key string, to State, ref, who, wh
 	if !found {
 		return fmt.Errorf("effects: no call has idempotency key %q", key)
 	}
+	e = l.seen(e)
 	if e.State != Uncertain {
 		return fmt.Errorf("effects: %s is %s, not uncertain: nothing to resolve", key, e.State)
+	}
+	// A dead caller's pending row is settled as an uncertain one (unless
+	// its caller came back and reported meanwhile).
+	if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (its caller's heartbeat stopped)", Pending); err != nil {
+		return err
 	}
 	return l.settle(ctx, key, to, ref, fmt.Sprintf("resolved %s by %s: %s", to, who, why), Uncertain)
 }
@@ -98,7 +118,8 @@ type UncertainCount struct {
 // Uncertain counts the uncertain calls by consumer and action.
 func (l *Ledger) Uncertain(ctx context.Context) ([]UncertainCount, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT consumer, action, COUNT(*), MIN(updated_at) FROM seqbox_effects
-		WHERE state = 'uncertain' GROUP BY consumer, action ORDER BY consumer, action`)
+		WHERE state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $1))
+		GROUP BY consumer, action ORDER BY consumer, action`, l.cfg.Now().UnixMicro())
 	if err != nil {
 		return nil, fmt.Errorf("effects: count uncertain: %w", err)
 	}
@@ -114,4 +135,17 @@ func (l *Ledger) Uncertain(ctx context.Context) ([]UncertainCount, error) {
 		out = append(out, u)
 	}
 	return out, rows.Err()
+}
+
+// seen is a row as the operator sees it: a pending call whose caller's
+// lease ran out is uncertain.
+func (l *Ledger) seen(e Effect) Effect {
+	if e.State == Pending && !l.live(e) {
+		e.State = Uncertain
+		if e.UncertainAt == nil {
+			t := e.UpdatedAt
+			e.UncertainAt = &t
+		}
+	}
+	return e
 }

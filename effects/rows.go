@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
-const effectColumns = `consumer, source, id, action, idempotency_key, state, ref, last_error, calls, created_at, updated_at, uncertain_at, reconciled_at`
+const effectColumns = `consumer, source, id, action, idempotency_key, state, ref, last_error, calls, created_at, updated_at, uncertain_at, reconciled_at, lease_until`
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
@@ -17,11 +18,14 @@ type scanner interface{ Scan(dest ...any) error }
 func scanEffect(s scanner) (Effect, error) {
 	var e Effect
 	var created, updated int64
-	var uncertain, reconciled sql.NullInt64
+	var uncertain, reconciled, lease sql.NullInt64
 	err := s.Scan(&e.Consumer, &e.Source, &e.ID, &e.Action, &e.IdempotencyKey, &e.State, &e.Ref, &e.LastError,
-		&e.Calls, &created, &updated, &uncertain, &reconciled)
+		&e.Calls, &created, &updated, &uncertain, &reconciled, &lease)
 	e.CreatedAt, e.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	e.UncertainAt, e.ReconciledAt = optionalTime(uncertain), optionalTime(reconciled)
+	if e.State == Pending {
+		e.LeaseUntil = optionalTime(lease)
+	}
 	return e, err
 }
 
@@ -47,10 +51,10 @@ func (l *Ledger) get(ctx context.Context, key string) (Effect, bool, error) {
 
 // insertPending commits a new pending row; false when the row exists.
 func (l *Ledger) insertPending(ctx context.Context, e Effect) (bool, error) {
-	now := l.cfg.Now().UnixMicro()
+	now := l.cfg.Now()
 	res, err := l.db.ExecContext(ctx, `INSERT INTO seqbox_effects (`+effectColumns+`)
-		VALUES ($1, $2, $3, $4, $5, 'pending', '', '', 1, $6, $6, NULL, NULL) ON CONFLICT DO NOTHING`,
-		e.Consumer, e.Source, e.ID, e.Action, e.IdempotencyKey, now)
+		VALUES ($1, $2, $3, $4, $5, 'pending', '', '', 1, $6, $6, NULL, NULL, $7) ON CONFLICT DO NOTHING`,
+		e.Consumer, e.Source, e.ID, e.Action, e.IdempotencyKey, now.UnixMicro(), now.Add(l.lease()).UnixMicro())
 	if err != nil {
 		return false, fmt.Errorf("effects: record %s pending: %w", e.IdempotencyKey, err)
 	}
@@ -63,11 +67,14 @@ func (l *Ledger) insertPending(ctx context.Context, e Effect) (bool, error) {
 // a call.
 func (l *Ledger) transition(ctx context.Context, key string, from, to State) (bool, error) {
 	calls := ""
+	now := l.cfg.Now()
+	args := []any{to, now.UnixMicro(), key, from}
 	if to == Pending {
-		calls = ", calls = calls + 1"
+		args = append(args, now.Add(l.lease()).UnixMicro())
+		calls = ", calls = calls + 1, lease_until = $5"
 	}
 	res, err := l.db.ExecContext(ctx, `UPDATE seqbox_effects SET state = $1, updated_at = $2`+calls+`
-		WHERE idempotency_key = $3 AND state = $4`, to, l.cfg.Now().UnixMicro(), key, from)
+		WHERE idempotency_key = $3 AND state = $4`, args...)
 	if err != nil {
 		return false, fmt.Errorf("effects: move %s from %s to %s: %w", key, from, to, err)
 	}
@@ -104,4 +111,36 @@ func (l *Ledger) update(ctx context.Context, key string, to State, ref, lastErro
 		return fmt.Errorf("effects: record %s %s: %w", key, to, err)
 	}
 	return nil
+}
+
+// lease is how long a pending row's caller vouches for it without a
+// heartbeat: three heartbeats.
+func (l *Ledger) lease() time.Duration { return 3 * l.cfg.Heartbeat }
+
+// heartbeat renews the lease of key's pending row every Heartbeat while
+// its call runs, until stop is called.
+func (l *Ledger) heartbeat(ctx context.Context, key string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(l.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_, _ = l.db.ExecContext(ctx, `UPDATE seqbox_effects SET lease_until = $1 WHERE idempotency_key = $2 AND state = 'pending'`,
+				l.cfg.Now().Add(l.lease()).UnixMicro(), key)
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// live reports whether a pending row's caller still vouches for it.
+func (l *Ledger) live(e Effect) bool {
+	return e.State == Pending && e.LeaseUntil != nil && e.LeaseUntil.After(l.cfg.Now())
 }

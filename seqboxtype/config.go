@@ -85,21 +85,31 @@ type Config struct {
 	// inbox transaction (see BatchHandler), for effects written in bulk.
 	BatchHandler BatchHandler
 	// Decide, when set, is the slow and non-deterministic half of the work
-	// (an AI model call). It runs before the transaction, outside it, and
-	// its result is recorded under the message's identity before Handler
-	// runs; the handler reads it with DecisionFrom. A redelivery after a
-	// crash re-applies the recorded decision instead of asking again and
-	// perhaps deciding differently. It is skipped for identities already
-	// recorded and for versions already passed.
+	// (an AI model call, an agent's HTTP call). It runs outside any
+	// transaction, and only when the event is next on its key: the
+	// pipeline first takes the message through the inbox, the business
+	// key check and the ordering gate, and an event that would not apply
+	// (a duplicate, a semantic duplicate, stale, held, blocked, expired)
+	// is never decided. The event then holds its key's turn in the store
+	// until it settles, so its successors wait behind it, across retries
+	// and crashes. Its result is recorded under the message's identity
+	// before Handler runs; the handler reads it with DecisionFrom. A
+	// redelivery after a crash re-applies the recorded decision instead of
+	// asking again and perhaps deciding differently. A panic in Decide is
+	// a permanent failure of that message.
 	Decide Decider
-	// DecideTimeout bounds one Decide call. While it runs, the identity is
-	// claimed in the store, so a redelivery meanwhile (the lease ran out,
-	// another consumer received it) waits for the recorded decision
-	// instead of asking the model again; a claim whose decider died runs
-	// out after DecideTimeout, so a crash in the middle of a decision
-	// delays that message's next decision by up to DecideTimeout. Keep it
-	// near the longest decision you expect. Default 2m.
+	// DecideTimeout bounds one Decide call. Default 2m.
 	DecideTimeout time.Duration
+	// DecideConcurrency bounds the Decide calls running at once in this
+	// consumer (a model API's rate limit, an agent's capacity). Default 8.
+	DecideConcurrency int
+	// ClaimHeartbeat is how often a decision in flight renews its claim
+	// in the store. While it is renewed, a redelivery elsewhere (the lease
+	// ran out, another consumer received it) waits for the recorded
+	// decision instead of asking the model again; a claim whose decider
+	// died (its heartbeat stopped) is taken over after three heartbeats.
+	// Default 1s.
+	ClaimHeartbeat time.Duration
 	// ExtendEvery is how often the leases of deliveries in flight are
 	// extended, so long handlers keep their messages. Default 10s.
 	ExtendEvery time.Duration
@@ -159,6 +169,9 @@ type Config struct {
 	Metrics *Metrics
 }
 
+// DefaultDecideConcurrency is Config.DecideConcurrency's default.
+const DefaultDecideConcurrency = 8
+
 // DefaultBatchSize is Config.BatchSize's default.
 const DefaultBatchSize = 512
 
@@ -171,6 +184,12 @@ func (c *Config) WithDefaults() Config {
 	}
 	if out.DecideTimeout <= 0 {
 		out.DecideTimeout = 2 * time.Minute
+	}
+	if out.DecideConcurrency <= 0 {
+		out.DecideConcurrency = DefaultDecideConcurrency
+	}
+	if out.ClaimHeartbeat <= 0 {
+		out.ClaimHeartbeat = time.Second
 	}
 	if out.ExtendBy <= 0 {
 		out.ExtendBy = 30 * time.Second
@@ -246,7 +265,7 @@ func (c *Config) validateGiven() error {
 		name string
 		v    time.Duration
 	}{
-		{"ExtendEvery", c.ExtendEvery}, {"ExtendBy", c.ExtendBy}, {"DecideTimeout", c.DecideTimeout}, {"HoldTimeout", c.HoldTimeout},
+		{"ExtendEvery", c.ExtendEvery}, {"ExtendBy", c.ExtendBy}, {"DecideTimeout", c.DecideTimeout}, {"ClaimHeartbeat", c.ClaimHeartbeat}, {"HoldTimeout", c.HoldTimeout},
 		{"MaxBlock", c.MaxBlock}, {"MaxAge", c.MaxAge}, {"Retention", c.Retention},
 		{"RedeliveryWindow", c.RedeliveryWindow}, {"DLQRetention", c.DLQRetention}, {"RedriveWindow", c.RedriveWindow},
 		{"Retry.InitialBackoff", c.Retry.InitialBackoff}, {"Retry.MaxBackoff", c.Retry.MaxBackoff},
@@ -258,7 +277,7 @@ func (c *Config) validateGiven() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"Workers", c.Workers}, {"BatchSize", c.BatchSize}, {"Retry.MaxAttempts", c.Retry.MaxAttempts}} {
+	}{{"Workers", c.Workers}, {"BatchSize", c.BatchSize}, {"DecideConcurrency", c.DecideConcurrency}, {"Retry.MaxAttempts", c.Retry.MaxAttempts}} {
 		if n.v < 0 {
 			return invalidConfig(n.name, "%d is negative", n.v)
 		}

@@ -3,6 +3,7 @@ package seqboxtype
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/seqbox/seqbox/internal/handoff"
 )
@@ -59,4 +60,36 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p)
+}
+
+// retryAfterError asks for a retry no sooner than After.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %s)", e.err, e.after)
+}
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter wraps a transient err with the delay the remote side asked
+// for (HTTP 429 or 503 with Retry-After): the attempt counts as any
+// transient failure, and the next one comes no sooner than after, within
+// Retry.MaxBackoff. RetryAfter(nil, d) is nil.
+func RetryAfter(err error, after time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &retryAfterError{err: err, after: after}
+}
+
+// RetryAfterOf returns the delay a RetryAfter error in err's chain asked
+// for, and whether there is one.
+func RetryAfterOf(err error) (time.Duration, bool) {
+	var r *retryAfterError
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
 }

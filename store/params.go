@@ -215,6 +215,23 @@ type DecisionClaimParams struct {
 	Now, Until           time.Time
 }
 
+// TurnTakeParams are Executor.TurnTake's.
+type TurnTakeParams struct {
+	Consumer, Source, ID string
+	// PartitionKey is the key whose turn it takes ("" for an unkeyed
+	// message, whose row only reserves its business key).
+	PartitionKey string
+	// BusinessKey is the effect the message asks for ("" for none).
+	BusinessKey string
+	At          time.Time
+}
+
+// BusinessKeyRef names a business key asked for by one identity: the
+// identity itself is left out of Executor.BusinessKeyInFlight's answer.
+type BusinessKeyRef struct {
+	Consumer, BusinessKey, Source, ID string
+}
+
 // DecisionUnclaimParams are Executor.DecisionUnclaim's.
 type DecisionUnclaimParams struct {
 	Consumer, Source, ID string

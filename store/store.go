@@ -205,9 +205,10 @@ type Executor interface {
 	RetryClear(ctx context.Context, p MessageRef) error
 	// RetryClearMany forgets the attempts of many identities.
 	RetryClearMany(ctx context.Context, p RetryClearManyParams) error
-	// RetryOnKey returns the identity currently retrying on a key (one
-	// whose attempts are counted and that has not settled since);
-	// ErrNotFound when none.
+	// RetryOnKey returns the identity whose turn it is on a key: the
+	// oldest retry row (attempts counted, or a turn taken) of an identity
+	// that has not settled since (it is not in the inbox, or is there as
+	// held, blocked or pending); ErrNotFound when none.
 	RetryOnKey(ctx context.Context, p KeyRef) (RetryRow, error)
 
 	// DeadLetterInsert stores the original envelope with the reason, and
@@ -249,6 +250,19 @@ type Executor interface {
 	// for Owner: Claimed when no other owner holds an unexpired claim. The
 	// claim ends with DecisionUnclaim, or runs out.
 	DecisionClaim(ctx context.Context, p DecisionClaimParams) (DecisionClaim, error)
+	// DecisionClaimExtend moves Owner's claim on to Until (the claimant's
+	// heartbeat); false when Owner no longer holds it.
+	DecisionClaimExtend(ctx context.Context, p DecisionClaimParams) (bool, error)
+	// TurnTake gives an identity its key's turn before its decision is
+	// asked for: a retry row with no attempt counted, so that the key's
+	// successors wait behind it (RetryOnKey) and its business key is
+	// reserved (BusinessKeyInFlight) until it settles (RetryClear). A row
+	// already there keeps its attempts.
+	TurnTake(ctx context.Context, p TurnTakeParams) error
+	// BusinessKeyInFlight returns another identity that took a turn for
+	// the same business key before this one (or holds one while this one
+	// has none) and has not settled; ErrNotFound when none.
+	BusinessKeyInFlight(ctx context.Context, p BusinessKeyRef) (Identity, error)
 	// DecisionUnclaim drops Owner's claim on an identity.
 	DecisionUnclaim(ctx context.Context, p DecisionUnclaimParams) error
 

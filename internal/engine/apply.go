@@ -39,11 +39,16 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	}
 	herr := in.decideErr
 	if inFlight := (*decisionInFlight)(nil); errors.As(herr, &inFlight) {
-		if err := tx.SavepointRollback(ctx, sp); err != nil {
+		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), inFlight.retryAfter())
+	}
+	if herr == nil {
+		reason, err := p.businessKeyBusy(ctx, tx, ev)
+		if err != nil {
 			return reached{}, err
 		}
-		d.Outcome, d.Reason, d.RetryAfter = state.Retry, herr.Error(), inFlight.retryAfter()
-		return p.conclude(ctx, dl.with(d, ev, ks), "", nil)
+		if reason != "" {
+			return p.wait(ctx, dl.with(d, ev, ks), reason, p.waitForOthers())
+		}
 	}
 	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
 		// Delivered again and again without ever settling: each attempt
@@ -51,10 +56,14 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		herr = seqboxtype.Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
 	}
 	if herr == nil {
-		var hctx context.Context
-		if hctx, herr = p.withDecision(ctx, tx, ev, now); herr == nil {
-			herr = tx.handle(hctx, ev, p.runHandler)
+		hctx, decided, err := p.decisionFor(ctx, tx, ev)
+		if err != nil {
+			return reached{}, err
 		}
+		if !decided {
+			return p.awaitDecision(ctx, dl.with(d, ev, ks))
+		}
+		herr = tx.handle(hctx, ev, p.runHandler)
 	}
 	if herr != nil {
 		if ctx.Err() != nil {
@@ -176,11 +185,17 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 		d.Outcome = state.Retry
 		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
 		d.Attempt = attempts
+		backoff := p.cfg.Retry.Backoff(attempts)
+		if after, ok := seqboxtype.RetryAfterOf(herr); ok && after > backoff {
+			// The remote side asked for a later retry: honoured within
+			// the backoff cap.
+			backoff = min(after, p.cfg.Retry.MaxBackoff)
+			d.RetryAfter = backoff
+		}
 		err := tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: state.Retry, Reason: d.Reason,
-			NextAction: "redelivery after " + p.cfg.Retry.Backoff(attempts).String(), At: now})
+			NextAction: "redelivery after " + backoff.String(), At: now})
 		if err == nil && in.parked != nil {
-			backoff := p.cfg.Retry.Backoff(attempts)
 			err = tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff)})
 		}
 		return p.conclude(ctx, dl.with(d, ev, ks), "", err)

@@ -93,6 +93,21 @@ type batchTx struct {
 	// deferred.
 	defers   bool
 	deferred []Event
+	// undecided collects the messages the run stopped before their
+	// handler to be decided (awaitDecision); origin is the index of the
+	// input being run, which each one is reported under.
+	undecided []undecided
+	origin    int
+}
+
+// deciding reports whether this run stopped (source, id) to be decided.
+func (b *batchTx) deciding(source, id string) bool {
+	for _, u := range b.undecided {
+		if !u.after && u.ev.Source == source && u.ev.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // handle runs the handler of ev, or answers with the failure it had in

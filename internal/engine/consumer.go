@@ -27,7 +27,10 @@ type Consumer struct {
 	// requests it takes.
 	process string
 	// claimant names this consumer in the claims of decisions in flight.
-	claimant   string
+	claimant string
+	// decider runs Config.Decide for the messages the pipeline stops to
+	// be decided.
+	decider    *decider
 	regMu      sync.Mutex
 	registered atomic.Bool
 	// txAck is the transport when it acknowledges in the store's own
@@ -45,6 +48,7 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	c := cfg.WithDefaults()
 	cons := &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}
 	cons.claimant = cons.process + "/" + randomSuffix()
+	cons.decider = newDecider(cons)
 	if ta, ok := c.Transport.(transport.TxAcker); ok {
 		if st, ok := c.Store.(interface{ Location() string }); ok && ta.Location() != "" && ta.Location() == st.Location() {
 			cons.txAck = ta
@@ -64,13 +68,36 @@ func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]Resu
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
-	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
-	c.decideAll(ctx, ins)
-	out, err := c.runBatch(ctx, ins, nil)
+	out, err := c.deliverAll(ctx, []input{{raw: raw, attempt: max(attempt, 1)}})
 	if err != nil {
 		return nil, err
 	}
 	return out[0], nil
+}
+
+// deliverAll runs the inputs in one transaction and, for a consumer with
+// Decide, decides the messages it stopped and runs them again, until each
+// input has its outcome.
+func (c *Consumer) deliverAll(ctx context.Context, ins []input) ([][]Result, error) {
+	out, us, err := c.runBatch(ctx, ins, nil)
+	if err != nil || len(us) == 0 {
+		return out, err
+	}
+	for i := range us {
+		if us[i].in.parked == nil {
+			us[i].key = "u:" + us[i].ev.Source + "\x00" + us[i].ev.ID
+			if us[i].ev.PartitionKey != "" {
+				us[i].key = "k:" + us[i].ev.PartitionKey
+			}
+		}
+	}
+	more, err := c.decideAndApply(ctx, us, nil)
+	for i := range out {
+		if m, ok := more[i]; ok || len(out[i]) != len(final(out[i])) {
+			out[i] = append(final(out[i]), m...)
+		}
+	}
+	return out, err
 }
 
 // DeliverTx is seqbox.Consumer.DeliverTx.
@@ -86,12 +113,7 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 	if err != nil {
 		return nil, err
 	}
-	observe(c.cfg.Metrics, c.cfg.Name, ds)
-	if c.cfg.Observer != nil {
-		for _, d := range ds {
-			c.cfg.Observer(d)
-		}
-	}
+	c.observe(ds)
 	return ds, nil
 }
 
@@ -107,8 +129,7 @@ func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]Result,
 	for i, raw := range raws {
 		ins[i] = input{raw: raw, attempt: 1}
 	}
-	c.decideAll(ctx, ins)
-	return c.runBatch(ctx, ins, nil)
+	return c.deliverAll(ctx, ins)
 }
 
 // DeliverOversized is seqbox.Consumer.DeliverOversized.
@@ -116,7 +137,7 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Result,
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
-	out, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}}, nil)
+	out, _, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -124,35 +145,39 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]Result,
 }
 
 // runBatch runs the inputs in one transaction, a savepoint each, and
-// commits. It returns the decisions per input, in input order.
-// beforeCommit, when set, runs last in the transaction with the decisions.
-func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error) ([][]Result, error) {
+// commits. It returns the results per input, in input order, and the
+// messages it stopped to be decided (awaitDecision). beforeCommit, when
+// set, runs last in the transaction with the results.
+func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error) ([][]Result, []undecided, error) {
 	c.p.parseAll(ins)
 	failed := map[store.Identity]error{}
-	out, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, true)
+	// A consumer with Decide runs with savepoints from the start: a
+	// message stopped to be decided rolls its own writes back.
+	optimistic := c.cfg.Decide == nil
+	out, us, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, optimistic)
 	if errors.Is(err, errRerun) {
-		out, err = c.runBatchOnce(ctx, ins, beforeCommit, failed, false)
+		out, us, err = c.runBatchOnce(ctx, ins, beforeCommit, failed, false)
 	}
-	return out, err
+	return out, us, err
 }
 
 // runBatchOnce runs the batch in one transaction: optimistically (set-based,
 // no savepoints; see batchTx), or delivery by delivery with a savepoint
 // each.
-func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error, failed map[store.Identity]error, optimistic bool) ([][]Result, error) {
+func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]Result) error, failed map[store.Identity]error, optimistic bool) ([][]Result, []undecided, error) {
 	start := time.Now()
 	if err := c.hooks.At(fault.BeforeTx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tx, err := c.cfg.Store.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	btx := &batchTx{ExecutorTx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
 	if optimistic {
 		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
 			tx.Rollback()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	out := make([][]Result, len(ins))
@@ -160,73 +185,92 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 		if i > 0 && i == len(ins)/2 {
 			if err := c.hooks.At(fault.MidBatch); err != nil {
 				tx.Rollback()
-				return nil, err
+				return nil, nil, err
 			}
 		}
+		btx.origin = i
 		ds, err := c.p.deliver(ctx, btx, in)
 		if err != nil {
 			tx.Rollback()
-			return nil, err
+			return nil, nil, err
 		}
 		out[i] = ds
 	}
 	if err := c.p.applyDeferred(ctx, btx); err != nil {
 		tx.Rollback()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := btx.finish(ctx); err != nil {
 		tx.Rollback()
-		return nil, err
+		return nil, nil, err
 	}
 	if beforeCommit != nil {
 		if err := beforeCommit(tx, out); err != nil {
 			tx.Rollback()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := c.hooks.At(fault.BeforeCommit); err != nil {
 		tx.Rollback()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	batchDone(c.cfg.Metrics, c.cfg.Name, len(ins), start)
 	for _, ds := range out {
-		observe(c.cfg.Metrics, c.cfg.Name, ds)
-		if c.cfg.Observer != nil {
-			for _, d := range ds {
-				c.cfg.Observer(d)
-			}
-		}
+		c.observe(final(ds))
 	}
-	return out, nil
+	return out, btx.undecided, nil
 }
 
 // inTx runs fn in one committed transaction of its own, for operator
 // actions and the sweeper. point, when set, is the fault point just before
-// the commit.
+// the commit. The messages fn let out of the parked table that must be
+// decided first are decided after the commit and run again (their key's
+// drain); their results follow fn's.
 func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]Result, error)) ([]Result, error) {
+	ds, us, err := c.inTxOnce(ctx, point, fn)
+	if err != nil || len(us) == 0 {
+		return final(ds), err
+	}
+	more, err := c.decideAndApply(ctx, us, nil)
+	ds = final(ds)
+	for _, m := range more {
+		ds = append(ds, m...)
+	}
+	return ds, err
+}
+
+// inTxOnce is inTx's transaction; it returns the messages fn stopped to be
+// decided.
+func (c *Consumer) inTxOnce(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]Result, error)) ([]Result, []undecided, error) {
 	tx, err := c.cfg.Store.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ds, err := fn(&batchTx{ExecutorTx: tx})
+	btx := &batchTx{ExecutorTx: tx}
+	ds, err := fn(btx)
 	if err == nil && point != "" {
 		err = c.hooks.At(point)
 	}
 	if err != nil {
 		tx.Rollback()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
+	c.observe(final(ds))
+	return ds, btx.undecided, nil
+}
+
+// observe counts results and tells the Observer, after their commit.
+func (c *Consumer) observe(ds []Result) {
 	observe(c.cfg.Metrics, c.cfg.Name, ds)
 	if c.cfg.Observer != nil {
 		for _, d := range ds {
 			c.cfg.Observer(d)
 		}
 	}
-	return ds, nil
 }

@@ -4,155 +4,178 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
 )
 
-// decideAll runs Config.Decide for the inputs that will need it,
-// concurrently and before the batch transaction opens, and records each
-// decision. Identities already recorded and versions already passed are
-// skipped: they will not apply. A failure is carried into the pipeline.
-func (c *Consumer) decideAll(ctx context.Context, ins []input) {
-	if c.cfg.Decide == nil {
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range ins {
-		wg.Go(func() { ins[i].decideErr = c.decideOne(ctx, ins[i].raw) })
-	}
-	wg.Wait()
+// undecided is a message the pipeline stopped before its handler because
+// no decision is recorded for it yet (docs/design.md, "The agent path").
+// Its transaction gave it its key's turn and rolled the rest back; it is
+// decided outside any transaction and then runs again as in.
+type undecided struct {
+	in input
+	ev Event
+	// origin is the index, in the run that stopped it, of the input whose
+	// pass stopped it (itself, or the one whose drain let it out).
+	origin int
+	// key is its scheduling key; delivery is the broker copy to settle
+	// when it runs again (nil for a message let out of the parked table,
+	// which runs again through its key's drain).
+	key      string
+	delivery transport.Delivery
+	// after: not to be decided yet; it runs again once the message
+	// holding its key's turn in the same batch is through.
+	after bool
 }
 
-// decideGrace is how long a batch gathers finished decisions before it
-// commits them, leaving the slow ones (a model call of a minute) for later
-// transactions.
-const decideGrace = 50 * time.Millisecond
-
-// stager hands out a batch in stages as its decisions come in.
-type stager struct {
-	keys      []string
-	completed chan int
-	finished  map[int]bool
-	pending   []int // batch indexes not yet handed out, in batch order
-	wg        sync.WaitGroup
+// decider runs Config.Decide for undecided messages: one call per identity
+// at a time in this process (copies wait for the call in flight), at most
+// DecideConcurrency at once, each under a claim in the store that its
+// heartbeat keeps alive, so that no other process asks while it runs and a
+// dead decider's claim is taken over within a few heartbeats.
+type decider struct {
+	c     *Consumer
+	slots chan struct{}
+	mu    sync.Mutex
+	calls map[store.Identity]*decision
+	n     atomic.Uint64
 }
 
-// decideStaged starts every decision of the batch at once. The stager's
-// next returns, stage by stage, the deliveries whose decisions are in
-// (gathered for up to decideGrace at a time), so fast deliveries commit
-// while slow ones still decide. A key's deliveries never overtake each
-// other: a delivery waits for every earlier one of its key. wait must be
-// called before the inputs are dropped.
-func (c *Consumer) decideStaged(ctx context.Context, keys []string, ins []input) *stager {
-	st := &stager{keys: keys, completed: make(chan int, len(ins)), finished: map[int]bool{}}
-	for i := range ins {
-		st.pending = append(st.pending, i)
-		st.wg.Go(func() {
-			ins[i].decideErr = c.decideOne(ctx, ins[i].raw)
-			st.completed <- i
-		})
-	}
-	return st
+// decision is one Decide in flight in this process.
+type decision struct {
+	done chan struct{}
+	err  error
 }
 
-// next blocks until some deliveries may commit and returns their indexes,
-// or nil when every one has been handed out.
-func (st *stager) next() []int {
-	for len(st.pending) > 0 {
-		// Wait for one decision, then gather for a moment more.
-		st.finished[<-st.completed] = true
-		timer := time.NewTimer(decideGrace)
-	gather:
-		for len(st.finished) < len(st.keys) {
-			select {
-			case i := <-st.completed:
-				st.finished[i] = true
-			case <-timer.C:
-				break gather
-			}
-		}
-		timer.Stop()
-		var ready, rest []int
-		blocked := map[string]bool{}
-		for _, i := range st.pending {
-			if !st.finished[i] || blocked[st.keys[i]] {
-				blocked[st.keys[i]] = true
-				rest = append(rest, i)
-				continue
-			}
-			ready = append(ready, i)
-		}
-		st.pending = rest
-		if len(ready) > 0 {
-			return ready
-		}
-	}
-	return nil
+func newDecider(c *Consumer) *decider {
+	return &decider{c: c, slots: make(chan struct{}, c.cfg.DecideConcurrency), calls: map[store.Identity]*decision{}}
 }
 
-// waiting reports whether a key still has deliveries not handed out.
-func (st *stager) waiting(key string) bool {
-	for _, i := range st.pending {
-		if st.keys[i] == key {
-			return true
+// decide decides ev unless its decision is recorded, and returns why it
+// could not: the error then fails the message in the pipeline.
+func (d *decider) decide(ctx context.Context, ev Event) error {
+	id := store.Identity{Source: ev.Source, ID: ev.ID}
+	d.mu.Lock()
+	if call, ok := d.calls[id]; ok {
+		d.mu.Unlock()
+		// A copy of a message being decided here: wait for that call
+		// instead of asking again.
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+		if call.err != nil {
+			return &decisionInFlight{wait: minDecisionWait}
+		}
+		return nil
 	}
-	return false
+	call := &decision{done: make(chan struct{})}
+	d.calls[id] = call
+	d.mu.Unlock()
+	call.err = d.decideOnce(ctx, ev)
+	d.mu.Lock()
+	delete(d.calls, id)
+	d.mu.Unlock()
+	close(call.done)
+	return call.err
 }
 
-// wait waits for every decision goroutine.
-func (st *stager) wait() { st.wg.Wait() }
-
-// decideOne decides one message unless it will not apply, and records the
-// decision; the error, if any, fails the delivery in the pipeline.
-func (c *Consumer) decideOne(ctx context.Context, raw []byte) error {
-	ev, err := seqboxtype.ParseEventExcluding(raw, c.cfg.VolatileAttributes)
-	if err != nil {
-		return nil // rejected in the pipeline
+// decideOnce takes a slot, claims the identity, asks Decide and records
+// the decision.
+func (d *decider) decideOnce(ctx context.Context, ev Event) error {
+	cfg := d.c.cfg
+	ref := store.MessageRef{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID}
+	op := cfg.Store.Executor()
+	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+		return err // recorded meanwhile (nil), or the store failed
 	}
-	op := c.cfg.Store.Executor()
-	if _, err := op.InboxSeen(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID}); !errors.Is(err, store.ErrNotFound) {
-		return err // seen (nil), or the store failed
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	if v, ok := ev.Version(); ok {
-		cur, err := op.KeyVersion(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: ev.PartitionKey})
-		if err != nil || (cur != nil && v <= *cur) {
-			return err
-		}
-	}
-	if _, err := op.DecisionGet(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID}); !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	now := c.cfg.Now()
-	claim, err := op.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID, Owner: c.claimant, Now: now, Until: now.Add(c.cfg.DecideTimeout + time.Second)})
+	defer func() { <-d.slots }()
+	owner := d.c.claimant + "/" + strconv.FormatUint(d.n.Add(1), 10)
+	ttl := claimTTL(cfg)
+	now := cfg.Now()
+	claim, err := op.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner, Now: now, Until: now.Add(ttl)})
 	if err != nil {
 		return err
 	}
 	if !claim.Claimed {
-		// Back when the claim runs out, or sooner to see whether the
-		// decision landed: at most eight waits per claim, well below the
-		// crash-loop guard's count of deliveries.
-		return &decisionInFlight{wait: min(claim.Until.Sub(now), c.cfg.DecideTimeout/8)}
+		// Another process is deciding it, and its heartbeat is alive: come
+		// back when the decision is likely recorded, or its claim ran out.
+		return &decisionInFlight{wait: d.c.p.waitForOthers()}
 	}
+	stop := d.heartbeat(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
 	defer func() {
-		_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID, Owner: c.claimant})
+		stop()
+		_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
 	}()
 	// Recorded while the claim was being taken: nothing to ask.
-	if _, err := op.DecisionGet(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	dctx, cancel := context.WithTimeout(withIdentity(ctx, c.cfg.Name, ev, false), c.cfg.DecideTimeout)
+	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
 	defer cancel()
-	d, err := c.cfg.Decide(dctx, ev)
+	out, err := callDecide(dctx, cfg.Decide, ev)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("decide: %w", err)
 	}
-	_, err = op.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: c.cfg.Name, Source: ev.Source, ID: ev.ID, Decision: d, At: c.cfg.Now()})
+	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Decision: out, At: cfg.Now()})
 	return err
 }
+
+// callDecide calls the user's Decider, turning a panic into a permanent
+// failure of the message rather than the end of the process.
+func callDecide(ctx context.Context, decide seqboxtype.Decider, ev Event) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = seqboxtype.Permanent(fmt.Errorf("decide panicked: %v\n%s", r, debug.Stack()))
+		}
+	}()
+	return decide(ctx, ev)
+}
+
+// heartbeat renews a claim every ClaimHeartbeat until stop is called.
+func (d *decider) heartbeat(ctx context.Context, p store.DecisionClaimParams) (stop func()) {
+	cfg := d.c.cfg
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(cfg.ClaimHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			p.Until = cfg.Now().Add(claimTTL(cfg))
+			if ok, err := cfg.Store.Executor().DecisionClaimExtend(ctx, p); err == nil && !ok {
+				cfg.Logger.Warn("seqbox: a decision's claim was taken over while it ran (its heartbeat was late)",
+					"consumer", cfg.Name, "source", p.Source, "id", p.ID)
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// claimTTL is how long a claim lives without a heartbeat: three of them.
+func claimTTL(cfg Config) time.Duration { return 3 * cfg.ClaimHeartbeat }
 
 // decisionInFlight: another consumer is deciding this identity right
 // now. The delivery comes back a while later, without counting as a
@@ -172,23 +195,18 @@ func (e *decisionInFlight) retryAfter() time.Duration { return max(e.wait, minDe
 // minDecisionWait is the shortest wait for a decision in flight.
 const minDecisionWait = 100 * time.Millisecond
 
-// withDecision puts the recorded decision into the handler's context. A
-// message released from the parked table may have none yet (its Decide
-// failed before it was parked); it is decided here, inside the
-// transaction, which is the rare slow path.
-func (p *pipeline) withDecision(ctx context.Context, tx *batchTx, ev Event, now time.Time) (context.Context, error) {
+// decisionFor reads the recorded decision for the handler's context; ok
+// is false when none is recorded yet (the message must be decided first).
+func (p *pipeline) decisionFor(ctx context.Context, tx *batchTx, ev Event) (context.Context, bool, error) {
 	if p.cfg.Decide == nil {
-		return ctx, nil
+		return ctx, true, nil
 	}
 	d, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if errors.Is(err, store.ErrNotFound) {
-		if d, err = p.cfg.Decide(withIdentity(ctx, p.cfg.Name, ev, true), ev); err != nil {
-			return ctx, fmt.Errorf("decide: %w", err)
-		}
-		d, err = tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Decision: d, At: now})
+		return ctx, false, nil
 	}
 	if err != nil {
-		return ctx, err
+		return ctx, false, err
 	}
-	return withDecisionValue(ctx, d), nil
+	return withDecisionValue(ctx, d), true, nil
 }

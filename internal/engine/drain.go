@@ -15,13 +15,24 @@ import (
 // unparks it again), and the drain stops there; with retryAtOnce (the
 // record handler of replay) it is unparked again at once.
 func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Result, error) {
+	return p.drainCarrying(ctx, tx, key, nil)
+}
+
+// drainCarrying is drain; carry, when set, is a decision's outcome for
+// the message it names (carry.decided): its error goes to that message if
+// the drain takes it.
+func (p *pipeline) drainCarrying(ctx context.Context, tx *batchTx, key string, carry *input) ([]Result, error) {
 	var out []Result
 	for {
 		next, err := p.nextParked(ctx, tx, key)
 		if err != nil || next == nil {
 			return out, err
 		}
-		r, err := p.process(ctx, tx, input{raw: next.Envelope, attempt: 1, parked: next})
+		in := input{raw: next.Envelope, attempt: 1, parked: next}
+		if carry != nil && carry.decided == (store.Identity{Source: next.Source, ID: next.ID}) {
+			in.decideErr, carry = carry.decideErr, nil
+		}
+		r, err := p.process(ctx, tx, in)
 		if err != nil {
 			return out, err
 		}
@@ -33,9 +44,10 @@ func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Result
 			// applies or is dead-lettered.
 			continue
 		}
-		if ds[0].Outcome == state.Retry {
+		if ds[0].Outcome == state.Retry || ds[0].Outcome == outcomeDeciding {
 			// It failed transiently: it waits out its backoff as held, and
-			// Sweep unparks it again; its successors keep waiting.
+			// Sweep unparks it again; or it is to be decided outside the
+			// transaction first. Its successors keep waiting.
 			return out, nil
 		}
 	}

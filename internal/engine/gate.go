@@ -17,6 +17,9 @@ type gateResult struct {
 	NextAction string
 	// drain: the key's version moved, so parked successors may be ready.
 	drain bool
+	// after: the key's turn belongs to a message this batch stopped to be
+	// decided; this one runs again once that one is through.
+	after bool
 }
 
 // gate is step 4 of DESIGN §3 for an event with a partition key. It
@@ -35,6 +38,11 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 			return nil, err
 		}
 		if retrying && (r.Source != ev.Source || r.ID != ev.ID) {
+			if in.parked == nil && tx.deciding(r.Source, r.ID) {
+				// Its predecessor is being decided in this very batch: it
+				// runs again after it, instead of parking.
+				return &gateResult{after: true}, nil
+			}
 			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", r.Source, r.ID)
 			return &gateResult{Outcome: state.Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
 				tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))

@@ -30,10 +30,11 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 	if dl.State != state.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
-	ds, err := c.inTx(ctx, fault.DuringRedrive, func(tx *batchTx) ([]Result, error) {
-		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true})
-		if err != nil || ds[0].Outcome == state.Retry {
-			return ds, err // still open: redrive again
+	var decideErr error
+	redrive := func(tx *batchTx) ([]Result, error) {
+		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true, decideErr: decideErr})
+		if err != nil || ds[0].Outcome == state.Retry || ds[0].Outcome == outcomeDeciding {
+			return ds, err // still open: redrive again, or once decided
 		}
 		st, resolution := state.DeadLetterRedriven, "redriven"
 		switch ds[0].Outcome {
@@ -48,11 +49,45 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 			err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 		}
 		return ds, err
-	})
-	if err == nil && c.cfg.Metrics != nil {
+	}
+	var out []Result
+	for {
+		ds, us, err := c.inTxOnce(ctx, fault.DuringRedrive, redrive)
+		if err != nil {
+			return out, err
+		}
+		// The redriven message itself stops to be decided when it has no
+		// decision yet: it is decided outside the transaction, and the
+		// redrive runs again with it. Successors its drain let out are
+		// decided and run through their key's drain.
+		var own *undecided
+		var others []undecided
+		for _, u := range us {
+			if u.in.redrive {
+				own = &u
+			} else {
+				others = append(others, u)
+			}
+		}
+		out = append(out, final(ds)...)
+		if len(others) > 0 {
+			more, err := c.decideAndApply(ctx, others, nil)
+			for _, m := range more {
+				out = append(out, m...)
+			}
+			if err != nil {
+				return out, err
+			}
+		}
+		if own == nil {
+			break
+		}
+		decideErr = c.decider.decide(ctx, own.ev)
+	}
+	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.Redrives.WithLabelValues(c.cfg.Name).Inc()
 	}
-	return ds, err
+	return out, nil
 }
 
 // Skip is seqbox.Consumer.Skip.

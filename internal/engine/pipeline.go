@@ -32,6 +32,12 @@ type input struct {
 	// oversized describes an input too large to hand over; raw is then its
 	// first bytes.
 	oversized *Oversized
+	// drainKey, when set, makes the input its key's drain instead of a
+	// message: a message let out of the parked table runs again that way
+	// once decided (the drain takes it under the key's lock, if it is
+	// still next), with decideErr going to the message named by decided.
+	drainKey string
+	decided  store.Identity
 	// parsed: ev and perr hold the envelope parsed once, by the prefetch.
 	parsed bool
 	ev     Event
@@ -84,6 +90,9 @@ type pipeline struct {
 // are parked successors released by the drain. An error means the store
 // failed and the whole batch must be abandoned.
 func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Result, error) {
+	if in.drainKey != "" {
+		return p.drainCarrying(ctx, tx, in.drainKey, &in)
+	}
 	r, err := p.process(ctx, tx, in)
 	if err != nil || r.drain == "" {
 		return r.results, err
@@ -148,6 +157,9 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 			ks.Blocked = false
 		}
 		gate, err := p.gate(ctx, tx, in, ev, ks, now)
+		if err == nil && gate != nil && gate.after {
+			return p.afterPredecessor(ctx, dl.with(d, ev, ks))
+		}
 		if err != nil || gate != nil {
 			if err == nil && gate.Outcome != "" {
 				d.Outcome, d.Reason = gate.Outcome, gate.Reason
@@ -194,7 +206,7 @@ func (dl *delivery) with(d Result, ev Event, ks store.KeyState) *delivery {
 // that nothing waits behind it any more.
 func settles(o state.Outcome) bool {
 	switch o {
-	case state.Retry, state.Held, state.Blocked, state.Duplicate, state.Collision, state.Rejected:
+	case state.Retry, state.Held, state.Blocked, state.Duplicate, state.Collision, state.Rejected, outcomeDeciding:
 		return false
 	}
 	return true
@@ -274,8 +286,12 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 			return d, err
 		}
 	}
+	envelope := in.raw
+	if envelope == nil {
+		envelope = []byte{} // a tombstone (Kafka's nil value): kept as empty bytes
+	}
 	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{
-		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: in.raw, PayloadHash: hash,
+		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: envelope, PayloadHash: hash,
 		Reason: string(state.Rejected) + ": " + perr.Error(), Attempts: in.attempt,
 		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
 	}); err != nil {

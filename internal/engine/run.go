@@ -114,36 +114,34 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
 	}
-	if c.cfg.Decide == nil {
-		return c.commitAndSettle(ctx, ds, ins)
+	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
+	if err != nil || len(us) == 0 {
+		return err
 	}
-	st := c.decideStaged(ctx, b.dkeys, ins)
-	defer st.wait()
-	for idx := st.next(); idx != nil; idx = st.next() {
-		sds, sins := make([]transport.Delivery, len(idx)), make([]input, len(idx))
-		for j, i := range idx {
-			sds[j], sins[j] = ds[i], ins[i]
-		}
-		if err := c.commitAndSettle(ctx, sds, sins); err != nil {
-			return err
-		}
-		// Unpin the keys that are done: none of their deliveries waits in
-		// a later stage, so nothing can overtake.
-		var keys []string
-		for _, i := range idx {
-			if !st.waiting(b.dkeys[i]) {
-				keys = append(keys, b.dkeys[i])
-			}
-		}
-		unpin(keys)
+	// Some deliveries stopped to be decided; the keys settled already
+	// are free for other workers meanwhile.
+	deciding := map[string]bool{}
+	for _, u := range us {
+		deciding[u.key] = true
 	}
-	return nil
+	var settled []string
+	for _, key := range b.keys {
+		if !deciding[key] {
+			settled = append(settled, key)
+		}
+	}
+	unpin(settled)
+	_, err = c.decideAndApply(ctx, us, unpin)
+	return err
 }
 
-// commitAndSettle runs ds in one transaction, then acks or nacks each.
-func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery, ins []input) error {
-	if len(ds) == 0 {
-		return nil
+// commitAndSettle runs ins in one transaction, then acks or nacks each
+// delivery of ds (nil for an input that came with none); keys are their
+// scheduling keys. It returns the results and the messages stopped to be
+// decided, which are not settled yet: they run again once decided.
+func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery, ins []input, keys []string) ([][]Result, []undecided, error) {
+	if len(ins) == 0 {
+		return nil, nil, nil
 	}
 	var ackedInTx bool
 	var beforeCommit func(store.ExecutorTx, [][]Result) error
@@ -153,7 +151,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		beforeCommit = func(tx store.ExecutorTx, out [][]Result) error {
 			var acks []transport.Delivery
 			for i, d := range ds {
-				if out[i][0].Outcome != state.Retry {
+				if d != nil && out[i][0].Outcome != state.Retry && out[i][0].Outcome != outcomeDeciding {
 					acks = append(acks, d)
 				}
 			}
@@ -164,46 +162,67 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 			return c.txAck.AckIn(ctx, tx.SQL(), acks)
 		}
 	}
-	out, err := c.runBatch(ctx, ins, beforeCommit)
+	out, us, err := c.runBatch(ctx, ins, beforeCommit)
 	if err != nil {
 		if fault.IsCrash(err) || ctx.Err() != nil {
-			return err // a crash or shutdown: leave them for redelivery
+			return nil, nil, err // a crash or shutdown: leave them for redelivery
 		}
-		if len(ds) > 1 && !errors.Is(err, errKeyConflict) {
+		if len(ins) > 1 && !errors.Is(err, errKeyConflict) {
 			// One delivery may be what the store refuses: run each in a
 			// transaction of its own, so the others are not held hostage.
 			c.cfg.Logger.Error("seqbox: batch failed; retrying its deliveries one by one", "consumer", c.cfg.Name,
-				"deliveries", len(ds), "err", err)
+				"deliveries", len(ins), "err", err)
 			var first error
-			for i := range ds {
-				if err := c.commitAndSettle(ctx, ds[i:i+1], ins[i:i+1]); err != nil {
+			out = make([][]Result, len(ins))
+			us = nil
+			for i := range ins {
+				res, more, err := c.commitAndSettle(ctx, ds[i:i+1], ins[i:i+1], keys[i:i+1])
+				if err != nil {
 					if fault.IsCrash(err) || ctx.Err() != nil {
-						return err
+						return nil, nil, err
 					}
 					first = cmp.Or(first, err)
+					continue
+				}
+				out[i] = res[0]
+				for _, u := range more {
+					u.origin = i
+					us = append(us, u)
 				}
 			}
-			return first
+			return out, us, first
 		}
-		c.cfg.Logger.Error("seqbox: batch failed; nacking for redelivery", "consumer", c.cfg.Name, "deliveries", len(ds), "err", err)
+		c.cfg.Logger.Error("seqbox: batch failed; nacking for redelivery", "consumer", c.cfg.Name, "deliveries", len(ins), "err", err)
 		delay := time.Second
 		if errors.Is(err, errKeyConflict) {
 			delay = keyConflictDelay
 		}
 		for _, d := range ds {
-			_ = d.Nack(context.WithoutCancel(ctx), delay)
+			if d != nil {
+				_ = d.Nack(context.WithoutCancel(ctx), delay)
+			}
 		}
-		return err
+		return nil, nil, err
+	}
+	for i := range us {
+		if us[i].in.parked == nil {
+			us[i].delivery, us[i].key = ds[us[i].origin], keys[us[i].origin]
+		}
 	}
 	if err := c.hooks.At(fault.AfterCommit); err != nil {
-		return err
+		return nil, nil, err
 	}
 	settle := context.WithoutCancel(ctx)
 	var acks []transport.Delivery
 	for i, d := range ds {
+		if d == nil {
+			continue
+		}
 		first := out[i][0]
 		var err error
 		switch {
+		case first.Outcome == outcomeDeciding:
+			continue // it runs again once decided
 		case first.Outcome != state.Retry:
 			acks = append(acks, d)
 			continue
@@ -222,7 +241,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 	if !ackedInTx {
 		c.ack(settle, acks)
 	}
-	return nil
+	return out, us, nil
 }
 
 // ack settles committed deliveries, in one round trip when the transport

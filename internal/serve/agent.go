@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
-	"github.com/seqbox/seqbox/store"
 )
 
 // AgentAction is the effect ledger's action name for the agent call: the
@@ -44,48 +42,38 @@ type Verdict struct {
 	At     string `json:"at"`
 }
 
-// errNotNext is returned by the dispatcher's Decide when the event is not
-// next on its key yet (a gap, or a blocked key): the agent is not called,
-// and the pipeline holds or parks the event; when it is released, it is
-// dispatched then.
-var errNotNext = errors.New("not next on its key: not dispatched")
-
-// dispatcher calls the agent for each event, outside the inbox
-// transaction (seqbox.Config.Decide), through the effect ledger.
+// dispatcher calls the agent for each event (seqbox.Config.Decide),
+// through the effect ledger. seqbox calls it outside any transaction and
+// only for an event that is next on its key, passed the inbox and the
+// business-key check, and whose key's turn it holds: order, once-only and
+// the gate are the pipeline's; the dispatcher adds the HTTP contract of
+// DESIGN §4 (no redirects, failure classes, Retry-After, the circuit).
 type dispatcher struct {
 	url      string
 	consumer string
 	client   *http.Client
 	ledger   *effects.Ledger
-	seq      *sequencer
-	op       store.Executor
-	advance  bool          // GapPolicy advance: a gap does not hold
-	maxAge   time.Duration // the business deadline (0: none)
-	db       *sql.DB
+	circuit  *circuit
 	metrics  *gatewayMetrics
 	now      func() time.Time
 }
 
-// decide is Config.Decide: wait for the key's earlier deliveries, check
-// the gate as far as it can be checked outside the transaction, then call
-// the agent through the ledger. A message released from the parked table
-// inside a transaction (after its gap closed, or by a redrive) is
-// dispatched there directly: the ledger's pending row cannot commit
-// inside the open transaction.
+// newAgentClient is the dispatcher's HTTP client: it never follows a
+// redirect (a 3xx is the answer, and the dispatch fails with it), so the
+// event and its Idempotency-Key never go anywhere but --agent-url.
+func newAgentClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// decide is Config.Decide: wait while the agent's circuit is open, then
+// call the agent through the ledger under the event's Idempotency-Key.
 func (a *dispatcher) decide(ctx context.Context, ev seqbox.Event) ([]byte, error) {
-	id, _ := seqbox.IdentityFrom(ctx)
-	key := effects.Key(a.consumer, ev.Source, ev.ID, AgentAction)
-	if id.InTransaction {
-		v, err := a.call(ctx, ev, key)
-		return a.result(v, err)
+	probe, err := a.circuit.wait(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the agent's circuit to close: %w", err)
 	}
-	if ev.PartitionKey != "" {
-		if err := a.seq.waitTurn(ctx, ev.PartitionKey, ev.Source, ev.ID); err != nil {
-			return nil, err
-		}
-	}
-	if err := a.gate(ctx, ev); err != nil {
-		return nil, err
+	if probe {
+		defer a.circuit.probeDone()
 	}
 	ctx = context.WithValue(ctx, eventKey{}, ev)
 	ref, err := a.ledger.Do(ctx, AgentAction, func(ctx context.Context, key string) (string, error) {
@@ -97,71 +85,20 @@ func (a *dispatcher) decide(ctx context.Context, ev seqbox.Event) ([]byte, error
 		return string(b), nil
 	})
 	if err != nil {
-		return a.result(Verdict{}, err)
-	}
-	return []byte(ref), nil
-}
-
-// result turns a call's outcome into Decide's: a definite refusal is
-// permanent (dead-lettered), anything else transient (retried with
-// backoff, under the same Idempotency-Key).
-func (a *dispatcher) result(v Verdict, err error) ([]byte, error) {
-	if err != nil {
 		if effects.IsDefinite(err) {
 			return nil, seqbox.Permanent(err)
 		}
 		return nil, err
 	}
-	return json.Marshal(v)
+	return []byte(ref), nil
 }
 
-// gate refuses, before any agent call, an event that the pipeline will
-// not apply now: past its business deadline, a business key already
-// applied, a blocked key, an old version, or a gap under GapHold. The
-// pipeline decides for real, under the key's lock.
-func (a *dispatcher) gate(ctx context.Context, ev seqbox.Event) error {
-	if a.maxAge > 0 && !ev.Time.IsZero() && a.now().Sub(ev.Time) > a.maxAge {
-		return fmt.Errorf("%w: past the %s business deadline", errNotNext, a.maxAge)
-	}
-	if ev.BusinessKey != "" {
-		done, err := businessKeyApplied(ctx, a.db, a.consumer, ev.BusinessKey)
-		if err != nil || done {
-			if err == nil {
-				err = fmt.Errorf("%w: business key %q already applied", errNotNext, ev.BusinessKey)
-			}
-			return err
-		}
-	}
-	if ev.PartitionKey == "" {
-		return nil
-	}
-	kv, err := a.op.KeyViewGet(ctx, store.KeyRef{Consumer: a.consumer, Key: ev.PartitionKey})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if kv.Blocked {
-		return fmt.Errorf("%w: key %s is blocked", errNotNext, ev.PartitionKey)
-	}
-	v, ok := ev.Version()
-	if !ok || kv.Version == nil {
-		return nil
-	}
-	switch {
-	case v <= *kv.Version:
-		return fmt.Errorf("%w: version %d is not after %d", errNotNext, v, *kv.Version)
-	case v > *kv.Version+1 && !a.advance:
-		return fmt.Errorf("%w: version %d after %d leaves a gap", errNotNext, v, *kv.Version)
-	}
-	return nil
-}
-
-// call POSTs the event to the agent once and maps its answer: 2xx
-// applied; 409 stale or version_conflict, as the problem body says; any
-// other 4xx a definite refusal; 5xx, a timeout or a broken connection an
-// error that may have applied (uncertain).
+// call POSTs the event to the agent once and maps its answer (DESIGN §4):
+// 2xx applied; 409 stale or version_conflict, as the problem body says; a
+// 3xx a definite failure (never followed); 408 and 429 transient, with
+// Retry-After honoured; any other 4xx a definite refusal; 5xx, a timeout
+// or a broken connection an error that may have applied (uncertain).
+// What the agent's health shows goes to the circuit.
 func (a *dispatcher) call(ctx context.Context, ev seqbox.Event, key string) (Verdict, error) {
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(ev.Raw))
@@ -186,26 +123,67 @@ func (a *dispatcher) call(ctx context.Context, ev seqbox.Event, key string) (Ver
 			err = fmt.Errorf("agent did not answer within %s: %w", a.client.Timeout, err)
 		}
 		a.metrics.agentCalls.WithLabelValues(a.consumer, result).Inc()
+		if ctx.Err() == nil || result == "timeout" {
+			a.circuit.failure(err.Error())
+		}
 		return Verdict{}, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	now := a.now().UTC().Format(time.RFC3339Nano)
-	switch code := resp.StatusCode; {
+	code := resp.StatusCode
+	a.metrics.agentCalls.WithLabelValues(a.consumer, statusClass(code)).Inc()
+	switch {
 	case code >= 200 && code < 300:
-		a.metrics.agentCalls.WithLabelValues(a.consumer, "2xx").Inc()
+		a.circuit.success()
 		return Verdict{Verdict: string(seqbox.Applied), Status: code, Detail: snippet(body), At: now}, nil
+	case code >= 300 && code < 400:
+		// Never followed: the event was not delivered, and following
+		// would send it (and its Idempotency-Key) elsewhere.
+		a.circuit.success()
+		return Verdict{}, effects.Definite(fmt.Errorf("agent answered %s (to %q): redirects are not followed; point --agent-url at the final address",
+			resp.Status, resp.Header.Get("Location")))
 	case code == http.StatusConflict:
-		a.metrics.agentCalls.WithLabelValues(a.consumer, "409").Inc()
+		a.circuit.success()
 		verdict, detail := conflictVerdict(body)
 		return Verdict{Verdict: verdict, Status: code, Detail: detail, At: now}, nil
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
+		err := fmt.Errorf("agent answered %s: %s", resp.Status, snippet(body))
+		if after, ok := effects.ParseRetryAfter(resp.Header.Get("Retry-After"), a.now()); ok {
+			a.circuit.pauseFor(after, err.Error())
+			return Verdict{}, seqbox.RetryAfter(err, after)
+		}
+		a.circuit.success()
+		return Verdict{}, err
 	case code >= 400 && code < 500:
-		a.metrics.agentCalls.WithLabelValues(a.consumer, "4xx").Inc()
+		a.circuit.success()
 		return Verdict{}, effects.Definite(fmt.Errorf("agent refused the event: %s: %s", resp.Status, snippet(body)))
 	default:
-		a.metrics.agentCalls.WithLabelValues(a.consumer, "5xx").Inc()
-		return Verdict{}, fmt.Errorf("agent failed: %s: %s", resp.Status, snippet(body))
+		err := fmt.Errorf("agent failed: %s: %s", resp.Status, snippet(body))
+		if after, ok := effects.ParseRetryAfter(resp.Header.Get("Retry-After"), a.now()); ok {
+			a.circuit.pauseFor(after, err.Error())
+			return Verdict{}, seqbox.RetryAfter(err, after)
+		}
+		a.circuit.failure(err.Error())
+		return Verdict{}, err
 	}
+}
+
+// statusClass is the agent-call metric's result for an HTTP status.
+func statusClass(code int) string {
+	switch {
+	case code == http.StatusConflict:
+		return "409"
+	case code == http.StatusTooManyRequests:
+		return "429"
+	case code >= 200 && code < 300:
+		return "2xx"
+	case code >= 300 && code < 400:
+		return "3xx"
+	case code >= 400 && code < 500:
+		return "4xx"
+	}
+	return "5xx"
 }
 
 // reconcile is the ledger's Reconciler for an uncertain agent call. The

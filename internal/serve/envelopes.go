@@ -71,17 +71,6 @@ func (e *envelopes) record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event, n
 	return err
 }
 
-// businessKeyApplied reports whether the gateway applied an event with
-// this business key (a fast check before an agent call; the inbox's
-// unique business key is the arbiter).
-func businessKeyApplied(ctx context.Context, db *sql.DB, consumer, key string) (bool, error) {
-	var one int
-	err := db.QueryRowContext(ctx, `SELECT 1 FROM gateway_envelopes WHERE consumer = $1 AND businesskey = $2 LIMIT 1`, consumer, key).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
-}
 
 // committed queues a committed decision's identity for the tombstone
 // check (best effort: when the buffer is full the check is skipped).

@@ -26,6 +26,8 @@ type gatewayMetrics struct {
 	adminActions   *prometheus.CounterVec
 	purgedEarly    *prometheus.CounterVec
 	purgeRuns      *prometheus.CounterVec
+	// agentCircuitOpen is 1 while dispatch to the agent is paused.
+	agentCircuitOpen *prometheus.GaugeVec
 }
 
 func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
@@ -37,7 +39,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 		ingestRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gateway_invalid_events_total",
 			Help: "Events refused at ingest with 400 (never queued)."}, []string{"consumer", "mode"}),
 		agentCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gateway_agent_calls_total",
-			Help: "Calls to the agent by result: 2xx, 409, 4xx, 5xx, timeout, error."}, []string{"consumer", "result"}),
+			Help: "Calls to the agent by result: 2xx, 3xx, 409, 429, 4xx, 5xx, timeout, error."}, []string{"consumer", "result"}),
 		agentSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_gateway_agent_call_seconds",
 			Help: "Duration of agent calls.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"consumer"}),
 		agentVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gateway_agent_verdicts_total",
@@ -48,8 +50,10 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Identities whose inbox row retention had purged and that were delivered again (and so applied again): retention is too short for the broker."}, []string{"consumer"}),
 		purgeRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gateway_purge_runs_total",
 			Help: "Retention runs of the gateway, by result (ok, error)."}, []string{"consumer", "result"}),
+		agentCircuitOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_gateway_agent_circuit_open",
+			Help: "1 while dispatch to the agent is paused because the agent is down (or asked for a pause), 0 otherwise."}, []string{"consumer"}),
 	}
-	reg.MustRegister(m.ingestRequests, m.ingestEvents, m.ingestRejected, m.agentCalls, m.agentSeconds, m.agentVerdicts,
+	reg.MustRegister(m.agentCircuitOpen, m.ingestRequests, m.ingestEvents, m.ingestRejected, m.agentCalls, m.agentSeconds, m.agentVerdicts,
 		m.adminActions, m.purgedEarly, m.purgeRuns)
 	return m
 }

@@ -43,10 +43,14 @@ type Options struct {
 	// AgentTimeout bounds one agent call; a call that exceeds it is
 	// uncertain. Default 30s.
 	AgentTimeout time.Duration
+	// AgentConcurrency bounds the agent calls in flight at once. Default
+	// seqbox.DefaultDecideConcurrency (8).
+	AgentConcurrency int
 	// RequestWait is how long an admin action waits for the consumer to
 	// execute its operator request. Default 30s.
 	RequestWait time.Duration
-	// Lease is the embedded queue's visibility timeout. Default 30s.
+	// Lease is the embedded queue's visibility timeout: how soon a message
+	// held by a process that died is delivered again. Default 15s.
 	Lease time.Duration
 	// PurgeEvery is how often retention runs. Default 1h; negative: never.
 	PurgeEvery time.Duration
@@ -96,11 +100,14 @@ func (o Options) withDefaults() Options {
 	if o.AgentTimeout <= 0 {
 		o.AgentTimeout = 30 * time.Second
 	}
+	if o.AgentConcurrency <= 0 {
+		o.AgentConcurrency = seqbox.DefaultDecideConcurrency
+	}
 	if o.RequestWait <= 0 {
 		o.RequestWait = 30 * time.Second
 	}
 	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
+		o.Lease = 15 * time.Second
 	}
 	if o.PurgeEvery == 0 {
 		o.PurgeEvery = time.Hour

@@ -67,6 +67,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		checks["consumer"], ready = "shutting down", false
 	}
+	if s.opt.AgentURL != "" {
+		// Shown, not failed on: ingest works while the agent is down, and
+		// the events wait for it in the queue.
+		checks["agent"] = "ok"
+		if open, until := s.circuit.state(); open {
+			checks["agent"] = "circuit open: dispatch paused, next probe at " + until.UTC().Format(time.RFC3339Nano)
+		}
+	}
 	if !ready {
 		writeProblem(w, r, Problem{Type: ProblemUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable,
 			Detail: "a dependency does not answer: " + summarize(checks)})

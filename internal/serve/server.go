@@ -39,6 +39,8 @@ type Server struct {
 
 	consumerMetrics *seqbox.Metrics
 	metrics         *gatewayMetrics
+	// circuit pauses dispatch while the agent is down.
+	circuit *circuit
 
 	// verdicts holds agent verdicts between the handler and the Observer.
 	verdicts sync.Map
@@ -77,9 +79,9 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		now = opt.Policy.Now
 	}
 	s.series = newOutcomeSeries(now)
-	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, op: st.Executor(), now: now,
-		advance: opt.Policy.GapPolicy == seqbox.GapAdvance, maxAge: opt.Policy.MaxAge, db: st.DB(),
-		client: &http.Client{Timeout: opt.AgentTimeout}}
+	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout)}
+	s.circuit = newCircuit(now, s.circuitChanged)
+	disp.circuit = s.circuit
 	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now}); err != nil {
 		return fail(err)
 	}
@@ -93,9 +95,8 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	cfg.Observer = s.observe
 	var tr transport.Transport = s.queue
 	if opt.AgentURL != "" {
-		disp.seq = newSequencer(s.queue)
-		tr = disp.seq
 		cfg.Decide, cfg.Handler = disp.decide, s.applyAgent
+		cfg.DecideConcurrency = opt.AgentConcurrency
 	} else {
 		if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {
 			return fail(fmt.Errorf("create the record handler's tables: %w", err))
@@ -249,4 +250,14 @@ func (s *Server) Close() error {
 		s.store = nil
 	}
 	return errors.Join(errs...)
+}
+
+// circuitChanged logs a change of the agent's circuit and sets its gauge.
+func (s *Server) circuitChanged(open bool, why string, pause time.Duration) {
+	logCircuit(s.opt.Logger, s.opt.Consumer)(open, why, pause)
+	v := 0.0
+	if open {
+		v = 1
+	}
+	s.metrics.agentCircuitOpen.WithLabelValues(s.opt.Consumer).Set(v)
 }

@@ -87,3 +87,49 @@ func (o *Executor) DecisionUnclaim(ctx context.Context, p store.DecisionUnclaimP
 		WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $4`, p.Consumer, p.Source, p.ID, p.Owner)
 	return err
 }
+
+// DecisionClaimExtend moves an owner's claim on.
+func (o *Executor) DecisionClaimExtend(ctx context.Context, p store.DecisionClaimParams) (bool, error) {
+	res, err := o.exec(ctx, `UPDATE seqbox_decision_claims SET expires_at = $5
+		WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $4`, p.Consumer, p.Source, p.ID, p.Owner, micros(p.Until))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// unsettled is the condition on a retry row r that its identity has not
+// settled: not in the inbox yet, or parked there (held or blocked), or
+// left pending by a crash.
+const unsettled = `NOT EXISTS (SELECT 1 FROM seqbox_inbox i
+			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
+			AND i.outcome NOT IN ('held', 'blocked', 'pending'))`
+
+// TurnTake writes a retry row with no attempt counted, unless the
+// identity has one; its business key is recorded either way.
+func (o *Executor) TurnTake(ctx context.Context, p store.TurnTakeParams) error {
+	_, err := o.exec(ctx, `INSERT INTO seqbox_retries
+		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at)
+		VALUES ($1, $2, $3, $4, $5, 0, '', '', $6, $6)
+		ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey`,
+		p.Consumer, p.Source, p.ID, p.PartitionKey, p.BusinessKey, micros(p.At))
+	return err
+}
+
+// BusinessKeyInFlight finds another unsettled identity holding an earlier
+// turn for the business key.
+func (o *Executor) BusinessKeyInFlight(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
+	var id store.Identity
+	// Only an earlier turn counts: of two identities waiting on each
+	// other, the one that took its turn first goes ahead.
+	err := o.queryRow(ctx, `SELECT r.source, r.id FROM seqbox_retries r
+		WHERE r.consumer = $1 AND r.businesskey = $2 AND NOT (r.source = $3 AND r.id = $4) AND `+unsettled+`
+		AND NOT EXISTS (SELECT 1 FROM seqbox_retries m WHERE m.consumer = $1 AND m.source = $3 AND m.id = $4
+			AND m.businesskey = $2 AND (m.first_at, m.source, m.id) < (r.first_at, r.source, r.id))
+		ORDER BY r.first_at LIMIT 1`, p.Consumer, p.BusinessKey, p.Source, p.ID).Scan(&id.Source, &id.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return id, store.ErrNotFound
+	}
+	return id, err
+}

@@ -331,6 +331,7 @@ func (t *Executor) RetryRecord(ctx context.Context, r store.RetryRow) (store.Ret
 		(consumer, source, id, partitionkey, attempts, first_error, last_error, first_at, last_at)
 		VALUES ($1, $2, $3, $4, 1, $5, $5, $6, $6)
 		ON CONFLICT (consumer, source, id) DO UPDATE SET attempts = seqbox_retries.attempts + 1,
+			first_error = CASE WHEN seqbox_retries.attempts = 0 THEN excluded.first_error ELSE seqbox_retries.first_error END,
 			last_error = excluded.last_error, last_at = excluded.last_at
 		RETURNING attempts, first_error`,
 		r.Consumer, r.Source, r.ID, r.PartitionKey, r.Error, micros(r.At)).Scan(&attempts, &first)
@@ -360,11 +361,13 @@ func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryR
 	consumer, key := p.Consumer, p.Key
 	r := store.RetryRow{Consumer: consumer, PartitionKey: key}
 	var last int64
-	// A retry row whose identity has since been recorded in the inbox is
-	// stale (a racing transaction applied or dead-lettered it): ignored.
+	// A retry row whose identity has since settled in the inbox is stale
+	// (a racing transaction applied or dead-lettered it): ignored. One
+	// whose identity is parked (held or blocked) still holds the turn: it
+	// was let out of the parked table and waits for its decision or its
+	// backoff.
 	err := t.queryRow(ctx, `SELECT r.source, r.id, r.last_error, r.last_at FROM seqbox_retries r
-		WHERE r.consumer = $1 AND r.partitionkey = $2 AND NOT EXISTS (SELECT 1 FROM seqbox_inbox i
-			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id)
+		WHERE r.consumer = $1 AND r.partitionkey = $2 AND `+unsettled+`
 		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrNotFound

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
+)
+
+// outcomeDeciding is what process reaches for a message that stopped
+// before its handler to be decided. It is not an outcome (DESIGN §2): it
+// never reaches the inbox, the audit, the metrics or a caller; the message
+// runs again once decided and reaches its outcome then.
+const outcomeDeciding state.Outcome = "deciding"
+
+// awaitDecision stops a message that passed the inbox, the business key
+// and the ordering gate but has no recorded decision: its writes roll
+// back, it takes its key's turn (so its successors wait behind it, in
+// this process and in any other, across a crash) and it is handed to the
+// caller to decide outside the transaction.
+func (p *pipeline) awaitDecision(ctx context.Context, dl *delivery) (reached, error) {
+	tx, in, ev, d, now := dl.tx, dl.in, dl.ev, dl.d, dl.now
+	if err := tx.SavepointRollback(ctx, dl.sp); err != nil {
+		return reached{}, err
+	}
+	if err := p.takeTurn(ctx, tx, ev, now); err != nil {
+		return reached{}, err
+	}
+	if in.parked != nil {
+		// Out of the parked table while it is decided; should this process
+		// die first, the sweep lets it out again once the hold passes.
+		if err := tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(p.decidingHold()),
+			Detail: "next on its key; its decision is being asked"}); err != nil {
+			return reached{}, err
+		}
+	}
+	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey})
+	d.Outcome, d.Reason = outcomeDeciding, "its decision is being asked"
+	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
+}
+
+// afterPredecessor stops a message whose key's turn belongs to one this
+// batch stopped to be decided: its writes roll back, and it runs again
+// once that one is through (the stager keeps a key's messages in order),
+// so in-order traffic is not parked behind its own batch-mates.
+func (p *pipeline) afterPredecessor(ctx context.Context, dl *delivery) (reached, error) {
+	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+		return reached{}, err
+	}
+	dl.tx.undecided = append(dl.tx.undecided, undecided{in: dl.in, ev: dl.ev, origin: dl.tx.origin, key: "k:" + dl.ev.PartitionKey, after: true})
+	d := dl.d
+	d.Outcome, d.Reason = outcomeDeciding, "runs after its predecessor, which is being decided"
+	return p.conclude(ctx, dl.with(d, dl.ev, dl.ks), "", nil)
+}
+
+// decidingHold is how long a message let out of the parked table waits
+// for its decision before the sweep lets it out again: ten heartbeats of
+// the claim, so a decider's crash delays it by seconds, not minutes.
+func (p *pipeline) decidingHold() time.Duration { return 10 * p.cfg.ClaimHeartbeat }
+
+// takeTurn records that ev holds its key's turn (and reserves its
+// business key) until it settles.
+func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev Event, now time.Time) error {
+	return tx.TurnTake(ctx, store.TurnTakeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+		PartitionKey: ev.PartitionKey, BusinessKey: ev.BusinessKey, At: now})
+}
+
+// wait sends a message back without counting an attempt: its decision is
+// in flight elsewhere, or another identity is deciding the effect its
+// business key asks for. It keeps its key's turn meanwhile, so nothing of
+// its key overtakes it.
+func (p *pipeline) wait(ctx context.Context, dl *delivery, reason string, after time.Duration) (reached, error) {
+	tx, in, ev, d, now := dl.tx, dl.in, dl.ev, dl.d, dl.now
+	if err := tx.SavepointRollback(ctx, dl.sp); err != nil {
+		return reached{}, err
+	}
+	if err := p.takeTurn(ctx, tx, ev, now); err != nil {
+		return reached{}, err
+	}
+	if in.parked != nil {
+		if err := tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(after), Detail: reason}); err != nil {
+			return reached{}, err
+		}
+	}
+	d.Outcome, d.Reason, d.RetryAfter = state.Retry, reason, after
+	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
+}
+
+// businessKeyBusy reports another identity deciding the effect ev's
+// business key asks for: ev waits for it to settle, then is a semantic
+// duplicate (it applied) or goes ahead (it failed).
+func (p *pipeline) businessKeyBusy(ctx context.Context, tx *batchTx, ev Event) (string, error) {
+	if p.cfg.Decide == nil || ev.BusinessKey == "" {
+		return "", nil
+	}
+	other, err := tx.BusinessKeyInFlight(ctx, store.BusinessKeyRef{Consumer: p.cfg.Name, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	return fmt.Sprintf("business key %q is being decided under %s/%s; waiting for it", ev.BusinessKey, other.Source, other.ID), nil
+}
+
+// waitForOthers is how long a message waits for another process's
+// decision before it looks again: an eighth of DecideTimeout, and at least
+// a claim's life, so a dead decider's claim has run out by then.
+func (p *pipeline) waitForOthers() time.Duration {
+	return max(3*p.cfg.ClaimHeartbeat, p.cfg.DecideTimeout/8)
+}
