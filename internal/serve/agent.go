@@ -68,12 +68,8 @@ func newAgentClient(timeout time.Duration) *http.Client {
 // decide is Config.Decide: wait while the agent's circuit is open, then
 // call the agent through the ledger under the event's Idempotency-Key.
 func (a *dispatcher) decide(ctx context.Context, ev seqbox.Event) ([]byte, error) {
-	probe, err := a.circuit.wait(ctx)
-	if err != nil {
+	if err := a.circuit.wait(ctx); err != nil {
 		return nil, fmt.Errorf("waiting for the agent's circuit to close: %w", err)
-	}
-	if probe {
-		defer a.circuit.probeDone()
 	}
 	ctx = context.WithValue(ctx, eventKey{}, ev)
 	ref, err := a.ledger.Do(ctx, AgentAction, func(ctx context.Context, key string) (string, error) {
@@ -91,6 +87,27 @@ func (a *dispatcher) decide(ctx context.Context, ev seqbox.Event) ([]byte, error
 		return nil, err
 	}
 	return []byte(ref), nil
+}
+
+// probe asks whether the agent is up, for the circuit: a HEAD request to
+// --agent-url that any answer but a 5xx counts as up. No event is sent,
+// and no message spends an attempt on it.
+func (a *dispatcher) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(a.client.Timeout, 5*time.Second))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, a.url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return fmt.Errorf("agent probe answered %s", resp.Status)
+	}
+	return nil
 }
 
 // call POSTs the event to the agent once and maps its answer (DESIGN §4):

@@ -12,10 +12,10 @@ import (
 // (refused or reset connections, timeouts, 5xx), or when the agent asks
 // for a pause (429 or 503 with Retry-After), it opens. While it is open,
 // dispatches wait in the gateway instead of spending their messages'
-// attempts; after a pause one dispatch goes through as the probe, and its
-// success closes the circuit, its failure opens it again for a longer
-// pause, up to circuitMaxPause. A deploy's restart of the agent therefore
-// fills no DLQ.
+// attempts; after each pause one waiter probes the agent (probe: a HEAD
+// request, which no message pays for): an answer closes the circuit, a
+// failure opens it again for a longer pause, up to circuitMaxPause. A
+// deploy's restart of the agent therefore fills no DLQ.
 type circuit struct {
 	mu      sync.Mutex
 	open    bool
@@ -29,7 +29,9 @@ type circuit struct {
 	changed chan struct{}
 	// onChange is told every change (the log line and the gauge).
 	onChange func(open bool, why string, pause time.Duration)
-	now      func() time.Time
+	// probe asks whether the agent is up: nil when it answered.
+	probe func(ctx context.Context) error
+	now   func() time.Time
 }
 
 const (
@@ -38,26 +40,38 @@ const (
 	circuitMaxPause  = 5 * time.Second
 )
 
-func newCircuit(now func() time.Time, onChange func(open bool, why string, pause time.Duration)) *circuit {
-	return &circuit{changed: make(chan struct{}), now: now, onChange: onChange}
+func newCircuit(now func() time.Time, probe func(context.Context) error, onChange func(open bool, why string, pause time.Duration)) *circuit {
+	return &circuit{changed: make(chan struct{}), now: now, probe: probe, onChange: onChange}
 }
 
 // wait returns when a dispatch may go: at once while the circuit is
-// closed; while it is open, once this caller is the probe (probe is then
-// true: call done when the dispatch is over) or the probe closed it. It
-// fails only when ctx ends.
-func (c *circuit) wait(ctx context.Context) (probe bool, err error) {
+// closed; while it is open, once a probe found the agent up. The waiter
+// whose turn it is probes. It fails only when ctx ends.
+func (c *circuit) wait(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		if !c.open {
 			c.mu.Unlock()
-			return false, nil
+			return nil
 		}
 		now := c.now()
 		if !c.probing && !now.Before(c.until) {
 			c.probing = true
 			c.mu.Unlock()
-			return true, nil
+			err := c.probe(ctx)
+			if ctx.Err() != nil {
+				c.mu.Lock()
+				c.probing = false
+				c.notify(c.open, "", c.pause)
+				c.mu.Unlock()
+				return ctx.Err()
+			}
+			if err == nil {
+				c.success()
+			} else {
+				c.failure(err.Error())
+			}
+			continue
 		}
 		changed, delay := c.changed, c.until.Sub(now)
 		c.mu.Unlock()
@@ -67,20 +81,9 @@ func (c *circuit) wait(ctx context.Context) (probe bool, err error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return false, ctx.Err()
+			return ctx.Err()
 		}
 		t.Stop()
-	}
-}
-
-// probeDone ends a probe that reported nothing (it never called: its
-// answer was recorded already, or its context ended), so another may go.
-func (c *circuit) probeDone() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.probing {
-		c.probing = false
-		c.notify(c.open, "", c.pause)
 	}
 }
 
@@ -102,6 +105,8 @@ func (c *circuit) failure(why string) {
 	wasProbe := c.probing
 	c.probing = false
 	if c.open {
+		// Failures of calls that started before it opened are not news;
+		// a probe's failure doubles the pause.
 		if wasProbe {
 			c.pause = min(2*c.pause, circuitMaxPause)
 			c.until = c.now().Add(c.pause)

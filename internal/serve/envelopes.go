@@ -71,7 +71,6 @@ func (e *envelopes) record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event, n
 	return err
 }
 
-
 // committed queues a committed decision's identity for the tombstone
 // check (best effort: when the buffer is full the check is skipped).
 func (e *envelopes) committed(d seqbox.Result) {

@@ -80,7 +80,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	}
 	s.series = newOutcomeSeries(now)
 	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout)}
-	s.circuit = newCircuit(now, s.circuitChanged)
+	s.circuit = newCircuit(now, disp.probe, s.circuitChanged)
 	disp.circuit = s.circuit
 	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now}); err != nil {
 		return fail(err)
