@@ -13,7 +13,7 @@ import (
 
 func chaosCmd() *cobra.Command {
 	var opt chaos.Options
-	var scenarios, procLog string
+	var scenarios, procLog, target string
 	var verbose bool
 	c := &cobra.Command{
 		Use:   "chaos",
@@ -51,7 +51,11 @@ oracle. One row per scenario; exit status 1 if any failed.`,
 				opt.ProcLog = f
 			}
 			start := time.Now()
-			res, err := chaos.Run(cmd.Context(), opt)
+			run := chaos.Run
+			if target == "serve" {
+				run = chaos.RunServe
+			}
+			res, err := run(cmd.Context(), opt)
 			failed := chaos.WriteTable(cmd.OutOrStdout(), res)
 			fmt.Fprintf(cmd.OutOrStdout(), "elapsed %s\n", time.Since(start).Round(time.Millisecond))
 			if err != nil {
@@ -80,7 +84,11 @@ oracle. One row per scenario; exit status 1 if any failed.`,
 	fl.StringVar(&procLog, "proc-log", "", "write the consumer processes' output to this file, for a post-mortem")
 	fl.BoolVar(&opt.Keep, "keep", false, "keep each scenario's SQLite files for a post-mortem")
 	fl.StringVar(&opt.Transport, "transport", "embedded", "transport under test: "+strings.Join(chaos.Transports, ", ")+" (brokers run in process on loopback)")
+	fl.StringVar(&target, "target", "consumer", "consumer: consumer processes over a transport; serve: two `seqbox serve` processes, a faulty agent and producers over HTTP (scenarios: "+strings.Join(chaos.ServeScenarios(), ", ")+")")
 	c.PreRunE = func(*cobra.Command, []string) error {
+		if target != "consumer" && target != "serve" {
+			return fmt.Errorf("--target %q: not consumer or serve", target)
+		}
 		if !slices.Contains(chaos.Transports, opt.Transport) {
 			return fmt.Errorf("--transport %q: not one of %s", opt.Transport, strings.Join(chaos.Transports, ", "))
 		}

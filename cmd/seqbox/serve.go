@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -39,7 +40,7 @@ Every flag may also be set by the environment variable SEQBOX_<FLAG>
 (dashes as underscores, e.g. SEQBOX_ADMIN_TOKEN); a flag on the command line
 wins.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := envDefaults(cmd.Flags()); err != nil {
 				return err
 			}
@@ -54,6 +55,11 @@ wins.`,
 			}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			if err := o.Validate(); err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			// The chaos harness's serve target arms its processes with
+			// SEQBOX_FAULT; nobody else sets it.
+			if o.Hook, err = fault.FromEnv(); err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
 			ctx := cmd.Context()

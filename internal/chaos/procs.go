@@ -45,13 +45,18 @@ func (c *capped) String() string {
 }
 
 func (h *harness) start(name string, env []string, args ...string) (*proc, error) {
-	cmd := exec.Command(h.opt.Self, append([]string{"chaos", "worker"}, args...)...)
+	return startProc(h.opt.Self, h.opt.ProcLog, name, env, append([]string{"chaos", "worker"}, args...)...)
+}
+
+// startProc starts self with args as a chaos process.
+func startProc(self string, log io.Writer, name string, env []string, args ...string) (*proc, error) {
+	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), env...)
 	// A worker dies with the harness: a harness killed by a timeout must
 	// not leave consumers running against brokers and files.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out := &capped{}
-	cmd.Stdout = io.MultiWriter(h.opt.ProcLog, out)
+	cmd.Stdout = io.MultiWriter(log, out)
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
@@ -114,6 +115,9 @@ func (d *decider) decideOnce(ctx context.Context, ev Event) error {
 		// Another process is deciding it, and its heartbeat is alive: come
 		// back when the decision is likely recorded, or its claim ran out.
 		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	}
+	if err := d.c.hooks.At(fault.AfterDecisionClaim); err != nil {
+		return err
 	}
 	stop := d.heartbeat(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
 	defer func() {

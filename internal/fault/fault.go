@@ -29,6 +29,15 @@ const (
 	DuringPurge       Point = "during_purge"
 )
 
+// The failure windows of the agent path (DESIGN §4): a decision's claim is
+// taken; the effect ledger's pending row is committed and the agent not
+// yet called; the agent answered and nothing is committed yet.
+const (
+	AfterDecisionClaim Point = "after_decision_claim"
+	AfterLedgerPending Point = "after_ledger_pending"
+	AfterAgentAnswer   Point = "after_agent_answer"
+)
+
 // Env names the environment variable the chaos worker reads: a consumer
 // process kills itself with SIGKILL at a fault point,
 // SEQBOX_FAULT=after_commit_before_ack at the first time that point is

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/internal/fault"
 )
 
 // AgentAction is the effect ledger's action name for the agent call: the
@@ -56,6 +57,9 @@ type dispatcher struct {
 	circuit  *circuit
 	metrics  *gatewayMetrics
 	now      func() time.Time
+	// hook crashes the process at the agent path's fault points (the
+	// chaos harness's serve target only).
+	hook fault.Hook
 }
 
 // newAgentClient is the dispatcher's HTTP client: it never follows a
@@ -73,7 +77,13 @@ func (a *dispatcher) decide(ctx context.Context, ev seqbox.Event) ([]byte, error
 	}
 	ctx = context.WithValue(ctx, eventKey{}, ev)
 	ref, err := a.ledger.Do(ctx, AgentAction, func(ctx context.Context, key string) (string, error) {
+		if err := a.hook.At(fault.AfterLedgerPending); err != nil {
+			return "", err
+		}
 		v, err := a.call(ctx, ev, key)
+		if herr := a.hook.At(fault.AfterAgentAnswer); herr != nil {
+			return "", herr
+		}
 		if err != nil {
 			return "", err
 		}

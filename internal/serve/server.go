@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
@@ -79,7 +81,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		now = opt.Policy.Now
 	}
 	s.series = newOutcomeSeries(now)
-	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout)}
+	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout), hook: opt.Hook}
 	s.circuit = newCircuit(now, disp.probe, s.circuitChanged)
 	disp.circuit = s.circuit
 	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now}); err != nil {
@@ -113,8 +115,11 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	if s.consumer, err = seqbox.NewConsumer(cfg); err != nil {
 		return fail(err)
 	}
+	if opt.Hook != nil {
+		fault.Install(s.consumer, opt.Hook)
+	}
 	s.zeroSeries()
-	s.publisher = newPublisher(s.queue.PublishBatch)
+	s.publisher = newPublisher(s.publishGrouped)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -260,4 +265,24 @@ func (s *Server) circuitChanged(open bool, why string, pause time.Duration) {
 		v = 1
 	}
 	s.metrics.agentCircuitOpen.WithLabelValues(s.opt.Consumer).Set(v)
+}
+
+// publishGrouped queues ingested events in the embedded queue grouped by
+// partition key: a key's events are received one at a time, in the order
+// they were accepted, each once the one before it settled, by whichever
+// serve process (DESIGN §4, order at the agent). Without that, a
+// competing process could take a key's second event while the first
+// waits in another's hands, and the second would become the key's
+// baseline, the first stale.
+func (s *Server) publishGrouped(ctx context.Context, bodies [][]byte) error {
+	groups := make([]string, len(bodies))
+	for i, b := range bodies {
+		var head struct {
+			PartitionKey string `json:"partitionkey"`
+		}
+		if json.Unmarshal(b, &head) == nil && head.PartitionKey != "" {
+			groups[i] = "k:" + head.PartitionKey
+		}
+	}
+	return s.queue.PublishGrouped(ctx, bodies, groups)
 }

@@ -179,6 +179,9 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 				return err
 			}
 		}
+		if err := ensureGroups(ctx, tx, d); err != nil {
+			return err
+		}
 		return tx.Commit()
 	})
 	if err != nil {
@@ -206,19 +209,35 @@ func (q *Queue) Publish(ctx context.Context, body []byte) error {
 
 // PublishBatch appends messages in order, in one transaction: all or none.
 func (q *Queue) PublishBatch(ctx context.Context, bodies [][]byte) error {
-	return q.writing(ctx, func() error { return q.publishBatch(ctx, bodies) })
+	return q.writing(ctx, func() error { return q.publishBatch(ctx, bodies, nil) })
 }
 
-func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte) error {
+// PublishGrouped is PublishBatch with a message group per body ("" for
+// none): a group's messages are received one at a time, in publication
+// order, each once the one before it is acknowledged, by whichever
+// receiver (SQS FIFO's MessageGroupId). The gateway groups by partition
+// key, so that competing consumers never hold two events of one key.
+func (q *Queue) PublishGrouped(ctx context.Context, bodies [][]byte, groups []string) error {
+	if len(groups) != len(bodies) {
+		return fmt.Errorf("embedded queue: publish: %d groups for %d messages", len(groups), len(bodies))
+	}
+	return q.writing(ctx, func() error { return q.publishBatch(ctx, bodies, groups) })
+}
+
+func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte, groups []string) error {
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("embedded queue: publish batch: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	now := q.cfg.Now().UnixMicro()
-	for _, b := range bodies {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
-			q.cfg.Name, b, now); err != nil {
+	for i, b := range bodies {
+		group := ""
+		if groups != nil {
+			group = groups[i]
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ($1, $2, $3, $3, $4)`,
+			q.cfg.Name, b, now, group); err != nil {
 			return fmt.Errorf("embedded queue: publish batch: %w", err)
 		}
 	}
@@ -253,8 +272,16 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 
 // leaseText is the receive statement; {{LOCK}} is the dialect's
 // row-locking clause for competing receivers.
+//
+// A message of a group (PublishGrouped) is ready only at the head of its
+// group: while an earlier message of the group is unacknowledged (leased
+// by any receiver, or waiting out a nack), the later ones stay out of
+// every receive, as in an SQS FIFO message group.
 const leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
-		WHERE seq IN (SELECT seq FROM seqbox_queue WHERE queue = $3 AND visible_at <= $4 ORDER BY seq LIMIT $5{{LOCK}})
+		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE h.queue = $3 AND h.visible_at <= $4
+			AND (h.msg_group = '' OR NOT EXISTS (SELECT 1 FROM seqbox_queue e
+				WHERE e.queue = h.queue AND e.msg_group = h.msg_group AND e.seq < h.seq))
+			ORDER BY h.seq LIMIT $5{{LOCK}})
 		RETURNING seq, body, attempts`
 
 // leaseStatement is the receive statement in the queue's dialect.
@@ -452,4 +479,27 @@ func (d *delivery) Extend(ctx context.Context, by time.Duration) error {
 	at := d.q.cfg.Now().Add(by).UnixMicro()
 	return d.settle(ctx, "extend", `UPDATE seqbox_queue SET visible_at = $3 WHERE seq = $1 AND lease = $2`,
 		d.seq, d.token, at)
+}
+
+// ensureGroups adds the message group column and its index to a queue
+// made before groups existed. It is a step in Go rather than a file of
+// migrations/ because SQLite has no ADD COLUMN IF NOT EXISTS, and every
+// step of the queue runs on each open.
+func ensureGroups(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
+	probe := `SELECT COUNT(*) FROM pragma_table_info('seqbox_queue') WHERE name = 'msg_group'`
+	if d == dialect.Postgres {
+		probe = `SELECT COUNT(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'seqbox_queue' AND column_name = 'msg_group'`
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, probe).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE seqbox_queue ADD COLUMN msg_group TEXT NOT NULL DEFAULT ''`); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS seqbox_queue_group ON seqbox_queue (queue, msg_group, seq)`)
+	return err
 }
