@@ -86,7 +86,7 @@ type serveEvent struct {
 type serveWorkload struct {
 	byKey [][]serveEvent
 	// bkGroups: business key → the ids asking for its effect.
-	bkGroups map[string][]string
+	bkGroups  map[string][]string
 	originals []serveEvent
 }
 
