@@ -7,8 +7,11 @@
 // A crash between publishing and marking publishes the event again with
 // the same id; the downstream consumer's inbox recognises it as a
 // duplicate. Each partition key's events are published in the order they
-// were emitted, and a key whose publish fails waits for the next round
-// without holding up the other keys. One relay runs at a time per name:
-// relays elect a leader through a lease row, so a standby takes over when
-// the active one dies.
+// were emitted. An event the publisher refuses is recorded (attempts, last
+// error), logged with its id and key, counted (Relay.Stats, Collector) and
+// tried again after a backoff that doubles up to Config.MaxBackoff; until
+// it is published, its key's later events wait behind it, while the relay
+// reads and publishes the other keys past them (Relay.Refusals lists the
+// keys held up). One relay runs at a time per name: relays elect a leader
+// through a lease row, so a standby takes over when the active one dies.
 package outbox

@@ -209,7 +209,8 @@ func TestAFailingKeyDoesNotStallTheOthers(t *testing.T) {
 		}
 		return nil
 	}}
-	r, err := outbox.NewRelay(up.st, pub, outbox.Config{})
+	clk := newClock()
+	r, err := outbox.NewRelay(up.st, pub, outbox.Config{Now: clk.Now})
 	require.NoError(t, err)
 	n, err := r.RunOnce(context.Background())
 	require.ErrorContains(t, err, "broker unavailable")
@@ -220,6 +221,7 @@ func TestAFailingKeyDoesNotStallTheOthers(t *testing.T) {
 	require.Equal(t, 1, attempts)
 	require.Contains(t, lastErr, "broker unavailable")
 	for range 5 {
+		clk.Add(time.Minute) // past the key's backoff
 		_, _ = r.RunOnce(context.Background())
 	}
 	waiting, _, err := r.Pending(context.Background())
@@ -279,4 +281,10 @@ func TestNewRelayValidates(t *testing.T) {
 	require.ErrorContains(t, err, "Lease")
 	_, err = outbox.NewRelay(up.st, q, outbox.Config{Batch: -1})
 	require.ErrorContains(t, err, "Batch")
+	_, err = outbox.NewRelay(up.st, q, outbox.Config{Backoff: -time.Second})
+	require.ErrorContains(t, err, "Backoff")
+	_, err = outbox.NewRelay(up.st, q, outbox.Config{Backoff: time.Minute, MaxBackoff: time.Second})
+	require.ErrorContains(t, err, "MaxBackoff")
+	_, err = outbox.NewRelay(up.st, q, outbox.Config{Backoff: time.Hour})
+	require.NoError(t, err, "MaxBackoff defaults to Backoff when that is longer than a minute")
 }

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -8,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
@@ -32,9 +35,18 @@ type Config struct {
 	// Lease is how long the active relay holds its lease without renewing
 	// it; a standby takes over after that. Default 15s.
 	Lease time.Duration
+	// Backoff is how long an event the publisher refused waits before it
+	// is tried again; the wait doubles at each further refusal, up to
+	// MaxBackoff. Its key's later events wait behind it, the other keys do
+	// not. Default 1s.
+	Backoff time.Duration
+	// MaxBackoff caps the wait of an event refused again and again.
+	// Default 1m (or Backoff, when that is longer).
+	MaxBackoff time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Logger receives publish failures. Default slog.Default().
+	// Logger receives publish failures: each refused event with its id,
+	// key, attempts and next attempt. Default slog.Default().
 	Logger *slog.Logger
 }
 
@@ -45,7 +57,22 @@ type Relay struct {
 	cfg   Config
 	owner string
 	hook  fault.Hook
+
+	published atomic.Uint64
+	refused   atomic.Uint64
 }
+
+// Stats counts what a relay did since it was made.
+type Stats struct {
+	// Published counts the events it published and marked published.
+	Published uint64
+	// Refused counts the publish attempts the publisher refused.
+	Refused uint64
+}
+
+// errRefused marks a round in which the publisher refused some events:
+// they are recorded and logged one by one, and their keys back off.
+var errRefused = errors.New("outbox: publish refused")
 
 // Crash points of the relay, for the chaos harness and the crash tests.
 const (
@@ -67,7 +94,7 @@ func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, erro
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Interval", cfg.Interval}, {"Lease", cfg.Lease}} {
+	}{{"Interval", cfg.Interval}, {"Lease", cfg.Lease}, {"Backoff", cfg.Backoff}, {"MaxBackoff", cfg.MaxBackoff}} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("outbox: %s %s is negative", d.name, d.v)
 		}
@@ -90,6 +117,15 @@ func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, erro
 	if cfg.Lease == 0 {
 		cfg.Lease = 15 * time.Second
 	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = time.Second
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = max(time.Minute, cfg.Backoff)
+	}
+	if cfg.MaxBackoff < cfg.Backoff {
+		return nil, fmt.Errorf("outbox: MaxBackoff %s is shorter than Backoff %s", cfg.MaxBackoff, cfg.Backoff)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -106,14 +142,15 @@ func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, erro
 func (r *Relay) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		n, err := r.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
+		refused := errors.Is(err, errRefused) // logged event by event
+		if err != nil && !refused && ctx.Err() == nil {
 			if fault.IsCrash(err) {
 				return err
 			}
 			r.cfg.Logger.Warn("outbox: relay round failed", "relay", r.cfg.Name, "err", err)
 		}
-		if n > 0 && err == nil {
-			continue // more may be waiting
+		if n > 0 && (err == nil || refused) {
+			continue // more may be waiting; the refused keys back off
 		}
 		t := time.NewTimer(r.cfg.Interval)
 		select {
@@ -126,9 +163,14 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 // RunOnce runs one round when this relay holds (or takes) the lease: it
-// reads up to Batch unpublished events, publishes them key by key, and
-// marks what was published. It returns how many it published; zero with a
-// nil error when another relay holds the lease or nothing is waiting.
+// reads up to Batch unpublished events, oldest first, of the keys whose
+// oldest unpublished event is not backing off, publishes them key by key,
+// and marks what was published. An event the publisher refuses gets an
+// attempt, its error and a time to be tried again (Backoff, doubling to
+// MaxBackoff); until then its key's later events wait, while the rounds
+// read the other keys past them. RunOnce returns how many events it
+// published, and an error naming the refused ones; zero with a nil error
+// when another relay holds the lease or nothing is ready.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	leader, err := r.lease(ctx)
 	if err != nil || !leader {
@@ -148,24 +190,49 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err := fault.Hook(r.hook).At(AfterMark); err != nil {
 		return 0, err
 	}
+	r.published.Add(uint64(len(done)))
 	if len(failed) > 0 {
-		return len(done), fmt.Errorf("outbox: %d of %d events not published this round (their keys wait): %w",
-			len(failed), len(events), errors.Join(firstErrors(failed, 3)...))
+		var errs []error
+		for _, f := range firstFailures(failed, 3) {
+			errs = append(errs, f.err)
+		}
+		return len(done), fmt.Errorf("%w: %d of %d events not published this round (their keys back off): %w",
+			errRefused, len(failed), len(events), errors.Join(errs...))
 	}
 	return len(done), nil
 }
 
-// event is one unpublished outbox row.
-type event struct {
-	seq  int64
-	key  string
-	id   string
-	body []byte
+// Stats returns what the relay did since it was made.
+func (r *Relay) Stats() Stats {
+	return Stats{Published: r.published.Load(), Refused: r.refused.Load()}
 }
 
+// event is one unpublished outbox row.
+type event struct {
+	seq      int64
+	key      string
+	id       string
+	body     []byte
+	attempts int
+}
+
+// failure is an event the publisher refused in a round.
+type failure struct {
+	event
+	err error
+}
+
+// unpublished reads the round's events: the oldest unpublished ones,
+// leaving out every event at or behind a refused event of its key that
+// still backs off. A key is thus read from its oldest unpublished event
+// or not at all, and a refused head holds up its own key only.
 func (r *Relay) unpublished(ctx context.Context) ([]event, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT seq, partitionkey, event_id, body FROM seqbox_outbox
-		WHERE published_at IS NULL ORDER BY seq LIMIT $1`, r.cfg.Batch)
+	rows, err := r.db.QueryContext(ctx, `SELECT o.seq, o.partitionkey, o.event_id, o.body, o.attempts
+		FROM seqbox_outbox o
+		WHERE o.published_at IS NULL AND NOT EXISTS (SELECT 1 FROM seqbox_outbox h
+			WHERE h.partitionkey = o.partitionkey AND h.published_at IS NULL
+				AND h.next_attempt_at IS NOT NULL AND h.next_attempt_at > $1 AND h.seq <= o.seq)
+		ORDER BY o.seq LIMIT $2`, r.cfg.Now().UnixMicro(), r.cfg.Batch)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: read: %w", err)
 	}
@@ -173,7 +240,7 @@ func (r *Relay) unpublished(ctx context.Context) ([]event, error) {
 	var out []event
 	for rows.Next() {
 		var e event
-		if err := rows.Scan(&e.seq, &e.key, &e.id, &e.body); err != nil {
+		if err := rows.Scan(&e.seq, &e.key, &e.id, &e.body, &e.attempts); err != nil {
 			return nil, err
 		}
 		out = append(out, e)
@@ -184,7 +251,7 @@ func (r *Relay) unpublished(ctx context.Context) ([]event, error) {
 // publish publishes the events, each key's in order and up to Parallel
 // keys at once. A key stops at its first failure, so its later events
 // are not published ahead of it.
-func (r *Relay) publish(ctx context.Context, events []event) (done []int64, failed map[int64]error) {
+func (r *Relay) publish(ctx context.Context, events []event) (done []int64, failed []failure) {
 	var keys []string
 	byKey := map[string][]event{}
 	for _, e := range events {
@@ -193,7 +260,6 @@ func (r *Relay) publish(ctx context.Context, events []event) (done []int64, fail
 		}
 		byKey[e.key] = append(byKey[e.key], e)
 	}
-	failed = map[int64]error{}
 	var mu sync.Mutex
 	sem := make(chan struct{}, r.cfg.Parallel)
 	var wg sync.WaitGroup
@@ -205,7 +271,7 @@ func (r *Relay) publish(ctx context.Context, events []event) (done []int64, fail
 				err := r.pub.Publish(ctx, e.body)
 				mu.Lock()
 				if err != nil {
-					failed[e.seq] = fmt.Errorf("event %s: %w", e.id, err)
+					failed = append(failed, failure{e, fmt.Errorf("event %s (key %s): %w", e.id, e.key, err)})
 				} else {
 					done = append(done, e.seq)
 				}
@@ -220,10 +286,11 @@ func (r *Relay) publish(ctx context.Context, events []event) (done []int64, fail
 	return done, failed
 }
 
-// mark records the round: published rows get their time, failed ones an
-// attempt and the error.
-func (r *Relay) mark(ctx context.Context, done []int64, failed map[int64]error) error {
-	now := r.cfg.Now().UnixMicro()
+// mark records the round: published rows get their time, refused ones an
+// attempt, the error and the time they are tried again, and are logged.
+func (r *Relay) mark(ctx context.Context, done []int64, failed []failure) error {
+	at := r.cfg.Now()
+	now := at.UnixMicro()
 	for len(done) > 0 {
 		chunk := done[:min(len(done), 500)]
 		done = done[len(chunk):]
@@ -238,13 +305,32 @@ func (r *Relay) mark(ctx context.Context, done []int64, failed map[int64]error) 
 			return fmt.Errorf("outbox: mark published: %w", err)
 		}
 	}
-	for seq, ferr := range failed {
-		if _, err := r.db.ExecContext(ctx, `UPDATE seqbox_outbox SET attempts = attempts + 1, last_error = $1
-			WHERE seq = $2`, ferr.Error(), seq); err != nil {
+	for _, f := range failed {
+		attempts := f.attempts + 1
+		wait := r.backoff(attempts)
+		if _, err := r.db.ExecContext(ctx, `UPDATE seqbox_outbox SET attempts = attempts + 1, last_error = $1,
+			next_attempt_at = $2 WHERE seq = $3`, f.err.Error(), at.Add(wait).UnixMicro(), f.seq); err != nil {
 			return fmt.Errorf("outbox: record failure: %w", err)
 		}
+		r.refused.Add(1)
+		r.cfg.Logger.Warn("outbox: publish refused; the event's key waits for it",
+			"relay", r.cfg.Name, "event", f.id, "key", f.key, "seq", f.seq,
+			"attempts", attempts, "retry_in", wait, "err", errors.Unwrap(f.err))
 	}
 	return nil
+}
+
+// backoff is how long an event refused attempts times waits: Backoff,
+// doubled at each further refusal, at most MaxBackoff.
+func (r *Relay) backoff(attempts int) time.Duration {
+	d := r.cfg.Backoff
+	for i := 1; i < attempts && d < r.cfg.MaxBackoff; i++ {
+		if d > r.cfg.MaxBackoff/2 {
+			return r.cfg.MaxBackoff
+		}
+		d *= 2
+	}
+	return min(d, r.cfg.MaxBackoff)
 }
 
 // lease takes or renews the relay's lease; false when another relay
@@ -268,15 +354,11 @@ func (r *Relay) Release(ctx context.Context) error {
 	return err
 }
 
-func firstErrors(m map[int64]error, n int) []error {
-	var out []error
-	for _, e := range m {
-		if len(out) == n {
-			break
-		}
-		out = append(out, e)
-	}
-	return out
+// firstFailures returns the n oldest of failed.
+func firstFailures(failed []failure, n int) []failure {
+	out := slices.Clone(failed)
+	slices.SortFunc(out, func(a, b failure) int { return cmp.Compare(a.seq, b.seq) })
+	return out[:min(n, len(out))]
 }
 
 // Pending counts the events not yet published, and the age of the oldest.
@@ -288,4 +370,50 @@ func (r *Relay) Pending(ctx context.Context) (int, time.Duration, error) {
 		return n, 0, err
 	}
 	return n, r.cfg.Now().Sub(time.UnixMicro(oldest.Int64)), nil
+}
+
+// Refusal is a partition key held up by an event the publisher refused:
+// the key's oldest unpublished event, and when it is tried again.
+type Refusal struct {
+	// Key is the partition key; its later events wait.
+	Key string
+	// EventID is the refused event's id; Seq its place in the outbox.
+	EventID string
+	Seq     int64
+	// Attempts counts the refusals so far; LastError is the latest.
+	Attempts  int
+	LastError string
+	// Waiting counts the key's events not yet published, this one included.
+	Waiting int
+	// Since is when the event was emitted; NextAttempt when it is tried
+	// again.
+	Since, NextAttempt time.Time
+}
+
+// Refusals lists the keys whose oldest unpublished event the publisher
+// refused, oldest first: the events that hold up their keys.
+func (r *Relay) Refusals(ctx context.Context) ([]Refusal, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT h.partitionkey, h.event_id, h.seq, h.attempts, h.last_error,
+			h.created_at, h.next_attempt_at,
+			(SELECT COUNT(*) FROM seqbox_outbox w WHERE w.partitionkey = h.partitionkey AND w.published_at IS NULL)
+		FROM seqbox_outbox h
+		WHERE h.published_at IS NULL AND h.next_attempt_at IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM seqbox_outbox e
+				WHERE e.partitionkey = h.partitionkey AND e.published_at IS NULL AND e.seq < h.seq)
+		ORDER BY h.seq`)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: refusals: %w", err)
+	}
+	defer rows.Close()
+	var out []Refusal
+	for rows.Next() {
+		var f Refusal
+		var since, next int64
+		if err := rows.Scan(&f.Key, &f.EventID, &f.Seq, &f.Attempts, &f.LastError, &since, &next, &f.Waiting); err != nil {
+			return nil, fmt.Errorf("outbox: refusals: %w", err)
+		}
+		f.Since, f.NextAttempt = time.UnixMicro(since), time.UnixMicro(next)
+		out = append(out, f)
+	}
+	return out, rows.Err()
 }
