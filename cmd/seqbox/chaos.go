@@ -124,5 +124,6 @@ func chaosWorkerCmd() *cobra.Command {
 	fl.StringVar(&opt.Topic, "topic", "", "the scenario's stream or topic")
 	fl.StringVar(&opt.Name, "name", "", "the consumer's name (default: the chaos consumer)")
 	fl.BoolVar(&opt.Emit, "emit", false, "emit one downstream event per applied message through the outbox")
+	fl.StringVar(&opt.Remote, "remote", "", "the agent-ledger scenario's remote API: Decide creates each effect there through the ledger")
 	return c
 }

@@ -70,8 +70,8 @@ func runChaos(t *testing.T, args ...string) string {
 // SIGKILLed at random and at each fault point, verified against the oracle.
 func TestChaosSQLite(t *testing.T) {
 	out := runChaos(t, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7")
-	require.Contains(t, out, "chaos: 13 scenarios passed, 0 failed")
-	for _, s := range []string{"random", "outbox-chain", "fault:after_commit_before_ack", "fault:during_purge", "sqlite-checkpoint", "sqlite-disk-full"} {
+	require.Contains(t, out, "chaos: 14 scenarios passed, 0 failed")
+	for _, s := range []string{"random", "outbox-chain", "agent-ledger", "fault:after_commit_before_ack", "fault:during_purge", "sqlite-checkpoint", "sqlite-disk-full"} {
 		require.Regexp(t, `(?m)^`+s+` .* PASS `, out)
 	}
 }
@@ -85,8 +85,8 @@ func TestChaosPostgres(t *testing.T) {
 	pgtest.BaseURL(t) // PostgreSQL is set up (in CI: or the test fails)
 	url, data, binDir := ownPostgres(t)
 	out := runChaos(t, "--db", url, "--pg-data", data, "--pg-bin", binDir, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7",
-		"--scenarios", "random,outbox-chain,fault:after_inbox_insert,fault:after_commit_before_ack,pg-restart")
-	require.Contains(t, out, "chaos: 5 scenarios passed, 0 failed")
+		"--scenarios", "random,outbox-chain,agent-ledger,fault:after_inbox_insert,fault:after_commit_before_ack,pg-restart")
+	require.Contains(t, out, "chaos: 6 scenarios passed, 0 failed")
 	require.Regexp(t, `(?m)^pg-restart .* PASS `, out)
 }
 

@@ -61,7 +61,7 @@ var consumerFaults = []fault.Point{fault.BeforeTx, fault.AfterInboxInsert, fault
 // Scenarios lists the scenario names that apply to a store and a
 // transport.
 func Scenarios(postgres bool, transport string) []string {
-	s := []string{"random", chainScenario}
+	s := []string{"random", chainScenario, ledgerScenario}
 	if transport == "nats" {
 		s = append(s, "broker-node-kill")
 	}
@@ -206,10 +206,20 @@ func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 	defer q.Close()
 
 	run := &scenarioRun{h: h, name: name, db: db, q: q, st: st, res: &res}
+	if name == ledgerScenario {
+		if run.remote, err = startFaultyRemote(h.opt.Seed); err != nil {
+			res.fail("remote: %v", err)
+			return res
+		}
+		defer run.remote.Close()
+	}
 	if err := run.phases(ctx); err != nil {
 		res.fail("%v", err)
 	}
 	run.stopAll()
+	if run.remote != nil {
+		run.remote.check(ctx, st, &res)
+	}
 	if len(res.Failures) == 0 || res.ActualEffects == 0 {
 		verify(ctx, st, q, h.wl, &res)
 		if name == chainScenario {
@@ -242,6 +252,8 @@ type scenarioRun struct {
 	kills      int
 	pgDown     atomic.Bool
 	started    int
+	// remote is the agent-ledger scenario's remote API.
+	remote *faultyRemote
 }
 
 func (s *scenarioRun) fault() string {
@@ -263,6 +275,9 @@ func (s *scenarioRun) workerArgs(mode string) []string {
 	}
 	if s.name == "fault:"+string(fault.DuringLeaseExtend) {
 		args = append(args, "--slow")
+	}
+	if s.remote != nil {
+		args = append(args, "--remote", s.remote.url)
 	}
 	return args
 }
@@ -403,7 +418,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 		}
 		if s.kills < s.h.opt.Kills && time.Now().After(nextKill) {
 			switch s.name {
-			case "random":
+			case "random", ledgerScenario:
 				s.procs[s.h.r.IntN(len(s.procs))].kill()
 			case chainScenario:
 				all := append(append([]*proc{}, s.procs...), s.chain...)

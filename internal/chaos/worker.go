@@ -46,6 +46,10 @@ type WorkerOptions struct {
 	// outbox.
 	Name string
 	Emit bool
+	// Remote, when set, is the agent-ledger scenario's remote API: the
+	// consumer's Decide creates each message's effect there through the
+	// effect ledger.
+	Remote string
 }
 
 var firstVersion int64 = 1
@@ -85,6 +89,12 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 	}
 	if opt.NowOffset != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(opt.NowOffset) }
+	}
+	if opt.Remote != "" {
+		if err := withRemote(&cfg, st, opt.Remote); err != nil {
+			return err
+		}
+		cfg.ClaimHeartbeat = opt.Lease / 4
 	}
 	// The harness kills this process at a fault point named in the
 	// environment; only the chaos worker reads it.
