@@ -120,7 +120,10 @@ func TestUncertainCallsAreReconciledNotRepeated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			stores(t, func(t *testing.T, st store.Store) {
 				c := newCRM(t)
-				l, err := effects.New(st, effects.Config{Timeout: 500 * time.Millisecond, Reconcile: c.reconcile})
+				var clock atomic.Int64
+				clock.Store(time.Now().UnixMicro())
+				now := func() time.Time { return time.UnixMicro(clock.Load()) }
+				l, err := effects.New(st, effects.Config{Timeout: 500 * time.Millisecond, Reconcile: c.reconcile, Now: now})
 				require.NoError(t, err)
 				ctx := context.Background()
 				c.Arm(tc.fault)
@@ -128,6 +131,17 @@ func TestUncertainCallsAreReconciledNotRepeated(t *testing.T) {
 				var unc *effects.UncertainError
 				require.ErrorAs(t, err, &unc)
 				require.Equal(t, effects.Uncertain, state(t, l).State)
+				if !tc.applied {
+					// The remote side has nothing yet, but the call that
+					// timed out may still be running there: too soon to call
+					// again.
+					_, err = l.DoFor(ctx, msg, "crm.create_task", c.create())
+					require.ErrorAs(t, err, &unc)
+					require.Contains(t, err.Error(), "may still be running")
+					req, _, _ := c.Counts()
+					require.Equal(t, 1, req, "not called again within a Timeout of the uncertain call")
+					clock.Add((500 * time.Millisecond).Microseconds())
+				}
 
 				ref, err := l.DoFor(ctx, msg, "crm.create_task", c.create())
 				require.NoError(t, err)

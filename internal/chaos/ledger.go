@@ -99,10 +99,15 @@ func (f *faultyRemote) serve(w http.ResponseWriter, r *http.Request) {
 			apply()
 		}
 		w.WriteHeader(http.StatusBadGateway)
-	case roll < 15: // applies, then hangs past the caller's timeout
+	case roll < 15: // hangs past the caller's timeout, and applies before or after it
 		unsure()
-		apply()
+		if roll%2 == 0 {
+			apply()
+		}
 		time.Sleep(1500 * time.Millisecond)
+		if roll%2 == 1 {
+			apply()
+		}
 		w.WriteHeader(http.StatusCreated)
 	case roll < 20: // applies, and the answer is lost
 		unsure()
