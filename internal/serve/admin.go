@@ -29,11 +29,9 @@ func (s *Server) adminRoutes() http.Handler {
 	mux.HandleFunc("GET /v1/admin/audit", s.audit)
 	mux.HandleFunc("GET /v1/admin/retention", s.retentionHandler)
 	mux.HandleFunc("GET /v1/admin/requests/{seq}", s.showRequest)
-	mux.HandleFunc("/v1/admin/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, Problem{Type: ProblemNotFound, Status: http.StatusNotFound,
-			Detail: "no such admin endpoint; see /v1/openapi.json"})
-	})
-	return mux
+	// No catch-all: an unknown path is the mux's 404 and a known one with
+	// another method its 405 with Allow, both problems.
+	return problemErrors(mux)
 }
 
 // serverError answers 500 without leaking more than the error text.

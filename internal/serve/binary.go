@@ -36,6 +36,13 @@ const maxSafeInteger = 1<<53 - 1
 // given twice, a name that is not a CloudEvents attribute name, a value
 // that is not valid UTF-8 or badly percent-encoded, a JSON body that is
 // not JSON. The envelope is then validated by seqbox.ParseEvent.
+//
+// The envelope is faithful to the request (datacontenttype, extension
+// values as strings); POST /v1/events then writes it, like a structured
+// one, in the gateway's canonical form (an objectversion string becomes
+// a number, a number or boolean extension a string, a default
+// application/json datacontenttype is left out), so that the same fact
+// sent in either mode is a duplicate, never a collision.
 func BinaryEnvelope(h http.Header, body []byte) ([]byte, error) {
 	attrs := map[string]string{}
 	for name, values := range h {

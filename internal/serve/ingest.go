@@ -13,11 +13,19 @@ import (
 	"github.com/seqbox/seqbox"
 )
 
-// Media types of the CloudEvents HTTP binding.
+// Media types of the CloudEvents HTTP binding, and plain JSON (which
+// POST /v1/events takes as one structured envelope).
 const (
 	mediaStructured = "application/cloudevents+json"
 	mediaBatch      = "application/cloudevents-batch+json"
+	mediaJSON       = "application/json"
 )
+
+// isBinary reports whether a request is in binary mode: it carries the
+// ce-specversion or the ce-id header.
+func isBinary(h http.Header) bool {
+	return h.Get("Ce-Specversion") != "" || h.Get("Ce-Id") != ""
+}
 
 // Accepted is the 202 answer of POST /v1/events: every event of the
 // request, in request order, is durably queued.
@@ -61,7 +69,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, p)
 			return
 		}
-		ev, err := seqbox.ParseEvent(raw)
+		ev, canon, err := ingestEvent(raw)
 		if err != nil {
 			field, detail := "envelope", err.Error()
 			var ie *seqbox.InvalidEventError
@@ -71,6 +79,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			bad = append(bad, EventError{Index: i, Field: field, Detail: detail})
 			continue
 		}
+		raws[i] = canon
 		out.Events[i] = QueuedEvent{Index: i, Source: ev.Source, ID: ev.ID, Status: "queued"}
 	}
 	if len(bad) > 0 {
@@ -112,17 +121,32 @@ func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) (string, [][
 				Detail: fmt.Sprintf("Content-Type %q: %v", ct, err), Field: "Content-Type"}
 		}
 	}
+	// Which Content-Type is accepted is a security rule as much as a
+	// format rule: a cross-site page can make a browser POST here without
+	// asking (no CORS preflight) only with no Content-Type or with
+	// text/plain, application/x-www-form-urlencoded or multipart/form-data,
+	// and never with a ce-* header. So a structured envelope must say so
+	// (application/cloudevents+json, or application/json), and a body
+	// of any other type, or none, is taken only in binary mode, whose ce-*
+	// headers a browser sends only after a preflight this server does not
+	// answer. Without that rule, an ingest token being optional, any web
+	// page a user of this machine opens could inject events.
 	switch {
 	case mt == mediaBatch:
 		mode = "batch"
 	case mt == mediaStructured:
-	case r.Header.Get("Ce-Specversion") != "" || r.Header.Get("Ce-Id") != "":
+	case isBinary(r.Header):
 		mode = "binary"
-	case mt == "application/json" || mt == "":
-		// A whole envelope sent as plain JSON: structured, leniently.
+	case mt == mediaJSON:
+		// A whole envelope sent as plain JSON: structured.
+	case ct == "":
+		return mode, nil, &Problem{Type: ProblemUnsupported, Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
+			Detail: fmt.Sprintf("the Content-Type header is missing: send %s (one event), %s (a batch) or %s (one event), or binary mode (ce-* headers, the body is data)",
+				mediaStructured, mediaBatch, mediaJSON)}
 	default:
 		return mode, nil, &Problem{Type: ProblemUnsupported, Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
-			Detail: fmt.Sprintf("Content-Type %s: send %s, %s, or binary mode (ce-* headers)", mt, mediaStructured, mediaBatch)}
+			Detail: fmt.Sprintf("the Content-Type header is %s: send %s (one event), %s (a batch) or %s (one event), or binary mode (ce-* headers, the body is data)",
+				mt, mediaStructured, mediaBatch, mediaJSON)}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBody))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 )
 
 // Options configure a Server. Zero values take the defaults listed on each
@@ -28,7 +29,8 @@ type Options struct {
 	// answer 401 (disabled), and only a loopback Addr is allowed.
 	AdminToken string
 	// IngestToken, when set, is required (as a Bearer token) by
-	// POST /v1/events.
+	// POST /v1/events. Like AdminToken, at least MinTokenLength
+	// characters.
 	IngestToken string
 	// Consumer is the consumer's name. Default "gateway".
 	Consumer string
@@ -62,6 +64,10 @@ type Options struct {
 	Policy seqbox.Config
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
+	// Hook, set only by the chaos harness's serve target (fault.FromEnv),
+	// kills the process at the pipeline's and the agent path's fault
+	// points.
+	Hook fault.Hook
 }
 
 // Defaults of Options.
@@ -73,6 +79,10 @@ const (
 	DefaultMaxBody  = 4 << 20
 	DefaultMaxBatch = 1000
 )
+
+// MinTokenLength is the shortest AdminToken or IngestToken Validate
+// accepts: a token guessable in a few tries protects nothing.
+const MinTokenLength = 16
 
 // ErrNonLoopbackWithoutToken refuses to expose the gateway beyond this
 // machine with an unprotected admin API.
@@ -133,8 +143,11 @@ func (o Options) Validate() error {
 			return fmt.Errorf("--agent-url %q: want an http:// or https:// URL", o.AgentURL)
 		}
 	}
-	if o.AdminToken != "" && len(o.AdminToken) < 16 {
-		return errors.New("--admin-token: at least 16 characters, please (it guards redrive and skip)")
+	if o.AdminToken != "" && len(o.AdminToken) < MinTokenLength {
+		return fmt.Errorf("--admin-token: at least %d characters, please (it guards redrive and skip)", MinTokenLength)
+	}
+	if o.IngestToken != "" && len(o.IngestToken) < MinTokenLength {
+		return fmt.Errorf("--ingest-token: at least %d characters, please (it guards what is queued)", MinTokenLength)
 	}
 	if o.MaxBody < 1024 {
 		return fmt.Errorf("--max-body %d: at least 1024 bytes", o.MaxBody)

@@ -2,7 +2,9 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -24,14 +26,79 @@ func (s *Server) routes() http.Handler {
 		disable: "the admin API is disabled: start seqbox serve with --admin-token (or SEQBOX_ADMIN_TOKEN) and send it as a Bearer token"}
 	mux.Handle("/v1/admin/", admin.wrap(s.adminRoutes()))
 
-	ui := uiHandler()
+	ui := problemFiles(uiHandler())
 	if s.opt.AdminToken == "" {
 		ui = admin.wrap(ui) // disabled: always 401, with the way to enable it
 	}
 	mux.Handle("GET /ui/", ui)
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
-	return securityHeaders(mux)
+	return securityHeaders(problemErrors(mux))
 }
+
+// problemErrors serves mux, answering its 404 (no route) and 405 (a route
+// with other methods, Allow kept) as problem documents, like every other
+// error of the gateway, instead of http.ServeMux's plain text.
+//
+// Only those requests go through a problemWriter: a wrapped writer would
+// hide the server's own from http.MaxBytesReader, which then could not
+// tell the server to close the connection after a 413.
+func problemErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			w = &problemWriter{ResponseWriter: w, r: r}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// problemFiles serves files (an http.FileServer, which reads no body)
+// with its plain-text 404 and 405 answered as problem documents.
+func problemFiles(files http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		files.ServeHTTP(&problemWriter{ResponseWriter: w, r: r}, r)
+	})
+}
+
+// problemWriter writes a problem instead of a text/plain 404 or 405; any
+// other answer goes through unchanged.
+type problemWriter struct {
+	http.ResponseWriter
+	r *http.Request
+	// swallow is set once the problem is written: the text that follows
+	// is dropped.
+	swallow bool
+}
+
+// WriteHeader replaces a text/plain 404 or 405 with a problem.
+func (pw *problemWriter) WriteHeader(code int) {
+	if pw.swallow {
+		return
+	}
+	if (code != http.StatusNotFound && code != http.StatusMethodNotAllowed) ||
+		!strings.HasPrefix(pw.Header().Get("Content-Type"), "text/plain") {
+		pw.ResponseWriter.WriteHeader(code)
+		return
+	}
+	pw.swallow = true
+	p := Problem{Type: ProblemNotFound, Status: code, Detail: "no such path: the API is described at /v1/openapi.json"}
+	if code == http.StatusMethodNotAllowed {
+		p.Type = ProblemMethod
+		p.Detail = fmt.Sprintf("%s is not allowed on %s; allowed: %s", pw.r.Method, pw.r.URL.Path, pw.Header().Get("Allow"))
+	}
+	pw.Header().Del("Content-Length")
+	writeProblem(pw.ResponseWriter, pw.r, p)
+}
+
+// Write drops the text of a replaced answer.
+func (pw *problemWriter) Write(b []byte) (int, error) {
+	if pw.swallow {
+		return len(b), nil
+	}
+	return pw.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (pw *problemWriter) Unwrap() http.ResponseWriter { return pw.ResponseWriter }
 
 // securityHeaders sets the headers every answer carries.
 func securityHeaders(next http.Handler) http.Handler {
