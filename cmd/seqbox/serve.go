@@ -90,7 +90,7 @@ wins.`,
 	fl.StringVar(&o.Addr, "addr", serve.DefaultAddr, "listen address; a non-loopback one requires --admin-token")
 	fl.StringVar(&o.AgentURL, "agent-url", "", "POST each event to this agent (default: the built-in record handler)")
 	fl.StringVar(&o.AdminToken, "admin-token", "", "Bearer token of the admin API and the dashboard (without it both answer 401)")
-	fl.StringVar(&o.IngestToken, "ingest-token", "", "Bearer token POST /v1/events requires (default: none)")
+	fl.StringVar(&o.IngestToken, "ingest-token", "", "Bearer token POST /v1/events requires, at least 16 characters (default: none)")
 	fl.StringVar(&o.Consumer, "consumer", serve.DefaultConsumer, "the consumer's name")
 	fl.StringVar(&o.Queue, "queue", serve.DefaultQueue, "the embedded queue's name in --db")
 	fl.IntVar(&o.Workers, "workers", 0, "consumer workers (default 4)")
