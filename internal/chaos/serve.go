@@ -294,7 +294,24 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 	for err := range errs {
 		return err
 	}
-	s.h.progress("%s: %d events accepted; lifting the poison and redriving", s.name, len(wl.originals))
+	// The poison stays until the queue is consumed, so that the poison
+	// events are dead-lettered (and their keys blocked) before the
+	// redrive, however slowly the store goes.
+	s.h.progress("%s: %d events accepted; waiting for the queue to drain", s.name, len(wl.originals))
+	for {
+		n, err := s.count(ctx, `SELECT COUNT(*) FROM seqbox_queue`)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("timed out with %d messages queued", n)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	s.h.progress("%s: lifting the poison and redriving", s.name)
 	s.agent.poison.Store(false)
 	stall := time.Now()
 	lastPending := -1
@@ -390,6 +407,9 @@ func (s *serveRun) redriveAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(body.DeadLetters) > 0 {
+		s.h.progress("%s: redriving %d dead letters", s.name, len(body.DeadLetters))
+	}
 	for _, d := range body.DeadLetters {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://%s/v1/admin/dlq/%d/redrive", addr, d.Seq), strings.NewReader(`{"reason":"chaos: the poison was lifted"}`))
 		req.Header.Set("Authorization", "Bearer "+serveToken)
@@ -406,17 +426,22 @@ func (s *serveRun) redriveAll(ctx context.Context) error {
 // pending counts what is not final yet: queued messages, parked ones,
 // open dead letters and identities left pending.
 func (s *serveRun) pending(ctx context.Context) (int, error) {
+	return s.count(ctx, `SELECT
+		(SELECT COUNT(*) FROM seqbox_queue) +
+		(SELECT COUNT(*) FROM seqbox_parked WHERE reason IN ('held', 'blocked')) +
+		(SELECT COUNT(*) FROM seqbox_dlq WHERE state = 'open') +
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE outcome = 'pending')`)
+}
+
+// count runs a COUNT query on the scenario's database.
+func (s *serveRun) count(ctx context.Context, query string) (int, error) {
 	st, err := dbopen.StoreAccess(ctx, s.db, store.ReadOnly)
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
 	var n int
-	err = st.DB().QueryRowContext(ctx, `SELECT
-		(SELECT COUNT(*) FROM seqbox_queue) +
-		(SELECT COUNT(*) FROM seqbox_parked WHERE reason IN ('held', 'blocked')) +
-		(SELECT COUNT(*) FROM seqbox_dlq WHERE state = 'open') +
-		(SELECT COUNT(*) FROM seqbox_inbox WHERE outcome = 'pending')`).Scan(&n)
+	err = st.DB().QueryRowContext(ctx, query).Scan(&n)
 	return n, err
 }
 
