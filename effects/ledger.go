@@ -309,12 +309,14 @@ func (l *Ledger) reconcile(ctx context.Context, e Effect) (ref string, again boo
 		}
 		return r.Ref, false, nil
 	}
-	if e.UncertainAt != nil && l.cfg.Now().Sub(*e.UncertainAt) < l.cfg.Timeout {
+	if since := e.UpdatedAt; l.cfg.Now().Sub(since) < l.cfg.Timeout {
 		// A call that timed out may still be running at the remote side,
 		// and apply after this answer: calling again now could make the
-		// effect twice. Ask again once a whole Timeout has passed.
+		// effect twice. Ask again once a whole Timeout has passed since
+		// the row last turned uncertain (UpdatedAt; UncertainAt is the
+		// first time, which an earlier round may have set).
 		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey,
-			Err: fmt.Errorf("the remote side has no effect yet, but the uncertain call may still be running there (uncertain since %s); asking again later", e.UncertainAt.Format(time.RFC3339Nano))}
+			Err: fmt.Errorf("the remote side has no effect yet, but the uncertain call may still be running there (uncertain since %s); asking again later", since.Format(time.RFC3339Nano))}
 	}
 	// The remote side has nothing: calling again with the same key is safe.
 	err = l.update(ctx, e.IdempotencyKey, Failed, "", "reconciled: the remote side has no effect for this key", true, Uncertain)

@@ -100,7 +100,7 @@ func (a *dispatcher) decide(ctx context.Context, ev seqbox.Event) ([]byte, error
 }
 
 // probe asks whether the agent is up, for the circuit: a HEAD request to
-// --agent-url that any answer but a 5xx counts as up. No event is sent,
+// --agent-url that any answer but 502, 503 or 504 counts as up. No event is sent,
 // and no message spends an attempt on it.
 func (a *dispatcher) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, min(a.client.Timeout, 5*time.Second))
@@ -114,7 +114,11 @@ func (a *dispatcher) probe(ctx context.Context) error {
 		return err
 	}
 	resp.Body.Close()
-	if resp.StatusCode >= 500 {
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		// What a proxy in front of a restarting agent answers. Any other
+		// answer (501 from an agent that has no HEAD, 405, 404) comes
+		// from a live agent.
 		return fmt.Errorf("agent probe answered %s", resp.Status)
 	}
 	return nil
