@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ type dispatcher struct {
 	// hook crashes the process at the agent path's fault points (the
 	// chaos harness's serve target only).
 	hook fault.Hook
+	log  *slog.Logger
 }
 
 // newAgentClient is the dispatcher's HTTP client: it never follows a
@@ -130,7 +132,18 @@ func (a *dispatcher) probe(ctx context.Context) error {
 // Retry-After honoured; any other 4xx a definite refusal; 5xx, a timeout
 // or a broken connection an error that may have applied (uncertain).
 // What the agent's health shows goes to the circuit.
-func (a *dispatcher) call(ctx context.Context, ev seqbox.Event, key string) (Verdict, error) {
+func (a *dispatcher) call(ctx context.Context, ev seqbox.Event, key string) (v Verdict, err error) {
+	defer func() {
+		if err != nil && a.log != nil {
+			// Every failed agent call is one line naming the event
+			// (DESIGN §6).
+			attrs := []any{"consumer", a.consumer, "source", ev.Source, "id", ev.ID, "partitionkey", ev.PartitionKey}
+			if v, ok := ev.Version(); ok {
+				attrs = append(attrs, "objectversion", v)
+			}
+			a.log.Warn("seqbox serve: agent call failed", append(attrs, "idempotency_key", key, "err", err)...)
+		}
+	}()
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(ev.Raw))
 	if err != nil {

@@ -81,7 +81,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		now = opt.Policy.Now
 	}
 	s.series = newOutcomeSeries(now)
-	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout), hook: opt.Hook}
+	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout), hook: opt.Hook, log: opt.Logger}
 	s.circuit = newCircuit(now, disp.probe, s.circuitChanged)
 	disp.circuit = s.circuit
 	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now}); err != nil {
