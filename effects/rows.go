@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/seqbox/seqbox/internal/heartbeat"
 )
 
 const effectColumns = `consumer, source, id, action, idempotency_key, state, ref, last_error, calls, created_at, updated_at, uncertain_at, reconciled_at, lease_until`
@@ -120,24 +121,10 @@ func (l *Ledger) lease() time.Duration { return 3 * l.cfg.Heartbeat }
 // heartbeat renews the lease of key's pending row every Heartbeat while
 // its call runs, until stop is called.
 func (l *Ledger) heartbeat(ctx context.Context, key string) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(l.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			_, _ = l.db.ExecContext(ctx, `UPDATE seqbox_effects SET lease_until = $1 WHERE idempotency_key = $2 AND state = 'pending'`,
-				l.cfg.Now().Add(l.lease()).UnixMicro(), key)
-		}
+	return heartbeat.Start(ctx, l.cfg.Heartbeat, func(ctx context.Context) {
+		_, _ = l.db.ExecContext(ctx, `UPDATE seqbox_effects SET lease_until = $1 WHERE idempotency_key = $2 AND state = 'pending'`,
+			l.cfg.Now().Add(l.lease()).UnixMicro(), key)
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // live reports whether a pending row's caller still vouches for it.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/heartbeat"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
@@ -155,27 +156,13 @@ func callDecide(ctx context.Context, decide seqboxtype.Decider, ev Event) (out [
 // heartbeat renews a claim every ClaimHeartbeat until stop is called.
 func (d *decider) heartbeat(ctx context.Context, p store.DecisionClaimParams) (stop func()) {
 	cfg := d.c.cfg
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(cfg.ClaimHeartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			p.Until = cfg.Now().Add(claimTTL(cfg))
-			if ok, err := cfg.Store.Executor().DecisionClaimExtend(ctx, p); err == nil && !ok {
-				cfg.Logger.Warn("seqbox: a decision's claim was taken over while it ran (its heartbeat was late)",
-					"consumer", cfg.Name, "source", p.Source, "id", p.ID)
-			}
+	return heartbeat.Start(ctx, cfg.ClaimHeartbeat, func(ctx context.Context) {
+		p.Until = cfg.Now().Add(claimTTL(cfg))
+		if ok, err := cfg.Store.Executor().DecisionClaimExtend(ctx, p); err == nil && !ok {
+			cfg.Logger.Warn("seqbox: a decision's claim was taken over while it ran (its heartbeat was late)",
+				"consumer", cfg.Name, "source", p.Source, "id", p.ID)
 		}
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // claimTTL is how long a claim lives without a heartbeat: three of them.

@@ -23,19 +23,10 @@ const outcomeDeciding state.Outcome = "deciding"
 // caller to decide outside the transaction.
 func (p *pipeline) awaitDecision(ctx context.Context, dl *delivery) (reached, error) {
 	tx, in, ev, d, now := dl.tx, dl.in, dl.ev, dl.d, dl.now
-	if err := tx.SavepointRollback(ctx, dl.sp); err != nil {
+	// Out of the parked table while it is decided; should this process
+	// die first, the sweep lets it out again once the hold passes.
+	if err := p.keepTurn(ctx, dl, now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil {
 		return reached{}, err
-	}
-	if err := p.takeTurn(ctx, tx, ev, now); err != nil {
-		return reached{}, err
-	}
-	if in.parked != nil {
-		// Out of the parked table while it is decided; should this process
-		// die first, the sweep lets it out again once the hold passes.
-		if err := tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(p.decidingHold()),
-			Detail: "next on its key; its decision is being asked"}); err != nil {
-			return reached{}, err
-		}
 	}
 	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey})
 	d.Outcome, d.Reason = outcomeDeciding, "its decision is being asked"
@@ -61,6 +52,22 @@ func (p *pipeline) afterPredecessor(ctx context.Context, dl *delivery) (reached,
 // the claim, so a decider's crash delays it by seconds, not minutes.
 func (p *pipeline) decidingHold() time.Duration { return 10 * p.cfg.ClaimHeartbeat }
 
+// keepTurn rolls the delivery's writes back and has it hold its key's
+// turn; a message let out of the parked table goes back as held until
+// until, so that the sweep lets it out again should nothing else.
+func (p *pipeline) keepTurn(ctx context.Context, dl *delivery, until time.Time, detail string) error {
+	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+		return err
+	}
+	if err := p.takeTurn(ctx, dl.tx, dl.ev, dl.now); err != nil {
+		return err
+	}
+	if dl.in.parked == nil {
+		return nil
+	}
+	return dl.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: dl.in.parked.Seq, Until: until, Detail: detail})
+}
+
 // takeTurn records that ev holds its key's turn (and reserves its
 // business key) until it settles.
 func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev Event, now time.Time) error {
@@ -73,17 +80,9 @@ func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev Event, now time
 // business key asks for. It keeps its key's turn meanwhile, so nothing of
 // its key overtakes it.
 func (p *pipeline) wait(ctx context.Context, dl *delivery, reason string, after time.Duration) (reached, error) {
-	tx, in, ev, d, now := dl.tx, dl.in, dl.ev, dl.d, dl.now
-	if err := tx.SavepointRollback(ctx, dl.sp); err != nil {
+	ev, d := dl.ev, dl.d
+	if err := p.keepTurn(ctx, dl, dl.now.Add(after), reason); err != nil {
 		return reached{}, err
-	}
-	if err := p.takeTurn(ctx, tx, ev, now); err != nil {
-		return reached{}, err
-	}
-	if in.parked != nil {
-		if err := tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(after), Detail: reason}); err != nil {
-			return reached{}, err
-		}
 	}
 	d.Outcome, d.Reason, d.RetryAfter = state.Retry, reason, after
 	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
