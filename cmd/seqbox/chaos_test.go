@@ -116,3 +116,8 @@ func TestChaosUnknownTransport(t *testing.T) {
 	line := fails(t, "chaos", "--transport", "rabbitmq")
 	require.Contains(t, line, `--transport "rabbitmq": not one of embedded, nats, kafka, sqs, pubsub`)
 }
+
+func TestChaosUnknownTarget(t *testing.T) {
+	line := fails(t, "chaos", "--target", "agent")
+	require.Contains(t, line, `--target "agent": not consumer or serve`)
+}

@@ -1,0 +1,77 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/chaos"
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// self is the seqbox binary the serve target starts, built once.
+var self string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "seqbox-chaos-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	self = filepath.Join(dir, "seqbox")
+	build := exec.Command("go", "build", "-o", self, "github.com/seqbox/seqbox/cmd/seqbox")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	code := 1
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build seqbox:", err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runServe runs the serve target, bounded, and requires every scenario to
+// pass; it returns the table.
+func runServe(t *testing.T, db string, scenarios ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var log strings.Builder
+	res, err := chaos.RunServe(ctx, chaos.Options{Self: self, DB: db, Messages: 120, Keys: 6, Kills: 2, Seed: 5,
+		Scenarios: scenarios, Timeout: 4 * time.Minute})
+	failed := chaos.WriteTable(&log, res)
+	t.Log("\n" + log.String())
+	require.NoError(t, err)
+	require.Zero(t, failed)
+	require.Len(t, res, len(scenarios))
+	for _, r := range res {
+		require.Equal(t, 120, r.ExpectedEffects)
+		require.Equal(t, r.ExpectedEffects, r.ActualEffects, r.Scenario)
+		require.Positive(t, r.Kills, "%s dealt no kill", r.Scenario)
+	}
+	return log.String()
+}
+
+// The harness over the gateway (DESIGN §7), bounded: two competing serve
+// processes on one SQLite file, a faulty agent, SIGKILLs at random and at
+// the agent path's fault points; the oracle reads the agent's side.
+func TestServeTargetSQLite(t *testing.T) {
+	runServe(t, "", "random", "fault:after_decision_claim", "fault:after_agent_answer", "fault:during_redrive")
+}
+
+// The same on PostgreSQL.
+func TestServeTargetPostgres(t *testing.T) {
+	runServe(t, pgtest.BaseURL(t), "random", "fault:after_ledger_pending")
+}
+
+func TestServeTargetRefusesUnknownScenarios(t *testing.T) {
+	_, err := chaos.RunServe(context.Background(), chaos.Options{Self: self, Messages: 100, Keys: 5, Scenarios: []string{"pg-restart"}})
+	require.ErrorContains(t, err, `unknown scenario "pg-restart" for --target serve`)
+}
