@@ -132,7 +132,17 @@ func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) { return
 // either commit and ack or roll back and are left for redelivery; queued
 // deliveries are nacked for prompt redelivery. Run returns nil after a
 // clean shutdown.
-func (c *Consumer) Run(ctx context.Context) error { return c.e.Run(ctx) }
+//
+// Run registers the consumer first; it returns an error matching
+// ErrPolicyConflict, and receives nothing, when a live consumer of the same
+// name (its heartbeat within LiveWithin) is registered with different
+// policies. Competing consumers of one name must share their policies.
+func (c *Consumer) Run(ctx context.Context) error {
+	if err := c.e.CheckPolicies(ctx); err != nil {
+		return err
+	}
+	return c.e.Run(ctx)
+}
 
 // RunUntilIdle is Run that also returns, with nil, once the transport has
 // had nothing to deliver for idle and nothing received is still being
@@ -142,7 +152,15 @@ func (c *Consumer) Run(ctx context.Context) error { return c.e.Run(ctx) }
 // retry backoff when those retries must finish too. Messages parked by the
 // gate (held, blocked) are in the database, not the queue, and do not keep
 // it running.
+//
+// Like Run, it refuses to start beside a live consumer of the same name
+// with different policies (ErrPolicyConflict).
 func (c *Consumer) RunUntilIdle(ctx context.Context, idle time.Duration) error {
+	if idle > 0 {
+		if err := c.e.CheckPolicies(ctx); err != nil {
+			return err
+		}
+	}
 	return c.e.RunUntilIdle(ctx, idle)
 }
 

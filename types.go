@@ -104,6 +104,11 @@ var (
 	ErrBlockedByDeadLetter = engine.ErrBlockedByDeadLetter
 	// ErrNotBlocking: the dead letter was already resolved.
 	ErrNotBlocking = engine.ErrNotBlocking
+	// ErrPolicyConflict is matched by the error of a consumer that
+	// registers (Run, or its first delivery) while a live consumer of the
+	// same name, its heartbeat within LiveWithin, is registered with
+	// different policies. A stale registration is replaced.
+	ErrPolicyConflict = engine.ErrPolicyConflict
 )
 
 // ParseEvent parses and validates a structured-mode CloudEvent and computes

@@ -28,6 +28,13 @@ type Policies struct {
 	MaxAge       string           `json:"max_age"`
 	MaxAttempts  int              `json:"max_attempts"`
 	Retention    string           `json:"retention"`
+	// RedeliveryWindow, DLQRetention and RedriveWindow are the windows
+	// Retention was validated against (DESIGN §3), so that a tool that
+	// purges for the consumer validates the same policy. Empty in a
+	// registration written by a seqbox that did not record them.
+	RedeliveryWindow string `json:"redelivery_window"`
+	DLQRetention     string `json:"dlq_retention"`
+	RedriveWindow    string `json:"redrive_window"`
 }
 
 // Policies is what c registers: its ordering and retry policy.
@@ -36,6 +43,7 @@ func (c *Config) Policies() Policies {
 		GapPolicy: c.GapPolicy, HoldTimeout: c.HoldTimeout.String(), HoldExpiry: c.HoldExpiry,
 		FirstVersion: c.FirstVersion, OnDeadLetter: c.OnDeadLetter, MaxBlock: c.MaxBlock.String(),
 		MaxAge: c.MaxAge.String(), MaxAttempts: c.Retry.MaxAttempts, Retention: c.Retention.String(),
+		RedeliveryWindow: c.RedeliveryWindow.String(), DLQRetention: c.DLQRetention.String(), RedriveWindow: c.RedriveWindow.String(),
 	}
 }
 
@@ -49,6 +57,8 @@ func (p Policies) Apply(cfg *Config) error {
 	}{
 		{"hold_timeout", p.HoldTimeout, &cfg.HoldTimeout}, {"max_block", p.MaxBlock, &cfg.MaxBlock},
 		{"max_age", p.MaxAge, &cfg.MaxAge}, {"retention", p.Retention, &cfg.Retention},
+		{"redelivery_window", p.RedeliveryWindow, &cfg.RedeliveryWindow}, {"dlq_retention", p.DLQRetention, &cfg.DLQRetention},
+		{"redrive_window", p.RedriveWindow, &cfg.RedriveWindow},
 	}
 	for _, d := range durations {
 		if d.text == "" {

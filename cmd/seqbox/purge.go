@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store"
@@ -42,18 +43,24 @@ removed.`,
 			}
 			pol, err := seqbox.RegisteredPolicies(reg)
 			if err != nil {
-				return err
+				return fmt.Errorf("purge: %w; nothing was removed", err)
+			}
+			if missing := unregisteredWindows(pol); len(missing) > 0 {
+				return fmt.Errorf("purge: consumer %q: its registration records no %s (it registered with an older seqbox), so its retention cannot be checked against them; run the consumer once with this seqbox and purge again; nothing was removed",
+					reg.Consumer, strings.Join(missing, ", "))
 			}
 			cfg := seqbox.Config{Name: reg.Consumer, Store: st,
 				Handler: func(context.Context, seqbox.Tx, seqbox.Event) error {
 					return errors.New("purge applies nothing")
 				}}
 			if err := pol.Apply(&cfg); err != nil {
-				return fmt.Errorf("purge: consumer %q: %w", reg.Consumer, err)
+				return fmt.Errorf("purge: consumer %q: %w; nothing was removed", reg.Consumer, err)
 			}
+			// NewConsumer validates the registered retention against the
+			// registered windows, as DESIGN §3 says, before anything goes.
 			c, err := seqbox.NewConsumer(cfg)
 			if err != nil {
-				return fmt.Errorf("purge: consumer %q: %w", reg.Consumer, err)
+				return fmt.Errorf("purge: consumer %q: its registered policies are refused: %w; nothing was removed", reg.Consumer, err)
 			}
 			n, err := c.Purge(ctx, batch)
 			if err != nil {
@@ -68,4 +75,20 @@ removed.`,
 	fl.StringVar(&consumer, "consumer", "", "the consumer's name (default: the only consumer registered in the database)")
 	fl.IntVar(&batch, "batch", seqbox.DefaultPurgeBatch, "identities removed per transaction")
 	return c
+}
+
+// unregisteredWindows names the windows a registration does not record:
+// those the retention is validated against (DESIGN §3). Defaults in their
+// place would check the retention against windows the consumer never had.
+func unregisteredWindows(p seqbox.Policies) []string {
+	var missing []string
+	for _, w := range []struct{ name, v string }{
+		{"retention", p.Retention}, {"redelivery_window", p.RedeliveryWindow},
+		{"dlq_retention", p.DLQRetention}, {"redrive_window", p.RedriveWindow},
+	} {
+		if w.v == "" {
+			missing = append(missing, w.name)
+		}
+	}
+	return missing
 }

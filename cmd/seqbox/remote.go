@@ -21,7 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/seqbox/seqbox/store"
@@ -35,6 +34,11 @@ const adminTokenEnv = "SEQBOX_ADMIN_TOKEN"
 
 // readTimeout bounds a read of the admin API.
 const readTimeout = 30 * time.Second
+
+// maxAnswer bounds the body of an admin API answer that the client reads:
+// far above what a DLQ or key listing of the gateway amounts to, and far
+// below what would exhaust the operator's memory.
+const maxAnswer = 32 << 20
 
 // actionMargin is added to --wait for an action's answer: the gateway
 // waits its own --request-wait for the consumer and then answers, so its
@@ -66,7 +70,7 @@ func (f *opFlags) remote(cmd *cobra.Command, fn func(c *adminClient) error) erro
 	if token == "" {
 		token = strings.TrimSpace(os.Getenv(adminTokenEnv))
 	}
-	c := &adminClient{cmd: cmd, base: base, token: token, http: &http.Client{}}
+	c := &adminClient{cmd: cmd, base: base, token: token, http: adminHTTP()}
 	if f.consumer != "" {
 		name, err := c.consumerName()
 		if err != nil {
@@ -79,6 +83,13 @@ func (f *opFlags) remote(cmd *cobra.Command, fn func(c *adminClient) error) erro
 	return fn(c)
 }
 
+// adminHTTP is the admin client's HTTP client. It never follows a
+// redirect: the admin token goes to the --server origin and nowhere else,
+// and a 3xx answer is an error (see adminClient.redirected).
+func adminHTTP() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 // serverURL checks a --server value: an http(s) URL with a host.
 func serverURL(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
@@ -89,9 +100,11 @@ func serverURL(s string) (string, error) {
 }
 
 // call sends one admin request: body (when not nil) as JSON, the answer
-// decoded into out. Every failure is one line that says what to do; what
+// decoded into out. The answer must be a JSON object whose members named
+// in arrays are JSON arrays (the lists the command expects), of at most
+// maxAnswer bytes. Every failure is one line that says what to do; what
 // (when not empty) names the thing asked about, after the command.
-func (c *adminClient) call(method, path, what string, body, out any, timeout time.Duration) error {
+func (c *adminClient) call(method, path, what string, body, out any, timeout time.Duration, arrays ...string) error {
 	ctx, cancel := context.WithTimeout(c.cmd.Context(), timeout)
 	defer cancel()
 	var rd io.Reader
@@ -118,16 +131,107 @@ func (c *adminClient) call(method, path, what string, body, out any, timeout tim
 		return c.transportError(ctx, method, timeout, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return c.redirected(resp, what)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return c.problem(resp, what)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	answer := func(format string, args ...any) error {
+		return fmt.Errorf("%s: the answer of %s to %s %s %s", subcommandPath(c.cmd), c.base, method, path, fmt.Sprintf(format, args...))
+	}
+	if resp.ContentLength > maxAnswer {
+		return answer("is %d bytes, more than the %d MiB this client reads: is --server a seqbox serve?", resp.ContentLength, maxAnswer>>20)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
 		if ctx.Err() != nil {
 			return c.transportError(ctx, method, timeout, err)
 		}
-		return fmt.Errorf("%s: the answer of %s to %s %s is not the admin API's: %v", subcommandPath(c.cmd), c.base, method, path, err)
+		return answer("was cut short: %v", err)
+	}
+	if len(raw) > maxAnswer {
+		return answer("is larger than the %d MiB this client reads: is --server a seqbox serve?", maxAnswer>>20)
+	}
+	if err := decodeAnswer(raw, out, arrays); err != nil {
+		return answer("is not the admin API's: %v", err)
 	}
 	return nil
+}
+
+// decodeAnswer decodes an admin API answer into out. Every answer of the
+// API is a JSON object, and each member named in arrays must be a JSON
+// array: another shape ({}, [], null, a list as null) is an error naming
+// what was expected, never an empty list.
+func decodeAnswer(raw []byte, out any, arrays []string) error {
+	if !json.Valid(raw) {
+		return json.Unmarshal(raw, out) // the syntax error, with its offset
+	}
+	want := "a JSON object"
+	switch len(arrays) {
+	case 0:
+	case 1:
+		want += fmt.Sprintf(" with a %q array", arrays[0])
+	default:
+		q := make([]string, len(arrays))
+		for i, a := range arrays {
+			q[i] = strconv.Quote(a)
+		}
+		want += " with " + strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1] + " arrays"
+	}
+	var obj map[string]json.RawMessage
+	if kind := jsonKind(raw); kind != "an object" || json.Unmarshal(raw, &obj) != nil {
+		return fmt.Errorf("want %s, got %s", want, kind)
+	}
+	for _, a := range arrays {
+		v, ok := obj[a]
+		switch {
+		case !ok:
+			return fmt.Errorf("want %s, got an object without %q", want, a)
+		case jsonKind(v) != "an array":
+			return fmt.Errorf("want %s, got %q as %s", want, a, jsonKind(v))
+		}
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// jsonKind names the kind of a valid JSON value.
+func jsonKind(v []byte) string {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// redirected refuses a 3xx answer. The client follows no redirect, so the
+// admin token never reaches another origin: the line names the status and
+// where the gateway pointed.
+func (c *adminClient) redirected(resp *http.Response, what string) error {
+	cmd := subcommandPath(c.cmd)
+	if what != "" {
+		cmd += ": " + what
+	}
+	loc := "no Location"
+	if u, err := resp.Location(); err == nil {
+		loc = "Location " + u.String()
+	} else if h := resp.Header.Get("Location"); h != "" {
+		loc = "Location " + strconv.Quote(h)
+	}
+	return fmt.Errorf("%s: the gateway at %s answered %s with %s; redirects are not followed, so that the admin token goes to --server only: give --server the gateway's own URL",
+		cmd, c.base, resp.Status, loc)
 }
 
 // transportError says that the gateway did not answer, and why.
@@ -212,8 +316,11 @@ func (c *adminClient) listDLQ(all, asJSON bool) error {
 		Consumer    string                 `json:"consumer"`
 		DeadLetters []serve.DeadLetterView `json:"dead_letters"`
 	}
-	if err := c.call(http.MethodGet, "/v1/admin/dlq"+allQuery(all), "", nil, &res, readTimeout); err != nil {
+	if err := c.call(http.MethodGet, "/v1/admin/dlq"+allQuery(all), "", nil, &res, readTimeout, "dead_letters"); err != nil {
 		return err
+	}
+	if res.Consumer == "" {
+		return c.unreadable(errors.New("its list of dead letters names no consumer"))
 	}
 	dls := make([]store.DeadLetter, len(res.DeadLetters))
 	for i, v := range res.DeadLetters {
@@ -250,7 +357,7 @@ func (c *adminClient) listKeys(all, asJSON bool) error {
 	var res struct {
 		Keys []serve.KeyItem `json:"keys"`
 	}
-	if err := c.call(http.MethodGet, "/v1/admin/keys"+allQuery(all), "", nil, &res, readTimeout); err != nil {
+	if err := c.call(http.MethodGet, "/v1/admin/keys"+allQuery(all), "", nil, &res, readTimeout, "keys"); err != nil {
 		return err
 	}
 	reps := make([]ops.KeyReport, len(res.Keys))
@@ -270,7 +377,8 @@ func (c *adminClient) key(key string) (ops.KeyDetail, error) {
 		return ops.KeyDetail{}, fmt.Errorf("%s: key %q: %w", subcommandPath(c.cmd), key, store.ErrNotFound)
 	}
 	var v serve.KeyDetailView
-	if err := c.call(http.MethodGet, "/v1/admin/keys/"+url.PathEscape(key), fmt.Sprintf("key %q", key), nil, &v, readTimeout); err != nil {
+	if err := c.call(http.MethodGet, "/v1/admin/keys/"+url.PathEscape(key), fmt.Sprintf("key %q", key), nil, &v, readTimeout,
+		"parked", "gaps", "audit"); err != nil {
 		return ops.KeyDetail{}, err
 	}
 	d, err := keyDetailOf(v, c.base)
@@ -293,14 +401,14 @@ func (c *adminClient) showKey(key string, asJSON bool) error {
 // the gateway's consumer produced, as the database path does.
 func (c *adminClient) act(path string, f *actionFlags) error {
 	var res serve.ActionResult
-	if err := c.call(http.MethodPost, path, "", serve.ActionRequest{By: f.by, Reason: f.reason}, &res, f.wait+actionMargin); err != nil {
+	if err := c.call(http.MethodPost, path, "", serve.ActionRequest{By: f.by, Reason: f.reason}, &res, f.wait+actionMargin, "decisions"); err != nil {
 		return err
+	}
+	if res.Request <= 0 || res.State == "" {
+		return c.unreadable(errors.New("its action result names no request and state"))
 	}
 	if res.State != "done" {
 		return fmt.Errorf("%s: request %d is %s: %s", subcommandPath(c.cmd), res.Request, res.State, res.Error)
-	}
-	if res.Decisions == nil {
-		res.Decisions = []seqbox.Result{}
 	}
 	return ops.WriteDecisions(c.cmd.OutOrStdout(), res.Decisions)
 }

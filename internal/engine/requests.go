@@ -109,6 +109,7 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			c.markStopped(ctx)
 			return
 		case <-t.C:
 		}
