@@ -133,6 +133,12 @@ func (o Options) withDefaults() Options {
 
 // Validate reports the first problem with the options, naming the flag.
 func (o Options) Validate() error {
+	if o.AgentConcurrency < 0 {
+		return fmt.Errorf("--agent-concurrency %d: at least 1 (0: the default, %d)", o.AgentConcurrency, seqbox.DefaultDecideConcurrency)
+	}
+	if o.AgentTimeout < 0 || o.Lease < 0 || o.RequestWait < 0 || o.ShutdownTimeout < 0 {
+		return errors.New("--agent-timeout, --lease, --request-wait and --shutdown-timeout must not be negative")
+	}
 	o = o.withDefaults()
 	if err := CheckAddr(o.Addr, o.AdminToken != ""); err != nil {
 		return err

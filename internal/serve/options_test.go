@@ -3,6 +3,7 @@ package serve
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -30,4 +31,9 @@ func TestValidateTokenLengths(t *testing.T) {
 	// New refuses a short ingest token too: nothing is opened.
 	_, err := New(t.Context(), Options{DB: t.TempDir() + "/s.db", IngestToken: "short"})
 	require.ErrorContains(t, err, "--ingest-token")
+}
+
+func TestValidateRefusesNegativeAgentSettings(t *testing.T) {
+	require.ErrorContains(t, Options{AgentConcurrency: -1}.Validate(), "--agent-concurrency -1: at least 1")
+	require.ErrorContains(t, Options{AgentTimeout: -time.Second}.Validate(), "must not be negative")
 }
