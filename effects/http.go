@@ -35,13 +35,7 @@ func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	// Redirects are never followed: net/http would turn a POST into a
-	// GET without its body after a 302 (and the call would look
-	// succeeded), or send the body and the Idempotency-Key wherever a 307
-	// points. The 3xx itself is the answer.
-	noRedirect := *client
-	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	client = &noRedirect
+	client = withoutRedirects(client)
 	return func(ctx context.Context, key string) (string, error) {
 		req, err := build(ctx)
 		if err != nil {
@@ -118,4 +112,47 @@ func ParseRetryAfter(h string, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// withoutRedirects is a copy of client (nil: http.DefaultClient) that
+// never follows a redirect: net/http would turn a POST into a GET without
+// its body after a 302 (and the call would look succeeded), or send the
+// body and the Idempotency-Key wherever a 307 points. The 3xx itself is
+// the answer.
+func withoutRedirects(client *http.Client) *http.Client {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// ReconcileHTTP returns a Reconciler that asks the remote side, with the
+// request lookup builds for an uncertain call (typically a GET by its
+// idempotency key), whether the effect exists: a 2xx says it does, with
+// the reference ref reads; a 404 says it does not, so the ledger may call
+// again; anything else leaves the call uncertain. Redirects are not
+// followed.
+func ReconcileHTTP(client *http.Client, lookup func(ctx context.Context, e Effect) (*http.Request, error), ref HTTPRef) Reconciler {
+	client = withoutRedirects(client)
+	return func(ctx context.Context, e Effect) (Reconciliation, error) {
+		req, err := lookup(ctx, e)
+		if err != nil {
+			return Reconciliation{}, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return Reconciliation{}, err
+		}
+		defer resp.Body.Close()
+		switch {
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			r, err := ref(resp)
+			return Reconciliation{Applied: true, Ref: r}, err
+		case resp.StatusCode == http.StatusNotFound:
+			return Reconciliation{}, nil
+		}
+		return Reconciliation{}, fmt.Errorf("reconcile %s: %s %s: %s", e.IdempotencyKey, req.Method, req.URL.Redacted(), resp.Status)
+	}
 }

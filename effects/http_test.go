@@ -2,6 +2,7 @@ package effects_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -114,4 +115,39 @@ func TestPanickingCallIsUncertain(t *testing.T) {
 	require.ErrorAs(t, err, &unc)
 	require.Contains(t, err.Error(), "panicked")
 	require.Equal(t, effects.Uncertain, state(t, l).State)
+}
+
+// ReconcileHTTP: a 2xx lookup is applied with its reference, a 404 is not
+// applied, anything else leaves the call uncertain; no redirect is
+// followed.
+func TestReconcileHTTP(t *testing.T) {
+	for code, want := range map[int]string{http.StatusOK: "applied task-9", http.StatusNotFound: "not applied",
+		http.StatusInternalServerError: "error", http.StatusFound: "error"} {
+		remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			require.Equal(t, "/tasks/sbx-1", r.URL.Path)
+			if code == http.StatusFound {
+				http.Redirect(w, r, "/elsewhere", code)
+				return
+			}
+			w.WriteHeader(code)
+			_, _ = w.Write([]byte("task-9"))
+		}))
+		rec := effects.ReconcileHTTP(nil, func(ctx context.Context, e effects.Effect) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, remote.URL+"/tasks/"+e.IdempotencyKey, nil)
+		}, func(resp *http.Response) (string, error) {
+			b, err := io.ReadAll(resp.Body)
+			return string(b), err
+		})
+		r, err := rec(context.Background(), effects.Effect{IdempotencyKey: "sbx-1"})
+		remote.Close()
+		got := "error"
+		switch {
+		case err != nil:
+		case r.Applied:
+			got = "applied " + r.Ref
+		default:
+			got = "not applied"
+		}
+		require.Equal(t, want, got, "%d: %v", code, err)
+	}
 }

@@ -26,12 +26,17 @@ type recordingAgent struct {
 	*httptest.Server
 	mu    sync.Mutex
 	first map[string]time.Time
-	down  atomic.Bool
-	slow  atomic.Bool
+	// reached is closed and replaced whenever an event first reaches it.
+	reachedOne chan struct{}
+	down       atomic.Bool
+	// hold, while open, keeps every call in flight (a model call running
+	// when serve dies); closing it lets them answer.
+	hold chan struct{}
 }
 
 func newRecordingAgent(t *testing.T) *recordingAgent {
-	a := &recordingAgent{first: map[string]time.Time{}}
+	a := &recordingAgent{first: map[string]time.Time{}, reachedOne: make(chan struct{}), hold: make(chan struct{})}
+	close(a.hold)
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.down.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -40,12 +45,19 @@ func newRecordingAgent(t *testing.T) *recordingAgent {
 		body, _ := io.ReadAll(r.Body)
 		var ev struct{ ID string }
 		_ = json.Unmarshal(body, &ev)
-		if a.slow.Load() && r.Method == http.MethodPost {
-			time.Sleep(300 * time.Millisecond) // a model call in flight when serve dies
+		a.mu.Lock()
+		hold := a.hold
+		a.mu.Unlock()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return // the caller died
 		}
 		a.mu.Lock()
 		if _, ok := a.first[ev.ID]; !ok && ev.ID != "" {
 			a.first[ev.ID] = time.Now()
+			close(a.reachedOne)
+			a.reachedOne = make(chan struct{})
 		}
 		a.mu.Unlock()
 		w.WriteHeader(http.StatusOK)
@@ -54,11 +66,22 @@ func newRecordingAgent(t *testing.T) *recordingAgent {
 	return a
 }
 
-func (a *recordingAgent) reached(id string) (time.Time, bool) {
+// holdCalls keeps the calls from now on in flight until release.
+func (a *recordingAgent) holdCalls() (release func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{})
+	a.hold = ch
+	return func() { close(ch) }
+}
+
+// reached returns when id first reached the agent, or a channel that is
+// closed when the next event first reaches it.
+func (a *recordingAgent) reached(id string) (time.Time, bool, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	at, ok := a.first[id]
-	return at, ok
+	return at, ok, a.reachedOne
 }
 
 // After a kill -9 of serve under load (default settings: lease, claim
@@ -67,7 +90,6 @@ func (a *recordingAgent) reached(id string) (time.Time, bool) {
 // DecideTimeout's two minutes. The test logs the longest wait.
 func TestServeKill9UnderLoadEveryEventReachesTheAgentSoon(t *testing.T) {
 	agent := newRecordingAgent(t)
-	agent.slow.Store(true)
 	db := filepath.Join(t.TempDir(), "seqbox.db")
 	s := startServe(t, nil, "--db", db, "--admin-token", serveToken, "--agent-url", agent.URL)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
@@ -93,29 +115,39 @@ func TestServeKill9UnderLoadEveryEventReachesTheAgentSoon(t *testing.T) {
 			}
 		})
 	}
-	// Kill it once some events reached the agent and more wait.
-	waitUntil(t, "the agent to be busy", func() bool {
+	// Kill it once 40 events reached the agent, while calls are in
+	// flight and more wait.
+	for n := 0; n < 40; {
 		agent.mu.Lock()
-		defer agent.mu.Unlock()
-		return len(agent.first) >= 5
-	})
+		n = len(agent.first)
+		next := agent.reachedOne
+		agent.mu.Unlock()
+		if n < 40 {
+			<-next
+		}
+	}
+	release := agent.holdCalls()
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGKILL))
 	wg.Wait()
 	<-s.done
-	agent.slow.Store(false)
+	release()
 	restart := time.Now()
 	startServe(t, nil, "--db", db, "--admin-token", serveToken, "--agent-url", agent.URL)
 	var longest time.Duration
-	deadline := restart.Add(30 * time.Second)
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
 	for _, id := range accepted {
 		for {
-			at, ok := agent.reached(id)
+			at, ok, next := agent.reached(id)
 			if ok {
 				longest = max(longest, at.Sub(restart))
 				break
 			}
-			require.True(t, time.Now().Before(deadline), "event %s did not reach the agent within 30 s of the restart", id)
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-next:
+			case <-deadline.C:
+				t.Fatalf("event %s did not reach the agent within 30 s of the restart", id)
+			}
 		}
 	}
 	t.Logf("%d accepted events; the longest wait after the restart was %s", len(accepted), longest.Round(time.Millisecond))
@@ -146,9 +178,10 @@ func TestServeAgentOutageOf15sDeadLettersNothing(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusAccepted, resp.StatusCode)
 	}
-	for time.Since(down) < 15*time.Second {
-		time.Sleep(100 * time.Millisecond)
-	}
+	// The outage lasts 15 s from its start: that is the scenario, not a
+	// wait for something to happen.
+	outage := time.NewTimer(15*time.Second - time.Since(down))
+	<-outage.C
 	agent.down.Store(false)
 	st, err := dbopen.StoreAccess(context.Background(), db, store.ReadOnly)
 	require.NoError(t, err)

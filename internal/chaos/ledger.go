@@ -162,37 +162,28 @@ func (f *faultyRemote) check(ctx context.Context, st store.Store, res *Result) {
 // remote through the ledger, reconciling uncertain calls by key.
 func withRemote(cfg *seqbox.Config, st store.Store, remote string) error {
 	client := &http.Client{}
-	ledger, err := effects.New(st, effects.Config{Timeout: time.Second, Reconcile: func(ctx context.Context, e effects.Effect) (effects.Reconciliation, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, remote+"/effects/"+e.IdempotencyKey, nil)
-		if err != nil {
-			return effects.Reconciliation{}, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return effects.Reconciliation{}, err
-		}
-		defer resp.Body.Close()
-		switch resp.StatusCode {
-		case http.StatusOK:
-			var body struct{ Ref string }
-			err := json.NewDecoder(resp.Body).Decode(&body)
-			return effects.Reconciliation{Applied: true, Ref: body.Ref}, err
-		case http.StatusNotFound:
-			return effects.Reconciliation{}, nil
-		}
-		return effects.Reconciliation{}, fmt.Errorf("reconcile: %s", resp.Status)
-	}})
+	ledger, err := effects.New(st, effects.Config{Timeout: time.Second, Reconcile: effects.ReconcileHTTP(client,
+		func(ctx context.Context, e effects.Effect) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, remote+"/effects/"+e.IdempotencyKey, nil)
+		}, refOf)})
 	if err != nil {
 		return err
 	}
 	call := func(ev seqbox.Event) effects.Call {
 		return effects.HTTP(client, func(ctx context.Context) (*http.Request, error) {
 			return http.NewRequestWithContext(ctx, http.MethodPost, remote+"/effects", strings.NewReader(ev.ID))
-		}, func(resp *http.Response) (string, error) { return "created", nil })
+		}, func(*http.Response) (string, error) { return "created", nil })
 	}
 	cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
 		ref, err := ledger.Do(ctx, remoteAction, call(ev))
 		return []byte(ref), err
 	}
 	return nil
+}
+
+// refOf reads the remote's answer to a lookup: {"ref": …}.
+func refOf(resp *http.Response) (string, error) {
+	var body struct{ Ref string }
+	err := json.NewDecoder(resp.Body).Decode(&body)
+	return body.Ref, err
 }

@@ -145,9 +145,10 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 	defer q.Close()
 	client := &http.Client{}
 	ledger, err := effects.New(st, effects.Config{Timeout: externalTimeout,
-		Reconcile: func(ctx context.Context, e effects.Effect) (effects.Reconciliation, error) {
-			return lookupTask(ctx, client, api, e.IdempotencyKey)
-		}})
+		Reconcile: effects.ReconcileHTTP(client, func(ctx context.Context, e effects.Effect) (*http.Request, error) {
+			// The CRM's task created under an idempotency key.
+			return http.NewRequestWithContext(ctx, http.MethodGet, api+"/tasks?key="+e.IdempotencyKey, nil)
+		}, taskID)})
 	if err != nil {
 		return err
 	}
@@ -193,26 +194,4 @@ func taskID(resp *http.Response) (string, error) {
 	var task struct{ ID string }
 	err := json.NewDecoder(resp.Body).Decode(&task)
 	return task.ID, err
-}
-
-// lookupTask asks the CRM for the task created under an idempotency key.
-func lookupTask(ctx context.Context, client *http.Client, api, key string) (effects.Reconciliation, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/tasks?key="+key, nil)
-	if err != nil {
-		return effects.Reconciliation{}, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return effects.Reconciliation{}, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-		id, err := taskID(resp)
-		return effects.Reconciliation{Applied: true, Ref: id}, err
-	case http.StatusNotFound:
-		return effects.Reconciliation{}, nil
-	default:
-		return effects.Reconciliation{}, fmt.Errorf("look up %s: %s", key, resp.Status)
-	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,6 +70,9 @@ func (c *Consumer) decideAndApply(ctx context.Context, us []undecided, unpin fun
 // final drops the results that are not outcomes: a message stopped to be
 // decided reaches its outcome in a later run.
 func final(ds []Result) []Result {
+	if !slices.ContainsFunc(ds, func(d Result) bool { return d.Outcome == outcomeDeciding }) {
+		return ds // the usual case, on every batch's path: no copy
+	}
 	out := ds[:0:0]
 	for _, d := range ds {
 		if d.Outcome != outcomeDeciding {
