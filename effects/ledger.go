@@ -145,6 +145,10 @@ type InFlightError struct {
 	Until time.Time
 }
 
+// Wait says the message waits for the call instead of failing: another
+// attempt of it counts no attempt (the consumer retries it after d).
+func (e *InFlightError) Wait() time.Duration { return max(time.Until(e.Until), 100*time.Millisecond) }
+
 func (e *InFlightError) Error() string {
 	return fmt.Sprintf("effects: call %s is in flight in a live caller (lease until %s)", e.IdempotencyKey, e.Until.Format(time.RFC3339Nano))
 }

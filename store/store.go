@@ -210,6 +210,9 @@ type Executor interface {
 	// that has not settled since (it is not in the inbox, or is there as
 	// held, blocked or pending); ErrNotFound when none.
 	RetryOnKey(ctx context.Context, p KeyRef) (RetryRow, error)
+	// TurnHeld reports whether the identity has a retry row (its key's
+	// turn, TurnTake, or a counted failure).
+	TurnHeld(ctx context.Context, p MessageRef) (bool, error)
 
 	// DeadLetterInsert stores the original envelope with the reason, and
 	// returns the row's sequence number.
@@ -261,8 +264,15 @@ type Executor interface {
 	TurnTake(ctx context.Context, p TurnTakeParams) error
 	// BusinessKeyInFlight returns another identity that took a turn for
 	// the same business key before this one (or holds one while this one
-	// has none) and has not settled; ErrNotFound when none.
+	// has none, or holds one with a call whose outcome is unknown) and has
+	// not settled; ErrNotFound when none.
 	BusinessKeyInFlight(ctx context.Context, p BusinessKeyRef) (Identity, error)
+	// BusinessKeyTouched returns another identity of the same business key
+	// that settled without applying (dead-lettered, skipped, stale,
+	// expired) although a call it made through the effects ledger took
+	// effect or may have (its row succeeded, pending or uncertain);
+	// ErrNotFound when none. Asking for the effect again could do it twice.
+	BusinessKeyTouched(ctx context.Context, p BusinessKeyRef) (Identity, error)
 	// DecisionUnclaim drops Owner's claim on an identity.
 	DecisionUnclaim(ctx context.Context, p DecisionUnclaimParams) error
 

@@ -13,6 +13,13 @@ import (
 	"github.com/seqbox/seqbox/store/state"
 )
 
+// waiter is an error that asks for a wait rather than a failure
+// (effects.InFlightError).
+type waiter interface {
+	error
+	Wait() time.Duration
+}
+
 // apply runs steps 3, 5 and 6 of DESIGN §3 for an event that passed the
 // gate: claim the business key, run the handler under its own savepoint,
 // advance the key version by compare-and-set and mark the identity applied.
@@ -41,6 +48,12 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	if inFlight := (*decisionInFlight)(nil); errors.As(herr, &inFlight) {
 		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), inFlight.retryAfter())
 	}
+	if w := waiter(nil); errors.As(herr, &w) {
+		// A call of it is running in a live caller (effects.InFlightError):
+		// waiting for it is no failure (internal/model found attempts
+		// spent on it dead-lettering a message under a live call).
+		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), min(w.Wait(), p.cfg.Retry.MaxBackoff))
+	}
 	if herr == nil {
 		reason, err := p.businessKeyBusy(ctx, tx, ev)
 		if err != nil {
@@ -48,6 +61,9 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		}
 		if reason != "" {
 			return p.wait(ctx, dl.with(d, ev, ks), reason, p.waitForOthers())
+		}
+		if herr, err = p.businessKeyTouched(ctx, tx, ev); err != nil {
+			return reached{}, err
 		}
 	}
 	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {

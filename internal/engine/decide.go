@@ -14,6 +14,7 @@ import (
 	"github.com/seqbox/seqbox/internal/heartbeat"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/state"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -120,7 +121,8 @@ func (d *decider) decideOnce(ctx context.Context, ev Event) error {
 	if err := d.c.hooks.At(fault.AfterDecisionClaim); err != nil {
 		return err
 	}
-	stop := d.heartbeat(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
+	var lost atomic.Bool
+	stop := d.heartbeat(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner}, &lost)
 	defer func() {
 		stop()
 		_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
@@ -129,6 +131,32 @@ func (d *decider) decideOnce(ctx context.Context, ev Event) error {
 	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	// Settled elsewhere (dead-lettered and skipped, say) while this copy
+	// waited: asking now would reach the agent out of its key's order
+	// (internal/model found it). Its run again ends a duplicate.
+	if settled, err := settledElsewhere(ctx, op, ref); settled || err != nil {
+		return err
+	}
+	// Its business key, looked at again now that it is about to ask: a
+	// redriven identity of the same key may have taken it since this copy
+	// passed the pipeline (internal/model found it). Its run again says
+	// what to do: wait, semantic_duplicate, or dead letter.
+	if busy, err := businessKeyTaken(ctx, op, cfg.Name, ev); busy || err != nil {
+		if err != nil {
+			return err
+		}
+		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	}
+	// Still its claim? A decider stalled past three heartbeats since it
+	// claimed has been taken over; the new owner asks, not this one
+	// (internal/model found the late ask reaching the agent out of order).
+	if ok, err := op.DecisionClaimExtend(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
+		Owner: owner, Until: cfg.Now().Add(ttl)}); err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	}
 	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
 	defer cancel()
 	out, err := callDecide(dctx, cfg.Decide, ev)
@@ -136,10 +164,49 @@ func (d *decider) decideOnce(ctx context.Context, ev Event) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if lost.Load() {
+			// Its claim was taken over while it ran: the new owner decides,
+			// and this failure spends no attempt of the message.
+			return &decisionInFlight{wait: d.c.p.waitForOthers()}
+		}
 		return fmt.Errorf("decide: %w", err)
 	}
 	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Decision: out, At: cfg.Now()})
 	return err
+}
+
+// settledElsewhere: the identity has a final outcome in the inbox and no
+// turn (a redrive takes one before it decides).
+func settledElsewhere(ctx context.Context, op store.Executor, ref store.MessageRef) (bool, error) {
+	seen, err := op.InboxSeen(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch seen.Outcome {
+	case state.Held, state.Blocked, "pending": // parked, or left pending by a crash
+		return false, nil
+	}
+	turn, err := op.TurnHeld(ctx, ref)
+	return !turn, err
+}
+
+// businessKeyTaken: another identity applied ev's business key, is
+// deciding it ahead of ev, or settled after a call for it took effect or
+// may have.
+func businessKeyTaken(ctx context.Context, op store.Executor, consumer string, ev Event) (bool, error) {
+	if ev.BusinessKey == "" {
+		return false, nil
+	}
+	ref := store.BusinessKeyRef{Consumer: consumer, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID}
+	for _, find := range []func(context.Context, store.BusinessKeyRef) (store.Identity, error){op.BusinessKeyInFlight, op.BusinessKeyTouched} {
+		if _, err := find(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+			return err == nil, err
+		}
+	}
+	return false, nil
 }
 
 // callDecide calls the user's Decider, turning a panic into a permanent
@@ -153,12 +220,14 @@ func callDecide(ctx context.Context, decide seqboxtype.Decider, ev Event) (out [
 	return decide(ctx, ev)
 }
 
-// heartbeat renews a claim every ClaimHeartbeat until stop is called.
-func (d *decider) heartbeat(ctx context.Context, p store.DecisionClaimParams) (stop func()) {
+// heartbeat renews a claim every ClaimHeartbeat until stop is called;
+// lost is set once the claim turns out taken over.
+func (d *decider) heartbeat(ctx context.Context, p store.DecisionClaimParams, lost *atomic.Bool) (stop func()) {
 	cfg := d.c.cfg
 	return heartbeat.Start(ctx, cfg.ClaimHeartbeat, func(ctx context.Context) {
 		p.Until = cfg.Now().Add(claimTTL(cfg))
 		if ok, err := cfg.Store.Executor().DecisionClaimExtend(ctx, p); err == nil && !ok {
+			lost.Store(true)
 			cfg.Logger.Warn("seqbox: a decision's claim was taken over while it ran (its heartbeat was late)",
 				"consumer", cfg.Name, "source", p.Source, "id", p.ID)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/state"
 )
@@ -103,6 +104,25 @@ func (p *pipeline) businessKeyBusy(ctx context.Context, tx *batchTx, ev Event) (
 		return "", err
 	}
 	return fmt.Sprintf("business key %q is being decided under %s/%s; waiting for it", ev.BusinessKey, other.Source, other.ID), nil
+}
+
+// businessKeyTouched fails ev for good when another identity of its
+// business key settled without applying although its call took effect or
+// may have (a dead letter with an uncertain call): asking for the effect
+// again could do it twice, and only an operator can tell.
+func (p *pipeline) businessKeyTouched(ctx context.Context, tx *batchTx, ev Event) (error, error) {
+	if p.cfg.Decide == nil || ev.BusinessKey == "" {
+		return nil, nil
+	}
+	other, err := tx.BusinessKeyTouched(ctx, store.BusinessKeyRef{Consumer: p.cfg.Name, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return seqboxtype.Permanent(fmt.Errorf("business key %q: %s/%s, which settled without applying, made a call for it that took effect or may have "+
+		"(seqbox effects list); resolve that, then redrive this", ev.BusinessKey, other.Source, other.ID)), nil
 }
 
 // waitForOthers is how long a message waits for another process's

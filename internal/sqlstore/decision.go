@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -117,19 +118,51 @@ func (o *Executor) TurnTake(ctx context.Context, p store.TurnTakeParams) error {
 	return err
 }
 
-// BusinessKeyInFlight finds another unsettled identity holding an earlier
-// turn for the business key.
+// BusinessKeyInFlight finds another unsettled identity holding a turn for
+// the business key that goes before this one.
 func (o *Executor) BusinessKeyInFlight(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
 	var id store.Identity
-	// Only an earlier turn counts: of two identities waiting on each
-	// other, the one that took its turn first goes ahead.
+	// Of two identities waiting on each other, one goes first. Who goes first (internal/model found both rules): one that made a
+	// call that took effect or may have (a redriven one) goes before one
+	// that made none; otherwise the earlier turn goes first.
+	const touched = `EXISTS (SELECT 1 FROM seqbox_effects e WHERE e.consumer = $1 AND e.source = %s AND e.id = %s
+			AND e.state IN ('pending', 'uncertain', 'succeeded'))`
+	theirs, mine := fmt.Sprintf(touched, "r.source", "r.id"), fmt.Sprintf(touched, "$3", "$4")
+	first := `NOT EXISTS (SELECT 1 FROM seqbox_retries m WHERE m.consumer = $1 AND m.source = $3 AND m.id = $4
+			AND m.businesskey = $2 AND (m.first_at, m.source, m.id) < (r.first_at, r.source, r.id))`
 	err := o.queryRow(ctx, `SELECT r.source, r.id FROM seqbox_retries r
 		WHERE r.consumer = $1 AND r.businesskey = $2 AND NOT (r.source = $3 AND r.id = $4) AND `+unsettled+`
-		AND NOT EXISTS (SELECT 1 FROM seqbox_retries m WHERE m.consumer = $1 AND m.source = $3 AND m.id = $4
-			AND m.businesskey = $2 AND (m.first_at, m.source, m.id) < (r.first_at, r.source, r.id))
+		AND ((NOT `+mine+` AND (`+theirs+` OR `+first+`)) OR (`+mine+` AND `+theirs+` AND `+first+`))
 		ORDER BY r.first_at LIMIT 1`, p.Consumer, p.BusinessKey, p.Source, p.ID).Scan(&id.Source, &id.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return id, store.ErrNotFound
 	}
 	return id, err
+}
+
+// BusinessKeyTouched finds another identity of the business key that
+// settled without applying while a call of it took effect or may have.
+func (o *Executor) BusinessKeyTouched(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
+	var id store.Identity
+	err := o.queryRow(ctx, `SELECT i.source, i.id FROM seqbox_inbox i
+		WHERE i.consumer = $1 AND i.businesskey = $2 AND NOT (i.source = $3 AND i.id = $4)
+		AND i.businesskey <> '' AND i.outcome IN ('dead_lettered', 'stale', 'expired')
+		AND EXISTS (SELECT 1 FROM seqbox_effects e WHERE e.consumer = i.consumer AND e.source = i.source AND e.id = i.id
+			AND e.state IN ('pending', 'uncertain', 'succeeded'))
+		LIMIT 1`, p.Consumer, p.BusinessKey, p.Source, p.ID).Scan(&id.Source, &id.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return id, store.ErrNotFound
+	}
+	return id, err
+}
+
+// TurnHeld reports whether the identity has a retry row.
+func (o *Executor) TurnHeld(ctx context.Context, p store.MessageRef) (bool, error) {
+	var one int
+	err := o.queryRow(ctx, `SELECT 1 FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
+		p.Consumer, p.Source, p.ID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
