@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,6 +20,10 @@ func main() {
 	defer stop()
 	root := rootCmd()
 	if err := root.ExecuteContext(ctx); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			os.Exit(int(code)) // the output already said why
+		}
 		fmt.Fprintln(os.Stderr, "seqbox: "+oneLine(err.Error()))
 		os.Exit(2)
 	}
@@ -43,6 +48,6 @@ func rootCmd() *cobra.Command {
 		path := strings.TrimPrefix(c.CommandPath(), "seqbox ")
 		return fmt.Errorf("%s: %w (see seqbox %s --help)", path, err, path)
 	})
-	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd(), benchCmd(), serveCmd(), effectsCmd(), purgeCmd())
+	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd(), benchCmd(), serveCmd(), effectsCmd(), purgeCmd(), modelCmd())
 	return root
 }

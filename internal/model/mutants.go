@@ -1,0 +1,96 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Mutant is a known way to break the protocol. The checker must find a
+// counterexample for each; they live in this package only, never in the
+// library.
+type Mutant string
+
+// The mutants. The first six are the classic ways to break an inbox; the
+// rest are the bugs the agent path shipped with (docs/design.md, "The
+// agent path") and the timing rules that fixed them.
+const (
+	AckBeforeCommit           Mutant = "ack-before-commit"
+	NoInboxInsert             Mutant = "no-inbox-insert"
+	GateSkipped               Mutant = "gate-skipped"
+	TurnEndsOnNack            Mutant = "turn-ends-on-nack"
+	DecideBeforeSemanticCheck Mutant = "decide-before-semantic-check"
+	LedgerNoPending           Mutant = "ledger-no-pending"
+	DecideBeforeGate          Mutant = "decide-before-gate"
+	TurnNotDurable            Mutant = "turn-not-durable"
+	ClaimOutlivesProcess      Mutant = "claim-outlives-process"
+	PendingWithoutLease       Mutant = "pending-without-lease"
+	BusinessKeyNotReserved    Mutant = "business-key-not-reserved"
+	UncertainUnderLiveCall    Mutant = "uncertain-under-live-call"
+	RedirectFollowed          Mutant = "redirect-followed"
+	ReconcileTooEarly         Mutant = "reconcile-too-early"
+	HoldWithoutDeadline       Mutant = "hold-without-deadline"
+	PoisonBlocksAllKeys       Mutant = "poison-blocks-all-keys"
+)
+
+// mutants says what each one does.
+var mutants = map[Mutant]string{
+	AckBeforeCommit:           "the copy is acknowledged before the transaction commits",
+	NoInboxInsert:             "the inbox row is not written, so a redelivery is not recognised",
+	GateSkipped:               "the ordering gate is not consulted",
+	TurnEndsOnNack:            "a transient failure (nack) ends the key's turn",
+	DecideBeforeSemanticCheck: "Decide runs before the business-key check",
+	LedgerNoPending:           "the ledger writes no pending row before the remote call",
+	DecideBeforeGate:          "Decide runs before the ordering gate; agent path: order at the agent",
+	TurnNotDurable:            "taking the turn writes nothing durable, so a crash loses it; agent path: lost after a crash",
+	ClaimOutlivesProcess:      "a dead decider's claim is never taken over by heartbeat; agent path: two-minute claims",
+	PendingWithoutLease:       "a dead caller's pending ledger row stays pending; agent path: lost after a crash",
+	BusinessKeyNotReserved:    "a business key being decided under another identity is not waited for; agent path: business key twice",
+	UncertainUnderLiveCall:    "a pending row is judged by its age, not its caller's lease: a live call is taken as abandoned, reconciled and made again",
+	RedirectFollowed:          "a 3xx answer counts as success; agent path: redirects followed",
+	ReconcileTooEarly:         "a reconcile's 'not applied' is trusted while a request may still be in flight",
+	HoldWithoutDeadline:       "a hold never times out",
+	PoisonBlocksAllKeys:       "a dead letter blocks every key, not only its own",
+}
+
+// Mutants lists every mutant's name, sorted.
+func Mutants() []Mutant {
+	out := make([]Mutant, 0, len(mutants))
+	for m := range mutants {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Describe says what the mutant breaks.
+func (m Mutant) Describe() string { return mutants[m] }
+
+// ParseMutant returns the mutant by name ("" is the protocol itself).
+func ParseMutant(name string) (Mutant, error) {
+	if name == "" {
+		return "", nil
+	}
+	if _, ok := mutants[Mutant(name)]; !ok {
+		return "", fmt.Errorf("model: no mutant %q (seqbox model mutants lists them)", name)
+	}
+	return Mutant(name), nil
+}
+
+// Needs widens b to what the mutant needs to show itself: a business-key
+// duplicate, a second key, a lost heartbeat, a refusal, a gap. The rest
+// of b stays.
+func (m Mutant) Needs(b Bounds) Bounds {
+	switch m {
+	case DecideBeforeSemanticCheck, BusinessKeyNotReserved:
+		b.BusinessKey = true
+	case UncertainUnderLiveCall:
+		b.Resend, b.Expiries = true, max(b.Expiries, 1)
+	case RedirectFollowed:
+		b.Failures = max(b.Failures, 1)
+	case HoldWithoutDeadline:
+		b.Gap = true
+	case PoisonBlocksAllKeys:
+		b.Keys, b.Versions, b.BusinessKey = max(b.Keys, 2), 1, false
+	}
+	return b
+}

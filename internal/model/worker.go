@@ -1,0 +1,275 @@
+package model
+
+// workerSteps are worker w's next steps: receive a copy or a message let
+// out of the parked table, then the delivery's steps one at a time, or a
+// crash at any of them.
+func (m *Model) workerSteps(s *State, w int, emit func(step, *State)) {
+	wk := s.Worker[w]
+	st := step{w: int8(w)}
+	if wk.Phase == idle {
+		for c := range m.copies {
+			if s.Copy[c] == queued {
+				st.kind, st.x = stReceive, int8(c)
+				try(s, st, emit, func(t *State) {
+					t.Copy[c] = leasedTo(w)
+					t.Worker[w] = worker{Phase: run, Copy: int8(c), Msg: int8(m.copies[c].msg)}
+					if m.mut(AckBeforeCommit) {
+						t.Worker[w].Phase = ackEarly
+					}
+				})
+			}
+		}
+		for i := range m.ids {
+			if s.ID[i].Status == ready && !s.busyOn(m, i) {
+				st.kind, st.x = stPickup, int8(i)
+				try(s, st, emit, func(t *State) {
+					t.Worker[w] = worker{Phase: run, Copy: -1, Msg: t.ID[i].Hash}
+				})
+			}
+		}
+		return
+	}
+	i := m.msgs[wk.Msg].id
+	st.x = int8(i)
+	if s.Crashes > 0 {
+		st.kind = stCrash
+		try(s, st, emit, func(t *State) { m.crash(t, w) })
+	}
+	switch wk.Phase {
+	case ackEarly:
+		st.kind = stAckEarly
+		try(s, st, emit, func(t *State) { m.ack(t, w); t.Worker[w].Phase = run })
+	case run:
+		st.kind = stRun
+		try(s, st, emit, func(t *State) { m.pipeline(t, w) })
+	case claim:
+		st.kind = stClaim
+		try(s, st, emit, func(t *State) { m.claim(t, w, i) })
+	case ledger:
+		st.kind = stLedger
+		try(s, st, emit, func(t *State) { m.ledger(t, w, i) })
+	case await:
+		st.kind = stTimeout
+		try(s, st, emit, func(t *State) {
+			if t.ID[i].Ledger == pending && int(t.ID[i].Owner) == w {
+				t.ID[i].Ledger = uncertainFresh
+				t.ID[i].credit() // the call is recorded as lost
+			}
+			m.failAttempt(t, w, i)
+		})
+	case record:
+		st.kind = stRecord
+		try(s, st, emit, func(t *State) { m.record(t, w, i) })
+	case finish:
+		st.kind = stFinish
+		try(s, st, emit, func(t *State) { m.ack(t, w); t.Worker[w] = worker{} })
+	}
+}
+
+// claim takes the identity's decision claim, or waits for its owner.
+func (m *Model) claim(s *State, w, i int) {
+	id := &s.ID[i]
+	switch {
+	case id.Decided, id.Status.final() && !id.Turn: // decided, or settled elsewhere
+		s.Worker[w].Phase = run
+	case id.Claim != unclaimed:
+		m.nack(s, w, false) // in flight elsewhere: come back later
+	case m.bkTaken(s, i):
+		m.nack(s, w, false) // its business key, looked at again: the run again says
+	default:
+		id.Claim = claimLive + claimState(w)
+		s.Worker[w].Phase = ledger
+	}
+}
+
+// bkTaken is the decider's second look at the business key, just before
+// it asks: applied elsewhere, being decided ahead of it, or touched by a
+// call of an identity that settled.
+func (m *Model) bkTaken(s *State, i int) bool {
+	b := m.msgs[i].bk
+	if b < 0 || m.mut(BusinessKeyNotReserved) || m.mut(DecideBeforeSemanticCheck) {
+		return false
+	}
+	return s.bkApplied(m, b, i) || s.bkInFlight(m, b, i) || s.bkUncertain(m, b, i)
+}
+
+// ledger reads the ledger row before the call (effects.Ledger.Do): a
+// succeeded call is not made again, a live one is waited for, an
+// uncertain one is reconciled first.
+func (m *Model) ledger(s *State, w, i int) {
+	id := &s.ID[i]
+	if id.Claim != claimLive+claimState(w) {
+		m.nack(s, w, false) // its claim was taken over before it asked: the new owner decides
+		return
+	}
+	l := id.Ledger
+	if m.mut(PendingWithoutLease) && l == pendingDead {
+		l = pending
+	}
+	if m.mut(UncertainUnderLiveCall) && l == pending {
+		l = uncertainOld // no lease: judged by its age alone, as abandoned
+	}
+	switch l {
+	case succeeded:
+		id.Decided = true
+		m.unclaim(s, w, i)
+		s.Worker[w].Phase = run
+	case pending:
+		m.unclaim(s, w, i)
+		m.nack(s, w, false) // InFlightError: a wait, not a failure
+	case pendingDead, uncertainFresh, uncertainOld:
+		switch {
+		case id.Remote > 0: // reconciled: it applied
+			id.Ledger, id.Decided = succeeded, true
+			m.unclaim(s, w, i)
+			s.Worker[w].Phase = run
+		case l == uncertainOld || m.mut(ReconcileTooEarly): // reconciled: it did not
+			id.Ledger, id.Owner = pending, int8(w)
+			m.ask(s, w, i)
+		default: // a request may still be in flight: still uncertain
+			if id.Ledger == pendingDead {
+				id.Ledger = uncertainFresh
+				id.credit()
+			}
+			m.failAttempt(s, w, i)
+		}
+	default: // no row, or it definitely failed
+		if !m.mut(LedgerNoPending) {
+			id.Ledger, id.Owner = pending, int8(w)
+		}
+		m.ask(s, w, i)
+	}
+}
+
+// ask sends the request right after the pending row commits (a crash
+// between the two is a crash after a request lost on the way).
+func (m *Model) ask(s *State, w, i int) {
+	m.checkAsk(s, i)
+	id := &s.ID[i]
+	id.Asks = min(id.Asks+1, 2)
+	id.Credit = max(id.Credit, 1) - 1
+	id.InFlight++
+	s.Worker[w].Phase = await
+}
+
+// record writes the remote side's answer to the ledger.
+func (m *Model) record(s *State, w, i int) {
+	id := &s.ID[i]
+	a := s.Worker[w].Answer
+	if a == answerRedirect && m.mut(RedirectFollowed) {
+		a = answerOK
+	}
+	switch a {
+	case answerOK:
+		// The ledger row and then the decision: a crash between the two
+		// leaves a succeeded row, which the next attempt takes as the
+		// decision (the ledger step's first case), so they are one step.
+		id.Ledger, id.Decided = succeeded, true
+		m.unclaim(s, w, i)
+		s.Worker[w].Phase = run
+	case answerPermanent:
+		id.Ledger = failed
+		id.credit() // answered: it did not happen
+		if id.Claim != claimLive+claimState(w) {
+			m.nack(s, w, false) // its claim was taken over: the new owner decides
+			return
+		}
+		m.unclaim(s, w, i)
+		m.deadLetter(s, w)
+	default:
+		id.Ledger = failed
+		id.credit()
+		m.failAttempt(s, w, i)
+	}
+}
+
+// failAttempt ends a failed attempt: counted while the worker holds the
+// decision's claim; a decider whose claim was taken over (its heartbeat
+// was late) waits instead, for the new owner decides now.
+func (m *Model) failAttempt(s *State, w, i int) {
+	held := s.ID[i].Claim == claimLive+claimState(w)
+	m.unclaim(s, w, i)
+	m.nack(s, w, held)
+}
+
+// nack ends the attempt: counted, it may exhaust the attempts and dead-
+// letter the message; otherwise the copy goes back to the broker (a
+// message let out of the parked table waits, ready, again). The turn
+// stays.
+func (m *Model) nack(s *State, w int, counted bool) {
+	wk := &s.Worker[w]
+	i := m.msgs[wk.Msg].id
+	id := &s.ID[i]
+	if counted && id.Status.final() {
+		wk.Phase = finish // settled meanwhile: the failure is a duplicate's
+		return
+	}
+	if counted {
+		id.Attempts++
+		if int(id.Attempts) >= m.b.MaxAttempts {
+			m.deadLetter(s, w)
+			return
+		}
+	}
+	if m.mut(TurnEndsOnNack) {
+		id.Turn = false
+	}
+	if wk.Copy >= 0 && s.Copy[wk.Copy] == leasedTo(w) {
+		s.Copy[wk.Copy] = queued
+	}
+	*wk = worker{}
+}
+
+// deadLetter moves the message to the DLQ and blocks its key.
+func (m *Model) deadLetter(s *State, w int) {
+	wk := &s.Worker[w]
+	msg := m.msgs[wk.Msg]
+	id := &s.ID[msg.id]
+	wk.Phase = finish
+	if id.Status.final() {
+		return // settled meanwhile: the failure is a duplicate's
+	}
+	id.Status, id.Hash, id.Turn = dead, wk.Msg, false
+	for k := range m.keys {
+		if (k == msg.key || m.mut(PoisonBlocksAllKeys)) && s.Key[k].Blocked == 0 {
+			s.Key[k].Blocked = blockedBy(msg.id)
+		}
+	}
+}
+
+// ack acknowledges the worker's copy, if it still holds its lease.
+func (m *Model) ack(s *State, w int) {
+	c := s.Worker[w].Copy
+	if c < 0 || s.Copy[c] != leasedTo(w) {
+		return
+	}
+	m.checkAck(s, int(s.Worker[w].Msg))
+	s.Copy[c] = acked
+}
+
+// unclaim drops worker w's claim on identity i.
+func (m *Model) unclaim(s *State, w, i int) {
+	if s.ID[i].Claim == claimLive+claimState(w) {
+		s.ID[i].Claim = unclaimed
+	}
+}
+
+// crash kills worker w: its memory goes, its leases orphan, its claim
+// and its ledger row lose their heartbeat. The database stays.
+func (m *Model) crash(s *State, w int) {
+	s.Crashes--
+	for c := range m.copies {
+		if s.Copy[c] == leasedTo(w) {
+			s.Copy[c] = orphan
+		}
+	}
+	for i := range m.ids {
+		if s.ID[i].Claim == claimLive+claimState(w) {
+			s.ID[i].Claim = claimDead
+		}
+		if s.ID[i].Ledger == pending && int(s.ID[i].Owner) == w {
+			s.ID[i].Ledger = pendingDead
+		}
+	}
+	s.Worker[w] = worker{}
+}
