@@ -31,9 +31,10 @@ type faultyAgent struct {
 	// payloads the payload hashes each id was sent with.
 	byKey    map[string]map[string]bool
 	payloads map[string]map[string]bool
-	// applied: idempotency key → the effect it made; effects in order.
+	// applied: idempotency key → whether it made its effect; effects is
+	// the receipt log, every effect in the order the agent applied it.
 	applied map[string]bool
-	effects []agentEffect
+	effects []Apply
 	// bkIDs: the event ids each business key reached the agent with.
 	bkIDs map[string]map[string]bool
 	calls int
@@ -44,20 +45,24 @@ type faultyAgent struct {
 	down atomic.Int64
 }
 
-// agentEffect is one effect the agent applied.
-type agentEffect struct {
-	ID, Key, BusinessKey string
-	Version              int64
-	HasVersion           bool
-}
-
-// agentEvent is what the agent reads of an event.
+// agentEvent is what the agent (and the agent-ledger scenario's remote)
+// reads of an event.
 type agentEvent struct {
+	Source        string          `json:"source"`
 	ID            string          `json:"id"`
 	PartitionKey  string          `json:"partitionkey"`
 	ObjectVersion *int64          `json:"objectversion"`
 	BusinessKey   string          `json:"businesskey"`
-	Data          json.RawMessage `json:"data"`
+	Data          json.RawMessage `json:"data,omitempty"`
+}
+
+// apply is the entry of a history that applying ev makes.
+func (ev agentEvent) apply() Apply {
+	a := Apply{Source: ev.Source, ID: ev.ID, Key: ev.PartitionKey, BusinessKey: ev.BusinessKey}
+	if ev.ObjectVersion != nil {
+		a.Version, a.Versioned = *ev.ObjectVersion, true
+	}
+	return a
 }
 
 func startFaultyAgent(seed uint64) (*faultyAgent, error) {
@@ -166,11 +171,7 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	if !a.applied[key] {
 		a.applied[key] = true
-		e := agentEffect{ID: ev.ID, Key: ev.PartitionKey, BusinessKey: ev.BusinessKey}
-		if ev.ObjectVersion != nil {
-			e.Version, e.HasVersion = *ev.ObjectVersion, true
-		}
-		a.effects = append(a.effects, e)
+		a.effects = append(a.effects, ev.apply())
 	}
 	a.mu.Unlock()
 	if f == callLostAnswer {
@@ -203,7 +204,7 @@ func (a *faultyAgent) check(res *Result) map[string]int {
 	byID := map[string]int{}
 	for _, e := range a.effects {
 		byID[e.ID]++
-		if e.Key == "" || !e.HasVersion {
+		if e.Key == "" || !e.Versioned {
 			continue
 		}
 		if v, seen := last[e.Key]; seen && e.Version <= v {
@@ -234,6 +235,14 @@ func (a *faultyAgent) check(res *Result) map[string]int {
 	res.ActualEffects = len(a.effects)
 	res.Deliveries = a.calls
 	return byID
+}
+
+// history is the agent's receipt log: every effect, in the order the
+// agent applied it.
+func (a *faultyAgent) history() []Apply {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Apply(nil), a.effects...)
 }
 
 func sortedKeys(m map[string]map[string]bool) []string {

@@ -222,6 +222,7 @@ func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 	}
 	if len(res.Failures) == 0 || res.ActualEffects == 0 {
 		verify(ctx, st, q, h.wl, &res)
+		run.checkHistories(ctx)
 		if name == chainScenario {
 			if err := verifyChain(ctx, st, &res); err != nil {
 				res.fail("verify chain: %v", err)

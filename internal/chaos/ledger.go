@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -42,6 +43,9 @@ type faultyRemote struct {
 	blind     []string
 	posts     int
 	reconcile int
+	// log is the remote's history: the first effect of each
+	// idempotency key, in the order the remote made them.
+	log []Apply
 }
 
 func startFaultyRemote(seed uint64) (*faultyRemote, error) {
@@ -73,7 +77,9 @@ func (f *faultyRemote) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"ref":"effect-%s"}`, key)
 		return
 	}
-	_, _ = io.Copy(io.Discard, r.Body)
+	body, _ := io.ReadAll(r.Body)
+	var ev agentEvent
+	_ = json.Unmarshal(body, &ev)
 	key := r.Header.Get("Idempotency-Key")
 	f.mu.Lock()
 	f.posts++
@@ -84,7 +90,9 @@ func (f *faultyRemote) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	apply := func() {
 		f.mu.Lock()
-		f.effects[key]++
+		if f.effects[key]++; f.effects[key] == 1 {
+			f.log = append(f.log, ev.apply())
+		}
 		f.mu.Unlock()
 	}
 	unsure := func() {
@@ -158,6 +166,13 @@ func (f *faultyRemote) check(ctx context.Context, st store.Store, res *Result) {
 	}
 }
 
+// history is the remote's history of effects (see faultyRemote.log).
+func (f *faultyRemote) history() []Apply {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Apply(nil), f.log...)
+}
+
 // withRemote gives cfg a Decide that creates the message's effect at the
 // remote through the ledger, reconciling uncertain calls by key.
 func withRemote(cfg *seqbox.Config, st store.Store, remote string) error {
@@ -170,8 +185,11 @@ func withRemote(cfg *seqbox.Config, st store.Store, remote string) error {
 		return err
 	}
 	call := func(ev seqbox.Event) effects.Call {
+		// The remote keeps its history of effects from what it is sent.
+		body, _ := json.Marshal(agentEvent{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+			ObjectVersion: ev.ObjectVersion, BusinessKey: ev.BusinessKey})
 		return effects.HTTP(client, func(ctx context.Context) (*http.Request, error) {
-			return http.NewRequestWithContext(ctx, http.MethodPost, remote+"/effects", strings.NewReader(ev.ID))
+			return http.NewRequestWithContext(ctx, http.MethodPost, remote+"/effects", bytes.NewReader(body))
 		}, func(*http.Response) (string, error) { return "created", nil })
 	}
 	cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {

@@ -30,7 +30,9 @@ const serveToken = "chaos-admin-token-0123456789abcdef"
 // RunServe runs the harness over the gateway: two competing `seqbox serve`
 // processes on one database, a faulty agent, producers that re-send,
 // collide and reuse business keys, and SIGKILLs of serve at random or at a
-// fault point of the agent path. The oracle reads the agent's side.
+// fault point of the agent path. One key in three carries no objectversion.
+// The oracle reads the agent's side, and the agent's receipt log is checked
+// as a history (CheckHistory).
 func RunServe(ctx context.Context, opt Options) ([]Result, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 15 * time.Minute
@@ -88,11 +90,17 @@ type serveWorkload struct {
 	// bkGroups: business key → the ids asking for its effect.
 	bkGroups  map[string][]string
 	originals []serveEvent
+	// order: each unversioned partition key → its identities
+	// ("source/id") in the order its producer posts them (a versioned
+	// key's order is its versions').
+	order map[string][]string
 }
 
+// generateServe builds the serve workload: messages events over keys
+// partition keys, key k's events posted in order by one producer.
 func generateServe(seed uint64, messages, keys int) serveWorkload {
 	r := rand.New(rand.NewPCG(seed, 3))
-	wl := serveWorkload{byKey: make([][]serveEvent, keys), bkGroups: map[string][]string{}}
+	wl := serveWorkload{byKey: make([][]serveEvent, keys), bkGroups: map[string][]string{}, order: map[string][]string{}}
 	body := func(id, key string, v int64, bk, data string) []byte {
 		m := map[string]any{"specversion": "1.0", "id": id, "source": "chaos", "type": "lead.updated",
 			"partitionkey": key, "data": json.RawMessage(data)}
@@ -110,6 +118,9 @@ func generateServe(seed uint64, messages, keys int) serveWorkload {
 		k := i % keys
 		key := fmt.Sprintf("lead-%02d", k)
 		v := int64(i/keys + 1)
+		if k%3 == 2 {
+			v = 0 // one key in three has no objectversion: ordered by arrival only
+		}
 		id := fmt.Sprintf("e%05d", i)
 		bk, data := "", fmt.Sprintf(`{"n":%d}`, i)
 		if r.IntN(100) < 30 {
@@ -122,6 +133,9 @@ func generateServe(seed uint64, messages, keys int) serveWorkload {
 		ev := serveEvent{id: id, key: key, bk: bk, body: body(id, key, v, bk, data), original: true}
 		wl.byKey[k] = append(wl.byKey[k], ev)
 		wl.originals = append(wl.originals, ev)
+		if v == 0 {
+			wl.order[key] = append(wl.order[key], "chaos/"+id)
+		}
 		switch n := r.IntN(100); {
 		case n < 6: // a producer's retry: the same event again
 			wl.byKey[k] = append(wl.byKey[k], serveEvent{id: id, key: key, body: ev.body})
@@ -132,6 +146,7 @@ func generateServe(seed uint64, messages, keys int) serveWorkload {
 			rid, rkey := fmt.Sprintf("reuse-%04d", reuses), fmt.Sprintf("reuse-%04d", reuses)
 			wl.byKey[k] = append(wl.byKey[k], serveEvent{id: rid, key: rkey, bk: bk, body: body(rid, rkey, 0, bk, `{"reuse":true}`)})
 			wl.bkGroups[bk] = append(wl.bkGroups[bk], rid)
+			wl.order[rkey] = append(wl.order[rkey], "chaos/"+rid)
 		}
 	}
 	return wl
@@ -447,7 +462,8 @@ func (s *serveRun) count(ctx context.Context, query string) (int, error) {
 
 // verify checks the oracle: the agent's side (order, one key per event,
 // no business-key or collision duplicate) and that every original event
-// ended applied, or a semantic duplicate of one that was.
+// ended applied, or a semantic duplicate of one that was; then the agent's
+// receipt log as a history (checkHistory).
 func (s *serveRun) verify(ctx context.Context, wl serveWorkload) {
 	byID := s.agent.check(s.res)
 	st, err := dbopen.StoreAccess(ctx, s.db, store.ReadOnly)
@@ -489,4 +505,5 @@ func (s *serveRun) verify(ctx context.Context, wl serveWorkload) {
 			s.res.fail("business key %s: %d effects at the agent for %v", bk, applied, ids)
 		}
 	}
+	s.checkHistory(ctx, st, wl)
 }

@@ -28,8 +28,11 @@ type Result struct {
 	Lost int
 	// OrderViolations counts keys whose effects are not 1, 2, ... final.
 	OrderViolations int
-	Failures        []string
-	Elapsed         time.Duration
+	// HistoryViolations counts the violations CheckHistory found in the
+	// scenario's histories of applies.
+	HistoryViolations int
+	Failures          []string
+	Elapsed           time.Duration
 }
 
 // Passed reports whether the scenario met every invariant.
@@ -44,15 +47,15 @@ func (r *Result) fail(format string, args ...any) {
 // WriteTable prints the results as the chaos table, the failures under it,
 // and the final summary line.
 func WriteTable(w io.Writer, rs []Result) (failed int) {
-	fmt.Fprintf(w, "%-32s %10s %6s %9s %9s %10s %5s %6s %8s %8s\n", "scenario", "deliveries", "kills",
-		"expected", "effects", "dup_effects", "lost", "order", "verdict", "time")
+	fmt.Fprintf(w, "%-32s %10s %6s %9s %9s %10s %5s %6s %7s %8s %8s\n", "scenario", "deliveries", "kills",
+		"expected", "effects", "dup_effects", "lost", "order", "history", "verdict", "time")
 	for _, r := range rs {
 		verdict := "PASS"
 		if !r.Passed() {
 			verdict, failed = "FAIL", failed+1
 		}
-		fmt.Fprintf(w, "%-32s %10d %6d %9d %9d %10d %5d %6d %8s %8s\n", r.Scenario, r.Deliveries, r.Kills,
-			r.ExpectedEffects, r.ActualEffects, r.DuplicateEffects, r.Lost, r.OrderViolations, verdict, r.Elapsed.Round(time.Millisecond))
+		fmt.Fprintf(w, "%-32s %10d %6d %9d %9d %10d %5d %6d %7d %8s %8s\n", r.Scenario, r.Deliveries, r.Kills,
+			r.ExpectedEffects, r.ActualEffects, r.DuplicateEffects, r.Lost, r.OrderViolations, r.HistoryViolations, verdict, r.Elapsed.Round(time.Millisecond))
 	}
 	for _, r := range rs {
 		for _, f := range r.Failures {

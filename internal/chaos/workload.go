@@ -2,7 +2,9 @@
 // generates a workload with every kind of trouble an at-least-once queue
 // brings, runs the consumer as separate OS processes that it kills with
 // SIGKILL at random moments and at named fault points, and then checks the
-// database against an oracle computed from the workload.
+// database against an oracle computed from the workload, and every key's
+// history of applies against the sequential specification of a key
+// (CheckHistory).
 package chaos
 
 import (
