@@ -104,6 +104,9 @@ var (
 	ErrBlockedByDeadLetter = engine.ErrBlockedByDeadLetter
 	// ErrNotBlocking: the dead letter was already resolved.
 	ErrNotBlocking = engine.ErrNotBlocking
+	// ErrBeingDecided: Skip of a dead letter whose redrive is deciding it
+	// right now; skip it once the redrive's result is in.
+	ErrBeingDecided = engine.ErrBeingDecided
 	// ErrPolicyConflict is matched by the error of a consumer that
 	// registers (Run, or its first delivery) while a live consumer of the
 	// same name, its heartbeat within LiveWithin, is registered with

@@ -226,6 +226,12 @@ type TurnTakeParams struct {
 	At          time.Time
 }
 
+// GapCoversParams are Executor.GapCovers's.
+type GapCoversParams struct {
+	Consumer, Key string
+	Version       int64
+}
+
 // BusinessKeyRef names a business key asked for by one identity: the
 // identity itself is left out of Executor.BusinessKeyInFlight's answer.
 type BusinessKeyRef struct {

@@ -213,6 +213,12 @@ type Executor interface {
 	// TurnHeld reports whether the identity has a retry row (its key's
 	// turn, TurnTake, or a counted failure).
 	TurnHeld(ctx context.Context, p MessageRef) (bool, error)
+	// GapCovers reports whether a recorded gap decision of the key passed
+	// over version Version.
+	GapCovers(ctx context.Context, p GapCoversParams) (bool, error)
+	// DecisionClaimLive reports whether someone is deciding the identity
+	// right now: a claim that has not run out at Now.
+	DecisionClaimLive(ctx context.Context, p DecisionClaimParams) (bool, error)
 
 	// DeadLetterInsert stores the original envelope with the reason, and
 	// returns the row's sequence number.

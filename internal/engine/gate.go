@@ -32,6 +32,13 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 		return &gateResult{Outcome: state.Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
 			tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkBlocked, reason, now, time.Time{}))
 	}
+	v, versioned := ev.Version()
+	if versioned && ks.Version != nil && v <= *ks.Version {
+		// Passed already: no turn of the key can make it apply, so it does
+		// not wait behind one (the state-machine test found latecomers
+		// parked behind a turn, stalling the key).
+		return p.passed(ctx, tx, ev, v, *ks.Version, now)
+	}
 	if in.parked == nil && ks.HasRetries {
 		r, retrying, err := tx.retryOnKey(ctx, name, key)
 		if err != nil {
@@ -48,7 +55,6 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 				tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 		}
 	}
-	v, versioned := ev.Version()
 	expected := p.expectedVersion(ks)
 	if p.isExpired(ev, now) {
 		g := &gateResult{Outcome: state.Expired, Reason: p.expiredReason(ev), NextAction: "none: past the business deadline"}
@@ -66,13 +72,9 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	switch {
 	case expected < 0 || v == expected:
 		return nil, nil
-	case ks.Version != nil && v < *ks.Version, ks.Version == nil && v < expected:
+	case ks.Version == nil && v < expected:
 		return &gateResult{Outcome: state.Stale, NextAction: "none: a newer version is already committed",
 			Reason: fmt.Sprintf("version %d is older than the committed %s", v, versionText(ks.Version, expected))}, nil
-	case ks.Version != nil && v == *ks.Version:
-		reason := fmt.Sprintf("version %d is already committed under another identity", v)
-		return &gateResult{Outcome: state.VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
-			tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkVersionConflict, reason, now, time.Time{}))
 	}
 	// A gap: expected < v.
 	if p.cfg.GapPolicy == seqboxtype.GapAdvance {
@@ -83,6 +85,27 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 	return &gateResult{Outcome: state.Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
 			now.Add(p.cfg.HoldTimeout).Format(time.RFC3339), expected)},
 		tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+}
+
+// passed is the gate's answer for a version at or below the committed
+// one: stale, or version_conflict when another identity committed that
+// very version (a gap decision passing over it is no such identity).
+func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev Event, v, committed int64, now time.Time) (*gateResult, error) {
+	if v < committed {
+		return &gateResult{Outcome: state.Stale, NextAction: "none: a newer version is already committed",
+			Reason: fmt.Sprintf("version %d is older than the committed version %d", v, committed)}, nil
+	}
+	skipped, err := tx.GapCovers(ctx, store.GapCoversParams{Consumer: p.cfg.Name, Key: ev.PartitionKey, Version: v})
+	if err != nil {
+		return nil, err
+	}
+	if skipped {
+		return &gateResult{Outcome: state.Stale, NextAction: "none: its version was skipped by a recorded gap decision",
+			Reason: fmt.Sprintf("version %d was passed over by a recorded gap decision (seqbox keys show %s)", v, ev.PartitionKey)}, nil
+	}
+	reason := fmt.Sprintf("version %d is already committed under another identity", v)
+	return &gateResult{Outcome: state.VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
+		tx.ParkedInsert(ctx, p.parkRow(ev, state.ParkVersionConflict, reason, now, time.Time{}))
 }
 
 func versionText(v *int64, expected int64) string {

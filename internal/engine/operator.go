@@ -21,6 +21,10 @@ var ErrBlockedByDeadLetter = errors.New("redrive or skip the dead letter instead
 // resolved.
 var ErrNotBlocking = errors.New("dead letter already resolved")
 
+// ErrBeingDecided is returned by Skip for a dead letter whose redrive is
+// deciding it right now: skip it once the redrive's result is in.
+var ErrBeingDecided = errors.New("its redrive is deciding it right now; skip it once the redrive's result is in")
+
 // Redrive is seqbox.Consumer.Redrive.
 func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
@@ -101,6 +105,16 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Resu
 	}
 	if dl.State != state.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
+	}
+	// A redrive deciding it right now would reach the agent while the
+	// skip lets its successors go (the state-machine test found two
+	// events of one key at the agent at once).
+	if live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
+		Source: dl.Source, ID: dl.ID, Now: c.cfg.Now()}); err != nil || live {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("dlq %d: %w", seq, ErrBeingDecided)
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
 		now := c.cfg.Now()
@@ -243,9 +257,8 @@ func (c *Consumer) Sweep(ctx context.Context) ([]Result, error) {
 // the key's lock that it still is: the key is not blocked, the held message
 // is still the lowest one parked and still past its deadline. A message
 // that is next in line (a released message whose backoff passed) is simply
-// released again; a gap behind a predecessor that is still retrying waits
-// for it, unless its last attempt is older than HoldTimeout (abandoned);
-// otherwise HoldExpiry decides.
+// released again; a hold behind a predecessor that holds the key's turn
+// waits for it; otherwise HoldExpiry decides.
 func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]Result, error) {
 	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
 	if err != nil || ks.Blocked {
@@ -265,7 +278,11 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 		}
 		return p.drain(ctx, tx, h.PartitionKey)
 	}
-	if r, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || (retrying && now.Sub(r.At) < p.cfg.HoldTimeout) {
+	if _, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || retrying {
+		// A predecessor holds the key's turn (it retries, or is being
+		// decided): the hold is not a gap, and its successors wait for it
+		// (the state-machine test found the sweep advancing over, or
+		// blocking, a message retrying with attempts left).
 		return nil, err
 	}
 	why := fmt.Sprintf("hold timed out after %s waiting before version %s", p.cfg.HoldTimeout, versionString(h.ObjectVersion))

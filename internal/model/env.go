@@ -125,20 +125,14 @@ func (s *State) calling(m *Model, i int) bool {
 }
 
 // holdDue: key k has a held message whose hold may run out (HoldExpiry
-// block): the key is free, and no predecessor holding the turn is alive
-// (one being worked on, or with a live claim, keeps its successors
-// waiting).
+// block): the key is free, and no predecessor holds the key's turn (one
+// that retries or is being decided keeps its successors waiting: the hold
+// is then no gap).
 func (m *Model) holdDue(s *State, k int) bool {
 	if s.Key[k].Blocked != 0 || s.nextParked(m, k) < 0 {
 		return false
 	}
-	for i := range m.ids {
-		id := &s.ID[i]
-		if m.msgs[i].key == k && id.Turn && !id.Status.final() && (s.busyOn(m, i) || id.Claim >= claimLive) {
-			return false
-		}
-	}
-	return true
+	return !s.turnHeld(m, k)
 }
 
 // operatorSteps: redrive or skip a dead letter, release a key whose hold
@@ -159,7 +153,8 @@ func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
 			m.takeTurn(t, i)
 		})
 		k := m.msgs[i].key
-		if k >= 0 && s.Key[k].Blocked == blockedBy(i) {
+		if k >= 0 && s.Key[k].Blocked == blockedBy(i) && s.ID[i].Claim < claimLive {
+			// (Skip refuses while a redrive decides it: ErrBeingDecided.)
 			try(s, step{kind: stSkip, x: int8(i)}, emit, func(t *State) {
 				t.Ops--
 				t.ID[i].Status = skipped

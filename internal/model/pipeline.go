@@ -1,7 +1,7 @@
 package model
 
-// pipeline is one delivery's transaction (DESIGN §3): inbox, business
-// key, ordering gate, then either the effect (when the decision is
+// pipeline is one delivery's transaction (DESIGN §3): inbox, ordering
+// gate, business key, then either the effect (when the decision is
 // recorded) or the key's turn, and the drain. It runs atomically: a crash
 // before it commits is a crash before it started. It leaves the worker at
 // its next phase.
@@ -19,7 +19,30 @@ func (m *Model) pipeline(s *State, w int) {
 		wk.Phase = finish // duplicate or collision
 		return
 	}
-	// 3. The business key: applied elsewhere, or being decided elsewhere.
+	// 3. The ordering gate (DESIGN §3 step 4).
+	if k := msg.key; k >= 0 && !m.mut(GateSkipped) && !(m.mut(DecideBeforeGate) && !id.Decided) {
+		key := &s.Key[k]
+		switch {
+		case key.Blocked != 0 && key.Blocked != blockedBy(i):
+			m.park(s, w, blocked)
+			return
+		case msg.ver > 0 && key.Ver > 0 && msg.ver <= int(key.Ver):
+			m.settle(s, w, stale) // passed already: it waits behind no turn
+			return
+		case s.turnElsewhere(m, k, i):
+			m.park(s, w, held)
+			return
+		case msg.ver > 0 && key.Ver > 0 && msg.ver > int(key.Ver)+1:
+			m.park(s, w, held) // a gap
+			return
+		}
+		if !id.Passed {
+			m.checkOneAtATime(s, k, i)
+			id.Passed = true
+		}
+	}
+	// 4. The business key (DESIGN §3 step 3): applied elsewhere, or being decided elsewhere
+	// (after the gate, as the library has it: a key's turn comes first).
 	if msg.bk >= 0 && !(m.mut(DecideBeforeSemanticCheck) && !id.Decided) {
 		if s.bkApplied(m, msg.bk, i) {
 			m.settle(s, w, semDup)
@@ -35,28 +58,6 @@ func (m *Model) pipeline(s *State, w int) {
 			// operator can tell; asking again could do it twice.
 			m.deadLetter(s, w)
 			return
-		}
-	}
-	// 4. The ordering gate.
-	if k := msg.key; k >= 0 && !m.mut(GateSkipped) && !(m.mut(DecideBeforeGate) && !id.Decided) {
-		key := &s.Key[k]
-		switch {
-		case key.Blocked != 0 && key.Blocked != blockedBy(i):
-			m.park(s, w, blocked)
-			return
-		case s.turnElsewhere(m, k, i):
-			m.park(s, w, held)
-			return
-		case msg.ver > 0 && key.Ver > 0 && msg.ver <= int(key.Ver):
-			m.settle(s, w, stale)
-			return
-		case msg.ver > 0 && key.Ver > 0 && msg.ver > int(key.Ver)+1:
-			m.park(s, w, held) // a gap
-			return
-		}
-		if !id.Passed {
-			m.checkOneAtATime(s, k, i)
-			id.Passed = true
 		}
 	}
 	// 5. The decision: recorded, or asked outside the transaction.
@@ -102,9 +103,15 @@ func (m *Model) settle(s *State, w int, st status) {
 	}
 	id.Status, id.Hash, id.Turn = st, wk.Msg, false
 	wk.Phase = finish
-	if msg.key >= 0 {
-		m.drain(s, msg.key)
+	if msg.key < 0 {
+		return
 	}
+	if key := &s.Key[msg.key]; st == semDup && msg.ver > int(key.Ver) {
+		// The object still moves to its version; only the effect is
+		// suppressed, so its successors are not held behind it.
+		key.Ver, key.LastApplied = int8(msg.ver), int8(msg.ver)
+	}
+	m.drain(s, msg.key)
 }
 
 // park writes the message to the parked table; the copy is then acked.

@@ -166,3 +166,25 @@ func (o *Executor) TurnHeld(ctx context.Context, p store.MessageRef) (bool, erro
 	}
 	return err == nil, err
 }
+
+// GapCovers reports whether a gap row of the key covers the version.
+func (o *Executor) GapCovers(ctx context.Context, p store.GapCoversParams) (bool, error) {
+	var one int
+	err := o.queryRow(ctx, `SELECT 1 FROM seqbox_gaps WHERE consumer = $1 AND partitionkey = $2
+		AND from_version <= $3 AND to_version >= $3 LIMIT 1`, p.Consumer, p.Key, p.Version).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// DecisionClaimLive reports a claim on the identity that has not run out.
+func (o *Executor) DecisionClaimLive(ctx context.Context, p store.DecisionClaimParams) (bool, error) {
+	var one int
+	err := o.queryRow(ctx, `SELECT 1 FROM seqbox_decision_claims WHERE consumer = $1 AND source = $2 AND id = $3
+		AND expires_at > $4`, p.Consumer, p.Source, p.ID, micros(p.Now)).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
