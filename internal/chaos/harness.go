@@ -220,13 +220,12 @@ func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 	if run.remote != nil {
 		run.remote.check(ctx, st, &res)
 	}
-	if len(res.Failures) == 0 || res.ActualEffects == 0 {
-		verify(ctx, st, q, h.wl, &res)
-		run.checkHistories(ctx)
-		if name == chainScenario {
-			if err := verifyChain(ctx, st, &res); err != nil {
-				res.fail("verify chain: %v", err)
-			}
+	// The oracle and the histories always run, a remote-side failure or not.
+	verify(ctx, st, q, h.wl, &res)
+	run.checkHistories(ctx)
+	if name == chainScenario {
+		if err := verifyChain(ctx, st, &res); err != nil {
+			res.fail("verify chain: %v", err)
 		}
 	}
 	if err := run.purge(ctx); err != nil {
