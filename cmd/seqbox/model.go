@@ -71,7 +71,9 @@ heartbeat, a refusal, a gap). Bound flags given explicitly override both.`,
 			progress := func(states, depth int) {
 				fmt.Fprintf(out, "model: ... %d states, depth %d\n", states, depth)
 			}
-			r := m.Check(model.Options{Liveness: !noLiveness, MaxStates: maxStates, Progress: progress})
+			ctx := cmd.Context()
+			stop := func() bool { return ctx.Err() != nil }
+			r := m.Check(model.Options{Liveness: !noLiveness, MaxStates: maxStates, Progress: progress, Stop: stop})
 			if r.Violation != "" {
 				fmt.Fprintf(out, "model: VIOLATION: %s\n", r.Violation)
 				for _, l := range r.Trace {
@@ -81,8 +83,11 @@ heartbeat, a refusal, a gap). Bound flags given explicitly override both.`,
 			var mem runtime.MemStats
 			runtime.ReadMemStats(&mem)
 			fmt.Fprintf(out, "model: %d transitions in %s (%d MiB)\n", r.Transitions, r.Elapsed.Round(time.Millisecond), mem.Sys>>20)
-			if !r.Complete {
-				fmt.Fprintf(out, "model: INCOMPLETE: stopped at --max-states %d\n", maxStates)
+			switch {
+			case !r.Complete && ctx.Err() != nil:
+				fmt.Fprintf(out, "model: INCOMPLETE: interrupted\n")
+			case !r.Complete:
+				fmt.Fprintf(out, "model: INCOMPLETE: stopped at --max-states %d (about 500 bytes a state)\n", maxStates)
 			}
 			fmt.Fprintf(out, "model: states=%d depth=%d violations=%d\n", r.States, r.Depth, r.Violations())
 			switch {
@@ -99,7 +104,7 @@ heartbeat, a refusal, a gap). Bound flags given explicitly override both.`,
 	f.BoolVar(&small, "small", false, "the smaller bounds CI runs")
 	f.BoolVar(&large, "large", false, "the larger bounds of the long run")
 	f.BoolVar(&noLiveness, "no-liveness", false, "skip the liveness check (every reachable state can still settle)")
-	f.IntVar(&maxStates, "max-states", 60_000_000, "stop, incomplete, past this many states (0: no limit)")
+	f.IntVar(&maxStates, "max-states", 30_000_000, "stop, incomplete, past this many states (about 500 bytes each; 0: no limit)")
 	f.IntVar(&b.Keys, "keys", b.Keys, "ordered keys (the first versioned, the second unversioned)")
 	f.IntVar(&b.Versions, "versions", b.Versions, "events of the first key")
 	f.IntVar(&b.Events, "events", b.Events, "events of every other key")

@@ -14,6 +14,9 @@ type Options struct {
 	Liveness bool
 	// Progress, when set, is called every 100,000 states.
 	Progress func(states, depth int)
+	// Stop, when set, is polled every 100,000 states; true stops the
+	// exploration as incomplete (an interrupt).
+	Stop func() bool
 }
 
 // Result is what an exploration found.
@@ -96,7 +99,7 @@ func (m *Model) Check(opt Options) Result {
 				v := violation{Code: vDeadlock, A: int8(m.unsettled(s)), B: -1}
 				return m.report(res, nodes, n, m.describe(v), start)
 			}
-			if opt.MaxStates > 0 && len(nodes) > opt.MaxStates {
+			if opt.MaxStates > 0 && len(nodes) > opt.MaxStates || (opt.Stop != nil && n%100000 == 0 && opt.Stop()) {
 				res.Complete = false
 				res.States = len(nodes)
 				res.Elapsed = time.Since(start)

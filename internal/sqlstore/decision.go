@@ -102,10 +102,15 @@ func (o *Executor) DecisionClaimExtend(ctx context.Context, p store.DecisionClai
 
 // unsettled is the condition on a retry row r that its identity has not
 // settled: not in the inbox yet, or parked there (held or blocked), or
-// left pending by a crash.
-const unsettled = `NOT EXISTS (SELECT 1 FROM seqbox_inbox i
+// left pending by a crash, or dead-lettered with its DLQ row still open
+// (the dead letter cleared its row: this one is a redrive's turn; the
+// state-machine test found a redrive under OnDeadLetter=release holding
+// no turn while it was decided).
+const unsettled = `(NOT EXISTS (SELECT 1 FROM seqbox_inbox i
 			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
-			AND i.outcome NOT IN ('held', 'blocked', 'pending'))`
+			AND i.outcome NOT IN ('held', 'blocked', 'pending'))
+		OR EXISTS (SELECT 1 FROM seqbox_dlq d
+			WHERE d.consumer = r.consumer AND d.source = r.source AND d.id = r.id AND d.state = 'open'))`
 
 // TurnTake writes a retry row with no attempt counted, unless the
 // identity has one; its business key is recorded either way.

@@ -1,0 +1,394 @@
+package seqbox_test
+
+// The invariants of TestRapidModel, checked over what the database, the
+// queue and the fake remote side show after every step. They are the
+// protocol model's (internal/model/invariants.go), stated over the real
+// system's observable state.
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/seqbox/seqbox/effects"
+)
+
+// snapshot is what the database and the queue hold for the run.
+type snapshot struct {
+	applied []appliedRow               // the handler's apply log, in commit order
+	inbox   map[string]inboxRow        // by id
+	dlq     map[string][]dlqRow        // by id
+	gaps    map[string][][2]int64      // by key: [from, to]
+	keys    map[string]keyRow          // by key
+	parked  map[string][]string        // by id: reasons
+	queued  map[string]int             // copies still in the queue, by id
+	ledger  map[string]effects.State   // by id
+	turns   map[string]bool            // ids holding a turn row
+	decided map[string]string          // recorded decisions, by id
+	audit   map[string]map[string]bool // by id: outcomes audited
+}
+
+type appliedRow struct {
+	seq      int64
+	id, key  string
+	version  sql.NullInt64
+	bk       string
+	decision string
+}
+
+type inboxRow struct {
+	outcome string
+	key     string
+	version sql.NullInt64
+}
+
+type dlqRow struct {
+	seq           int64
+	reason, state string
+}
+
+type keyRow struct {
+	version   sql.NullInt64
+	blocked   bool
+	blockedID string
+	reason    string
+}
+
+// read takes the snapshot. The caller made sure every goroutine of the
+// bubble is blocked, so it is consistent.
+func (w *world) read(ctx context.Context) (*snapshot, error) {
+	db := w.st.DB()
+	s := &snapshot{inbox: map[string]inboxRow{}, dlq: map[string][]dlqRow{}, gaps: map[string][][2]int64{},
+		keys: map[string]keyRow{}, parked: map[string][]string{}, queued: map[string]int{}, ledger: map[string]effects.State{},
+		turns: map[string]bool{}, decided: map[string]string{}, audit: map[string]map[string]bool{}}
+	q := func(db *sql.DB, query string, scan func(*sql.Rows) error, args ...any) error {
+		rows, err := db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", query, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	steps := []error{
+		q(db, `SELECT seq, id, partitionkey, version, businesskey, decision FROM rapid_applied ORDER BY seq`, func(r *sql.Rows) error {
+			var a appliedRow
+			err := r.Scan(&a.seq, &a.id, &a.key, &a.version, &a.bk, &a.decision)
+			s.applied = append(s.applied, a)
+			return err
+		}),
+		q(db, `SELECT id, outcome, partitionkey, objectversion FROM seqbox_inbox WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id string
+			var in inboxRow
+			err := r.Scan(&id, &in.outcome, &in.key, &in.version)
+			s.inbox[id] = in
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT seq, id, reason, state FROM seqbox_dlq WHERE consumer = $1 ORDER BY seq`, func(r *sql.Rows) error {
+			var id string
+			var d dlqRow
+			err := r.Scan(&d.seq, &id, &d.reason, &d.state)
+			s.dlq[id] = append(s.dlq[id], d)
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT partitionkey, from_version, to_version FROM seqbox_gaps WHERE consumer = $1`, func(r *sql.Rows) error {
+			var k string
+			var g [2]int64
+			err := r.Scan(&k, &g[0], &g[1])
+			s.gaps[k] = append(s.gaps[k], g)
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT partitionkey, version, blocked, blocked_id, blocked_reason FROM seqbox_keys WHERE consumer = $1`, func(r *sql.Rows) error {
+			var k string
+			var kr keyRow
+			err := r.Scan(&k, &kr.version, &kr.blocked, &kr.blockedID, &kr.reason)
+			s.keys[k] = kr
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT id, reason FROM seqbox_parked WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id, reason string
+			err := r.Scan(&id, &reason)
+			s.parked[id] = append(s.parked[id], reason)
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT id, state FROM seqbox_effects WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id string
+			var st effects.State
+			err := r.Scan(&id, &st)
+			s.ledger[id] = st
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT id FROM seqbox_retries WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id string
+			err := r.Scan(&id)
+			s.turns[id] = true
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT id, decision FROM seqbox_decisions WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id, d string
+			err := r.Scan(&id, &d)
+			s.decided[id] = d
+			return err
+		}, rapidConsumer),
+		q(db, `SELECT id, outcome FROM seqbox_audit WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id, o string
+			err := r.Scan(&id, &o)
+			if s.audit[id] == nil {
+				s.audit[id] = map[string]bool{}
+			}
+			s.audit[id][o] = true
+			return err
+		}, rapidConsumer),
+		q(w.qdb, `SELECT body FROM seqbox_queue`, func(r *sql.Rows) error {
+			var body []byte
+			if err := r.Scan(&body); err != nil {
+				return err
+			}
+			var ev struct{ ID string }
+			if err := json.Unmarshal(body, &ev); err != nil {
+				return fmt.Errorf("queue body %q: %w", body, err)
+			}
+			s.queued[ev.ID]++
+			return nil
+		}),
+	}
+	for _, err := range steps {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// skipped reports whether e's dead letter was skipped by an operator.
+func (s *snapshot) skipped(id string) bool {
+	return slices.ContainsFunc(s.dlq[id], func(d dlqRow) bool { return d.state == "skipped" })
+}
+
+// accounted reports whether version v of key k, passed over by a later
+// applied version, is on record: a gap covering it, or its event's
+// stale, expired, semantic_duplicate or dead-lettered outcome, or a dead
+// letter (open, skipped or redriven).
+func (w *world) accounted(s *snapshot, k string, v int64) (bool, string) {
+	for _, g := range s.gaps[k] {
+		if g[0] <= v && v <= g[1] {
+			return true, fmt.Sprintf("gap %d..%d", g[0], g[1])
+		}
+	}
+	for _, e := range w.events {
+		if e.key != k || int64(e.ver) != v {
+			continue
+		}
+		if in, ok := s.inbox[e.id]; ok && slices.Contains([]string{"stale", "expired", "semantic_duplicate", "dead_lettered"}, in.outcome) {
+			return true, in.outcome
+		}
+		if len(s.dlq[e.id]) > 0 {
+			return true, "dead letter " + s.dlq[e.id][0].state
+		}
+	}
+	return false, ""
+}
+
+// check verifies every invariant over s and the remote side, and returns
+// the violations.
+func (w *world) check(s *snapshot) []string {
+	var bad []string
+	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+
+	// At most one applied effect per identity, and the apply log and the
+	// inbox agree (they commit in one transaction).
+	perID := map[string]int{}
+	perBK := map[string][]string{}
+	for _, a := range s.applied {
+		perID[a.id]++
+		if a.bk != "" {
+			perBK[a.bk] = append(perBK[a.bk], a.id)
+		}
+	}
+	for id, n := range perID {
+		if n > 1 {
+			fail("at most one effect per identity: %s applied %d times", id, n)
+		}
+		if s.inbox[id].outcome != "applied" {
+			fail("the effect and the identity commit together: %s has an effect but its inbox outcome is %q", id, s.inbox[id].outcome)
+		}
+		if w.byID[id] == nil {
+			fail("%s applied but never published", id)
+		}
+	}
+	for id, in := range s.inbox {
+		// The scenario never reuses an identity for other content nor a
+		// version for another identity.
+		if in.outcome == "collision" || in.outcome == "version_conflict" {
+			fail("no %s without a cause: %s ended %s, though no other identity ever carried its version and no other payload its id (audit %v, gaps %v)",
+				in.outcome, id, in.outcome, s.audit[id], s.gaps[in.key])
+		}
+		if in.outcome == "applied" && perID[id] == 0 {
+			fail("the effect and the identity commit together: %s is applied in the inbox with no effect", id)
+		}
+		if w.byID[id] == nil {
+			fail("inbox row %s was never published", id)
+		} else if w.published[w.byID[id].idx] == 0 {
+			fail("inbox row %s before any copy of it was published", id)
+		}
+	}
+	// At most one effect per business key, here and at the remote side.
+	for bk, ids := range perBK {
+		if len(ids) > 1 {
+			fail("at most one effect per business key: %s applied by %v", bk, ids)
+		}
+	}
+	w.remote.mu.Lock()
+	remoteBK := map[string][]string{}
+	for key, n := range w.remote.applied {
+		e := w.remote.events[key]
+		if n > 1 {
+			fail("at most one remote effect per idempotency key: the remote side applied %s's call %d times (%d requests)", e, n, w.remote.requests[key])
+		}
+		if n > 0 && e.bk != "" {
+			remoteBK[e.bk] = append(remoteBK[e.bk], e.id)
+		}
+	}
+	for bk, ids := range remoteBK {
+		if len(ids) > 1 {
+			slices.Sort(ids)
+			fail("at most one remote effect per business key: %s applied at the remote side for %v", bk, ids)
+		}
+	}
+	// Applied only what the agent did: the decision applied is the
+	// remote side's reference for the identity's call.
+	for _, a := range s.applied {
+		key := effects.Key(rapidConsumer, rapidSource, a.id, rapidAction)
+		if w.remote.applied[key] == 0 {
+			fail("applied only what the agent did: %s applied (decision %q) with no effect at the remote side", a.id, a.decision)
+		} else if a.decision != w.remote.refs[key] {
+			fail("applied only what the agent did: %s applied decision %q, the remote side holds %q", a.id, a.decision, w.remote.refs[key])
+		}
+	}
+	w.remote.mu.Unlock()
+
+	// Per versioned key, applied versions strictly increase, and a
+	// version passed over is on record.
+	last := map[string]int64{}
+	for _, a := range s.applied {
+		if !a.version.Valid {
+			continue
+		}
+		v := a.version.Int64
+		prev, seen := last[a.key]
+		switch {
+		case seen && v <= prev:
+			fail("per key, effects follow the version order: %s (version %d) applied after version %d", a.id, v, prev)
+		case seen:
+			for u := prev + 1; u < v; u++ {
+				if ok, _ := w.accounted(s, a.key, u); !ok {
+					fail("no silent skip: %s (version %d) applied over version %d of %s with no gap, skip, stale or dead letter on record", a.id, v, u, a.key)
+				}
+			}
+		case w.cfg.firstVersion:
+			for u := int64(1); u < v; u++ {
+				if ok, _ := w.accounted(s, a.key, u); !ok {
+					fail("no silent skip: %s (version %d) is the first applied of %s, but version %d is not on record (FirstVersion 1)", a.id, v, a.key, u)
+				}
+			}
+		}
+		last[a.key] = v
+	}
+
+	// ACK only after COMMIT: a copy gone from the queue was acknowledged,
+	// so the database committed an outcome for its identity.
+	for _, e := range w.events {
+		acked := w.published[e.idx] - s.queued[e.id]
+		if acked < 0 {
+			fail("the queue holds %d copies of %s, %d were published", s.queued[e.id], e, w.published[e.idx])
+		}
+		if acked > 0 {
+			if _, ok := s.inbox[e.id]; !ok && len(s.dlq[e.id]) == 0 {
+				fail("ACK only after COMMIT: %d copies of %s acknowledged with nothing committed for it", acked, e)
+			}
+		}
+	}
+
+	// A poison message blocks only its own key.
+	for k, kr := range s.keys {
+		if kr.blocked && kr.blockedID != "" {
+			if e := w.byID[kr.blockedID]; e == nil || e.key != k {
+				fail("a message blocks only its own key: %s is blocked by %s", k, kr.blockedID)
+			}
+		}
+	}
+
+	// Dead letters carry their reason.
+	for id, ds := range s.dlq {
+		for _, d := range ds {
+			if strings.TrimSpace(d.reason) == "" {
+				fail("dead letter %d of %s has no reason", d.seq, id)
+			}
+		}
+	}
+	return bad
+}
+
+// describe is every event's state in s, for a failure message.
+func (w *world) describe(s *snapshot) string {
+	var out []string
+	for _, e := range w.events {
+		in, ok := s.inbox[e.id]
+		what := "no inbox row"
+		if ok {
+			what = "inbox " + in.outcome
+		}
+		out = append(out, fmt.Sprintf("%s: %s, dlq %v, parked %v, turn %v, decided %v, ledger %q, queued %d, published %d, remote effects %d",
+			e.id, what, s.dlq[e.id], s.parked[e.id], s.turns[e.id], s.decided[e.id] != "", s.ledger[e.id], s.queued[e.id],
+			w.published[e.idx], w.remote.appliedFor(e)))
+	}
+	for k, kr := range s.keys {
+		out = append(out, fmt.Sprintf("key %s: version %v, blocked %v by %q (%s), gaps %v", k, kr.version.Int64, kr.blocked, kr.blockedID, kr.reason, s.gaps[k]))
+	}
+	return strings.Join(out, "\n    ")
+}
+
+// unsettled lists the published identities without a final outcome that
+// are not parked behind a blocked key, and anything else still moving
+// (copies in the queue, calls at the remote side, asks in flight).
+func (w *world) unsettled(s *snapshot) []string {
+	var out []string
+	for _, e := range w.events {
+		if w.published[e.idx] == 0 {
+			out = append(out, e.id+": never published")
+			continue
+		}
+		in, ok := s.inbox[e.id]
+		switch {
+		case ok && slices.Contains([]string{"applied", "semantic_duplicate", "stale", "expired"}, in.outcome):
+		case ok && in.outcome == "dead_lettered" && len(s.dlq[e.id]) > 0:
+		case s.skipped(e.id):
+		case ok && (in.outcome == "blocked" || in.outcome == "held") && e.key != "" && s.keys[e.key].blocked && len(s.parked[e.id]) > 0:
+			// parked behind a blocked key: the operator's to decide
+		default:
+			what := "no inbox row"
+			if ok {
+				what = "inbox " + in.outcome
+			}
+			out = append(out, fmt.Sprintf("%s: %s, dlq %v, parked %v, turn %v, ledger %q, queued %d",
+				e.id, what, s.dlq[e.id], s.parked[e.id], s.turns[e.id], s.ledger[e.id], s.queued[e.id]))
+		}
+		if s.queued[e.id] > 0 {
+			out = append(out, fmt.Sprintf("%s: %d copies still in the queue", e.id, s.queued[e.id]))
+		}
+	}
+	if n := len(w.remote.waiting()); n > 0 {
+		out = append(out, fmt.Sprintf("%d calls waiting at the remote side", n))
+	}
+	if n := w.agent.busy(); n > 0 {
+		out = append(out, fmt.Sprintf("%d asks in flight", n))
+	}
+	return out
+}
