@@ -22,7 +22,9 @@ func chaosCmd() *cobra.Command {
 reorderings, late versions, poison and flaky messages, runs the consumer as
 separate OS processes (two competing), kills them with SIGKILL at random and at
 each named fault point, restarts them, and checks the database against an
-oracle. One row per scenario; exit status 1 if any failed.`,
+oracle, and each key's history of applies against the sequential
+specification of a key (the history column). One row per scenario; exit
+status 1 if any failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			self, err := os.Executable()
