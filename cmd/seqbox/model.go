@@ -41,6 +41,9 @@ heartbeat, a refusal, a gap). Bound flags given explicitly override both.`,
 			if small && large {
 				return fmt.Errorf("model check: --small and --large exclude each other")
 			}
+			if maxStates < 0 {
+				return fmt.Errorf("model check: --max-states %d is negative (0 is no limit)", maxStates)
+			}
 			chosen := model.DefaultBounds()
 			switch {
 			case small:

@@ -49,4 +49,5 @@ func TestModelCheckRefusesBadBounds(t *testing.T) {
 	require.Equal(t, "seqbox: model: --keys 0 is out of range 1..3", fails(t, "model", "check", "--keys", "0"))
 	require.Equal(t, "seqbox: model check: --small and --large exclude each other", fails(t, "model", "check", "--small", "--large"))
 	require.Contains(t, fails(t, "model", "check", "--workers", "x"), `invalid argument "x" for "--workers"`)
+	require.Equal(t, "seqbox: model check: --max-states -5 is negative (0 is no limit)", fails(t, "model", "check", "--max-states", "-5"))
 }
