@@ -180,20 +180,8 @@ func TestRapidFoundSkipDuringARedrive(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, []string{"e1:dead_lettered"}, outcomes(mustDeliver(t, c, unversioned("e1", "opp"), 1)))
 	require.Equal(t, []string{"e2:blocked"}, outcomes(mustDeliver(t, c, unversioned("e2", "opp"), 1)))
-	refuse.Delete("e1")
-	release := make(chan struct{})
-	a.mu.Lock()
-	a.block["e1"] = release
-	a.mu.Unlock()
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = c.Redrive(ctx, dls[0].Seq)
-	}()
-	require.Equal(t, "e1", <-a.started) // the redrive is at the agent
-	_, _ = c.Skip(ctx, dls[0].Seq, "alice", "gave up waiting")
+	seq, release, done := redriveHeldAtTheAgent(t, b, c, a, &refuse, "e1")
+	_, _ = c.Skip(ctx, seq, "alice", "gave up waiting")
 	close(release)
 	<-done
 	require.Equal(t, 1, a.maxInflight, "two events of one key at the agent at once: %v", a.called())
@@ -292,19 +280,7 @@ func TestRapidFoundRedriveAfterReleaseHoldsNoTurn(t *testing.T) {
 	c := b.consumer(t)
 	ctx := context.Background()
 	require.Equal(t, []string{"e3:dead_lettered"}, outcomes(mustDeliver(t, c, unversioned("e3", "opp"), 1)))
-	refuse.Delete("e3")
-	release := make(chan struct{})
-	a.mu.Lock()
-	a.block["e3"] = release
-	a.mu.Unlock()
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = c.Redrive(ctx, dls[0].Seq)
-	}()
-	require.Equal(t, "e3", <-a.started) // the redrive is at the agent
+	_, release, done := redriveHeldAtTheAgent(t, b, c, a, &refuse, "e3")
 	e1 := make(chan []seqbox.Result, 1)
 	go func() {
 		ds, _ := c.Deliver(ctx, unversioned("e1", "opp"), 1)
@@ -322,4 +298,26 @@ func TestRapidFoundRedriveAfterReleaseHoldsNoTurn(t *testing.T) {
 		<-e1
 	}
 	require.Equal(t, 1, a.maxInflight, "two events of one key at the agent at once: %v", a.called())
+}
+
+// redriveHeldAtTheAgent stops refusing id, redrives its (only) dead letter
+// in the background with the agent holding the call until release is
+// closed, and returns once the redrive is at the agent; done closes when
+// the redrive ends.
+func redriveHeldAtTheAgent(t *testing.T, b *bundle, c *seqbox.Consumer, a *agent, refuse *sync.Map, id string) (seq int64, release, done chan struct{}) {
+	t.Helper()
+	refuse.Delete(id)
+	release, done = make(chan struct{}), make(chan struct{})
+	a.mu.Lock()
+	a.block[id] = release
+	a.mu.Unlock()
+	dls, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	go func() {
+		defer close(done)
+		_, _ = c.Redrive(context.Background(), dls[0].Seq)
+	}()
+	require.Equal(t, id, <-a.started) // the redrive is at the agent
+	return dls[0].Seq, release, done
 }
