@@ -159,9 +159,10 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 		}
 		return w.proc
 	}
-	deadLetters := func() []int64 {
+	// dlqSeqs lists the consumer's DLQ sequence numbers query selects.
+	dlqSeqs := func(query string) []int64 {
 		var seqs []int64
-		rows, err := w.st.DB().QueryContext(ctx, `SELECT seq FROM seqbox_dlq WHERE consumer = $1 AND state = 'open' ORDER BY seq`, rapidConsumer)
+		rows, err := w.st.DB().QueryContext(ctx, query, rapidConsumer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,6 +175,16 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 			seqs = append(seqs, s)
 		}
 		return seqs
+	}
+	deadLetters := func() []int64 {
+		return dlqSeqs(`SELECT seq FROM seqbox_dlq WHERE consumer = $1 AND state = 'open' ORDER BY seq`)
+	}
+	// redrivesInProgress are the open dead letters whose identity holds a
+	// turn: a redrive of them ended in a transient failure.
+	redrivesInProgress := func() []int64 {
+		return dlqSeqs(`SELECT d.seq FROM seqbox_dlq d JOIN seqbox_retries r
+			ON r.consumer = d.consumer AND r.source = d.source AND r.id = d.id
+			WHERE d.consumer = $1 AND d.state = 'open' ORDER BY d.seq`)
 	}
 
 	check := func(t *rapid.T) {
@@ -351,6 +362,15 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 	var last *snapshot
 	for range 80 {
 		advance(5 * time.Second)
+		// The operator finishes the redrives that ended in a transient
+		// failure (as `seqbox dlq redrive` retries them): such a redrive
+		// keeps its key's turn, and its attempts, until it is redriven
+		// again or skipped.
+		for _, seq := range redrivesInProgress() {
+			p := live(t)
+			w.step(t, "operator redrives dlq %d again in %s", seq, p)
+			w.operator(p, fmt.Sprintf("redrive %d", seq), func(ctx context.Context) ([]seqbox.Result, error) { return p.c.Redrive(ctx, seq) })
+		}
 		check(t)
 		s, err := w.read(ctx)
 		if err != nil {

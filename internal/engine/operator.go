@@ -37,13 +37,6 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 	var decideErr error
 	redrive := func(tx *batchTx) ([]Result, error) {
 		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true, decideErr: decideErr})
-		if err == nil && ds[0].Outcome == state.Retry {
-			// The redrive failed transiently and ends here: the dead letter
-			// stays open, to be redriven again, and holds no turn of its key
-			// or its business key meanwhile (nobody retries it: the
-			// state-machine test found its key stalled behind it).
-			err = tx.RetryClear(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: dl.Source, ID: dl.ID})
-		}
 		if err != nil || ds[0].Outcome == state.Retry || ds[0].Outcome == outcomeDeciding {
 			return ds, err // still open: redrive again, or once decided
 		}
