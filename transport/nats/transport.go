@@ -87,6 +87,11 @@ func (t *Transport) Receive(ctx context.Context, n int) ([]transport.Delivery, e
 // after some messages arrived is dropped: the deliveries must reach the
 // caller, and the next request meets the error again.
 func (t *Transport) fetch(batch jetstream.MessageBatch, err error) ([]transport.Delivery, error) {
+	if errors.Is(err, natsgo.ErrNoResponders) {
+		// The consumer's leader is moving (a cluster electing one): nothing
+		// was received, and the next request finds the new leader.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, t.fail("receive", err)
 	}
@@ -99,6 +104,9 @@ func (t *Transport) fetch(batch jetstream.MessageBatch, err error) ([]transport.
 		ds = append(ds, &delivery{t: t, msg: m, attempt: attempt})
 	}
 	if err := batch.Error(); err != nil && len(ds) == 0 {
+		if errors.Is(err, natsgo.ErrNoResponders) {
+			return nil, nil
+		}
 		return nil, t.fail("receive", err)
 	}
 	return ds, nil
