@@ -43,11 +43,13 @@ func rootCmd() *cobra.Command {
 		Short:         "Exactly-once effects and per-object ordering for at-least-once consumers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("seqbox {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		path := strings.TrimPrefix(c.CommandPath(), "seqbox ")
 		return fmt.Errorf("%s: %w (see seqbox %s --help)", path, err, path)
 	})
-	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd(), benchCmd(), serveCmd(), effectsCmd(), purgeCmd(), modelCmd())
+	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), chaosCmd(), benchCmd(), serveCmd(), effectsCmd(), purgeCmd(), modelCmd(), versionCmd())
 	return root
 }
