@@ -3,6 +3,7 @@ package demo
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,6 +95,7 @@ func RunAgent(ctx context.Context, self, db string, w io.Writer) (AgentResult, e
 
 	var mu sync.Mutex
 	seenPlans := map[string]map[string]bool{}
+	killedPids := map[string]bool{}
 	counts := func(out io.Reader) {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -127,7 +130,13 @@ func RunAgent(ctx context.Context, self, db string, w io.Writer) (AgentResult, e
 		if err != nil {
 			return false, err
 		}
-		return p.wait()
+		killed, err := p.wait()
+		if killed {
+			mu.Lock()
+			killedPids[strconv.Itoa(p.cmd.Process.Pid)] = true
+			mu.Unlock()
+		}
+		return killed, err
 	}
 	// Two workers at once, both armed to die in the handler of the
 	// crash message, between Decide and COMMIT; killed workers are
@@ -163,27 +172,19 @@ func RunAgent(ctx context.Context, self, db string, w io.Writer) (AgentResult, e
 		return res, fmt.Errorf("redrive worker: killed=%v %v", killed, err)
 	}
 
-	ms := model.stats()
-	res.ModelCalls, res.ModelCallsAbandoned = ms.calls, ms.abandoned
-	rows, err := st.DB().QueryContext(ctx, `SELECT message, plan FROM agent_actions`)
+	applied, err := appliedPlans(ctx, st.DB())
 	if err != nil {
 		return res, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, plan string
-		if err := rows.Scan(&id, &plan); err != nil {
-			return res, err
-		}
+	ms := model.stats(killedPids, applied)
+	res.ModelCalls, res.ModelCallsAbandoned = ms.calls, ms.abandoned
+	for id, plan := range applied {
 		res.BusinessEffects++
 		// Changed: the applied plan is not the model's first answer, or
 		// handler calls (committed or not) saw more than one plan.
 		if plan != ms.first[id] || ms.asked[id] > 1 || len(seenPlans[id]) > 1 {
 			res.DecisionsChanged++
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return res, err
 	}
 	fmt.Fprintln(w, res.Line())
 	return res, nil
@@ -255,12 +256,31 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 	return nil
 }
 
+// appliedPlans reads the plan each message was applied with.
+func appliedPlans(ctx context.Context, db *sql.DB) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT message, plan FROM agent_actions`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, plan string
+		if err := rows.Scan(&id, &plan); err != nil {
+			return nil, err
+		}
+		out[id] = plan
+	}
+	return out, rows.Err()
+}
+
 // askModel asks the fake model for a plan.
 func askModel(ctx context.Context, url, id string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(fmt.Sprintf(`{"id":%q}`, id)))
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set(workerPid, strconv.Itoa(os.Getpid()))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
