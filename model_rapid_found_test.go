@@ -216,11 +216,7 @@ func TestRapidFoundLatecomerStallsAReleasedMessage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"v3:retry"}, outcomes(ds))
 	t.Log("v2:", outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
-	for range 3 {
-		clock.add(30 * time.Second)
-		_, err := c.Sweep(ctx)
-		require.NoError(t, err)
-	}
+	sweepEvery(t, c, clock, 30*time.Second, 3)
 	require.Equal(t, "applied", outcomeOf(t, b, "v3"), "v3 failed once and was re-held for the sweep")
 	require.Equal(t, "stale", outcomeOf(t, b, "v2"), "the release recorded version 2 as a gap")
 }
@@ -255,11 +251,7 @@ func TestRapidFoundLatecomerStallsARedrivenSuccessor(t *testing.T) {
 	next := b.consumer(t) // a new process
 	ds := mustDeliver(t, next, keyed("v1", "opp", 1), 1)
 	t.Log("v1:", outcomes(ds), ds[0].Reason)
-	for range 3 {
-		clock.add(time.Minute)
-		_, err := next.Sweep(ctx)
-		require.NoError(t, err)
-	}
+	sweepEvery(t, next, clock, time.Minute, 3)
 	require.Equal(t, "applied", outcomeOf(t, b, "v3"), "v3 was re-held for the sweep to let out")
 	require.Equal(t, "stale", outcomeOf(t, b, "v1"), "v1 is older than the key's version")
 }
@@ -320,4 +312,14 @@ func redriveHeldAtTheAgent(t *testing.T, b *bundle, c *seqbox.Consumer, a *agent
 	}()
 	require.Equal(t, id, <-a.started) // the redrive is at the agent
 	return dls[0].Seq, release, done
+}
+
+// sweepEvery moves the clock on by every and sweeps, n times.
+func sweepEvery(t *testing.T, c *seqbox.Consumer, clock *foundClock, every time.Duration, n int) {
+	t.Helper()
+	for range n {
+		clock.add(every)
+		_, err := c.Sweep(context.Background())
+		require.NoError(t, err)
+	}
 }

@@ -307,6 +307,9 @@ func settle() { synctest.Wait() }
 
 // advance moves the fake clock by d: the live process, if any, runs
 // through it (its polls, heartbeats, lease extensions, backoffs, sweeps).
+// Inside the synctest bubble, time.Sleep waits on no real time: the
+// bubble's clock jumps once every goroutine blocks, and synctest.Wait then
+// waits until they have run up to their next block.
 func advance(d time.Duration) {
 	time.Sleep(d)
 	synctest.Wait()

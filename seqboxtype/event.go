@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/seqbox/seqbox/internal/jsonkind"
 	"strconv"
 	"strings"
 	"time"
@@ -155,23 +156,6 @@ func (e envelope) member(name string) *envMember {
 	return nil
 }
 
-// kindName names the JSON type of a value by its first byte.
-func kindName(c byte) string {
-	switch c {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
 // text is a string member's unescaped value.
 func (e envelope) text(m *envMember) string {
 	b := e.raw[m.valAt+1 : m.valEnd-1]
@@ -187,7 +171,7 @@ func (e envelope) requiredString(name string) (string, error) {
 		return "", invalid(name, "required attribute is missing")
 	}
 	if c := m.kind(e.raw); c != '"' {
-		return "", invalid(name, "must be a string, not %s", kindName(c))
+		return "", invalid(name, "must be a string, not %s", jsonkind.Of(c))
 	}
 	s := e.text(m)
 	if strings.TrimSpace(s) == "" {
@@ -214,7 +198,7 @@ func (e envelope) optionalString(name string) (string, error) {
 		return "", nil
 	}
 	if c := m.kind(e.raw); c != '"' {
-		return "", invalid(name, "must be a string, not %s", kindName(c))
+		return "", invalid(name, "must be a string, not %s", jsonkind.Of(c))
 	}
 	s := e.text(m)
 	return s, storable(name, s)
@@ -247,7 +231,7 @@ func (e envelope) objectVersion() (*int64, error) {
 	case c == '-' || '0' <= c && c <= '9':
 		text = string(e.raw[m.valAt:m.valEnd])
 	default:
-		return nil, invalid("objectversion", "must be an integer, not %s", kindName(c))
+		return nil, invalid("objectversion", "must be an integer, not %s", jsonkind.Of(c))
 	}
 	n, err := strconv.ParseInt(text, 10, 64)
 	if errors.Is(err, strconv.ErrRange) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/seqbox/seqbox/internal/jsonkind"
 	"mime"
 	"strconv"
 	"strings"
@@ -117,7 +118,7 @@ func checkAttributes(members []member) error {
 		}
 		if c := m.kind(); c == '{' || c == '[' {
 			return invalidf(m.name, "must be a string, a number or a boolean, not %s: an attribute has one value, and only data holds structured values",
-				jsonKind(c))
+				jsonkind.Of(c))
 		}
 	}
 	if !hasSpec {
@@ -138,7 +139,7 @@ func checkBase64(m member) error {
 	}
 	var s string
 	if m.kind() != '"' || json.Unmarshal(m.value, &s) != nil {
-		return invalidf("data_base64", "must be a string of base64, not %s", jsonKind(m.kind()))
+		return invalidf("data_base64", "must be a string of base64, not %s", jsonkind.Of(m.kind()))
 	}
 	if _, err := base64.StdEncoding.Strict().DecodeString(s); err != nil || strings.ContainsAny(s, "\r\n") {
 		if err == nil {
@@ -287,21 +288,4 @@ func fieldName(name string) string {
 		cut--
 	}
 	return name[:cut] + "…"
-}
-
-// jsonKind names the JSON type of a value by its first byte.
-func jsonKind(c byte) string {
-	switch c {
-	case '"':
-		return "a string"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
