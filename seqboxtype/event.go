@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/seqbox/seqbox/internal/jsonkind"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gowebpki/jcs"
+	"github.com/seqbox/seqbox/internal/jsonkind"
 )
 
 // MaxEventSize is the largest envelope ParseEvent accepts, in bytes.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/seqbox/seqbox/internal/jsonkind"
 	"mime"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/jsonkind"
 )
 
 // This file is what the gateway adds to seqbox.ParseEvent for the events
