@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store"
-	"github.com/stretchr/testify/require"
 )
 
 // agent is a scripted model: it records every call in order, fails the

@@ -8,8 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/seqbox/seqbox"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
 )
 
 // batchEffects is a BatchHandler writing one row per event in one

@@ -7,9 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
-	"github.com/stretchr/testify/require"
 )
 
 // A handler that fails inside a batch makes the batch run again with

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
-	"github.com/stretchr/testify/require"
 )
 
 // model is a deliberately random fake model: every call decides anew, so

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqbox/seqbox"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
 )
 
 // RunUntilIdle returns by itself once the queue is drained: every message

@@ -10,8 +10,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/seqbox/seqbox"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
 )
 
 func TestParseEventValid(t *testing.T) {

@@ -11,7 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // fuzzSeeds are envelopes for both fuzz targets: valid ones in several
@@ -243,7 +245,7 @@ func canonicalWithoutVolatile(t *testing.T, raw []byte) []byte {
 	if err := json.Unmarshal(raw, &members); err != nil {
 		t.Fatalf("encoding/json refuses accepted envelope %q: %v", raw, err)
 	}
-	for _, v := range seqbox.DefaultVolatileAttributes {
+	for _, v := range seqboxtype.DefaultVolatileAttributes() {
 		delete(members, v)
 	}
 	stripped, err := json.Marshal(members)

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
-	"github.com/stretchr/testify/require"
 )
 
 // The protocol's model checker (internal/model) found that an identity

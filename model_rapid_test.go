@@ -76,9 +76,10 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
-	"pgregory.net/rapid"
 )
 
 // rapidDefault sets one of rapid's flags for this test unless the command

@@ -22,13 +22,14 @@ import (
 	"testing/synctest"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
-	"pgregory.net/rapid"
 )
 
 const (

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/store"
-	"github.com/stretchr/testify/require"
 )
 
 // running runs c in the background until the test ends, and returns a

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqbox/seqbox"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
 )
 
 type appliedLog struct {

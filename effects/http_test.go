@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
-	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -80,7 +80,7 @@ func TestHTTPFailureClasses(t *testing.T) {
 		remote.Close()
 		require.Error(t, err)
 		require.Equal(t, tc.definite, effects.IsDefinite(err), "%d: %v", tc.code, err)
-		after, ok := seqboxtype.RetryAfterOf(err)
+		after, ok := seqbox.RetryAfterOf(err)
 		require.Equal(t, tc.after != 0, ok, "%d", tc.code)
 		require.Equal(t, tc.after, after)
 	}

@@ -13,24 +13,24 @@ import (
 	"unicode"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 )
 
 // State is where one external call stands (store/state's Effect).
-type State = state.Effect
+type State = seqboxtype.Effect
 
 // The states of a ledger row.
 const (
 	// Pending: committed before the call; the call has not reported back.
-	Pending = state.EffectPending
+	Pending = seqboxtype.EffectPending
 	// Succeeded: the remote side applied the effect; Ref names it there.
-	Succeeded = state.EffectSucceeded
+	Succeeded = seqboxtype.EffectSucceeded
 	// Failed: the remote side said it did not apply the effect; another
 	// attempt may call again with the same idempotency key.
-	Failed = state.EffectFailed
+	Failed = seqboxtype.EffectFailed
 	// Uncertain: nobody knows whether the remote side applied it.
-	Uncertain = state.EffectUncertain
+	Uncertain = seqboxtype.EffectUncertain
 )
 
 // Effect is one row of the ledger.

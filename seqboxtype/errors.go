@@ -3,17 +3,11 @@ package seqboxtype
 import (
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/seqbox/seqbox/internal/handoff"
 )
 
 // ErrInvalidEvent is matched (with errors.Is) by every envelope validation
 // error. The concrete error is an *InvalidEventError naming the field.
 var ErrInvalidEvent = errors.New("invalid event")
-
-// ErrInvalidConfig is matched by every Config validation error.
-var ErrInvalidConfig = handoff.ErrInvalidConfig
 
 // InvalidEventError says which envelope field is wrong and why.
 type InvalidEventError struct {
@@ -34,62 +28,4 @@ func (e *InvalidEventError) Is(target error) bool { return target == ErrInvalidE
 
 func invalid(field, format string, args ...any) error {
 	return &InvalidEventError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}
-
-func invalidConfig(field, format string, args ...any) error {
-	return handoff.InvalidConfig(field, format, args...)
-}
-
-// permanentError marks an error as not worth retrying.
-type permanentError struct{ err error }
-
-func (p *permanentError) Error() string { return "permanent: " + p.err.Error() }
-func (p *permanentError) Unwrap() error { return p.err }
-
-// Permanent wraps err so the pipeline dead-letters the delivery at once
-// instead of retrying it. Permanent(nil) is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err}
-}
-
-// IsPermanent reports whether err, or any error it wraps, was marked with
-// Permanent.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
-}
-
-// retryAfterError asks for a retry no sooner than After.
-type retryAfterError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *retryAfterError) Error() string {
-	return fmt.Sprintf("%v (retry after %s)", e.err, e.after)
-}
-func (e *retryAfterError) Unwrap() error { return e.err }
-
-// RetryAfter wraps a transient err with the delay the remote side asked
-// for (HTTP 429 or 503 with Retry-After): the attempt counts as any
-// transient failure, and the next one comes no sooner than after, within
-// Retry.MaxBackoff. RetryAfter(nil, d) is nil.
-func RetryAfter(err error, after time.Duration) error {
-	if err == nil {
-		return nil
-	}
-	return &retryAfterError{err: err, after: after}
-}
-
-// RetryAfterOf returns the delay a RetryAfter error in err's chain asked
-// for, and whether there is one.
-func RetryAfterOf(err error) (time.Duration, bool) {
-	var r *retryAfterError
-	if errors.As(err, &r) {
-		return r.after, true
-	}
-	return 0, false
 }

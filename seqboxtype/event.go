@@ -11,15 +11,22 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
+
 	"github.com/seqbox/seqbox/internal/jsonkind"
 )
 
 // MaxEventSize is the largest envelope ParseEvent accepts, in bytes.
 const MaxEventSize = 1 << 20
 
-// DefaultVolatileAttributes are left out of the payload hash: they change
-// between publications of the same fact (DESIGN §1).
-var DefaultVolatileAttributes = []string{"publishedat", "traceparent", "tracestate", "deliverycount", "deliveryattempt"}
+// defaultVolatile are the attributes left out of the payload hash unless a
+// consumer names others: they change between publications of the same fact.
+var defaultVolatile = []string{"publishedat", "traceparent", "tracestate", "deliverycount", "deliveryattempt"}
+
+// DefaultVolatileAttributes returns the attributes ParseEvent leaves out of
+// the payload hash: they change between publications of the same fact
+// (publishedat, traceparent, tracestate, deliverycount, deliveryattempt).
+// The slice is a copy; changing it changes nothing.
+func DefaultVolatileAttributes() []string { return append([]string(nil), defaultVolatile...) }
 
 // Event is a CloudEvents 1.0 envelope in structured JSON mode, with the
 // extension attributes seqbox uses for identity, ordering and business
@@ -67,7 +74,7 @@ type Event struct {
 // ("id" and "\u0069d" are the same name), at any depth, and numbers that
 // RFC 8785 cannot represent (1e400).
 func ParseEvent(raw []byte) (Event, error) {
-	return ParseEventExcluding(raw, DefaultVolatileAttributes)
+	return ParseEventExcluding(raw, defaultVolatile)
 }
 
 // ParseEventExcluding is ParseEvent with the volatile attributes a

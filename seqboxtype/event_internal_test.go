@@ -24,7 +24,7 @@ func TestParseEventVolatileList(t *testing.T) {
 
 	// With no volatile attributes every member counts.
 	require.NotEqual(t, hash(base+`}`, nil), hash(base+`,"publishedat":"now"}`, nil))
-	require.Equal(t, hash(base+`}`, nil), hash(base+`}`, DefaultVolatileAttributes))
+	require.Equal(t, hash(base+`}`, nil), hash(base+`}`, defaultVolatile))
 }
 
 // TestScanEnvelopeMembers: the scanner finds each top-level member where

@@ -1,11 +1,5 @@
 package seqboxtype
 
-import (
-	"context"
-
-	"github.com/seqbox/seqbox/internal/handoff"
-)
-
 // Identity names the message a Decider or Handler is working on: the
 // inbox identity (consumer, source, id). Libraries that keep per-message
 // state outside the inbox (the effects ledger) key it by this.
@@ -19,11 +13,4 @@ type Identity struct {
 	// commit on its own (a ledger row before an external call) cannot
 	// run there: on SQLite the open transaction holds the only writer.
 	InTransaction bool
-}
-
-// IdentityFrom returns the identity of the message the context belongs
-// to, when it is a Decider's or a Handler's context.
-func IdentityFrom(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(handoff.IdentityKey{}).(Identity)
-	return id, ok
 }

@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/seqbox/seqbox/store/state"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // HandlerRecord is the handler kind of seqbox's built-in record handler
@@ -54,7 +54,7 @@ type OperatorRequest struct {
 	RequestedBy string
 	Reason      string
 	RequestedAt time.Time
-	State       state.Request
+	State       seqboxtype.Request
 	// TakenBy names the consumer process that took the request.
 	TakenBy string
 	TakenAt time.Time

@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/seqbox/seqbox/store/state"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // MessageRef names one message for a consumer: its CloudEvents source and
@@ -25,7 +25,7 @@ type DeadLetterRef struct {
 
 // Seen is what the inbox recorded of an identity (Executor.InboxSeen).
 type Seen struct {
-	Outcome     state.Outcome
+	Outcome     seqboxtype.Outcome
 	PayloadHash string
 }
 
@@ -48,7 +48,7 @@ type DecisionClaim struct {
 // InboxSetOutcomeParams are Executor.InboxSetOutcome's.
 type InboxSetOutcomeParams struct {
 	Consumer, Source, ID string
-	Outcome              state.Outcome
+	Outcome              seqboxtype.Outcome
 	// ProcessedAt is when the outcome was reached (nil: not processed).
 	ProcessedAt *time.Time
 }
@@ -149,7 +149,7 @@ type ParkedListDueParams struct {
 // ParkedSetReasonParams are Executor.ParkedSetReason's.
 type ParkedSetReasonParams struct {
 	Consumer, Key string
-	From, To      state.Park
+	From, To      seqboxtype.Park
 	// HoldUntil is the new hold deadline (zero: none).
 	HoldUntil time.Time
 }
@@ -186,7 +186,7 @@ type DeadLetterResolveParams struct {
 	Seq      int64
 	// State is how the row was resolved: redriven, redrive_failed or
 	// skipped.
-	State state.DeadLetter
+	State seqboxtype.DeadLetter
 	// Resolution says it in words: who, why, what came of a redrive.
 	Resolution string
 	At         time.Time
@@ -260,7 +260,7 @@ type RequestClaimParams struct {
 // RequestFinishParams are Executor.RequestFinish's.
 type RequestFinishParams struct {
 	Seq   int64
-	State state.Request
+	State seqboxtype.Request
 	// Result is the JSON of what the messages reached.
 	Result []byte
 	Error  string

@@ -3,7 +3,7 @@ package store
 import (
 	"time"
 
-	"github.com/seqbox/seqbox/store/state"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // Identity names one message for a consumer: its CloudEvents source and
@@ -13,7 +13,7 @@ type Identity struct{ Source, ID string }
 // OutcomeRow is the outcome an identity ended in (Executor.InboxSetOutcomeMany).
 type OutcomeRow struct {
 	Identity
-	Outcome     state.Outcome
+	Outcome     seqboxtype.Outcome
 	ProcessedAt *time.Time
 }
 
@@ -35,7 +35,7 @@ type InboxRow struct {
 	ContractVersion      string
 	PartitionKey         string
 	ObjectVersion        *int64
-	Outcome              state.Outcome
+	Outcome              seqboxtype.Outcome
 	ReceivedAt           time.Time
 	ProcessedAt          *time.Time
 	ResultReference      string
@@ -67,7 +67,7 @@ type Parked struct {
 	Consumer, Source, ID string
 	PartitionKey         string
 	ObjectVersion        *int64
-	Reason               state.Park
+	Reason               seqboxtype.Park
 	Detail               string
 	Envelope             []byte
 	PayloadHash          string
@@ -99,7 +99,7 @@ type DeadLetter struct {
 	DeadAt               time.Time
 	// State is open until an operator resolves the row; Resolution says
 	// how in words.
-	State      state.DeadLetter
+	State      seqboxtype.DeadLetter
 	Resolution string
 	ResolvedAt *time.Time
 }
@@ -111,7 +111,7 @@ type AuditRow struct {
 	PartitionKey         string
 	ReceivedVersion      *int64
 	CurrentVersion       *int64
-	Outcome              state.Outcome
+	Outcome              seqboxtype.Outcome
 	Reason               string
 	NextAction           string
 	At                   time.Time

@@ -6,8 +6,8 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/spf13/cobra"
 )
 
@@ -154,7 +154,7 @@ func openDeadLetter(cmd *cobra.Command, s *session, seq int64) error {
 	if err != nil {
 		return s.notFound(fmt.Errorf("%s: dlq %d: %w", subcommandPath(cmd), seq, err))
 	}
-	if dl.State != state.DeadLetterOpen {
+	if dl.State != seqboxtype.DeadLetterOpen {
 		return fmt.Errorf("%s: dlq %d: %w (%s)", subcommandPath(cmd), seq, seqbox.ErrNotBlocking, dl.Resolution)
 	}
 	return nil

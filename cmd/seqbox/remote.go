@@ -23,8 +23,8 @@ import (
 
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/internal/serve"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/spf13/cobra"
 )
 
@@ -444,7 +444,7 @@ func (c *adminClient) unreadable(err error) error {
 func deadLetterOf(v serve.DeadLetterView, consumer string) (store.DeadLetter, error) {
 	d := store.DeadLetter{Seq: v.Seq, Consumer: consumer, Source: v.Source, ID: v.ID, PartitionKey: v.PartitionKey,
 		ObjectVersion: v.ObjectVersion, PayloadHash: v.PayloadHash, Reason: v.Reason, Attempts: v.Attempts,
-		FirstError: v.FirstError, LastError: v.LastError, State: state.DeadLetter(v.State), Resolution: v.Resolution}
+		FirstError: v.FirstError, LastError: v.LastError, State: seqboxtype.DeadLetter(v.State), Resolution: v.Resolution}
 	var err error
 	if d.DeadAt, err = stampOf("dead_at", v.DeadAt); err != nil {
 		return d, err
@@ -478,7 +478,7 @@ func keyDetailOf(v serve.KeyDetailView, server string) (ops.KeyDetail, error) {
 			return d, err
 		}
 		d.Parked = append(d.Parked, store.Parked{Seq: p.Seq, Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey,
-			ObjectVersion: p.ObjectVersion, Reason: state.Park(p.Reason), Detail: p.Detail, Envelope: payloadBytes(p.Envelope),
+			ObjectVersion: p.ObjectVersion, Reason: seqboxtype.Park(p.Reason), Detail: p.Detail, Envelope: payloadBytes(p.Envelope),
 			PayloadHash: p.PayloadHash, ParkedAt: parkedAt, HoldUntil: holdUntil})
 	}
 	for _, g := range v.Gaps {
@@ -495,7 +495,7 @@ func keyDetailOf(v serve.KeyDetailView, server string) (ops.KeyDetail, error) {
 			return d, err
 		}
 		d.Audit = append(d.Audit, store.AuditRow{Seq: a.Seq, Source: a.Source, ID: a.ID, PartitionKey: a.PartitionKey,
-			ReceivedVersion: a.ReceivedVersion, CurrentVersion: a.CurrentVersion, Outcome: state.Outcome(a.Outcome), Reason: a.Reason,
+			ReceivedVersion: a.ReceivedVersion, CurrentVersion: a.CurrentVersion, Outcome: seqboxtype.Outcome(a.Outcome), Reason: a.Reason,
 			NextAction: a.NextAction, At: at})
 	}
 	return d, nil

@@ -12,9 +12,10 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/spf13/cobra"
 )
 
@@ -91,7 +92,7 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 	if err != nil {
 		return err
 	}
-	if r.State == state.RequestFailed {
+	if r.State == seqboxtype.RequestFailed {
 		return fmt.Errorf("%s: consumer %q (%s) refused request %d: %s", subcommandPath(cmd), r.Consumer, r.TakenBy, seq, r.Error)
 	}
 	return writeResult(cmd.OutOrStdout(), r)
@@ -117,7 +118,7 @@ func runInProcess(ctx context.Context, st store.Store, s *session) error {
 	if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {
 		return fmt.Errorf("create record tables: %w", err)
 	}
-	_, err = c.RunRequests(ctx)
+	_, err = reach.RunRequests(c, ctx)
 	return err
 }
 

@@ -14,10 +14,11 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/stretchr/testify/require"
 )
@@ -148,8 +149,8 @@ func TestRedriveWithoutLiveConsumer(t *testing.T) {
 	require.Contains(t, line, "cancelled")
 	r, err := st.Executor().RequestGet(ctx, 1)
 	require.NoError(t, err)
-	require.Equal(t, state.RequestCancelled, r.State)
-	n, err := c.RunRequests(ctx)
+	require.Equal(t, seqboxtype.RequestCancelled, r.State)
+	n, err := reach.RunRequests(c, ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a withdrawn request never runs")
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 )
 
@@ -117,7 +118,7 @@ func Purge(ctx context.Context, o PurgeOptions, w io.Writer) (PurgeResult, error
 	b1 := time.Now()
 	var perr error
 	if werr == nil {
-		res.Removed, perr = purger.Purge(ctx, o.Batch)
+		res.Removed, perr = reach.Purge(purger, ctx, o.Batch)
 	}
 	p1 := time.Now()
 	failures, firstFailure := f.stop()

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -162,7 +162,7 @@ func TestHistoryFromTheDatabase(t *testing.T) {
 	_, err = ex.DeadLetterInsert(ctx, store.DeadLetter{Consumer: Consumer, Source: "chaos", ID: "a-v4", PartitionKey: "a",
 		ObjectVersion: &four, Envelope: []byte("{}"), Reason: "permanent", Attempts: 1, DeadAt: now})
 	require.NoError(t, err)
-	for i, o := range []state.Outcome{state.Stale, state.Expired, state.SemanticDuplicate, state.Duplicate} {
+	for i, o := range []seqboxtype.Outcome{seqboxtype.Stale, seqboxtype.Expired, seqboxtype.SemanticDuplicate, seqboxtype.Duplicate} {
 		n := int64(3 + 2*i) // 3, 5, 7 (applied too), 9 (a duplicate accounts for nothing)
 		_, err := ex.InboxInsert(ctx, store.InboxRow{Consumer: Consumer, Source: "chaos", ID: "x" + itoa(n), PayloadHash: "h", EventType: "t",
 			PartitionKey: "a", ObjectVersion: &n, Outcome: o, ReceivedAt: now, RetentionUntil: now.Add(time.Hour)})

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 )
 
 // Result is one scenario's row of the chaos table.
@@ -223,12 +223,12 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 	}
 	// Held and blocked messages are accounted for: none may be left.
 	for _, p := range parked {
-		if p.Reason == state.ParkHeld || p.Reason == state.ParkBlocked {
+		if p.Reason == seqboxtype.ParkHeld || p.Reason == seqboxtype.ParkBlocked {
 			res.fail("%s/%s still %s: %s", p.PartitionKey, p.ID, p.Reason, p.Detail)
 		}
 	}
 	for _, d := range dlq {
-		if d.State == state.DeadLetterOpen && !isRejected(d.Reason) {
+		if d.State == seqboxtype.DeadLetterOpen && !isRejected(d.Reason) {
 			res.fail("DLQ %d (%s) still open after redrive: %s", d.Seq, d.ID, d.Reason)
 		}
 	}
@@ -272,7 +272,7 @@ func dlqHoldsAny(dlq []store.DeadLetter, ms []Message) bool {
 
 func parkedCollision(parked []store.Parked, id string) bool {
 	for _, p := range parked {
-		if p.Reason == state.ParkCollision && p.ID == id {
+		if p.Reason == seqboxtype.ParkCollision && p.ID == id {
 			return true
 		}
 	}

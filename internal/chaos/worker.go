@@ -12,6 +12,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
 )
@@ -162,7 +163,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		if err != nil {
 			return err
 		}
-		n, err := c.Purge(ctx, 100)
+		n, err := reach.Purge(c, ctx, 100)
 		fmt.Fprintf(os.Stdout, "purged=%d\n", n)
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/seqbox/seqbox/store/state"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // IdentityKey keys the message's seqboxtype.Identity in a Decider's or
@@ -19,14 +19,14 @@ type IdentityKey struct{}
 // context.
 type DecisionKey struct{}
 
-// Settled is the error seqboxtype.Settle returns: the handler ends the
+// Concluded is the error seqbox.Conclude returns: the handler ends the
 // message with Outcome (stale or version_conflict) for Reason.
-type Settled struct {
-	Outcome state.Outcome
+type Concluded struct {
+	Outcome seqboxtype.Outcome
 	Reason  string
 }
 
-func (e *Settled) Error() string { return fmt.Sprintf("settled %s: %s", e.Outcome, e.Reason) }
+func (e *Concluded) Error() string { return fmt.Sprintf("concluded %s: %s", e.Outcome, e.Reason) }
 
 // ErrInvalidConfig is seqboxtype.ErrInvalidConfig: matched by every
 // configuration refused, by the types' Validate or by the engine.
@@ -36,4 +36,13 @@ var ErrInvalidConfig = errors.New("invalid config")
 // and why.
 func InvalidConfig(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+}
+
+// Oversized is an input too large to hand over whole, such as a line of a
+// file far over MaxEventSize: its first bytes, its full size, and the
+// SHA-256 of all of it.
+type Oversized struct {
+	Prefix []byte
+	Size   int64
+	SHA256 [32]byte
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 )
 
 // ErrNotTaken: no consumer took the request within the wait; it was
@@ -37,13 +37,13 @@ func AwaitRequest(ctx context.Context, ctl store.Executor, seq int64, wait, poll
 			return r, err
 		}
 		switch r.State {
-		case state.RequestDone, state.RequestFailed:
+		case seqboxtype.RequestDone, seqboxtype.RequestFailed:
 			return r, nil
-		case state.RequestRunning:
+		case seqboxtype.RequestRunning:
 			if time.Now().After(deadline) {
 				return r, &StillRunningError{Request: r, Wait: wait}
 			}
-		case state.RequestPending:
+		case seqboxtype.RequestPending:
 			if time.Now().After(deadline) {
 				cancelled, err := ctl.RequestCancel(context.WithoutCancel(ctx), store.RequestCancelParams{Seq: seq, Why: fmt.Sprintf("no live consumer took it within %s", wait), At: time.Now()})
 				if err != nil {

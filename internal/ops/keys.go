@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 )
 
 // Key statuses in a KeyReport.
@@ -191,7 +191,7 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 			}
 		}
 		for _, p := range parked {
-			if p.Reason == state.ParkHeld {
+			if p.Reason == seqboxtype.ParkHeld {
 				rep.Reason, rep.holdUntil = p.Detail, p.HoldUntil
 				break
 			}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,8 +49,8 @@ func TestReporterAdvice(t *testing.T) {
 			{KeyState: store.KeyState{Key: "D"}, Held: 1, OldestParked: t0, NextVersion: ptr(3)},
 		},
 		parked: map[string][]store.Parked{
-			"C": {{Reason: state.ParkHeld, Detail: "waiting behind s/c10, which is retrying", ObjectVersion: ptr(10)}},
-			"D": {{Reason: state.ParkHeld, Detail: "waiting for version 1 (got 3)", ObjectVersion: ptr(3),
+			"C": {{Reason: seqboxtype.ParkHeld, Detail: "waiting behind s/c10, which is retrying", ObjectVersion: ptr(10)}},
+			"D": {{Reason: seqboxtype.ParkHeld, Detail: "waiting for version 1 (got 3)", ObjectVersion: ptr(3),
 				HoldUntil: t0.Add(time.Minute)}},
 		},
 		dlq: []store.DeadLetter{{Seq: 7, Source: "s", ID: "other"}},

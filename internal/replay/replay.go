@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -44,7 +46,7 @@ func (c Counters) Line() string {
 // w. A retry is redelivered at once until it applies or is dead-lettered.
 func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt Options) (Counters, error) {
 	cnt := Counters{ByOutcome: map[seqbox.Outcome]int64{}}
-	db := c.Store().DB()
+	db := reach.Store(c).DB()
 	if err := EnsureRecordTables(ctx, db); err != nil {
 		return cnt, fmt.Errorf("create record tables: %w", err)
 	}
@@ -73,7 +75,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 		}
 		if l.oversized {
 			cnt.Deliveries++
-			ds, err := c.DeliverOversized(ctx, seqbox.Oversized{Prefix: l.bytes, Size: l.size, SHA256: l.sum})
+			ds, err := reach.DeliverOversized(c, ctx, handoff.Oversized{Prefix: l.bytes, Size: l.size, SHA256: l.sum})
 			if err != nil {
 				return cnt, err
 			}
@@ -96,7 +98,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 			}
 		}
 	}
-	ds, err := c.Sweep(ctx)
+	ds, err := reach.Sweep(c, ctx)
 	if err != nil {
 		return cnt, err
 	}
@@ -105,7 +107,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 	}
 	cnt.Accepted = cnt.ByOutcome[seqbox.Applied]
 	cnt.Duplicates = cnt.ByOutcome[seqbox.Duplicate]
-	counts, err := c.Store().Executor().Counts(ctx, c.Name())
+	counts, err := reach.Store(c).Executor().Counts(ctx, c.Name())
 	if err != nil {
 		return cnt, err
 	}
@@ -131,14 +133,14 @@ type stateLine struct {
 }
 
 func writeState(ctx context.Context, c *seqbox.Consumer, w io.Writer) error {
-	keys, err := c.Store().Executor().KeyViewList(ctx, store.KeyViewListParams{Consumer: c.Name(), Stuck: false})
+	keys, err := reach.Store(c).Executor().KeyViewList(ctx, store.KeyViewListParams{Consumer: c.Name(), Stuck: false})
 	if err != nil {
 		return err
 	}
 	enc := ops.NewJSONEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, k := range keys {
-		st, err := objectState(ctx, c.Store(), c.Name(), k.Key)
+		st, err := objectState(ctx, reach.Store(c), c.Name(), k.Key)
 		if err != nil {
 			return err
 		}

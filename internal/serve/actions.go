@@ -13,8 +13,8 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 )
 
 // ActionRequest is the body of an admin action: who asks and why, both
@@ -102,7 +102,7 @@ func (s *Server) openDeadLetter(w http.ResponseWriter, r *http.Request, seq int6
 		s.serverError(w, r, fmt.Errorf("dlq %d: %w", seq, err))
 		return false
 	}
-	if dl.State != state.DeadLetterOpen {
+	if dl.State != seqboxtype.DeadLetterOpen {
 		writeProblem(w, r, Problem{Type: ProblemConflict, Status: http.StatusConflict, Field: "seq",
 			Detail: fmt.Sprintf("dlq %d is already resolved: %s", seq, dl.Resolution)})
 		return false
@@ -178,7 +178,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target stri
 		return
 	}
 	res := resultOf(req)
-	if req.State == state.RequestFailed {
+	if req.State == seqboxtype.RequestFailed {
 		writeProblem(w, r, Problem{Type: ProblemRequestFailed, Title: "The consumer refused the request", Status: http.StatusConflict,
 			Detail: fmt.Sprintf("request %d (%s %s): %s", seq, action, target, req.Error)})
 		return

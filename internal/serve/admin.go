@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 )
 
 // adminRoutes is the admin JSON API, behind the admin token.
@@ -252,7 +252,7 @@ func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []Collision{}
 	for _, p := range parked {
-		if p.Reason != state.ParkCollision {
+		if p.Reason != seqboxtype.ParkCollision {
 			continue
 		}
 		c := Collision{Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, Reason: p.Detail, At: stamp(p.ParkedAt),
@@ -285,7 +285,7 @@ func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []stor
 		return env, outcome, err
 	}
 	for _, p := range parked {
-		if p.Source == c.Source && p.ID == c.ID && p.Reason != state.ParkCollision {
+		if p.Source == c.Source && p.ID == c.ID && p.Reason != seqboxtype.ParkCollision {
 			return p.Envelope, outcome, nil
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -55,7 +55,7 @@ func TestAdminRequiresTheToken(t *testing.T) {
 	}
 	dl, err := r.store.Executor().DeadLetterGet(context.Background(), store.DeadLetterRef{Consumer: "gateway", Seq: seq})
 	require.NoError(t, err)
-	require.Equal(t, state.DeadLetterOpen, dl.State, "nothing changed")
+	require.Equal(t, seqboxtype.DeadLetterOpen, dl.State, "nothing changed")
 	reqs, err := r.store.Executor().RequestListPending(context.Background(), "gateway")
 	require.NoError(t, err)
 	require.Empty(t, reqs, "no operator request recorded")

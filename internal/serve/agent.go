@@ -310,7 +310,7 @@ func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) 
 	case seqbox.Stale, seqbox.VersionConflict:
 		// The agent's object is newer than the gate could know: the event
 		// ends stale or version_conflict, and its key moves on.
-		return seqbox.Settle(seqbox.Outcome(v.Verdict), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
+		return seqbox.Conclude(seqbox.Outcome(v.Verdict), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
 	}
 	return s.envelopes.record(ctx, tx, ev, s.consumerNow())
 }

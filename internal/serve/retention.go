@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/seqbox/seqbox/internal/reach"
 )
 
 // retentionStatus is what the last retention run did.
@@ -62,7 +64,7 @@ func (s *Server) retentionLoop(ctx context.Context) {
 
 // purge runs retention once.
 func (s *Server) purge(ctx context.Context) {
-	n, err := s.consumer.Purge(ctx, 0)
+	n, err := reach.Purge(s.consumer, ctx, 0)
 	var env int64
 	if err == nil {
 		now := s.consumerNow()

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 )
 
 // ConsumerRegister records or refreshes a registration; the last writer
@@ -64,7 +64,7 @@ func (c *Executor) RequestInsert(ctx context.Context, r store.OperatorRequest) (
 	var seq int64
 	err := c.queryRow(ctx, `INSERT INTO seqbox_requests (consumer, action, target, requested_by, reason, requested_at, state)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
-		r.Consumer, r.Action, r.Target, r.RequestedBy, r.Reason, micros(r.RequestedAt), string(state.RequestPending)).Scan(&seq)
+		r.Consumer, r.Action, r.Target, r.RequestedBy, r.Reason, micros(r.RequestedAt), string(seqboxtype.RequestPending)).Scan(&seq)
 	return seq, StorageError("record operator request", err)
 }
 
@@ -88,7 +88,7 @@ func scanRequest(row rowScanner) (store.OperatorRequest, error) {
 
 func (c *Executor) RequestListPending(ctx context.Context, consumer string) ([]store.OperatorRequest, error) {
 	rows, err := c.query(ctx, `SELECT `+requestColumns+` FROM seqbox_requests
-		WHERE consumer = $1 AND state = $2 ORDER BY seq`, consumer, string(state.RequestPending))
+		WHERE consumer = $1 AND state = $2 ORDER BY seq`, consumer, string(seqboxtype.RequestPending))
 	return collect(rows, err, scanRequest)
 }
 
@@ -114,12 +114,12 @@ func (c *Executor) moveRequest(ctx context.Context, query string, args ...any) (
 func (c *Executor) RequestClaim(ctx context.Context, p store.RequestClaimParams) (bool, error) {
 	seq, taker, at := p.Seq, p.Taker, p.At
 	return c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, taken_by = $3, taken_at = $4
-		WHERE seq = $1 AND state = $5`, seq, string(state.RequestRunning), taker, micros(at), string(state.RequestPending))
+		WHERE seq = $1 AND state = $5`, seq, string(seqboxtype.RequestRunning), taker, micros(at), string(seqboxtype.RequestPending))
 }
 
 func (c *Executor) RequestFinish(ctx context.Context, p store.RequestFinishParams) error {
 	ok, err := c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, result = $3, error = $4, done_at = $5
-		WHERE seq = $1 AND state = $6`, p.Seq, string(p.State), string(p.Result), p.Error, micros(p.At), string(state.RequestRunning))
+		WHERE seq = $1 AND state = $6`, p.Seq, string(p.State), string(p.Result), p.Error, micros(p.At), string(seqboxtype.RequestRunning))
 	if err == nil && !ok {
 		err = store.ErrNotFound
 	}
@@ -129,5 +129,5 @@ func (c *Executor) RequestFinish(ctx context.Context, p store.RequestFinishParam
 func (c *Executor) RequestCancel(ctx context.Context, p store.RequestCancelParams) (bool, error) {
 	seq, why, at := p.Seq, p.Why, p.At
 	return c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, error = $3, done_at = $4
-		WHERE seq = $1 AND state = $5`, seq, string(state.RequestCancelled), why, micros(at), string(state.RequestPending))
+		WHERE seq = $1 AND state = $5`, seq, string(seqboxtype.RequestCancelled), why, micros(at), string(seqboxtype.RequestPending))
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -406,7 +406,7 @@ func (t *Executor) DeadLetterResolve(ctx context.Context, p store.DeadLetterReso
 // inbox row instead (how often, and when last); a collision of a payload
 // already audited for that identity adds no row.
 func (t *Executor) AuditInsert(ctx context.Context, a store.AuditRow) error {
-	if a.Outcome == state.Duplicate {
+	if a.Outcome == seqboxtype.Duplicate {
 		_, err := t.exec(ctx, `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
 			WHERE consumer = $1 AND source = $2 AND id = $3`, a.Consumer, a.Source, a.ID, micros(a.At))
 		return err

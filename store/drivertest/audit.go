@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,7 +63,7 @@ func testAuditDuplicate(t *testing.T, st store.Store) {
 	require.True(t, last.IsZero())
 
 	dup := store.AuditRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "order-1",
-		Outcome: state.Duplicate, Reason: "seen before", At: at(10), PayloadHash: "sha256:1"}
+		Outcome: seqboxtype.Duplicate, Reason: "seen before", At: at(10), PayloadHash: "sha256:1"}
 	require.NoError(t, e.tx.AuditInsert(e.ctx, dup))
 	n, last = e.duplicates("crm", "1")
 	require.Equal(t, []any{1, at(10)}, []any{n, last})

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -111,7 +111,7 @@ func testRequests(t *testing.T, st store.Store) {
 		{Consumer: o.consumer, Action: store.ActionRedrive, Target: "17", RequestedBy: "ana", Reason: "fixed upstream", RequestedAt: at(1)},
 		{Consumer: o.consumer, Action: store.ActionSkip, Target: "18", RequestedBy: "bob", RequestedAt: at(2)},
 		{Consumer: o.consumer, Action: store.ActionRelease, Target: "order-7", RequestedBy: "ana", Reason: "lost", RequestedAt: at(3),
-			State: state.RequestDone, TakenBy: "ignored"}, // a new request is pending whatever it says
+			State: seqboxtype.RequestDone, TakenBy: "ignored"}, // a new request is pending whatever it says
 	}
 	for i := range reqs {
 		seq, err := c.RequestInsert(o.ctx, reqs[i])
@@ -120,7 +120,7 @@ func testRequests(t *testing.T, st store.Store) {
 		if i > 0 {
 			require.Greater(t, seq, reqs[i-1].Seq)
 		}
-		reqs[i].Seq, reqs[i].State, reqs[i].TakenBy = seq, state.RequestPending, ""
+		reqs[i].Seq, reqs[i].State, reqs[i].TakenBy = seq, seqboxtype.RequestPending, ""
 	}
 	read := func(seq int64) store.OperatorRequest {
 		t.Helper()
@@ -156,17 +156,17 @@ func testRequests(t *testing.T, st store.Store) {
 	require.False(t, ok, "a running request cannot be cancelled")
 	require.Equal(t, reqs[1:], pending())
 	running := reqs[0]
-	running.State, running.TakenBy, running.TakenAt = state.RequestRunning, "host-a:100", at(10)
+	running.State, running.TakenBy, running.TakenAt = seqboxtype.RequestRunning, "host-a:100", at(10)
 	require.Equal(t, running, read(running.Seq))
-	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: running.Seq, State: state.RequestDone, Result: []byte(`[{"outcome":"applied"}]`), Error: "", At: at(12)}))
+	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: running.Seq, State: seqboxtype.RequestDone, Result: []byte(`[{"outcome":"applied"}]`), Error: "", At: at(12)}))
 	done := running
-	done.State, done.Result, done.DoneAt = state.RequestDone, []byte(`[{"outcome":"applied"}]`), at(12)
+	done.State, done.Result, done.DoneAt = seqboxtype.RequestDone, []byte(`[{"outcome":"applied"}]`), at(12)
 	require.Equal(t, done, read(done.Seq))
-	require.ErrorIs(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: done.Seq, State: state.RequestFailed, Result: nil, Error: "again", At: at(13)}), store.ErrNotFound,
+	require.ErrorIs(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: done.Seq, State: seqboxtype.RequestFailed, Result: nil, Error: "again", At: at(13)}), store.ErrNotFound,
 		"only a running request finishes")
 
 	// Skip: cancelled while pending, once; then nobody takes it.
-	require.ErrorIs(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: reqs[1].Seq, State: state.RequestDone, Result: nil, Error: "", At: at(13)}), store.ErrNotFound,
+	require.ErrorIs(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: reqs[1].Seq, State: seqboxtype.RequestDone, Result: nil, Error: "", At: at(13)}), store.ErrNotFound,
 		"a pending request does not finish")
 	ok, err = c.RequestCancel(o.ctx, store.RequestCancelParams{Seq: reqs[1].Seq, Why: "nobody took it", At: at(14)})
 	require.NoError(t, err)
@@ -178,16 +178,16 @@ func testRequests(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	require.False(t, ok, "a cancelled request is not taken")
 	cancelled := reqs[1]
-	cancelled.State, cancelled.Error, cancelled.DoneAt = state.RequestCancelled, "nobody took it", at(14)
+	cancelled.State, cancelled.Error, cancelled.DoneAt = seqboxtype.RequestCancelled, "nobody took it", at(14)
 	require.Equal(t, cancelled, read(cancelled.Seq))
 
 	// Release: taken, then refused.
 	ok, err = c.RequestClaim(o.ctx, store.RequestClaimParams{Seq: reqs[2].Seq, Taker: "host-a:100", At: at(16)})
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: reqs[2].Seq, State: state.RequestFailed, Result: nil, Error: "the key is not blocked", At: at(17)}))
+	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: reqs[2].Seq, State: seqboxtype.RequestFailed, Result: nil, Error: "the key is not blocked", At: at(17)}))
 	failed := reqs[2]
-	failed.State, failed.TakenBy, failed.TakenAt = state.RequestFailed, "host-a:100", at(16)
+	failed.State, failed.TakenBy, failed.TakenAt = seqboxtype.RequestFailed, "host-a:100", at(16)
 	failed.Error, failed.DoneAt = "the key is not blocked", at(17)
 	require.Equal(t, failed, read(failed.Seq))
 	require.Empty(t, pending())

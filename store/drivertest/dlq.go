@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,16 +23,16 @@ func deadLetter(consumer, id string, n int) store.DeadLetter {
 }
 
 // dlqState reads a DLQ row's state in the transaction.
-func (e *txEnv) dlqState(seq int64) (state.DeadLetter, string, *time.Time) {
+func (e *txEnv) dlqState(seq int64) (seqboxtype.DeadLetter, string, *time.Time) {
 	e.t.Helper()
 	var dls, resolution string
 	var resolved sql.NullInt64
 	require.NoError(e.t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT state, resolution, resolved_at FROM seqbox_dlq WHERE seq = $1`, seq).
 		Scan(&dls, &resolution, &resolved))
 	if !resolved.Valid {
-		return state.DeadLetter(dls), resolution, nil
+		return seqboxtype.DeadLetter(dls), resolution, nil
 	}
-	return state.DeadLetter(dls), resolution, ptr(time.UnixMicro(resolved.Int64).UTC())
+	return seqboxtype.DeadLetter(dls), resolution, ptr(time.UnixMicro(resolved.Int64).UTC())
 }
 
 // DeadLetter stores every field of the row, open, and returns growing
@@ -62,7 +62,7 @@ func testDeadLetter(t *testing.T, st store.Store) {
 		got.DeadAt = time.UnixMicro(dead).UTC()
 		require.Equal(t, d, got)
 		dls, resolution, resolved := e.dlqState(seq)
-		require.Equal(t, state.DeadLetterOpen, dls)
+		require.Equal(t, seqboxtype.DeadLetterOpen, dls)
 		require.Empty(t, resolution)
 		require.Nil(t, resolved)
 	}
@@ -78,24 +78,24 @@ func testResolveDeadLetter(t *testing.T, st store.Store) {
 	seq2, err := tx.DeadLetterInsert(ctx, deadLetter(e.consumer, "2", 2))
 	require.NoError(t, err)
 
-	require.NoError(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq1, State: state.DeadLetterSkipped, Resolution: "skipped by ana: obsolete", At: at(10)}))
+	require.NoError(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq1, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by ana: obsolete", At: at(10)}))
 	dls, resolution, resolved := e.dlqState(seq1)
-	require.Equal(t, state.DeadLetterSkipped, dls)
+	require.Equal(t, seqboxtype.DeadLetterSkipped, dls)
 	require.Equal(t, "skipped by ana: obsolete", resolution)
 	require.Equal(t, ptr(at(10)), resolved)
 
-	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq1, State: state.DeadLetterSkipped, Resolution: "again", At: at(11)}), store.ErrNotFound)
-	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq1, State: state.DeadLetterRedriven, Resolution: "again", At: at(11)}), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq1, State: seqboxtype.DeadLetterSkipped, Resolution: "again", At: at(11)}), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq1, State: seqboxtype.DeadLetterRedriven, Resolution: "again", At: at(11)}), store.ErrNotFound)
 	dls, resolution, resolved = e.dlqState(seq1)
-	require.Equal(t, []any{state.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(10))}, []any{dls, resolution, resolved},
+	require.Equal(t, []any{seqboxtype.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(10))}, []any{dls, resolution, resolved},
 		"the first resolution stays")
 
-	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer + "/other", Seq: seq2, State: state.DeadLetterSkipped, Resolution: "not theirs", At: at(12)}), store.ErrNotFound)
-	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq2 + 1_000_000, State: state.DeadLetterSkipped, Resolution: "none", At: at(12)}), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer + "/other", Seq: seq2, State: seqboxtype.DeadLetterSkipped, Resolution: "not theirs", At: at(12)}), store.ErrNotFound)
+	require.ErrorIs(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq2 + 1_000_000, State: seqboxtype.DeadLetterSkipped, Resolution: "none", At: at(12)}), store.ErrNotFound)
 	dls, _, _ = e.dlqState(seq2)
-	require.Equal(t, state.DeadLetterOpen, dls)
+	require.Equal(t, seqboxtype.DeadLetterOpen, dls)
 
-	require.NoError(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq2, State: state.DeadLetterRedriveFailed, Resolution: "redrive_failed", At: at(13)}))
+	require.NoError(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq2, State: seqboxtype.DeadLetterRedriveFailed, Resolution: "redrive_failed", At: at(13)}))
 	dls, resolution, resolved = e.dlqState(seq2)
-	require.Equal(t, []any{state.DeadLetterRedriveFailed, "redrive_failed", ptr(at(13))}, []any{dls, resolution, resolved})
+	require.Equal(t, []any{seqboxtype.DeadLetterRedriveFailed, "redrive_failed", ptr(at(13))}, []any{dls, resolution, resolved})
 }

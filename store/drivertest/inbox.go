@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -261,7 +261,7 @@ func testSetInboxOutcomes(t *testing.T, st store.Store) {
 		if i%4 == 3 {
 			continue // not in this call
 		}
-		o := store.OutcomeRow{Identity: store.Identity{Source: rows[i].Source, ID: rows[i].ID}, Outcome: state.Outcome(fmt.Sprintf("outcome-%d", i%5))}
+		o := store.OutcomeRow{Identity: store.Identity{Source: rows[i].Source, ID: rows[i].ID}, Outcome: seqboxtype.Outcome(fmt.Sprintf("outcome-%d", i%5))}
 		if i%3 != 0 {
 			o.ProcessedAt = ptr(at(1000 + i))
 		}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,12 +44,12 @@ func testKeyFlags(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	ctx, tx := e.ctx, e.tx
 	e.ensureKeys(at(0), "parked", "retrying", "both", "neither")
-	e.park(e.parked("parked", "crm", "1", ptr(int64(2)), state.ParkHeld, 1))
-	e.park(e.parked("both", "crm", "2", nil, state.ParkBlocked, 2))
+	e.park(e.parked("parked", "crm", "1", ptr(int64(2)), seqboxtype.ParkHeld, 1))
+	e.park(e.parked("both", "crm", "2", nil, seqboxtype.ParkBlocked, 2))
 	e.retry("retrying", "crm", "3", "boom", 3)
 	e.retry("both", "crm", "4", "boom", 4)
 	// Another consumer's rows on the quiet key do not count.
-	other := e.parked("neither", "crm", "5", nil, state.ParkHeld, 5)
+	other := e.parked("neither", "crm", "5", nil, seqboxtype.ParkHeld, 5)
 	other.Consumer += "/other"
 	e.park(other)
 	_, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "6", PartitionKey: "neither", Error: "x", At: at(6)})
@@ -236,7 +236,7 @@ func testLockKeys(t *testing.T, st store.Store) {
 		}
 		var flags [2]bool
 		if i%5 == 1 || i%7 == 2 {
-			e.park(e.parked(key(i), "crm", fmt.Sprint(i), nil, state.ParkHeld, i))
+			e.park(e.parked(key(i), "crm", fmt.Sprint(i), nil, seqboxtype.ParkHeld, i))
 			flags[0] = true
 		}
 		if i%5 == 2 || i%7 == 2 {
@@ -248,7 +248,7 @@ func testLockKeys(t *testing.T, st store.Store) {
 	// Another consumer's key with the same name, parked and retrying.
 	other := e.consumer + "/other"
 	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: other, Key: key(3), At: at(0)}))
-	p := e.parked(key(3), "crm", "o", nil, state.ParkHeld, 0)
+	p := e.parked(key(3), "crm", "o", nil, seqboxtype.ParkHeld, 0)
 	p.Consumer = other
 	e.park(p)
 	for i := range 10 {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -128,7 +128,7 @@ func testLocks(t *testing.T, st store.Store, lock lockFunc) {
 		return lock(o.ctx, tx, o.consumer, "k")
 	})
 	e := &txEnv{t: t, ctx: o.ctx, st: st, tx: tx1, consumer: o.consumer}
-	e.park(e.parked("k", "crm", "2", ptr(int64(2)), state.ParkHeld, 1))
+	e.park(e.parked("k", "crm", "2", ptr(int64(2)), seqboxtype.ParkHeld, 1))
 	e.retry("k", "crm", "1", "boom", 1)
 	won, err := tx1.KeyAdvance(o.ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: "k", Prev: nil, Next: 1, At: at(2)})
 	require.NoError(t, err)

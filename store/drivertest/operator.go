@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -152,13 +152,13 @@ func testOperatorDeadLetters(t *testing.T, st store.Store) {
 		for _, d := range []*store.DeadLetter{&d1, &d2, &d3} {
 			seq, err := e.tx.DeadLetterInsert(e.ctx, *d)
 			require.NoError(t, err)
-			d.Seq, d.State = seq, state.DeadLetterOpen
+			d.Seq, d.State = seq, seqboxtype.DeadLetterOpen
 		}
 	})
 	o.commit(func(e *txEnv) {
-		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, store.DeadLetterResolveParams{Consumer: o.consumer, Seq: d2.Seq, State: state.DeadLetterSkipped, Resolution: "skipped by ana: obsolete", At: at(50)}))
+		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, store.DeadLetterResolveParams{Consumer: o.consumer, Seq: d2.Seq, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by ana: obsolete", At: at(50)}))
 	})
-	d2.State, d2.Resolution, d2.ResolvedAt = state.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(50))
+	d2.State, d2.Resolution, d2.ResolvedAt = seqboxtype.DeadLetterSkipped, "skipped by ana: obsolete", ptr(at(50))
 
 	open, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: false})
 	require.NoError(t, err)
@@ -192,13 +192,13 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 			_, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: o.consumer, Key: key, Prev: nil, Next: v, At: at(1)})
 			require.NoError(t, err)
 		}
-		e.park(e.parked("a-held", "crm", "a4", ptr(int64(4)), state.ParkHeld, 12))
-		e.park(e.parked("a-held", "crm", "a3", ptr(int64(3)), state.ParkHeld, 11))
+		e.park(e.parked("a-held", "crm", "a4", ptr(int64(4)), seqboxtype.ParkHeld, 12))
+		e.park(e.parked("a-held", "crm", "a3", ptr(int64(3)), seqboxtype.ParkHeld, 11))
 		require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "b-blocked", Source: "crm", ID: "b6", Reason: "boom", At: at(20)}))
-		e.park(e.parked("b-blocked", "crm", "b6", ptr(int64(6)), state.ParkBlocked, 21))
-		e.park(e.parked("b-blocked", "crm", "b7", ptr(int64(7)), state.ParkBlocked, 22))
-		e.park(e.parked("b-blocked", "crm", "b1", ptr(int64(1)), state.ParkCollision, 5))
-		e.park(e.parked("d-collision", "crm", "d1", nil, state.ParkCollision, 3))
+		e.park(e.parked("b-blocked", "crm", "b6", ptr(int64(6)), seqboxtype.ParkBlocked, 21))
+		e.park(e.parked("b-blocked", "crm", "b7", ptr(int64(7)), seqboxtype.ParkBlocked, 22))
+		e.park(e.parked("b-blocked", "crm", "b1", ptr(int64(1)), seqboxtype.ParkCollision, 5))
+		e.park(e.parked("d-collision", "crm", "d1", nil, seqboxtype.ParkCollision, 3))
 		require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "e-gap", Source: "", ID: "", Reason: "gap before 2", At: at(30)}))
 		e.retry("c-quiet", "crm", "c8", "boom", 31) // retries are not part of the view
 	})
@@ -244,17 +244,17 @@ func testOperatorParked(t *testing.T, st store.Store) {
 	var want []store.Parked
 	o.commit(func(e *txEnv) {
 		ps := []store.Parked{
-			e.parked("k", "crm", "held-2", ptr(int64(2)), state.ParkHeld, 1),
-			e.parked("k", "crm", "collision-1", ptr(int64(1)), state.ParkCollision, 2),
-			e.parked("k", "crm", "conflict", nil, state.ParkVersionConflict, 3),
-			e.parked("k", "crm", "blocked-2", ptr(int64(2)), state.ParkBlocked, 4),
+			e.parked("k", "crm", "held-2", ptr(int64(2)), seqboxtype.ParkHeld, 1),
+			e.parked("k", "crm", "collision-1", ptr(int64(1)), seqboxtype.ParkCollision, 2),
+			e.parked("k", "crm", "conflict", nil, seqboxtype.ParkVersionConflict, 3),
+			e.parked("k", "crm", "blocked-2", ptr(int64(2)), seqboxtype.ParkBlocked, 4),
 		}
 		ps[0].HoldUntil = at(40)
 		for _, p := range ps {
 			e.park(p)
 		}
 		want = []store.Parked{ps[2], ps[1], ps[0], ps[3]}
-		e.park(e.parked("l", "crm", "other-key", nil, state.ParkHeld, 5))
+		e.park(e.parked("l", "crm", "other-key", nil, seqboxtype.ParkHeld, 5))
 	})
 	got, err := o.op.ParkedList(o.ctx, store.KeyRef{Consumer: o.consumer, Key: "k"})
 	require.NoError(t, err)
@@ -288,7 +288,7 @@ func testOperatorAudit(t *testing.T, st store.Store) {
 			require.NoError(t, e.tx.AuditInsert(e.ctx, a))
 		}
 		require.NoError(t, e.tx.AuditInsert(e.ctx, store.AuditRow{Consumer: o.consumer, Source: "crm", ID: "d",
-			Outcome: state.Duplicate, At: at(9)}))
+			Outcome: seqboxtype.Duplicate, At: at(9)}))
 	})
 	list := func(key string, limit int) []store.AuditRow {
 		t.Helper()
@@ -342,23 +342,23 @@ func testOperatorCounts(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, store.Counts{}, empty)
 	o.commit(func(e *txEnv) {
-		for i, outcome := range []state.Outcome{"applied", "applied", "applied", "rejected", "pending"} {
+		for i, outcome := range []seqboxtype.Outcome{"applied", "applied", "applied", "rejected", "pending"} {
 			r := e.inboxRow("crm", fmt.Sprint(i), i)
 			r.Outcome = outcome
 			_, err := e.tx.InboxInsert(e.ctx, r)
 			require.NoError(t, err)
 		}
-		e.park(e.parked("k1", "crm", "h1", ptr(int64(1)), state.ParkHeld, 20))
-		e.park(e.parked("k1", "crm", "h2", ptr(int64(2)), state.ParkHeld, 10))
-		e.park(e.parked("k2", "crm", "b1", ptr(int64(1)), state.ParkBlocked, 15))
-		e.park(e.parked("k3", "crm", "c1", ptr(int64(1)), state.ParkCollision, 1)) // oldest, but not stuck
+		e.park(e.parked("k1", "crm", "h1", ptr(int64(1)), seqboxtype.ParkHeld, 20))
+		e.park(e.parked("k1", "crm", "h2", ptr(int64(2)), seqboxtype.ParkHeld, 10))
+		e.park(e.parked("k2", "crm", "b1", ptr(int64(1)), seqboxtype.ParkBlocked, 15))
+		e.park(e.parked("k3", "crm", "c1", ptr(int64(1)), seqboxtype.ParkCollision, 1)) // oldest, but not stuck
 		var seqs []int64
 		for i := range 3 {
 			seq, err := e.tx.DeadLetterInsert(e.ctx, deadLetter(o.consumer, fmt.Sprint(i), i))
 			require.NoError(t, err)
 			seqs = append(seqs, seq)
 		}
-		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, store.DeadLetterResolveParams{Consumer: o.consumer, Seq: seqs[1], State: state.DeadLetterRedriven, Resolution: "redriven", At: at(5)}))
+		require.NoError(t, e.tx.DeadLetterResolve(e.ctx, store.DeadLetterResolveParams{Consumer: o.consumer, Seq: seqs[1], State: seqboxtype.DeadLetterRedriven, Resolution: "redriven", At: at(5)}))
 		e.ensureKeys(at(0), "k1", "k2", "k3")
 		require.NoError(t, e.tx.KeyBlock(e.ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "k2", Source: "crm", ID: "b1", Reason: "boom", At: at(15)}))
 		for i := range 2 {
@@ -379,22 +379,22 @@ func testOperatorDueHolds(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	ps := map[string]store.Parked{}
 	o.commit(func(e *txEnv) {
-		add := func(key, id string, version *int64, reason state.Park, parkedAt int, hold int) {
+		add := func(key, id string, version *int64, reason seqboxtype.Park, parkedAt int, hold int) {
 			p := e.parked(key, "crm", id, version, reason, parkedAt)
 			if hold >= 0 {
 				p.HoldUntil = at(hold)
 			}
 			ps[id] = e.parkOne(p)
 		}
-		add("a", "a5", ptr(int64(5)), state.ParkHeld, 1, 10)
-		add("a", "a3", ptr(int64(3)), state.ParkHeld, 2, 20)
-		add("b", "b", nil, state.ParkHeld, 3, 15)
-		add("c", "c1", ptr(int64(1)), state.ParkHeld, 4, -1)   // no deadline: waits behind a retry
-		add("d", "d1", ptr(int64(1)), state.ParkBlocked, 5, 5) // blocked: no hold
-		add("e", "e2", ptr(int64(2)), state.ParkHeld, 0, 12)
-		add("e", "e-nil", nil, state.ParkHeld, 6, -1) // lower (no version), not due
+		add("a", "a5", ptr(int64(5)), seqboxtype.ParkHeld, 1, 10)
+		add("a", "a3", ptr(int64(3)), seqboxtype.ParkHeld, 2, 20)
+		add("b", "b", nil, seqboxtype.ParkHeld, 3, 15)
+		add("c", "c1", ptr(int64(1)), seqboxtype.ParkHeld, 4, -1)   // no deadline: waits behind a retry
+		add("d", "d1", ptr(int64(1)), seqboxtype.ParkBlocked, 5, 5) // blocked: no hold
+		add("e", "e2", ptr(int64(2)), seqboxtype.ParkHeld, 0, 12)
+		add("e", "e-nil", nil, seqboxtype.ParkHeld, 6, -1) // lower (no version), not due
 	})
-	other := store.Parked{Consumer: o.consumer + "/other", Source: "crm", ID: "x", PartitionKey: "b", Reason: state.ParkHeld,
+	other := store.Parked{Consumer: o.consumer + "/other", Source: "crm", ID: "x", PartitionKey: "b", Reason: seqboxtype.ParkHeld,
 		Envelope: []byte("{}"), PayloadHash: "h", ParkedAt: at(0), HoldUntil: at(0)}
 	o.commit(func(e *txEnv) { e.park(other) })
 	due := func(now int) []string {
@@ -421,11 +421,11 @@ func testOperatorDueHoldsTies(t *testing.T, st store.Store) {
 	first := map[string]store.Parked{}
 	o.commit(func(e *txEnv) {
 		for i, p := range []store.Parked{
-			e.parked("k", "crm", "k-a", nil, state.ParkHeld, 1),
-			e.parked("k", "crm", "k-b", nil, state.ParkHeld, 2),
-			e.parked("k", "crm", "k-c", ptr(int64(1)), state.ParkHeld, 3),
-			e.parked("l", "crm", "l-a", ptr(int64(3)), state.ParkHeld, 4),
-			e.parked("l", "crm", "l-b", ptr(int64(3)), state.ParkHeld, 5),
+			e.parked("k", "crm", "k-a", nil, seqboxtype.ParkHeld, 1),
+			e.parked("k", "crm", "k-b", nil, seqboxtype.ParkHeld, 2),
+			e.parked("k", "crm", "k-c", ptr(int64(1)), seqboxtype.ParkHeld, 3),
+			e.parked("l", "crm", "l-a", ptr(int64(3)), seqboxtype.ParkHeld, 4),
+			e.parked("l", "crm", "l-b", ptr(int64(3)), seqboxtype.ParkHeld, 5),
 		} {
 			p.HoldUntil = at(10 + i)
 			e.park(p)
@@ -481,7 +481,7 @@ func testOperatorSeen(t *testing.T, st store.Store) {
 	})
 	seen, err := o.op.InboxSeen(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
-	require.Equal(t, store.Seen{Outcome: state.DeadLettered, PayloadHash: r.PayloadHash}, seen)
+	require.Equal(t, store.Seen{Outcome: seqboxtype.DeadLettered, PayloadHash: r.PayloadHash}, seen)
 	_, err = o.op.InboxSeen(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "2"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = o.op.InboxSeen(o.ctx, store.MessageRef{Consumer: o.consumer + "/other", Source: "crm", ID: "1"})
@@ -556,7 +556,7 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	other := o.consumer + "/other"
 	o.commit(func(e *txEnv) {
-		add := func(consumer, id string, outcome state.Outcome, retention int) {
+		add := func(consumer, id string, outcome seqboxtype.Outcome, retention int) {
 			r := e.inboxRow("crm", id, 1)
 			r.Consumer, r.Outcome, r.RetentionUntil = consumer, outcome, at(retention)
 			_, err := e.tx.InboxInsert(e.ctx, r)

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
 // parked is a parked message of the test's consumer; n varies the values.
 // Seq is left for the store to assign.
-func (e *txEnv) parked(key, source, id string, version *int64, reason state.Park, n int) store.Parked {
+func (e *txEnv) parked(key, source, id string, version *int64, reason seqboxtype.Park, n int) store.Parked {
 	return store.Parked{
 		Consumer: e.consumer, Source: source, ID: id, PartitionKey: key, ObjectVersion: version,
 		Reason: reason, Detail: fmt.Sprintf("detail %d", n),
@@ -67,9 +67,9 @@ func seqs(ps []store.Parked) []int64 {
 // back as zero.
 func testPark(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	held := e.parked("order-1", "crm", "1", ptr(int64(3)), state.ParkHeld, 1)
+	held := e.parked("order-1", "crm", "1", ptr(int64(3)), seqboxtype.ParkHeld, 1)
 	held.HoldUntil = at(100)
-	blocked := e.parked("order-1", "crm", "2", nil, state.ParkBlocked, 2)
+	blocked := e.parked("order-1", "crm", "2", nil, seqboxtype.ParkBlocked, 2)
 	blocked.Detail = ""
 	held = e.parkOne(held)
 	blocked = e.parkOne(blocked)
@@ -85,7 +85,7 @@ func testPark(t *testing.T, st store.Store) {
 // payload again adds no row, another payload does.
 func testParkCollisionOnce(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	c := e.parked("order-1", "crm", "1", ptr(int64(2)), state.ParkCollision, 1)
+	c := e.parked("order-1", "crm", "1", ptr(int64(2)), seqboxtype.ParkCollision, 1)
 	e.park(c)
 	again := c
 	again.ParkedAt, again.Detail = at(50), "seen again"
@@ -119,23 +119,23 @@ func testParkedForKeyOrder(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	v := func(n int64) *int64 { return &n }
 	arrivals := []store.Parked{
-		e.parked("k", "crm", "v5", v(5), state.ParkHeld, 1),
-		e.parked("k", "crm", "nil-a", nil, state.ParkBlocked, 2),
-		e.parked("k", "crm", "v3-a", v(3), state.ParkHeld, 3),
-		e.parked("k", "crm", "v0", v(0), state.ParkBlocked, 4),
-		e.parked("k", "crm", "nil-b", nil, state.ParkHeld, 5),
-		e.parked("k", "crm", "v3-b", v(3), state.ParkBlocked, 6),
-		e.parked("k", "crm", "v10", v(10), state.ParkHeld, 7),
+		e.parked("k", "crm", "v5", v(5), seqboxtype.ParkHeld, 1),
+		e.parked("k", "crm", "nil-a", nil, seqboxtype.ParkBlocked, 2),
+		e.parked("k", "crm", "v3-a", v(3), seqboxtype.ParkHeld, 3),
+		e.parked("k", "crm", "v0", v(0), seqboxtype.ParkBlocked, 4),
+		e.parked("k", "crm", "nil-b", nil, seqboxtype.ParkHeld, 5),
+		e.parked("k", "crm", "v3-b", v(3), seqboxtype.ParkBlocked, 6),
+		e.parked("k", "crm", "v10", v(10), seqboxtype.ParkHeld, 7),
 	}
 	byID := map[string]store.Parked{}
 	for _, p := range arrivals {
 		byID[p.ID] = e.parkOne(p)
 	}
 	// Not listed: other reasons, other keys, other consumers.
-	e.park(e.parked("k", "crm", "conflict", v(1), state.ParkVersionConflict, 8))
-	e.park(e.parked("k", "crm", "collision", v(1), state.ParkCollision, 9))
-	e.park(e.parked("k2", "crm", "other-key", v(1), state.ParkHeld, 10))
-	o := e.parked("k", "crm", "other-consumer", v(1), state.ParkHeld, 11)
+	e.park(e.parked("k", "crm", "conflict", v(1), seqboxtype.ParkVersionConflict, 8))
+	e.park(e.parked("k", "crm", "collision", v(1), seqboxtype.ParkCollision, 9))
+	e.park(e.parked("k2", "crm", "other-key", v(1), seqboxtype.ParkHeld, 10))
+	o := e.parked("k", "crm", "other-consumer", v(1), seqboxtype.ParkHeld, 11)
 	o.Consumer += "/other"
 	e.park(o)
 
@@ -149,9 +149,9 @@ func testParkedForKeyOrder(t *testing.T, st store.Store) {
 // ParkedDelete removes one row by its sequence number, and nothing else.
 func testUnpark(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), state.ParkHeld, 1))
-	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(2)), state.ParkHeld, 2))
-	c := e.parkOne(e.parked("k", "crm", "c", ptr(int64(3)), state.ParkBlocked, 3))
+	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), seqboxtype.ParkHeld, 1))
+	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(2)), seqboxtype.ParkHeld, 2))
+	c := e.parkOne(e.parked("k", "crm", "c", ptr(int64(3)), seqboxtype.ParkBlocked, 3))
 	require.NoError(t, e.tx.ParkedDelete(e.ctx, b.Seq))
 	require.Equal(t, []store.Parked{a, c}, e.parkedForKey("k"))
 	require.NoError(t, e.tx.ParkedDelete(e.ctx, b.Seq), "unparking what is gone is no error")
@@ -163,41 +163,41 @@ func testUnpark(t *testing.T, st store.Store) {
 // with the new hold deadline (zero: none); other reasons and keys stay.
 func testSetParkedReason(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	h1 := e.parkOne(e.parked("k", "crm", "h1", ptr(int64(1)), state.ParkHeld, 1))
-	h2 := e.parked("k", "crm", "h2", ptr(int64(2)), state.ParkHeld, 2)
+	h1 := e.parkOne(e.parked("k", "crm", "h1", ptr(int64(1)), seqboxtype.ParkHeld, 1))
+	h2 := e.parked("k", "crm", "h2", ptr(int64(2)), seqboxtype.ParkHeld, 2)
 	h2.HoldUntil = at(60)
 	h2 = e.parkOne(h2)
-	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(3)), state.ParkBlocked, 3))
-	e.park(e.parked("k", "crm", "c", ptr(int64(4)), state.ParkCollision, 4))
-	other := e.parked("k2", "crm", "o", ptr(int64(1)), state.ParkHeld, 5)
+	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(3)), seqboxtype.ParkBlocked, 3))
+	e.park(e.parked("k", "crm", "c", ptr(int64(4)), seqboxtype.ParkCollision, 4))
+	other := e.parked("k2", "crm", "o", ptr(int64(1)), seqboxtype.ParkHeld, 5)
 	other.HoldUntil = at(70)
 	other = e.parkOne(other)
 
-	require.NoError(t, e.tx.ParkedSetReason(e.ctx, store.ParkedSetReasonParams{Consumer: e.consumer, Key: "k", From: state.ParkHeld, To: state.ParkBlocked, HoldUntil: time.Time{}}))
-	h1.Reason, h2.Reason, h2.HoldUntil = state.ParkBlocked, state.ParkBlocked, time.Time{}
+	require.NoError(t, e.tx.ParkedSetReason(e.ctx, store.ParkedSetReasonParams{Consumer: e.consumer, Key: "k", From: seqboxtype.ParkHeld, To: seqboxtype.ParkBlocked, HoldUntil: time.Time{}}))
+	h1.Reason, h2.Reason, h2.HoldUntil = seqboxtype.ParkBlocked, seqboxtype.ParkBlocked, time.Time{}
 	require.Equal(t, []store.Parked{h1, h2, b}, e.parkedForKey("k"))
 	require.Equal(t, []store.Parked{other}, e.parkedForKey("k2"), "another key is untouched")
-	require.Equal(t, 1, e.count("seqbox_parked", "reason = $2", state.ParkCollision), "another reason is untouched")
+	require.Equal(t, 1, e.count("seqbox_parked", "reason = $2", seqboxtype.ParkCollision), "another reason is untouched")
 
-	require.NoError(t, e.tx.ParkedSetReason(e.ctx, store.ParkedSetReasonParams{Consumer: e.consumer, Key: "k", From: state.ParkBlocked, To: state.ParkHeld, HoldUntil: at(90)}))
+	require.NoError(t, e.tx.ParkedSetReason(e.ctx, store.ParkedSetReasonParams{Consumer: e.consumer, Key: "k", From: seqboxtype.ParkBlocked, To: seqboxtype.ParkHeld, HoldUntil: at(90)}))
 	for _, p := range []*store.Parked{&h1, &h2, &b} {
-		p.Reason, p.HoldUntil = state.ParkHeld, at(90)
+		p.Reason, p.HoldUntil = seqboxtype.ParkHeld, at(90)
 	}
 	require.Equal(t, []store.Parked{h1, h2, b}, e.parkedForKey("k"))
-	require.Equal(t, 1, e.count("seqbox_parked", "reason = $2", state.ParkCollision))
+	require.Equal(t, 1, e.count("seqbox_parked", "reason = $2", seqboxtype.ParkCollision))
 }
 
 // ParkedStartHolds gives a deadline to the held rows of a key that have none,
 // and to nothing else.
 func testStartHolds(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), state.ParkHeld, 1))
-	b := e.parked("k", "crm", "b", ptr(int64(2)), state.ParkHeld, 2)
+	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), seqboxtype.ParkHeld, 1))
+	b := e.parked("k", "crm", "b", ptr(int64(2)), seqboxtype.ParkHeld, 2)
 	b.HoldUntil = at(10)
 	b = e.parkOne(b)
-	c := e.parkOne(e.parked("k", "crm", "c", ptr(int64(3)), state.ParkHeld, 3))
-	d := e.parkOne(e.parked("k", "crm", "d", ptr(int64(4)), state.ParkBlocked, 4))
-	other := e.parkOne(e.parked("k2", "crm", "o", ptr(int64(1)), state.ParkHeld, 5))
+	c := e.parkOne(e.parked("k", "crm", "c", ptr(int64(3)), seqboxtype.ParkHeld, 3))
+	d := e.parkOne(e.parked("k", "crm", "d", ptr(int64(4)), seqboxtype.ParkBlocked, 4))
+	other := e.parkOne(e.parked("k2", "crm", "o", ptr(int64(1)), seqboxtype.ParkHeld, 5))
 
 	require.NoError(t, e.tx.ParkedStartHolds(e.ctx, store.ParkedStartHoldsParams{Consumer: e.consumer, Key: "k", Until: at(99)}))
 	a.HoldUntil, c.HoldUntil = at(99), at(99)
@@ -208,10 +208,10 @@ func testStartHolds(t *testing.T, st store.Store) {
 // ParkedRehold makes one parked row held until a time, with a new detail.
 func testRehold(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
-	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), state.ParkBlocked, 1))
-	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(2)), state.ParkBlocked, 2))
+	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), seqboxtype.ParkBlocked, 1))
+	b := e.parkOne(e.parked("k", "crm", "b", ptr(int64(2)), seqboxtype.ParkBlocked, 2))
 	require.NoError(t, e.tx.ParkedRehold(e.ctx, store.ParkedReholdParams{Seq: a.Seq, Until: at(30), Detail: "retrying: waits out its backoff"}))
-	a.Reason, a.HoldUntil, a.Detail = state.ParkHeld, at(30), "retrying: waits out its backoff"
+	a.Reason, a.HoldUntil, a.Detail = seqboxtype.ParkHeld, at(30), "retrying: waits out its backoff"
 	require.Equal(t, []store.Parked{a, b}, e.parkedForKey("k"))
 	require.NoError(t, e.tx.ParkedRehold(e.ctx, store.ParkedReholdParams{Seq: a.Seq, Until: at(40), Detail: "again"}))
 	a.HoldUntil, a.Detail = at(40), "again"

@@ -4,8 +4,8 @@ import (
 	"database/sql"
 	"testing"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -92,7 +92,7 @@ func testRollbackDiscards(t *testing.T, st store.Store) {
 	_, err := tx.InboxInsert(ctx, e.inboxRow("crm", "1", 1))
 	require.NoError(t, err)
 	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: e.consumer, Key: "order-1", At: at(1)}))
-	require.NoError(t, tx.ParkedInsert(ctx, e.parked("order-1", "crm", "1", nil, state.ParkHeld, 1)))
+	require.NoError(t, tx.ParkedInsert(ctx, e.parked("order-1", "crm", "1", nil, seqboxtype.ParkHeld, 1)))
 	require.NoError(t, tx.Rollback())
 	require.ErrorIs(t, tx.Rollback(), sql.ErrTxDone)
 

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/handoff"
+	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -165,11 +167,11 @@ func hardDrainedRetrySwept(t *testing.T, open Factory) {
 	parked, err := e.st.Executor().ParkedList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
-	require.Equal(t, state.ParkHeld, parked[0].Reason)
+	require.Equal(t, seqboxtype.ParkHeld, parked[0].Reason)
 	require.Contains(t, parked[0].Detail, "attempt 1 of 3 failed", "the detail says why it waits now, not the old gap text")
 
 	e.clock.Advance(time.Second) // past the backoff
-	ds, err := c.Sweep(e.ctx)
+	ds, err := reach.Sweep(c, e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"o-3:applied"}, ordSummary(ds))
 	require.EqualValues(t, 2, calls.Load())
@@ -240,9 +242,9 @@ func hardOversizedTwice(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
 	c := b.consumer(t)
 	prefix := []byte(`{"id":"big","source":"crm","type":"t","data":"` + strings.Repeat("a", 100))
-	o := seqbox.Oversized{Prefix: prefix, Size: 5 << 20, SHA256: sha256.Sum256([]byte("the whole line"))}
+	o := handoff.Oversized{Prefix: prefix, Size: 5 << 20, SHA256: sha256.Sum256([]byte("the whole line"))}
 	for range 2 {
-		ds, err := c.DeliverOversized(context.Background(), o)
+		ds, err := reach.DeliverOversized(c, context.Background(), o)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
 		require.Equal(t, seqbox.Rejected, ds[0].Outcome)
@@ -347,12 +349,12 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	req, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "alice", Reason: "crm is back", RequestedAt: time.Now()})
 	require.NoError(t, err)
-	n, err := c.RunRequests(ctx)
+	n, err := reach.RunRequests(c, ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	r, err := st.Executor().RequestGet(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, state.RequestDone, r.State, r.Error)
+	require.Equal(t, seqboxtype.RequestDone, r.State, r.Error)
 	require.Equal(t, "alice", r.RequestedBy)
 	require.NotEmpty(t, r.TakenBy)
 	var ds []seqbox.Result
@@ -364,11 +366,11 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	bad, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "alice", RequestedAt: time.Now()})
 	require.NoError(t, err)
-	_, err = c.RunRequests(ctx)
+	_, err = reach.RunRequests(c, ctx)
 	require.NoError(t, err)
 	r, err = st.Executor().RequestGet(ctx, bad)
 	require.NoError(t, err)
-	require.Equal(t, state.RequestFailed, r.State)
+	require.Equal(t, seqboxtype.RequestFailed, r.State)
 	require.Contains(t, r.Error, "already resolved")
 	require.Equal(t, 1, appTasks(t, st, "crm"), "nothing applied twice")
 }
@@ -391,7 +393,7 @@ func hardRequestTakenOnce(t *testing.T, open Factory) {
 	errs := make(chan error, 2)
 	for _, c := range []*seqbox.Consumer{a, b} {
 		wg.Go(func() {
-			n, err := c.RunRequests(ctx)
+			n, err := reach.RunRequests(c, ctx)
 			if err != nil {
 				errs <- err
 			}
@@ -417,7 +419,7 @@ func hardRequestCancelled(t *testing.T, open Factory) {
 	ok, err := st.Executor().RequestCancel(ctx, store.RequestCancelParams{Seq: req, Why: "nobody took it", At: time.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)
-	n, err := c.RunRequests(ctx)
+	n, err := reach.RunRequests(c, ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	dl, err := st.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: "crm", Seq: seq})

@@ -11,8 +11,8 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -175,7 +175,7 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		parked, err := b.st.Executor().ParkedList(context.Background(), store.KeyRef{Consumer: b.cfg.Name, Key: ""})
 		require.NoError(t, err)
 		require.Len(t, parked, 1)
-		require.Equal(t, state.ParkCollision, parked[0].Reason)
+		require.Equal(t, seqboxtype.ParkCollision, parked[0].Reason)
 		require.Equal(t, "collision", string(parked[0].Reason), "the name stored on the row")
 		require.Equal(t, "evt-482", parked[0].ID)
 		require.Equal(t, second, parked[0].Envelope, "the second payload is kept for investigation, byte for byte")

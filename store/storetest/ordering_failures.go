@@ -9,7 +9,8 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/store/state"
+	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +39,7 @@ func ordPermanentBlock(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E4:blocked"}, ordSummary(e.deliver(c, ordEvent("E4", k, 4, "pedido_enviado"), 1)))
 		e.requireKey(k, ordV(1), true, 0, 2)
 		for _, p := range e.parked(k) {
-			require.Equal(t, state.ParkBlocked, p.Reason, "%s", p.ID)
+			require.Equal(t, seqboxtype.ParkBlocked, p.Reason, "%s", p.ID)
 		}
 		// A broker redelivery of the failed message cannot slip past.
 		ds = e.deliver(c, raw2, 2)
@@ -149,7 +150,7 @@ func ordPermanentBlock(t *testing.T, open Factory) {
 		require.Empty(t, ds, "4 still waits for 3")
 		e.requireKey(k, ordV(2), false, 1, 0)
 		e.clock.Advance(10 * time.Minute) // far past HoldTimeout (1m)
-		ds, err = c.Sweep(e.ctx)
+		ds, err = reach.Sweep(c, e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E4:applied"}, ordSummary(ds), "a message re-held after a block must get a hold deadline")
 		require.Equal(t, []string{"2-2 by ana@ops", "3-3 by hold_expiry=advance"}, e.gapLines(k))
@@ -199,7 +200,7 @@ func ordPermanentBlock(t *testing.T, open Factory) {
 		// The hold deadline of a message now blocked does not apply: the
 		// block is the operator's to resolve.
 		e.clock.Advance(2 * time.Minute)
-		ds, err := c.Sweep(e.ctx)
+		ds, err := reach.Sweep(c, e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireKey(k, ordV(1), true, 0, 1)
@@ -323,7 +324,7 @@ func ordTransient(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E2:applied"}, ordSummary(e.deliver(c, raw2, 2)))
 		e.requireKey(k, ordV(2), false, 1, 0)
 		e.clock.Advance(10 * time.Minute) // far past HoldTimeout (1m)
-		ds, err := c.Sweep(e.ctx)
+		ds, err := reach.Sweep(c, e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E4:applied"}, ordSummary(ds),
 			"a message held for a gap must have a hold deadline even if it was first parked behind a retry")
@@ -572,7 +573,7 @@ func ordTwoProducers(t *testing.T, open Factory) {
 	require.Equal(t, 1, kv.Parked, "parked for investigation")
 	ps := e.parked(k)
 	require.Len(t, ps, 1)
-	require.Equal(t, state.ParkVersionConflict, ps[0].Reason)
+	require.Equal(t, seqboxtype.ParkVersionConflict, ps[0].Reason)
 	require.Equal(t, "crm-b", ps[0].Source)
 	require.Equal(t, "B-2", ps[0].ID)
 	require.Equal(t, rawB, ps[0].Envelope)

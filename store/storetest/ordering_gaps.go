@@ -5,8 +5,9 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"github.com/seqbox/seqbox/store/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,7 +50,7 @@ func ordOutOfOrder(t *testing.T, open Factory) {
 	ps := e.parked(k)
 	require.Len(t, ps, 1)
 	require.Equal(t, "E3", ps[0].ID)
-	require.Equal(t, state.ParkHeld, ps[0].Reason)
+	require.Equal(t, seqboxtype.ParkHeld, ps[0].Reason)
 	require.Equal(t, ordT0.Add(time.Minute), ps[0].HoldUntil.UTC(), "hold deadline = now + HoldTimeout")
 	require.Equal(t, []string{"E1@1 pedido_criado"}, e.effects(k), "a held event has no effect yet")
 	require.Equal(t, int64(1), e.counts().Held)
@@ -126,7 +127,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 		// Before the deadline the sweeper leaves the hold alone.
 		e.clock.Advance(30 * time.Second)
-		ds, err := c.Sweep(e.ctx)
+		ds, err := reach.Sweep(c, e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireKey(k, ordV(2), false, 1, 0)
@@ -145,7 +146,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 	t.Run("HoldExpiryBlock", func(t *testing.T) {
 		e, c := start(t, seqbox.HoldExpiryBlock)
-		ds, err := c.Sweep(e.ctx)
+		ds, err := reach.Sweep(c, e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds, "blocking applies nothing")
 		kv := e.requireKey(k, ordV(2), true, 0, 1)
@@ -153,7 +154,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Contains(t, kv.BlockedReason, "hold timed out after 1m0s waiting before version 4")
 		ps := e.parked(k)
 		require.Len(t, ps, 1)
-		require.Equal(t, state.ParkBlocked, ps[0].Reason)
+		require.Equal(t, seqboxtype.ParkBlocked, ps[0].Reason)
 		require.Equal(t, "E4", ps[0].ID)
 		require.Equal(t, int64(1), e.counts().Blocked)
 		stuck, err := e.st.Executor().KeyViewList(e.ctx, store.KeyViewListParams{Consumer: e.cfg.Name, Stuck: true})
@@ -192,7 +193,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 	t.Run("HoldExpiryAdvance", func(t *testing.T) {
 		e, c := start(t, seqbox.HoldExpiryAdvance)
-		ds, err := c.Sweep(e.ctx)
+		ds, err := reach.Sweep(c, e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E4:applied"}, ordSummary(ds))
 		gs := e.gaps(k)
@@ -206,7 +207,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
 		require.Contains(t, ds[0].Reason, "version 3 is older than the committed version 4")
 		require.Equal(t, []string{"E4 held 4/2", "E3 stale 3/4"}, e.auditLines(k))
-		ds, err = c.Sweep(e.ctx)
+		ds, err = reach.Sweep(c, e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireNothingParked()

@@ -1,0 +1,282 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// waiter is an error that asks for a wait rather than a failure
+// (effects.InFlightError).
+type waiter interface {
+	error
+	Wait() time.Duration
+}
+
+// apply runs steps 3, 5 and 6 of DESIGN §3 for an event that passed the
+// gate: claim the business key, run the handler under its own savepoint,
+// advance the key version by compare-and-set and mark the identity applied.
+func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
+	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
+	key := ev.PartitionKey
+	v, versioned := ev.Version()
+	if ev.BusinessKey != "" {
+		claimed, err := tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: p.cfg.Name, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID, At: now})
+		if err != nil {
+			return reached{}, err
+		}
+		if !claimed {
+			d.Outcome = seqboxtype.SemanticDuplicate
+			d.Reason = fmt.Sprintf("business key %q was already applied under another identity", ev.BusinessKey)
+			err := p.record(ctx, tx, ev, d, ks.Version, "none: the effect already happened", now)
+			if err == nil && versioned {
+				// The object still moved to this version; only the effect
+				// is suppressed, so successors are not held behind it.
+				err = p.advance(ctx, tx, key, ks.Version, v, now)
+			}
+			return p.conclude(ctx, dl.with(d, ev, ks), key, err)
+		}
+	}
+	herr := in.decideErr
+	if inFlight := (*decisionInFlight)(nil); errors.As(herr, &inFlight) {
+		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), inFlight.retryAfter())
+	}
+	if w := waiter(nil); errors.As(herr, &w) {
+		// A call of it is running in a live caller (effects.InFlightError):
+		// waiting for it is no failure (internal/model found attempts
+		// spent on it dead-lettering a message under a live call).
+		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), min(w.Wait(), p.cfg.Retry.MaxBackoff))
+	}
+	if herr == nil {
+		reason, err := p.businessKeyBusy(ctx, tx, ev)
+		if err != nil {
+			return reached{}, err
+		}
+		if reason != "" {
+			return p.wait(ctx, dl.with(d, ev, ks), reason, p.waitForOthers())
+		}
+		if herr, err = p.businessKeyTouched(ctx, tx, ev); err != nil {
+			return reached{}, err
+		}
+	}
+	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
+		// Delivered again and again without ever settling: each attempt
+		// killed its process before a failure could be recorded.
+		herr = Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
+	}
+	if herr == nil {
+		hctx, decided, err := p.decisionFor(ctx, tx, ev)
+		if err != nil {
+			return reached{}, err
+		}
+		if !decided {
+			return p.awaitDecision(ctx, dl.with(d, ev, ks))
+		}
+		herr = tx.handle(hctx, ev, p.runHandler)
+	}
+	if herr != nil {
+		if ctx.Err() != nil {
+			return reached{}, ctx.Err() // shutting down: leave it for redelivery
+		}
+		if se, ok := asConcluded(herr); ok {
+			return p.concluded(ctx, dl.with(d, ev, ks), se)
+		}
+		return p.failed(ctx, dl.with(d, ev, ks), herr)
+	}
+	if err := p.hooks.At(fault.AfterHandler); err != nil {
+		return reached{}, err
+	}
+	if versioned {
+		if err := p.advance(ctx, tx, key, ks.Version, v, now); err != nil {
+			if !errors.Is(err, errKeyConflict) {
+				return reached{}, err
+			}
+			if err := tx.SavepointRollback(ctx, sp); err != nil {
+				return reached{}, err
+			}
+			d.Outcome, d.Reason, d.KeyConflict = seqboxtype.Retry, err.Error(), true
+			return p.conclude(ctx, dl.with(d, ev, ks), "", nil)
+		}
+	}
+	processed := now
+	if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: seqboxtype.Applied, ProcessedAt: &processed}); err != nil {
+		return reached{}, err
+	}
+	if key == "" || ks.HasRetries {
+		// Attempts were recorded for this key (or, unkeyed, may have been):
+		// this message's are over.
+		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID}); err != nil {
+			return reached{}, err
+		}
+	}
+	d.Outcome, d.Reason = seqboxtype.Applied, ""
+	if !ks.HasParked {
+		// Nothing waits behind it (the key was read under its lock): no
+		// drain.
+		if err := tx.SavepointRelease(ctx, sp); err != nil {
+			return reached{}, err
+		}
+		return reached{results: []Result{d}}, nil
+	}
+	return p.conclude(ctx, dl.with(d, ev, ks), key, nil)
+}
+
+// crashLoopFactor bounds deliveries that never settle: a message delivered
+// this many times MaxAttempts and failing again is dead-lettered, even if
+// its failures were never all recorded (each crashed its process).
+const crashLoopFactor = 4
+
+// advance is the compare-and-set of step 6.
+func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *int64, next int64, now time.Time) error {
+	ok, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: p.cfg.Name, Key: key, Prev: prev, Next: next, At: now})
+	if err == nil && !ok {
+		err = errKeyConflict
+	}
+	return err
+}
+
+// runHandler calls the handler, turning a panic into a permanent error so a
+// poison message cannot crash the consumer over and over. A BatchHandler
+// gets the event alone.
+func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err error) {
+	defer recoverHandler(&err)
+	if p.cfg.BatchHandler != nil {
+		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []Event{ev})
+	}
+	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), ev)
+}
+
+// recoverHandler turns a handler's panic into a permanent error.
+func recoverHandler(err *error) {
+	if r := recover(); r != nil {
+		*err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
+	}
+}
+
+// applyDeferred hands the events an optimistic run applied to the
+// BatchHandler in one call. Any failure sends the batch to its run with
+// savepoints, where each event is handed over alone and its failure is its
+// own; a cancelled context abandons the batch.
+func (p *pipeline) applyDeferred(ctx context.Context, tx *batchTx) (err error) {
+	if len(tx.deferred) == 0 {
+		return nil
+	}
+	defer func() {
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			} else {
+				err = errRerun
+			}
+		}
+	}()
+	defer recoverHandler(&err)
+	return p.cfg.BatchHandler(ctx, tx.SQL(), tx.deferred)
+}
+
+// failed handles a handler error: retry with the attempt counted, or
+// dead-letter when the error is permanent or attempts are used up.
+func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reached, error) {
+	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
+	if err := tx.SavepointRollback(ctx, sp); err != nil {
+		return reached{}, err
+	}
+	rc, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+		PartitionKey: ev.PartitionKey, Error: herr.Error(), At: now})
+	attempts, first := rc.Attempts, rc.FirstError
+	if err != nil {
+		return reached{}, err
+	}
+	// attempts counts this message's own failures, not the transport's
+	// deliveries: those also grow with redeliveries that were not its fault
+	// (a batch-mate's store error, a shutdown, a lease that ran out).
+	if !IsPermanent(herr) && attempts < p.cfg.Retry.MaxAttempts {
+		d.Outcome = seqboxtype.Retry
+		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
+		d.Attempt = attempts
+		backoff := p.cfg.Retry.Backoff(attempts)
+		if after, ok := RetryAfterOf(herr); ok && after > backoff {
+			// The remote side asked for a later retry: honoured within
+			// the backoff cap.
+			backoff = min(after, p.cfg.Retry.MaxBackoff)
+			d.RetryAfter = backoff
+		}
+		err := tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: seqboxtype.Retry, Reason: d.Reason,
+			NextAction: "redelivery after " + backoff.String(), At: now})
+		if err == nil && in.parked != nil {
+			err = tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff)})
+		}
+		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
+	}
+	reason := "permanent failure"
+	if !IsPermanent(herr) {
+		reason = fmt.Sprintf("attempts exhausted (%d of %d)", attempts, p.cfg.Retry.MaxAttempts)
+	}
+	d.Outcome, d.Reason, d.Attempt = seqboxtype.DeadLettered, reason+": "+herr.Error(), attempts
+	drainKey, err := p.deadLetter(ctx, dl, reason, attempts, first, herr.Error())
+	if err == nil {
+		err = p.record(ctx, tx, ev, d, ks.Version, deadLetterNext(p.cfg, ev), now)
+	}
+	return p.conclude(ctx, dl.with(d, ev, ks), drainKey, err)
+}
+
+func deadLetterNext(cfg Config, ev Event) string {
+	if ev.PartitionKey != "" && cfg.OnDeadLetter == DeadLetterBlock {
+		return "key blocked: redrive or skip the message (seqbox dlq redrive|skip)"
+	}
+	return "redrive from the DLQ once fixed (seqbox dlq redrive)"
+}
+
+// deadLetter moves the original envelope to the DLQ, keeps the identity as
+// dead_lettered, and applies OnDeadLetter to the key.
+func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, attempts int, first, last string) (string, error) {
+	tx, in, ev, ks, now := dl.tx, dl.in, dl.ev, dl.ks, dl.now
+	name := p.cfg.Name
+	if in.parked != nil {
+		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
+			return "", err
+		}
+	}
+	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{Consumer: name, Source: ev.Source, ID: ev.ID,
+		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, PayloadHash: ev.Hash, Envelope: ev.Raw,
+		Reason: reason, Attempts: attempts, FirstError: first, LastError: last, DeadAt: now}); err != nil {
+		return "", err
+	}
+	row := p.inboxRow(ev, now)
+	row.Outcome = seqboxtype.DeadLettered
+	inserted, err := tx.InboxInsert(ctx, row)
+	if err == nil && !inserted {
+		err = tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: ev.Source, ID: ev.ID, Outcome: seqboxtype.DeadLettered, ProcessedAt: nil})
+	}
+	if err == nil {
+		err = tx.RetryClear(ctx, store.MessageRef{Consumer: name, Source: ev.Source, ID: ev.ID})
+	}
+	if err != nil || ev.PartitionKey == "" {
+		return "", err
+	}
+	if err := tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: name, Key: ev.PartitionKey, At: now}); err != nil {
+		return "", err
+	}
+	if p.cfg.OnDeadLetter == DeadLetterBlock {
+		since := now
+		if in.redrive && !ks.BlockedSince.IsZero() {
+			since = ks.BlockedSince // a failed redrive: still blocked since the first failure
+		}
+		if err := tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: name, Key: ev.PartitionKey, Source: ev.Source, ID: ev.ID, Reason: "dead-lettered " + ev.ID + ": " + reason, At: since}); err != nil {
+			return "", err
+		}
+		return "", tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: name, Key: ev.PartitionKey, From: seqboxtype.ParkHeld, To: seqboxtype.ParkBlocked, HoldUntil: time.Time{}})
+	}
+	// release: a known gap, and the key goes on.
+	if v, ok := ev.Version(); ok && (ks.Version == nil || v == *ks.Version+1) {
+		return ev.PartitionKey, p.skipVersions(ctx, tx, ev.PartitionKey, ks.Version, v, v, "on_dead_letter=release", reason, now)
+	}
+	return ev.PartitionKey, nil
+}

@@ -1,0 +1,381 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// errRerun ends an optimistic run of a batch: a delivery needs to undo
+// part of the transaction (its handler failed, or it lost a key race),
+// which only a run with savepoints can do. The batch rolls back and runs
+// again with them.
+var errRerun = errors.New("seqbox: the batch runs again with savepoints")
+
+// outcomePending is the inbox outcome of an identity recorded before its
+// delivery settled (a crash or shutdown between the two leaves it so).
+const outcomePending seqboxtype.Outcome = "pending"
+
+// batchTx overrides these; the compiler checks that each one still
+// overrides a method of store.ExecutorTx, so that a rename of the driver's
+// method cannot silently route a call past the batch's bookkeeping.
+var _ interface {
+	SavepointRelease(context.Context, string) error
+	SavepointRollback(context.Context, string) error
+	Savepoint(context.Context, string) error
+	InboxInsert(context.Context, store.InboxRow) (bool, error)
+	InboxGet(context.Context, store.MessageRef) (store.InboxRow, error)
+	InboxSetOutcome(context.Context, store.InboxSetOutcomeParams) error
+	InboxDelete(context.Context, store.MessageRef) error
+	KeyLock(context.Context, store.KeyRef) (store.KeyState, error)
+	KeyEnsure(context.Context, store.KeyEnsureParams) error
+	KeyAdvance(context.Context, store.KeyAdvanceParams) (bool, error)
+	KeyBlock(context.Context, store.KeyBlockParams) error
+	KeyUnblock(context.Context, store.KeyUnblockParams) error
+	ParkedInsert(context.Context, store.Parked) error
+	RetryRecord(context.Context, store.RetryRow) (store.RetryCount, error)
+	RetryOnKey(context.Context, store.KeyRef) (store.RetryRow, error)
+	RetryClear(context.Context, store.MessageRef) error
+} = store.ExecutorTx(nil)
+
+// batchTx is one store transaction as the pipeline sees it.
+//
+// A batch runs optimistically first: no savepoints, the identities
+// inserted and the keys read and locked up front in a few multi-row
+// statements (prefetch), and the writes every delivery makes to its inbox
+// row, its key's version and its retry count deferred to one multi-row
+// statement each at the end. Reads keep seeing the batch's own writes:
+// the key states are served from memory, kept up to date by the writes
+// that go through here, and any read of what a deferred write touches
+// flushes the deferred writes first. A delivery that would need a
+// savepoint (RollbackTo) fails the run with errRerun instead.
+//
+// Outside an optimistic run (operator actions, the sweeper, DeliverTx,
+// and the rerun of a batch), every call goes straight to the store and
+// each delivery has its savepoint.
+type batchTx struct {
+	store.ExecutorTx
+	n        int
+	consumer string
+	// optimistic is set for the first run of a batch.
+	optimistic bool
+	// keys holds key states read under their locks in this transaction,
+	// with the batch's own deferred version moves applied.
+	keys map[string]store.KeyState
+	// inserted holds the identities the prefetch inserted (true) or found
+	// already recorded (false); each answers one InsertInbox.
+	inserted map[store.Identity]bool
+	// provisional holds the identities the prefetch inserted as applied
+	// whose delivery has not recorded its outcome yet. Recording applied
+	// then costs no write; one still provisional at the end of the run is
+	// written as pending, as one by one it would be.
+	provisional map[store.Identity]bool
+	// Deferred writes.
+	outcomes    map[store.Identity]int // index into outcomeRows
+	outcomeRows []store.OutcomeRow
+	moves       map[string]int // index into moveRows
+	moveRows    []store.KeyMove
+	clears      []store.Identity
+	// movedAt is when the last deferred move was made.
+	movedAt time.Time
+	// failed holds the handler errors of the batch's optimistic run,
+	// shared with its rerun: a handler that failed is not asked again in
+	// the same delivery (it might answer differently); its failure is
+	// recorded as it was. Handlers that succeeded run again, their writes
+	// having rolled back with the optimistic run.
+	failed map[store.Identity]error
+	// defers: the optimistic run hands the events it applies to one
+	// BatchHandler call before the commit (applyDeferred), collected in
+	// deferred.
+	defers   bool
+	deferred []Event
+	// undecided collects the messages the run stopped before their
+	// handler to be decided (awaitDecision); origin is the index of the
+	// input being run, which each one is reported under.
+	undecided []undecided
+	origin    int
+}
+
+// deciding reports whether this run stopped (source, id) to be decided.
+func (b *batchTx) deciding(source, id string) bool {
+	for _, u := range b.undecided {
+		if !u.after && u.ev.Source == source && u.ev.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// handle runs the handler of ev, or answers with the failure it had in
+// the batch's optimistic run.
+func (b *batchTx) handle(ctx context.Context, ev Event, run func(context.Context, *batchTx, Event) error) error {
+	id := store.Identity{Source: ev.Source, ID: ev.ID}
+	if err, ok := b.failed[id]; ok && !b.optimistic {
+		delete(b.failed, id)
+		return err
+	}
+	if b.defers && b.optimistic {
+		b.deferred = append(b.deferred, ev)
+		return nil
+	}
+	err := run(ctx, b, ev)
+	if err != nil && b.failed != nil && b.optimistic {
+		b.failed[id] = err
+	}
+	return err
+}
+
+func (b *batchTx) savepoint() string {
+	b.n++
+	return "d" + strconv.Itoa(b.n)
+}
+
+// Savepoint opens a savepoint, except in an optimistic run.
+func (b *batchTx) Savepoint(ctx context.Context, name string) error {
+	if b.optimistic {
+		return nil
+	}
+	return b.ExecutorTx.Savepoint(ctx, name)
+}
+
+// SavepointRelease closes a savepoint, except in an optimistic run.
+func (b *batchTx) SavepointRelease(ctx context.Context, name string) error {
+	if b.optimistic {
+		return nil
+	}
+	return b.ExecutorTx.SavepointRelease(ctx, name)
+}
+
+// SavepointRollback undoes a delivery; an optimistic run cannot, and
+// reruns.
+func (b *batchTx) SavepointRollback(ctx context.Context, name string) error {
+	if b.optimistic {
+		return errRerun
+	}
+	return b.ExecutorTx.SavepointRollback(ctx, name)
+}
+
+// finish ends an optimistic run before its commit: the identities still
+// provisional are pending, and the deferred writes are written.
+func (b *batchTx) finish(ctx context.Context) error {
+	for id := range b.provisional {
+		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: outcomePending}); err != nil {
+			return err
+		}
+	}
+	return b.flush(ctx)
+}
+
+// flush writes the deferred writes.
+func (b *batchTx) flush(ctx context.Context) error {
+	if len(b.outcomeRows) > 0 {
+		if err := b.ExecutorTx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{Consumer: b.consumer, Rows: b.outcomeRows}); err != nil {
+			return err
+		}
+		b.outcomeRows, b.outcomes = b.outcomeRows[:0], nil
+	}
+	if len(b.moveRows) > 0 {
+		won, err := b.ExecutorTx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt})
+		if err != nil {
+			return err
+		}
+		if won != len(b.moveRows) {
+			// Cannot happen under the key locks; a run with savepoints
+			// settles it delivery by delivery.
+			return errRerun
+		}
+		b.moveRows, b.moves = b.moveRows[:0], nil
+	}
+	if len(b.clears) > 0 {
+		if err := b.ExecutorTx.RetryClearMany(ctx, store.RetryClearManyParams{Consumer: b.consumer, IDs: b.clears}); err != nil {
+			return err
+		}
+		b.clears = b.clears[:0]
+	}
+	return nil
+}
+
+// InboxInsert answers from the prefetch when it decided the identity.
+func (b *batchTx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
+	id := store.Identity{Source: r.Source, ID: r.ID}
+	if ok, found := b.inserted[id]; found && r.Consumer == b.consumer {
+		delete(b.inserted, id)
+		return ok, nil
+	}
+	return b.ExecutorTx.InboxInsert(ctx, r)
+}
+
+// InboxGet reads an identity, after the deferred outcomes are written.
+func (b *batchTx) InboxGet(ctx context.Context, p store.MessageRef) (store.InboxRow, error) {
+	if err := b.flush(ctx); err != nil {
+		return store.InboxRow{}, err
+	}
+	return b.ExecutorTx.InboxGet(ctx, p)
+}
+
+// InboxSetOutcome is deferred in an optimistic run.
+func (b *batchTx) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomeParams) error {
+	if !b.optimistic || p.Consumer != b.consumer {
+		return b.ExecutorTx.InboxSetOutcome(ctx, p)
+	}
+	k := store.Identity{Source: p.Source, ID: p.ID}
+	if b.provisional[k] {
+		delete(b.provisional, k)
+		if p.Outcome == seqboxtype.Applied {
+			return nil
+		}
+	}
+	row := store.OutcomeRow{Identity: k, Outcome: p.Outcome, ProcessedAt: p.ProcessedAt}
+	if i, ok := b.outcomes[k]; ok {
+		b.outcomeRows[i] = row
+		return nil
+	}
+	if b.outcomes == nil {
+		b.outcomes = map[store.Identity]int{}
+	}
+	b.outcomes[k] = len(b.outcomeRows)
+	b.outcomeRows = append(b.outcomeRows, row)
+	return nil
+}
+
+// InboxDelete forgets an identity, after the deferred writes.
+func (b *batchTx) InboxDelete(ctx context.Context, p store.MessageRef) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	return b.ExecutorTx.InboxDelete(ctx, p)
+}
+
+// KeyLock serves a key state from memory when this transaction holds it.
+func (b *batchTx) KeyLock(ctx context.Context, p store.KeyRef) (store.KeyState, error) {
+	if ks, ok := b.keys[p.Key]; ok && p.Consumer == b.consumer {
+		return ks, nil
+	}
+	if err := b.flush(ctx); err != nil {
+		return store.KeyState{}, err
+	}
+	ks, err := b.ExecutorTx.KeyLock(ctx, p)
+	if err == nil && b.keys != nil && p.Consumer == b.consumer {
+		b.keys[p.Key] = ks
+	}
+	return ks, err
+}
+
+// forget drops a key state that a write changed in a way memory does not
+// follow.
+func (b *batchTx) forget(key string) {
+	delete(b.keys, key)
+}
+
+// KeyEnsure creates a key row if missing.
+func (b *batchTx) KeyEnsure(ctx context.Context, p store.KeyEnsureParams) error {
+	b.forget(p.Key)
+	return b.ExecutorTx.KeyEnsure(ctx, p)
+}
+
+// KeyAdvance is deferred for a key held in memory: the compare-and-set
+// is decided against the state the transaction holds under the lock.
+func (b *batchTx) KeyAdvance(ctx context.Context, p store.KeyAdvanceParams) (bool, error) {
+	key, next, at := p.Key, p.Next, p.At
+	ks, ok := b.keys[key]
+	if !b.optimistic || !ok || p.Consumer != b.consumer {
+		if err := b.flush(ctx); err != nil {
+			return false, err
+		}
+		b.forget(key)
+		return b.ExecutorTx.KeyAdvance(ctx, p)
+	}
+	if !sameVersion(ks.Version, p.Prev) {
+		return false, nil
+	}
+	if i, ok := b.moves[key]; ok {
+		b.moveRows[i].Next = next
+	} else {
+		if b.moves == nil {
+			b.moves = map[string]int{}
+		}
+		b.moves[key] = len(b.moveRows)
+		b.moveRows = append(b.moveRows, store.KeyMove{Key: key, Prev: ks.Version, Next: next})
+	}
+	v := next
+	ks.Version, ks.UpdatedAt, b.movedAt = &v, at, at
+	b.keys[key] = ks
+	return true, nil
+}
+
+func sameVersion(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// KeyBlock blocks a key, after the deferred writes.
+func (b *batchTx) KeyBlock(ctx context.Context, p store.KeyBlockParams) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	b.forget(p.Key)
+	return b.ExecutorTx.KeyBlock(ctx, p)
+}
+
+// KeyUnblock clears a key's block, after the deferred writes.
+func (b *batchTx) KeyUnblock(ctx context.Context, p store.KeyUnblockParams) error {
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	b.forget(p.Key)
+	return b.ExecutorTx.KeyUnblock(ctx, p)
+}
+
+// ParkedInsert parks a message; the key now has something parked.
+func (b *batchTx) ParkedInsert(ctx context.Context, p store.Parked) error {
+	if ks, ok := b.keys[p.PartitionKey]; ok {
+		ks.HasParked = true
+		b.keys[p.PartitionKey] = ks
+	}
+	return b.ExecutorTx.ParkedInsert(ctx, p)
+}
+
+// RetryRecord counts a failed attempt; the key now has a retry.
+func (b *batchTx) RetryRecord(ctx context.Context, r store.RetryRow) (store.RetryCount, error) {
+	if err := b.flush(ctx); err != nil {
+		return store.RetryCount{}, err
+	}
+	if ks, ok := b.keys[r.PartitionKey]; ok {
+		ks.HasRetries = true
+		b.keys[r.PartitionKey] = ks
+	}
+	return b.ExecutorTx.RetryRecord(ctx, r)
+}
+
+// RetryOnKey reads the key's retrying identity, after the deferred
+// writes.
+func (b *batchTx) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryRow, error) {
+	if err := b.flush(ctx); err != nil {
+		return store.RetryRow{}, err
+	}
+	return b.ExecutorTx.RetryOnKey(ctx, p)
+}
+
+// retryOnKey reads the key's retrying identity; false when none.
+func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
+	r, err := b.RetryOnKey(ctx, store.KeyRef{Consumer: consumer, Key: key})
+	if errors.Is(err, store.ErrNotFound) {
+		return r, false, nil
+	}
+	return r, err == nil, err
+}
+
+// RetryClear is deferred in an optimistic run.
+func (b *batchTx) RetryClear(ctx context.Context, p store.MessageRef) error {
+	if !b.optimistic || p.Consumer != b.consumer {
+		return b.ExecutorTx.RetryClear(ctx, p)
+	}
+	b.clears = append(b.clears, store.Identity{Source: p.Source, ID: p.ID})
+	return nil
+}

@@ -1,0 +1,343 @@
+package seqbox
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
+)
+
+// GapPolicy says what happens when a key's next version is missing.
+type GapPolicy string
+
+const (
+	// GapHold parks the newer event until the gap closes or HoldTimeout
+	// passes (the default).
+	GapHold GapPolicy = "hold"
+	// GapAdvance records the gap and applies the newer event: for events
+	// that carry the object's full state.
+	GapAdvance GapPolicy = "advance"
+)
+
+// HoldExpiry says what happens when a hold reaches HoldTimeout.
+type HoldExpiry string
+
+const (
+	// HoldExpiryBlock blocks the key for reconciliation (the default).
+	HoldExpiryBlock HoldExpiry = "block"
+	// HoldExpiryAdvance records the gap and applies the held events.
+	HoldExpiryAdvance HoldExpiry = "advance"
+)
+
+// DeadLetterPolicy says what happens to an ordered key's successors when
+// one of its messages is dead-lettered.
+type DeadLetterPolicy string
+
+const (
+	// DeadLetterBlock blocks the key: successors park as blocked until an
+	// operator redrives or skips (the default).
+	DeadLetterBlock DeadLetterPolicy = "block"
+	// DeadLetterRelease records a known gap and lets the key continue.
+	DeadLetterRelease DeadLetterPolicy = "release"
+)
+
+// RetryPolicy bounds how often a transient failure is retried.
+type RetryPolicy struct {
+	// MaxAttempts counts every delivery, the first included. Default 5.
+	MaxAttempts int
+	// InitialBackoff is the nack delay after the first failure; it doubles
+	// per attempt. Default 1s.
+	InitialBackoff time.Duration
+	// MaxBackoff caps the delay. Default 5m.
+	MaxBackoff time.Duration
+}
+
+// Backoff returns the redelivery delay after the given failed attempt.
+func (r RetryPolicy) Backoff(attempt int) time.Duration {
+	d := r.InitialBackoff
+	for i := 1; i < attempt && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	if d > r.MaxBackoff {
+		d = r.MaxBackoff
+	}
+	return d
+}
+
+// Config configures a Consumer. Name, Store, Transport and Handler are
+// required; everything else has a default that favours correctness.
+type Config struct {
+	// Name is the consumer's logical name; it is part of every identity,
+	// so independent consumers of one event each apply it once.
+	Name string
+	// Store is where the inbox lives.
+	Store store.Store
+	// Transport delivers the messages.
+	Transport transport.Transport
+	// Handler applies one event inside the inbox transaction. Set it or
+	// BatchHandler, not both.
+	Handler Handler
+	// BatchHandler applies the events of a batch with one call inside the
+	// inbox transaction (see BatchHandler), for effects written in bulk.
+	BatchHandler BatchHandler
+	// Decide, when set, is the slow and non-deterministic half of the work
+	// (an AI model call, an agent's HTTP call). It runs outside any
+	// transaction, and only when the event is next on its key: the
+	// pipeline first takes the message through the inbox, the business
+	// key check and the ordering gate, and an event that would not apply
+	// (a duplicate, a semantic duplicate, stale, held, blocked, expired)
+	// is never decided. The event then holds its key's turn in the store
+	// until it settles, so its successors wait behind it, across retries
+	// and crashes. Its result is recorded under the message's identity
+	// before Handler runs; the handler reads it with DecisionFrom. A
+	// redelivery after a crash re-applies the recorded decision instead of
+	// asking again and perhaps deciding differently. A panic in Decide is
+	// a permanent failure of that message.
+	Decide Decider
+	// DecideTimeout bounds one Decide call. Default 2m.
+	DecideTimeout time.Duration
+	// DecideConcurrency bounds the Decide calls running at once in this
+	// consumer (a model API's rate limit, an agent's capacity). Default 8.
+	DecideConcurrency int
+	// ClaimHeartbeat is how often a decision in flight renews its claim
+	// in the store. While it is renewed, a redelivery elsewhere (the lease
+	// ran out, another consumer received it) waits for the recorded
+	// decision instead of asking the model again; a claim whose decider
+	// died (its heartbeat stopped) is taken over after three heartbeats.
+	// Default 1s.
+	ClaimHeartbeat time.Duration
+	// ExtendEvery is how often the leases of deliveries in flight are
+	// extended, so long handlers keep their messages. Default 10s.
+	ExtendEvery time.Duration
+	// ExtendBy is how far each extension pushes the lease. Default 30s.
+	ExtendBy time.Duration
+
+	// Workers is the number of goroutines applying batches; keys are
+	// spread over them and a key is pinned to one worker at a time.
+	// Default 4.
+	Workers int
+	// BatchSize is the most deliveries one transaction holds: a worker
+	// takes what is ready, up to BatchSize, so batches grow with the load
+	// (group commit: one fsync for many messages) and stay small when it
+	// is light. Default 512.
+	BatchSize int
+
+	// Retry bounds transient failures.
+	Retry RetryPolicy
+	// GapPolicy decides what a version gap does. Default GapHold.
+	GapPolicy GapPolicy
+	// HoldTimeout bounds a hold. Default 5m.
+	HoldTimeout time.Duration
+	// HoldExpiry decides what a hold that timed out does. Default block.
+	HoldExpiry HoldExpiry
+	// FirstVersion, when set, is the version every new key must start at;
+	// otherwise a key's first version seen is its baseline.
+	FirstVersion *int64
+	// OnDeadLetter decides what a dead-lettered ordered message does to its
+	// successors. Default block.
+	OnDeadLetter DeadLetterPolicy
+	// MaxBlock bounds how long a key may stay blocked before the key is
+	// released with a recorded gap and an alert. Zero: no bound.
+	MaxBlock time.Duration
+	// MaxAge is the business deadline: an event whose time is older than
+	// MaxAge is expired. Zero: no deadline.
+	MaxAge time.Duration
+
+	// Retention is how long inbox identities are kept. Default 30 days.
+	Retention time.Duration
+	// RedeliveryWindow is the longest the broker may redeliver a message.
+	// Default 14 days (the longest SQS retention).
+	RedeliveryWindow time.Duration
+	// DLQRetention and RedriveWindow: a dead-lettered message can come
+	// back this long after it failed. Retention must cover their sum.
+	DLQRetention, RedriveWindow time.Duration
+
+	// VolatileAttributes are left out of the payload hash in addition to
+	// seqboxtype.DefaultVolatileAttributes() (publishedat, traceparent, ...).
+	VolatileAttributes []string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives operational messages. Default slog.Default().
+	Logger *slog.Logger
+	// Observer, when set, is told every decision after its commit.
+	Observer func(Result)
+	// Metrics, when set, counts outcomes and latencies.
+	Metrics *Metrics
+}
+
+// DefaultDecideConcurrency is Config.DecideConcurrency's default.
+const DefaultDecideConcurrency = 8
+
+// DefaultBatchSize is Config.BatchSize's default.
+const DefaultBatchSize = 512
+
+// WithDefaults returns c with every unset field at its default: what a
+// Consumer built from c runs with.
+func (c *Config) WithDefaults() Config {
+	out := *c
+	if out.ExtendEvery <= 0 {
+		out.ExtendEvery = 10 * time.Second
+	}
+	if out.DecideTimeout <= 0 {
+		out.DecideTimeout = 2 * time.Minute
+	}
+	if out.DecideConcurrency <= 0 {
+		out.DecideConcurrency = DefaultDecideConcurrency
+	}
+	if out.ClaimHeartbeat <= 0 {
+		out.ClaimHeartbeat = time.Second
+	}
+	if out.ExtendBy <= 0 {
+		out.ExtendBy = 30 * time.Second
+	}
+	if out.Workers <= 0 {
+		out.Workers = 4
+	}
+	if out.BatchSize <= 0 {
+		out.BatchSize = DefaultBatchSize
+	}
+	if out.Retry.MaxAttempts <= 0 {
+		out.Retry.MaxAttempts = 5
+	}
+	if out.Retry.InitialBackoff <= 0 {
+		out.Retry.InitialBackoff = time.Second
+	}
+	if out.Retry.MaxBackoff <= 0 {
+		out.Retry.MaxBackoff = 5 * time.Minute
+	}
+	if out.GapPolicy == "" {
+		out.GapPolicy = GapHold
+	}
+	if out.HoldTimeout <= 0 {
+		out.HoldTimeout = 5 * time.Minute
+	}
+	if out.HoldExpiry == "" {
+		out.HoldExpiry = HoldExpiryBlock
+	}
+	if out.OnDeadLetter == "" {
+		out.OnDeadLetter = DeadLetterBlock
+	}
+	if out.Retention <= 0 {
+		out.Retention = 30 * 24 * time.Hour
+	}
+	if out.RedeliveryWindow <= 0 {
+		out.RedeliveryWindow = 14 * 24 * time.Hour
+	}
+	if out.DLQRetention <= 0 {
+		out.DLQRetention = 14 * 24 * time.Hour
+	}
+	if out.RedriveWindow <= 0 {
+		out.RedriveWindow = 24 * time.Hour
+	}
+	out.VolatileAttributes = append(seqboxtype.DefaultVolatileAttributes(), c.VolatileAttributes...)
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	return out
+}
+
+// Validate reports the first problem with the configuration, naming the
+// field. It checks the configuration with defaults applied. Transport is
+// not checked: only Run needs one (Deliver and the operator actions do
+// not).
+func (c *Config) Validate() error {
+	if err := c.validateGiven(); err != nil {
+		return err
+	}
+	d := c.WithDefaults()
+	return d.validate()
+}
+
+// validateGiven refuses what defaults would otherwise hide: a negative
+// duration or count is a mistake, not a request for the default.
+func (c *Config) validateGiven() error {
+	if err := validName(c.Name); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ExtendEvery", c.ExtendEvery}, {"ExtendBy", c.ExtendBy}, {"DecideTimeout", c.DecideTimeout}, {"ClaimHeartbeat", c.ClaimHeartbeat}, {"HoldTimeout", c.HoldTimeout},
+		{"MaxBlock", c.MaxBlock}, {"MaxAge", c.MaxAge}, {"Retention", c.Retention},
+		{"RedeliveryWindow", c.RedeliveryWindow}, {"DLQRetention", c.DLQRetention}, {"RedriveWindow", c.RedriveWindow},
+		{"Retry.InitialBackoff", c.Retry.InitialBackoff}, {"Retry.MaxBackoff", c.Retry.MaxBackoff},
+	} {
+		if d.v < 0 {
+			return invalidConfig(d.name, "%s is negative", d.v)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"Workers", c.Workers}, {"BatchSize", c.BatchSize}, {"DecideConcurrency", c.DecideConcurrency}, {"Retry.MaxAttempts", c.Retry.MaxAttempts}} {
+		if n.v < 0 {
+			return invalidConfig(n.name, "%d is negative", n.v)
+		}
+	}
+	return nil
+}
+
+// validName holds a consumer name to the limits every store can index, so
+// that a name fails the same way on SQLite and PostgreSQL.
+func validName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return invalidConfig("Name", "required: it is part of every identity")
+	case !utf8.ValidString(name):
+		return invalidConfig("Name", "%q is not valid UTF-8", name)
+	case len(name) > MaxAttributeSize:
+		return invalidConfig("Name", "is %d bytes, longer than the %d-byte limit", len(name), MaxAttributeSize)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return invalidConfig("Name", "%q contains a control character", name)
+		}
+	}
+	return nil
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return invalidConfig("Store", "required")
+	case c.Handler == nil && c.BatchHandler == nil:
+		return invalidConfig("Handler", "required (or BatchHandler)")
+	case c.Handler != nil && c.BatchHandler != nil:
+		return invalidConfig("BatchHandler", "set Handler or BatchHandler, not both")
+	case c.BatchHandler != nil && c.Decide != nil:
+		return invalidConfig("BatchHandler", "cannot be combined with Decide: a recorded decision belongs to one event's Handler")
+	}
+	if c.GapPolicy != GapHold && c.GapPolicy != GapAdvance {
+		return invalidConfig("GapPolicy", "%q is not hold or advance", c.GapPolicy)
+	}
+	if c.HoldExpiry != HoldExpiryBlock && c.HoldExpiry != HoldExpiryAdvance {
+		return invalidConfig("HoldExpiry", "%q is not block or advance", c.HoldExpiry)
+	}
+	if c.OnDeadLetter != DeadLetterBlock && c.OnDeadLetter != DeadLetterRelease {
+		return invalidConfig("OnDeadLetter", "%q is not block or release", c.OnDeadLetter)
+	}
+	if c.FirstVersion != nil && *c.FirstVersion < 0 {
+		return invalidConfig("FirstVersion", "%d is negative", *c.FirstVersion)
+	}
+	if c.MaxBlock < 0 || c.MaxAge < 0 {
+		return invalidConfig("MaxBlock/MaxAge", "must not be negative")
+	}
+	if c.Retention < c.RedeliveryWindow {
+		return invalidConfig("Retention", "%s is shorter than the broker's redelivery window %s: a redelivery would look new",
+			c.Retention, c.RedeliveryWindow)
+	}
+	if c.Retention < c.DLQRetention+c.RedriveWindow {
+		return invalidConfig("Retention", "%s is shorter than DLQ retention %s plus redrive window %s: a redrive would look new",
+			c.Retention, c.DLQRetention, c.RedriveWindow)
+	}
+	return nil
+}

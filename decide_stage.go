@@ -1,0 +1,271 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/heartbeat"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
+)
+
+// undecided is a message the pipeline stopped before its handler because
+// no decision is recorded for it yet (docs/design.md, "The agent path").
+// Its transaction gave it its key's turn and rolled the rest back; it is
+// decided outside any transaction and then runs again as in.
+type undecided struct {
+	in input
+	ev Event
+	// origin is the index, in the run that stopped it, of the input whose
+	// pass stopped it (itself, or the one whose drain let it out).
+	origin int
+	// key is its scheduling key; delivery is the broker copy to settle
+	// when it runs again (nil for a message let out of the parked table,
+	// which runs again through its key's drain).
+	key      string
+	delivery transport.Delivery
+	// after: not to be decided yet; it runs again once the message
+	// holding its key's turn in the same batch is through.
+	after bool
+}
+
+// decider runs Config.Decide for undecided messages: one call per identity
+// at a time in this process (copies wait for the call in flight), at most
+// DecideConcurrency at once, each under a claim in the store that its
+// heartbeat keeps alive, so that no other process asks while it runs and a
+// dead decider's claim is taken over within a few heartbeats.
+type decider struct {
+	c     *Consumer
+	slots chan struct{}
+	mu    sync.Mutex
+	calls map[store.Identity]*decision
+	n     atomic.Uint64
+}
+
+// decision is one Decide in flight in this process.
+type decision struct {
+	done chan struct{}
+	err  error
+}
+
+func newDecider(c *Consumer) *decider {
+	return &decider{c: c, slots: make(chan struct{}, c.cfg.DecideConcurrency), calls: map[store.Identity]*decision{}}
+}
+
+// decide decides ev unless its decision is recorded, and returns why it
+// could not: the error then fails the message in the pipeline.
+func (d *decider) decide(ctx context.Context, ev Event) error {
+	id := store.Identity{Source: ev.Source, ID: ev.ID}
+	d.mu.Lock()
+	if call, ok := d.calls[id]; ok {
+		d.mu.Unlock()
+		// A copy of a message being decided here: wait for that call
+		// instead of asking again.
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if call.err != nil {
+			return &decisionInFlight{wait: minDecisionWait}
+		}
+		return nil
+	}
+	call := &decision{done: make(chan struct{})}
+	d.calls[id] = call
+	d.mu.Unlock()
+	call.err = d.decideOnce(ctx, ev)
+	d.mu.Lock()
+	delete(d.calls, id)
+	d.mu.Unlock()
+	close(call.done)
+	return call.err
+}
+
+// decideOnce takes a slot, claims the identity, asks Decide and records
+// the decision.
+func (d *decider) decideOnce(ctx context.Context, ev Event) error {
+	cfg := d.c.cfg
+	ref := store.MessageRef{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID}
+	op := cfg.Store.Executor()
+	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+		return err // recorded meanwhile (nil), or the store failed
+	}
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.slots }()
+	owner := d.c.claimant + "/" + strconv.FormatUint(d.n.Add(1), 10)
+	ttl := claimTTL(cfg)
+	now := cfg.Now()
+	claim, err := op.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner, Now: now, Until: now.Add(ttl)})
+	if err != nil {
+		return err
+	}
+	if !claim.Claimed {
+		// Another process is deciding it, and its heartbeat is alive: come
+		// back when the decision is likely recorded, or its claim ran out.
+		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	}
+	if err := d.c.hooks.At(fault.AfterDecisionClaim); err != nil {
+		return err
+	}
+	var lost atomic.Bool
+	stop := d.heartbeat(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner}, &lost)
+	defer func() {
+		stop()
+		_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
+	}()
+	// Recorded while the claim was being taken: nothing to ask.
+	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	// Settled elsewhere (dead-lettered and skipped, say) while this copy
+	// waited: asking now would reach the agent out of its key's order
+	// (internal/model found it). Its run again ends a duplicate.
+	if settled, err := settledElsewhere(ctx, op, ref); settled || err != nil {
+		return err
+	}
+	// Its business key, looked at again now that it is about to ask: a
+	// redriven identity of the same key may have taken it since this copy
+	// passed the pipeline (internal/model found it). Its run again says
+	// what to do: wait, semantic_duplicate, or dead letter.
+	if busy, err := businessKeyTaken(ctx, op, cfg.Name, ev); busy || err != nil {
+		if err != nil {
+			return err
+		}
+		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	}
+	// Still its claim? A decider stalled past three heartbeats since it
+	// claimed has been taken over; the new owner asks, not this one
+	// (internal/model found the late ask reaching the agent out of order).
+	if ok, err := op.DecisionClaimExtend(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
+		Owner: owner, Until: cfg.Now().Add(ttl)}); err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	}
+	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
+	defer cancel()
+	out, err := callDecide(dctx, cfg.Decide, ev)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if lost.Load() {
+			// Its claim was taken over while it ran: the new owner decides,
+			// and this failure spends no attempt of the message.
+			return &decisionInFlight{wait: d.c.p.waitForOthers()}
+		}
+		return fmt.Errorf("decide: %w", err)
+	}
+	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Decision: out, At: cfg.Now()})
+	return err
+}
+
+// settledElsewhere: the identity has a final outcome in the inbox and no
+// turn (a redrive takes one before it decides).
+func settledElsewhere(ctx context.Context, op store.Executor, ref store.MessageRef) (bool, error) {
+	seen, err := op.InboxSeen(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch seen.Outcome {
+	case seqboxtype.Held, seqboxtype.Blocked, "pending": // parked, or left pending by a crash
+		return false, nil
+	}
+	turn, err := op.TurnHeld(ctx, ref)
+	return !turn, err
+}
+
+// businessKeyTaken: another identity applied ev's business key, is
+// deciding it ahead of ev, or settled after a call for it took effect or
+// may have.
+func businessKeyTaken(ctx context.Context, op store.Executor, consumer string, ev Event) (bool, error) {
+	if ev.BusinessKey == "" {
+		return false, nil
+	}
+	ref := store.BusinessKeyRef{Consumer: consumer, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID}
+	for _, find := range []func(context.Context, store.BusinessKeyRef) (store.Identity, error){op.BusinessKeyInFlight, op.BusinessKeyTouched} {
+		if _, err := find(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+			return err == nil, err
+		}
+	}
+	return false, nil
+}
+
+// callDecide calls the user's Decider, turning a panic into a permanent
+// failure of the message rather than the end of the process.
+func callDecide(ctx context.Context, decide Decider, ev Event) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = Permanent(fmt.Errorf("decide panicked: %v\n%s", r, debug.Stack()))
+		}
+	}()
+	return decide(ctx, ev)
+}
+
+// heartbeat renews a claim every ClaimHeartbeat until stop is called;
+// lost is set once the claim turns out taken over.
+func (d *decider) heartbeat(ctx context.Context, p store.DecisionClaimParams, lost *atomic.Bool) (stop func()) {
+	cfg := d.c.cfg
+	return heartbeat.Start(ctx, cfg.ClaimHeartbeat, func(ctx context.Context) {
+		p.Until = cfg.Now().Add(claimTTL(cfg))
+		if ok, err := cfg.Store.Executor().DecisionClaimExtend(ctx, p); err == nil && !ok {
+			lost.Store(true)
+			cfg.Logger.Warn("seqbox: a decision's claim was taken over while it ran (its heartbeat was late)",
+				"consumer", cfg.Name, "source", p.Source, "id", p.ID)
+		}
+	})
+}
+
+// claimTTL is how long a claim lives without a heartbeat: three of them.
+func claimTTL(cfg Config) time.Duration { return 3 * cfg.ClaimHeartbeat }
+
+// decisionInFlight: another consumer is deciding this identity right
+// now. The delivery comes back a while later, without counting as a
+// failure: by then the decision is recorded (and usually applied, so the
+// copy is a duplicate), or its claim ran out (its decider died) and this
+// delivery decides.
+type decisionInFlight struct{ wait time.Duration }
+
+func (e *decisionInFlight) Error() string {
+	return fmt.Sprintf("its decision is in flight elsewhere; waiting %s for it instead of asking again", e.wait.Round(time.Millisecond))
+}
+
+// retryAfter is how long to wait for a decision in flight, at least
+// minDecisionWait.
+func (e *decisionInFlight) retryAfter() time.Duration { return max(e.wait, minDecisionWait) }
+
+// minDecisionWait is the shortest wait for a decision in flight.
+const minDecisionWait = 100 * time.Millisecond
+
+// decisionFor reads the recorded decision for the handler's context; ok
+// is false when none is recorded yet (the message must be decided first).
+func (p *pipeline) decisionFor(ctx context.Context, tx *batchTx, ev Event) (context.Context, bool, error) {
+	if p.cfg.Decide == nil {
+		return ctx, true, nil
+	}
+	d, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
+	if errors.Is(err, store.ErrNotFound) {
+		return ctx, false, nil
+	}
+	if err != nil {
+		return ctx, false, err
+	}
+	return withDecisionValue(ctx, d), true, nil
+}

@@ -1,0 +1,100 @@
+package seqbox
+
+import (
+	"context"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// drain is step 7 of DESIGN §3: after a key's version moved, unpark the
+// parked successors that are now next, in version order, in the same
+// transaction. An unparked message that fails transiently goes back to held
+// until its backoff has passed (it is no longer at the broker; Sweep
+// unparks it again), and the drain stops there; with retryAtOnce (the
+// record handler of replay) it is unparked again at once.
+func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Result, error) {
+	return p.drainCarrying(ctx, tx, key, nil)
+}
+
+// drainCarrying is drain; carry, when set, is a decision's outcome for
+// the message it names (carry.decided): its error goes to that message if
+// the drain takes it.
+func (p *pipeline) drainCarrying(ctx context.Context, tx *batchTx, key string, carry *input) ([]Result, error) {
+	var out []Result
+	for {
+		next, err := p.nextParked(ctx, tx, key)
+		if err != nil || next == nil {
+			return out, err
+		}
+		in := input{raw: next.Envelope, attempt: 1, parked: next}
+		if carry != nil && carry.decided == (store.Identity{Source: next.Source, ID: next.ID}) {
+			in.decideErr, carry = carry.decideErr, nil
+		}
+		r, err := p.process(ctx, tx, in)
+		if err != nil {
+			return out, err
+		}
+		ds := r.results
+		out = append(out, ds...)
+		if ds[0].Outcome == seqboxtype.Retry && p.retryAtOnce {
+			// Replay's rule (DESIGN §7): a retry is redelivered at once,
+			// an unparked one too. The next pass takes it again, until it
+			// applies or is dead-lettered.
+			continue
+		}
+		if ds[0].Outcome == seqboxtype.Retry || ds[0].Outcome == outcomeDeciding {
+			// It failed transiently: it waits out its backoff as held, and
+			// Sweep unparks it again; or it is to be decided outside the
+			// transaction first. Its successors keep waiting.
+			return out, nil
+		}
+	}
+}
+
+// nextParked returns the parked message of key that may run now: the key
+// is not blocked, and the message is unversioned (arrival order), older
+// than or equal to the next version (it will be stale), or exactly next.
+func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*store.Parked, error) {
+	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+	if err != nil || ks.Blocked {
+		return nil, err
+	}
+	parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+	if err != nil || len(parked) == 0 {
+		return nil, err
+	}
+	first := parked[0]
+	r, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, key)
+	if err != nil || (retrying && (r.Source != first.Source || r.ID != first.ID)) {
+		return nil, err // a predecessor is still retrying at the broker: nobody overtakes it
+	}
+	expected := p.expectedVersion(ks)
+	if first.ObjectVersion == nil || expected < 0 || *first.ObjectVersion <= expected || p.cfg.GapPolicy == GapAdvance {
+		// Next in line: unversioned (arrival order), a baseline, exactly
+		// next, already passed (it will be stale), or a gap the policy
+		// advances over.
+		return &first, nil
+	}
+	// Still a gap. Messages that were blocked behind a key that is now
+	// free wait as held again, and messages that waited behind a retry
+	// start their hold now: every hold is bounded by HoldTimeout.
+	deadline := p.cfg.Now().Add(p.cfg.HoldTimeout)
+	if err := tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: p.cfg.Name, Key: key, From: seqboxtype.ParkBlocked, To: seqboxtype.ParkHeld, HoldUntil: deadline}); err != nil {
+		return nil, err
+	}
+	return nil, tx.ParkedStartHolds(ctx, store.ParkedStartHoldsParams{Consumer: p.cfg.Name, Key: key, Until: deadline})
+}
+
+// expectedVersion is the version a key accepts next: one past the
+// committed version, FirstVersion for a new key, or -1 when a new key takes
+// whatever comes first as its baseline.
+func (p *pipeline) expectedVersion(ks store.KeyState) int64 {
+	switch {
+	case ks.Version != nil:
+		return *ks.Version + 1
+	case p.cfg.FirstVersion != nil:
+		return *p.cfg.FirstVersion
+	}
+	return -1
+}

@@ -1,0 +1,133 @@
+package seqbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// gateResult is a decision the ordering gate reached instead of applying.
+type gateResult struct {
+	Outcome    seqboxtype.Outcome
+	Reason     string
+	NextAction string
+	// drain: the key's version moved, so parked successors may be ready.
+	drain bool
+	// after: the key's turn belongs to a message this batch stopped to be
+	// decided; this one runs again once that one is through.
+	after bool
+}
+
+// gate is step 4 of DESIGN §3 for an event with a partition key. It
+// returns nil when the event may be applied now, or the decision it reached
+// (after parking the event where the decision says so).
+func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, now time.Time) (*gateResult, error) {
+	name, key := p.cfg.Name, ev.PartitionKey
+	if ks.Blocked {
+		reason := fmt.Sprintf("key blocked since %s: %s", ks.BlockedSince.Format(time.RFC3339), ks.BlockedReason)
+		return &gateResult{Outcome: seqboxtype.Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
+			tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkBlocked, reason, now, time.Time{}))
+	}
+	v, versioned := ev.Version()
+	if versioned && ks.Version != nil && v <= *ks.Version {
+		// Passed already: no turn of the key can make it apply, so it does
+		// not wait behind one (the state-machine test found latecomers
+		// parked behind a turn, stalling the key).
+		return p.passed(ctx, tx, ev, v, *ks.Version, now)
+	}
+	if in.parked == nil && ks.HasRetries {
+		r, retrying, err := tx.retryOnKey(ctx, name, key)
+		if err != nil {
+			return nil, err
+		}
+		if retrying && (r.Source != ev.Source || r.ID != ev.ID) {
+			if in.parked == nil && tx.deciding(r.Source, r.ID) {
+				// Its predecessor is being decided in this very batch: it
+				// runs again after it, instead of parking.
+				return &gateResult{after: true}, nil
+			}
+			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", r.Source, r.ID)
+			return &gateResult{Outcome: seqboxtype.Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
+				tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+		}
+	}
+	expected := p.expectedVersion(ks)
+	if p.isExpired(ev, now) {
+		g := &gateResult{Outcome: seqboxtype.Expired, Reason: p.expiredReason(ev), NextAction: "none: past the business deadline"}
+		if versioned && v == expected {
+			// The next version expired: record the gap so successors are
+			// not held waiting for a version that will never apply.
+			g.drain = true
+			return g, p.skipVersions(ctx, tx, key, ks.Version, v, v, "pipeline", "expired: "+g.Reason, now)
+		}
+		return g, nil
+	}
+	if !versioned {
+		return nil, nil
+	}
+	switch {
+	case expected < 0 || v == expected:
+		return nil, nil
+	case ks.Version == nil && v < expected:
+		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: a newer version is already committed",
+			Reason: fmt.Sprintf("version %d is older than the committed %s", v, versionText(ks.Version, expected))}, nil
+	}
+	// A gap: expected < v.
+	if p.cfg.GapPolicy == GapAdvance {
+		return nil, tx.GapInsert(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: expected, ToVersion: v - 1,
+			DecidedBy: "gap_policy=advance", Reason: fmt.Sprintf("version %d arrived while %d was expected", v, expected), At: now})
+	}
+	reason := fmt.Sprintf("waiting for version %d (got %d)", expected, v)
+	return &gateResult{Outcome: seqboxtype.Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
+			now.Add(p.cfg.HoldTimeout).Format(time.RFC3339), expected)},
+		tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
+}
+
+// passed is the gate's answer for a version at or below the committed
+// one: stale, or version_conflict when another identity committed that
+// very version (a gap decision passing over it is no such identity).
+func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev Event, v, committed int64, now time.Time) (*gateResult, error) {
+	if v < committed {
+		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: a newer version is already committed",
+			Reason: fmt.Sprintf("version %d is older than the committed version %d", v, committed)}, nil
+	}
+	skipped, err := tx.GapCovers(ctx, store.GapCoversParams{Consumer: p.cfg.Name, Key: ev.PartitionKey, Version: v})
+	if err != nil {
+		return nil, err
+	}
+	if skipped {
+		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: its version was skipped by a recorded gap decision",
+			Reason: fmt.Sprintf("version %d was passed over by a recorded gap decision (seqbox keys show %s)", v, ev.PartitionKey)}, nil
+	}
+	reason := fmt.Sprintf("version %d is already committed under another identity", v)
+	return &gateResult{Outcome: seqboxtype.VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
+		tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkVersionConflict, reason, now, time.Time{}))
+}
+
+func versionText(v *int64, expected int64) string {
+	if v == nil {
+		return fmt.Sprintf("first version %d", expected)
+	}
+	return fmt.Sprintf("version %d", *v)
+}
+
+// skipVersions records the gap from..to as decided and moves the key's
+// version to `to` by compare-and-set from prev.
+func (p *pipeline) skipVersions(ctx context.Context, tx *batchTx, key string, prev *int64, from, to int64, who, why string, now time.Time) error {
+	if err := tx.GapInsert(ctx, store.Gap{Consumer: p.cfg.Name, Key: key, FromVersion: from, ToVersion: to,
+		DecidedBy: who, Reason: why, At: now}); err != nil {
+		return err
+	}
+	ok, err := tx.KeyAdvance(ctx, store.KeyAdvanceParams{Consumer: p.cfg.Name, Key: key, Prev: prev, Next: to, At: now})
+	if err == nil && !ok {
+		err = errKeyConflict
+	}
+	return err
+}
+
+// errKeyConflict: another consumer advanced the key first; the delivery is
+// retried and will meet the new version.
+var errKeyConflict = fmt.Errorf("concurrent key conflict: the key version moved under this transaction")

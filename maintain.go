@@ -1,0 +1,74 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The upkeep Run does in the background, and Maintain does once.
+const (
+	// sweepEvery is how often Run ends holds that reached HoldTimeout and
+	// keys blocked past MaxBlock.
+	sweepEvery = time.Second
+	// gaugesEvery is how often Run refreshes the gauges from the store.
+	gaugesEvery = 15 * time.Second
+	// purgeEvery is how often Run removes identities whose retention ended.
+	// The first purge comes one period after Run starts.
+	purgeEvery = time.Hour
+)
+
+// Maintain does once the upkeep Run does in the background: it ends holds
+// that reached HoldTimeout (HoldExpiry decides) and keys blocked longer than
+// MaxBlock, runs the operator requests addressed to this consumer (redrive,
+// skip and release recorded by the CLI or the admin API), refreshes the
+// gauges when Config.Metrics is set, and removes inbox identities whose
+// Retention ended, a bounded batch at a time.
+//
+// A consumer driven by Deliver, DeliverBatch or DeliverTx instead of Run
+// calls Maintain every second or so; a consumer that calls Run needs
+// nothing more. Each step runs even when an earlier one failed; the error
+// joins their failures.
+func (c *Consumer) Maintain(ctx context.Context) error {
+	_, sweepErr := c.sweep(ctx)
+	_, requestsErr := c.runRequests(ctx)
+	var gaugesErr error
+	if c.cfg.Metrics != nil {
+		gaugesErr = c.refreshMetrics(ctx)
+	}
+	_, purgeErr := c.purge(ctx, DefaultPurgeBatch)
+	return errors.Join(sweepErr, requestsErr, gaugesErr, purgeErr)
+}
+
+// maintainLoop is Run's upkeep: sweep every second, gauges every 15
+// seconds, retention every hour. Failures are logged; the next tick tries
+// again.
+func (c *Consumer) maintainLoop(ctx context.Context) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	started := time.Now()
+	var refreshed time.Time
+	purged := started
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := c.sweep(ctx); err != nil && ctx.Err() == nil {
+				c.cfg.Logger.Warn("seqbox: sweep failed", "consumer", c.cfg.Name, "err", err)
+			}
+			if c.cfg.Metrics != nil && time.Since(refreshed) >= gaugesEvery {
+				refreshed = time.Now()
+				if err := c.refreshMetrics(ctx); err != nil && ctx.Err() == nil {
+					c.cfg.Logger.Warn("seqbox: metrics refresh failed", "consumer", c.cfg.Name, "err", err)
+				}
+			}
+			if time.Since(purged) >= purgeEvery {
+				purged = time.Now()
+				if _, err := c.purge(ctx, DefaultPurgeBatch); err != nil && ctx.Err() == nil {
+					c.cfg.Logger.Warn("seqbox: retention purge failed", "consumer", c.cfg.Name, "err", err)
+				}
+			}
+		}
+	}
+}

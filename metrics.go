@@ -1,0 +1,67 @@
+package seqbox
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the Prometheus collectors a Consumer updates (DESIGN §6).
+// Create them once with NewMetrics and register them where you serve
+// /metrics; every series is labelled by consumer.
+type Metrics struct {
+	Deliveries      *prometheus.CounterVec
+	KeyConflicts    *prometheus.CounterVec
+	Gaps            *prometheus.GaugeVec
+	Redrives        *prometheus.CounterVec
+	MaxBlockAlerts  *prometheus.CounterVec
+	CommitLatency   *prometheus.HistogramVec
+	BatchSize       *prometheus.HistogramVec
+	HeldMessages    *prometheus.GaugeVec
+	BlockedKeys     *prometheus.GaugeVec
+	OldestStuckAge  *prometheus.GaugeVec
+	DLQSize         *prometheus.GaugeVec
+	InboxRows       *prometheus.GaugeVec
+	PurgedRows      *prometheus.CounterVec
+	ContractFailure *prometheus.CounterVec
+}
+
+// NewMetrics creates the collectors and registers them with reg (nil:
+// not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	c := []string{"consumer"}
+	m := &Metrics{
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_deliveries_total",
+			Help: "Deliveries by outcome (applied, duplicate, collision, stale, held, ...)."}, []string{"consumer", "outcome"}),
+		KeyConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_key_conflicts_total",
+			Help: "Compare-and-set losses on a key version: another consumer advanced it first."}, c),
+		Gaps: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_gaps_recorded",
+			Help: "Version gaps recorded in the store (advanced past, expired, skipped or released)."}, c),
+		Redrives: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_redrives_total",
+			Help: "DLQ messages redriven."}, c),
+		MaxBlockAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_max_block_exceeded_total",
+			Help: "Keys released because they stayed blocked longer than MaxBlock."}, c),
+		CommitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_receive_to_commit_seconds",
+			Help: "Time from receiving a batch to its commit.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, c),
+		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_batch_size",
+			Help: "Deliveries per transaction.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)}, c),
+		HeldMessages: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_held_messages",
+			Help: "Messages parked as held."}, c),
+		BlockedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_blocked_keys",
+			Help: "Keys blocked behind a failed message or a gap."}, c),
+		OldestStuckAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_oldest_stuck_age_seconds",
+			Help: "Age of the oldest held or blocked message."}, c),
+		DLQSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_dlq_size",
+			Help: "Unresolved messages in the DLQ."}, c),
+		InboxRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_inbox_rows",
+			Help: "Identities held in the inbox."}, c),
+		PurgedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_purged_rows_total",
+			Help: "Inbox identities removed by retention."}, c),
+		ContractFailure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_contract_failures_total",
+			Help: "Envelopes rejected as invalid."}, c),
+	}
+	if reg != nil {
+		for _, col := range []prometheus.Collector{m.Deliveries, m.KeyConflicts, m.Gaps, m.Redrives, m.MaxBlockAlerts,
+			m.CommitLatency, m.BatchSize, m.HeldMessages, m.BlockedKeys, m.OldestStuckAge, m.DLQSize, m.InboxRows,
+			m.PurgedRows, m.ContractFailure} {
+			reg.MustRegister(col)
+		}
+	}
+	return m
+}

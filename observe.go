@@ -1,0 +1,52 @@
+package seqbox
+
+import (
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// observe counts committed decisions.
+func observe(m *Metrics, consumer string, ds []Result) {
+	if m == nil {
+		return
+	}
+	for _, d := range ds {
+		m.Deliveries.WithLabelValues(consumer, string(d.Outcome)).Inc()
+		switch d.Outcome {
+		case seqboxtype.Rejected:
+			m.ContractFailure.WithLabelValues(consumer).Inc()
+		case seqboxtype.Retry:
+			if d.KeyConflict {
+				m.KeyConflicts.WithLabelValues(consumer).Inc()
+			}
+		}
+	}
+}
+
+// refresh sets the gauges from the store's counts at now.
+func refresh(m *Metrics, consumer string, c store.Counts, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.HeldMessages.WithLabelValues(consumer).Set(float64(c.Held))
+	m.BlockedKeys.WithLabelValues(consumer).Set(float64(c.BlockedKeys))
+	m.DLQSize.WithLabelValues(consumer).Set(float64(c.DeadLetters))
+	m.InboxRows.WithLabelValues(consumer).Set(float64(c.InboxRows))
+	m.Gaps.WithLabelValues(consumer).Set(float64(c.Gaps))
+	age := 0.0
+	if !c.OldestStuck.IsZero() {
+		age = now.Sub(c.OldestStuck).Seconds()
+	}
+	m.OldestStuckAge.WithLabelValues(consumer).Set(age)
+}
+
+// batchDone counts a committed batch of n and its latency.
+func batchDone(m *Metrics, consumer string, n int, since time.Time) {
+	if m == nil {
+		return
+	}
+	m.BatchSize.WithLabelValues(consumer).Observe(float64(n))
+	m.CommitLatency.WithLabelValues(consumer).Observe(time.Since(since).Seconds())
+}

@@ -1,0 +1,328 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// ErrBlockedByDeadLetter is returned by ReleaseKey for a key blocked behind
+// a dead-lettered message: redrive or skip that message instead, so the DLQ
+// row is resolved with the decision.
+var ErrBlockedByDeadLetter = errors.New("redrive or skip the dead letter instead")
+
+// ErrNotBlocking is returned by Skip for a DLQ message that is already
+// resolved.
+var ErrNotBlocking = errors.New("dead letter already resolved")
+
+// ErrBeingDecided is returned by Skip for a dead letter whose redrive is
+// deciding it right now: skip it once the redrive's result is in.
+var ErrBeingDecided = errors.New("its redrive is deciding it right now; skip it once the redrive's result is in")
+
+// Redrive sends DLQ message seq back through the pipeline under its
+// original identity. Anything already applied is recognised by the inbox;
+// if the message blocked its key, the key is released and its parked
+// successors are applied after it, in version order, in the same
+// transaction.
+func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
+	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
+	if err != nil {
+		return nil, fmt.Errorf("dlq %d: %w", seq, err)
+	}
+	if dl.State != seqboxtype.DeadLetterOpen {
+		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
+	}
+	var decideErr error
+	redrive := func(tx *batchTx) ([]Result, error) {
+		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true, decideErr: decideErr})
+		if err != nil || ds[0].Outcome == seqboxtype.Retry || ds[0].Outcome == outcomeDeciding {
+			return ds, err // still open: redrive again, or once decided
+		}
+		st, resolution := seqboxtype.DeadLetterRedriven, "redriven"
+		switch ds[0].Outcome {
+		case seqboxtype.Applied:
+		case seqboxtype.DeadLettered, seqboxtype.Rejected:
+			st, resolution = seqboxtype.DeadLetterRedriveFailed, "redrive_failed" // a new DLQ row holds it
+		default:
+			resolution += ": " + string(ds[0].Outcome)
+		}
+		err = tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: st, Resolution: resolution, At: c.cfg.Now()})
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
+		}
+		return ds, err
+	}
+	var out []Result
+	for {
+		ds, us, err := c.inTxOnce(ctx, fault.DuringRedrive, redrive)
+		if err != nil {
+			return out, err
+		}
+		// The redriven message itself stops to be decided when it has no
+		// decision yet: it is decided outside the transaction, and the
+		// redrive runs again with it. Successors its drain let out are
+		// decided and run through their key's drain.
+		var own *undecided
+		var others []undecided
+		for _, u := range us {
+			if u.in.redrive {
+				own = &u
+			} else {
+				others = append(others, u)
+			}
+		}
+		out = append(out, final(ds)...)
+		if len(others) > 0 {
+			more, err := c.decideAndApply(ctx, others, nil)
+			for _, m := range more {
+				out = append(out, m...)
+			}
+			if err != nil {
+				return out, err
+			}
+		}
+		if own == nil {
+			break
+		}
+		decideErr = c.decider.decide(ctx, own.ev)
+	}
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Redrives.WithLabelValues(c.cfg.Name).Inc()
+	}
+	return out, nil
+}
+
+// Skip resolves DLQ message seq without applying it: the decision (who and
+// why) is recorded as a known gap, the key is released, and the parked
+// successors are applied in version order.
+func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Result, error) {
+	if who == "" || why == "" {
+		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
+	}
+	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
+	if err != nil {
+		return nil, fmt.Errorf("dlq %d: %w", seq, err)
+	}
+	if dl.State != seqboxtype.DeadLetterOpen {
+		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
+	}
+	// A redrive deciding it right now would reach the agent while the
+	// skip lets its successors go (the state-machine test found two
+	// events of one key at the agent at once).
+	if live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
+		Source: dl.Source, ID: dl.ID, Now: c.cfg.Now()}); err != nil || live {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("dlq %d: %w", seq, ErrBeingDecided)
+	}
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+		now := c.cfg.Now()
+		if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
+			}
+			return nil, err
+		}
+		// A failed redrive may have left attempts behind; the message is
+		// settled now and must not hold its key's successors.
+		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: dl.Source, ID: dl.ID}); err != nil {
+			return nil, err
+		}
+		if dl.PartitionKey == "" {
+			return nil, nil
+		}
+		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: dl.PartitionKey})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil // a rejected envelope naming a key never seen: nothing to release
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !ks.Blocked || ks.BlockedSource != dl.Source || ks.BlockedID != dl.ID {
+			return nil, nil
+		}
+		if dl.ObjectVersion == nil {
+			// An unversioned message leaves no version gap: unblock, and
+			// let the parked successors go by their own versions.
+			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: c.cfg.Name, Key: ks.Key, At: now}); err != nil {
+				return nil, err
+			}
+			return c.p.drain(ctx, tx, ks.Key)
+		}
+		return c.p.releaseKey(ctx, tx, ks, dl.ObjectVersion, who, why, now)
+	})
+}
+
+// ReleaseKey unblocks a key blocked by a gap (hold timeout with
+// HoldExpiry=block): the missing versions are recorded as a known gap
+// decided by who, and the parked messages apply in version order.
+func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Result, error) {
+	if who == "" || why == "" {
+		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
+	}
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: key})
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", key, err)
+		}
+		if !ks.Blocked {
+			return nil, fmt.Errorf("key %q is not blocked", key)
+		}
+		if ks.BlockedID != "" {
+			return nil, fmt.Errorf("key %q is blocked behind dead-lettered %s/%s: %w", key, ks.BlockedSource, ks.BlockedID, ErrBlockedByDeadLetter)
+		}
+		return c.p.releaseKey(ctx, tx, ks, nil, who, why, c.cfg.Now())
+	})
+}
+
+// releaseKey unblocks ks. With skipped set, that version is recorded as the
+// gap; otherwise the gap runs up to the lowest parked version. Then the key
+// drains.
+func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Result, error) {
+	if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ks.Key, At: now}); err != nil {
+		return nil, err
+	}
+	to := skipped
+	if to == nil {
+		parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: ks.Key})
+		if err != nil {
+			return nil, err
+		}
+		if len(parked) > 0 && parked[0].ObjectVersion != nil {
+			v := *parked[0].ObjectVersion - 1
+			to = &v
+		}
+	}
+	if to != nil && (ks.Version == nil || *to > *ks.Version) {
+		from := *to
+		switch {
+		case ks.Version != nil:
+			from = *ks.Version + 1
+		case p.cfg.FirstVersion != nil && *p.cfg.FirstVersion <= *to:
+			from = *p.cfg.FirstVersion
+		}
+		if err := p.skipVersions(ctx, tx, ks.Key, ks.Version, from, *to, who, why, now); err != nil {
+			return nil, err
+		}
+	}
+	return p.drain(ctx, tx, ks.Key)
+}
+
+// sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
+// releases keys blocked longer than MaxBlock, with an alert. Run calls it
+// every second; call it yourself when driving Deliver directly.
+func (c *Consumer) sweep(ctx context.Context) ([]Result, error) {
+	now := c.cfg.Now()
+	op := c.cfg.Store.Executor()
+	due, err := op.ParkedListDue(ctx, store.ParkedListDueParams{Consumer: c.cfg.Name, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, h := range due {
+		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+			return c.p.expireHold(ctx, tx, h, now)
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	if c.cfg.MaxBlock <= 0 {
+		return out, nil
+	}
+	stuck, err := op.KeyListBlockedBefore(ctx, store.KeyListBlockedBeforeParams{Consumer: c.cfg.Name, Before: now.Add(-c.cfg.MaxBlock)})
+	if err != nil {
+		return out, err
+	}
+	for _, ks := range stuck {
+		c.cfg.Logger.Error("seqbox: ALERT key blocked longer than MaxBlock; releasing with a recorded gap",
+			"consumer", c.cfg.Name, "key", ks.Key, "since", ks.BlockedSince, "reason", ks.BlockedReason)
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.MaxBlockAlerts.WithLabelValues(c.cfg.Name).Inc()
+		}
+		why := fmt.Sprintf("blocked since %s, longer than MaxBlock %s", ks.BlockedSince.Format(time.RFC3339), c.cfg.MaxBlock)
+		var ds []Result
+		if ks.BlockedID != "" {
+			ds, err = c.skipBlocker(ctx, ks, why)
+		} else {
+			ds, err = c.ReleaseKey(ctx, ks.Key, "max_block", why)
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
+}
+
+// expireHold acts on a hold that DueHolds found due, after checking under
+// the key's lock that it still is: the key is not blocked, the held message
+// is still the lowest one parked and still past its deadline. A message
+// that is next in line (a released message whose backoff passed) is simply
+// released again; a hold behind a predecessor that holds the key's turn
+// waits for it; otherwise HoldExpiry decides.
+func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]Result, error) {
+	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
+	if err != nil || ks.Blocked {
+		return nil, err
+	}
+	parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
+	if err != nil || len(parked) == 0 {
+		return nil, err
+	}
+	first := parked[0]
+	if first.Seq != h.Seq || first.Reason != seqboxtype.ParkHeld || first.HoldUntil.IsZero() || first.HoldUntil.After(now) {
+		return nil, nil // settled meanwhile
+	}
+	if next, err := p.nextParked(ctx, tx, h.PartitionKey); err != nil || next != nil {
+		if err != nil {
+			return nil, err
+		}
+		return p.drain(ctx, tx, h.PartitionKey)
+	}
+	if _, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || retrying {
+		// A predecessor holds the key's turn (it retries, or is being
+		// decided): the hold is not a gap, and its successors wait for it
+		// (the state-machine test found the sweep advancing over, or
+		// blocking, a message retrying with attempts left).
+		return nil, err
+	}
+	why := fmt.Sprintf("hold timed out after %s waiting before version %s", p.cfg.HoldTimeout, versionString(h.ObjectVersion))
+	if p.cfg.HoldExpiry == HoldExpiryAdvance {
+		return p.releaseKey(ctx, tx, ks, nil, "hold_expiry=advance", why, now)
+	}
+	if err := tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: p.cfg.Name, Key: h.PartitionKey, Source: "", ID: "", Reason: why, At: now}); err != nil {
+		return nil, err
+	}
+	return nil, tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: p.cfg.Name, Key: h.PartitionKey, From: seqboxtype.ParkHeld, To: seqboxtype.ParkBlocked, HoldUntil: time.Time{}})
+}
+
+// skipBlocker finds the open DLQ row blocking ks and skips it.
+func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]Result, error) {
+	dls, err := c.cfg.Store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: c.cfg.Name, All: false})
+	if err != nil {
+		return nil, err
+	}
+	for _, dl := range dls {
+		if dl.Source == ks.BlockedSource && dl.ID == ks.BlockedID {
+			return c.Skip(ctx, dl.Seq, "max_block", why)
+		}
+	}
+	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+		return c.p.releaseKey(ctx, tx, ks, nil, "max_block", why, c.cfg.Now())
+	})
+}
+
+func versionString(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}

@@ -1,0 +1,379 @@
+package seqbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/handoff"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// input is one message entering the pipeline.
+type input struct {
+	raw     []byte
+	attempt int
+	// redrive: the message comes back from the DLQ and may pass its own
+	// dead-lettered identity and the block it caused.
+	redrive bool
+	// parked: the message comes out of the parked table (unparked); its identity
+	// is already recorded.
+	parked *store.Parked
+	// decideErr is why Config.Decide failed before the transaction; the
+	// delivery then fails like a handler error would.
+	decideErr error
+	// oversized describes an input too large to hand over; raw is then its
+	// first bytes.
+	oversized *handoff.Oversized
+	// drainKey, when set, makes the input its key's drain instead of a
+	// message: a message let out of the parked table runs again that way
+	// once decided (the drain takes it under the key's lock, if it is
+	// still next), with decideErr going to the message named by decided.
+	drainKey string
+	decided  store.Identity
+	// parsed: ev and perr hold the envelope parsed once, by the prefetch.
+	parsed bool
+	ev     Event
+	perr   error
+}
+
+// event parses the envelope, once.
+func (in input) event(volatile []string) (Event, error) {
+	if in.parsed {
+		return in.ev, in.perr
+	}
+	return seqboxtype.ParseEventExcluding(in.raw, volatile)
+}
+
+// delivery is one message on its way through the pipeline: the
+// transaction, what came in and what it parsed to, its key's state as read
+// under the key's lock, the result reached so far, its savepoint and the
+// time it is decided at.
+type delivery struct {
+	tx  *batchTx
+	in  input
+	ev  Event
+	ks  store.KeyState
+	d   Result
+	sp  string
+	now time.Time
+}
+
+// reached is where a delivery ended: its results (its own first, then
+// any successors a drain released) and the key to drain next, if any.
+type reached struct {
+	results []Result
+	drain   string
+}
+
+// pipeline holds the per-delivery logic of DESIGN §3.
+type pipeline struct {
+	cfg Config
+	// retryAtOnce unparks a drained message that failed transiently again
+	// at once instead of after its backoff: replay's rule for the record
+	// handler (DESIGN §7).
+	retryAtOnce bool
+	// hooks, installed only by seqbox's own tests and chaos harness
+	// (internal/fault), crash the pipeline at its failure windows.
+	hooks fault.Hook
+}
+
+// deliver runs one message through inbox, gate and handler inside tx, then
+// drains the key. The first result is the message's own; any that follow
+// are parked successors released by the drain. An error means the store
+// failed and the whole batch must be abandoned.
+func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Result, error) {
+	if in.drainKey != "" {
+		return p.drainCarrying(ctx, tx, in.drainKey, &in)
+	}
+	r, err := p.process(ctx, tx, in)
+	if err != nil || r.drain == "" {
+		return r.results, err
+	}
+	more, err := p.drain(ctx, tx, r.drain)
+	return append(r.results, more...), err
+}
+
+// process reaches the message's own result. It returns the key to drain
+// when the key's version moved.
+func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached, error) {
+	now := p.cfg.Now()
+	sp := tx.savepoint()
+	if err := tx.Savepoint(ctx, sp); err != nil {
+		return reached{}, err
+	}
+	dl := &delivery{tx: tx, in: in, sp: sp, now: now}
+	ev, perr := in.event(p.cfg.VolatileAttributes)
+	if o := in.oversized; o != nil {
+		perr = &seqboxtype.InvalidEventError{Field: "envelope", Reason: fmt.Sprintf(
+			"%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)", o.Size, seqboxtype.MaxEventSize, len(in.raw))}
+	}
+	if perr != nil {
+		d, err := p.reject(ctx, tx, in, perr, now)
+		return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
+	}
+	d := Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
+
+	if in.parked != nil {
+		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
+			return reached{}, err
+		}
+	} else {
+		if in.redrive {
+			if err := p.forgetDeadLettered(ctx, tx, ev); err != nil {
+				return reached{}, err
+			}
+		}
+		inserted, err := tx.InboxInsert(ctx, p.inboxRow(ev, now))
+		if err != nil {
+			return reached{}, err
+		}
+		if !inserted {
+			d, err := p.seenBefore(ctx, tx, ev, d, now)
+			return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
+		}
+		if err := p.hooks.At(fault.AfterInboxInsert); err != nil {
+			return reached{}, err
+		}
+	}
+
+	var ks store.KeyState
+	if ev.PartitionKey != "" {
+		var err error
+		if ks, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
+			return reached{}, err
+		}
+		if ks.Blocked && in.redrive && ks.BlockedSource == ev.Source && ks.BlockedID == ev.ID {
+			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ev.PartitionKey, At: now}); err != nil {
+				return reached{}, err
+			}
+			ks.Blocked = false
+		}
+		gate, err := p.gate(ctx, tx, in, ev, ks, now)
+		if err == nil && gate != nil && gate.after {
+			return p.afterPredecessor(ctx, dl.with(d, ev, ks))
+		}
+		if err != nil || gate != nil {
+			if err == nil && gate.Outcome != "" {
+				d.Outcome, d.Reason = gate.Outcome, gate.Reason
+				err = p.record(ctx, tx, ev, d, ks.Version, gate.NextAction, now)
+			}
+			drainKey := ""
+			if gate != nil && gate.drain {
+				drainKey = ev.PartitionKey
+			}
+			return p.conclude(ctx, dl.with(d, ev, ks), drainKey, err)
+		}
+	} else if p.isExpired(ev, now) {
+		d.Outcome, d.Reason = seqboxtype.Expired, p.expiredReason(ev)
+		err := p.record(ctx, tx, ev, d, nil, "none: past the business deadline", now)
+		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
+	}
+	return p.apply(ctx, dl.with(d, ev, ks))
+}
+
+// conclude closes the delivery's savepoint and returns its result, with
+// the key to drain: any outcome that settles a keyed message for good may
+// free the successors parked behind it (they may have waited for it while
+// it retried).
+func (p *pipeline) conclude(ctx context.Context, dl *delivery, key string, err error) (reached, error) {
+	if err != nil {
+		return reached{}, err
+	}
+	if err := dl.tx.SavepointRelease(ctx, dl.sp); err != nil {
+		return reached{}, err
+	}
+	if key == "" && settles(dl.d.Outcome) {
+		key = dl.d.PartitionKey
+	}
+	return reached{results: []Result{dl.d}, drain: key}, nil
+}
+
+// with records the result, event and key state reached so far.
+func (dl *delivery) with(d Result, ev Event, ks store.KeyState) *delivery {
+	dl.d, dl.ev, dl.ks = d, ev, ks
+	return dl
+}
+
+// settles reports whether an outcome ends a message's life on its key, so
+// that nothing waits behind it any more.
+func settles(o seqboxtype.Outcome) bool {
+	switch o {
+	case seqboxtype.Retry, seqboxtype.Held, seqboxtype.Blocked, seqboxtype.Duplicate, seqboxtype.Collision, seqboxtype.Rejected, outcomeDeciding:
+		return false
+	}
+	return true
+}
+
+func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
+	return store.InboxRow{
+		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash,
+		BusinessKey: ev.BusinessKey, EventType: ev.Type, Tenant: ev.TenantID, ContractVersion: ev.DataSchema,
+		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Outcome: "pending",
+		ReceivedAt: now, RetentionUntil: now.Add(p.cfg.Retention),
+	}
+}
+
+// seenBefore decides duplicate or collision for an identity the inbox
+// already holds.
+func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Result, now time.Time) (Result, error) {
+	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
+	if err != nil {
+		return d, err
+	}
+	if prev.PayloadHash == ev.Hash {
+		d.Outcome = seqboxtype.Duplicate
+		d.Reason = "identity already recorded (" + string(prev.Outcome) + ")"
+		return d, p.record(ctx, tx, ev, d, nil, "none", now)
+	}
+	d.Outcome = seqboxtype.Collision
+	d.Reason = fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash)
+	if err := tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkCollision, d.Reason, now, time.Time{})); err != nil {
+		return d, err
+	}
+	return d, p.record(ctx, tx, ev, d, nil, "investigate: the producer reused an identity for different content", now)
+}
+
+// forgetDeadLettered lets a redriven message re-enter under its original
+// identity: the dead-lettered inbox row is removed, anything else stays.
+func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event) error {
+	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil || prev.Outcome != seqboxtype.DeadLettered || prev.PayloadHash != ev.Hash {
+		return err
+	}
+	return tx.InboxDelete(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
+}
+
+// reject sends an invalid envelope to the DLQ with the reason. Its
+// identity is the hash of its bytes (an inbox row under an empty source,
+// which no valid event has), so the same bad input delivered again is
+// rejected again without a second DLQ or audit row. A redrive always
+// leaves a new DLQ row: the one it came from is resolved.
+func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Result, error) {
+	d := Result{Outcome: seqboxtype.Rejected, Reason: perr.Error(), Attempt: in.attempt}
+	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
+	// The attribute the error names has no single meaning: show none.
+	var ie *seqboxtype.InvalidEventError
+	if errors.As(perr, &ie) {
+		switch ie.Field {
+		case "source":
+			d.Source = ""
+		case "id":
+			d.ID = ""
+		case "partitionkey":
+			d.PartitionKey = ""
+		}
+	}
+	sum := sha256.Sum256(in.raw)
+	if in.oversized != nil {
+		sum = in.oversized.SHA256
+	}
+	hash := hex.EncodeToString(sum[:])
+	if !in.redrive {
+		inserted, err := tx.InboxInsert(ctx, store.InboxRow{Consumer: p.cfg.Name, ID: "sha256:" + hash, PayloadHash: hash,
+			Outcome: seqboxtype.Rejected, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
+		if err != nil || !inserted {
+			return d, err
+		}
+	}
+	envelope := in.raw
+	if envelope == nil {
+		envelope = []byte{} // a tombstone (Kafka's nil value): kept as empty bytes
+	}
+	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{
+		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: envelope, PayloadHash: hash,
+		Reason: string(seqboxtype.Rejected) + ": " + perr.Error(), Attempts: in.attempt,
+		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
+	}); err != nil {
+		return d, err
+	}
+	return d, tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey,
+		Outcome: seqboxtype.Rejected, Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
+}
+
+// bestEffortIdentity pulls source, id and partitionkey out of an envelope
+// that failed validation, for the DLQ row and the CLI line.
+func bestEffortIdentity(raw []byte) (source, id, key string) {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return "", "", ""
+	}
+	str := func(k string) string {
+		s, _ := m[k].(string)
+		s = strings.ReplaceAll(s, "\x00", "")
+		if len(s) > seqboxtype.MaxAttributeSize {
+			s = s[:seqboxtype.MaxAttributeSize]
+		}
+		return strings.ToValidUTF8(s, "")
+	}
+	return str("source"), str("id"), str("partitionkey")
+}
+
+// record writes the inbox outcome and the audit evidence of a result. A
+// message that settles forgets its attempts, so that nothing is held
+// behind a retry that is over.
+func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Result, current *int64, next string, now time.Time) error {
+	if d.Outcome != seqboxtype.Duplicate && d.Outcome != seqboxtype.Collision {
+		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: d.Outcome, ProcessedAt: nil}); err != nil {
+			return err
+		}
+	}
+	if settles(d.Outcome) {
+		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID}); err != nil {
+			return err
+		}
+	}
+	return tx.AuditInsert(ctx, store.AuditRow{
+		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: d.Outcome,
+		Reason: d.Reason, NextAction: next, At: now, PayloadHash: onceOnly(d.Outcome, ev.Hash),
+	})
+}
+
+// onceOnly is the payload hash that makes an audit row once-only: for a
+// duplicate or a collision, seeing that payload again is no new evidence.
+func onceOnly(o seqboxtype.Outcome, hash string) string {
+	if o == seqboxtype.Duplicate || o == seqboxtype.Collision {
+		return hash
+	}
+	return ""
+}
+
+func (p *pipeline) parkRow(ev Event, reason seqboxtype.Park, detail string, now, holdUntil time.Time) store.Parked {
+	return store.Parked{
+		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+		ObjectVersion: ev.ObjectVersion, Reason: reason, Detail: detail, Envelope: ev.Raw,
+		PayloadHash: ev.Hash, ParkedAt: now, HoldUntil: holdUntil,
+	}
+}
+
+func (p *pipeline) isExpired(ev Event, now time.Time) bool {
+	return p.cfg.MaxAge > 0 && !ev.Time.IsZero() && now.Sub(ev.Time) > p.cfg.MaxAge
+}
+
+func (p *pipeline) expiredReason(ev Event) string {
+	return fmt.Sprintf("occurred at %s, past the %s business deadline", ev.Time.Format(time.RFC3339), p.cfg.MaxAge)
+}
+
+// lockKey reads and locks a key's state, creating the key first when it is
+// new: one statement for a key seen before.
+func (p *pipeline) lockKey(ctx context.Context, tx *batchTx, key string, now time.Time) (store.KeyState, error) {
+	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+	if !errors.Is(err, store.ErrNotFound) {
+		return ks, err
+	}
+	if err := tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: p.cfg.Name, Key: key, At: now}); err != nil {
+		return ks, err
+	}
+	return tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+}

@@ -1,0 +1,88 @@
+package seqbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// parseAll parses every delivery once, before the batch's transaction
+// begins: on SQLite, the one writer's turn is then spent on writes only.
+func (p *pipeline) parseAll(ins []input) {
+	for i := range ins {
+		in := &ins[i]
+		if in.parked == nil && in.oversized == nil && in.drainKey == "" && !in.parsed {
+			in.ev, in.perr = seqboxtype.ParseEventExcluding(in.raw, p.cfg.VolatileAttributes)
+			in.parsed = true
+		}
+	}
+}
+
+// prefetch is the set-based start of an optimistic run, after parseAll:
+// it locks the keys that exist (in one order for every
+// batch), inserts the new identities in multi-row statements (the primary
+// key decides, as one by one), and creates and locks the keys those
+// identities bring. Deliveries then find their identity and key in
+// memory. A message parked, redriven or oversized takes the ordinary path,
+// and so does the second delivery of one identity in the batch.
+func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now time.Time) error {
+	tx.consumer, tx.optimistic = p.cfg.Name, true
+	seen := make(map[store.Identity]bool, len(ins))
+	rows := make([]store.InboxRow, 0, len(ins))
+	keys := make([]string, 0, len(ins))
+	for i := range ins {
+		in := &ins[i]
+		// parseAll parsed every delivery that can take this path.
+		if !in.parsed || in.perr != nil || in.redrive || in.drainKey != "" {
+			continue
+		}
+		id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		// Recorded as applied from the start: in an optimistic run a
+		// delivery either applies, or records another outcome over it,
+		// or the run is abandoned (see batchTx.provisional).
+		row := p.inboxRow(in.ev, now)
+		row.Outcome, row.ProcessedAt = seqboxtype.Applied, &now
+		rows = append(rows, row)
+		if in.ev.PartitionKey != "" {
+			keys = append(keys, in.ev.PartitionKey)
+		}
+	}
+	var err error
+	if tx.keys, err = tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: keys}); err != nil {
+		return err
+	}
+	inserted, err := tx.InboxInsertMany(ctx, rows)
+	if err != nil {
+		return err
+	}
+	tx.inserted = make(map[store.Identity]bool, len(rows))
+	tx.provisional = make(map[store.Identity]bool, len(rows))
+	var missing []string
+	for i, r := range rows {
+		id := store.Identity{Source: r.Source, ID: r.ID}
+		tx.inserted[id] = inserted[i]
+		if inserted[i] {
+			tx.provisional[id] = true
+		}
+		if _, ok := tx.keys[r.PartitionKey]; inserted[i] && r.PartitionKey != "" && !ok {
+			missing = append(missing, r.PartitionKey)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := tx.KeyEnsureMany(ctx, store.KeyEnsureManyParams{Consumer: p.cfg.Name, Keys: missing, At: now}); err != nil {
+		return err
+	}
+	created, err := tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: missing})
+	for k, ks := range created {
+		tx.keys[k] = ks
+	}
+	return err
+}

@@ -1,0 +1,138 @@
+package seqbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// requestsEvery is how often Run looks for operator requests.
+const requestsEvery = 250 * time.Millisecond
+
+// runRequests executes the pending operator requests addressed to this
+// consumer (DESIGN §4): a redrive, skip or release that the CLI or the
+// admin API recorded runs here, through this consumer's own pipeline and
+// handler, and its decisions are recorded on the request. Run calls it
+// continuously; a consumer driven by Deliver calls it itself. It returns
+// how many requests it executed. A request another process took first is
+// left to it.
+func (c *Consumer) runRequests(ctx context.Context) (int, error) {
+	ctl := c.cfg.Store.Executor()
+	reqs, err := ctl.RequestListPending(ctx, c.cfg.Name)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range reqs {
+		ok, err := ctl.RequestClaim(ctx, store.RequestClaimParams{Seq: r.Seq, Taker: c.process, At: time.Now()})
+		if err != nil {
+			return n, err
+		}
+		if !ok {
+			continue
+		}
+		ds, aerr := c.execute(ctx, r)
+		st, errText := seqboxtype.RequestDone, ""
+		if aerr != nil {
+			st, errText = seqboxtype.RequestFailed, aerr.Error()
+			if ctx.Err() != nil {
+				errText = "the consumer shut down before the request finished (" + errText + "); run the command again"
+			}
+		}
+		if ds == nil {
+			ds = []Result{}
+		}
+		result, err := json.Marshal(ds)
+		if err != nil {
+			return n, err
+		}
+		if err := ctl.RequestFinish(context.WithoutCancel(ctx), store.RequestFinishParams{Seq: r.Seq, State: st, Result: result, Error: errText, At: time.Now()}); err != nil {
+			return n, fmt.Errorf("record the result of operator request %d: %w", r.Seq, err)
+		}
+		n++
+		c.cfg.Logger.Info("seqbox: operator request executed", "consumer", c.cfg.Name, "request", r.Seq,
+			"action", r.Action, "target", r.Target, "by", r.RequestedBy, "reason", r.Reason, "state", st, "err", errText)
+	}
+	return n, nil
+}
+
+// execute runs one request's action through the pipeline.
+func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]Result, error) {
+	switch r.Action {
+	case store.ActionRedrive, store.ActionSkip:
+		seq, err := strconv.ParseInt(r.Target, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: target %q is not a DLQ sequence number", r.Action, r.Target)
+		}
+		if r.Action == store.ActionSkip {
+			return c.Skip(ctx, seq, r.RequestedBy, r.Reason)
+		}
+		return c.redriveUntilSettled(ctx, seq)
+	case store.ActionRelease:
+		return c.ReleaseKey(ctx, r.Target, r.RequestedBy, r.Reason)
+	}
+	return nil, fmt.Errorf("unknown action %q", r.Action)
+}
+
+// redriveUntilSettled redrives DLQ message seq, and again while it fails
+// transiently, up to the retry policy's attempts: with its backoff in a
+// running consumer, at once for the record handler (as replay does).
+func (c *Consumer) redriveUntilSettled(ctx context.Context, seq int64) ([]Result, error) {
+	var out []Result
+	for attempt := 1; ; attempt++ {
+		ds, err := c.Redrive(ctx, seq)
+		if err != nil {
+			if len(out) > 0 && errors.Is(err, ErrNotBlocking) {
+				err = nil // settled by an earlier attempt's drain
+			}
+			return out, err
+		}
+		out = append(out, ds...)
+		if len(ds) == 0 || ds[0].Outcome != seqboxtype.Retry || attempt >= c.cfg.Retry.MaxAttempts {
+			return out, nil
+		}
+		if c.kind != store.HandlerRecord {
+			sleep(ctx, c.cfg.Retry.Backoff(attempt))
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+		}
+	}
+}
+
+// controlLoop keeps the registration's heartbeat fresh and executes
+// operator requests until ctx ends.
+func (c *Consumer) controlLoop(ctx context.Context) {
+	t := time.NewTicker(requestsEvery)
+	defer t.Stop()
+	beat := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			c.markStopped(ctx)
+			return
+		case <-t.C:
+		}
+		if !c.registered.Load() {
+			if err := c.register(ctx, true); err != nil {
+				continue // logged once by Run; requests wait for the registration
+			}
+			beat = time.Now()
+		}
+		if time.Since(beat) >= heartbeatEvery {
+			beat = time.Now()
+			if err := c.cfg.Store.Executor().ConsumerHeartbeat(ctx, store.ConsumerHeartbeatParams{Consumer: c.cfg.Name, At: beat}); err != nil && ctx.Err() == nil {
+				c.cfg.Logger.Warn("seqbox: heartbeat failed", "consumer", c.cfg.Name, "err", err)
+			}
+		}
+		if _, err := c.runRequests(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("seqbox: operator requests failed", "consumer", c.cfg.Name, "err", err)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package seqbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/store"
+)
+
+// DefaultPurgeBatch is how many identities one purge statement removes, so
+// that retention never holds the write lock long enough to stall live
+// traffic.
+const DefaultPurgeBatch = 500
+
+// purgePause is the gap between purge batches.
+const purgePause = 10 * time.Millisecond
+
+// purge removes inbox identities whose retention ended, batch at a time
+// (each batch its own short transaction), until none are left or ctx ends.
+// Held and blocked identities are never purged. It returns how many it
+// removed. Config.Retention was validated to cover the broker's
+// redelivery window and the DLQ's redrive window, so a purged identity can
+// no longer come back.
+func (c *Consumer) purge(ctx context.Context, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = DefaultPurgeBatch
+	}
+	var total int64
+	for ctx.Err() == nil {
+		if err := c.hooks.At(fault.DuringPurge); err != nil {
+			return total, err
+		}
+		n, err := c.cfg.Store.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: c.cfg.Name, Now: c.cfg.Now(), Limit: batch})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.PurgedRows.WithLabelValues(c.cfg.Name).Add(float64(n))
+		}
+		if n < int64(batch) {
+			return total, nil
+		}
+		// Let live transactions take the write lock between batches: a
+		// writer waiting on SQLite's busy handler polls at 1-100 ms and
+		// would keep missing a shorter gap.
+		sleep(ctx, purgePause)
+	}
+	return total, ctx.Err()
+}

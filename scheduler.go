@@ -1,0 +1,206 @@
+package seqbox
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/seqbox/seqbox/transport"
+)
+
+// scheduler groups received deliveries by key and hands workers batches in
+// which every key is pinned to that worker until the batch is done. Keys
+// wait in a FIFO ready list, so each key gets its turn.
+type scheduler struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending map[string][]transport.Delivery
+	busy    map[string]bool
+	// live is every delivery received and not yet done, for lease
+	// extension.
+	live     map[transport.Delivery]struct{}
+	ready    []string
+	inFlight int
+	limit    int
+	closed   bool
+	// takers counts the workers inside take: the ready deliveries are
+	// shared among them.
+	takers int
+}
+
+// batch is the work one worker took: deliveries, and the key of each.
+type batch struct {
+	keys       []string
+	deliveries []transport.Delivery
+	dkeys      []string
+	unpinned   map[string]bool
+}
+
+func newScheduler(limit int) *scheduler {
+	s := &scheduler{pending: map[string][]transport.Delivery{}, busy: map[string]bool{},
+		live: map[transport.Delivery]struct{}{}, limit: limit}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *scheduler) add(key string, d transport.Delivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending[key]) == 0 && !s.busy[key] {
+		s.ready = append(s.ready, key)
+	}
+	s.pending[key] = append(s.pending[key], d)
+	s.live[d] = struct{}{}
+	s.inFlight++
+	s.cond.Broadcast()
+}
+
+// closeOn wakes every waiter for good once ctx ends; call the returned
+// function when done waiting.
+func (s *scheduler) closeOn(ctx context.Context) func() bool {
+	return context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.closed = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+}
+
+// waitRoom blocks while too many deliveries are in flight; false once the
+// context ends.
+func (s *scheduler) waitRoom(ctx context.Context) bool {
+	defer s.closeOn(ctx)()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.inFlight >= s.limit && !s.closed {
+		s.cond.Wait()
+	}
+	return !s.closed
+}
+
+// take waits for ready keys and returns up to size deliveries from them,
+// at most half the batch from any one key, so that one hot key shares a
+// batch with others. It returns nil once the context ends.
+func (s *scheduler) take(ctx context.Context, size int) *batch {
+	defer s.closeOn(ctx)()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.takers++
+	defer func() { s.takers-- }()
+	for len(s.ready) == 0 && !s.closed {
+		s.cond.Wait()
+	}
+	if s.closed {
+		return nil
+	}
+	// What is ready is shared among the idle workers, so that a light
+	// load runs in parallel batches (on PostgreSQL, parallel transactions
+	// and shorter waits), while a backlog fills every batch to size.
+	ready := 0
+	for _, key := range s.ready {
+		ready += len(s.pending[key])
+	}
+	size = min(size, max(1, (ready+s.takers-1)/s.takers))
+	perKey := max(1, size/2)
+	b := &batch{}
+	byKey := map[string][]transport.Delivery{}
+	taken := 0
+	for len(s.ready) > 0 && taken < size {
+		key := s.ready[0]
+		s.ready = s.ready[1:]
+		q := s.pending[key]
+		n := min(len(q), perKey, size-taken)
+		taken += n
+		s.pending[key] = q[n:]
+		s.busy[key] = true
+		b.keys = append(b.keys, key)
+		byKey[key] = append(byKey[key], q[:n]...)
+	}
+	// Within the batch, keys go in sorted order, so that two transactions
+	// (in any processes) lock the keys they share in the same order and
+	// cannot deadlock on them. A key's own deliveries keep their order.
+	sort.Strings(b.keys)
+	for _, key := range b.keys {
+		for _, d := range byKey[key] {
+			b.deliveries = append(b.deliveries, d)
+			b.dkeys = append(b.dkeys, key)
+		}
+	}
+	return b
+}
+
+// unpinEarly unpins keys of b before the batch is done (their part of the
+// batch committed while a slow decision holds the rest).
+func (s *scheduler) unpinEarly(b *batch, keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.unpinned == nil {
+		b.unpinned = map[string]bool{}
+	}
+	for _, key := range keys {
+		if b.unpinned[key] {
+			continue
+		}
+		b.unpinned[key] = true
+		s.unpin(key)
+	}
+	s.cond.Broadcast()
+}
+
+// unpin frees a key; with more deliveries it goes to the back of the line.
+func (s *scheduler) unpin(key string) {
+	delete(s.busy, key)
+	if len(s.pending[key]) > 0 {
+		s.ready = append(s.ready, key)
+	} else {
+		delete(s.pending, key)
+	}
+}
+
+// done unpins a batch's keys; keys with more deliveries go to the back of
+// the ready list.
+func (s *scheduler) done(b *batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight -= len(b.deliveries)
+	for _, d := range b.deliveries {
+		delete(s.live, d)
+	}
+	for _, key := range b.keys {
+		if !b.unpinned[key] {
+			s.unpin(key)
+		}
+	}
+	s.cond.Broadcast()
+}
+
+// idle reports whether every delivery received is done.
+func (s *scheduler) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live) == 0
+}
+
+// held returns every delivery received and not yet done.
+func (s *scheduler) held() []transport.Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]transport.Delivery, 0, len(s.live))
+	for d := range s.live {
+		out = append(out, d)
+	}
+	return out
+}
+
+// abandon returns every delivery not yet taken, for nacking at shutdown.
+func (s *scheduler) abandon() []transport.Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []transport.Delivery
+	for _, q := range s.pending {
+		out = append(out, q...)
+	}
+	s.pending = map[string][]transport.Delivery{}
+	s.ready = nil
+	return out
+}

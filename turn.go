@@ -1,0 +1,132 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// outcomeDeciding is what process reaches for a message that stopped
+// before its handler to be decided. It is not an outcome (DESIGN §2): it
+// never reaches the inbox, the audit, the metrics or a caller; the message
+// runs again once decided and reaches its outcome then.
+const outcomeDeciding seqboxtype.Outcome = "deciding"
+
+// awaitDecision stops a message that passed the inbox, the business key
+// and the ordering gate but has no recorded decision: its writes roll
+// back, it takes its key's turn (so its successors wait behind it, in
+// this process and in any other, across a crash) and it is handed to the
+// caller to decide outside the transaction.
+func (p *pipeline) awaitDecision(ctx context.Context, dl *delivery) (reached, error) {
+	tx, in, ev, d, now := dl.tx, dl.in, dl.ev, dl.d, dl.now
+	// Out of the parked table while it is decided; should this process
+	// die first, the sweep lets it out again once the hold passes.
+	if err := p.keepTurn(ctx, dl, now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil {
+		return reached{}, err
+	}
+	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey})
+	d.Outcome, d.Reason = outcomeDeciding, "its decision is being asked"
+	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
+}
+
+// afterPredecessor stops a message whose key's turn belongs to one this
+// batch stopped to be decided: its writes roll back, and it runs again
+// once that one is through (the stager keeps a key's messages in order),
+// so in-order traffic is not parked behind its own batch-mates.
+func (p *pipeline) afterPredecessor(ctx context.Context, dl *delivery) (reached, error) {
+	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+		return reached{}, err
+	}
+	dl.tx.undecided = append(dl.tx.undecided, undecided{in: dl.in, ev: dl.ev, origin: dl.tx.origin, key: "k:" + dl.ev.PartitionKey, after: true})
+	d := dl.d
+	d.Outcome, d.Reason = outcomeDeciding, "runs after its predecessor, which is being decided"
+	return p.conclude(ctx, dl.with(d, dl.ev, dl.ks), "", nil)
+}
+
+// decidingHold is how long a message let out of the parked table waits
+// for its decision before the sweep lets it out again: ten heartbeats of
+// the claim, so a decider's crash delays it by seconds, not minutes.
+func (p *pipeline) decidingHold() time.Duration { return 10 * p.cfg.ClaimHeartbeat }
+
+// keepTurn rolls the delivery's writes back and has it hold its key's
+// turn; a message let out of the parked table goes back as held until
+// until, so that the sweep lets it out again should nothing else.
+func (p *pipeline) keepTurn(ctx context.Context, dl *delivery, until time.Time, detail string) error {
+	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+		return err
+	}
+	if err := p.takeTurn(ctx, dl.tx, dl.ev, dl.now); err != nil {
+		return err
+	}
+	if dl.in.parked == nil {
+		return nil
+	}
+	return dl.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: dl.in.parked.Seq, Until: until, Detail: detail})
+}
+
+// takeTurn records that ev holds its key's turn (and reserves its
+// business key) until it settles.
+func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev Event, now time.Time) error {
+	return tx.TurnTake(ctx, store.TurnTakeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+		PartitionKey: ev.PartitionKey, BusinessKey: ev.BusinessKey, At: now})
+}
+
+// wait sends a message back without counting an attempt: its decision is
+// in flight elsewhere, or another identity is deciding the effect its
+// business key asks for. It keeps its key's turn meanwhile, so nothing of
+// its key overtakes it.
+func (p *pipeline) wait(ctx context.Context, dl *delivery, reason string, after time.Duration) (reached, error) {
+	ev, d := dl.ev, dl.d
+	if err := p.keepTurn(ctx, dl, dl.now.Add(after), reason); err != nil {
+		return reached{}, err
+	}
+	d.Outcome, d.Reason, d.RetryAfter = seqboxtype.Retry, reason, after
+	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
+}
+
+// businessKeyBusy reports another identity deciding the effect ev's
+// business key asks for: ev waits for it to settle, then is a semantic
+// duplicate (it applied) or goes ahead (it failed).
+func (p *pipeline) businessKeyBusy(ctx context.Context, tx *batchTx, ev Event) (string, error) {
+	if p.cfg.Decide == nil || ev.BusinessKey == "" {
+		return "", nil
+	}
+	other, err := tx.BusinessKeyInFlight(ctx, store.BusinessKeyRef{Consumer: p.cfg.Name, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	return fmt.Sprintf("business key %q is being decided under %s/%s; waiting for it", ev.BusinessKey, other.Source, other.ID), nil
+}
+
+// businessKeyTouched fails ev for good when another identity of its
+// business key settled without applying although its call took effect or
+// may have (a dead letter with an uncertain call): asking for the effect
+// again could do it twice, and only an operator can tell.
+func (p *pipeline) businessKeyTouched(ctx context.Context, tx *batchTx, ev Event) (error, error) {
+	if p.cfg.Decide == nil || ev.BusinessKey == "" {
+		return nil, nil
+	}
+	other, err := tx.BusinessKeyTouched(ctx, store.BusinessKeyRef{Consumer: p.cfg.Name, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Permanent(fmt.Errorf("business key %q: %s/%s, which settled without applying, made a call for it that took effect or may have "+
+		"(seqbox effects list); resolve that, then redrive this", ev.BusinessKey, other.Source, other.ID)), nil
+}
+
+// waitForOthers is how long a message waits for another process's
+// decision before it looks again: an eighth of DecideTimeout, and at least
+// a claim's life, so a dead decider's claim has run out by then.
+func (p *pipeline) waitForOthers() time.Duration {
+	return max(3*p.cfg.ClaimHeartbeat, p.cfg.DecideTimeout/8)
+}
