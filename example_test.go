@@ -122,3 +122,34 @@ func ExampleConsumer_RunUntilIdle() {
 	fmt.Println("applied:", outcomes[seqbox.Applied], "duplicate:", outcomes[seqbox.Duplicate])
 	// Output: applied: 2 duplicate: 1
 }
+
+// A consumer fed by the application's own loop (an HTTP handler, a
+// poller) calls Deliver for each message and Maintain every second or so:
+// Maintain ends holds that timed out, runs operator requests, refreshes the
+// gauges and purges expired identities, as Run does in the background.
+func ExampleConsumer_Maintain() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "seqbox-example-")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "app.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	consumer, err := seqbox.NewConsumer(seqbox.Config{
+		Name: "webhook", Store: st,
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
+	})
+	if err != nil {
+		panic(err)
+	}
+	res, err := consumer.Deliver(ctx, []byte(`{"specversion":"1.0","id":"evt-1","source":"crm","type":"task.create"}`), 1)
+	if err != nil {
+		panic(err)
+	}
+	if err := consumer.Maintain(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println(res[0].Outcome)
+	// Output: applied
+}

@@ -1,0 +1,48 @@
+package seqbox_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+)
+
+// A consumer driven by Deliver gets Run's upkeep from Maintain: a hold that
+// reached HoldTimeout ends (HoldExpiry=advance applies the held version),
+// and identities whose retention ended are purged.
+func TestMaintainDoesWhatRunDoesInTheBackground(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	b.cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	b.cfg.HoldTimeout, b.cfg.HoldExpiry = time.Minute, seqbox.HoldExpiryAdvance
+	c := b.consumer(t)
+
+	res, err := c.Deliver(ctx, versioned("K", 1), 1)
+	require.NoError(t, err)
+	require.Equal(t, seqbox.Applied, res[0].Outcome)
+	res, err = c.Deliver(ctx, versioned("K", 3), 1)
+	require.NoError(t, err)
+	require.Equal(t, seqbox.Held, res[0].Outcome)
+
+	require.NoError(t, c.Maintain(ctx))
+	require.Equal(t, 0, b.effects(t, "K-v3"), "the hold has not timed out yet")
+
+	now.Add(int64(2 * time.Minute))
+	require.NoError(t, c.Maintain(ctx))
+	require.Equal(t, 1, b.effects(t, "K-v3"), "Maintain ended the hold and applied v3")
+
+	inbox := func() (n int) {
+		require.NoError(t, b.store.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1`, b.cfg.Name).Scan(&n))
+		return n
+	}
+	require.Equal(t, 2, inbox())
+	now.Add(int64(60 * 24 * time.Hour)) // past the default 30-day retention
+	require.NoError(t, c.Maintain(ctx))
+	require.Equal(t, 0, inbox(), "Maintain purged the identities whose retention ended")
+}
