@@ -118,7 +118,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	d.Outcome, d.Reason = seqboxtype.Applied, ""
 	if !ks.HasParked {
 		// Nothing waits behind it (the key was read under its lock): no
-		// drain.
+		// unparking.
 		if err := tx.SavepointRelease(ctx, sp); err != nil {
 			return reached{}, err
 		}
@@ -127,7 +127,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	return p.conclude(ctx, dl.with(d, ev, ks), key, nil)
 }
 
-// crashLoopFactor bounds deliveries that never settle: a message delivered
+// crashLoopFactor bounds deliveries that never reach an outcome: a message delivered
 // this many times MaxAttempts and failing again is dead-lettered, even if
 // its failures were never all recorded (each crashed its process).
 const crashLoopFactor = 4
@@ -220,11 +220,11 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 		reason = fmt.Sprintf("attempts exhausted (%d of %d)", attempts, p.cfg.Retry.MaxAttempts)
 	}
 	d.Outcome, d.Reason, d.Attempt = seqboxtype.DeadLettered, reason+": "+herr.Error(), attempts
-	drainKey, err := p.deadLetter(ctx, dl, reason, attempts, first, herr.Error())
+	unparkKey, err := p.deadLetter(ctx, dl, reason, attempts, first, herr.Error())
 	if err == nil {
 		err = p.record(ctx, tx, ev, d, ks.Version, deadLetterNext(p.cfg, ev), now)
 	}
-	return p.conclude(ctx, dl.with(d, ev, ks), drainKey, err)
+	return p.conclude(ctx, dl.with(d, ev, ks), unparkKey, err)
 }
 
 func deadLetterNext(cfg Config, ev Event) string {

@@ -16,9 +16,11 @@ import (
 // again with them.
 var errRerun = errors.New("seqbox: the batch runs again with savepoints")
 
-// outcomePending is the inbox outcome of an identity recorded before its
-// delivery settled (a crash or shutdown between the two leaves it so).
-const outcomePending seqboxtype.Outcome = "pending"
+// noOutcome is what the inbox's outcome column holds for an identity
+// recorded before its delivery reached an outcome: it stopped to be
+// decided by the agent, or a crash or shutdown came between the two. It is
+// not an outcome (the set is closed); the identity is not final.
+const noOutcome seqboxtype.Outcome = ""
 
 // batchTx overrides these; the compiler checks that each one still
 // overrides a method of store.ExecutorTx, so that a rename of the driver's
@@ -163,7 +165,7 @@ func (b *batchTx) SavepointRollback(ctx context.Context, name string) error {
 // provisional are pending, and the deferred writes are written.
 func (b *batchTx) finish(ctx context.Context) error {
 	for id := range b.provisional {
-		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: outcomePending}); err != nil {
+		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: noOutcome}); err != nil {
 			return err
 		}
 	}

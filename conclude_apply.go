@@ -39,7 +39,7 @@ func (p *pipeline) concluded(ctx context.Context, dl *delivery, se *handoff.Conc
 	return p.conclude(ctx, dl.with(d, ev, ks), ev.PartitionKey, err)
 }
 
-// asConcluded reports a Settle error.
+// asConcluded reports a Conclude error.
 func asConcluded(err error) (*handoff.Concluded, bool) {
 	var se *handoff.Concluded
 	return se, errors.As(err, &se)

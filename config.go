@@ -92,7 +92,7 @@ type Config struct {
 	// key check and the ordering gate, and an event that would not apply
 	// (a duplicate, a semantic duplicate, stale, held, blocked, expired)
 	// is never decided. The event then holds its key's turn in the store
-	// until it settles, so its successors wait behind it, across retries
+	// until its outcome is final, so its successors wait behind it, across retries
 	// and crashes. Its result is recorded under the message's identity
 	// before Handler runs; the handler reads it with DecisionFrom. A
 	// redelivery after a crash re-applies the recorded decision instead of

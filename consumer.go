@@ -245,7 +245,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 // actions and the sweeper. point, when set, is the fault point just before
 // the commit. The messages fn let out of the parked table that must be
 // decided first are decided after the commit and run again (their key's
-// drain); their results follow fn's.
+// unparking); their results follow fn's.
 func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]Result, error)) ([]Result, error) {
 	ds, us, err := c.inTxOnce(ctx, point, fn)
 	if err != nil || len(us) == 0 {

@@ -25,11 +25,11 @@ type undecided struct {
 	in input
 	ev Event
 	// origin is the index, in the run that stopped it, of the input whose
-	// pass stopped it (itself, or the one whose drain let it out).
+	// pass stopped it (itself, or the one whose unparking let it out).
 	origin int
 	// key is its scheduling key; delivery is the broker copy to settle
 	// when it runs again (nil for a message let out of the parked table,
-	// which runs again through its key's drain).
+	// which runs again through its key's unparking).
 	key      string
 	delivery transport.Delivery
 	// after: not to be decided yet; it runs again once the message
@@ -130,10 +130,10 @@ func (d *decider) decideOnce(ctx context.Context, ev Event) error {
 	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	// Settled elsewhere (dead-lettered and skipped, say) while this copy
+	// Final elsewhere (dead-lettered and skipped, say) while this copy
 	// waited: asking now would reach the agent out of its key's order
 	// (internal/model found it). Its run again ends a duplicate.
-	if settled, err := settledElsewhere(ctx, op, ref); settled || err != nil {
+	if final, err := finalElsewhere(ctx, op, ref); final || err != nil {
 		return err
 	}
 	// Its business key, looked at again now that it is about to ask: a
@@ -174,9 +174,9 @@ func (d *decider) decideOnce(ctx context.Context, ev Event) error {
 	return err
 }
 
-// settledElsewhere: the identity has a final outcome in the inbox and no
+// finalElsewhere: the identity has a final outcome in the inbox and no
 // turn (a redrive takes one before it decides).
-func settledElsewhere(ctx context.Context, op store.Executor, ref store.MessageRef) (bool, error) {
+func finalElsewhere(ctx context.Context, op store.Executor, ref store.MessageRef) (bool, error) {
 	seen, err := op.InboxSeen(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -185,7 +185,7 @@ func settledElsewhere(ctx context.Context, op store.Executor, ref store.MessageR
 		return false, err
 	}
 	switch seen.Outcome {
-	case seqboxtype.Held, seqboxtype.Blocked, "pending": // parked, or left pending by a crash
+	case seqboxtype.Held, seqboxtype.Blocked, noOutcome: // parked, or left without an outcome by a crash
 		return false, nil
 	}
 	turn, err := op.TurnHeld(ctx, ref)

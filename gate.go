@@ -14,8 +14,8 @@ type gateResult struct {
 	Outcome    seqboxtype.Outcome
 	Reason     string
 	NextAction string
-	// drain: the key's version moved, so parked successors may be ready.
-	drain bool
+	// unpark: the key's version moved, so parked successors may be ready.
+	unpark bool
 	// after: the key's turn belongs to a message this batch stopped to be
 	// decided; this one runs again once that one is through.
 	after bool
@@ -60,7 +60,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 		if versioned && v == expected {
 			// The next version expired: record the gap so successors are
 			// not held waiting for a version that will never apply.
-			g.drain = true
+			g.unpark = true
 			return g, p.skipVersions(ctx, tx, key, ks.Version, v, v, "pipeline", "expired: "+g.Reason, now)
 		}
 		return g, nil

@@ -42,7 +42,7 @@ type Handler func(ctx context.Context, tx Tx, ev Event) error
 // one call, just before the commit. When that call fails, the batch rolls
 // back and runs again with a savepoint per delivery, and the handler is
 // called with one event at a time: an error there is that event's own
-// (retried, dead-lettered with Permanent, or ended with Settle), and only
+// (retried, dead-lettered with Permanent, or concluded with Conclude), and only
 // its writes roll back. So an event may be handed over more than once;
 // everything the handler does in tx commits exactly once.
 //

@@ -65,8 +65,8 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 		}
 		// The redriven message itself stops to be decided when it has no
 		// decision yet: it is decided outside the transaction, and the
-		// redrive runs again with it. Successors its drain let out are
-		// decided and run through their key's drain.
+		// redrive runs again with it. Successors its unparking let out are
+		// decided and run through their key's unparking.
 		var own *undecided
 		var others []undecided
 		for _, u := range us {
@@ -130,7 +130,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Resu
 			return nil, err
 		}
 		// A failed redrive may have left attempts behind; the message is
-		// settled now and must not hold its key's successors.
+		// final now and must not hold its key's successors.
 		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: dl.Source, ID: dl.ID}); err != nil {
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Resu
 			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: c.cfg.Name, Key: ks.Key, At: now}); err != nil {
 				return nil, err
 			}
-			return c.p.drain(ctx, tx, ks.Key)
+			return c.p.unpark(ctx, tx, ks.Key)
 		}
 		return c.p.releaseKey(ctx, tx, ks, dl.ObjectVersion, who, why, now)
 	})
@@ -183,7 +183,7 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Resu
 
 // releaseKey unblocks ks. With skipped set, that version is recorded as the
 // gap; otherwise the gap runs up to the lowest parked version. Then the key
-// drains.
+// unparks.
 func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Result, error) {
 	if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ks.Key, At: now}); err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 			return nil, err
 		}
 	}
-	return p.drain(ctx, tx, ks.Key)
+	return p.unpark(ctx, tx, ks.Key)
 }
 
 // sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
@@ -279,13 +279,13 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 	}
 	first := parked[0]
 	if first.Seq != h.Seq || first.Reason != seqboxtype.ParkHeld || first.HoldUntil.IsZero() || first.HoldUntil.After(now) {
-		return nil, nil // settled meanwhile
+		return nil, nil // unparked or resolved meanwhile
 	}
 	if next, err := p.nextParked(ctx, tx, h.PartitionKey); err != nil || next != nil {
 		if err != nil {
 			return nil, err
 		}
-		return p.drain(ctx, tx, h.PartitionKey)
+		return p.unpark(ctx, tx, h.PartitionKey)
 	}
 	if _, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || retrying {
 		// A predecessor holds the key's turn (it retries, or is being

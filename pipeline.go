@@ -32,12 +32,12 @@ type input struct {
 	// oversized describes an input too large to hand over; raw is then its
 	// first bytes.
 	oversized *handoff.Oversized
-	// drainKey, when set, makes the input its key's drain instead of a
+	// unparkKey, when set, makes the input its key's unparking instead of a
 	// message: a message let out of the parked table runs again that way
-	// once decided (the drain takes it under the key's lock, if it is
+	// once decided (unparking takes it under the key's lock, if it is
 	// still next), with decideErr going to the message named by decided.
-	drainKey string
-	decided  store.Identity
+	unparkKey string
+	decided   store.Identity
 	// parsed: ev and perr hold the envelope parsed once, by the prefetch.
 	parsed bool
 	ev     Event
@@ -67,16 +67,16 @@ type delivery struct {
 }
 
 // reached is where a delivery ended: its results (its own first, then
-// any successors a drain released) and the key to drain next, if any.
+// any successors unparking released) and the key to unpark next, if any.
 type reached struct {
 	results []Result
-	drain   string
+	unpark  string
 }
 
 // pipeline holds the per-delivery logic of DESIGN §3.
 type pipeline struct {
 	cfg Config
-	// retryAtOnce unparks a drained message that failed transiently again
+	// retryAtOnce unparks an unparked message that failed transiently again
 	// at once instead of after its backoff: replay's rule for the record
 	// handler (DESIGN §7).
 	retryAtOnce bool
@@ -86,22 +86,22 @@ type pipeline struct {
 }
 
 // deliver runs one message through inbox, gate and handler inside tx, then
-// drains the key. The first result is the message's own; any that follow
-// are parked successors released by the drain. An error means the store
+// unparks the key. The first result is the message's own; any that follow
+// are parked successors released by unparking. An error means the store
 // failed and the whole batch must be abandoned.
 func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Result, error) {
-	if in.drainKey != "" {
-		return p.drainCarrying(ctx, tx, in.drainKey, &in)
+	if in.unparkKey != "" {
+		return p.unparkCarrying(ctx, tx, in.unparkKey, &in)
 	}
 	r, err := p.process(ctx, tx, in)
-	if err != nil || r.drain == "" {
+	if err != nil || r.unpark == "" {
 		return r.results, err
 	}
-	more, err := p.drain(ctx, tx, r.drain)
+	more, err := p.unpark(ctx, tx, r.unpark)
 	return append(r.results, more...), err
 }
 
-// process reaches the message's own result. It returns the key to drain
+// process reaches the message's own result. It returns the key to unpark
 // when the key's version moved.
 func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached, error) {
 	now := p.cfg.Now()
@@ -165,11 +165,11 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 				d.Outcome, d.Reason = gate.Outcome, gate.Reason
 				err = p.record(ctx, tx, ev, d, ks.Version, gate.NextAction, now)
 			}
-			drainKey := ""
-			if gate != nil && gate.drain {
-				drainKey = ev.PartitionKey
+			unparkKey := ""
+			if gate != nil && gate.unpark {
+				unparkKey = ev.PartitionKey
 			}
-			return p.conclude(ctx, dl.with(d, ev, ks), drainKey, err)
+			return p.conclude(ctx, dl.with(d, ev, ks), unparkKey, err)
 		}
 	} else if p.isExpired(ev, now) {
 		d.Outcome, d.Reason = seqboxtype.Expired, p.expiredReason(ev)
@@ -180,7 +180,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 }
 
 // conclude closes the delivery's savepoint and returns its result, with
-// the key to drain: any outcome that settles a keyed message for good may
+// the key to unpark: any final outcome of a keyed message may
 // free the successors parked behind it (they may have waited for it while
 // it retried).
 func (p *pipeline) conclude(ctx context.Context, dl *delivery, key string, err error) (reached, error) {
@@ -190,10 +190,10 @@ func (p *pipeline) conclude(ctx context.Context, dl *delivery, key string, err e
 	if err := dl.tx.SavepointRelease(ctx, dl.sp); err != nil {
 		return reached{}, err
 	}
-	if key == "" && settles(dl.d.Outcome) {
+	if key == "" && isFinal(dl.d.Outcome) {
 		key = dl.d.PartitionKey
 	}
-	return reached{results: []Result{dl.d}, drain: key}, nil
+	return reached{results: []Result{dl.d}, unpark: key}, nil
 }
 
 // with records the result, event and key state reached so far.
@@ -202,9 +202,9 @@ func (dl *delivery) with(d Result, ev Event, ks store.KeyState) *delivery {
 	return dl
 }
 
-// settles reports whether an outcome ends a message's life on its key, so
+// isFinal reports whether an outcome ends a message's life on its key, so
 // that nothing waits behind it any more.
-func settles(o seqboxtype.Outcome) bool {
+func isFinal(o seqboxtype.Outcome) bool {
 	switch o {
 	case seqboxtype.Retry, seqboxtype.Held, seqboxtype.Blocked, seqboxtype.Duplicate, seqboxtype.Collision, seqboxtype.Rejected, outcomeDeciding:
 		return false
@@ -216,7 +216,7 @@ func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
 	return store.InboxRow{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash,
 		BusinessKey: ev.BusinessKey, EventType: ev.Type, Tenant: ev.TenantID, ContractVersion: ev.DataSchema,
-		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Outcome: "pending",
+		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Outcome: noOutcome,
 		ReceivedAt: now, RetentionUntil: now.Add(p.cfg.Retention),
 	}
 }
@@ -320,7 +320,7 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 }
 
 // record writes the inbox outcome and the audit evidence of a result. A
-// message that settles forgets its attempts, so that nothing is held
+// message whose outcome is final forgets its attempts, so that nothing is held
 // behind a retry that is over.
 func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Result, current *int64, next string, now time.Time) error {
 	if d.Outcome != seqboxtype.Duplicate && d.Outcome != seqboxtype.Collision {
@@ -328,7 +328,7 @@ func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Result, 
 			return err
 		}
 	}
-	if settles(d.Outcome) {
+	if isFinal(d.Outcome) {
 		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID}); err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ import (
 func (p *pipeline) parseAll(ins []input) {
 	for i := range ins {
 		in := &ins[i]
-		if in.parked == nil && in.oversized == nil && in.drainKey == "" && !in.parsed {
+		if in.parked == nil && in.oversized == nil && in.unparkKey == "" && !in.parsed {
 			in.ev, in.perr = seqboxtype.ParseEventExcluding(in.raw, p.cfg.VolatileAttributes)
 			in.parsed = true
 		}
@@ -35,7 +35,7 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 	for i := range ins {
 		in := &ins[i]
 		// parseAll parsed every delivery that can take this path.
-		if !in.parsed || in.perr != nil || in.redrive || in.drainKey != "" {
+		if !in.parsed || in.perr != nil || in.redrive || in.unparkKey != "" {
 			continue
 		}
 		id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}

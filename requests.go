@@ -73,23 +73,23 @@ func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]Resu
 		if r.Action == store.ActionSkip {
 			return c.Skip(ctx, seq, r.RequestedBy, r.Reason)
 		}
-		return c.redriveUntilSettled(ctx, seq)
+		return c.redriveUntilFinal(ctx, seq)
 	case store.ActionRelease:
 		return c.ReleaseKey(ctx, r.Target, r.RequestedBy, r.Reason)
 	}
 	return nil, fmt.Errorf("unknown action %q", r.Action)
 }
 
-// redriveUntilSettled redrives DLQ message seq, and again while it fails
+// redriveUntilFinal redrives DLQ message seq, and again while it fails
 // transiently, up to the retry policy's attempts: with its backoff in a
 // running consumer, at once for the record handler (as replay does).
-func (c *Consumer) redriveUntilSettled(ctx context.Context, seq int64) ([]Result, error) {
+func (c *Consumer) redriveUntilFinal(ctx context.Context, seq int64) ([]Result, error) {
 	var out []Result
 	for attempt := 1; ; attempt++ {
 		ds, err := c.Redrive(ctx, seq)
 		if err != nil {
 			if len(out) > 0 && errors.Is(err, ErrNotBlocking) {
-				err = nil // settled by an earlier attempt's drain
+				err = nil // concluded by an earlier attempt's unparking
 			}
 			return out, err
 		}

@@ -41,7 +41,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 // RunUntilIdle is Run that also returns, with nil, once the transport has
 // had nothing to deliver for idle and nothing received is still being
 // applied: a test, a backfill or a one-off replay of a queue ends when the
-// queue is drained. A message nacked for a later retry is invisible at the
+// transport is idle. A message nacked for a later retry is invisible at the
 // transport until its backoff passes, so choose idle longer than the
 // retry backoff when those retries must finish too. Messages parked by the
 // gate (held, blocked) are in the database, not the queue, and do not keep
@@ -59,7 +59,7 @@ func (c *Consumer) RunUntilIdle(ctx context.Context, idle time.Duration) error {
 	return c.run(ctx, idle)
 }
 
-// run is Run; with idle > 0 it also stops once drained for that long.
+// run is Run; with idle > 0 it also stops once idle for that long.
 func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	if c.cfg.Transport == nil {
 		return invalidConfig("Transport", "required by Run")
@@ -102,7 +102,7 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 			case len(ds) > 0 || !s.idle():
 				lastBusy = time.Now()
 			case time.Since(lastBusy) >= idle:
-				cancel(nil) // drained: a clean shutdown
+				cancel(nil) // idle: a clean shutdown
 				continue
 			}
 		}

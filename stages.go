@@ -16,11 +16,11 @@ import (
 const decideGrace = 50 * time.Millisecond
 
 // rerun is the input that runs an undecided message again once decided: the
-// same delivery, or its key's drain for a message let out of the parked
-// table (the drain takes it under the key's lock if it is still next).
+// same delivery, or its key's unparking for a message let out of the parked
+// table (unparking takes it under the key's lock if it is still next).
 func (u *undecided) rerun() input {
 	if u.in.parked != nil {
-		return input{drainKey: u.ev.PartitionKey, decided: store.Identity{Source: u.ev.Source, ID: u.ev.ID}, decideErr: u.in.decideErr}
+		return input{unparkKey: u.ev.PartitionKey, decided: store.Identity{Source: u.ev.Source, ID: u.ev.ID}, decideErr: u.in.decideErr}
 	}
 	return u.in
 }

@@ -445,7 +445,7 @@ func (s *serveRun) pending(ctx context.Context) (int, error) {
 		(SELECT COUNT(*) FROM seqbox_queue) +
 		(SELECT COUNT(*) FROM seqbox_parked WHERE reason IN ('held', 'blocked')) +
 		(SELECT COUNT(*) FROM seqbox_dlq WHERE state = 'open') +
-		(SELECT COUNT(*) FROM seqbox_inbox WHERE outcome = 'pending')`)
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE outcome = '')`)
 }
 
 // count runs a COUNT query on the scenario's database.

@@ -108,7 +108,7 @@ func (o *Executor) DecisionClaimExtend(ctx context.Context, p store.DecisionClai
 // no turn while it was decided).
 const unsettled = `(NOT EXISTS (SELECT 1 FROM seqbox_inbox i
 			WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
-			AND i.outcome NOT IN ('held', 'blocked', 'pending'))
+			AND i.outcome NOT IN ('held', 'blocked', ''))
 		OR EXISTS (SELECT 1 FROM seqbox_dlq d
 			WHERE d.consumer = r.consumer AND d.source = r.source AND d.id = r.id AND d.state = 'open'))`
 

@@ -7,20 +7,20 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// drain is step 7 of DESIGN §3: after a key's version moved, unpark the
-// parked successors that are now next, in version order, in the same
+// unpark is step 7 of the pipeline ("drain" in the external spec): after
+// a key's version moved, it takes the parked successors that are now next, in version order, in the same
 // transaction. An unparked message that fails transiently goes back to held
 // until its backoff has passed (it is no longer at the broker; Sweep
-// unparks it again), and the drain stops there; with retryAtOnce (the
+// unparks it again), and unparking stops there; with retryAtOnce (the
 // record handler of replay) it is unparked again at once.
-func (p *pipeline) drain(ctx context.Context, tx *batchTx, key string) ([]Result, error) {
-	return p.drainCarrying(ctx, tx, key, nil)
+func (p *pipeline) unpark(ctx context.Context, tx *batchTx, key string) ([]Result, error) {
+	return p.unparkCarrying(ctx, tx, key, nil)
 }
 
-// drainCarrying is drain; carry, when set, is a decision's outcome for
+// unparkCarrying is unpark; carry, when set, is a decision's outcome for
 // the message it names (carry.decided): its error goes to that message if
-// the drain takes it.
-func (p *pipeline) drainCarrying(ctx context.Context, tx *batchTx, key string, carry *input) ([]Result, error) {
+// unparking takes it.
+func (p *pipeline) unparkCarrying(ctx context.Context, tx *batchTx, key string, carry *input) ([]Result, error) {
 	var out []Result
 	for {
 		next, err := p.nextParked(ctx, tx, key)
