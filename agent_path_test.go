@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -32,7 +33,7 @@ func newAgent() *agent {
 	return &agent{fail: map[string]int{}, block: map[string]chan struct{}{}, started: make(chan string, 1024)}
 }
 
-func (a *agent) decide(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+func (a *agent) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 	a.mu.Lock()
 	a.calls = append(a.calls, ev.ID)
 	a.inflight++
@@ -79,7 +80,7 @@ func withBusinessKey(id, key, bk string) []byte {
 	return fmt.Appendf(nil, `{"id":%q,"source":"crm","type":"t","partitionkey":%q,"businesskey":%q}`, id, key, bk)
 }
 
-func outcomes(ds []seqbox.Result) []string {
+func outcomes(ds []seqboxtype.Result) []string {
 	var out []string
 	for _, d := range ds {
 		out = append(out, d.ID+":"+string(d.Outcome))
@@ -187,7 +188,7 @@ func TestBusinessKeyInFlightWaits(t *testing.T) {
 	b.cfg.Decide = a.decide
 	c := b.consumer(t)
 	ctx := context.Background()
-	first := make(chan []seqbox.Result, 1)
+	first := make(chan []seqboxtype.Result, 1)
 	go func() {
 		ds, err := c.Deliver(ctx, withBusinessKey("a", "k1", "followup:1"), 1)
 		require.NoError(t, err)
@@ -228,7 +229,7 @@ func TestCopiesAskTheModelOnce(t *testing.T) {
 	a.block["n"] = release
 	n := unversioned("n", "other")
 	var wg sync.WaitGroup
-	res := make([][]seqbox.Result, 2)
+	res := make([][]seqboxtype.Result, 2)
 	for i := range res {
 		wg.Go(func() {
 			ds, err := c.Deliver(ctx, n, 1)
@@ -255,7 +256,7 @@ func TestConcurrentCopiesWithDifferentPayloads(t *testing.T) {
 	c := b.consumer(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	res := make([][]seqbox.Result, 2)
+	res := make([][]seqboxtype.Result, 2)
 	for i, raw := range [][]byte{keyed("m", "opp", 1), []byte(`{"id":"m","source":"crm","type":"t","partitionkey":"opp","objectversion":1,"data":{"other":true}}`)} {
 		wg.Go(func() {
 			ds, err := c.Deliver(ctx, raw, 1)
@@ -281,7 +282,7 @@ func TestReleasedAndRedrivenAreDecidedOutsideTheTransaction(t *testing.T) {
 	require.NoError(t, err)
 	broken := map[string]bool{}
 	var mu sync.Mutex
-	b.cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 		// Nothing may hold the write lock while the agent is called.
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -317,7 +318,7 @@ func TestReleasedAndRedrivenAreDecidedOutsideTheTransaction(t *testing.T) {
 	mu.Unlock()
 	ds, err = c.Deliver(ctx, keyed("x2", "other", 2), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.DeadLettered, ds[0].Outcome)
+	require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
 	ds, err = c.Deliver(ctx, keyed("x3", "other", 3), 1)
 	require.NoError(t, err)
 	require.Equal(t, []string{"x3:blocked"}, outcomes(ds))
@@ -343,7 +344,7 @@ func TestPanicInDecideIsRecovered(t *testing.T) {
 	c := b.consumer(t)
 	out, err := c.DeliverBatch(context.Background(), [][]byte{keyed("boom", "k1", 1), keyed("fine", "k2", 1)})
 	require.NoError(t, err)
-	require.Equal(t, seqbox.DeadLettered, out[0][0].Outcome)
+	require.Equal(t, seqboxtype.DeadLettered, out[0][0].Outcome)
 	require.Contains(t, out[0][0].Reason, "decide panicked")
 	require.Equal(t, []string{"fine:applied"}, outcomes(out[1]))
 }
@@ -362,7 +363,7 @@ func TestDecideConcurrencyIsBounded(t *testing.T) {
 	out, err := c.DeliverBatch(context.Background(), raws)
 	require.NoError(t, err)
 	for _, ds := range out {
-		require.Equal(t, seqbox.Applied, ds[0].Outcome)
+		require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
 	}
 	require.Len(t, a.called(), 40)
 	require.LessOrEqual(t, a.maxInflight, 3)
@@ -377,6 +378,6 @@ func TestEmptyMessageIsRejected(t *testing.T) {
 	for _, raw := range [][]byte{nil, {}} {
 		ds, err := c.Deliver(context.Background(), raw, 1)
 		require.NoError(t, err)
-		require.Equal(t, seqbox.Rejected, ds[0].Outcome, ds[0].Reason)
+		require.Equal(t, seqboxtype.Rejected, ds[0].Outcome, ds[0].Reason)
 	}
 }

@@ -122,7 +122,7 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		if err := tx.SavepointRelease(ctx, sp); err != nil {
 			return reached{}, err
 		}
-		return reached{results: []Result{d}}, nil
+		return reached{results: []seqboxtype.Result{d}}, nil
 	}
 	return p.conclude(ctx, dl.with(d, ev, ks), key, nil)
 }
@@ -144,10 +144,10 @@ func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *i
 // runHandler calls the handler, turning a panic into a permanent error so a
 // poison message cannot crash the consumer over and over. A BatchHandler
 // gets the event alone.
-func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev Event) (err error) {
+func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (err error) {
 	defer recoverHandler(&err)
 	if p.cfg.BatchHandler != nil {
-		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []Event{ev})
+		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []seqboxtype.Event{ev})
 	}
 	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), ev)
 }
@@ -227,7 +227,7 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 	return p.conclude(ctx, dl.with(d, ev, ks), unparkKey, err)
 }
 
-func deadLetterNext(cfg Config, ev Event) string {
+func deadLetterNext(cfg Config, ev seqboxtype.Event) string {
 	if ev.PartitionKey != "" && cfg.OnDeadLetter == DeadLetterBlock {
 		return "key blocked: redrive or skip the message (seqbox dlq redrive|skip)"
 	}

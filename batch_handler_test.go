@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // batchEffects is a BatchHandler writing one row per event in one
@@ -20,10 +21,10 @@ type batchEffects struct {
 	calls [][]string
 	// fail, when it returns an error for an event, fails the whole call
 	// that holds it.
-	fail func(ev seqbox.Event, alone bool) error
+	fail func(ev seqboxtype.Event, alone bool) error
 }
 
-func (h *batchEffects) handle(ctx context.Context, tx seqbox.Tx, evs []seqbox.Event) error {
+func (h *batchEffects) handle(ctx context.Context, tx seqbox.Tx, evs []seqboxtype.Event) error {
 	ids := make([]string, len(evs))
 	for i, ev := range evs {
 		ids[i] = ev.ID
@@ -93,14 +94,14 @@ func TestBatchHandlerGetsTheAppliedEventsInOneCall(t *testing.T) {
 		versioned("c", 1),
 	})
 	require.NoError(t, err)
-	got := map[string]seqbox.Outcome{}
+	got := map[string]seqboxtype.Outcome{}
 	for _, rs := range out {
 		for _, r := range rs {
 			got[r.ID] = r.Outcome
 		}
 	}
-	require.Equal(t, seqbox.Applied, got["b-v3"], "unparked by b-v2 in the same batch")
-	require.Equal(t, seqbox.Duplicate, got["a-v2"])
+	require.Equal(t, seqboxtype.Applied, got["b-v3"], "unparked by b-v2 in the same batch")
+	require.Equal(t, seqboxtype.Duplicate, got["a-v2"])
 	require.Equal(t, [][]string{{"a-v1", "a-v2", "b-v1"}, {"b-v2", "b-v3", "a-v3", "a-v4", "c-v1"}}, h.calls,
 		"one call per batch, each key in version order")
 	require.Equal(t, []string{"a-v1", "a-v2", "b-v1", "b-v2", "b-v3", "a-v3", "a-v4", "c-v1"}, effectIDs(t, b))
@@ -112,7 +113,7 @@ func TestBatchHandlerGetsTheAppliedEventsInOneCall(t *testing.T) {
 // nothing of the failed calls commits.
 func TestBatchHandlerFailureFallsBackToOneEventPerCall(t *testing.T) {
 	b, h := batchSetup(t)
-	h.fail = func(ev seqbox.Event, alone bool) error {
+	h.fail = func(ev seqboxtype.Event, alone bool) error {
 		if ev.ID == "b-v1" {
 			return seqbox.Permanent(errors.New("malformed order"))
 		}
@@ -123,14 +124,14 @@ func TestBatchHandlerFailureFallsBackToOneEventPerCall(t *testing.T) {
 		versioned("a", 1), versioned("b", 1), versioned("b", 2), versioned("c", 1),
 	})
 	require.NoError(t, err)
-	got := map[string]seqbox.Outcome{}
+	got := map[string]seqboxtype.Outcome{}
 	for _, rs := range out {
 		for _, r := range rs {
 			got[r.ID] = r.Outcome
 		}
 	}
-	require.Equal(t, map[string]seqbox.Outcome{
-		"a-v1": seqbox.Applied, "b-v1": seqbox.DeadLettered, "b-v2": seqbox.Blocked, "c-v1": seqbox.Applied,
+	require.Equal(t, map[string]seqboxtype.Outcome{
+		"a-v1": seqboxtype.Applied, "b-v1": seqboxtype.DeadLettered, "b-v2": seqboxtype.Blocked, "c-v1": seqboxtype.Applied,
 	}, got)
 	require.Equal(t, [][]string{{"a-v1", "b-v1", "b-v2", "c-v1"}, {"a-v1"}, {"b-v1"}, {"c-v1"}}, h.calls,
 		"the failed call (b-v2 followed b-v1 there), then one event per call")
@@ -141,7 +142,7 @@ func TestBatchHandlerFailureFallsBackToOneEventPerCall(t *testing.T) {
 // the event that panics, which is dead-lettered, and the consumer lives.
 func TestBatchHandlerPanicIsOneEventsFailure(t *testing.T) {
 	b, h := batchSetup(t)
-	h.fail = func(ev seqbox.Event, alone bool) error {
+	h.fail = func(ev seqboxtype.Event, alone bool) error {
 		if ev.ID == "a-v2" {
 			panic("nil map")
 		}
@@ -150,7 +151,7 @@ func TestBatchHandlerPanicIsOneEventsFailure(t *testing.T) {
 	c := b.consumer(t)
 	out, err := c.DeliverBatch(context.Background(), [][]byte{versioned("a", 1), versioned("a", 2), versioned("z", 1)})
 	require.NoError(t, err)
-	require.Equal(t, seqbox.DeadLettered, out[1][0].Outcome)
+	require.Equal(t, seqboxtype.DeadLettered, out[1][0].Outcome)
 	require.Contains(t, out[1][0].Reason, "handler panicked: nil map")
 	require.Equal(t, []string{"a-v1", "z-v1"}, effectIDs(t, b))
 }
@@ -160,11 +161,11 @@ func TestBatchHandlerPanicIsOneEventsFailure(t *testing.T) {
 func TestBatchHandlerConfig(t *testing.T) {
 	b, h := batchSetup(t)
 	cfg := b.cfg
-	cfg.Handler = func(context.Context, seqbox.Tx, seqbox.Event) error { return nil }
+	cfg.Handler = func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }
 	_, err := seqbox.NewConsumer(cfg)
 	require.ErrorContains(t, err, "set Handler or BatchHandler, not both")
 	cfg = b.cfg
-	cfg.Decide = func(context.Context, seqbox.Event) ([]byte, error) { return nil, nil }
+	cfg.Decide = func(context.Context, seqboxtype.Event) ([]byte, error) { return nil, nil }
 	_, err = seqbox.NewConsumer(cfg)
 	require.ErrorContains(t, err, "cannot be combined with Decide")
 	cfg = b.cfg

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // A handler that fails inside a batch makes the batch run again with
@@ -23,7 +24,7 @@ func TestBatchHandlerFailureRerunsWithoutAskingAgain(t *testing.T) {
 	record := replay.RecordHandler(b.cfg.Name)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		mu.Lock()
 		calls[ev.ID]++
 		n := calls[ev.ID]
@@ -43,16 +44,16 @@ func TestBatchHandlerFailureRerunsWithoutAskingAgain(t *testing.T) {
 	}
 	out, err := c.DeliverBatch(context.Background(), raws)
 	require.NoError(t, err)
-	got := map[string]seqbox.Outcome{}
+	got := map[string]seqboxtype.Outcome{}
 	for _, ds := range out {
 		for _, d := range ds {
 			got[d.ID] = d.Outcome
 		}
 	}
-	require.Equal(t, map[string]seqbox.Outcome{
-		"k1-v1": seqbox.Applied, "k1-v2": seqbox.Applied,
-		"k2-v1": seqbox.Retry, "k2-v2": seqbox.Held, // waits behind its retrying predecessor
-		"k3-v1": seqbox.Applied, "k3-v2": seqbox.Applied,
+	require.Equal(t, map[string]seqboxtype.Outcome{
+		"k1-v1": seqboxtype.Applied, "k1-v2": seqboxtype.Applied,
+		"k2-v1": seqboxtype.Retry, "k2-v2": seqboxtype.Held, // waits behind its retrying predecessor
+		"k3-v1": seqboxtype.Applied, "k3-v2": seqboxtype.Applied,
 	}, got)
 	require.Equal(t, 1, calls["k2-v1"], "the failed handler is not asked again in the rerun")
 	require.Equal(t, 0, b.effects(t, "k2-v1"))
@@ -66,9 +67,9 @@ func TestBatchHandlerFailureRerunsWithoutAskingAgain(t *testing.T) {
 	out, err = c.DeliverBatch(context.Background(), raws[2:3])
 	require.NoError(t, err)
 	require.Len(t, out[0], 2)
-	require.Equal(t, seqbox.Applied, out[0][0].Outcome)
+	require.Equal(t, seqboxtype.Applied, out[0][0].Outcome)
 	require.Equal(t, "k2-v2", out[0][1].ID)
-	require.Equal(t, seqbox.Applied, out[0][1].Outcome)
+	require.Equal(t, seqboxtype.Applied, out[0][1].Outcome)
 	require.Equal(t, 1, b.effects(t, "k2-v1"))
 	require.Equal(t, 1, b.effects(t, "k2-v2"))
 }

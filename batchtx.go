@@ -94,7 +94,7 @@ type batchTx struct {
 	// BatchHandler call before the commit (applyDeferred), collected in
 	// deferred.
 	defers   bool
-	deferred []Event
+	deferred []seqboxtype.Event
 	// undecided collects the messages the run stopped before their
 	// handler to be decided (awaitDecision); origin is the index of the
 	// input being run, which each one is reported under.
@@ -114,7 +114,7 @@ func (b *batchTx) deciding(source, id string) bool {
 
 // handle runs the handler of ev, or answers with the failure it had in
 // the batch's optimistic run.
-func (b *batchTx) handle(ctx context.Context, ev Event, run func(context.Context, *batchTx, Event) error) error {
+func (b *batchTx) handle(ctx context.Context, ev seqboxtype.Event, run func(context.Context, *batchTx, seqboxtype.Event) error) error {
 	id := store.Identity{Source: ev.Source, ID: ev.ID}
 	if err, ok := b.failed[id]; ok && !b.optimistic {
 		delete(b.failed, id)

@@ -21,6 +21,7 @@ import (
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/transport/embedded"
@@ -89,7 +90,7 @@ func BenchmarkDeliver(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if ds[0].Outcome != seqbox.Applied {
+			if ds[0].Outcome != seqboxtype.Applied {
 				b.Fatalf("message %d: %s (%s)", i, ds[0].Outcome, ds[0].Reason)
 			}
 		}
@@ -117,8 +118,8 @@ func BenchmarkRunBatch(b *testing.B) {
 		all := make(chan struct{})
 		c, err := seqbox.NewConsumer(seqbox.Config{Name: "bench", Store: st, Transport: q, Handler: replay.RecordHandlerOn(st.DB(), "bench"),
 			Workers: benchWorkers, BatchSize: benchBatch, Logger: quietLogger,
-			Observer: func(d seqbox.Result) {
-				if d.Outcome != seqbox.Applied {
+			Observer: func(d seqboxtype.Result) {
+				if d.Outcome != seqboxtype.Applied {
 					other.Add(1)
 				} else if applied.Add(1) == int64(b.N) {
 					close(all)

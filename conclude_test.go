@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -16,12 +17,12 @@ import (
 func TestHandlerSettlesStale(t *testing.T) {
 	b := setup(t)
 	record := b.cfg.Handler
-	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		if err := record(ctx, tx, ev); err != nil {
 			return err
 		}
 		if ev.ID == "opp-v2" {
-			return seqbox.Conclude(seqbox.Stale, "agent: opportunity already at v3")
+			return seqbox.Conclude(seqboxtype.Stale, "agent: opportunity already at v3")
 		}
 		return nil
 	}
@@ -29,23 +30,23 @@ func TestHandlerSettlesStale(t *testing.T) {
 	b.cfg.FirstVersion = &first
 	c := b.consumer(t)
 	ctx := context.Background()
-	deliver := func(id string, v, attempt int) seqbox.Result {
+	deliver := func(id string, v, attempt int) seqboxtype.Result {
 		ds, err := c.Deliver(ctx, keyed(id, "opp", v), attempt)
 		require.NoError(t, err)
 		return ds[0]
 	}
-	require.Equal(t, seqbox.Applied, deliver("opp-v1", 1, 1).Outcome)
+	require.Equal(t, seqboxtype.Applied, deliver("opp-v1", 1, 1).Outcome)
 	d := deliver("opp-v2", 2, 1)
-	require.Equal(t, seqbox.Stale, d.Outcome)
+	require.Equal(t, seqboxtype.Stale, d.Outcome)
 	require.Contains(t, d.Reason, "agent: opportunity already at v3")
 	require.Zero(t, b.effects(t, "opp-v2"), "the handler's write rolled back")
-	require.Equal(t, seqbox.Duplicate, deliver("opp-v2", 2, 2).Outcome, "the identity is kept")
-	require.Equal(t, seqbox.Applied, deliver("opp-v3", 3, 1).Outcome, "v3 is not held behind v2")
+	require.Equal(t, seqboxtype.Duplicate, deliver("opp-v2", 2, 2).Outcome, "the identity is kept")
+	require.Equal(t, seqboxtype.Applied, deliver("opp-v3", 3, 1).Outcome, "v3 is not held behind v2")
 	audit, err := b.store.Executor().AuditList(ctx, store.AuditListParams{Consumer: b.cfg.Name, Key: "opp", Limit: 10})
 	require.NoError(t, err)
 	var stale int
 	for _, a := range audit {
-		if a.ID == "opp-v2" && a.Outcome == seqbox.Stale {
+		if a.ID == "opp-v2" && a.Outcome == seqboxtype.Stale {
 			stale++
 		}
 	}
@@ -56,7 +57,7 @@ func TestHandlerSettlesStale(t *testing.T) {
 }
 
 func TestConcludeRefusesOtherOutcomes(t *testing.T) {
-	err := seqbox.Conclude(seqbox.Applied, "x")
+	err := seqbox.Conclude(seqboxtype.Applied, "x")
 	require.True(t, seqbox.IsPermanent(err))
 	require.ErrorContains(t, err, "only stale or version_conflict")
 }
@@ -66,22 +67,22 @@ func TestConcludeRefusesOtherOutcomes(t *testing.T) {
 func TestHandlerSettlesInsideABatch(t *testing.T) {
 	b := setup(t)
 	record := b.cfg.Handler
-	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		if err := record(ctx, tx, ev); err != nil {
 			return err
 		}
 		if ev.ID == "b-v2" {
-			return seqbox.Conclude(seqbox.VersionConflict, "agent: v2 conflicts")
+			return seqbox.Conclude(seqboxtype.VersionConflict, "agent: v2 conflicts")
 		}
 		return nil
 	}
 	out, err := b.consumer(t).DeliverBatch(context.Background(), [][]byte{keyed("b-v1", "b", 1), keyed("b-v2", "b", 2), keyed("b-v3", "b", 3)})
 	require.NoError(t, err)
-	var got []seqbox.Outcome
+	var got []seqboxtype.Outcome
 	for _, ds := range out {
 		got = append(got, ds[0].Outcome)
 	}
-	require.Equal(t, []seqbox.Outcome{seqbox.Applied, seqbox.VersionConflict, seqbox.Applied}, got)
+	require.Equal(t, []seqboxtype.Outcome{seqboxtype.Applied, seqboxtype.VersionConflict, seqboxtype.Applied}, got)
 	require.Equal(t, 2, b.effects(t, ""))
 	require.Zero(t, b.effects(t, "b-v2"))
 }

@@ -165,7 +165,7 @@ type Config struct {
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
 	// Observer, when set, is told every decision after its commit.
-	Observer func(Result)
+	Observer func(seqboxtype.Result)
 	// Metrics, when set, counts outcomes and latencies.
 	Metrics *Metrics
 }
@@ -294,8 +294,8 @@ func validName(name string) error {
 		return invalidConfig("Name", "required: it is part of every identity")
 	case !utf8.ValidString(name):
 		return invalidConfig("Name", "%q is not valid UTF-8", name)
-	case len(name) > MaxAttributeSize:
-		return invalidConfig("Name", "is %d bytes, longer than the %d-byte limit", len(name), MaxAttributeSize)
+	case len(name) > seqboxtype.MaxAttributeSize:
+		return invalidConfig("Name", "is %d bytes, longer than the %d-byte limit", len(name), seqboxtype.MaxAttributeSize)
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) {

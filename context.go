@@ -8,8 +8,8 @@ import (
 )
 
 // withIdentity puts the message's identity into ctx (seqbox.IdentityFrom).
-func withIdentity(ctx context.Context, consumer string, ev Event, inTx bool) context.Context {
-	return context.WithValue(ctx, handoff.IdentityKey{}, Identity{Consumer: consumer, Source: ev.Source, ID: ev.ID, InTransaction: inTx})
+func withIdentity(ctx context.Context, consumer string, ev seqboxtype.Event, inTx bool) context.Context {
+	return context.WithValue(ctx, handoff.IdentityKey{}, seqboxtype.Identity{Consumer: consumer, Source: ev.Source, ID: ev.ID, InTransaction: inTx})
 }
 
 // withDecision puts a recorded decision into ctx (seqbox.DecisionFrom).

@@ -23,7 +23,7 @@ import (
 // decided outside any transaction and then runs again as in.
 type undecided struct {
 	in input
-	ev Event
+	ev seqboxtype.Event
 	// origin is the index, in the run that stopped it, of the input whose
 	// pass stopped it (itself, or the one whose unparking let it out).
 	origin int
@@ -62,7 +62,7 @@ func newDecider(c *Consumer) *decider {
 
 // decide decides ev unless its decision is recorded, and returns why it
 // could not: the error then fails the message in the pipeline.
-func (d *decider) decide(ctx context.Context, ev Event) error {
+func (d *decider) decide(ctx context.Context, ev seqboxtype.Event) error {
 	id := store.Identity{Source: ev.Source, ID: ev.ID}
 	d.mu.Lock()
 	if call, ok := d.calls[id]; ok {
@@ -92,7 +92,7 @@ func (d *decider) decide(ctx context.Context, ev Event) error {
 
 // decideOnce takes a slot, claims the identity, asks Decide and records
 // the decision.
-func (d *decider) decideOnce(ctx context.Context, ev Event) error {
+func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 	cfg := d.c.cfg
 	ref := store.MessageRef{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID}
 	op := cfg.Store.Executor()
@@ -195,7 +195,7 @@ func finalElsewhere(ctx context.Context, op store.Executor, ref store.MessageRef
 // businessKeyTaken: another identity applied ev's business key, is
 // deciding it ahead of ev, or settled after a call for it took effect or
 // may have.
-func businessKeyTaken(ctx context.Context, op store.Executor, consumer string, ev Event) (bool, error) {
+func businessKeyTaken(ctx context.Context, op store.Executor, consumer string, ev seqboxtype.Event) (bool, error) {
 	if ev.BusinessKey == "" {
 		return false, nil
 	}
@@ -210,7 +210,7 @@ func businessKeyTaken(ctx context.Context, op store.Executor, consumer string, e
 
 // callDecide calls the user's Decider, turning a panic into a permanent
 // failure of the message rather than the end of the process.
-func callDecide(ctx context.Context, decide Decider, ev Event) (out []byte, err error) {
+func callDecide(ctx context.Context, decide Decider, ev seqboxtype.Event) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = Permanent(fmt.Errorf("decide panicked: %v\n%s", r, debug.Stack()))
@@ -256,7 +256,7 @@ const minDecisionWait = 100 * time.Millisecond
 
 // decisionFor reads the recorded decision for the handler's context; ok
 // is false when none is recorded yet (the message must be decided first).
-func (p *pipeline) decisionFor(ctx context.Context, tx *batchTx, ev Event) (context.Context, bool, error) {
+func (p *pipeline) decisionFor(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (context.Context, bool, error) {
 	if p.cfg.Decide == nil {
 		return ctx, true, nil
 	}

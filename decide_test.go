@@ -16,6 +16,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -26,7 +27,7 @@ type model struct {
 	slow  time.Duration
 }
 
-func (m *model) decide(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+func (m *model) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 	m.calls.Add(1)
 	select {
 	case <-time.After(m.slow):
@@ -45,7 +46,7 @@ type seen struct {
 }
 
 func (s *seen) wrap(h seqbox.Handler) seqbox.Handler {
-	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		d, ok := seqbox.DecisionFrom(ctx)
 		if !ok {
 			return errors.New("no decision in the handler's context")
@@ -136,7 +137,7 @@ func TestDecisionSurvivesARedrive(t *testing.T) {
 	broken.Store(true)
 	record := b.cfg.Handler
 	b.cfg.Decide = m.decide
-	b.cfg.Handler = s.wrap(func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	b.cfg.Handler = s.wrap(func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		if broken.Load() {
 			return seqbox.Permanent(errors.New("CRM rejected the task"))
 		}
@@ -146,14 +147,14 @@ func TestDecisionSurvivesARedrive(t *testing.T) {
 	ctx := context.Background()
 	ds, err := c.Deliver(ctx, keyed("opp-9", "opp", 1), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.DeadLettered, ds[0].Outcome, ds[0].Reason)
+	require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome, ds[0].Reason)
 	dl, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: false})
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	broken.Store(false)
 	ds, err = c.Redrive(ctx, dl[0].Seq)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Applied, ds[0].Outcome, ds[0].Reason)
+	require.Equal(t, seqboxtype.Applied, ds[0].Outcome, ds[0].Reason)
 	require.Equal(t, int64(1), m.calls.Load(), "the redrive asked the model again")
 	require.Equal(t, 1, b.effects(t, "opp-9"))
 	s.one(t, "opp-9")

@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/seqbox/seqbox/internal/handoff"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // Decider is the half of an agent's step that runs outside the transaction:
 // slow, expensive, non-deterministic. Its result is recorded once per
 // identity.
-type Decider func(ctx context.Context, ev Event) ([]byte, error)
+type Decider func(ctx context.Context, ev seqboxtype.Event) ([]byte, error)
 
 // DecisionFrom returns the decision Config.Decide recorded for the event the
 // handler is applying.

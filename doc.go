@@ -49,10 +49,23 @@
 // one message synchronously, for replay and HTTP ingest; DeliverTx runs it
 // in the caller's transaction.
 //
+// # Words
+//
+// Each word has one meaning; docs/design.md §2 is the glossary. A delivery
+// is one receipt of a message; it ends in one outcome, recorded in a
+// Result. A decision is only the agent's answer (Config.Decide). Ack and
+// nack settle a delivery at the transport; a handler concludes one
+// (Conclude). Park writes a delivery that cannot run now to the database: a
+// hold waits for a missing version, a block stops a key behind a dead
+// letter; unparking takes them back when they are next. Release lets a
+// blocked key continue past what stopped it. Drain is only shutdown. A
+// request is an operator action recorded for the consumer that owns the
+// key.
+//
 // # Packages
 //
-// This package is the API. Its types are declared and documented in
-// seqboxtype (shared with the engine, as river's rivertype); the consumer
-// itself is internal/engine; the database driver is store, with the typed
-// states in store/state.
+// This package is the API and the consumer. The data types it shares with
+// stores and transports (Event, Identity, Outcome, Result) are declared in
+// the leaf seqboxtype, as river's rivertype; the database driver is store,
+// with its implementations in store/sqlite and store/postgres.
 package seqbox

@@ -10,9 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seqbox/seqbox"
 )
 
 func TestParseEventValid(t *testing.T) {
@@ -20,7 +19,7 @@ func TestParseEventValid(t *testing.T) {
 		"time":"2026-10-09T12:00:00Z","partitionkey":"PED-4821","objectversion":7,
 		"businesskey":"cancel:PED-4821","causationid":"evt-481","tenantid":"acme",
 		"dataschema":"order/v2","publishedat":"2026-10-09T12:00:01Z","data":{"qty":10,"note":"<b>"}}`)
-	ev, err := seqbox.ParseEvent(raw)
+	ev, err := seqboxtype.ParseEvent(raw)
 	require.NoError(t, err)
 	require.Equal(t, "evt-482", ev.ID)
 	require.Equal(t, "crm", ev.Source)
@@ -45,7 +44,7 @@ func TestParseEventValid(t *testing.T) {
 }
 
 func TestParseEventOptionalAttributes(t *testing.T) {
-	ev, err := seqbox.ParseEvent([]byte(`{"id":"a","source":"s","type":"t"}`))
+	ev, err := seqboxtype.ParseEvent([]byte(`{"id":"a","source":"s","type":"t"}`))
 	require.NoError(t, err)
 	_, ok := ev.Version()
 	require.False(t, ok, "no objectversion means no version")
@@ -64,7 +63,7 @@ func TestParseEventOptionalAttributes(t *testing.T) {
 		`{"id":"a","source":"s","type":"t","partitionkey":"k","objectversion":"9007199254740993"}`:    9007199254740993,
 		`{"id":"a","source":"s","type":"t","partitionkey":"k","objectversion":"9223372036854775807"}`: 9223372036854775807,
 	} {
-		ev, err := seqbox.ParseEvent([]byte(raw))
+		ev, err := seqboxtype.ParseEvent([]byte(raw))
 		require.NoError(t, err, raw)
 		v, ok := ev.Version()
 		require.True(t, ok, raw)
@@ -116,10 +115,10 @@ func TestParseEventInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := seqbox.ParseEvent([]byte(tt.raw))
+			_, err := seqboxtype.ParseEvent([]byte(tt.raw))
 			require.Error(t, err)
-			require.ErrorIs(t, err, seqbox.ErrInvalidEvent)
-			var ie *seqbox.InvalidEventError
+			require.ErrorIs(t, err, seqboxtype.ErrInvalidEvent)
+			var ie *seqboxtype.InvalidEventError
 			require.True(t, errors.As(err, &ie), "want *InvalidEventError, got %T", err)
 			require.Equal(t, tt.field, ie.Field)
 			require.True(t, strings.HasPrefix(err.Error(), "invalid event: "+tt.field+": "), "the message names the field: %s", err)
@@ -130,17 +129,17 @@ func TestParseEventInvalid(t *testing.T) {
 
 func TestParseEventOversized(t *testing.T) {
 	env := `{"id":"a","source":"s","type":"t","data":""}`
-	pad := strings.Repeat("x", seqbox.MaxEventSize-len(env))
-	_, err := seqbox.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":"` + pad + `"}`))
+	pad := strings.Repeat("x", seqboxtype.MaxEventSize-len(env))
+	_, err := seqboxtype.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":"` + pad + `"}`))
 	require.NoError(t, err, "exactly MaxEventSize bytes is accepted")
-	_, err = seqbox.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":"` + pad + `x"}`))
+	_, err = seqboxtype.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":"` + pad + `x"}`))
 	requireInvalid(t, err, "envelope", "envelope: 1048577 bytes, larger than the 1048576-byte limit")
 }
 
 func TestParseEventHash(t *testing.T) {
 	hash := func(t *testing.T, raw string) string {
 		t.Helper()
-		ev, err := seqbox.ParseEvent([]byte(raw))
+		ev, err := seqboxtype.ParseEvent([]byte(raw))
 		require.NoError(t, err, raw)
 		return ev.Hash
 	}
@@ -186,7 +185,7 @@ func BenchmarkParseEvent(b *testing.B) {
 	b.SetBytes(int64(len(benchEvent)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := seqbox.ParseEvent(benchEvent); err != nil {
+		if _, err := seqboxtype.ParseEvent(benchEvent); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -197,8 +196,8 @@ func BenchmarkParseEvent(b *testing.B) {
 func requireInvalid(t *testing.T, err error, field, want string) {
 	t.Helper()
 	require.Error(t, err)
-	require.ErrorIs(t, err, seqbox.ErrInvalidEvent)
-	var ie *seqbox.InvalidEventError
+	require.ErrorIs(t, err, seqboxtype.ErrInvalidEvent)
+	var ie *seqboxtype.InvalidEventError
 	require.True(t, errors.As(err, &ie), "want *InvalidEventError, got %T", err)
 	require.Equal(t, field, ie.Field, "field of %q", err.Error())
 	require.True(t, strings.HasPrefix(err.Error(), "invalid event: "+field+": "), "the message names the field: %s", err)
@@ -270,7 +269,7 @@ func TestParseEventAmbiguous(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := seqbox.ParseEvent([]byte(tt.raw))
+			_, err := seqboxtype.ParseEvent([]byte(tt.raw))
 			requireInvalid(t, err, tt.field, tt.want)
 		})
 	}
@@ -306,7 +305,7 @@ func TestParseEventUnambiguous(t *testing.T) {
 		// Tiny numbers are rounded (to 0 here), as RFC 8785 reads them.
 		{`{"id":"a","source":"s","type":"t","data":[1e-400,-0,0.0,4.9e-324,1.7976931348623157e308]}`, "a", "", "s"},
 	} {
-		ev, err := seqbox.ParseEvent([]byte(tt.raw))
+		ev, err := seqboxtype.ParseEvent([]byte(tt.raw))
 		require.NoError(t, err, tt.raw)
 		require.Equal(t, tt.id, ev.ID, tt.raw)
 		require.Equal(t, tt.source, ev.Source, tt.raw)
@@ -321,9 +320,9 @@ func TestParseEventNesting(t *testing.T) {
 		return []byte(`{"id":"a","source":"s","type":"t","data":` + strings.Repeat(`[{"k":`, n/2) + strings.Repeat("[", n%2) +
 			"0" + strings.Repeat("]", n%2) + strings.Repeat(`}]`, n/2) + `}`)
 	}
-	_, err := seqbox.ParseEvent(nested(9999))
+	_, err := seqboxtype.ParseEvent(nested(9999))
 	require.NoError(t, err)
-	_, err = seqbox.ParseEvent(nested(10000))
+	_, err = seqboxtype.ParseEvent(nested(10000))
 	requireInvalid(t, err, "data", "data: nested deeper than 10000 arrays and objects")
 }
 
@@ -337,10 +336,10 @@ func TestParseEventIDsDifferingInInvalidBytes(t *testing.T) {
 		`{"id":"evt-\udc01","source":"s","type":"t"}`,
 		`{"id":"evt-\udc02","source":"s","type":"t"}`,
 	} {
-		_, err := seqbox.ParseEvent([]byte(raw))
+		_, err := seqboxtype.ParseEvent([]byte(raw))
 		requireInvalid(t, err, "id", "id: contains ")
 	}
-	ev, err := seqbox.ParseEvent([]byte(`{"id":"evt-\ufffd","source":"s","type":"t"}`))
+	ev, err := seqboxtype.ParseEvent([]byte(`{"id":"evt-\ufffd","source":"s","type":"t"}`))
 	require.NoError(t, err, "U+FFFD itself, written as such, is a character like any other")
 	require.Equal(t, "evt-\uFFFD", ev.ID)
 }
@@ -360,7 +359,7 @@ func TestParseEventErrorsAreShort(t *testing.T) {
 		{`{"id":"a","source":"s","type":"t","data":` + strings.Repeat(`{"k\nk":`, 200) + `1e999` + strings.Repeat("}", 200) + `}`, "data" + strings.Repeat(`["k\nk"]`, 12) + `...["k\nk"]`},
 		{`{"id":"a","source":"s","type":"t","data":[` + strings.Repeat("9", 5000) + `e9]}`, "data[0]"},
 	} {
-		_, err := seqbox.ParseEvent([]byte(tt.raw))
+		_, err := seqboxtype.ParseEvent([]byte(tt.raw))
 		requireInvalid(t, err, tt.field, "")
 		require.Less(t, len(err.Error()), 400, err.Error())
 	}
@@ -369,20 +368,20 @@ func TestParseEventErrorsAreShort(t *testing.T) {
 // TestParseEventData: Data is the data member exactly as received.
 func TestParseEventData(t *testing.T) {
 	raw := `{"id":"a","source":"s","type":"t","data": { "n" : 9007199254740993, "s":"\u00e9" } }`
-	ev, err := seqbox.ParseEvent([]byte(raw))
+	ev, err := seqboxtype.ParseEvent([]byte(raw))
 	require.NoError(t, err)
 	require.Equal(t, `{ "n" : 9007199254740993, "s":"\u00e9" }`, string(ev.Data))
 
-	ev, err = seqbox.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":null}`))
+	ev, err = seqboxtype.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":null}`))
 	require.NoError(t, err)
 	require.Equal(t, "null", string(ev.Data))
 
-	ev, err = seqbox.ParseEvent([]byte(`{"id":"a","source":"s","type":"t"}`))
+	ev, err = seqboxtype.ParseEvent([]byte(`{"id":"a","source":"s","type":"t"}`))
 	require.NoError(t, err)
 	require.Nil(t, ev.Data)
 
 	// Appending to Data must not write into Raw.
-	ev, err = seqbox.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":[1],"z":2}`))
+	ev, err = seqboxtype.ParseEvent([]byte(`{"id":"a","source":"s","type":"t","data":[1],"z":2}`))
 	require.NoError(t, err)
 	_ = append(ev.Data, 'x')
 	require.Equal(t, `{"id":"a","source":"s","type":"t","data":[1],"z":2}`, string(ev.Raw))
@@ -393,7 +392,7 @@ func TestParseEventData(t *testing.T) {
 func TestParseEventCanonicalHash(t *testing.T) {
 	hash := func(t *testing.T, raw string) string {
 		t.Helper()
-		ev, err := seqbox.ParseEvent([]byte(raw))
+		ev, err := seqboxtype.ParseEvent([]byte(raw))
 		require.NoError(t, err, raw)
 		return ev.Hash
 	}
@@ -475,7 +474,7 @@ func BenchmarkParseEventLarge(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := seqbox.ParseEvent(raw); err != nil {
+		if _, err := seqboxtype.ParseEvent(raw); err != nil {
 			b.Fatal(err)
 		}
 	}

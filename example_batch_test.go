@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -25,7 +26,7 @@ func ExampleConsumer_DeliverBatch() {
 	defer st.Close()
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "orders", Store: st,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
 	})
 	if err != nil {
 		panic(err)
@@ -67,7 +68,7 @@ func ExampleConsumer_DeliverTx() {
 	}
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "webhooks", Store: st,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
 	})
 	if err != nil {
 		panic(err)
@@ -115,7 +116,7 @@ func ExampleBatchHandler() {
 	}
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "shipping", Store: st,
-		BatchHandler: func(ctx context.Context, tx seqbox.Tx, evs []seqbox.Event) error {
+		BatchHandler: func(ctx context.Context, tx seqbox.Tx, evs []seqboxtype.Event) error {
 			q := `INSERT INTO shipments (order_id, version) VALUES `
 			var args []any
 			for i, ev := range evs {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -35,7 +36,7 @@ func Example() {
 		Store: st,
 		// The handler writes with tx: the task and the inbox identity
 		// commit together or not at all.
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks VALUES ($1, $2)`, ev.PartitionKey, "follow up")
 			return err
 		},
@@ -72,7 +73,7 @@ func ExamplePermanent() {
 
 // ParseEvent validates a CloudEvent and names the field that is wrong.
 func ExampleParseEvent() {
-	_, err := seqbox.ParseEvent([]byte(`{"id":"1","source":"erp","type":"order.cancelled","partitionkey":"PED-4821","objectversion":"v3"}`))
+	_, err := seqboxtype.ParseEvent([]byte(`{"id":"1","source":"erp","type":"order.cancelled","partitionkey":"PED-4821","objectversion":"v3"}`))
 	fmt.Println(err)
 	// Output: invalid event: objectversion: "v3" is not an integer
 }
@@ -102,12 +103,12 @@ func ExampleConsumer_RunUntilIdle() {
 		}
 	}
 
-	outcomes := map[seqbox.Outcome]int{}
+	outcomes := map[seqboxtype.Outcome]int{}
 	var mu sync.Mutex
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "crm-followup", Store: st, Transport: q,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
-		Observer: func(d seqbox.Result) {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
+		Observer: func(d seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[d.Outcome]++
@@ -119,7 +120,7 @@ func ExampleConsumer_RunUntilIdle() {
 	if err := consumer.RunUntilIdle(ctx, 500*time.Millisecond); err != nil {
 		panic(err)
 	}
-	fmt.Println("applied:", outcomes[seqbox.Applied], "duplicate:", outcomes[seqbox.Duplicate])
+	fmt.Println("applied:", outcomes[seqboxtype.Applied], "duplicate:", outcomes[seqboxtype.Duplicate])
 	// Output: applied: 2 duplicate: 1
 }
 
@@ -138,7 +139,7 @@ func ExampleConsumer_Maintain() {
 	defer st.Close()
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "webhook", Store: st,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
 	})
 	if err != nil {
 		panic(err)

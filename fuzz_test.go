@@ -12,7 +12,6 @@ import (
 
 	"github.com/gowebpki/jcs"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
@@ -104,17 +103,17 @@ func FuzzParseEvent(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		ev, err := seqbox.ParseEvent(raw)
+		ev, err := seqboxtype.ParseEvent(raw)
 		if err != nil {
 			checkRefusal(t, raw, err)
-			if len(raw) > seqbox.MaxEventSize {
+			if len(raw) > seqboxtype.MaxEventSize {
 				return
 			}
 			if _, jerr := jcs.Transform(raw); jerr == nil && json.Valid(raw) && bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{")) {
 				// jcs accepts it as a document (one meaning: no duplicate
 				// names, valid UTF-8, no lone surrogates, representable
 				// numbers): the refusal must be about the attributes.
-				var ie *seqbox.InvalidEventError
+				var ie *seqboxtype.InvalidEventError
 				errors.As(err, &ie)
 				for _, scan := range []string{"duplicate member name", "invalid UTF-8", "lone surrogate", "outside the range", "nested deeper"} {
 					if ie.Field == "envelope" || strings.Contains(ie.Reason, scan) {
@@ -154,7 +153,7 @@ func FuzzParseEvent(f *testing.F) {
 			t.Fatalf("encoding/json reads id %q source %q (%v), ParseEvent %q %q", std.ID, std.Source, err, ev.ID, ev.Source)
 		}
 
-		again, err := seqbox.ParseEvent(ev.Raw)
+		again, err := seqboxtype.ParseEvent(ev.Raw)
 		if err != nil {
 			t.Fatalf("re-parsing an accepted envelope failed: %v", err)
 		}
@@ -168,7 +167,7 @@ func FuzzParseEvent(f *testing.F) {
 		if twice, err := jcs.Transform(full); err != nil || !bytes.Equal(twice, full) {
 			t.Fatalf("JCS of JCS %q is %q (%v)", full, twice, err)
 		}
-		canon, err := seqbox.ParseEvent(full)
+		canon, err := seqboxtype.ParseEvent(full)
 		if err != nil {
 			t.Fatalf("the JCS form %q of an accepted envelope is refused: %v", full, err)
 		}
@@ -199,12 +198,12 @@ func FuzzHashDistinct(f *testing.F) {
 		f.Add([]byte(pair[0]), []byte(pair[1]))
 	}
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		ea, err := seqbox.ParseEvent(a)
+		ea, err := seqboxtype.ParseEvent(a)
 		if err != nil {
 			checkRefusal(t, a, err)
 			return
 		}
-		eb, err := seqbox.ParseEvent(b)
+		eb, err := seqboxtype.ParseEvent(b)
 		if err != nil {
 			checkRefusal(t, b, err)
 			return
@@ -224,8 +223,8 @@ func FuzzHashDistinct(f *testing.F) {
 // fits on one line.
 func checkRefusal(t *testing.T, raw []byte, err error) {
 	t.Helper()
-	var ie *seqbox.InvalidEventError
-	if !errors.As(err, &ie) || !errors.Is(err, seqbox.ErrInvalidEvent) {
+	var ie *seqboxtype.InvalidEventError
+	if !errors.As(err, &ie) || !errors.Is(err, seqboxtype.ErrInvalidEvent) {
 		t.Fatalf("error %v (%T) is not an *InvalidEventError", err, err)
 	}
 	if ie.Field == "" {
@@ -261,7 +260,7 @@ func canonicalWithoutVolatile(t *testing.T, raw []byte) []byte {
 
 // requireSameEvent: two readings of one fact agree on everything but Raw
 // and the spelling of Data.
-func requireSameEvent(t *testing.T, a, b seqbox.Event) {
+func requireSameEvent(t *testing.T, a, b seqboxtype.Event) {
 	t.Helper()
 	if a.Hash != b.Hash || a.ID != b.ID || a.Source != b.Source || a.Type != b.Type || a.SpecVersion != b.SpecVersion ||
 		!a.Time.Equal(b.Time) || a.PartitionKey != b.PartitionKey || a.BusinessKey != b.BusinessKey ||

@@ -24,7 +24,7 @@ type gateResult struct {
 // gate is step 4 of DESIGN §3 for an event with a partition key. It
 // returns nil when the event may be applied now, or the decision it reached
 // (after parking the event where the decision says so).
-func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks store.KeyState, now time.Time) (*gateResult, error) {
+func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtype.Event, ks store.KeyState, now time.Time) (*gateResult, error) {
 	name, key := p.cfg.Name, ev.PartitionKey
 	if ks.Blocked {
 		reason := fmt.Sprintf("key blocked since %s: %s", ks.BlockedSince.Format(time.RFC3339), ks.BlockedReason)
@@ -89,7 +89,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev Event, ks
 // passed is the gate's answer for a version at or below the committed
 // one: stale, or version_conflict when another identity committed that
 // very version (a gap decision passing over it is no such identity).
-func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev Event, v, committed int64, now time.Time) (*gateResult, error) {
+func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev seqboxtype.Event, v, committed int64, now time.Time) (*gateResult, error) {
 	if v < committed {
 		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: a newer version is already committed",
 			Reason: fmt.Sprintf("version %d is older than the committed version %d", v, committed)}, nil

@@ -3,6 +3,8 @@ package seqbox
 import (
 	"context"
 	"database/sql"
+
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // Tx is the transaction a Handler writes its business effects in. It is
@@ -30,7 +32,7 @@ type Tx interface {
 // Within a batch, seqbox's own rows of earlier deliveries (inbox
 // outcomes, key versions) may be written only at the end of the batch:
 // a handler should not read seqbox's tables.
-type Handler func(ctx context.Context, tx Tx, ev Event) error
+type Handler func(ctx context.Context, tx Tx, ev seqboxtype.Event) error
 
 // BatchHandler applies many events in one call, inside the inbox
 // transaction: the events of a batch that passed every gate, in the order
@@ -48,4 +50,4 @@ type Handler func(ctx context.Context, tx Tx, ev Event) error
 //
 // A BatchHandler cannot be combined with Config.Decide: a recorded agent
 // decision belongs to one event's call (DecisionFrom).
-type BatchHandler func(ctx context.Context, tx Tx, evs []Event) error
+type BatchHandler func(ctx context.Context, tx Tx, evs []seqboxtype.Event) error

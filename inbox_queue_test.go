@@ -16,6 +16,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -280,11 +281,11 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 	var calls atomic.Int32
 	record := replay.RecordHandler(b.cfg.Name)
 	var mu sync.Mutex
-	var decisions []seqbox.Result
+	var decisions []seqboxtype.Result
 	b.cfg.Transport, b.cfg.Logger = w, quietLogger
 	b.cfg.Workers = 4
 	b.cfg.ExtendEvery = time.Hour // no extension before the lease runs out
-	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		if calls.Add(1) == 1 {
 			busy.Store(true)
 			defer busy.Store(false)
@@ -296,7 +297,7 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 		}
 		return record(ctx, tx, ev)
 	}
-	b.cfg.Observer = func(d seqbox.Result) {
+	b.cfg.Observer = func(d seqboxtype.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		decisions = append(decisions, d)
@@ -312,13 +313,13 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 	require.Equal(t, int64(1), b.inboxRows(t))
 	mu.Lock()
 	defer mu.Unlock()
-	byOutcome := map[seqbox.Outcome]int{}
+	byOutcome := map[seqboxtype.Outcome]int{}
 	for _, d := range decisions {
 		byOutcome[d.Outcome]++
 	}
-	require.Equal(t, 1, byOutcome[seqbox.Applied])
-	require.Positive(t, byOutcome[seqbox.Duplicate], "the redeliveries were recognised as duplicates")
-	require.Equal(t, len(decisions), byOutcome[seqbox.Applied]+byOutcome[seqbox.Duplicate])
+	require.Equal(t, 1, byOutcome[seqboxtype.Applied])
+	require.Positive(t, byOutcome[seqboxtype.Duplicate], "the redeliveries were recognised as duplicates")
+	require.Equal(t, len(decisions), byOutcome[seqboxtype.Applied]+byOutcome[seqboxtype.Duplicate])
 }
 
 // TestQueueGracefulShutdown: a worker is stopped (deploy, scale-in) while
@@ -336,7 +337,7 @@ func TestQueueGracefulShutdown(t *testing.T) {
 	slow := b.cfg
 	slow.Transport, slow.Logger = q, quietLogger
 	slow.Workers, slow.BatchSize = 2, 4
-	slow.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	slow.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		select {
 		case <-time.After(15 * time.Millisecond):
 		case <-ctx.Done():
@@ -406,8 +407,8 @@ func testCrashWindow(t *testing.T, p fault.Point, shared bool) {
 	// A restarted consumer gets the redeliveries once the leases expire;
 	// the inbox absorbs whatever had committed and was not acknowledged.
 	var mu sync.Mutex
-	seen := map[seqbox.Outcome]int{}
-	b.cfg.Observer = func(d seqbox.Result) {
+	seen := map[seqboxtype.Outcome]int{}
+	b.cfg.Observer = func(d seqboxtype.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen[d.Outcome]++
@@ -419,6 +420,6 @@ func testCrashWindow(t *testing.T, p fault.Point, shared bool) {
 	requireAllAppliedOnce(t, b, q, ids)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, len(ids)-committed, seen[seqbox.Applied])
-	require.Equal(t, committed-acked, seen[seqbox.Duplicate], "each committed, unacknowledged message comes back as a duplicate")
+	require.Equal(t, len(ids)-committed, seen[seqboxtype.Applied])
+	require.Equal(t, committed-acked, seen[seqboxtype.Duplicate], "each committed, unacknowledged message comes back as a duplicate")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // A consumer driven by Deliver gets Run's upkeep from Maintain: a hold that
@@ -25,10 +26,10 @@ func TestMaintainDoesWhatRunDoesInTheBackground(t *testing.T) {
 
 	res, err := c.Deliver(ctx, versioned("K", 1), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Applied, res[0].Outcome)
+	require.Equal(t, seqboxtype.Applied, res[0].Outcome)
 	res, err = c.Deliver(ctx, versioned("K", 3), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Held, res[0].Outcome)
+	require.Equal(t, seqboxtype.Held, res[0].Outcome)
 
 	require.NoError(t, c.Maintain(ctx))
 	require.Equal(t, 0, b.effects(t, "K-v3"), "the hold has not timed out yet")

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // The protocol's model checker (internal/model) found that an identity
@@ -24,7 +24,7 @@ func TestBusinessKeyTouchedUnderADeadLetterIsNotAskedAgain(t *testing.T) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	b.cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 		ref, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
 			mu.Lock()
 			calls[ev.ID]++
@@ -34,7 +34,7 @@ func TestBusinessKeyTouchedUnderADeadLetterIsNotAskedAgain(t *testing.T) {
 		return []byte(ref), err
 	}
 	c := b.consumer(t)
-	var last []seqbox.Result
+	var last []seqboxtype.Result
 	for attempt := 1; attempt <= b.cfg.Retry.MaxAttempts; attempt++ {
 		last, err = c.Deliver(ctx, withBusinessKey("a", "k1", "followup:1"), attempt)
 		require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -47,7 +48,7 @@ func (c *foundClock) add(d time.Duration) {
 // refusing is a Decide that refuses the ids in refuse for good, and asks
 // a otherwise.
 func refusing(a *agent, refuse *sync.Map) seqbox.Decider {
-	return func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+	return func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 		if _, ok := refuse.Load(ev.ID); ok {
 			return nil, seqbox.Permanent(errors.New("refused"))
 		}
@@ -59,7 +60,7 @@ func keyedBK(id, key string, v int, bk string) []byte {
 	return fmt.Appendf(nil, `{"id":%q,"source":"crm","type":"t","partitionkey":%q,"objectversion":%d,"businesskey":%q}`, id, key, v, bk)
 }
 
-func mustDeliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) []seqbox.Result {
+func mustDeliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) []seqboxtype.Result {
 	t.Helper()
 	ds, err := c.Deliver(context.Background(), raw, attempt)
 	require.NoError(t, err)
@@ -165,7 +166,7 @@ func TestRapidFoundRedriveAfterReleaseIsAVersionConflict(t *testing.T) {
 	require.NoError(t, err)
 	ds, err := c.Redrive(ctx, dls[0].Seq)
 	require.NoError(t, err)
-	require.NotEqual(t, seqbox.VersionConflict, ds[0].Outcome, "no other identity carries version 2: %s", ds[0].Reason)
+	require.NotEqual(t, seqboxtype.VersionConflict, ds[0].Outcome, "no other identity carries version 2: %s", ds[0].Reason)
 }
 
 // Bug 4 (fixed by 0804773: ErrBeingDecided). Skip resolves a dead letter whose redrive is still running (at
@@ -275,7 +276,7 @@ func TestRapidFoundRedriveAfterReleaseHoldsNoTurn(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, []string{"e3:dead_lettered"}, outcomes(mustDeliver(t, c, unversioned("e3", "opp"), 1)))
 	_, release, done := redriveHeldAtTheAgent(t, b, c, a, &refuse, "e3")
-	e1 := make(chan []seqbox.Result, 1)
+	e1 := make(chan []seqboxtype.Result, 1)
 	go func() {
 		ds, _ := c.Deliver(ctx, unversioned("e1", "opp"), 1)
 		e1 <- ds

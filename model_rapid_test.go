@@ -78,8 +78,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // rapidDefault sets one of rapid's flags for this test unless the command
@@ -295,7 +295,7 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 			}
 			w.agent.redrive(id)
 			w.step(t, "operator redrives dlq %d (%s) in %s (poison fixed: %v)", seq, id, p, w.fixed.Load())
-			w.operator(p, fmt.Sprintf("redrive %d", seq), func(ctx context.Context) ([]seqbox.Result, error) { return p.c.Redrive(ctx, seq) })
+			w.operator(p, fmt.Sprintf("redrive %d", seq), func(ctx context.Context) ([]seqboxtype.Result, error) { return p.c.Redrive(ctx, seq) })
 			advance(100 * time.Millisecond)
 		},
 		// An operator skips a dead letter.
@@ -307,7 +307,7 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 			seq := rapid.SampledFrom(seqs).Draw(t, "dlq")
 			p := live(t)
 			w.step(t, "operator skips dlq %d in %s", seq, p)
-			w.operator(p, fmt.Sprintf("skip %d", seq), func(ctx context.Context) ([]seqbox.Result, error) {
+			w.operator(p, fmt.Sprintf("skip %d", seq), func(ctx context.Context) ([]seqboxtype.Result, error) {
 				return p.c.Skip(ctx, seq, "rapid", "operator skip")
 			})
 			advance(100 * time.Millisecond)
@@ -331,7 +331,7 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 			k := rapid.SampledFrom(keys).Draw(t, "key")
 			p := live(t)
 			w.step(t, "operator releases %s in %s", k, p)
-			w.operator(p, "release "+k, func(ctx context.Context) ([]seqbox.Result, error) {
+			w.operator(p, "release "+k, func(ctx context.Context) ([]seqboxtype.Result, error) {
 				return p.c.ReleaseKey(ctx, k, "rapid", "operator release")
 			})
 			advance(100 * time.Millisecond)
@@ -370,7 +370,7 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 		for _, seq := range redrivesInProgress() {
 			p := live(t)
 			w.step(t, "operator redrives dlq %d again in %s", seq, p)
-			w.operator(p, fmt.Sprintf("redrive %d", seq), func(ctx context.Context) ([]seqbox.Result, error) { return p.c.Redrive(ctx, seq) })
+			w.operator(p, fmt.Sprintf("redrive %d", seq), func(ctx context.Context) ([]seqboxtype.Result, error) { return p.c.Redrive(ctx, seq) })
 		}
 		check(t)
 		s, err := w.read(ctx)

@@ -27,6 +27,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
@@ -373,7 +374,7 @@ func (w *world) start(ctx context.Context) (*process, error) {
 		HoldTimeout: w.cfg.holdTimeout,
 		Now:         w.now,
 		Logger:      rapidQuiet,
-		Observer: func(r seqbox.Result) {
+		Observer: func(r seqboxtype.Result) {
 			n := w.outcomes.Add(1)
 			if n <= 50 || n%100 == 0 {
 				w.note("%s %s: %s %s", p, r.ID, r.Outcome, r.Reason)
@@ -493,7 +494,7 @@ func (w *world) reapIfDone() error {
 // operator runs an operator action in p, as the consumer that owns the
 // handler does for the CLI's requests; it may wait for the remote side,
 // so it runs on a goroutine of its own and dies with the process.
-func (w *world) operator(p *process, what string, f func(ctx context.Context) ([]seqbox.Result, error)) {
+func (w *world) operator(p *process, what string, f func(ctx context.Context) ([]seqboxtype.Result, error)) {
 	p.ops.Add(1)
 	go func() {
 		defer p.ops.Done()
@@ -508,7 +509,7 @@ func (w *world) operator(p *process, what string, f func(ctx context.Context) ([
 
 // handler is the application's handler: it records the decision it
 // applies in the inbox transaction (the apply log the invariants read).
-func (w *world) handler(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+func (w *world) handler(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 	d, ok := seqbox.DecisionFrom(ctx)
 	if !ok {
 		return seqbox.Permanent(errors.New("no recorded decision in the handler's context"))
@@ -530,7 +531,7 @@ var errRefused = errors.New("422: the remote side refuses this request for good"
 // remote side. The poison event is refused before any call until an
 // operator fixes its cause.
 func (w *world) decider(p *process) seqbox.Decider {
-	return func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+	return func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 		e := w.byID[ev.ID]
 		a := w.agent.begin(w, p, e)
 		defer w.agent.end(w, a)

@@ -1,6 +1,7 @@
 package seqbox
 
 import (
+	"context"
 	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -8,7 +9,7 @@ import (
 )
 
 // observe counts committed decisions.
-func observe(m *Metrics, consumer string, ds []Result) {
+func observe(m *Metrics, consumer string, ds []seqboxtype.Result) {
 	if m == nil {
 		return
 	}
@@ -49,4 +50,26 @@ func batchDone(m *Metrics, consumer string, n int, since time.Time) {
 	}
 	m.BatchSize.WithLabelValues(consumer).Observe(float64(n))
 	m.CommitLatency.WithLabelValues(consumer).Observe(time.Since(since).Seconds())
+}
+
+// refreshMetrics sets the gauges (held messages, blocked keys, age of the
+// oldest stuck message, DLQ size, inbox rows, gaps) from the store. Run
+// calls it every 15 seconds.
+func (c *Consumer) refreshMetrics(ctx context.Context) error {
+	counts, err := c.cfg.Store.Executor().Counts(ctx, c.cfg.Name)
+	if err != nil {
+		return err
+	}
+	refresh(c.cfg.Metrics, c.cfg.Name, counts, c.cfg.Now())
+	return nil
+}
+
+// observe counts results and tells the Observer, after their commit.
+func (c *Consumer) observe(ds []seqboxtype.Result) {
+	observe(c.cfg.Metrics, c.cfg.Name, ds)
+	if c.cfg.Observer != nil {
+		for _, d := range ds {
+			c.cfg.Observer(d)
+		}
+	}
 }

@@ -29,7 +29,7 @@ var ErrBeingDecided = errors.New("its redrive is deciding it right now; skip it 
 // if the message blocked its key, the key is released and its parked
 // successors are applied after it, in version order, in the same
 // transaction.
-func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
+func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result, error) {
 	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
@@ -38,7 +38,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
 	}
 	var decideErr error
-	redrive := func(tx *batchTx) ([]Result, error) {
+	redrive := func(tx *batchTx) ([]seqboxtype.Result, error) {
 		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true, decideErr: decideErr})
 		if err != nil || ds[0].Outcome == seqboxtype.Retry || ds[0].Outcome == outcomeDeciding {
 			return ds, err // still open: redrive again, or once decided
@@ -57,7 +57,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 		}
 		return ds, err
 	}
-	var out []Result
+	var out []seqboxtype.Result
 	for {
 		ds, us, err := c.inTxOnce(ctx, fault.DuringRedrive, redrive)
 		if err != nil {
@@ -100,7 +100,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]Result, error) {
 // Skip resolves DLQ message seq without applying it: the decision (who and
 // why) is recorded as a known gap, the key is released, and the parked
 // successors are applied in version order.
-func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Result, error) {
+func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqboxtype.Result, error) {
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
 	}
@@ -121,7 +121,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Resu
 		}
 		return nil, fmt.Errorf("dlq %d: %w", seq, ErrBeingDecided)
 	}
-	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 		now := c.cfg.Now()
 		if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -162,11 +162,11 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]Resu
 // ReleaseKey unblocks a key blocked by a gap (hold timeout with
 // HoldExpiry=block): the missing versions are recorded as a known gap
 // decided by who, and the parked messages apply in version order.
-func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Result, error) {
+func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]seqboxtype.Result, error) {
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
 	}
-	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: key})
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", key, err)
@@ -184,7 +184,7 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]Resu
 // releaseKey unblocks ks. With skipped set, that version is recorded as the
 // gap; otherwise the gap runs up to the lowest parked version. Then the key
 // unparks.
-func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]Result, error) {
+func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyState, skipped *int64, who, why string, now time.Time) ([]seqboxtype.Result, error) {
 	if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ks.Key, At: now}); err != nil {
 		return nil, err
 	}
@@ -217,16 +217,16 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 // sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
 // releases keys blocked longer than MaxBlock, with an alert. Run calls it
 // every second; call it yourself when driving Deliver directly.
-func (c *Consumer) sweep(ctx context.Context) ([]Result, error) {
+func (c *Consumer) sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 	now := c.cfg.Now()
 	op := c.cfg.Store.Executor()
 	due, err := op.ParkedListDue(ctx, store.ParkedListDueParams{Consumer: c.cfg.Name, Now: now})
 	if err != nil {
 		return nil, err
 	}
-	var out []Result
+	var out []seqboxtype.Result
 	for _, h := range due {
-		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 			return c.p.expireHold(ctx, tx, h, now)
 		})
 		if err != nil {
@@ -248,7 +248,7 @@ func (c *Consumer) sweep(ctx context.Context) ([]Result, error) {
 			c.cfg.Metrics.MaxBlockAlerts.WithLabelValues(c.cfg.Name).Inc()
 		}
 		why := fmt.Sprintf("blocked since %s, longer than MaxBlock %s", ks.BlockedSince.Format(time.RFC3339), c.cfg.MaxBlock)
-		var ds []Result
+		var ds []seqboxtype.Result
 		if ks.BlockedID != "" {
 			ds, err = c.skipBlocker(ctx, ks, why)
 		} else {
@@ -268,7 +268,7 @@ func (c *Consumer) sweep(ctx context.Context) ([]Result, error) {
 // that is next in line (a released message whose backoff passed) is simply
 // released again; a hold behind a predecessor that holds the key's turn
 // waits for it; otherwise HoldExpiry decides.
-func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]Result, error) {
+func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]seqboxtype.Result, error) {
 	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
 	if err != nil || ks.Blocked {
 		return nil, err
@@ -305,7 +305,7 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 }
 
 // skipBlocker finds the open DLQ row blocking ks and skips it.
-func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]Result, error) {
+func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]seqboxtype.Result, error) {
 	dls, err := c.cfg.Store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: c.cfg.Name, All: false})
 	if err != nil {
 		return nil, err
@@ -315,7 +315,7 @@ func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why strin
 			return c.Skip(ctx, dl.Seq, "max_block", why)
 		}
 	}
-	return c.inTx(ctx, "", func(tx *batchTx) ([]Result, error) {
+	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 		return c.p.releaseKey(ctx, tx, ks, nil, "max_block", why, c.cfg.Now())
 	})
 }

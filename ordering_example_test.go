@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -37,7 +38,7 @@ func ExampleConsumer_Deliver_outOfOrder() {
 		Store: st,
 		// The object's state is the last applied event's type at its
 		// version, written in the inbox transaction.
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			v, _ := ev.Version()
 			_, err := tx.ExecContext(ctx, `INSERT INTO orders (id, state, version) VALUES ($1, $2, $3)
 				ON CONFLICT (id) DO UPDATE SET state = excluded.state, version = excluded.version`,

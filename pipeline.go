@@ -40,12 +40,12 @@ type input struct {
 	decided   store.Identity
 	// parsed: ev and perr hold the envelope parsed once, by the prefetch.
 	parsed bool
-	ev     Event
+	ev     seqboxtype.Event
 	perr   error
 }
 
 // event parses the envelope, once.
-func (in input) event(volatile []string) (Event, error) {
+func (in input) event(volatile []string) (seqboxtype.Event, error) {
 	if in.parsed {
 		return in.ev, in.perr
 	}
@@ -59,9 +59,9 @@ func (in input) event(volatile []string) (Event, error) {
 type delivery struct {
 	tx  *batchTx
 	in  input
-	ev  Event
+	ev  seqboxtype.Event
 	ks  store.KeyState
-	d   Result
+	d   seqboxtype.Result
 	sp  string
 	now time.Time
 }
@@ -69,7 +69,7 @@ type delivery struct {
 // reached is where a delivery ended: its results (its own first, then
 // any successors unparking released) and the key to unpark next, if any.
 type reached struct {
-	results []Result
+	results []seqboxtype.Result
 	unpark  string
 }
 
@@ -89,7 +89,7 @@ type pipeline struct {
 // unparks the key. The first result is the message's own; any that follow
 // are parked successors released by unparking. An error means the store
 // failed and the whole batch must be abandoned.
-func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]Result, error) {
+func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]seqboxtype.Result, error) {
 	if in.unparkKey != "" {
 		return p.unparkCarrying(ctx, tx, in.unparkKey, &in)
 	}
@@ -119,7 +119,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 		d, err := p.reject(ctx, tx, in, perr, now)
 		return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
 	}
-	d := Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
+	d := seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
 	if in.parked != nil {
 		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
@@ -193,11 +193,11 @@ func (p *pipeline) conclude(ctx context.Context, dl *delivery, key string, err e
 	if key == "" && isFinal(dl.d.Outcome) {
 		key = dl.d.PartitionKey
 	}
-	return reached{results: []Result{dl.d}, unpark: key}, nil
+	return reached{results: []seqboxtype.Result{dl.d}, unpark: key}, nil
 }
 
 // with records the result, event and key state reached so far.
-func (dl *delivery) with(d Result, ev Event, ks store.KeyState) *delivery {
+func (dl *delivery) with(d seqboxtype.Result, ev seqboxtype.Event, ks store.KeyState) *delivery {
 	dl.d, dl.ev, dl.ks = d, ev, ks
 	return dl
 }
@@ -212,7 +212,7 @@ func isFinal(o seqboxtype.Outcome) bool {
 	return true
 }
 
-func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
+func (p *pipeline) inboxRow(ev seqboxtype.Event, now time.Time) store.InboxRow {
 	return store.InboxRow{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash,
 		BusinessKey: ev.BusinessKey, EventType: ev.Type, Tenant: ev.TenantID, ContractVersion: ev.DataSchema,
@@ -223,7 +223,7 @@ func (p *pipeline) inboxRow(ev Event, now time.Time) store.InboxRow {
 
 // seenBefore decides duplicate or collision for an identity the inbox
 // already holds.
-func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Result, now time.Time) (Result, error) {
+func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev seqboxtype.Event, d seqboxtype.Result, now time.Time) (seqboxtype.Result, error) {
 	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if err != nil {
 		return d, err
@@ -243,7 +243,7 @@ func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev Event, d Resu
 
 // forgetDeadLettered lets a redriven message re-enter under its original
 // identity: the dead-lettered inbox row is removed, anything else stays.
-func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event) error {
+func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev seqboxtype.Event) error {
 	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -259,8 +259,8 @@ func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev Event
 // which no valid event has), so the same bad input delivered again is
 // rejected again without a second DLQ or audit row. A redrive always
 // leaves a new DLQ row: the one it came from is resolved.
-func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (Result, error) {
-	d := Result{Outcome: seqboxtype.Rejected, Reason: perr.Error(), Attempt: in.attempt}
+func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (seqboxtype.Result, error) {
+	d := seqboxtype.Result{Outcome: seqboxtype.Rejected, Reason: perr.Error(), Attempt: in.attempt}
 	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
 	// The attribute the error names has no single meaning: show none.
 	var ie *seqboxtype.InvalidEventError
@@ -322,7 +322,7 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 // record writes the inbox outcome and the audit evidence of a result. A
 // message whose outcome is final forgets its attempts, so that nothing is held
 // behind a retry that is over.
-func (p *pipeline) record(ctx context.Context, tx *batchTx, ev Event, d Result, current *int64, next string, now time.Time) error {
+func (p *pipeline) record(ctx context.Context, tx *batchTx, ev seqboxtype.Event, d seqboxtype.Result, current *int64, next string, now time.Time) error {
 	if d.Outcome != seqboxtype.Duplicate && d.Outcome != seqboxtype.Collision {
 		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: d.Outcome, ProcessedAt: nil}); err != nil {
 			return err
@@ -349,7 +349,7 @@ func onceOnly(o seqboxtype.Outcome, hash string) string {
 	return ""
 }
 
-func (p *pipeline) parkRow(ev Event, reason seqboxtype.Park, detail string, now, holdUntil time.Time) store.Parked {
+func (p *pipeline) parkRow(ev seqboxtype.Event, reason seqboxtype.Park, detail string, now, holdUntil time.Time) store.Parked {
 	return store.Parked{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 		ObjectVersion: ev.ObjectVersion, Reason: reason, Detail: detail, Envelope: ev.Raw,
@@ -357,11 +357,11 @@ func (p *pipeline) parkRow(ev Event, reason seqboxtype.Park, detail string, now,
 	}
 }
 
-func (p *pipeline) isExpired(ev Event, now time.Time) bool {
+func (p *pipeline) isExpired(ev seqboxtype.Event, now time.Time) bool {
 	return p.cfg.MaxAge > 0 && !ev.Time.IsZero() && now.Sub(ev.Time) > p.cfg.MaxAge
 }
 
-func (p *pipeline) expiredReason(ev Event) string {
+func (p *pipeline) expiredReason(ev seqboxtype.Event) string {
 	return fmt.Sprintf("occurred at %s, past the %s business deadline", ev.Time.Format(time.RFC3339), p.cfg.MaxAge)
 }
 

@@ -46,7 +46,7 @@ func (c *Consumer) runRequests(ctx context.Context) (int, error) {
 			}
 		}
 		if ds == nil {
-			ds = []Result{}
+			ds = []seqboxtype.Result{}
 		}
 		result, err := json.Marshal(ds)
 		if err != nil {
@@ -63,7 +63,7 @@ func (c *Consumer) runRequests(ctx context.Context) (int, error) {
 }
 
 // execute runs one request's action through the pipeline.
-func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]Result, error) {
+func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]seqboxtype.Result, error) {
 	switch r.Action {
 	case store.ActionRedrive, store.ActionSkip:
 		seq, err := strconv.ParseInt(r.Target, 10, 64)
@@ -83,8 +83,8 @@ func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]Resu
 // redriveUntilFinal redrives DLQ message seq, and again while it fails
 // transiently, up to the retry policy's attempts: with its backoff in a
 // running consumer, at once for the record handler (as replay does).
-func (c *Consumer) redriveUntilFinal(ctx context.Context, seq int64) ([]Result, error) {
-	var out []Result
+func (c *Consumer) redriveUntilFinal(ctx context.Context, seq int64) ([]seqboxtype.Result, error) {
+	var out []seqboxtype.Result
 	for attempt := 1; ; attempt++ {
 		ds, err := c.Redrive(ctx, seq)
 		if err != nil {

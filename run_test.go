@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 type appliedLog struct {
@@ -19,8 +20,8 @@ type appliedLog struct {
 	at    map[string]time.Time
 }
 
-func (l *appliedLog) observe(d seqbox.Result) {
-	if d.Outcome != seqbox.Applied {
+func (l *appliedLog) observe(d seqboxtype.Result) {
+	if d.Outcome != seqboxtype.Applied {
 		return
 	}
 	l.mu.Lock()
@@ -44,7 +45,7 @@ func TestSlowDecisionDoesNotStallOtherKeys(t *testing.T) {
 	var decided sync.Map
 	b.cfg.Transport, b.cfg.Workers, b.cfg.BatchSize = q, 2, 8
 	b.cfg.Observer = log.observe
-	b.cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 		decided.Store(ev.ID, true)
 		if ev.PartitionKey == "slow" {
 			time.Sleep(slowFor)
@@ -53,7 +54,7 @@ func TestSlowDecisionDoesNotStallOtherKeys(t *testing.T) {
 	}
 	var seenDecision sync.Map
 	record := b.cfg.Handler
-	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		d, ok := seqbox.DecisionFrom(ctx)
 		if !ok || string(d) != "plan for "+ev.ID {
 			return fmt.Errorf("handler for %s got decision %q, %v", ev.ID, d, ok)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
@@ -31,8 +32,8 @@ func (u *undecided) rerun() input {
 // next message, which is decided in turn, and so on until nothing is left
 // to decide. unpin, when set, is told each key as soon as nothing of it is
 // left. It returns the results each origin reached, in order.
-func (c *Consumer) decideAndApply(ctx context.Context, us []undecided, unpin func(keys []string)) (map[int][]Result, error) {
-	out := map[int][]Result{}
+func (c *Consumer) decideAndApply(ctx context.Context, us []undecided, unpin func(keys []string)) (map[int][]seqboxtype.Result, error) {
+	out := map[int][]seqboxtype.Result{}
 	st := newStager(ctx, c)
 	defer st.wait()
 	st.add(us)
@@ -69,8 +70,8 @@ func (c *Consumer) decideAndApply(ctx context.Context, us []undecided, unpin fun
 
 // final drops the results that are not outcomes: a message stopped to be
 // decided reaches its outcome in a later run.
-func final(ds []Result) []Result {
-	if !slices.ContainsFunc(ds, func(d Result) bool { return d.Outcome == outcomeDeciding }) {
+func final(ds []seqboxtype.Result) []seqboxtype.Result {
+	if !slices.ContainsFunc(ds, func(d seqboxtype.Result) bool { return d.Outcome == outcomeDeciding }) {
 		return ds // the usual case, on every batch's path: no copy
 	}
 	out := ds[:0:0]

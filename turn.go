@@ -70,7 +70,7 @@ func (p *pipeline) keepTurn(ctx context.Context, dl *delivery, until time.Time, 
 
 // takeTurn records that ev holds its key's turn (and reserves its
 // business key) until it settles.
-func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev Event, now time.Time) error {
+func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) error {
 	return tx.TurnTake(ctx, store.TurnTakeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
 		PartitionKey: ev.PartitionKey, BusinessKey: ev.BusinessKey, At: now})
 }
@@ -91,7 +91,7 @@ func (p *pipeline) wait(ctx context.Context, dl *delivery, reason string, after 
 // businessKeyBusy reports another identity deciding the effect ev's
 // business key asks for: ev waits for it to settle, then is a semantic
 // duplicate (it applied) or goes ahead (it failed).
-func (p *pipeline) businessKeyBusy(ctx context.Context, tx *batchTx, ev Event) (string, error) {
+func (p *pipeline) businessKeyBusy(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (string, error) {
 	if p.cfg.Decide == nil || ev.BusinessKey == "" {
 		return "", nil
 	}
@@ -109,7 +109,7 @@ func (p *pipeline) businessKeyBusy(ctx context.Context, tx *batchTx, ev Event) (
 // business key settled without applying although its call took effect or
 // may have (a dead letter with an uncertain call): asking for the effect
 // again could do it twice, and only an operator can tell.
-func (p *pipeline) businessKeyTouched(ctx context.Context, tx *batchTx, ev Event) (error, error) {
+func (p *pipeline) businessKeyTouched(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (error, error) {
 	if p.cfg.Decide == nil || ev.BusinessKey == "" {
 		return nil, nil
 	}

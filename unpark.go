@@ -13,15 +13,15 @@ import (
 // until its backoff has passed (it is no longer at the broker; Sweep
 // unparks it again), and unparking stops there; with retryAtOnce (the
 // record handler of replay) it is unparked again at once.
-func (p *pipeline) unpark(ctx context.Context, tx *batchTx, key string) ([]Result, error) {
+func (p *pipeline) unpark(ctx context.Context, tx *batchTx, key string) ([]seqboxtype.Result, error) {
 	return p.unparkCarrying(ctx, tx, key, nil)
 }
 
 // unparkCarrying is unpark; carry, when set, is a decision's outcome for
 // the message it names (carry.decided): its error goes to that message if
 // unparking takes it.
-func (p *pipeline) unparkCarrying(ctx context.Context, tx *batchTx, key string, carry *input) ([]Result, error) {
-	var out []Result
+func (p *pipeline) unparkCarrying(ctx context.Context, tx *batchTx, key string, carry *input) ([]seqboxtype.Result, error) {
+	var out []seqboxtype.Result
 	for {
 		next, err := p.nextParked(ctx, tx, key)
 		if err != nil || next == nil {

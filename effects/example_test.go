@@ -12,6 +12,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/remoteapi"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -43,11 +44,11 @@ func Example() {
 	})
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "crm-worker", Store: st,
-		Decide: func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+		Decide: func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			ref, err := ledger.Do(ctx, "crm.create_task", createTask)
 			return []byte(ref), err
 		},
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			ref, _ := seqbox.DecisionFrom(ctx)
 			_, err := tx.ExecContext(ctx, `INSERT INTO followups VALUES ($1, $2)`, ev.PartitionKey, string(ref))
 			return err

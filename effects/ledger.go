@@ -190,7 +190,7 @@ func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, erro
 
 // DoFor is Do for an identity given explicitly, for code outside a
 // Decider (its InTransaction is ignored: the caller vouches for it).
-func (l *Ledger) DoFor(ctx context.Context, id seqbox.Identity, action string, call Call) (string, error) {
+func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action string, call Call) (string, error) {
 	if err := checkAction(action); err != nil {
 		return "", err
 	}

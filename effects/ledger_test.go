@@ -18,6 +18,7 @@ import (
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/remoteapi"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
@@ -72,7 +73,7 @@ func (c *crm) reconcile(ctx context.Context, e effects.Effect) (effects.Reconcil
 	return effects.Reconciliation{Applied: ok, Ref: id}, nil
 }
 
-var msg = seqbox.Identity{Consumer: "crm-worker", Source: "crm", ID: "evt-482"}
+var msg = seqboxtype.Identity{Consumer: "crm-worker", Source: "crm", ID: "evt-482"}
 
 func state(t *testing.T, l *effects.Ledger) effects.Effect {
 	t.Helper()
@@ -323,14 +324,14 @@ func TestDoNeedsAnIdentityOutsideTheTransaction(t *testing.T) {
 	require.ErrorContains(t, err, "action is empty")
 	_, err = l.DoFor(context.Background(), msg, "a\nb", never)
 	require.ErrorContains(t, err, "control character")
-	_, err = l.DoFor(context.Background(), seqbox.Identity{Consumer: "c"}, "x", never)
+	_, err = l.DoFor(context.Background(), seqboxtype.Identity{Consumer: "c"}, "x", never)
 	require.ErrorContains(t, err, "incomplete")
 	_, err = l.List(context.Background(), effects.Filter{State: "weird"})
 	require.ErrorContains(t, err, "not one of")
 
 	// Inside a handler, the inbox transaction is open: refused.
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "crm-worker", Store: st,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := l.Do(ctx, "crm.create_task", never)
 			if !errors.Is(err, effects.ErrInTransaction) {
 				return fmt.Errorf("want ErrInTransaction, got %v", err)
@@ -340,7 +341,7 @@ func TestDoNeedsAnIdentityOutsideTheTransaction(t *testing.T) {
 	require.NoError(t, err)
 	ds, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"1","source":"crm","type":"t"}`), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Applied, ds[0].Outcome, ds[0].Reason)
+	require.Equal(t, seqboxtype.Applied, ds[0].Outcome, ds[0].Reason)
 }
 
 // net/http retries a request carrying an Idempotency-Key by itself when a
@@ -354,7 +355,7 @@ func TestHTTPCallIsNeverRetriedBehindTheLedger(t *testing.T) {
 		l, err := effects.New(st, effects.Config{})
 		require.NoError(t, err)
 		ctx := context.Background()
-		warm := seqbox.Identity{Consumer: msg.Consumer, Source: msg.Source, ID: "evt-481"}
+		warm := seqboxtype.Identity{Consumer: msg.Consumer, Source: msg.Source, ID: "evt-481"}
 		_, err = l.DoFor(ctx, warm, "crm.create_task", c.create()) // the connection is now reused
 		require.NoError(t, err)
 		c.Arm(remoteapi.DropAfterApply)

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // Emit writes event, a structured-mode CloudEvent, to the outbox through
 // tx, the handler's transaction, so it is published if and only if that
 // transaction commits. The event is validated as a consumer would
-// validate it (seqbox.ParseEvent); an invalid one is refused with the
+// validate it (seqboxtype.ParseEvent); an invalid one is refused with the
 // error that names the field, and nothing is written. Events of one
 // partitionkey (or, without one, of one id) are published in the order
 // they were emitted.
 func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
-	ev, err := seqbox.ParseEvent(event)
+	ev, err := seqboxtype.ParseEvent(event)
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/outbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -26,7 +27,7 @@ func Example() {
 	defer downstream.Close()
 
 	billing, _ := seqbox.NewConsumer(seqbox.Config{Name: "billing", Store: st,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			invoice := fmt.Sprintf(`{"specversion":"1.0","id":"inv-for-%s","source":"billing","type":"invoice.created","partitionkey":%q}`,
 				ev.ID, ev.PartitionKey)
 			return outbox.Emit(ctx, tx, []byte(invoice))

@@ -13,6 +13,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/outbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
@@ -79,13 +80,13 @@ func downstream(t *testing.T, s *stage, q *embedded.Queue) (map[string][]int64, 
 	dups := 0
 	first := int64(1)
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "shipping", Store: s.st, Transport: q, FirstVersion: &first,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			v, _ := ev.Version()
 			_, err := tx.ExecContext(ctx, `INSERT INTO shipped (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
 			return err
 		},
-		Observer: func(d seqbox.Result) {
-			if d.Outcome == seqbox.Duplicate {
+		Observer: func(d seqboxtype.Result) {
+			if d.Outcome == seqboxtype.Duplicate {
 				mu.Lock()
 				dups++
 				mu.Unlock()
@@ -186,7 +187,7 @@ func (p *recorder) inOrder(t *testing.T) {
 	defer p.mu.Unlock()
 	top := map[string]int64{}
 	for _, b := range p.bodies {
-		ev, err := seqbox.ParseEvent([]byte(b))
+		ev, err := seqboxtype.ParseEvent([]byte(b))
 		require.NoError(t, err)
 		v, _ := ev.Version()
 		if v <= top[ev.PartitionKey] {
@@ -265,7 +266,7 @@ func TestEmitRefusesAnInvalidEvent(t *testing.T) {
 	require.NoError(t, err)
 	defer tx.Rollback()
 	err = outbox.Emit(context.Background(), tx, []byte(`{"specversion":"1.0","id":"x","source":"s","type":"t","objectversion":"v3"}`))
-	require.ErrorIs(t, err, seqbox.ErrInvalidEvent)
+	require.ErrorIs(t, err, seqboxtype.ErrInvalidEvent)
 	require.ErrorContains(t, err, "objectversion")
 	var n int
 	require.NoError(t, tx.QueryRow(`SELECT COUNT(*) FROM seqbox_outbox`).Scan(&n))

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/outbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/stretchr/testify/require"
 )
@@ -89,7 +89,7 @@ func (p *recorder) published() map[string]int {
 	defer p.mu.Unlock()
 	out := map[string]int{}
 	for _, b := range p.bodies {
-		ev, err := seqbox.ParseEvent([]byte(b))
+		ev, err := seqboxtype.ParseEvent([]byte(b))
 		if err == nil {
 			out[ev.PartitionKey]++
 		}
@@ -237,7 +237,7 @@ func poisonPublisher(q *embedded.Queue) (pub *recorder, refuse *atomic.Bool, tri
 	var mu sync.Mutex
 	var ids []string
 	pub = &recorder{inner: q, fail: func(body []byte) error {
-		ev, err := seqbox.ParseEvent(body)
+		ev, err := seqboxtype.ParseEvent(body)
 		if err != nil || ev.PartitionKey != "poison" {
 			return err
 		}

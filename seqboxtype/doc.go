@@ -1,11 +1,12 @@
-// Package seqboxtype declares seqbox's public types: the CloudEvent
-// envelope and its parser (Event, ParseEvent), a consumer's Config and
-// policies, the handler-facing types (Tx, Handler, BatchHandler, Decider,
-// Result, Identity), Permanent and Settle, and the Prometheus Metrics.
+// Package seqboxtype declares the data types seqbox's packages share: the
+// CloudEvent envelope and its parser (Event, ParseEvent, InvalidEventError),
+// a message's Identity, the Outcome a delivery ends in and the Result that
+// records it, and the states seqbox writes to its tables (Park, DeadLetter,
+// Request, Effect).
 //
-// The root package seqbox names every one of them (seqbox.Event is
-// seqboxtype.Event) and holds the Consumer; programs import seqbox. The
-// types live here, in a leaf that imports neither seqbox nor its engine, so
-// that the API and the engine (internal/engine) share them, as river's
-// rivertype does.
+// It is a leaf, as river's rivertype is: it imports nothing of seqbox, so a
+// transport's publisher can parse an event, and a store can write an
+// outcome, without the consumer or a database driver. The root package
+// seqbox declares the consumer and what a program configures (Config,
+// Handler, Tx, the policies) and uses these types under their one name.
 package seqboxtype

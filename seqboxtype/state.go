@@ -1,10 +1,3 @@
-// Package state holds the typed states seqbox writes to its tables: the
-// outcome a delivery reached, why a message is parked, and where a
-// dead-letter row, an operator request and an external call stand.
-//
-// It imports nothing of seqbox, so the root package, the store driver and
-// every tool share one set of names (as river's rivertype does); the root
-// package's Outcome is this package's.
 package seqboxtype
 
 // Outcome is the result the pipeline reaches for one delivery. The set is

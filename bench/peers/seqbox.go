@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
 
 // insertEffects is one multi-row INSERT of the events' effect rows.
-func insertEffects(schema string, evs []seqbox.Event) (string, []any) {
+func insertEffects(schema string, evs []seqboxtype.Event) (string, []any) {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO ` + quote(schema) + `.effects (id, key, version) VALUES `)
 	args := make([]any, 0, 3*len(evs))
@@ -81,11 +82,11 @@ func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msg
 	insert := insertEffect(schema)
 	cfg := seqbox.Config{
 		Name: "peers", Store: st, Transport: q, Workers: o.SeqboxWorkers, BatchSize: o.SeqboxBatch,
-		Observer: func(d seqbox.Result) {
+		Observer: func(d seqboxtype.Result) {
 			switch d.Outcome {
-			case seqbox.Applied:
+			case seqboxtype.Applied:
 				applied.Add(1)
-			case seqbox.Duplicate:
+			case seqboxtype.Duplicate:
 				dups.Add(1)
 			default:
 				other.Add(1)
@@ -94,13 +95,13 @@ func runSeqbox(ctx context.Context, o Options, admin *sql.DB, schema string, msg
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if batch {
-		cfg.BatchHandler = func(ctx context.Context, tx seqbox.Tx, evs []seqbox.Event) error {
+		cfg.BatchHandler = func(ctx context.Context, tx seqbox.Tx, evs []seqboxtype.Event) error {
 			q, args := insertEffects(schema, evs)
 			_, err := tx.ExecContext(ctx, q, args...)
 			return err
 		}
 	} else {
-		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, insert, ev.ID, ev.PartitionKey, *ev.ObjectVersion)
 			return err
 		}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +22,7 @@ func uncertainCall(t *testing.T) (string, string) {
 	defer st.Close()
 	l, err := effects.New(st, effects.Config{})
 	require.NoError(t, err)
-	id := seqbox.Identity{Consumer: "crm-worker", Source: "crm", ID: "evt-482"}
+	id := seqboxtype.Identity{Consumer: "crm-worker", Source: "crm", ID: "evt-482"}
 	_, err = l.DoFor(context.Background(), id, "crm.create_task", func(context.Context, string) (string, error) {
 		return "", errors.New("connection reset by peer")
 	})

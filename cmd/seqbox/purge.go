@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
@@ -51,7 +52,7 @@ removed.`,
 					reg.Consumer, strings.Join(missing, ", "))
 			}
 			cfg := seqbox.Config{Name: reg.Consumer, Store: st,
-				Handler: func(context.Context, seqbox.Tx, seqbox.Event) error {
+				Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 					return errors.New("purge applies nothing")
 				}}
 			if err := pol.Apply(&cfg); err != nil {

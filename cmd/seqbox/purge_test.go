@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/stretchr/testify/require"
 )
@@ -44,7 +45,7 @@ func shortRetentionDB(t *testing.T) string {
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "short", Store: st,
 		Retention: 2 * time.Hour, RedeliveryWindow: time.Hour, DLQRetention: time.Hour, RedriveWindow: 30 * time.Minute,
 		Now:     func() time.Time { return past },
-		Handler: func(context.Context, seqbox.Tx, seqbox.Event) error { return nil }})
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b"} {
 		_, err := c.Deliver(ctx, []byte(`{"specversion":"1.0","id":"`+id+`","source":"s","type":"t"}`), 1)

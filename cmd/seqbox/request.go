@@ -146,7 +146,7 @@ func heartbeatText(r store.Registration) string {
 
 // writeResult prints the decisions of an executed request as JSON lines.
 func writeResult(w io.Writer, r store.OperatorRequest) error {
-	var ds []seqbox.Result
+	var ds []seqboxtype.Result
 	if len(r.Result) > 0 {
 		if err := json.Unmarshal(r.Result, &ds); err != nil {
 			return fmt.Errorf("request %d: unreadable result: %w", r.Seq, err)

@@ -68,7 +68,7 @@ func testRedriveRunsInTheOwningConsumer(t *testing.T, db string) {
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "crm-followup", Store: st, Transport: q, Workers: 1, BatchSize: 8,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			if crmDown.Load() {
 				return seqbox.Permanent(errors.New("crm rejects the task"))
 			}
@@ -137,11 +137,11 @@ func TestRedriveWithoutLiveConsumer(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "app.db")
 	st := openApp(t, db)
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "billing", Store: st,
-		Handler: func(context.Context, seqbox.Tx, seqbox.Event) error { return seqbox.Permanent(errors.New("no")) }})
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return seqbox.Permanent(errors.New("no")) }})
 	require.NoError(t, err)
 	ds, err := c.Deliver(ctx, []byte(`{"id":"b-1","source":"erp","type":"invoice"}`), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.DeadLettered, ds[0].Outcome)
+	require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
 
 	line := fails(t, "dlq", "redrive", "1", "--db", db, "--wait", "300ms")
 	require.Contains(t, line, `no live consumer "billing" took request 1 within 300ms`)

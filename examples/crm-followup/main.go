@@ -12,6 +12,7 @@ import (
 	"log"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
@@ -78,7 +79,7 @@ func main() {
 
 // followUp is the agent's rule for each event type. Every write is in
 // the inbox transaction, after the version gate let the event through.
-func followUp(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+func followUp(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 	v, _ := ev.Version()
 	var err error
 	switch ev.Type {

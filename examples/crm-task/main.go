@@ -24,6 +24,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -59,7 +60,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	createTask := func(ev seqbox.Event) effects.Call {
+	createTask := func(ev seqboxtype.Event) effects.Call {
 		return effects.HTTP(nil, func(ctx context.Context) (*http.Request, error) {
 			body := fmt.Sprintf(`{"opportunity":%q,"title":"follow up on the meeting"}`, ev.PartitionKey)
 			return http.NewRequestWithContext(ctx, http.MethodPost, crm.URL+"/tasks", strings.NewReader(body))
@@ -75,17 +76,17 @@ func main() {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		// The external call runs outside the inbox transaction, through
 		// the ledger; its result (the task id) is the recorded decision.
-		Decide: func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+		Decide: func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			id, err := ledger.Do(ctx, "crm.create_task", createTask(ev))
 			return []byte(id), err
 		},
 		// The local effect commits with the inbox identity.
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			id, _ := seqbox.DecisionFrom(ctx)
 			_, err := tx.ExecContext(ctx, `INSERT INTO followups (opportunity, crm_task) VALUES ($1, $2)`, ev.PartitionKey, string(id))
 			return err
 		},
-		Observer: func(d seqbox.Result) {
+		Observer: func(d seqboxtype.Result) {
 			fmt.Printf("%s attempt %d: %s\n", d.ID, d.Attempt, d.Outcome)
 		},
 	})

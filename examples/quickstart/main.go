@@ -9,6 +9,7 @@ import (
 	"log"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -32,7 +33,7 @@ func main() {
 		Store: st,
 		// Write your effect with tx: it commits with the inbox identity,
 		// or not at all.
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks (opportunity, title) VALUES ($1, $2)`,
 				ev.PartitionKey, "follow up on "+ev.Type)
 			return err

@@ -10,6 +10,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -33,7 +34,7 @@ func TestBodyIsAnOrderedEvent(t *testing.T) {
 		ver int64
 	}{{"run-k0", 1}, {"run-k1", 1}, {"run-k2", 1}, {"run-k0", 2}} {
 		b := Body("bench", "p", "run", i, 3)
-		ev, err := seqbox.ParseEvent(b)
+		ev, err := seqboxtype.ParseEvent(b)
 		require.NoError(t, err)
 		require.Equal(t, "bench", ev.Source)
 		require.Equal(t, want.key, ev.PartitionKey)

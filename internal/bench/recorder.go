@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
@@ -43,9 +43,9 @@ func (r *recorder) received(ds []transport.Delivery, at time.Time) {
 }
 
 // observe is the consumer's Config.Observer.
-func (r *recorder) observe(d seqbox.Result) {
+func (r *recorder) observe(d seqboxtype.Result) {
 	now := time.Now()
-	if d.Outcome != seqbox.Applied {
+	if d.Outcome != seqboxtype.Applied {
 		r.other.Add(1)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // ThroughputOptions configure `seqbox bench throughput`.
@@ -173,7 +174,7 @@ func deliverEach(ctx context.Context, e *env, bodies [][]byte, keys, workers int
 				}
 				t0 := time.Now()
 				ds, err := c.Deliver(ctx, b, 1)
-				if err == nil && ds[0].Outcome != seqbox.Applied {
+				if err == nil && ds[0].Outcome != seqboxtype.Applied {
 					err = fmt.Errorf("deliver %s: outcome %s (%s), want applied", ds[0].ID, ds[0].Outcome, ds[0].Reason)
 				}
 				if err != nil {

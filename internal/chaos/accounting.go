@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -84,7 +84,7 @@ func loadAccounting(ctx context.Context, st store.Store, consumer string) (*Acco
 	}
 	rows, err := st.DB().QueryContext(ctx, `SELECT partitionkey, objectversion FROM seqbox_inbox
 		WHERE consumer = $1 AND partitionkey <> '' AND objectversion IS NOT NULL AND outcome IN ($2, $3, $4)`,
-		consumer, string(seqbox.Stale), string(seqbox.Expired), string(seqbox.SemanticDuplicate))
+		consumer, string(seqboxtype.Stale), string(seqboxtype.Expired), string(seqboxtype.SemanticDuplicate))
 	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/seqbox/seqbox/transport/kafka"
@@ -379,7 +379,7 @@ func publishRuns(ctx context.Context, bodies [][]byte, batch func(context.Contex
 		return err
 	}
 	for _, b := range bodies {
-		if _, err := seqbox.ParseEvent(b); err == nil {
+		if _, err := seqboxtype.ParseEvent(b); err == nil {
 			run = append(run, b)
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/outbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -31,7 +32,7 @@ const (
 // objectversion counts A's applications of the key, so B sees 1, 2, 3…
 // with no gaps whatever A skipped.
 func emitting(h seqbox.Handler) seqbox.Handler {
-	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		if err := h(ctx, tx, ev); err != nil {
 			return err
 		}

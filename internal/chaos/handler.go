@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // Consumer is the consumer name every chaos process uses.
@@ -26,7 +27,7 @@ func ensureTables(ctx context.Context, db *sql.DB) error {
 // until its id is in chaos_fixed (the operator's fix before a redrive).
 func handler() seqbox.Handler {
 	record := replay.RecordHandler(Consumer)
-	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		var data struct {
 			Fail string `json:"fail"`
 		}

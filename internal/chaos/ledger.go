@@ -15,6 +15,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -184,7 +185,7 @@ func withRemote(cfg *seqbox.Config, st store.Store, remote string) error {
 	if err != nil {
 		return err
 	}
-	call := func(ev seqbox.Event) effects.Call {
+	call := func(ev seqboxtype.Event) effects.Call {
 		// The remote keeps its history of effects from what it is sent.
 		body, _ := json.Marshal(agentEvent{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
 			ObjectVersion: ev.ObjectVersion, BusinessKey: ev.BusinessKey})
@@ -192,7 +193,7 @@ func withRemote(cfg *seqbox.Config, st store.Store, remote string) error {
 			return http.NewRequestWithContext(ctx, http.MethodPost, remote+"/effects", bytes.NewReader(body))
 		}, func(*http.Response) (string, error) { return "created", nil })
 	}
-	cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+	cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 		ref, err := ledger.Do(ctx, remoteAction, call(ev))
 		return []byte(ref), err
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -184,7 +183,7 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 				checkOutcomes(res, inbox, m.Of, m.ID)
 			}
 		case Late:
-			if got := inbox[m.ID]; got != string(seqbox.Stale) {
+			if got := inbox[m.ID]; got != string(seqboxtype.Stale) {
 				res.fail("%s (late v%d): outcome %q, want stale", m.ID, m.Version, got)
 				if got == "" {
 					res.Lost++
@@ -247,7 +246,7 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 func checkOutcomes(res *Result, inbox map[string]string, a, b string) {
 	got := []string{inbox[a], inbox[b]}
 	sort.Strings(got)
-	if got[0] != string(seqbox.Applied) || got[1] != string(seqbox.SemanticDuplicate) {
+	if got[0] != string(seqboxtype.Applied) || got[1] != string(seqboxtype.SemanticDuplicate) {
 		res.fail("%s / %s: outcomes %v, want applied and semantic_duplicate", a, b, got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -171,13 +172,13 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 }
 
 func isRejected(reason string) bool {
-	return len(reason) >= len(seqbox.Rejected) && reason[:len(seqbox.Rejected)] == string(seqbox.Rejected)
+	return len(reason) >= len(seqboxtype.Rejected) && reason[:len(seqboxtype.Rejected)] == string(seqboxtype.Rejected)
 }
 
 // slow delays one handler call in a hundred by d.
 func slow(h seqbox.Handler, d time.Duration) seqbox.Handler {
 	var n atomic.Int64
-	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		if n.Add(1)%100 == 0 {
 			time.Sleep(d)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -211,10 +212,10 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 		ExtendEvery: time.Hour, DecideTimeout: 4 * agentLease,
 		Retry:  seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Decide: func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+		Decide: func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			return askModel(ctx, modelURL, ev.ID)
 		},
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			plan, _ := seqbox.DecisionFrom(ctx)
 			mu.Lock()
 			fmt.Fprintf(w, "  handler %s sees %s\n", ev.ID, plan)
@@ -230,7 +231,7 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 			_, err := tx.ExecContext(ctx, `INSERT INTO agent_actions (message, plan) VALUES ($1, $2)`, ev.ID, string(plan))
 			return err
 		},
-		Observer: func(d seqbox.Result) {
+		Observer: func(d seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			fmt.Fprintf(w, "  delivery attempt %d of %s: %s\n", d.Attempt, d.ID, d.Outcome)

@@ -18,6 +18,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -95,14 +96,14 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 
 	var mu sync.Mutex
 	var res Result
-	observe := func(d seqbox.Result) {
+	observe := func(d seqboxtype.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		res.Deliveries++
 		switch d.Outcome {
-		case seqbox.Applied:
+		case seqboxtype.Applied:
 			res.Accepted++
-		case seqbox.Duplicate:
+		case seqboxtype.Duplicate:
 			res.Duplicates++
 		}
 		fmt.Fprintf(w, "  %s/%s attempt %d: %s\n", d.Source, d.ID, d.Attempt, d.Outcome)

@@ -15,6 +15,7 @@ import (
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/remoteapi"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -152,7 +153,7 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	create := func(ev seqbox.Event) effects.Call {
+	create := func(ev seqboxtype.Event) effects.Call {
 		return effects.HTTP(client, func(ctx context.Context) (*http.Request, error) {
 			body := fmt.Sprintf(`{"for":%q,"title":"follow up %s"}`, ev.ID, ev.PartitionKey)
 			return http.NewRequestWithContext(ctx, http.MethodPost, api+"/tasks", strings.NewReader(body))
@@ -166,16 +167,16 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 		// own timeout.
 		DecideTimeout: 2 * externalTimeout,
 		Retry:         seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
-		Decide: func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+		Decide: func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			ref, err := ledger.Do(ctx, externalAction, create(ev))
 			return []byte(ref), err
 		},
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			ref, _ := seqbox.DecisionFrom(ctx)
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_followups (message, crm_task) VALUES ($1, $2)`, ev.ID, string(ref))
 			return err
 		},
-		Observer: func(d seqbox.Result) {
+		Observer: func(d seqboxtype.Result) {
 			line := fmt.Sprintf("  %s attempt %d: %s", d.ID, d.Attempt, d.Outcome)
 			if d.Reason != "" {
 				line += " (" + d.Reason + ")"

@@ -15,6 +15,7 @@ import (
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/outbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -211,7 +212,7 @@ func RunOutboxWorker(ctx context.Context, db, role string, w io.Writer) error {
 		Name: role, Store: st, Transport: broker{queue}, Workers: 2, BatchSize: 4, FirstVersion: &first,
 		ExtendEvery: outboxLease / 3, ExtendBy: outboxLease, HoldTimeout: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Observer: func(d seqbox.Result) {
+		Observer: func(d seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			fmt.Fprintf(w, "  %s %s attempt %d: %s\n", role, d.ID, d.Attempt, d.Outcome)
@@ -219,7 +220,7 @@ func RunOutboxWorker(ctx context.Context, db, role string, w io.Writer) error {
 	}
 	switch role {
 	case "billing":
-		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			v, _ := ev.Version()
 			if _, err := tx.ExecContext(ctx, `INSERT INTO invoices (order_event, order_id, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v); err != nil {
 				return err
@@ -227,7 +228,7 @@ func RunOutboxWorker(ctx context.Context, db, role string, w io.Writer) error {
 			return outbox.Emit(ctx, tx, fmt.Appendf(nil, `{"specversion":"1.0","id":"inv-%s","source":"billing","type":"invoice.issued","partitionkey":%q,"objectversion":%d}`, ev.ID, ev.PartitionKey, v))
 		}
 	case "ledger":
-		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			v, _ := ev.Version()
 			_, err := tx.ExecContext(ctx, `INSERT INTO ledger_entries (seq, invoice, order_id, version)
 				SELECT COALESCE(MAX(seq), 0) + 1, $1, $2, $3 FROM ledger_entries`, ev.ID, ev.PartitionKey, v)

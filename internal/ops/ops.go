@@ -17,12 +17,12 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // WriteDecisions prints one JSON line per decision, as replay does, so the
 // output of an operator action reads like the replay it continues.
-func WriteDecisions(w io.Writer, ds []seqbox.Result) error {
+func WriteDecisions(w io.Writer, ds []seqboxtype.Result) error {
 	return writeJSONLines(w, ds)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ddl"
 	"github.com/seqbox/seqbox/internal/handlerkind"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -89,7 +90,7 @@ func (r *recordStmts) exec(ctx context.Context, tx seqbox.Tx, q string, args ...
 }
 
 func recordHandler(consumer string, stmts *recordStmts) seqbox.Handler {
-	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		var data struct {
 			Fail string `json:"fail"`
 		}

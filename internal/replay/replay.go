@@ -12,12 +12,13 @@ import (
 	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
 // maxLine bounds the bytes kept of one input line; a longer line is one
 // rejected outcome, with its size in the reason.
-const maxLine = seqbox.MaxEventSize
+const maxLine = seqboxtype.MaxEventSize
 
 // Options are replay's settings beyond the consumer's Config.
 type Options struct {
@@ -28,7 +29,7 @@ type Options struct {
 // Counters are what one replay run saw.
 type Counters struct {
 	Deliveries, Accepted, Duplicates, InboxRows, BusinessEffects int64
-	ByOutcome                                                    map[seqbox.Outcome]int64
+	ByOutcome                                                    map[seqboxtype.Outcome]int64
 }
 
 // Line renders the counters line of DESIGN §7.
@@ -36,7 +37,7 @@ func (c Counters) Line() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "deliveries=%d accepted=%d duplicates=%d inbox_rows=%d business_effects=%d",
 		c.Deliveries, c.Accepted, c.Duplicates, c.InboxRows, c.BusinessEffects)
-	for _, o := range seqbox.Outcomes() {
+	for _, o := range seqboxtype.Outcomes() {
 		fmt.Fprintf(&b, " %s=%d", o, c.ByOutcome[o])
 	}
 	return b.String()
@@ -45,14 +46,14 @@ func (c Counters) Line() string {
 // Run replays the lines of r through c, writing decisions and counters to
 // w. A retry is redelivered at once until it applies or is dead-lettered.
 func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt Options) (Counters, error) {
-	cnt := Counters{ByOutcome: map[seqbox.Outcome]int64{}}
+	cnt := Counters{ByOutcome: map[seqboxtype.Outcome]int64{}}
 	db := reach.Store(c).DB()
 	if err := EnsureRecordTables(ctx, db); err != nil {
 		return cnt, fmt.Errorf("create record tables: %w", err)
 	}
 	enc := ops.NewJSONEncoder(w)
 	enc.SetEscapeHTML(false)
-	emit := func(ds []seqbox.Result) error {
+	emit := func(ds []seqboxtype.Result) error {
 		for _, d := range ds {
 			cnt.ByOutcome[d.Outcome]++
 			if err := enc.Encode(d); err != nil {
@@ -93,7 +94,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 			if err := emit(ds); err != nil {
 				return cnt, err
 			}
-			if ds[0].Outcome != seqbox.Retry {
+			if ds[0].Outcome != seqboxtype.Retry {
 				break
 			}
 		}
@@ -105,8 +106,8 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 	if err := emit(ds); err != nil {
 		return cnt, err
 	}
-	cnt.Accepted = cnt.ByOutcome[seqbox.Applied]
-	cnt.Duplicates = cnt.ByOutcome[seqbox.Duplicate]
+	cnt.Accepted = cnt.ByOutcome[seqboxtype.Applied]
+	cnt.Duplicates = cnt.ByOutcome[seqboxtype.Duplicate]
 	counts, err := reach.Store(c).Executor().Counts(ctx, c.Name())
 	if err != nil {
 		return cnt, err

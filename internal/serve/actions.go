@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -27,15 +26,15 @@ type ActionRequest struct {
 
 // ActionResult is the answer of an executed admin action.
 type ActionResult struct {
-	Request   int64           `json:"request"`
-	Action    string          `json:"action"`
-	Target    string          `json:"target"`
-	State     string          `json:"state"`
-	By        string          `json:"by"`
-	Reason    string          `json:"reason"`
-	TakenBy   string          `json:"taken_by"`
-	Error     string          `json:"error,omitempty"`
-	Decisions []seqbox.Result `json:"decisions"`
+	Request   int64               `json:"request"`
+	Action    string              `json:"action"`
+	Target    string              `json:"target"`
+	State     string              `json:"state"`
+	By        string              `json:"by"`
+	Reason    string              `json:"reason"`
+	TakenBy   string              `json:"taken_by"`
+	Error     string              `json:"error,omitempty"`
+	Decisions []seqboxtype.Result `json:"decisions"`
 }
 
 // maxActionBody bounds an action's body.
@@ -188,7 +187,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target stri
 
 func resultOf(req store.OperatorRequest) ActionResult {
 	res := ActionResult{Request: req.Seq, Action: req.Action, Target: req.Target, State: string(req.State), By: req.RequestedBy,
-		Reason: req.Reason, TakenBy: req.TakenBy, Error: req.Error, Decisions: []seqbox.Result{}}
+		Reason: req.Reason, TakenBy: req.TakenBy, Error: req.Error, Decisions: []seqboxtype.Result{}}
 	if len(req.Result) > 0 {
 		_ = json.Unmarshal(req.Result, &res.Decisions)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // AgentAction is the effect ledger's action name for the agent call: the
@@ -73,7 +74,7 @@ func newAgentClient(timeout time.Duration) *http.Client {
 
 // decide is Config.Decide: wait while the agent's circuit is open, then
 // call the agent through the ledger under the event's Idempotency-Key.
-func (a *dispatcher) decide(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+func (a *dispatcher) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 	if err := a.circuit.wait(ctx); err != nil {
 		return nil, fmt.Errorf("waiting for the agent's circuit to close: %w", err)
 	}
@@ -132,7 +133,7 @@ func (a *dispatcher) probe(ctx context.Context) error {
 // Retry-After honoured; any other 4xx a definite refusal; 5xx, a timeout
 // or a broken connection an error that may have applied (uncertain).
 // What the agent's health shows goes to the circuit.
-func (a *dispatcher) call(ctx context.Context, ev seqbox.Event, key string) (v Verdict, err error) {
+func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) (v Verdict, err error) {
 	defer func() {
 		if err != nil && a.log != nil {
 			// Every failed agent call is one line naming the event
@@ -180,7 +181,7 @@ func (a *dispatcher) call(ctx context.Context, ev seqbox.Event, key string) (v V
 	switch {
 	case code >= 200 && code < 300:
 		a.circuit.success()
-		return Verdict{Verdict: string(seqbox.Applied), Status: code, Detail: snippet(body), At: now}, nil
+		return Verdict{Verdict: string(seqboxtype.Applied), Status: code, Detail: snippet(body), At: now}, nil
 	case code >= 300 && code < 400:
 		// Never followed: the event was not delivered, and following
 		// would send it (and its Idempotency-Key) elsewhere.
@@ -238,7 +239,7 @@ func statusClass(code int) string {
 // lets the next call go out; anything else leaves it uncertain, to be
 // retried with backoff.
 func (a *dispatcher) reconcile(ctx context.Context, e effects.Effect) (effects.Reconciliation, error) {
-	ev, ok := ctx.Value(eventKey{}).(seqbox.Event)
+	ev, ok := ctx.Value(eventKey{}).(seqboxtype.Event)
 	if !ok {
 		return effects.Reconciliation{}, errors.New("no event in the context to send again")
 	}
@@ -271,13 +272,13 @@ func conflictVerdict(body []byte) (string, string) {
 	for _, s := range []string{p.Outcome, p.Type, p.Title} {
 		s = strings.ToLower(s)
 		if strings.Contains(s, "stale") {
-			return string(seqbox.Stale), detail
+			return string(seqboxtype.Stale), detail
 		}
 		if strings.Contains(s, "version_conflict") || strings.Contains(s, "version-conflict") || strings.Contains(s, "version conflict") {
-			return string(seqbox.VersionConflict), detail
+			return string(seqboxtype.VersionConflict), detail
 		}
 	}
-	return string(seqbox.VersionConflict), detail
+	return string(seqboxtype.VersionConflict), detail
 }
 
 func snippet(b []byte) string {
@@ -296,7 +297,7 @@ func isTimeout(err error) bool {
 // apply is the handler in agent mode: the agent's verdict was recorded
 // by decide; the gateway keeps the envelope and counts the verdict. A 409
 // settles the event as stale or version_conflict (seqbox.Settle).
-func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 	raw, ok := seqbox.DecisionFrom(ctx)
 	if !ok {
 		return errors.New("no agent verdict recorded")
@@ -306,11 +307,11 @@ func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) 
 		return seqbox.Permanent(fmt.Errorf("unreadable agent verdict %q: %w", raw, err))
 	}
 	s.verdicts.Store(identHash(s.opt.Consumer, ev.Source, ev.ID), v.Verdict)
-	switch seqbox.Outcome(v.Verdict) {
-	case seqbox.Stale, seqbox.VersionConflict:
+	switch seqboxtype.Outcome(v.Verdict) {
+	case seqboxtype.Stale, seqboxtype.VersionConflict:
 		// The agent's object is newer than the gate could know: the event
 		// ends stale or version_conflict, and its key moves on.
-		return seqbox.Conclude(seqbox.Outcome(v.Verdict), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
+		return seqbox.Conclude(seqboxtype.Outcome(v.Verdict), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
 	}
 	return s.envelopes.record(ctx, tx, ev, s.consumerNow())
 }

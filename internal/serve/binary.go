@@ -13,11 +13,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // maxSafeInteger is the largest objectversion written as a JSON number
-// (2^53-1): larger ones stay strings, as seqbox.ParseEvent requires.
+// (2^53-1): larger ones stay strings, as seqboxtype.ParseEvent requires.
 const maxSafeInteger = 1<<53 - 1
 
 // BinaryEnvelope builds the structured-mode envelope seqbox stores from a
@@ -28,14 +28,14 @@ const maxSafeInteger = 1<<53 - 1
 // So that one fact hashes the same whichever mode carried it, an
 // objectversion that is a plain decimal integer up to 2^53-1 is written
 // as a JSON number, as the structured mode would write it; anything else
-// stays a string for seqbox.ParseEvent to judge. A JSON body
+// stays a string for seqboxtype.ParseEvent to judge. A JSON body
 // (application/json or any +json type) is data as it is, a text body
 // (text/*) is data as a string, anything else is data_base64.
 //
-// Errors are *seqbox.InvalidEventError naming the attribute: a header
+// Errors are *seqboxtype.InvalidEventError naming the attribute: a header
 // given twice, a name that is not a CloudEvents attribute name, a value
 // that is not valid UTF-8 or badly percent-encoded, a JSON body that is
-// not JSON. The envelope is then validated by seqbox.ParseEvent.
+// not JSON. The envelope is then validated by seqboxtype.ParseEvent.
 //
 // The envelope is faithful to the request (datacontenttype, extension
 // values as strings); POST /v1/events then writes it, like a structured
@@ -201,5 +201,5 @@ func validAttrName(s string) bool {
 }
 
 func invalidf(field, format string, args ...any) error {
-	return &seqbox.InvalidEventError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &seqboxtype.InvalidEventError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,9 +24,9 @@ func TestBinaryEnvelopeMatchesStructured(t *testing.T) {
 		"Ce-Partitionkey", "PED-4821", "Ce-Objectversion", "41", "Ce-Businesskey", "followup:x%3Ay", "Content-Type", "application/json"),
 		[]byte(` {"b":2,"a":1} `))
 	require.NoError(t, err)
-	bin, err := seqbox.ParseEvent(env)
+	bin, err := seqboxtype.ParseEvent(env)
 	require.NoError(t, err, "%s", env)
-	st, err := seqbox.ParseEvent([]byte(`{"specversion":"1.0","id":"e1","source":"crm","type":"t","partitionkey":"PED-4821",
+	st, err := seqboxtype.ParseEvent([]byte(`{"specversion":"1.0","id":"e1","source":"crm","type":"t","partitionkey":"PED-4821",
 		"objectversion":41,"businesskey":"followup:x:y","datacontenttype":"application/json","data":{"a":1,"b":2}}`))
 	require.NoError(t, err)
 	require.Equal(t, st.Hash, bin.Hash)
@@ -51,7 +51,7 @@ func TestBinaryEnvelopeData(t *testing.T) {
 			env, err := BinaryEnvelope(h, []byte(c.body))
 			require.NoError(t, err)
 			require.Contains(t, string(env), c.want)
-			_, err = seqbox.ParseEvent(env)
+			_, err = seqboxtype.ParseEvent(env)
 			require.NoError(t, err, "%s", env)
 		})
 	}
@@ -69,9 +69,9 @@ func TestBinaryEnvelopeData(t *testing.T) {
 	} {
 		env, err := BinaryEnvelope(h, nil)
 		if err == nil {
-			_, err = seqbox.ParseEvent(env)
+			_, err = seqboxtype.ParseEvent(env)
 		}
-		var ie *seqbox.InvalidEventError
+		var ie *seqboxtype.InvalidEventError
 		require.True(t, errors.As(err, &ie), "%s: %v", name, err)
 		require.NotEmpty(t, ie.Field, name)
 	}
@@ -96,7 +96,7 @@ func FuzzBinaryEnvelope(f *testing.F) {
 		}
 		env, err := BinaryEnvelope(h, body)
 		if err != nil {
-			var ie *seqbox.InvalidEventError
+			var ie *seqboxtype.InvalidEventError
 			if !errors.As(err, &ie) || ie.Field == "" {
 				t.Fatalf("error without a field: %v", err)
 			}
@@ -112,9 +112,9 @@ func FuzzBinaryEnvelope(f *testing.F) {
 				t.Fatalf("id is not a string: %s", raw)
 			}
 		}
-		ev, err := seqbox.ParseEvent(env)
+		ev, err := seqboxtype.ParseEvent(env)
 		if err != nil {
-			var ie *seqbox.InvalidEventError
+			var ie *seqboxtype.InvalidEventError
 			if !errors.As(err, &ie) || ie.Field == "" {
 				t.Fatalf("ParseEvent error without a field: %v", err)
 			}

@@ -10,11 +10,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
-	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/jsonkind"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
-// This file is what the gateway adds to seqbox.ParseEvent for the events
+// This file is what the gateway adds to seqboxtype.ParseEvent for the events
 // it ingests: the CloudEvents rules ParseEvent leaves to each transport,
 // and one canonical envelope per fact whatever the mode that carried it.
 //
@@ -27,25 +27,25 @@ import (
 // ingestEvent validates one envelope of POST /v1/events and returns it
 // parsed, with the bytes to queue: the envelope in the gateway's canonical
 // form (see canonicalize), which is raw itself when raw is already
-// canonical. Errors are *seqbox.InvalidEventError naming the field.
-func ingestEvent(raw []byte) (seqbox.Event, []byte, error) {
-	ev, err := seqbox.ParseEvent(raw)
+// canonical. Errors are *seqboxtype.InvalidEventError naming the field.
+func ingestEvent(raw []byte) (seqboxtype.Event, []byte, error) {
+	ev, err := seqboxtype.ParseEvent(raw)
 	if err != nil {
-		return seqbox.Event{}, nil, err
+		return seqboxtype.Event{}, nil, err
 	}
 	members, err := topMembers(raw)
 	if err != nil {
-		return seqbox.Event{}, nil, err
+		return seqboxtype.Event{}, nil, err
 	}
 	if err := checkAttributes(members); err != nil {
-		return seqbox.Event{}, nil, err
+		return seqboxtype.Event{}, nil, err
 	}
 	canon, changed := canonicalize(members)
 	if !changed {
 		return ev, raw, nil
 	}
-	if ev, err = seqbox.ParseEvent(canon); err != nil {
-		return seqbox.Event{}, nil, err
+	if ev, err = seqboxtype.ParseEvent(canon); err != nil {
+		return seqboxtype.Event{}, nil, err
 	}
 	return ev, canon, nil
 }
@@ -62,7 +62,7 @@ type member struct {
 func (m member) kind() byte { return m.value[0] }
 
 // topMembers lists the envelope's members in document order. raw has
-// passed seqbox.ParseEvent: it is one JSON object, valid UTF-8, with no
+// passed seqboxtype.ParseEvent: it is one JSON object, valid UTF-8, with no
 // member name repeated.
 func topMembers(raw []byte) ([]member, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -86,7 +86,7 @@ func topMembers(raw []byte) ([]member, error) {
 }
 
 // checkAttributes applies the CloudEvents 1.0 rules of the JSON event
-// format that seqbox.ParseEvent does not, and the same attribute-name rule
+// format that seqboxtype.ParseEvent does not, and the same attribute-name rule
 // as binary mode: specversion is present; every member but data and
 // data_base64 is an attribute named by 1 to 20 lowercase letters or
 // digits, whose value is a string, a number, a boolean or null (absent),
@@ -173,7 +173,7 @@ func checkBase64(m member) error {
 //     if any, is in data: the JSON event format says an absent
 //     datacontenttype means exactly that;
 //   - an attribute whose value is null is left out (null means absent, as
-//     seqbox.ParseEvent reads it); data is kept as it is, null or not.
+//     seqboxtype.ParseEvent reads it); data is kept as it is, null or not.
 //
 // Everything else (data's bytes, the strings' escapes, member order) is
 // kept as received: RFC 8785 already makes those irrelevant to the hash.
@@ -221,7 +221,7 @@ func canonicalize(members []member) ([]byte, bool) {
 
 // canonicalVersion is the canonical spelling of an objectversion: the
 // decimal integer, as a JSON number up to 2^53-1 and as a string above.
-// Nil when the value is not one seqbox.ParseEvent accepts (never here).
+// Nil when the value is not one seqboxtype.ParseEvent accepts (never here).
 func canonicalVersion(m member) []byte {
 	text := string(m.value)
 	if m.kind() == '"' {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ddl"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // The gateway's own tables, beside seqbox's (it is the application here):
@@ -64,7 +65,7 @@ func newEnvelopes(consumer string) *envelopes {
 }
 
 // record stores the applied envelope, inside the handler's transaction.
-func (e *envelopes) record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event, now time.Time) error {
+func (e *envelopes) record(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO gateway_envelopes (ident, consumer, source, id, envelope, applied_at, businesskey)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 		identHash(e.consumer, ev.Source, ev.ID), e.consumer, ev.Source, ev.ID, string(ev.Raw), now.UnixMicro(), ev.BusinessKey)
@@ -73,8 +74,8 @@ func (e *envelopes) record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event, n
 
 // committed queues a committed decision's identity for the tombstone
 // check (best effort: when the buffer is full the check is skipped).
-func (e *envelopes) committed(d seqbox.Result) {
-	if !e.tombstones.Load() || d.Outcome == seqbox.Rejected || d.Outcome == seqbox.Duplicate {
+func (e *envelopes) committed(d seqboxtype.Result) {
+	if !e.tombstones.Load() || d.Outcome == seqboxtype.Rejected || d.Outcome == seqboxtype.Duplicate {
 		return
 	}
 	select {

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // Media types of the CloudEvents HTTP binding, and plain JSON (which
@@ -58,9 +58,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	out := Accepted{Accepted: len(raws), Events: make([]QueuedEvent, len(raws)), Note: idempotentNote}
 	var bad []EventError
 	for i, raw := range raws {
-		if len(raw) > seqbox.MaxEventSize {
+		if len(raw) > seqboxtype.MaxEventSize {
 			p := Problem{Type: ProblemTooLarge, Title: "Event too large", Status: http.StatusRequestEntityTooLarge,
-				Detail: fmt.Sprintf("event %d is %d bytes, larger than the %d-byte limit of one event", i, len(raw), seqbox.MaxEventSize),
+				Detail: fmt.Sprintf("event %d is %d bytes, larger than the %d-byte limit of one event", i, len(raw), seqboxtype.MaxEventSize),
 				Field:  "envelope"}
 			if mode == "batch" {
 				p.Index = &i
@@ -72,7 +72,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		ev, canon, err := ingestEvent(raw)
 		if err != nil {
 			field, detail := "envelope", err.Error()
-			var ie *seqbox.InvalidEventError
+			var ie *seqboxtype.InvalidEventError
 			if errors.As(err, &ie) {
 				field, detail = ie.Field, ie.Reason
 			}
@@ -210,7 +210,7 @@ func splitBatch(body []byte, maxBatch int) ([][]byte, *Problem) {
 }
 
 func invalidProblem(err error) *Problem {
-	var ie *seqbox.InvalidEventError
+	var ie *seqboxtype.InvalidEventError
 	field, detail := "envelope", err.Error()
 	if errors.As(err, &ie) {
 		field, detail = ie.Field, ie.Reason

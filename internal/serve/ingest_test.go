@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -325,7 +325,7 @@ func FuzzIngestEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ev, canon, err := ingestEvent(raw)
 		if err != nil {
-			var ie *seqbox.InvalidEventError
+			var ie *seqboxtype.InvalidEventError
 			if !errors.As(err, &ie) || ie.Field == "" {
 				t.Fatalf("error without a field: %v", err)
 			}

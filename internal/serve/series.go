@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // seriesBucket is the width of one point of the outcomes chart.
@@ -18,14 +18,14 @@ const seriesLen = 120
 // Prometheus keeps the history.
 type outcomeSeries struct {
 	mu      sync.Mutex
-	totals  map[seqbox.Outcome]int64
+	totals  map[seqboxtype.Outcome]int64
 	buckets []bucket
 	now     func() time.Time
 }
 
 type bucket struct {
 	start  time.Time
-	counts map[seqbox.Outcome]int64
+	counts map[seqboxtype.Outcome]int64
 }
 
 // SeriesPoint is one bucket of the outcomes chart.
@@ -35,17 +35,17 @@ type SeriesPoint struct {
 }
 
 func newOutcomeSeries(now func() time.Time) *outcomeSeries {
-	return &outcomeSeries{totals: map[seqbox.Outcome]int64{}, now: now}
+	return &outcomeSeries{totals: map[seqboxtype.Outcome]int64{}, now: now}
 }
 
 // observe counts one committed decision (Config.Observer).
-func (o *outcomeSeries) observe(d seqbox.Result) {
+func (o *outcomeSeries) observe(d seqboxtype.Result) {
 	start := o.now().Truncate(seriesBucket)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.totals[d.Outcome]++
 	if n := len(o.buckets); n == 0 || o.buckets[n-1].start.Before(start) {
-		o.buckets = append(o.buckets, bucket{start: start, counts: map[seqbox.Outcome]int64{}})
+		o.buckets = append(o.buckets, bucket{start: start, counts: map[seqboxtype.Outcome]int64{}})
 		if len(o.buckets) > seriesLen {
 			o.buckets = o.buckets[len(o.buckets)-seriesLen:]
 		}
@@ -60,7 +60,7 @@ func (o *outcomeSeries) snapshot() (map[string]int64, []SeriesPoint) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	totals := map[string]int64{}
-	for _, oc := range seqbox.Outcomes() {
+	for _, oc := range seqboxtype.Outcomes() {
 		totals[string(oc)] = o.totals[oc]
 	}
 	byStart := map[time.Time]bucket{}

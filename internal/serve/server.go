@@ -18,6 +18,7 @@ import (
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/embedded"
@@ -104,7 +105,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 			return fail(fmt.Errorf("create the record handler's tables: %w", err))
 		}
 		record := replay.RecordHandlerOn(st.DB(), opt.Consumer)
-		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			if err := record(ctx, tx, ev); err != nil {
 				return err
 			}
@@ -128,7 +129,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 // that /metrics lists them before the first event (and rate() works).
 func (s *Server) zeroSeries() {
 	m, name := s.consumerMetrics, s.opt.Consumer
-	for _, o := range seqbox.Outcomes() {
+	for _, o := range seqboxtype.Outcomes() {
 		m.Deliveries.WithLabelValues(name, string(o))
 	}
 	for _, v := range []*prometheus.CounterVec{m.KeyConflicts, m.Redrives, m.MaxBlockAlerts, m.PurgedRows, m.ContractFailure,
@@ -163,10 +164,10 @@ func (s *Server) consumerNow() time.Time {
 
 // observe is the consumer's Observer: the chart, the check for purged
 // identities delivered again, and the agent's verdicts, once committed.
-func (s *Server) observe(d seqbox.Result) {
+func (s *Server) observe(d seqboxtype.Result) {
 	s.series.observe(d)
 	s.envelopes.committed(d)
-	settledByAgent := d.Outcome == seqbox.Applied || d.Outcome == seqbox.Stale || d.Outcome == seqbox.VersionConflict
+	settledByAgent := d.Outcome == seqboxtype.Applied || d.Outcome == seqboxtype.Stale || d.Outcome == seqboxtype.VersionConflict
 	if settledByAgent && s.opt.AgentURL != "" {
 		if v, ok := s.verdicts.LoadAndDelete(identHash(s.opt.Consumer, d.Source, d.ID)); ok {
 			s.metrics.agentVerdicts.WithLabelValues(s.opt.Consumer, v.(string)).Inc()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/stretchr/testify/require"
@@ -133,7 +134,7 @@ func schemaExists(t *testing.T, db *sql.DB, schema string) bool {
 	return ok
 }
 
-func deliver(t *testing.T, st store.Store, id string, h seqbox.Handler) seqbox.Outcome {
+func deliver(t *testing.T, st store.Store, id string, h seqbox.Handler) seqboxtype.Outcome {
 	t.Helper()
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "crm", Store: st, Handler: h})
 	require.NoError(t, err)
@@ -190,12 +191,12 @@ func TestAdoptApplicationDatabase(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'crm_tasks2'`).Scan(&where))
 	require.Equal(t, "public", where)
 
-	h := func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	h := func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks (title) VALUES ($1)`, "follow up "+ev.PartitionKey)
 		return err
 	}
-	require.Equal(t, seqbox.Applied, deliver(t, st, "evt-1", h))
-	require.Equal(t, seqbox.Duplicate, deliver(t, st, "evt-1", h))
+	require.Equal(t, seqboxtype.Applied, deliver(t, st, "evt-1", h))
+	require.Equal(t, seqboxtype.Duplicate, deliver(t, st, "evt-1", h))
 	var n int
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM public.crm_tasks`).Scan(&n))
 	require.Equal(t, 3, n)
@@ -352,7 +353,7 @@ func TestReadOnlyPostgres(t *testing.T) {
 		exec(t, db, appObjects...)
 		w, err := postgres.Open(ctx, u)
 		require.NoError(t, err)
-		require.Equal(t, seqbox.Applied, deliver(t, w, "evt-1", func(context.Context, seqbox.Tx, seqbox.Event) error { return nil }))
+		require.Equal(t, seqboxtype.Applied, deliver(t, w, "evt-1", func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }))
 		require.NoError(t, w.Close())
 		before := listing(t, db)
 		var inboxBefore int

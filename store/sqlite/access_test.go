@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/stretchr/testify/require"
@@ -227,7 +228,7 @@ func TestAdoptKeepsTheApplicationsObjects(t *testing.T) {
 	require.Greater(t, seqboxTables, 5)
 
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "crm", Store: st,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks (title) VALUES ($1)`, "follow up "+ev.PartitionKey)
 			return err
 		}})
@@ -364,11 +365,11 @@ func seqboxFile(t *testing.T, dir string) string {
 func deliver(t *testing.T, st store.Store, id string) {
 	t.Helper()
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "c", Store: st,
-		Handler: func(context.Context, seqbox.Tx, seqbox.Event) error { return nil }})
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
 	require.NoError(t, err)
 	ds, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"`+id+`","source":"s","type":"t"}`), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Applied, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
 }
 
 func inboxRows(t *testing.T, st store.Store) int64 {

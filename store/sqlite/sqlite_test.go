@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/store/storetest"
@@ -107,7 +108,7 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	require.NoError(t, err)
 	ds, err := c.Deliver(ctx, raw, 1)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Applied, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
 	require.NoError(t, st.Close())
 
 	// Reopened (also through a file: URI): the identity survived, and the
@@ -122,7 +123,7 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	require.NoError(t, err)
 	ds, err = c.Deliver(ctx, raw, 2)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Duplicate, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Duplicate, ds[0].Outcome)
 	n, err := replay.Effects(ctx, st.DB(), "c")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)

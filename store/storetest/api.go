@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,7 +36,7 @@ func apiDeliverTx(t *testing.T, open Factory) {
 		require.NoError(t, err)
 		ds, err := c.DeliverTx(ctx, tx, raw, 1)
 		require.NoError(t, err)
-		require.Equal(t, seqbox.Applied, ds[0].Outcome, "rolled back before: still new (commit=%v)", commit)
+		require.Equal(t, seqboxtype.Applied, ds[0].Outcome, "rolled back before: still new (commit=%v)", commit)
 		if commit {
 			require.NoError(t, tx.Commit())
 		} else {
@@ -47,5 +47,5 @@ func apiDeliverTx(t *testing.T, open Factory) {
 	}
 	require.Equal(t, 1, b.effects(t, ""))
 	require.Equal(t, 1, logged())
-	require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
+	require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
 }

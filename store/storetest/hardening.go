@@ -53,7 +53,7 @@ func hardAmbiguousInputs(t *testing.T, open Factory) {
 		`{"id":"d","source":"s","type":"t","data":{"x":{"a":1,"\u0061":2}}}`,
 	} {
 		d := deliver(t, c, []byte(raw), 1)
-		require.Equal(t, seqbox.Rejected, d.Outcome, "%q", raw)
+		require.Equal(t, seqboxtype.Rejected, d.Outcome, "%q", raw)
 		require.NotEmpty(t, d.Reason)
 	}
 	dlq, _ := countRows(t, b.st, b.cfg.Name)
@@ -70,15 +70,15 @@ func hardAmbiguousInputs(t *testing.T, open Factory) {
 func hardHashByValue(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
 	c := b.consumer(t)
-	require.Equal(t, seqbox.Applied, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":1,"name":"é"}}`), 1).Outcome)
+	require.Equal(t, seqboxtype.Applied, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":1,"name":"é"}}`), 1).Outcome)
 	for _, same := range []string{
 		`{"id":"n","source":"s","type":"t","data":{"q":1.0,"name":"\u00e9"}}`,
 		`{"data":{"name":"é","q":1e0},"type":"t","source":"s","id":"n"}`,
 		`{ "id" : "n", "source":"s", "type":"t", "data":{"q":10e-1,"name":"é"}, "publishedat":"2026-01-01T00:00:00Z"}`,
 	} {
-		require.Equal(t, seqbox.Duplicate, deliver(t, c, []byte(same), 2).Outcome, same)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, []byte(same), 2).Outcome, same)
 	}
-	require.Equal(t, seqbox.Collision, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":2,"name":"é"}}`), 1).Outcome)
+	require.Equal(t, seqboxtype.Collision, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":2,"name":"é"}}`), 1).Outcome)
 	require.Equal(t, 1, b.effects(t, ""))
 }
 
@@ -124,8 +124,8 @@ func hardReplayTwice(t *testing.T, open Factory) {
 	cnt, err := replay.Run(ctx, c, strings.NewReader(replayTwiceInput), &first, replay.Options{})
 	require.NoError(t, err)
 	require.Equal(t, int64(11), cnt.Deliveries, "every non-blank line is one delivery:\n%s", first.String())
-	for _, o := range []seqbox.Outcome{seqbox.Duplicate, seqbox.Collision, seqbox.SemanticDuplicate, seqbox.Stale,
-		seqbox.Held, seqbox.DeadLettered, seqbox.Blocked, seqbox.Rejected} {
+	for _, o := range []seqboxtype.Outcome{seqboxtype.Duplicate, seqboxtype.Collision, seqboxtype.SemanticDuplicate, seqboxtype.Stale,
+		seqboxtype.Held, seqboxtype.DeadLettered, seqboxtype.Blocked, seqboxtype.Rejected} {
 		require.NotZero(t, cnt.ByOutcome[o], "the input exercises %s:\n%s", o, first.String())
 	}
 	before := rowCounts(t, st, "twice")
@@ -134,8 +134,8 @@ func hardReplayTwice(t *testing.T, open Factory) {
 	cnt, err = replay.Run(ctx, c, strings.NewReader(replayTwiceInput), &second, replay.Options{})
 	require.NoError(t, err)
 	require.Zero(t, cnt.Accepted, "the second run applies nothing:\n%s", second.String())
-	require.Equal(t, int64(2), cnt.ByOutcome[seqbox.Rejected], "rejected lines are rejected again")
-	require.Equal(t, int64(1), cnt.ByOutcome[seqbox.Collision], "the colliding line collides again")
+	require.Equal(t, int64(2), cnt.ByOutcome[seqboxtype.Rejected], "rejected lines are rejected again")
+	require.Equal(t, int64(1), cnt.ByOutcome[seqboxtype.Collision], "the colliding line collides again")
 	require.Equal(t, before, rowCounts(t, st, "twice"), "the second run adds no row anywhere")
 }
 
@@ -144,7 +144,7 @@ func hardReplayTwice(t *testing.T, open Factory) {
 func flakyOnce(name, id string) (seqbox.Handler, *atomic.Int32) {
 	inner := replay.RecordHandler(name)
 	var calls atomic.Int32
-	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		if ev.ID == id && calls.Add(1) == 1 {
 			return errors.New("flaky: first attempt fails")
 		}
@@ -223,11 +223,11 @@ func hardRejectedTwice(t *testing.T, open Factory) {
 	bad := []byte(`{"id":"x-1","source":"crm","type":"t","objectversion":"one","partitionkey":"K"}`)
 	for range 2 {
 		d := deliver(t, c, bad, 1)
-		require.Equal(t, seqbox.Rejected, d.Outcome)
+		require.Equal(t, seqboxtype.Rejected, d.Outcome)
 		require.Contains(t, d.Reason, "objectversion", "the reason names the field")
 	}
 	other := deliver(t, c, []byte(`{"id":"x-1","source":"crm"}`), 1)
-	require.Equal(t, seqbox.Rejected, other.Outcome, "other bad bytes are another rejection")
+	require.Equal(t, seqboxtype.Rejected, other.Outcome, "other bad bytes are another rejection")
 	dlq, audit := countRows(t, b.st, b.cfg.Name)
 	require.Equal(t, 2, dlq, "one DLQ row per distinct bad input")
 	require.Equal(t, 2, audit)
@@ -247,7 +247,7 @@ func hardOversizedTwice(t *testing.T, open Factory) {
 		ds, err := reach.DeliverOversized(c, context.Background(), o)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
-		require.Equal(t, seqbox.Rejected, ds[0].Outcome)
+		require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
 		require.Contains(t, ds[0].Reason, "5242880 bytes")
 	}
 	dls, err := b.st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: false})
@@ -296,7 +296,7 @@ func appSetup(t *testing.T, st store.Store, name string, broken *atomic.Bool) *s
 	_, err := st.DB().ExecContext(ctx, `CREATE TABLE IF NOT EXISTS app_tasks (consumer TEXT NOT NULL, id TEXT NOT NULL)`)
 	require.NoError(t, err)
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: name, Store: st,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			if broken.Load() {
 				return seqbox.Permanent(errors.New("crm is down"))
 			}
@@ -319,7 +319,7 @@ func appTasks(t *testing.T, st store.Store, name string) int {
 func deadLetterOne(t *testing.T, c *seqbox.Consumer, st store.Store, id string) int64 {
 	t.Helper()
 	d := deliver(t, c, []byte(`{"id":"`+id+`","source":"crm","type":"task.create","partitionkey":"opp-1","objectversion":1}`), 1)
-	require.Equal(t, seqbox.DeadLettered, d.Outcome)
+	require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
 	dls, err := st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: c.Name(), All: false})
 	require.NoError(t, err)
 	require.NotEmpty(t, dls)
@@ -357,9 +357,9 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	require.Equal(t, seqboxtype.RequestDone, r.State, r.Error)
 	require.Equal(t, "alice", r.RequestedBy)
 	require.NotEmpty(t, r.TakenBy)
-	var ds []seqbox.Result
+	var ds []seqboxtype.Result
 	require.NoError(t, json.Unmarshal(r.Result, &ds))
-	require.Equal(t, seqbox.Applied, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
 	require.Equal(t, 1, appTasks(t, st, "crm"))
 
 	// A request the consumer cannot honour fails with the reason.
@@ -443,7 +443,7 @@ func hardParkedWhileWaiting(t *testing.T, open Factory) {
 	inHandler, release := make(chan struct{}), make(chan struct{})
 	inner := replay.RecordHandler(e.cfg.Name)
 	c := e.consumer(func(cfg *seqbox.Config) {
-		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			if ev.ID == "slow" {
 				close(inHandler)
 				<-release
@@ -462,11 +462,11 @@ func hardParkedWhileWaiting(t *testing.T, open Factory) {
 		batchDone <- err
 	}()
 	<-inHandler
-	v3Done := make(chan []seqbox.Result, 1)
+	v3Done := make(chan []seqboxtype.Result, 1)
 	go func() {
 		ds, err := c.Deliver(e.ctx, ordEvent("w3", k, 3, "shipped"), 1)
 		if err != nil {
-			ds = []seqbox.Result{{ID: "error: " + err.Error()}}
+			ds = []seqboxtype.Result{{ID: "error: " + err.Error()}}
 		}
 		v3Done <- ds
 	}()

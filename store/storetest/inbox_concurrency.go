@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,7 @@ func exerciseConcurrency(t *testing.T, open Factory) {
 		b := setupInbox(t, open)
 		var calls atomic.Int32
 		record := replay.RecordHandler(inboxConsumer)
-		slow := func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		slow := func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			calls.Add(1)
 			time.Sleep(30 * time.Millisecond) // hold the transaction open while the other races
 			return record(ctx, tx, ev)
@@ -38,7 +39,7 @@ func exerciseConcurrency(t *testing.T, open Factory) {
 		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		results := make([]seqbox.Outcome, len(consumers))
+		results := make([]seqboxtype.Outcome, len(consumers))
 		errs := make([]error, len(consumers))
 		for i, c := range consumers {
 			wg.Go(func() {
@@ -55,7 +56,7 @@ func exerciseConcurrency(t *testing.T, open Factory) {
 		for _, err := range errs {
 			require.NoError(t, err)
 		}
-		require.ElementsMatch(t, []seqbox.Outcome{seqbox.Applied, seqbox.Duplicate}, results)
+		require.ElementsMatch(t, []seqboxtype.Outcome{seqboxtype.Applied, seqboxtype.Duplicate}, results)
 		require.Equal(t, int32(1), calls.Load(), "the loser never reaches the handler")
 		require.Equal(t, 1, b.effects(t, ""))
 		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
@@ -84,9 +85,9 @@ func exerciseConcurrency(t *testing.T, open Factory) {
 						continue
 					}
 					switch ds[0].Outcome {
-					case seqbox.Applied:
+					case seqboxtype.Applied:
 						applied.Add(1)
-					case seqbox.Duplicate:
+					case seqboxtype.Duplicate:
 						duplicates.Add(1)
 					default:
 						errs <- fmt.Errorf("unexpected outcome %s: %s", ds[0].Outcome, ds[0].Reason)

@@ -49,14 +49,14 @@ func exerciseFailureWindows(t *testing.T, open Factory) {
 			// The broker redelivers to a restarted consumer.
 			restarted := b.consumer(t)
 			d := deliver(t, restarted, raw, 2)
-			require.Equal(t, seqbox.Applied, d.Outcome, d.Reason)
+			require.Equal(t, seqboxtype.Applied, d.Outcome, d.Reason)
 			require.Equal(t, 1, b.effects(t, "evt-1"))
 			require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
 			require.Equal(t, "applied", b.inboxOutcome(t, "crm", "evt-1"))
 
 			// And any later copy is a duplicate.
 			d = deliver(t, restarted, raw, 3)
-			require.Equal(t, seqbox.Duplicate, d.Outcome)
+			require.Equal(t, seqboxtype.Duplicate, d.Outcome)
 			require.Equal(t, 1, b.effects(t, ""))
 			require.Empty(t, b.audit(t), "a duplicate adds no audit row")
 			require.Equal(t, 1, b.duplicates(t), "the repetition is counted on its inbox row")
@@ -71,10 +71,10 @@ func exerciseFailureWindows(t *testing.T, open Factory) {
 		c := b.consumer(t)
 		raw := simple(t, "evt-1")
 		d := deliver(t, c, raw, 1)
-		require.Equal(t, seqbox.Applied, d.Outcome, d.Reason)
+		require.Equal(t, seqboxtype.Applied, d.Outcome, d.Reason)
 		// (no ack) — the redelivery reaches a restarted consumer.
 		d = deliver(t, b.consumer(t), raw, 2)
-		require.Equal(t, seqbox.Duplicate, d.Outcome)
+		require.Equal(t, seqboxtype.Duplicate, d.Outcome)
 		require.Contains(t, d.Reason, "applied", "the duplicate names what the identity ended in")
 		require.Equal(t, 1, b.effects(t, ""))
 		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
@@ -145,7 +145,7 @@ func exerciseMidBatchCrash(t *testing.T, b *inboxBundle) {
 	restarted := b.consumer(t)
 	for _, d := range batch {
 		got := deliver(t, restarted, d.body, 2)
-		require.Equal(t, seqbox.Applied, got.Outcome, got.Reason)
+		require.Equal(t, seqboxtype.Applied, got.Outcome, got.Reason)
 	}
 	require.Equal(t, 5, b.effects(t, ""))
 	for _, id := range []string{"first", "m1", "m2", "m3", "m4"} {
@@ -163,10 +163,10 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		c := b.consumer(t)
 		first := []byte(`{"id":"evt-482","source":"erp","type":"stock.reserved","data":{"qty":10}}`)
 		second := []byte(`{"id":"evt-482","source":"erp","type":"stock.reserved","data":{"qty":12}}`)
-		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, first, 1).Outcome)
 
 		d := deliver(t, c, second, 1)
-		require.Equal(t, seqbox.Collision, d.Outcome)
+		require.Equal(t, seqboxtype.Collision, d.Outcome)
 		require.Contains(t, d.Reason, "hash")
 		require.Equal(t, 1, b.effects(t, ""), "the second payload applies nothing")
 		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1, Parked: 1}, b.counts(t))
@@ -179,7 +179,7 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		require.Equal(t, "collision", string(parked[0].Reason), "the name stored on the row")
 		require.Equal(t, "evt-482", parked[0].ID)
 		require.Equal(t, second, parked[0].Envelope, "the second payload is kept for investigation, byte for byte")
-		ev2, err := seqbox.ParseEvent(second)
+		ev2, err := seqboxtype.ParseEvent(second)
 		require.NoError(t, err)
 		require.Equal(t, ev2.Hash, parked[0].PayloadHash)
 
@@ -188,7 +188,7 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		require.NotEmpty(t, audit[0].NextAction)
 
 		// The original payload is still a plain duplicate.
-		require.Equal(t, seqbox.Duplicate, deliver(t, c, first, 2).Outcome)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, first, 2).Outcome)
 		require.Equal(t, 1, b.effects(t, ""))
 	})
 
@@ -200,9 +200,9 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		// Same fact, republished later, with reordered keys and a trace.
 		again := []byte(`{"data": {"a": 1}, "type": "task.create", "source": "crm", "id": "evt-9",
 			"publishedat": "2026-10-09T12:05:00Z", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`)
-		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, first, 1).Outcome)
 		d := deliver(t, c, again, 1)
-		require.Equal(t, seqbox.Duplicate, d.Outcome, "publishedat and traceparent are volatile: %s", d.Reason)
+		require.Equal(t, seqboxtype.Duplicate, d.Outcome, "publishedat and traceparent are volatile: %s", d.Reason)
 		require.Equal(t, 1, b.effects(t, ""))
 		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
 		require.Empty(t, b.audit(t), "a duplicate adds no audit row")
@@ -219,11 +219,11 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		first := []byte(`{"id":"evt-9","source":"crm","type":"t","relayhop":"a","publishedat":"2026-10-09T12:00:00Z"}`)
 		hop := []byte(`{"id":"evt-9","source":"crm","type":"t","relayhop":"b","publishedat":"2026-10-09T12:00:00Z"}`)
 		republished := []byte(`{"id":"evt-9","source":"crm","type":"t","relayhop":"a","publishedat":"2026-10-09T12:07:00Z"}`)
-		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, first, 1).Outcome)
 		d := deliver(t, c, hop, 1)
-		require.Equal(t, seqbox.Duplicate, d.Outcome, "the configured attribute is volatile: %s", d.Reason)
+		require.Equal(t, seqboxtype.Duplicate, d.Outcome, "the configured attribute is volatile: %s", d.Reason)
 		d = deliver(t, c, republished, 1)
-		require.Equal(t, seqbox.Duplicate, d.Outcome, "publishedat stays volatile when the consumer adds its own: %s", d.Reason)
+		require.Equal(t, seqboxtype.Duplicate, d.Outcome, "publishedat stays volatile when the consumer adds its own: %s", d.Reason)
 		require.Equal(t, 1, b.effects(t, ""))
 		require.Equal(t, int64(0), b.counts(t).Parked, "nothing parked as a collision")
 	})
@@ -235,10 +235,10 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		key := "criar_tarefa_followup:oportunidade_2481:reuniao_184"
 		first := event(t, map[string]any{"id": "evt-1", "source": "crm", "type": "meeting.held", "businesskey": key})
 		other := event(t, map[string]any{"id": "evt-2", "source": "crm", "type": "meeting.held", "businesskey": key})
-		require.Equal(t, seqbox.Applied, deliver(t, c, first, 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, first, 1).Outcome)
 
 		d := deliver(t, c, other, 1)
-		require.Equal(t, seqbox.SemanticDuplicate, d.Outcome)
+		require.Equal(t, seqboxtype.SemanticDuplicate, d.Outcome)
 		require.Contains(t, d.Reason, key)
 		require.Equal(t, 1, b.effects(t, ""), "the same effect is not applied twice under a new id")
 		require.Equal(t, 0, b.effects(t, "evt-2"))
@@ -250,9 +250,9 @@ func exerciseIdentity(t *testing.T, open Factory) {
 
 		// Its redelivery is a plain duplicate; a different business key is
 		// new work.
-		require.Equal(t, seqbox.Duplicate, deliver(t, c, other, 2).Outcome)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, other, 2).Outcome)
 		third := event(t, map[string]any{"id": "evt-3", "source": "crm", "type": "meeting.held", "businesskey": key + ":v2"})
-		require.Equal(t, seqbox.Applied, deliver(t, c, third, 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, third, 1).Outcome)
 		require.Equal(t, 2, b.effects(t, ""))
 	})
 
@@ -260,8 +260,8 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		t.Parallel()
 		b := setupInbox(t, open)
 		c := b.consumer(t)
-		require.Equal(t, seqbox.Applied, deliver(t, c, []byte(`{"id":"1","source":"crm","type":"t"}`), 1).Outcome)
-		require.Equal(t, seqbox.Applied, deliver(t, c, []byte(`{"id":"1","source":"erp","type":"t"}`), 1).Outcome,
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, []byte(`{"id":"1","source":"crm","type":"t"}`), 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, []byte(`{"id":"1","source":"erp","type":"t"}`), 1).Outcome,
 			"identity is (source, id)")
 		require.Equal(t, 2, b.effects(t, ""))
 		require.Equal(t, int64(2), b.counts(t).InboxRows)
@@ -274,11 +274,11 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		names := []string{"estoque", "faturamento", "atendimento"}
 		for _, name := range names {
 			c := b.consumer(t, func(c *seqbox.Config) { c.Name, c.Handler = name, replay.RecordHandler(name) })
-			require.Equal(t, seqbox.Applied, deliver(t, c, raw, 1).Outcome, name)
+			require.Equal(t, seqboxtype.Applied, deliver(t, c, raw, 1).Outcome, name)
 		}
 		for _, name := range names {
 			c := b.consumer(t, func(c *seqbox.Config) { c.Name, c.Handler = name, replay.RecordHandler(name) })
-			require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome, name)
+			require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome, name)
 			require.Equal(t, 1, countEffects(t, b.st, name, ""), name)
 			counts, err := b.st.Executor().Counts(context.Background(), name)
 			require.NoError(t, err)
@@ -304,13 +304,13 @@ func exerciseRetention(t *testing.T, open Factory) {
 			c.Now = func() time.Time { return now }
 		})
 		raw := simple(t, "evt-1")
-		require.Equal(t, seqbox.Applied, deliver(t, c, raw, 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, c, raw, 1).Outcome)
 
 		purged, err := b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: t0.Add(29 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
 		require.Equal(t, int64(0), purged, "within retention nothing is purged")
 		now = t0.Add(29 * 24 * time.Hour)
-		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
 
 		purged, err = b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: t0.Add(31 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
@@ -324,7 +324,7 @@ func exerciseRetention(t *testing.T, open Factory) {
 		// every copy that can still come back must find its identity.
 		now = t0.Add(31 * 24 * time.Hour)
 		d := deliver(t, c, raw, 3)
-		require.Equal(t, seqbox.Applied, d.Outcome)
+		require.Equal(t, seqboxtype.Applied, d.Outcome)
 		require.Equal(t, 2, b.effects(t, "evt-1"))
 		require.Equal(t, int64(1), b.counts(t).InboxRows)
 	})
@@ -339,9 +339,9 @@ func exerciseRetention(t *testing.T, open Factory) {
 		c := b.consumer(t, clock)
 		other := b.consumer(t, clock, func(c *seqbox.Config) { c.Name, c.Handler = "other", replay.RecordHandler("other") })
 		for i := range 5 {
-			require.Equal(t, seqbox.Applied, deliver(t, c, simple(t, fmt.Sprintf("evt-%d", i)), 1).Outcome)
+			require.Equal(t, seqboxtype.Applied, deliver(t, c, simple(t, fmt.Sprintf("evt-%d", i)), 1).Outcome)
 		}
-		require.Equal(t, seqbox.Applied, deliver(t, other, simple(t, "evt-0"), 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, other, simple(t, "evt-0"), 1).Outcome)
 
 		after := t0.Add(retention + time.Hour)
 		var got []int64

@@ -13,6 +13,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -51,7 +52,7 @@ func (b *inboxBundle) consumer(t *testing.T, changes ...func(*seqbox.Config)) *s
 }
 
 // deliver delivers raw and returns the message's own decision (the first).
-func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqbox.Result {
+func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqboxtype.Result {
 	t.Helper()
 	ds, err := c.Deliver(context.Background(), raw, attempt)
 	require.NoError(t, err)
@@ -166,7 +167,7 @@ func crashAt(p fault.Point, hits *atomic.Int32) func(fault.Point) error {
 // errs[n-1] when that is not nil; calls past the script apply.
 func scriptedHandler(name string, calls *atomic.Int32, errs ...error) seqbox.Handler {
 	record := replay.RecordHandler(name)
-	return func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 		n := int(calls.Add(1))
 		if n <= len(errs) && errs[n-1] != nil {
 			return errs[n-1]

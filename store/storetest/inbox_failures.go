@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		})
 		raw := simple(t, "evt-1")
 		d := deliver(t, c, raw, 1)
-		require.Equal(t, seqbox.Retry, d.Outcome)
+		require.Equal(t, seqboxtype.Retry, d.Outcome)
 		require.Contains(t, d.Reason, "crm timeout")
 		require.False(t, d.Outcome.Acks(), "a retry is nacked, not acked")
 		require.Equal(t, 0, b.effects(t, ""))
@@ -37,11 +38,11 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.Equal(t, []string{"retry"}, auditOutcomes(audit))
 
 		d = deliver(t, c, raw, 2)
-		require.Equal(t, seqbox.Applied, d.Outcome, d.Reason)
+		require.Equal(t, seqboxtype.Applied, d.Outcome, d.Reason)
 		require.Equal(t, int32(2), calls.Load())
 		require.Equal(t, 1, b.effects(t, ""))
 		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
-		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 3).Outcome)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 3).Outcome)
 		require.Equal(t, 1, b.effects(t, ""))
 	})
 
@@ -52,7 +53,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		// Odd whitespace and key order: the DLQ must keep the bytes.
 		raw := []byte("{ \"type\":\"task.create\",\n\t\"id\" : \"evt-13\", \"source\":\"crm\",  \"data\":{\"fail\":\"permanent\", \"x\":1.50}}")
 		d := deliver(t, c, raw, 1)
-		require.Equal(t, seqbox.DeadLettered, d.Outcome)
+		require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
 		require.Contains(t, d.Reason, "permanent")
 		require.Equal(t, 0, b.effects(t, ""))
 		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
@@ -70,14 +71,14 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.Contains(t, dl.LastError, "data.fail=permanent")
 		require.Empty(t, dl.Resolution)
 		require.False(t, dl.DeadAt.IsZero())
-		ev, err := seqbox.ParseEvent(raw)
+		ev, err := seqboxtype.ParseEvent(raw)
 		require.NoError(t, err)
 		require.Equal(t, ev.Hash, dl.PayloadHash)
 		require.Equal(t, []string{"dead_lettered"}, auditOutcomes(b.audit(t)))
 
 		// The identity stays recorded: a redelivery is a duplicate and does
 		// not add a second DLQ copy.
-		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
 		require.Len(t, b.dlq(t, true), 1)
 	})
 
@@ -90,9 +91,9 @@ func exerciseFailures(t *testing.T, open Factory) {
 				seqbox.Permanent(errors.New("second: schema mismatch")))
 		})
 		raw := simple(t, "evt-1")
-		require.Equal(t, seqbox.Retry, deliver(t, c, raw, 1).Outcome)
+		require.Equal(t, seqboxtype.Retry, deliver(t, c, raw, 1).Outcome)
 		d := deliver(t, c, raw, 2)
-		require.Equal(t, seqbox.DeadLettered, d.Outcome)
+		require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
 		dls := b.dlq(t, false)
 		require.Len(t, dls, 1)
 		require.Equal(t, raw, dls[0].Envelope)
@@ -113,10 +114,10 @@ func exerciseFailures(t *testing.T, open Factory) {
 		raw := simple(t, "evt-1")
 		for attempt := 1; attempt <= 2; attempt++ {
 			d := deliver(t, c, raw, attempt)
-			require.Equal(t, seqbox.Retry, d.Outcome, "attempt %d", attempt)
+			require.Equal(t, seqboxtype.Retry, d.Outcome, "attempt %d", attempt)
 		}
 		d := deliver(t, c, raw, 3)
-		require.Equal(t, seqbox.DeadLettered, d.Outcome)
+		require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
 		require.Contains(t, d.Reason, "attempts exhausted")
 		require.Equal(t, 0, b.effects(t, ""))
 		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
@@ -139,7 +140,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		broken.Store(true)
 		record := replay.RecordHandler(inboxConsumer)
 		c := b.consumer(t, func(c *seqbox.Config) {
-			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 				if broken.Load() {
 					return seqbox.Permanent(errors.New("handler bug"))
 				}
@@ -147,14 +148,14 @@ func exerciseFailures(t *testing.T, open Factory) {
 			}
 		})
 		raw := simple(t, "evt-1")
-		require.Equal(t, seqbox.DeadLettered, deliver(t, c, raw, 1).Outcome)
+		require.Equal(t, seqboxtype.DeadLettered, deliver(t, c, raw, 1).Outcome)
 		dls := b.dlq(t, false)
 		require.Len(t, dls, 1)
 
 		// Redriving while still broken fails again and keeps it in the DLQ.
 		ds, err := c.Redrive(ctx, dls[0].Seq)
 		require.NoError(t, err)
-		require.Equal(t, seqbox.DeadLettered, ds[0].Outcome)
+		require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
 		require.Equal(t, 0, b.effects(t, ""))
 		still := b.dlq(t, false)
 		require.Len(t, still, 1, "the failed redrive leaves one open DLQ row")
@@ -164,7 +165,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		broken.Store(false)
 		ds, err = c.Redrive(ctx, still[0].Seq)
 		require.NoError(t, err)
-		require.Equal(t, seqbox.Applied, ds[0].Outcome, ds[0].Reason)
+		require.Equal(t, seqboxtype.Applied, ds[0].Outcome, ds[0].Reason)
 		require.Equal(t, "evt-1", ds[0].ID)
 		require.Equal(t, "crm", ds[0].Source)
 		require.Equal(t, 1, b.effects(t, "evt-1"))
@@ -187,8 +188,8 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.ErrorIs(t, err, seqbox.ErrNotBlocking)
 		_, err = c.Redrive(ctx, dls[0].Seq)
 		require.ErrorIs(t, err, seqbox.ErrNotBlocking)
-		require.Equal(t, seqbox.Duplicate, deliver(t, c, raw, 2).Outcome)
-		require.Equal(t, seqbox.Duplicate, deliver(t, b.consumer(t), raw, 3).Outcome)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, b.consumer(t), raw, 3).Outcome)
 		require.Equal(t, 1, b.effects(t, ""))
 		require.Equal(t, int64(1), b.counts(t).InboxRows)
 	})
@@ -202,7 +203,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		var broken atomic.Bool
 		broken.Store(true)
 		record := replay.RecordHandler(inboxConsumer)
-		handler := func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		handler := func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			if broken.Load() {
 				return seqbox.Permanent(errors.New("handler bug"))
 			}
@@ -211,13 +212,13 @@ func exerciseFailures(t *testing.T, open Factory) {
 		}
 		c := b.consumer(t, func(c *seqbox.Config) { c.Handler = handler })
 		raw := simple(t, "evt-1")
-		require.Equal(t, seqbox.DeadLettered, deliver(t, c, raw, 1).Outcome)
+		require.Equal(t, seqboxtype.DeadLettered, deliver(t, c, raw, 1).Outcome)
 		seq := b.dlq(t, false)[0].Seq
 		broken.Store(false)
 
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		outcomes := make([]seqbox.Outcome, 2)
+		outcomes := make([]seqboxtype.Outcome, 2)
 		errs := make([]error, 2)
 		for i := range 2 {
 			rc := b.consumer(t, func(c *seqbox.Config) { c.Handler = handler })
@@ -237,10 +238,10 @@ func exerciseFailures(t *testing.T, open Factory) {
 			switch {
 			case errs[i] != nil:
 				require.ErrorIs(t, errs[i], seqbox.ErrNotBlocking, "the loser sees the row already resolved")
-			case outcomes[i] == seqbox.Applied:
+			case outcomes[i] == seqboxtype.Applied:
 				applied++
 			default:
-				require.Equal(t, seqbox.Duplicate, outcomes[i])
+				require.Equal(t, seqboxtype.Duplicate, outcomes[i])
 			}
 		}
 		require.Equal(t, 1, applied)
@@ -253,7 +254,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		t.Parallel()
 		b := setupInbox(t, open)
 		c := b.consumer(t, func(c *seqbox.Config) {
-			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, n, source, id, partitionkey, type)
 					VALUES ($1, 1, $2, $3, '', $4)`, inboxConsumer, ev.Source, ev.ID, ev.Type); err != nil {
 					return err
@@ -264,7 +265,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		raw := simple(t, "poison")
 		ds, err := c.Deliver(context.Background(), raw, 1)
 		require.NoError(t, err, "a panic is an outcome, not a crash")
-		require.Equal(t, seqbox.DeadLettered, ds[0].Outcome)
+		require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
 		require.Equal(t, 0, b.effects(t, ""), "the panicking handler's write is rolled back")
 		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
 		dls := b.dlq(t, false)
@@ -275,7 +276,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.Equal(t, 1, dls[0].Attempts)
 
 		// The consumer keeps working.
-		require.Equal(t, seqbox.Applied, deliver(t, b.consumer(t), simple(t, "healthy"), 1).Outcome)
+		require.Equal(t, seqboxtype.Applied, deliver(t, b.consumer(t), simple(t, "healthy"), 1).Outcome)
 		require.Equal(t, 1, b.effects(t, "healthy"))
 	})
 }
@@ -297,7 +298,7 @@ func exerciseRejected(t *testing.T, open Factory) {
 		{"FractionalVersion", `{"id":"evt-1","source":"crm","type":"t","partitionkey":"k","objectversion":2.5}`, "objectversion: ", "evt-1"},
 		{"NegativeVersion", `{"id":"evt-1","source":"crm","type":"t","partitionkey":"k","objectversion":-3}`, "objectversion: ", "evt-1"},
 		{"VersionWithoutKey", `{"id":"evt-1","source":"crm","type":"t","objectversion":3}`, "objectversion: ", "evt-1"},
-		{"Oversized", `{"id":"evt-1","source":"crm","type":"t","data":"` + strings.Repeat("x", seqbox.MaxEventSize) + `"}`, "limit", "evt-1"},
+		{"Oversized", `{"id":"evt-1","source":"crm","type":"t","data":"` + strings.Repeat("x", seqboxtype.MaxEventSize) + `"}`, "limit", "evt-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,7 +310,7 @@ func exerciseRejected(t *testing.T, open Factory) {
 			require.NoError(t, err, "a bad envelope is an outcome, not an error")
 			require.Len(t, ds, 1)
 			d := ds[0]
-			require.Equal(t, seqbox.Rejected, d.Outcome)
+			require.Equal(t, seqboxtype.Rejected, d.Outcome)
 			require.Contains(t, d.Reason, tt.field, "the reason names the field")
 			require.True(t, d.Outcome.Acks())
 
@@ -346,13 +347,13 @@ func exerciseRedriveRejected(t *testing.T, open Factory) {
 			t.Parallel()
 			b := setupInbox(t, open)
 			c := b.consumer(t)
-			require.Equal(t, seqbox.Rejected, deliver(t, c, raw, 1).Outcome)
+			require.Equal(t, seqboxtype.Rejected, deliver(t, c, raw, 1).Outcome)
 			dls := b.dlq(t, false)
 			require.Len(t, dls, 1)
 
 			ds, err := c.Redrive(context.Background(), dls[0].Seq)
 			require.NoError(t, err)
-			require.Equal(t, seqbox.Rejected, ds[0].Outcome)
+			require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
 			open := b.dlq(t, false)
 			require.Len(t, open, 1, "one open DLQ row per rejected message, however often it is redriven")
 			require.Equal(t, raw, open[0].Envelope)
@@ -372,15 +373,15 @@ func exerciseRedriveOneWithoutIdentity(t *testing.T, open Factory) {
 	c := b.consumer(t)
 	first := []byte(`{"source":"crm","type":"order.placed"}`)
 	second := []byte(`{"source":"crm","type":"order.cancelled"}`)
-	require.Equal(t, seqbox.Rejected, deliver(t, c, first, 1).Outcome)
-	require.Equal(t, seqbox.Rejected, deliver(t, c, second, 1).Outcome)
+	require.Equal(t, seqboxtype.Rejected, deliver(t, c, first, 1).Outcome)
+	require.Equal(t, seqboxtype.Rejected, deliver(t, c, second, 1).Outcome)
 	dls := b.dlq(t, false)
 	require.Len(t, dls, 2)
 	require.Equal(t, first, dls[0].Envelope)
 
 	ds, err := c.Redrive(context.Background(), dls[0].Seq)
 	require.NoError(t, err)
-	require.Equal(t, seqbox.Rejected, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
 	var bodies []string
 	for _, dl := range b.dlq(t, false) {
 		bodies = append(bodies, string(dl.Envelope))

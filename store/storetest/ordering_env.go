@@ -16,6 +16,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -116,7 +117,7 @@ func (e *ordEnv) consumer(mutate ...func(*seqbox.Config)) *seqbox.Consumer {
 }
 
 // deliver runs one message and requires the pipeline not to fail.
-func (e *ordEnv) deliver(c *seqbox.Consumer, raw []byte, attempt int) []seqbox.Result {
+func (e *ordEnv) deliver(c *seqbox.Consumer, raw []byte, attempt int) []seqboxtype.Result {
 	e.t.Helper()
 	ds, err := c.Deliver(e.ctx, raw, attempt)
 	require.NoError(e.t, err)
@@ -161,7 +162,7 @@ func ordEvent(id, key string, version any, typ string, attrs ...ordAttr) []byte 
 func ordV(v int64) *int64 { return &v }
 
 // ordSummary renders decisions as "id:outcome".
-func ordSummary(ds []seqbox.Result) []string {
+func ordSummary(ds []seqboxtype.Result) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.ID + ":" + string(d.Outcome)
@@ -269,7 +270,7 @@ func (e *ordEnv) auditLines(key string) []string {
 	out := []string{}
 	for _, a := range e.audit(key) {
 		require.Equal(e.t, e.cfg.Name, a.Consumer)
-		if a.Outcome == seqbox.Duplicate {
+		if a.Outcome == seqboxtype.Duplicate {
 			out = append(out, fmt.Sprintf("%s %s %s", a.ID, a.Outcome, ordVer(a.ReceivedVersion)))
 			continue
 		}
@@ -279,7 +280,7 @@ func (e *ordEnv) auditLines(key string) []string {
 }
 
 // auditRow returns the last audit row of id with outcome.
-func (e *ordEnv) auditRow(key, id string, outcome seqbox.Outcome) store.AuditRow {
+func (e *ordEnv) auditRow(key, id string, outcome seqboxtype.Outcome) store.AuditRow {
 	e.t.Helper()
 	var found *store.AuditRow
 	for _, a := range e.audit(key) {
@@ -366,7 +367,7 @@ func (h *ordHandler) failPermanently(id string) { h.mu.Lock(); h.permanent[id] =
 func (h *ordHandler) fix(id string)             { h.mu.Lock(); delete(h.permanent, id); h.mu.Unlock() }
 func (h *ordHandler) failOnce(id string)        { h.mu.Lock(); h.transientOnce[id] = true; h.mu.Unlock() }
 
-func (h *ordHandler) handle(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+func (h *ordHandler) handle(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 	h.mu.Lock()
 	h.calls[ev.ID]++
 	perm := h.permanent[ev.ID]

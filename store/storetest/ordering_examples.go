@@ -7,6 +7,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -95,7 +96,7 @@ func ordDeadline(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E1@1 pedido_criado", "E3@3 pedido_pago", "E5@5 pedido_enviado"}, e.effects(k), "no effect for expired events")
 		e.requireObject(k, "pedido_enviado", 5)
 		require.Equal(t, []string{"E2 expired 2/1", "E5 held 5/3", "E4 expired 4/3"}, e.auditLines(k))
-		require.Contains(t, e.auditRow(k, "E4", seqbox.Expired).NextAction, "business deadline")
+		require.Contains(t, e.auditRow(k, "E4", seqboxtype.Expired).NextAction, "business deadline")
 		e.requireNothingParked()
 	})
 
@@ -327,7 +328,7 @@ func ordPED4821(t *testing.T, open Factory) {
 		require.Equal(t, []string{"2-2 by gap_policy=advance"}, e.gapLines(k))
 		// The seed's evidence: object, received 2, current 3, no next action.
 		require.Equal(t, []string{"EVT-9050 stale 2/3"}, e.auditLines(k))
-		a := e.auditRow(k, "EVT-9050", seqbox.Stale)
+		a := e.auditRow(k, "EVT-9050", seqboxtype.Stale)
 		require.Equal(t, ordSource, a.Source)
 		require.Contains(t, a.Reason, "version 2 is older than the committed version 3")
 		require.Contains(t, a.NextAction, "none")

@@ -69,8 +69,8 @@ func ordPermanentBlock(t *testing.T, open Factory) {
 		require.Equal(t, int64(2), cn.Blocked)
 		require.Equal(t, []string{"E2 dead_lettered 2/1", "E3 blocked 3/1", "E4 blocked 4/1"}, e.auditLines(k))
 		require.Equal(t, 1, e.duplicates("E2"))
-		require.Contains(t, e.auditRow(k, "E2", seqbox.DeadLettered).NextAction, "redrive or skip")
-		require.Contains(t, e.auditRow(k, "E3", seqbox.Blocked).NextAction, "redrive or skip")
+		require.Contains(t, e.auditRow(k, "E2", seqboxtype.DeadLettered).NextAction, "redrive or skip")
+		require.Contains(t, e.auditRow(k, "E3", seqboxtype.Blocked).NextAction, "redrive or skip")
 
 		// The handler is fixed; the operator redrives: 2, then 3, then 4.
 		h.fix("E2")
@@ -234,7 +234,7 @@ func ordPermanentRelease(t *testing.T, open Factory) {
 	require.Equal(t, []string{"E1@1 pedido_criado", "E3@3 pedido_pago", "E4@4 pedido_enviado"}, e.effects(k))
 	e.requireObject(k, "pedido_enviado", 4)
 	require.Equal(t, []string{"E3 held 3/1", "E2 dead_lettered 2/1"}, e.auditLines(k))
-	require.Contains(t, e.auditRow(k, "E2", seqbox.DeadLettered).NextAction, "redrive")
+	require.Contains(t, e.auditRow(k, "E2", seqboxtype.DeadLettered).NextAction, "redrive")
 	dls := e.deadLetters(false)
 	require.Len(t, dls, 1, "the failed message stays in the DLQ for the operator")
 	require.Equal(t, "E2", dls[0].ID)
@@ -491,10 +491,14 @@ func (d *ordMemDelivery) Extend(context.Context, time.Duration) error { return n
 // ordObserved collects the decisions a consumer reports after commit.
 type ordObserved struct {
 	mu sync.Mutex
-	ds []seqbox.Result
+	ds []seqboxtype.Result
 }
 
-func (o *ordObserved) observe(d seqbox.Result) { o.mu.Lock(); o.ds = append(o.ds, d); o.mu.Unlock() }
+func (o *ordObserved) observe(d seqboxtype.Result) {
+	o.mu.Lock()
+	o.ds = append(o.ds, d)
+	o.mu.Unlock()
+}
 func (o *ordObserved) summary() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -578,7 +582,7 @@ func ordTwoProducers(t *testing.T, open Factory) {
 	require.Equal(t, "B-2", ps[0].ID)
 	require.Equal(t, rawB, ps[0].Envelope)
 	require.Equal(t, []string{"B-2 version_conflict 2/2"}, e.auditLines(k))
-	a := e.auditRow(k, "B-2", seqbox.VersionConflict)
+	a := e.auditRow(k, "B-2", seqboxtype.VersionConflict)
 	require.Equal(t, "crm-b", a.Source)
 	require.Contains(t, a.Reason, "another identity")
 	require.Contains(t, a.NextAction, "investigate")

@@ -64,7 +64,7 @@ func ordOutOfOrder(t *testing.T, open Factory) {
 	e.requireObject(k, "pedido_cancelado", 3)
 	e.requireKey(k, ordV(3), false, 0, 0)
 	require.Equal(t, []string{"E3 held 3/1"}, e.auditLines(k))
-	a := e.auditRow(k, "E3", seqbox.Held)
+	a := e.auditRow(k, "E3", seqboxtype.Held)
 	require.Contains(t, a.Reason, "waiting for version 2")
 	require.Contains(t, a.NextAction, "released when version 2 arrives")
 	require.Empty(t, e.gapLines(k))
@@ -230,6 +230,6 @@ func ordGapAdvance(t *testing.T, open Factory) {
 	require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
 	require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago", "E4@4 pedido_enviado"}, e.effects(k))
 	require.Equal(t, []string{"E3 stale 3/4"}, e.auditLines(k))
-	require.Contains(t, e.auditRow(k, "E3", seqbox.Stale).NextAction, "none")
+	require.Contains(t, e.auditRow(k, "E3", seqboxtype.Stale).NextAction, "none")
 	e.requireNothingParked()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -143,7 +144,7 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 	t.Logf("keys=%d events=%d firstVersion=%s delayed=%d duplicated=%d failures=%v",
 		nKeys, len(all), ordVer(firstVersion), delayed, dups, failures)
 
-	tally := map[seqbox.Outcome]int{}
+	tally := map[seqboxtype.Outcome]int{}
 	appliedIDs := map[string]int{}
 	run := func(pass []*ordPropEvent) {
 		queue := make([]ordPropDelivery, len(pass))
@@ -157,11 +158,11 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 			require.Equal(t, d.ev.id, ds[0].ID)
 			for _, x := range ds {
 				tally[x.Outcome]++
-				if x.Outcome == seqbox.Applied {
+				if x.Outcome == seqboxtype.Applied {
 					appliedIDs[x.ID]++
 				}
 			}
-			if ds[0].Outcome == seqbox.Retry {
+			if ds[0].Outcome == seqboxtype.Retry {
 				// Nacked: the broker redelivers it later, somewhere behind.
 				at := r.IntN(len(queue) + 1)
 				queue = append(queue[:at], append([]ordPropDelivery{{ev: d.ev, attempt: d.attempt + 1}}, queue[at:]...)...)
@@ -179,7 +180,7 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 		require.NoError(t, err)
 		for _, x := range ds {
 			tally[x.Outcome]++
-			if x.Outcome == seqbox.Applied {
+			if x.Outcome == seqboxtype.Applied {
 				appliedIDs[x.ID]++
 			}
 		}
@@ -189,16 +190,16 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 	}
 	t.Logf("outcomes: %v", tally)
 
-	for _, o := range []seqbox.Outcome{seqbox.Stale, seqbox.VersionConflict, seqbox.Collision, seqbox.DeadLettered,
-		seqbox.Blocked, seqbox.Expired, seqbox.Rejected, seqbox.SemanticDuplicate} {
+	for _, o := range []seqboxtype.Outcome{seqboxtype.Stale, seqboxtype.VersionConflict, seqboxtype.Collision, seqboxtype.DeadLettered,
+		seqboxtype.Blocked, seqboxtype.Expired, seqboxtype.Rejected, seqboxtype.SemanticDuplicate} {
 		require.Zero(t, tally[o], "no %s expected; outcomes: %v", o, tally)
 	}
-	require.Equal(t, len(all), tally[seqbox.Applied], "outcomes: %v", tally)
+	require.Equal(t, len(all), tally[seqboxtype.Applied], "outcomes: %v", tally)
 	for _, ev := range all {
 		require.Equal(t, 1, appliedIDs[ev.id], "%s applied decisions", ev.id)
 	}
 	if !failures {
-		require.Zero(t, tally[seqbox.Retry])
+		require.Zero(t, tally[seqboxtype.Retry])
 	}
 
 	// Effects exactly once, in version order, per key; final version is the

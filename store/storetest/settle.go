@@ -6,6 +6,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -120,7 +121,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 		e := ordSetup(t, open)
 		c := e.consumer()
 		ds := e.deliver(c, []byte(`{"id":"r","source":"s","type":"t","partitionkey":"never-seen","objectversion":"x"}`), 1)
-		require.Equal(t, seqbox.Rejected, ds[0].Outcome)
+		require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
 		dls, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: e.cfg.Name, All: false})
 		require.NoError(t, err)
 		require.Len(t, dls, 1)
@@ -149,7 +150,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 	t.Run("UnstorableAttributesAreRejected", func(t *testing.T) {
 		e := ordSetup(t, open)
 		c := e.consumer()
-		long := make([]byte, seqbox.MaxAttributeSize+1)
+		long := make([]byte, seqboxtype.MaxAttributeSize+1)
 		for i := range long {
 			long[i] = 'x'
 		}
@@ -159,7 +160,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 			"key":  []byte(`{"id":"k","source":"s","type":"t","partitionkey":"p\u0000"}`),
 		} {
 			ds := e.deliver(c, raw, 1)
-			require.Equal(t, seqbox.Rejected, ds[0].Outcome, name)
+			require.Equal(t, seqboxtype.Rejected, ds[0].Outcome, name)
 		}
 		dls, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: e.cfg.Name, All: false})
 		require.NoError(t, err)

@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/seqbox/seqbox"
 )
 
 // failCommits makes the broker refuse every offset commit that moves an
@@ -92,12 +91,12 @@ func TestFailedCommitAppliesNothingTwice(t *testing.T) {
 		t.Fatalf("%d effects for %d messages", applied, n)
 	}
 	inOrder(t, got, keys, versions)
-	if d := fx.outcome(seqbox.Duplicate); d < before {
+	if d := fx.outcome(seqboxtype.Duplicate); d < before {
 		t.Fatalf("%d messages were applied before the failed commits, but only %d redeliveries were duplicates", before, d)
 	}
 	if err := second.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	quietFor(t, r.open(t, "commit-fails"), 2*time.Second)
-	t.Logf("%d commits refused; %d applied before, %d duplicates absorbed", refused.Load(), before, fx.outcome(seqbox.Duplicate))
+	t.Logf("%d commits refused; %d applied before, %d duplicates absorbed", refused.Load(), before, fx.outcome(seqboxtype.Duplicate))
 }

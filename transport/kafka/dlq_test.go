@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -30,19 +31,19 @@ func TestDeadLetterAfterMaxAttempts(t *testing.T) {
 	tr := r.open(t, "dlq")
 	stop := running(t, fx.consumer(t, tr, func(cfg *seqbox.Config) {
 		cfg.Retry = seqbox.RetryPolicy{MaxAttempts: maxAttempts, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
-		cfg.Handler = func(context.Context, seqbox.Tx, seqbox.Event) error {
+		cfg.Handler = func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 			calls.Add(1)
 			return errors.New("the CRM is down")
 		}
 	}))
 	deadline := time.Now().Add(30 * time.Second)
-	for fx.outcome(seqbox.DeadLettered) == 0 && time.Now().Before(deadline) {
+	for fx.outcome(seqboxtype.DeadLettered) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond) // the ack after the DLQ insert
 	stop()
-	if fx.outcome(seqbox.DeadLettered) != 1 {
-		t.Fatalf("dead-lettered %d times, want once", fx.outcome(seqbox.DeadLettered))
+	if fx.outcome(seqboxtype.DeadLettered) != 1 {
+		t.Fatalf("dead-lettered %d times, want once", fx.outcome(seqboxtype.DeadLettered))
 	}
 	if n := calls.Load(); n != maxAttempts {
 		t.Fatalf("handler called %d times, want %d", n, maxAttempts)

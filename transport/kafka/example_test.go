@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	brokerkafka "github.com/seqbox/seqbox/internal/broker/kafka"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/kafka"
 )
@@ -58,11 +59,11 @@ func Example() {
 	}
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "crm-followup", Store: st, Transport: tr,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks VALUES ($1)`, ev.PartitionKey)
 			return err
 		},
-		Observer: func(d seqbox.Result) { fmt.Println(d.ID, d.Outcome) },
+		Observer: func(d seqboxtype.Result) { fmt.Println(d.ID, d.Outcome) },
 	})
 	if err != nil {
 		panic(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -57,9 +57,9 @@ func NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // NewRecord builds the record Publisher produces for body, for callers
 // that produce with a client of their own (an outbox relay in a Kafka
 // transaction). It refuses an event seqbox would reject, with
-// seqbox.ParseEvent's error.
+// seqboxtype.ParseEvent's error.
 func NewRecord(topic string, body []byte) (*kgo.Record, error) {
-	ev, err := seqbox.ParseEvent(body)
+	ev, err := seqboxtype.ParseEvent(body)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func NewRecord(topic string, body []byte) (*kgo.Record, error) {
 }
 
 // Publish produces one event and waits until the brokers have it. An
-// invalid event is refused with seqbox.ParseEvent's error and nothing is
+// invalid event is refused with seqboxtype.ParseEvent's error and nothing is
 // produced.
 func (p *Publisher) Publish(ctx context.Context, body []byte) error {
 	return p.PublishBatch(ctx, [][]byte{body})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport/kafka"
 )
 
@@ -45,7 +45,7 @@ func TestPublisherRecords(t *testing.T) {
 	parts := map[int32]bool{}
 	var order []string
 	for _, rec := range recs {
-		ev, err := seqbox.ParseEvent(rec.Value)
+		ev, err := seqboxtype.ParseEvent(rec.Value)
 		if err != nil {
 			t.Fatalf("record value is not the event: %v", err)
 		}
@@ -86,14 +86,14 @@ func TestPublisherRecords(t *testing.T) {
 }
 
 // TestPublisherRefusesInvalid: an invalid event is refused with
-// seqbox.ParseEvent's error and nothing of its batch is produced.
+// seqboxtype.ParseEvent's error and nothing of its batch is produced.
 func TestPublisherRefusesInvalid(t *testing.T) {
 	r := newRig(t, 1)
 	pub := r.publisher(t)
 	bad := []byte(`{"specversion":"1.0","id":"x","source":"crm","type":"t","objectversion":"v3"}`)
-	_, want := seqbox.ParseEvent(bad)
+	_, want := seqboxtype.ParseEvent(bad)
 	err := pub.PublishBatch(context.Background(), [][]byte{event("k", 1), bad})
-	if err == nil || err.Error() != want.Error() || !errors.Is(err, seqbox.ErrInvalidEvent) {
+	if err == nil || err.Error() != want.Error() || !errors.Is(err, seqboxtype.ErrInvalidEvent) {
 		t.Fatalf("publish invalid: %v, want %v", err, want)
 	}
 	m := r.open(t, "nothing")

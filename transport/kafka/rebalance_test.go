@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/transporttest"
 )
@@ -81,7 +82,7 @@ func TestRebalanceRevokesDeliveries(t *testing.T) {
 // idOf reads a delivery's event id and key.
 func idOf(t *testing.T, d transport.Delivery) (id, key string) {
 	t.Helper()
-	ev, err := seqbox.ParseEvent(d.Body())
+	ev, err := seqboxtype.ParseEvent(d.Body())
 	if err != nil {
 		t.Fatalf("delivered body is not an event: %v", err)
 	}
@@ -103,7 +104,7 @@ func TestRebalanceMidBatchAppliesOnce(t *testing.T) {
 	release := make(chan struct{})
 	first := &watched{Transport: r.open(t, "mid-batch"), received: make(chan struct{})}
 	ca := fx.consumer(t, first, func(cfg *seqbox.Config) {
-		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			select { // hold the batch uncommitted until the rebalance is over
 			case <-release:
 			case <-ctx.Done():
@@ -134,10 +135,10 @@ func TestRebalanceMidBatchAppliesOnce(t *testing.T) {
 	if first.lost.Load() == 0 {
 		t.Fatal("the first member's acknowledgements never reported a lost lease: the rebalance did not happen mid-batch")
 	}
-	if fx.outcome(seqbox.Duplicate) == 0 {
+	if fx.outcome(seqboxtype.Duplicate) == 0 {
 		t.Fatal("no redelivery was recognised as a duplicate: the new owners did not start from the committed offset")
 	}
-	t.Logf("lease lost on %d acknowledgement calls; %d duplicates absorbed", first.lost.Load(), fx.outcome(seqbox.Duplicate))
+	t.Logf("lease lost on %d acknowledgement calls; %d duplicates absorbed", first.lost.Load(), fx.outcome(seqboxtype.Duplicate))
 }
 
 // watched wraps a member: it signals its first non-empty batch and counts

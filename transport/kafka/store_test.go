@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/transporttest"
 )
@@ -17,11 +18,11 @@ import (
 type effects struct {
 	*transporttest.EffectsStore
 	mu       sync.Mutex
-	outcomes map[seqbox.Outcome]int
+	outcomes map[seqboxtype.Outcome]int
 }
 
 func newEffects(t *testing.T) *effects {
-	return &effects{EffectsStore: transporttest.NewEffectsStore(t), outcomes: map[seqbox.Outcome]int{}}
+	return &effects{EffectsStore: transporttest.NewEffectsStore(t), outcomes: map[seqboxtype.Outcome]int{}}
 }
 
 // consumer is a seqbox consumer named name over tr.
@@ -32,7 +33,7 @@ func (e *effects) consumer(t *testing.T, tr transport.Transport, change func(*se
 		Name: "kafkatest", Store: e.Store(), Transport: tr, Handler: transporttest.Record,
 		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute, FirstVersion: &first,
 		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
-		Observer: func(d seqbox.Result) {
+		Observer: func(d seqboxtype.Result) {
 			e.mu.Lock()
 			e.outcomes[d.Outcome]++
 			e.mu.Unlock()
@@ -49,7 +50,7 @@ func (e *effects) consumer(t *testing.T, tr transport.Transport, change func(*se
 }
 
 // outcome is how many decisions reached o.
-func (e *effects) outcome(o seqbox.Outcome) int {
+func (e *effects) outcome(o seqboxtype.Outcome) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.outcomes[o]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	natstr "github.com/seqbox/seqbox/transport/nats"
 )
@@ -32,7 +33,7 @@ func TestFailingMessageEndsInSeqboxDLQ(t *testing.T) {
 	var calls atomic.Int64
 	c := r.consumer(t, openT(t, cfg), lease, func(c *seqbox.Config) {
 		c.Retry.MaxAttempts = maxAttempts
-		c.Handler = func(context.Context, seqbox.Tx, seqbox.Event) error {
+		c.Handler = func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 			calls.Add(1)
 			return errors.New("downstream refuses")
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	broker "github.com/seqbox/seqbox/internal/broker/nats"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	natstr "github.com/seqbox/seqbox/transport/nats"
 )
@@ -57,12 +58,12 @@ func Example() {
 	defer tr.Close()
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "orders", Store: st, Transport: tr,
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO orders VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET state = excluded.state`,
 				ev.PartitionKey, ev.Type)
 			return err
 		},
-		Observer: func(d seqbox.Result) { fmt.Println(d.ID, d.Outcome) },
+		Observer: func(d seqboxtype.Result) { fmt.Println(d.ID, d.Outcome) },
 	})
 	if err != nil {
 		panic(err)

@@ -11,7 +11,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -61,7 +61,7 @@ func NewPublisher(ctx context.Context, cfg Config) (*Publisher, error) {
 }
 
 // MsgID is the Nats-Msg-Id of an event: its identity, source and id, and
-// its payload hash (seqbox.Event.Hash), as the JSON array
+// its payload hash (seqboxtype.Event.Hash), as the JSON array
 // ["<source>","<id>","<hash>"]. It is unambiguous (a source that ends
 // like an id cannot collide) and has no raw line breaks. The stream drops
 // a retried publication of the same event; the same id with a different
@@ -75,9 +75,9 @@ func MsgID(source, id, hash string) string {
 // Message builds the NATS message Publish sends for body: the body
 // unchanged, on its partition subject (partitionkey, or the id when the
 // event has none), with the headers above. An invalid event is refused
-// with seqbox.ParseEvent's error.
+// with seqboxtype.ParseEvent's error.
 func (p *Publisher) Message(body []byte) (*natsgo.Msg, error) {
-	ev, err := seqbox.ParseEvent(body)
+	ev, err := seqboxtype.ParseEvent(body)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	natstr "github.com/seqbox/seqbox/transport/nats"
 )
 
@@ -102,7 +102,7 @@ func TestPublishSubjectAndHeaders(t *testing.T) {
 }
 
 // TestPublishRefusesInvalidEvent: an invalid event is refused with
-// seqbox.ParseEvent's error, and a batch holding one publishes nothing.
+// seqboxtype.ParseEvent's error, and a batch holding one publishes nothing.
 func TestPublishRefusesInvalidEvent(t *testing.T) {
 	s := startServer(t)
 	cfg := freshConfig(s.URL(), 2*time.Second)
@@ -110,12 +110,12 @@ func TestPublishRefusesInvalidEvent(t *testing.T) {
 	ctx := context.Background()
 	bad := []byte(`{"specversion":"1.0","source":"erp","type":"order.noted"}`)
 	err := pub.Publish(ctx, bad)
-	var inv *seqbox.InvalidEventError
-	if !errors.Is(err, seqbox.ErrInvalidEvent) || !errors.As(err, &inv) {
-		t.Fatalf("publish of an event without id: %v, want seqbox.ErrInvalidEvent", err)
+	var inv *seqboxtype.InvalidEventError
+	if !errors.Is(err, seqboxtype.ErrInvalidEvent) || !errors.As(err, &inv) {
+		t.Fatalf("publish of an event without id: %v, want seqboxtype.ErrInvalidEvent", err)
 	}
-	if err := pub.PublishBatch(ctx, [][]byte{event("k", 1), bad, event("k", 2)}); !errors.Is(err, seqbox.ErrInvalidEvent) {
-		t.Fatalf("publish batch with an invalid event: %v, want seqbox.ErrInvalidEvent", err)
+	if err := pub.PublishBatch(ctx, [][]byte{event("k", 1), bad, event("k", 2)}); !errors.Is(err, seqboxtype.ErrInvalidEvent) {
+		t.Fatalf("publish batch with an invalid event: %v, want seqboxtype.ErrInvalidEvent", err)
 	}
 	if n := streamMsgs(t, inspect(t, s.URL()), cfg.Stream); n != 0 {
 		t.Fatalf("stream holds %d messages after refused publications", n)
@@ -199,7 +199,7 @@ func TestPublishBatchKeepsOrder(t *testing.T) {
 // hashOf is the payload hash seqbox computes for an event.
 func hashOf(t *testing.T, body []byte) string {
 	t.Helper()
-	ev, err := seqbox.ParseEvent(body)
+	ev, err := seqboxtype.ParseEvent(body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/pubsub"
 	"github.com/seqbox/seqbox/transport/transporttest"
@@ -35,7 +36,7 @@ func TestDeadLetterIntoSeqbox(t *testing.T) {
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "loans", Store: st, Transport: open(t, cfg),
 		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond},
-		Handler: func(context.Context, seqbox.Tx, seqbox.Event) error {
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 			calls.Add(1)
 			return errors.New("downstream is down")
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	broker "github.com/seqbox/seqbox/internal/broker/pubsub"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/pubsub"
 )
@@ -64,8 +65,8 @@ func Example() {
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "order-sync", Store: st, Transport: tr,
 		Retry:   seqbox.RetryPolicy{MaxAttempts: cfg.RetryMaxAttempts},
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error { return nil },
-		Observer: func(d seqbox.Result) {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
+		Observer: func(d seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append(seen, fmt.Sprintf("%s %s", d.ID, d.Outcome))

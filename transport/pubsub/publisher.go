@@ -8,7 +8,7 @@ import (
 
 	ps "cloud.google.com/go/pubsub/v2"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -55,7 +55,7 @@ func (p *Publisher) Publish(ctx context.Context, body []byte) error {
 }
 
 // PublishBatch publishes events in order and waits until Pub/Sub has each.
-// An invalid event (seqbox.ParseEvent's error) fails the whole batch
+// An invalid event (seqboxtype.ParseEvent's error) fails the whole batch
 // before anything is published. Pub/Sub has no publish-side dedupe: a
 // retried publish may store a message twice, which seqbox's inbox
 // recognises by (source, id).
@@ -68,7 +68,7 @@ func (p *Publisher) Publish(ctx context.Context, body []byte) error {
 func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
 	msgs := make([]*ps.Message, len(bodies))
 	for i, body := range bodies {
-		ev, err := seqbox.ParseEvent(body)
+		ev, err := seqboxtype.ParseEvent(body)
 		if err != nil {
 			return fmt.Errorf("pubsub: publish: event %d: %w", i, err)
 		}
@@ -91,7 +91,7 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
 // message is ev's Pub/Sub message: the body unchanged, the ordering key
 // and the identity attributes. An event without a partitionkey has no
 // ordering key: Pub/Sub delivers it without order, as seqbox expects.
-func message(ev seqbox.Event, body []byte) *ps.Message {
+func message(ev seqboxtype.Event, body []byte) *ps.Message {
 	attrs := map[string]string{AttrID: ev.ID, AttrSource: ev.Source, AttrType: ev.Type}
 	if ev.SpecVersion != "" {
 		attrs[AttrSpecVersion] = ev.SpecVersion

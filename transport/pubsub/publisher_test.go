@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport/pubsub"
 	"github.com/seqbox/seqbox/transport/transporttest"
 )
@@ -63,7 +63,7 @@ func TestPublisherRefusesInvalidEvent(t *testing.T) {
 	p := publisher(t, fresh(t, srv, nil))
 	bad := []byte(`{"specversion":"1.0","id":"x","source":"erp","type":"t","objectversion":"v3"}`)
 	err := p.PublishBatch(context.Background(), [][]byte{transporttest.Event("k", 1), bad})
-	var ie *seqbox.InvalidEventError
+	var ie *seqboxtype.InvalidEventError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "objectversion") {
 		t.Fatalf("publish of an invalid event: %v, want ParseEvent's error naming objectversion", err)
 	}

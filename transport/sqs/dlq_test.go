@@ -11,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	broker "github.com/seqbox/seqbox/internal/broker/sqs"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport"
@@ -63,7 +64,7 @@ func TestDeadLetter(t *testing.T) {
 	var calls atomic.Int64
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "dlq-test", Store: st, Transport: tr,
-		Handler: func(context.Context, seqbox.Tx, seqbox.Event) error {
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 			calls.Add(1)
 			return errors.New("downstream is down")
 		},
@@ -120,11 +121,11 @@ func TestInboxCatchesRepublish(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	var mu sync.Mutex
-	outcomes := map[seqbox.Outcome]int{}
+	outcomes := map[seqboxtype.Outcome]int{}
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "inbox-test", Store: st, Transport: e.open(t),
-		Handler: func(context.Context, seqbox.Tx, seqbox.Event) error { return nil },
-		Observer: func(d seqbox.Result) {
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil },
+		Observer: func(d seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
 			outcomes[d.Outcome]++
@@ -144,7 +145,7 @@ func TestInboxCatchesRepublish(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if outcomes[seqbox.Applied] != 1 || outcomes[seqbox.Duplicate] != 1 {
+	if outcomes[seqboxtype.Applied] != 1 || outcomes[seqboxtype.Duplicate] != 1 {
 		t.Fatalf("outcomes %v, want applied 1 and duplicate 1", outcomes)
 	}
 }

@@ -14,7 +14,7 @@
 //     inbox records it instead of SQS hiding it. Message attributes ce-id, ce-source, ce-type,
 //     seqbox-partition-key and seqbox-object-version (a Number) carry what
 //     a filter or a router needs without parsing the body. An invalid
-//     event is refused with seqbox.ParseEvent's error and nothing is sent.
+//     event is refused with seqboxtype.ParseEvent's error and nothing is sent.
 //   - Receive: ReceiveMessage, at most ten per call, long-polling
 //     Config.WaitTime (default 1 s) when the queue is empty; a batch larger
 //     than ten is filled with further calls only while each returns a full

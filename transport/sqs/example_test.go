@@ -9,6 +9,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	broker "github.com/seqbox/seqbox/internal/broker/sqs"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/sqs"
 )
@@ -61,7 +62,7 @@ func Example() {
 		// Extend the lease well before the queue's visibility timeout.
 		ExtendEvery: tr.Lease() / 3, ExtendBy: tr.Lease(),
 		Retry: seqbox.RetryPolicy{MaxAttempts: 5},
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks VALUES ($1)`, ev.PartitionKey)
 			return err
 		},

@@ -13,7 +13,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -55,9 +55,9 @@ func NewPublisher(client *awssqs.Client, queueURL string) (*Publisher, error) {
 }
 
 // Publish sends one event. A body that is not a valid CloudEvent is
-// refused with seqbox.ParseEvent's error and nothing is sent.
+// refused with seqboxtype.ParseEvent's error and nothing is sent.
 func (p *Publisher) Publish(ctx context.Context, body []byte) error {
-	ev, err := seqbox.ParseEvent(body)
+	ev, err := seqboxtype.ParseEvent(body)
 	if err != nil {
 		return err
 	}
@@ -78,9 +78,9 @@ func (p *Publisher) Publish(ctx context.Context, body []byte) error {
 // it were sent and the error says which one failed; publishing them all
 // again is safe within the deduplication window.
 func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
-	evs := make([]seqbox.Event, len(bodies))
+	evs := make([]seqboxtype.Event, len(bodies))
 	for i, b := range bodies {
-		ev, err := seqbox.ParseEvent(b)
+		ev, err := seqboxtype.ParseEvent(b)
 		if err != nil {
 			return fmt.Errorf("sqs: publish batch: event %d: %w", i, err)
 		}
@@ -113,7 +113,7 @@ func (p *Publisher) PublishBatch(ctx context.Context, bodies [][]byte) error {
 }
 
 // entry is ev as a batch entry (Id is its position in the call).
-func (p *Publisher) entry(ev seqbox.Event, id string) types.SendMessageBatchRequestEntry {
+func (p *Publisher) entry(ev seqboxtype.Event, id string) types.SendMessageBatchRequestEntry {
 	attrs := map[string]types.MessageAttributeValue{
 		AttrID:     {DataType: aws.String("String"), StringValue: aws.String(ev.ID)},
 		AttrSource: {DataType: aws.String("String"), StringValue: aws.String(ev.Source)},
@@ -146,7 +146,7 @@ func entrySize(e types.SendMessageBatchRequestEntry) int {
 // id when it has none), as is when SQS accepts it (1 to 128 printable
 // ASCII characters), else "sha256-" and the key's hex SHA-256, so one key
 // always maps to one group.
-func MessageGroupID(ev seqbox.Event) string {
+func MessageGroupID(ev seqboxtype.Event) string {
 	key := ev.PartitionKey
 	if key == "" {
 		key = ev.ID
@@ -160,11 +160,11 @@ func MessageGroupID(ev seqbox.Event) string {
 
 // DeduplicationID is the FIFO deduplication id of ev: the hex SHA-256 of
 // its identity (source and id, length-prefixed so no two identities
-// share it) and its payload hash (seqbox.Event.Hash), 64 characters,
+// share it) and its payload hash (seqboxtype.Event.Hash), 64 characters,
 // within SQS's 128. A retried send of the same event is dropped; the same
 // id with a different payload is a collision, not a retry: it is stored,
 // so the consumer's inbox records the collision instead of SQS hiding it.
-func DeduplicationID(ev seqbox.Event) string {
+func DeduplicationID(ev seqboxtype.Event) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%d:%s%d:%s%s", len(ev.Source), ev.Source, len(ev.ID), ev.ID, ev.Hash))
 	return hex.EncodeToString(sum[:])
 }

@@ -13,8 +13,8 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/seqbox/seqbox"
 	broker "github.com/seqbox/seqbox/internal/broker/sqs"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport/sqs"
 	"github.com/seqbox/seqbox/transport/transporttest"
 )
@@ -96,11 +96,11 @@ func TestPublishRefusesInvalid(t *testing.T) {
 	e := newEnv(t, 2*time.Second, broker.Queue{})
 	ctx := context.Background()
 	bad := []byte(`{"specversion":"1.0","id":"x","source":"crm","objectversion":"v3"}`)
-	if err := e.pub.Publish(ctx, bad); !errors.Is(err, seqbox.ErrInvalidEvent) {
-		t.Fatalf("publish invalid: %v, want seqbox.ErrInvalidEvent", err)
+	if err := e.pub.Publish(ctx, bad); !errors.Is(err, seqboxtype.ErrInvalidEvent) {
+		t.Fatalf("publish invalid: %v, want seqboxtype.ErrInvalidEvent", err)
 	}
-	if err := e.pub.PublishBatch(ctx, [][]byte{transporttest.Event("k", 1), bad}); !errors.Is(err, seqbox.ErrInvalidEvent) {
-		t.Fatalf("publish batch with an invalid event: %v, want seqbox.ErrInvalidEvent", err)
+	if err := e.pub.PublishBatch(ctx, [][]byte{transporttest.Event("k", 1), bad}); !errors.Is(err, seqboxtype.ErrInvalidEvent) {
+		t.Fatalf("publish batch with an invalid event: %v, want seqboxtype.ErrInvalidEvent", err)
 	}
 	if got := e.drain(t, -1, 2*time.Second); len(got) > 0 {
 		t.Fatalf("%d messages were sent", len(got))
@@ -133,10 +133,12 @@ func TestPublishBatchOrder(t *testing.T) {
 // one), hashed when SQS would refuse it; the deduplication id is a hash of
 // the identity within SQS's 128 characters.
 func TestGroupAndDedupeIDs(t *testing.T) {
-	ev := func(src, id, key string) seqbox.Event { return seqbox.Event{Source: src, ID: id, PartitionKey: key} }
+	ev := func(src, id, key string) seqboxtype.Event {
+		return seqboxtype.Event{Source: src, ID: id, PartitionKey: key}
+	}
 	long := strings.Repeat("k", 129)
 	for _, tc := range []struct {
-		ev   seqbox.Event
+		ev   seqboxtype.Event
 		want string
 	}{
 		{ev("crm", "1", "PED-4821"), "PED-4821"},

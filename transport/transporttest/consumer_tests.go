@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -131,7 +132,7 @@ func testAckAfterCommit(t *testing.T, h Harness) {
 	chk := &ackCheck{t: t, inner: b.open(t), ro: ro}
 	var failed sync.Map
 	c := r.consumer(t, b, chk, func(cfg *seqbox.Config) {
-		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+		cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			if v, _ := ev.Version(); v%3 == 0 {
 				if _, again := failed.LoadOrStore(ev.ID, true); !again {
 					return errors.New("transient: first attempt fails")
@@ -209,7 +210,7 @@ func testLongHandlerAppliedOnce(t *testing.T, h Harness) {
 	long := func(cfg *seqbox.Config) {
 		cfg.ExtendEvery = b.Lease / 4
 		cfg.ExtendBy = b.Lease
-		cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+		cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			calls.Add(1)
 			select {
 			case <-time.After(4 * b.Lease):
@@ -248,7 +249,7 @@ func testKeysInParallel(t *testing.T, h Harness) {
 	var active, peak atomic.Int64
 	var early atomic.Int64
 	c := r.consumer(t, b, b.open(t), func(cfg *seqbox.Config) {
-		cfg.Decide = func(ctx context.Context, ev seqbox.Event) ([]byte, error) {
+		cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			n := active.Add(1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
@@ -256,8 +257,8 @@ func testKeysInParallel(t *testing.T, h Harness) {
 			active.Add(-1)
 			return []byte("ok"), nil
 		}
-		cfg.Observer = func(d seqbox.Result) {
-			if d.Outcome != seqbox.Applied {
+		cfg.Observer = func(d seqboxtype.Result) {
+			if d.Outcome != seqboxtype.Applied {
 				early.Add(1)
 			}
 		}

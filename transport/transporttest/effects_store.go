@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
@@ -39,7 +40,7 @@ func NewEffectsStore(t testing.TB) *EffectsStore {
 func (r *EffectsStore) Store() store.Store { return r.st }
 
 // Record is the handler: one effects row per application.
-func Record(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
+func Record(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 	v, _ := ev.Version()
 	_, err := tx.ExecContext(ctx, `INSERT INTO effects (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
 	return err

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -40,7 +40,7 @@ func (s *Shuffler) Receive(ctx context.Context, n int) ([]transport.Delivery, er
 	s.rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
 	out := ds[:0:0]
 	for _, d := range ds {
-		ev, perr := seqbox.ParseEvent(d.Body())
+		ev, perr := seqboxtype.ParseEvent(d.Body())
 		if perr == nil && !s.sentBack[ev.ID] && s.rng.IntN(4) == 0 {
 			s.sentBack[ev.ID] = true
 			if nerr := d.Nack(ctx, 0); nerr == nil {

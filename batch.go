@@ -1,0 +1,133 @@
+package seqbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// runBatch runs the inputs in one transaction, a savepoint each, and
+// commits. It returns the results per input, in input order, and the
+// messages it stopped to be decided (awaitDecision). beforeCommit, when
+// set, runs last in the transaction with the results.
+func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]seqboxtype.Result) error) ([][]seqboxtype.Result, []undecided, error) {
+	c.p.parseAll(ins)
+	failed := map[store.Identity]error{}
+	// A consumer with Decide runs with savepoints from the start: a
+	// message stopped to be decided rolls its own writes back.
+	optimistic := c.cfg.Decide == nil
+	out, us, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, optimistic)
+	if errors.Is(err, errRerun) {
+		out, us, err = c.runBatchOnce(ctx, ins, beforeCommit, failed, false)
+	}
+	return out, us, err
+}
+
+// runBatchOnce runs the batch in one transaction: optimistically (set-based,
+// no savepoints; see batchTx), or delivery by delivery with a savepoint
+// each.
+func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]seqboxtype.Result) error, failed map[store.Identity]error, optimistic bool) ([][]seqboxtype.Result, []undecided, error) {
+	start := time.Now()
+	if err := c.hooks.At(fault.BeforeTx); err != nil {
+		return nil, nil, err
+	}
+	tx, err := c.cfg.Store.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	btx := &batchTx{ExecutorTx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
+	if optimistic {
+		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
+			tx.Rollback()
+			return nil, nil, err
+		}
+	}
+	out := make([][]seqboxtype.Result, len(ins))
+	for i, in := range ins {
+		if i > 0 && i == len(ins)/2 {
+			if err := c.hooks.At(fault.MidBatch); err != nil {
+				tx.Rollback()
+				return nil, nil, err
+			}
+		}
+		btx.origin = i
+		ds, err := c.p.deliver(ctx, btx, in)
+		if err != nil {
+			tx.Rollback()
+			return nil, nil, err
+		}
+		out[i] = ds
+	}
+	if err := c.p.applyDeferred(ctx, btx); err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	if err := btx.finish(ctx); err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	if beforeCommit != nil {
+		if err := beforeCommit(tx, out); err != nil {
+			tx.Rollback()
+			return nil, nil, err
+		}
+	}
+	if err := c.hooks.At(fault.BeforeCommit); err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	batchDone(c.cfg.Metrics, c.cfg.Name, len(ins), start)
+	for _, ds := range out {
+		c.observe(final(ds))
+	}
+	return out, btx.undecided, nil
+}
+
+// inTx runs fn in one committed transaction of its own, for operator
+// actions and the sweeper. point, when set, is the fault point just before
+// the commit. The messages fn let out of the parked table that must be
+// decided first are decided after the commit and run again (their key's
+// unparking); their results follow fn's.
+func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]seqboxtype.Result, error)) ([]seqboxtype.Result, error) {
+	ds, us, err := c.inTxOnce(ctx, point, fn)
+	if err != nil || len(us) == 0 {
+		return final(ds), err
+	}
+	more, err := c.decideAndApply(ctx, us, nil)
+	ds = final(ds)
+	for _, m := range more {
+		ds = append(ds, m...)
+	}
+	return ds, err
+}
+
+// inTxOnce is inTx's transaction; it returns the messages fn stopped to be
+// decided.
+func (c *Consumer) inTxOnce(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]seqboxtype.Result, error)) ([]seqboxtype.Result, []undecided, error) {
+	tx, err := c.cfg.Store.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	btx := &batchTx{ExecutorTx: tx}
+	ds, err := fn(btx)
+	if err == nil && point != "" {
+		err = c.hooks.At(point)
+	}
+	if err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	c.observe(final(ds))
+	return ds, btx.undecided, nil
+}

@@ -1,0 +1,109 @@
+package seqbox
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/seqbox/seqbox/internal/handoff"
+	"github.com/seqbox/seqbox/seqboxtype"
+)
+
+// Deliver runs one message through the whole pipeline in its own
+// transaction and commits. It is what replay and HTTP ingest use: the
+// caller acknowledges its own copy once Deliver returns without error
+// (unless the first decision is Retry). attempt is 1 for a first delivery.
+func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]seqboxtype.Result, error) {
+	if err := c.register(ctx, false); err != nil {
+		return nil, err
+	}
+	out, err := c.deliverAll(ctx, []input{{raw: raw, attempt: max(attempt, 1)}})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// deliverAll runs the inputs in one transaction and, for a consumer with
+// Decide, decides the messages it stopped and runs them again, until each
+// input has its outcome.
+func (c *Consumer) deliverAll(ctx context.Context, ins []input) ([][]seqboxtype.Result, error) {
+	out, us, err := c.runBatch(ctx, ins, nil)
+	if err != nil || len(us) == 0 {
+		return out, err
+	}
+	for i := range us {
+		if us[i].in.parked == nil {
+			us[i].key = "u:" + us[i].ev.Source + "\x00" + us[i].ev.ID
+			if us[i].ev.PartitionKey != "" {
+				us[i].key = "k:" + us[i].ev.PartitionKey
+			}
+		}
+	}
+	more, err := c.decideAndApply(ctx, us, nil)
+	for i := range out {
+		if m, ok := more[i]; ok || len(out[i]) != len(final(out[i])) {
+			out[i] = append(final(out[i]), m...)
+		}
+	}
+	return out, err
+}
+
+// DeliverTx runs one message through the pipeline inside the caller's
+// transaction, opened on Store().DB(), like river's InsertTx: a webhook
+// handler that already holds a transaction records the identity, the gate
+// and the effect in it. Nothing is committed here: the caller commits (and
+// then acknowledges its own copy) or rolls back, and a rollback forgets
+// the delivery entirely. An error means the transaction is no longer
+// usable: roll it back. Observer and Metrics see the decisions at once,
+// before the caller's commit. A consumer with Config.Decide cannot use
+// it: the model call must stay outside any transaction.
+func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attempt int) ([]seqboxtype.Result, error) {
+	if c.cfg.Decide != nil {
+		return nil, invalidConfig("Decide", "DeliverTx runs inside the caller's transaction; a consumer with Decide uses Deliver or Run, so the model call stays outside it")
+	}
+	if err := c.registerWith(ctx, false, tx); err != nil {
+		return nil, err
+	}
+	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
+	ds, err := c.p.deliver(ctx, &batchTx{ExecutorTx: c.cfg.Store.UnwrapTx(tx)}, ins[0])
+	if err != nil {
+		return nil, err
+	}
+	c.observe(ds)
+	return ds, nil
+}
+
+// DeliverBatch runs several messages through the pipeline in one
+// transaction, a savepoint each, and commits once: the caller's own batch
+// (an HTTP batch, a page of a backfill) at the cost of one fsync. It
+// returns each message's decisions, in input order; the first decision of
+// each is its own. All are first deliveries.
+func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]seqboxtype.Result, error) {
+	if err := c.register(ctx, false); err != nil {
+		return nil, err
+	}
+	if len(raws) == 0 {
+		return nil, nil
+	}
+	ins := make([]input, len(raws))
+	for i, raw := range raws {
+		ins[i] = input{raw: raw, attempt: 1}
+	}
+	return c.deliverAll(ctx, ins)
+}
+
+// deliverOversized records an input larger than MaxEventSize as rejected,
+// with its size in the reason, under the identity of its hash (delivered
+// again, it is rejected again without a second DLQ row). The DLQ keeps its
+// prefix. Replay uses it so that one huge line is one outcome, in bounded
+// memory, and never the end of a run.
+func (c *Consumer) deliverOversized(ctx context.Context, o handoff.Oversized) ([]seqboxtype.Result, error) {
+	if err := c.register(ctx, false); err != nil {
+		return nil, err
+	}
+	out, _, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}

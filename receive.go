@@ -1,0 +1,175 @@
+package seqbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/transport"
+)
+
+// run is Run; with idle > 0 it also stops once idle for that long.
+func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
+	if c.cfg.Transport == nil {
+		return invalidConfig("Transport", "required by Run")
+	}
+	if err := c.register(ctx, true); err != nil && ctx.Err() == nil {
+		// Not fatal: a full disk must not stop the consumer; the control
+		// loop registers it as soon as it can.
+		c.cfg.Logger.Warn("seqbox: registration failed; retrying", "consumer", c.cfg.Name, "err", err)
+	}
+	s := newScheduler(c.cfg.Workers * c.cfg.BatchSize * 2)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for {
+				b := s.take(ctx, c.cfg.BatchSize)
+				if b == nil {
+					return
+				}
+				if err := c.runDeliveries(ctx, b, func(keys []string) { s.unpinEarly(b, keys) }); err != nil && fault.IsCrash(err) {
+					cancel(err)
+				}
+				s.done(b)
+			}
+		})
+	}
+	wg.Go(func() { c.maintainLoop(ctx) })
+	wg.Go(func() { c.controlLoop(ctx) })
+	wg.Go(func() { c.extendLoop(ctx, s) })
+	var recvErr error
+	lastBusy := time.Now()
+	for ctx.Err() == nil {
+		if !s.waitRoom(ctx) {
+			break
+		}
+		ds, err := c.cfg.Transport.Receive(ctx, c.cfg.BatchSize)
+		if idle > 0 && err == nil {
+			switch {
+			case len(ds) > 0 || !s.idle():
+				lastBusy = time.Now()
+			case time.Since(lastBusy) >= idle:
+				cancel(nil) // idle: a clean shutdown
+				continue
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, transport.ErrClosed) {
+				recvErr = err
+				break
+			}
+			c.cfg.Logger.Error("seqbox: receive failed; backing off", "consumer", c.cfg.Name, "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		for _, d := range ds {
+			s.add(deliveryKey(d), d)
+		}
+	}
+	cancel(nil)
+	wg.Wait()
+	if cause := context.Cause(ctx); fault.IsCrash(cause) {
+		return cause // a crash settles nothing: the leases expire
+	}
+	for _, d := range s.abandon() {
+		_ = d.Nack(context.WithoutCancel(ctx), 0)
+	}
+	return recvErr
+}
+
+// runDeliveries applies one batch and settles it at the broker.
+// unpin unpins keys whose part of the batch is settled early.
+func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys []string)) error {
+	ds := b.deliveries
+	ins := make([]input, len(ds))
+	for i, d := range ds {
+		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
+	}
+	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
+	if err != nil || len(us) == 0 {
+		return err
+	}
+	// Some deliveries stopped to be decided; the keys settled already
+	// are free for other workers meanwhile.
+	deciding := map[string]bool{}
+	for _, u := range us {
+		deciding[u.key] = true
+	}
+	var settled []string
+	for _, key := range b.keys {
+		if !deciding[key] {
+			settled = append(settled, key)
+		}
+	}
+	unpin(settled)
+	_, err = c.decideAndApply(ctx, us, unpin)
+	return err
+}
+
+// deliveryKey is the scheduling key: the partition key, or a unique key for
+// messages that carry none (they need no ordering).
+func deliveryKey(d transport.Delivery) string {
+	var k struct {
+		PartitionKey string `json:"partitionkey"`
+	}
+	if json.Unmarshal(d.Body(), &k) == nil && k.PartitionKey != "" {
+		return "k:" + k.PartitionKey
+	}
+	return "u:" + strconv.FormatUint(nextUnkeyed(), 10)
+}
+
+func nextUnkeyed() uint64 {
+	unkeyed.Lock()
+	defer unkeyed.Unlock()
+	unkeyed.n++
+	return unkeyed.n
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// extendLoop keeps the leases of every delivery the consumer holds alive,
+// the ones waiting in the scheduler as well as the ones in a running batch
+// (a model call may take a minute), until ctx ends.
+func (c *Consumer) extendLoop(ctx context.Context, s *scheduler) {
+	t := time.NewTicker(c.cfg.ExtendEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := c.hooks.At(fault.DuringLeaseExtend); err != nil {
+			return // an injected crash of the extender: leases run out
+		}
+		for _, d := range s.held() {
+			err := d.Extend(ctx, c.cfg.ExtendBy)
+			if err != nil && ctx.Err() == nil && !errors.Is(err, transport.ErrLeaseLost) {
+				c.cfg.Logger.Warn("seqbox: lease extension failed; the message may be redelivered meanwhile",
+					"consumer", c.cfg.Name, "err", err)
+			}
+		}
+	}
+}
+
+// unkeyed numbers the deliveries that carry no key, each its own.
+var unkeyed struct {
+	sync.Mutex
+	n uint64
+}
