@@ -40,7 +40,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	if err != nil {
 		return nil, nil, err
 	}
-	btx := &batchTx{ExecutorTx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
+	btx := &batchTx{tx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
 	if optimistic {
 		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
 			tx.Rollback()
@@ -116,7 +116,7 @@ func (c *Consumer) inTxOnce(ctx context.Context, point fault.Point, fn func(tx *
 	if err != nil {
 		return nil, nil, err
 	}
-	btx := &batchTx{ExecutorTx: tx}
+	btx := &batchTx{tx: tx}
 	ds, err := fn(btx)
 	if err == nil && point != "" {
 		err = c.hooks.At(point)

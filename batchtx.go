@@ -22,28 +22,6 @@ var errRerun = errors.New("seqbox: the batch runs again with savepoints")
 // not an outcome (the set is closed); the identity is not final.
 const noOutcome seqboxtype.Outcome = ""
 
-// batchTx overrides these; the compiler checks that each one still
-// overrides a method of store.ExecutorTx, so that a rename of the driver's
-// method cannot silently route a call past the batch's bookkeeping.
-var _ interface {
-	SavepointRelease(context.Context, string) error
-	SavepointRollback(context.Context, string) error
-	Savepoint(context.Context, string) error
-	InboxInsert(context.Context, store.InboxRow) (bool, error)
-	InboxGet(context.Context, store.MessageRef) (store.InboxRow, error)
-	InboxSetOutcome(context.Context, store.InboxSetOutcomeParams) error
-	InboxDelete(context.Context, store.MessageRef) error
-	KeyLock(context.Context, store.KeyRef) (store.KeyState, error)
-	KeyEnsure(context.Context, store.KeyEnsureParams) error
-	KeyAdvance(context.Context, store.KeyAdvanceParams) (bool, error)
-	KeyBlock(context.Context, store.KeyBlockParams) error
-	KeyUnblock(context.Context, store.KeyUnblockParams) error
-	ParkedInsert(context.Context, store.Parked) error
-	RetryRecord(context.Context, store.RetryRow) (store.RetryCount, error)
-	RetryOnKey(context.Context, store.KeyRef) (store.RetryRow, error)
-	RetryClear(context.Context, store.MessageRef) error
-} = store.ExecutorTx(nil)
-
 // batchTx is one store transaction as the pipeline sees it.
 //
 // A batch runs optimistically first: no savepoints, the identities
@@ -60,7 +38,11 @@ var _ interface {
 // and the rerun of a batch), every call goes straight to the store and
 // each delivery has its savepoint.
 type batchTx struct {
-	store.ExecutorTx
+	// tx is the store transaction. The pipeline reaches it only through
+	// the methods below, each of which says whether it defers, flushes
+	// or passes straight through: a driver method not listed here cannot
+	// be called on a batch by mistake.
+	tx       store.ExecutorTx
 	n        int
 	consumer string
 	// optimistic is set for the first run of a batch.
@@ -141,7 +123,7 @@ func (b *batchTx) Savepoint(ctx context.Context, name string) error {
 	if b.optimistic {
 		return nil
 	}
-	return b.ExecutorTx.Savepoint(ctx, name)
+	return b.tx.Savepoint(ctx, name)
 }
 
 // SavepointRelease closes a savepoint, except in an optimistic run.
@@ -149,7 +131,7 @@ func (b *batchTx) SavepointRelease(ctx context.Context, name string) error {
 	if b.optimistic {
 		return nil
 	}
-	return b.ExecutorTx.SavepointRelease(ctx, name)
+	return b.tx.SavepointRelease(ctx, name)
 }
 
 // SavepointRollback undoes a delivery; an optimistic run cannot, and
@@ -158,7 +140,7 @@ func (b *batchTx) SavepointRollback(ctx context.Context, name string) error {
 	if b.optimistic {
 		return errRerun
 	}
-	return b.ExecutorTx.SavepointRollback(ctx, name)
+	return b.tx.SavepointRollback(ctx, name)
 }
 
 // finish ends an optimistic run before its commit: the identities still
@@ -175,13 +157,13 @@ func (b *batchTx) finish(ctx context.Context) error {
 // flush writes the deferred writes.
 func (b *batchTx) flush(ctx context.Context) error {
 	if len(b.outcomeRows) > 0 {
-		if err := b.ExecutorTx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{Consumer: b.consumer, Rows: b.outcomeRows}); err != nil {
+		if err := b.tx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{Consumer: b.consumer, Rows: b.outcomeRows}); err != nil {
 			return err
 		}
 		b.outcomeRows, b.outcomes = b.outcomeRows[:0], nil
 	}
 	if len(b.moveRows) > 0 {
-		won, err := b.ExecutorTx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt})
+		won, err := b.tx.KeyAdvanceMany(ctx, store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt})
 		if err != nil {
 			return err
 		}
@@ -193,7 +175,7 @@ func (b *batchTx) flush(ctx context.Context) error {
 		b.moveRows, b.moves = b.moveRows[:0], nil
 	}
 	if len(b.clears) > 0 {
-		if err := b.ExecutorTx.RetryClearMany(ctx, store.RetryClearManyParams{Consumer: b.consumer, IDs: b.clears}); err != nil {
+		if err := b.tx.RetryClearMany(ctx, store.RetryClearManyParams{Consumer: b.consumer, IDs: b.clears}); err != nil {
 			return err
 		}
 		b.clears = b.clears[:0]
@@ -208,7 +190,7 @@ func (b *batchTx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, erro
 		delete(b.inserted, id)
 		return ok, nil
 	}
-	return b.ExecutorTx.InboxInsert(ctx, r)
+	return b.tx.InboxInsert(ctx, r)
 }
 
 // InboxGet reads an identity, after the deferred outcomes are written.
@@ -216,13 +198,13 @@ func (b *batchTx) InboxGet(ctx context.Context, p store.MessageRef) (store.Inbox
 	if err := b.flush(ctx); err != nil {
 		return store.InboxRow{}, err
 	}
-	return b.ExecutorTx.InboxGet(ctx, p)
+	return b.tx.InboxGet(ctx, p)
 }
 
 // InboxSetOutcome is deferred in an optimistic run.
 func (b *batchTx) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomeParams) error {
 	if !b.optimistic || p.Consumer != b.consumer {
-		return b.ExecutorTx.InboxSetOutcome(ctx, p)
+		return b.tx.InboxSetOutcome(ctx, p)
 	}
 	k := store.Identity{Source: p.Source, ID: p.ID}
 	if b.provisional[k] {
@@ -249,7 +231,7 @@ func (b *batchTx) InboxDelete(ctx context.Context, p store.MessageRef) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	return b.ExecutorTx.InboxDelete(ctx, p)
+	return b.tx.InboxDelete(ctx, p)
 }
 
 // KeyLock serves a key state from memory when this transaction holds it.
@@ -260,7 +242,7 @@ func (b *batchTx) KeyLock(ctx context.Context, p store.KeyRef) (store.KeyState, 
 	if err := b.flush(ctx); err != nil {
 		return store.KeyState{}, err
 	}
-	ks, err := b.ExecutorTx.KeyLock(ctx, p)
+	ks, err := b.tx.KeyLock(ctx, p)
 	if err == nil && b.keys != nil && p.Consumer == b.consumer {
 		b.keys[p.Key] = ks
 	}
@@ -276,7 +258,7 @@ func (b *batchTx) forget(key string) {
 // KeyEnsure creates a key row if missing.
 func (b *batchTx) KeyEnsure(ctx context.Context, p store.KeyEnsureParams) error {
 	b.forget(p.Key)
-	return b.ExecutorTx.KeyEnsure(ctx, p)
+	return b.tx.KeyEnsure(ctx, p)
 }
 
 // KeyAdvance is deferred for a key held in memory: the compare-and-set
@@ -289,7 +271,7 @@ func (b *batchTx) KeyAdvance(ctx context.Context, p store.KeyAdvanceParams) (boo
 			return false, err
 		}
 		b.forget(key)
-		return b.ExecutorTx.KeyAdvance(ctx, p)
+		return b.tx.KeyAdvance(ctx, p)
 	}
 	if !sameVersion(ks.Version, p.Prev) {
 		return false, nil
@@ -322,7 +304,7 @@ func (b *batchTx) KeyBlock(ctx context.Context, p store.KeyBlockParams) error {
 		return err
 	}
 	b.forget(p.Key)
-	return b.ExecutorTx.KeyBlock(ctx, p)
+	return b.tx.KeyBlock(ctx, p)
 }
 
 // KeyUnblock clears a key's block, after the deferred writes.
@@ -331,7 +313,7 @@ func (b *batchTx) KeyUnblock(ctx context.Context, p store.KeyUnblockParams) erro
 		return err
 	}
 	b.forget(p.Key)
-	return b.ExecutorTx.KeyUnblock(ctx, p)
+	return b.tx.KeyUnblock(ctx, p)
 }
 
 // ParkedInsert parks a message; the key now has something parked.
@@ -340,7 +322,7 @@ func (b *batchTx) ParkedInsert(ctx context.Context, p store.Parked) error {
 		ks.HasParked = true
 		b.keys[p.PartitionKey] = ks
 	}
-	return b.ExecutorTx.ParkedInsert(ctx, p)
+	return b.tx.ParkedInsert(ctx, p)
 }
 
 // RetryRecord counts a failed attempt; the key now has a retry.
@@ -352,7 +334,7 @@ func (b *batchTx) RetryRecord(ctx context.Context, r store.RetryRow) (store.Retr
 		ks.HasRetries = true
 		b.keys[r.PartitionKey] = ks
 	}
-	return b.ExecutorTx.RetryRecord(ctx, r)
+	return b.tx.RetryRecord(ctx, r)
 }
 
 // RetryOnKey reads the key's retrying identity, after the deferred
@@ -361,7 +343,7 @@ func (b *batchTx) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryRo
 	if err := b.flush(ctx); err != nil {
 		return store.RetryRow{}, err
 	}
-	return b.ExecutorTx.RetryOnKey(ctx, p)
+	return b.tx.RetryOnKey(ctx, p)
 }
 
 // retryOnKey reads the key's retrying identity; false when none.
@@ -376,7 +358,7 @@ func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.R
 // RetryClear is deferred in an optimistic run.
 func (b *batchTx) RetryClear(ctx context.Context, p store.MessageRef) error {
 	if !b.optimistic || p.Consumer != b.consumer {
-		return b.ExecutorTx.RetryClear(ctx, p)
+		return b.tx.RetryClear(ctx, p)
 	}
 	b.clears = append(b.clears, store.Identity{Source: p.Source, ID: p.ID})
 	return nil

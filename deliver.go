@@ -65,7 +65,7 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 		return nil, err
 	}
 	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
-	ds, err := c.p.deliver(ctx, &batchTx{ExecutorTx: c.cfg.Store.UnwrapTx(tx)}, ins[0])
+	ds, err := c.p.deliver(ctx, &batchTx{tx: c.cfg.Store.UnwrapTx(tx)}, ins[0])
 	if err != nil {
 		return nil, err
 	}

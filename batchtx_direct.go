@@ -1,0 +1,114 @@
+package seqbox
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// The driver methods a batch passes straight through to its transaction,
+// listed one by one: each was judged not to need the deferred writes
+// flushed first. A driver method missing here cannot be called on a
+// batch; add it to a group, or write it in batchtx.go with its own
+// deferral or flush.
+
+// Prefetch: the batch's identities and keys in a few multi-row
+// statements, before any write is deferred.
+
+// InboxInsertMany is store.Executor.InboxInsertMany.
+func (b *batchTx) InboxInsertMany(ctx context.Context, rows []store.InboxRow) (inserted []bool, err error) {
+	return b.tx.InboxInsertMany(ctx, rows)
+}
+
+// KeyLockMany is store.Executor.KeyLockMany.
+func (b *batchTx) KeyLockMany(ctx context.Context, p store.KeyLockManyParams) (map[string]store.KeyState, error) {
+	return b.tx.KeyLockMany(ctx, p)
+}
+
+// KeyEnsureMany is store.Executor.KeyEnsureMany.
+func (b *batchTx) KeyEnsureMany(ctx context.Context, p store.KeyEnsureManyParams) error {
+	return b.tx.KeyEnsureMany(ctx, p)
+}
+
+// Rows no deferred write touches: audit, dead letters, gaps, parked
+// messages, decisions and the key's turn.
+
+// AuditInsert is store.Executor.AuditInsert.
+func (b *batchTx) AuditInsert(ctx context.Context, a store.AuditRow) error {
+	return b.tx.AuditInsert(ctx, a)
+}
+
+// DeadLetterInsert is store.Executor.DeadLetterInsert.
+func (b *batchTx) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, error) {
+	return b.tx.DeadLetterInsert(ctx, d)
+}
+
+// DeadLetterResolve is store.Executor.DeadLetterResolve.
+func (b *batchTx) DeadLetterResolve(ctx context.Context, p store.DeadLetterResolveParams) error {
+	return b.tx.DeadLetterResolve(ctx, p)
+}
+
+// GapInsert is store.Executor.GapInsert.
+func (b *batchTx) GapInsert(ctx context.Context, g store.Gap) error { return b.tx.GapInsert(ctx, g) }
+
+// GapCovers is store.Executor.GapCovers.
+func (b *batchTx) GapCovers(ctx context.Context, p store.GapCoversParams) (bool, error) {
+	return b.tx.GapCovers(ctx, p)
+}
+
+// ParkedDelete is store.Executor.ParkedDelete.
+func (b *batchTx) ParkedDelete(ctx context.Context, seq int64) error {
+	return b.tx.ParkedDelete(ctx, seq)
+}
+
+// ParkedListWaiting is store.Executor.ParkedListWaiting.
+func (b *batchTx) ParkedListWaiting(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
+	return b.tx.ParkedListWaiting(ctx, p)
+}
+
+// ParkedRehold is store.Executor.ParkedRehold.
+func (b *batchTx) ParkedRehold(ctx context.Context, p store.ParkedReholdParams) error {
+	return b.tx.ParkedRehold(ctx, p)
+}
+
+// ParkedSetReason is store.Executor.ParkedSetReason.
+func (b *batchTx) ParkedSetReason(ctx context.Context, p store.ParkedSetReasonParams) error {
+	return b.tx.ParkedSetReason(ctx, p)
+}
+
+// ParkedStartHolds is store.Executor.ParkedStartHolds.
+func (b *batchTx) ParkedStartHolds(ctx context.Context, p store.ParkedStartHoldsParams) error {
+	return b.tx.ParkedStartHolds(ctx, p)
+}
+
+// DecisionGet is store.Executor.DecisionGet.
+func (b *batchTx) DecisionGet(ctx context.Context, p store.MessageRef) ([]byte, error) {
+	return b.tx.DecisionGet(ctx, p)
+}
+
+// TurnTake is store.Executor.TurnTake.
+func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) error {
+	return b.tx.TurnTake(ctx, p)
+}
+
+// Business keys. The identities a batch inserted are recorded as applied
+// until their delivery says otherwise, which is what these read.
+
+// BusinessKeyClaim is store.Executor.BusinessKeyClaim.
+func (b *batchTx) BusinessKeyClaim(ctx context.Context, p store.BusinessKeyClaimParams) (bool, error) {
+	return b.tx.BusinessKeyClaim(ctx, p)
+}
+
+// BusinessKeyInFlight is store.Executor.BusinessKeyInFlight.
+func (b *batchTx) BusinessKeyInFlight(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
+	return b.tx.BusinessKeyInFlight(ctx, p)
+}
+
+// BusinessKeyTouched is store.Executor.BusinessKeyTouched.
+func (b *batchTx) BusinessKeyTouched(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
+	return b.tx.BusinessKeyTouched(ctx, p)
+}
+
+// SQL is the transaction the handler writes its business effects in.
+func (b *batchTx) SQL() *sql.Tx { return b.tx.SQL() }
