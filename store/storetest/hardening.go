@@ -436,8 +436,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // v4. (On PostgreSQL the waiter's snapshot predates the park: what it
 // knows of the key's parked messages must be read after the lock.)
 func hardParkedWhileWaiting(t *testing.T, open Factory) {
-	e := ordSetup(t, open)
 	const k = "PED-W"
+	watch := newWaitWatch(k, 1)
+	e := ordSetup(t, watch.wrap(open))
 	inHandler, release := make(chan struct{}), make(chan struct{})
 	inner := replay.RecordHandler(e.cfg.Name)
 	c := e.consumer(func(cfg *seqbox.Config) {
@@ -460,6 +461,7 @@ func hardParkedWhileWaiting(t *testing.T, open Factory) {
 		batchDone <- err
 	}()
 	<-inHandler
+	watch.armed.Store(true) // the next transaction to begin is v3's
 	v3Done := make(chan []seqbox.Result, 1)
 	go func() {
 		ds, err := c.Deliver(e.ctx, ordEvent("w3", k, 3, "shipped"), 1)
@@ -468,7 +470,7 @@ func hardParkedWhileWaiting(t *testing.T, open Factory) {
 		}
 		v3Done <- ds
 	}()
-	time.Sleep(300 * time.Millisecond) // v3 is now waiting for the key
+	require.NoError(t, watch.wait(), "v3 never went for the key")
 	close(release)
 	require.NoError(t, <-batchDone)
 	ds := <-v3Done

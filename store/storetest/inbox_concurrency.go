@@ -21,12 +21,16 @@ import (
 func exerciseConcurrency(t *testing.T, open Factory) {
 	t.Run("SameIDConcurrently", func(t *testing.T) {
 		t.Parallel()
-		b := setupInbox(t, open)
+		watch := newWaitWatch("", 2) // both transactions reach the identity's row
+		b := setupInbox(t, watch.wrap(open))
 		var calls atomic.Int32
 		record := replay.RecordHandler(inboxConsumer)
 		slow := func(ctx context.Context, tx seqbox.Tx, ev seqbox.Event) error {
 			calls.Add(1)
-			time.Sleep(30 * time.Millisecond) // hold the transaction open while the other races
+			// Hold the transaction open until the other waits for it.
+			if err := watch.wait(); err != nil {
+				return err
+			}
 			return record(ctx, tx, ev)
 		}
 		raw := simple(t, "evt-race")
@@ -50,6 +54,7 @@ func exerciseConcurrency(t *testing.T, open Factory) {
 				}
 			})
 		}
+		watch.armed.Store(true)
 		close(start)
 		wg.Wait()
 		for _, err := range errs {

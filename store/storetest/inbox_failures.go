@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
@@ -197,7 +196,8 @@ func exerciseFailures(t *testing.T, open Factory) {
 	// or a retried HTTP call): one applies, the other finds it done.
 	t.Run("ConcurrentRedrive", func(t *testing.T) {
 		t.Parallel()
-		b := setupInbox(t, open)
+		watch := newWaitWatch("", 2) // both redrives reach the identity's row
+		b := setupInbox(t, watch.wrap(open))
 		ctx := context.Background()
 		var broken atomic.Bool
 		broken.Store(true)
@@ -206,7 +206,10 @@ func exerciseFailures(t *testing.T, open Factory) {
 			if broken.Load() {
 				return seqbox.Permanent(errors.New("handler bug"))
 			}
-			time.Sleep(20 * time.Millisecond)
+			// Hold the redrive open until the other waits for it.
+			if err := watch.wait(); err != nil {
+				return err
+			}
 			return record(ctx, tx, ev)
 		}
 		c := b.consumer(func(c *seqbox.Config) { c.Handler = handler })
@@ -230,6 +233,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 				}
 			})
 		}
+		watch.armed.Store(true)
 		close(start)
 		wg.Wait()
 		applied := 0
