@@ -258,16 +258,15 @@ func (e *env) auditRow(key, id string, outcome seqbox.Outcome) store.AuditRow {
 // gapLines renders a key's recorded gaps as "from-to by who: why".
 func (e *env) gapLines(key string) []string {
 	e.t.Helper()
-	gs, err := e.st.Executor().GapList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
-	require.NoError(e.t, err)
 	out := []string{}
-	for _, g := range gs {
+	for _, g := range e.gaps(key) {
 		require.Equal(e.t, key, g.Key)
 		out = append(out, fmt.Sprintf("%d-%d by %s", g.FromVersion, g.ToVersion, g.DecidedBy))
 	}
 	return out
 }
 
+// gaps lists a key's recorded gaps.
 func (e *env) gaps(key string) []store.Gap {
 	e.t.Helper()
 	gs, err := e.st.Executor().GapList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
@@ -283,6 +282,7 @@ func (e *env) counts() store.Counts {
 	return c
 }
 
+// parked lists what is parked behind a key (every key when empty).
 func (e *env) parked(key string) []store.Parked {
 	e.t.Helper()
 	ps, err := e.st.Executor().ParkedList(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
