@@ -22,10 +22,8 @@ func TestRunUntilIdleReturnsWhenDrained(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := time.Now()
 	require.NoError(t, c.RunUntilIdle(ctx, 300*time.Millisecond))
 	require.NoError(t, ctx.Err(), "it returned on its own, not at the deadline")
-	require.Less(t, time.Since(start), 20*time.Second)
 	require.Equal(t, len(ids), b.effects(t, ""))
 	require.Equal(t, 0, unacked(t, q), "every message acknowledged")
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/chaos"
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/shorttest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,6 +20,9 @@ import (
 var self string
 
 func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the chaos suite") {
+		return
+	}
 	dir, err := os.MkdirTemp("", "seqbox-chaos-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -92,6 +92,12 @@ func (s *Store) SetLocation(path string) { s.location = path }
 // unknown.
 func (s *Store) Location() string { return s.location }
 
+// OneWriter reports whether the store runs one write transaction at a
+// time (SQLite): a second batch waits in Begin for the first to end,
+// where on other stores it waits for the rows the first one locked.
+// Tests use it to know where a delivery will wait.
+func (s *Store) OneWriter() bool { return s.dialect.OneWriter }
+
 const metaTable = "seqbox_meta"
 
 // MetaTable creates the table that marks a database as seqbox's and holds

@@ -21,7 +21,7 @@ func apiDeliverTx(t *testing.T, open Factory) {
 	ctx := context.Background()
 	_, err := b.st.DB().ExecContext(ctx, `CREATE TABLE webhook_log (id TEXT NOT NULL)`)
 	require.NoError(t, err)
-	c := b.consumer(t)
+	c := b.consumer()
 	raw := []byte(`{"id":"w-1","source":"stripe","type":"charge.succeeded"}`)
 	logged := func() int {
 		var n int
@@ -41,11 +41,11 @@ func apiDeliverTx(t *testing.T, open Factory) {
 			require.NoError(t, tx.Commit())
 		} else {
 			require.NoError(t, tx.Rollback())
-			require.Zero(t, b.effects(t, ""), "a rollback forgets the effect")
+			require.Zero(t, b.effectCount(""), "a rollback forgets the effect")
 			require.Zero(t, logged())
 		}
 	}
-	require.Equal(t, 1, b.effects(t, ""))
+	require.Equal(t, 1, b.effectCount(""))
 	require.Equal(t, 1, logged())
 	require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
 }

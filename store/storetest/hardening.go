@@ -44,7 +44,7 @@ func exerciseHardening(t *testing.T, open Factory) {
 // merged into one identity where the second is lost as a duplicate.
 func hardAmbiguousInputs(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
-	c := b.consumer(t)
+	c := b.consumer()
 	for _, raw := range []string{
 		"{\"id\":\"a\xff\",\"source\":\"s\",\"type\":\"t\"}",
 		"{\"id\":\"a\xfe\",\"source\":\"s\",\"type\":\"t\"}",
@@ -61,7 +61,7 @@ func hardAmbiguousInputs(t *testing.T, open Factory) {
 	counts, err := b.st.Executor().Counts(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
 	require.Zero(t, counts.InboxRows)
-	require.Zero(t, b.effects(t, ""))
+	require.Zero(t, b.effectCount(""))
 }
 
 // The payload hash is RFC 8785: the same fact spelled differently (number
@@ -69,7 +69,7 @@ func hardAmbiguousInputs(t *testing.T, open Factory) {
 // different value is a collision.
 func hardHashByValue(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
-	c := b.consumer(t)
+	c := b.consumer()
 	require.Equal(t, seqboxtype.Applied, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":1,"name":"é"}}`), 1).Outcome)
 	for _, same := range []string{
 		`{"id":"n","source":"s","type":"t","data":{"q":1.0,"name":"\u00e9"}}`,
@@ -79,7 +79,7 @@ func hardHashByValue(t *testing.T, open Factory) {
 		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, []byte(same), 2).Outcome, same)
 	}
 	require.Equal(t, seqboxtype.Collision, deliver(t, c, []byte(`{"id":"n","source":"s","type":"t","data":{"q":2,"name":"é"}}`), 1).Outcome)
-	require.Equal(t, 1, b.effects(t, ""))
+	require.Equal(t, 1, b.effectCount(""))
 }
 
 // replayTwiceInput has one line of every kind a replay meets: applied,
@@ -219,7 +219,7 @@ func countRows(t *testing.T, st store.Store, consumer string) (dlq, audit int) {
 // an inbox identity of the business.
 func hardRejectedTwice(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
-	c := b.consumer(t)
+	c := b.consumer()
 	bad := []byte(`{"id":"x-1","source":"crm","type":"t","objectversion":"one","partitionkey":"K"}`)
 	for range 2 {
 		d := deliver(t, c, bad, 1)
@@ -240,7 +240,7 @@ func hardRejectedTwice(t *testing.T, open Factory) {
 // the reason; the DLQ keeps its prefix, once.
 func hardOversizedTwice(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
-	c := b.consumer(t)
+	c := b.consumer()
 	prefix := []byte(`{"id":"big","source":"crm","type":"t","data":"` + strings.Repeat("a", 100))
 	o := handoff.Oversized{Prefix: prefix, Size: 5 << 20, SHA256: sha256.Sum256([]byte("the whole line"))}
 	for range 2 {
@@ -262,7 +262,7 @@ func hardRegistration(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
 	ctx := context.Background()
 	fv := int64(1)
-	c := b.consumer(t, func(cfg *seqbox.Config) { cfg.FirstVersion = &fv; cfg.GapPolicy = seqbox.GapAdvance })
+	c := b.consumer(func(cfg *seqbox.Config) { cfg.FirstVersion = &fv; cfg.GapPolicy = seqbox.GapAdvance })
 	_, err := b.st.Executor().ConsumerGet(ctx, b.cfg.Name)
 	require.ErrorIs(t, err, store.ErrNotFound, "nothing is written before the first delivery")
 	deliver(t, c, []byte(`{"id":"a","source":"s","type":"t"}`), 1)
@@ -438,8 +438,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // v4. (On PostgreSQL the waiter's snapshot predates the park: what it
 // knows of the key's parked messages must be read after the lock.)
 func hardParkedWhileWaiting(t *testing.T, open Factory) {
-	e := ordSetup(t, open)
 	const k = "PED-W"
+	watch := newWaitWatch(k, 1)
+	e := ordSetup(t, watch.wrap(open))
 	inHandler, release := make(chan struct{}), make(chan struct{})
 	inner := replay.RecordHandler(e.cfg.Name)
 	c := e.consumer(func(cfg *seqbox.Config) {
@@ -462,6 +463,7 @@ func hardParkedWhileWaiting(t *testing.T, open Factory) {
 		batchDone <- err
 	}()
 	<-inHandler
+	watch.armed.Store(true) // the next transaction to begin is v3's
 	v3Done := make(chan []seqboxtype.Result, 1)
 	go func() {
 		ds, err := c.Deliver(e.ctx, ordEvent("w3", k, 3, "shipped"), 1)
@@ -470,7 +472,7 @@ func hardParkedWhileWaiting(t *testing.T, open Factory) {
 		}
 		v3Done <- ds
 	}()
-	time.Sleep(300 * time.Millisecond) // v3 is now waiting for the key
+	require.NoError(t, watch.wait(), "v3 never went for the key")
 	close(release)
 	require.NoError(t, <-batchDone)
 	ds := <-v3Done

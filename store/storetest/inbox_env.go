@@ -2,13 +2,10 @@ package storetest
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
@@ -18,39 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// inboxBundle is one fresh store with the record handler's business tables
-// and the consumer configuration the inbox tests start from. The record
-// handler's record_effects rows are the business effects.
-type inboxBundle struct {
-	st  store.Store
-	cfg seqbox.Config
-}
-
-const inboxConsumer = "inbox"
-
-func setupInbox(t *testing.T, open Factory) *inboxBundle {
-	t.Helper()
-	st := open(t)
-	require.NoError(t, replay.EnsureRecordTables(context.Background(), st.DB()))
-	return &inboxBundle{st: st, cfg: seqbox.Config{
-		Name: inboxConsumer, Store: st, Handler: replay.RecordHandler(inboxConsumer),
-		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond},
-	}}
-}
-
-// consumer builds a consumer from the bundle's config after applying the
-// changes given; the bundle's config itself is left alone.
-func (b *inboxBundle) consumer(t *testing.T, changes ...func(*seqbox.Config)) *seqbox.Consumer {
-	t.Helper()
-	cfg := b.cfg
-	for _, ch := range changes {
-		ch(&cfg)
-	}
-	c, err := seqbox.NewConsumer(cfg)
-	require.NoError(t, err)
-	return c
-}
-
 // deliver delivers raw and returns the message's own decision (the first).
 func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqboxtype.Result {
 	t.Helper()
@@ -58,13 +22,6 @@ func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqboxty
 	require.NoError(t, err)
 	require.NotEmpty(t, ds)
 	return ds[0]
-}
-
-// effects counts the business effects of the bundle's consumer, of one
-// identity when id is not empty.
-func (b *inboxBundle) effects(t *testing.T, id string) int {
-	t.Helper()
-	return countEffects(t, b.st, b.cfg.Name, id)
 }
 
 func countEffects(t *testing.T, st store.Store, consumer, id string) int {
@@ -80,59 +37,12 @@ func countEffects(t *testing.T, st store.Store, consumer, id string) int {
 	return n
 }
 
-func (b *inboxBundle) counts(t *testing.T) store.Counts {
-	t.Helper()
-	c, err := b.st.Executor().Counts(context.Background(), b.cfg.Name)
-	require.NoError(t, err)
-	return c
-}
-
-// inboxOutcome reads the outcome recorded for an identity straight from
-// the inbox table ("" when the identity is not recorded).
-func (b *inboxBundle) inboxOutcome(t *testing.T, source, id string) string {
-	t.Helper()
-	var out string
-	err := b.st.DB().QueryRow(`SELECT outcome FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`,
-		b.cfg.Name, source, id).Scan(&out)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ""
-	}
-	require.NoError(t, err)
-	return out
-}
-
-// audit lists the consumer's audit rows, oldest first.
-func (b *inboxBundle) audit(t *testing.T) []store.AuditRow {
-	t.Helper()
-	rows, err := b.st.Executor().AuditList(context.Background(), store.AuditListParams{Consumer: b.cfg.Name, Key: "", Limit: 1000})
-	require.NoError(t, err)
-	return rows
-}
-
-// duplicates is how many repetitions the consumer's inbox rows counted:
-// a duplicate is recorded there, not as an audit row.
-func (b *inboxBundle) duplicates(t *testing.T) int {
-	t.Helper()
-	var n int
-	require.NoError(t, b.st.DB().QueryRowContext(context.Background(),
-		`SELECT COALESCE(SUM(duplicates), 0) FROM seqbox_inbox WHERE consumer = $1`, b.cfg.Name).Scan(&n))
-	return n
-}
-
 func auditOutcomes(rows []store.AuditRow) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = string(r.Outcome)
 	}
 	return out
-}
-
-// dlq lists the consumer's DLQ, resolved rows too when all is set.
-func (b *inboxBundle) dlq(t *testing.T, all bool) []store.DeadLetter {
-	t.Helper()
-	dls, err := b.st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: all})
-	require.NoError(t, err)
-	return dls
 }
 
 // event builds a structured-mode envelope from attributes.

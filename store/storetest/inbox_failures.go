@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
@@ -23,7 +22,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		t.Parallel()
 		b := setupInbox(t, open)
 		var calls atomic.Int32
-		c := b.consumer(t, func(c *seqbox.Config) {
+		c := b.consumer(func(c *seqbox.Config) {
 			c.Handler = scriptedHandler(inboxConsumer, &calls, errors.New("crm timeout"))
 		})
 		raw := simple(t, "evt-1")
@@ -31,35 +30,35 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.Equal(t, seqboxtype.Retry, d.Outcome)
 		require.Contains(t, d.Reason, "crm timeout")
 		require.False(t, d.Outcome.Acks(), "a retry is nacked, not acked")
-		require.Equal(t, 0, b.effects(t, ""))
-		require.Equal(t, int64(0), b.counts(t).InboxRows, "a retry does not keep the identity")
-		require.Empty(t, b.dlq(t, true))
-		audit := b.audit(t)
+		require.Equal(t, 0, b.effectCount(""))
+		require.Equal(t, int64(0), b.counts().InboxRows, "a retry does not keep the identity")
+		require.Empty(t, b.deadLetters(true))
+		audit := b.audit("")
 		require.Equal(t, []string{"retry"}, auditOutcomes(audit))
 
 		d = deliver(t, c, raw, 2)
 		require.Equal(t, seqboxtype.Applied, d.Outcome, d.Reason)
 		require.Equal(t, int32(2), calls.Load())
-		require.Equal(t, 1, b.effects(t, ""))
-		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
+		require.Equal(t, 1, b.effectCount(""))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts())
 		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 3).Outcome)
-		require.Equal(t, 1, b.effects(t, ""))
+		require.Equal(t, 1, b.effectCount(""))
 	})
 
 	t.Run("PermanentIsDeadLettered", func(t *testing.T) {
 		t.Parallel()
 		b := setupInbox(t, open)
-		c := b.consumer(t)
+		c := b.consumer()
 		// Odd whitespace and key order: the DLQ must keep the bytes.
 		raw := []byte("{ \"type\":\"task.create\",\n\t\"id\" : \"evt-13\", \"source\":\"crm\",  \"data\":{\"fail\":\"permanent\", \"x\":1.50}}")
 		d := deliver(t, c, raw, 1)
 		require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
 		require.Contains(t, d.Reason, "permanent")
-		require.Equal(t, 0, b.effects(t, ""))
-		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
-		require.Equal(t, "dead_lettered", b.inboxOutcome(t, "crm", "evt-13"))
+		require.Equal(t, 0, b.effectCount(""))
+		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts())
+		require.Equal(t, "dead_lettered", b.inboxOutcome("crm", "evt-13"))
 
-		dls := b.dlq(t, false)
+		dls := b.deadLetters(false)
 		require.Len(t, dls, 1)
 		dl := dls[0]
 		require.Equal(t, raw, dl.Envelope, "the DLQ holds the original envelope byte for byte")
@@ -74,19 +73,19 @@ func exerciseFailures(t *testing.T, open Factory) {
 		ev, err := seqboxtype.ParseEvent(raw)
 		require.NoError(t, err)
 		require.Equal(t, ev.Hash, dl.PayloadHash)
-		require.Equal(t, []string{"dead_lettered"}, auditOutcomes(b.audit(t)))
+		require.Equal(t, []string{"dead_lettered"}, auditOutcomes(b.audit("")))
 
 		// The identity stays recorded: a redelivery is a duplicate and does
 		// not add a second DLQ copy.
 		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
-		require.Len(t, b.dlq(t, true), 1)
+		require.Len(t, b.deadLetters(true), 1)
 	})
 
 	t.Run("FirstAndLastError", func(t *testing.T) {
 		t.Parallel()
 		b := setupInbox(t, open)
 		var calls atomic.Int32
-		c := b.consumer(t, func(c *seqbox.Config) {
+		c := b.consumer(func(c *seqbox.Config) {
 			c.Handler = scriptedHandler(inboxConsumer, &calls, errors.New("first: timeout"),
 				seqbox.Permanent(errors.New("second: schema mismatch")))
 		})
@@ -94,21 +93,21 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.Equal(t, seqboxtype.Retry, deliver(t, c, raw, 1).Outcome)
 		d := deliver(t, c, raw, 2)
 		require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
-		dls := b.dlq(t, false)
+		dls := b.deadLetters(false)
 		require.Len(t, dls, 1)
 		require.Equal(t, raw, dls[0].Envelope)
 		require.Equal(t, 2, dls[0].Attempts)
 		require.Contains(t, dls[0].FirstError, "first: timeout")
 		require.Contains(t, dls[0].LastError, "second: schema mismatch")
 		require.Contains(t, dls[0].Reason, "permanent")
-		require.Equal(t, 0, b.effects(t, ""))
+		require.Equal(t, 0, b.effectCount(""))
 	})
 
 	t.Run("AttemptsExhausted", func(t *testing.T) {
 		t.Parallel()
 		b := setupInbox(t, open)
 		var calls atomic.Int32
-		c := b.consumer(t, func(c *seqbox.Config) {
+		c := b.consumer(func(c *seqbox.Config) {
 			c.Handler = scriptedHandler(inboxConsumer, &calls, errors.New("down #1"), errors.New("down #2"), errors.New("down #3"))
 		})
 		raw := simple(t, "evt-1")
@@ -119,17 +118,17 @@ func exerciseFailures(t *testing.T, open Factory) {
 		d := deliver(t, c, raw, 3)
 		require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
 		require.Contains(t, d.Reason, "attempts exhausted")
-		require.Equal(t, 0, b.effects(t, ""))
-		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
+		require.Equal(t, 0, b.effectCount(""))
+		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts())
 
-		dls := b.dlq(t, false)
+		dls := b.deadLetters(false)
 		require.Len(t, dls, 1)
 		require.Equal(t, raw, dls[0].Envelope)
 		require.Equal(t, 3, dls[0].Attempts)
 		require.Contains(t, dls[0].Reason, "attempts exhausted")
 		require.Contains(t, dls[0].FirstError, "down #1")
 		require.Contains(t, dls[0].LastError, "down #3")
-		require.Equal(t, []string{"retry", "retry", "dead_lettered"}, auditOutcomes(b.audit(t)))
+		require.Equal(t, []string{"retry", "retry", "dead_lettered"}, auditOutcomes(b.audit("")))
 	})
 
 	t.Run("RedriveKeepsIdentity", func(t *testing.T) {
@@ -139,7 +138,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		var broken atomic.Bool
 		broken.Store(true)
 		record := replay.RecordHandler(inboxConsumer)
-		c := b.consumer(t, func(c *seqbox.Config) {
+		c := b.consumer(func(c *seqbox.Config) {
 			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 				if broken.Load() {
 					return seqbox.Permanent(errors.New("handler bug"))
@@ -149,15 +148,15 @@ func exerciseFailures(t *testing.T, open Factory) {
 		})
 		raw := simple(t, "evt-1")
 		require.Equal(t, seqboxtype.DeadLettered, deliver(t, c, raw, 1).Outcome)
-		dls := b.dlq(t, false)
+		dls := b.deadLetters(false)
 		require.Len(t, dls, 1)
 
 		// Redriving while still broken fails again and keeps it in the DLQ.
 		ds, err := c.Redrive(ctx, dls[0].Seq)
 		require.NoError(t, err)
 		require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
-		require.Equal(t, 0, b.effects(t, ""))
-		still := b.dlq(t, false)
+		require.Equal(t, 0, b.effectCount(""))
+		still := b.deadLetters(false)
 		require.Len(t, still, 1, "the failed redrive leaves one open DLQ row")
 		require.Equal(t, raw, still[0].Envelope)
 
@@ -168,17 +167,17 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.Equal(t, seqboxtype.Applied, ds[0].Outcome, ds[0].Reason)
 		require.Equal(t, "evt-1", ds[0].ID)
 		require.Equal(t, "crm", ds[0].Source)
-		require.Equal(t, 1, b.effects(t, "evt-1"))
-		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
-		require.Equal(t, "applied", b.inboxOutcome(t, "crm", "evt-1"))
-		require.Empty(t, b.dlq(t, false), "the DLQ row is resolved")
-		all := b.dlq(t, true)
+		require.Equal(t, 1, b.effectCount("evt-1"))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts())
+		require.Equal(t, "applied", b.inboxOutcome("crm", "evt-1"))
+		require.Empty(t, b.deadLetters(false), "the DLQ row is resolved")
+		all := b.deadLetters(true)
 		require.NotEmpty(t, all)
 		require.Equal(t, "redriven", all[len(all)-1].Resolution)
 		require.NotNil(t, all[len(all)-1].ResolvedAt)
 
 		// Another consumer cannot redrive this consumer's DLQ.
-		other := b.consumer(t, func(c *seqbox.Config) { c.Name, c.Handler = "other", replay.RecordHandler("other") })
+		other := b.consumer(func(c *seqbox.Config) { c.Name, c.Handler = "other", replay.RecordHandler("other") })
 		_, err = other.Redrive(ctx, still[0].Seq)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
@@ -189,16 +188,17 @@ func exerciseFailures(t *testing.T, open Factory) {
 		_, err = c.Redrive(ctx, dls[0].Seq)
 		require.ErrorIs(t, err, seqbox.ErrNotBlocking)
 		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
-		require.Equal(t, seqboxtype.Duplicate, deliver(t, b.consumer(t), raw, 3).Outcome)
-		require.Equal(t, 1, b.effects(t, ""))
-		require.Equal(t, int64(1), b.counts(t).InboxRows)
+		require.Equal(t, seqboxtype.Duplicate, deliver(t, b.consumer(), raw, 3).Outcome)
+		require.Equal(t, 1, b.effectCount(""))
+		require.Equal(t, int64(1), b.counts().InboxRows)
 	})
 
 	// An operator redrives the same DLQ row twice at once (two terminals,
 	// or a retried HTTP call): one applies, the other finds it done.
 	t.Run("ConcurrentRedrive", func(t *testing.T) {
 		t.Parallel()
-		b := setupInbox(t, open)
+		watch := newWaitWatch("", 2) // both redrives reach the identity's row
+		b := setupInbox(t, watch.wrap(open))
 		ctx := context.Background()
 		var broken atomic.Bool
 		broken.Store(true)
@@ -207,13 +207,16 @@ func exerciseFailures(t *testing.T, open Factory) {
 			if broken.Load() {
 				return seqbox.Permanent(errors.New("handler bug"))
 			}
-			time.Sleep(20 * time.Millisecond)
+			// Hold the redrive open until the other waits for it.
+			if err := watch.wait(); err != nil {
+				return err
+			}
 			return record(ctx, tx, ev)
 		}
-		c := b.consumer(t, func(c *seqbox.Config) { c.Handler = handler })
+		c := b.consumer(func(c *seqbox.Config) { c.Handler = handler })
 		raw := simple(t, "evt-1")
 		require.Equal(t, seqboxtype.DeadLettered, deliver(t, c, raw, 1).Outcome)
-		seq := b.dlq(t, false)[0].Seq
+		seq := b.deadLetters(false)[0].Seq
 		broken.Store(false)
 
 		start := make(chan struct{})
@@ -221,7 +224,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		outcomes := make([]seqboxtype.Outcome, 2)
 		errs := make([]error, 2)
 		for i := range 2 {
-			rc := b.consumer(t, func(c *seqbox.Config) { c.Handler = handler })
+			rc := b.consumer(func(c *seqbox.Config) { c.Handler = handler })
 			wg.Go(func() {
 				<-start
 				ds, err := rc.Redrive(ctx, seq)
@@ -231,6 +234,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 				}
 			})
 		}
+		watch.armed.Store(true)
 		close(start)
 		wg.Wait()
 		applied := 0
@@ -245,15 +249,15 @@ func exerciseFailures(t *testing.T, open Factory) {
 			}
 		}
 		require.Equal(t, 1, applied)
-		require.Equal(t, 1, b.effects(t, ""))
-		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts(t))
-		require.Empty(t, b.dlq(t, false))
+		require.Equal(t, 1, b.effectCount(""))
+		require.Equal(t, store.Counts{InboxRows: 1, Applied: 1}, b.counts())
+		require.Empty(t, b.deadLetters(false))
 	})
 
 	t.Run("HandlerPanicIsDeadLettered", func(t *testing.T) {
 		t.Parallel()
 		b := setupInbox(t, open)
-		c := b.consumer(t, func(c *seqbox.Config) {
+		c := b.consumer(func(c *seqbox.Config) {
 			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, n, source, id, partitionkey, type)
 					VALUES ($1, 1, $2, $3, '', $4)`, inboxConsumer, ev.Source, ev.ID, ev.Type); err != nil {
@@ -266,9 +270,9 @@ func exerciseFailures(t *testing.T, open Factory) {
 		ds, err := c.Deliver(context.Background(), raw, 1)
 		require.NoError(t, err, "a panic is an outcome, not a crash")
 		require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
-		require.Equal(t, 0, b.effects(t, ""), "the panicking handler's write is rolled back")
-		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts(t))
-		dls := b.dlq(t, false)
+		require.Equal(t, 0, b.effectCount(""), "the panicking handler's write is rolled back")
+		require.Equal(t, store.Counts{InboxRows: 1, DeadLetters: 1}, b.counts())
+		dls := b.deadLetters(false)
 		require.Len(t, dls, 1)
 		require.Equal(t, raw, dls[0].Envelope)
 		require.Contains(t, dls[0].LastError, "panic")
@@ -276,8 +280,8 @@ func exerciseFailures(t *testing.T, open Factory) {
 		require.Equal(t, 1, dls[0].Attempts)
 
 		// The consumer keeps working.
-		require.Equal(t, seqboxtype.Applied, deliver(t, b.consumer(t), simple(t, "healthy"), 1).Outcome)
-		require.Equal(t, 1, b.effects(t, "healthy"))
+		require.Equal(t, seqboxtype.Applied, deliver(t, b.consumer(), simple(t, "healthy"), 1).Outcome)
+		require.Equal(t, 1, b.effectCount("healthy"))
 	})
 }
 
@@ -304,7 +308,7 @@ func exerciseRejected(t *testing.T, open Factory) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupInbox(t, open)
-			c := b.consumer(t)
+			c := b.consumer()
 			raw := []byte(tt.raw)
 			ds, err := c.Deliver(context.Background(), raw, 1)
 			require.NoError(t, err, "a bad envelope is an outcome, not an error")
@@ -314,16 +318,16 @@ func exerciseRejected(t *testing.T, open Factory) {
 			require.Contains(t, d.Reason, tt.field, "the reason names the field")
 			require.True(t, d.Outcome.Acks())
 
-			require.Equal(t, 0, b.effects(t, ""))
-			counts := b.counts(t)
+			require.Equal(t, 0, b.effectCount(""))
+			counts := b.counts()
 			require.Equal(t, store.Counts{DeadLetters: 1}, counts, "only the DLQ row is written")
-			dls := b.dlq(t, false)
+			dls := b.deadLetters(false)
 			require.Len(t, dls, 1)
 			require.Equal(t, raw, dls[0].Envelope, "the DLQ keeps the bytes as received")
 			require.Contains(t, dls[0].Reason, "rejected")
 			require.Contains(t, dls[0].Reason, tt.field)
 			require.Equal(t, tt.id, dls[0].ID)
-			audit := b.audit(t)
+			audit := b.audit("")
 			require.Equal(t, []string{"rejected"}, auditOutcomes(audit))
 			require.Contains(t, audit[0].Reason, tt.field)
 			parked, err := b.st.Executor().ParkedList(context.Background(), store.KeyRef{Consumer: b.cfg.Name, Key: ""})
@@ -346,20 +350,20 @@ func exerciseRedriveRejected(t *testing.T, open Factory) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setupInbox(t, open)
-			c := b.consumer(t)
+			c := b.consumer()
 			require.Equal(t, seqboxtype.Rejected, deliver(t, c, raw, 1).Outcome)
-			dls := b.dlq(t, false)
+			dls := b.deadLetters(false)
 			require.Len(t, dls, 1)
 
 			ds, err := c.Redrive(context.Background(), dls[0].Seq)
 			require.NoError(t, err)
 			require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
-			open := b.dlq(t, false)
+			open := b.deadLetters(false)
 			require.Len(t, open, 1, "one open DLQ row per rejected message, however often it is redriven")
 			require.Equal(t, raw, open[0].Envelope)
-			require.Equal(t, int64(1), b.counts(t).DeadLetters)
-			require.Equal(t, 0, b.effects(t, ""))
-			require.Equal(t, int64(0), b.counts(t).InboxRows)
+			require.Equal(t, int64(1), b.counts().DeadLetters)
+			require.Equal(t, 0, b.effectCount(""))
+			require.Equal(t, int64(0), b.counts().InboxRows)
 		})
 	}
 }
@@ -370,12 +374,12 @@ func exerciseRedriveRejected(t *testing.T, open Factory) {
 func exerciseRedriveOneWithoutIdentity(t *testing.T, open Factory) {
 	t.Parallel()
 	b := setupInbox(t, open)
-	c := b.consumer(t)
+	c := b.consumer()
 	first := []byte(`{"source":"crm","type":"order.placed"}`)
 	second := []byte(`{"source":"crm","type":"order.cancelled"}`)
 	require.Equal(t, seqboxtype.Rejected, deliver(t, c, first, 1).Outcome)
 	require.Equal(t, seqboxtype.Rejected, deliver(t, c, second, 1).Outcome)
-	dls := b.dlq(t, false)
+	dls := b.deadLetters(false)
 	require.Len(t, dls, 2)
 	require.Equal(t, first, dls[0].Envelope)
 
@@ -383,7 +387,7 @@ func exerciseRedriveOneWithoutIdentity(t *testing.T, open Factory) {
 	require.NoError(t, err)
 	require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
 	var bodies []string
-	for _, dl := range b.dlq(t, false) {
+	for _, dl := range b.deadLetters(false) {
 		bodies = append(bodies, string(dl.Envelope))
 	}
 	require.Contains(t, bodies, string(second), "the row that was not redriven stays open")

@@ -115,7 +115,7 @@ func ordDuplicate(t *testing.T, open Factory) {
 // version 4 arrives without 3: held until 3 arrives or HoldTimeout passes.
 func ordMissingVersion(t *testing.T, open Factory) {
 	const k = "PED-1004"
-	start := func(t *testing.T, expiry seqbox.HoldExpiry) (*ordEnv, *seqbox.Consumer) {
+	start := func(t *testing.T, expiry seqbox.HoldExpiry) (*env, *seqbox.Consumer) {
 		e := ordSetup(t, open, func(c *seqbox.Config) { c.HoldExpiry = expiry })
 		c := e.consumer()
 		e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/seqbox/seqbox/transport"
@@ -235,33 +236,44 @@ func TestQueueNamesAreSeparate(t *testing.T) {
 	require.Equal(t, []string{"for-default"}, bodies(receive(t, b.q, 10)))
 }
 
+// TestQueueReceiveWaitsAndHonoursContext runs in a synctest bubble: the
+// clock is fake, and it moves (time.Sleep, the queue's timers) only once
+// every goroutine of the bubble is blocked. So the waits measured here are
+// exact fake durations, and a sleep means "once Receive is waiting".
 func TestQueueReceiveWaitsAndHonoursContext(t *testing.T) {
-	b := setup(t)
-	start := time.Now()
-	ds, err := b.q.Receive(context.Background(), 1)
-	require.NoError(t, err)
-	require.Empty(t, ds)
-	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "waits Config.Wait before giving up")
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "queue.db")
+		q, err := embedded.Open(context.Background(), path, embedded.Config{Name: "waiting", Wait: 5 * time.Second,
+			PollInterval: 5 * time.Millisecond})
+		require.NoError(t, err)
+		defer q.Close()
 
-	// A message published while Receive waits is picked up.
-	q, err := embedded.Open(context.Background(), b.path, embedded.Config{Name: "waiting", Wait: 5 * time.Second,
-		PollInterval: 5 * time.Millisecond})
-	require.NoError(t, err)
-	defer q.Close()
-	go func() {
-		time.Sleep(30 * time.Millisecond)
-		_ = q.Publish(context.Background(), []byte("late"))
-	}()
-	ds, err = q.Receive(context.Background(), 1)
-	require.NoError(t, err)
-	require.Equal(t, []string{"late"}, bodies(ds))
+		start := time.Now()
+		ds, err := q.Receive(context.Background(), 1)
+		require.NoError(t, err)
+		require.Empty(t, ds)
+		require.GreaterOrEqual(t, time.Since(start), 5*time.Second, "waits Config.Wait before giving up")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	start = time.Now()
-	_, err = q.Receive(ctx, 1)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Less(t, time.Since(start), 2*time.Second, "a cancelled Receive returns promptly")
+		// A message published while Receive waits is picked up.
+		published := make(chan error, 1)
+		go func() {
+			time.Sleep(30 * time.Millisecond) // fake time: Receive is polling by now
+			published <- q.Publish(context.Background(), []byte("late"))
+		}()
+		ds, err = q.Receive(context.Background(), 1)
+		require.NoError(t, err)
+		require.NoError(t, <-published)
+		require.Equal(t, []string{"late"}, bodies(ds))
+
+		// A Receive whose context ends returns its error, not an empty
+		// batch at the end of Config.Wait.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		_, err = q.Receive(ctx, 1)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Less(t, time.Since(start), 5*time.Second, "a cancelled Receive does not wait out Config.Wait (fake time)")
+	})
 }
 
 func TestQueueClosed(t *testing.T) {

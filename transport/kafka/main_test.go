@@ -10,10 +10,14 @@ import (
 	"go.uber.org/goleak"
 
 	brokerkafka "github.com/seqbox/seqbox/internal/broker/kafka"
+	"github.com/seqbox/seqbox/internal/shorttest"
 	"github.com/seqbox/seqbox/transport/kafka"
 )
 
 func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the Kafka transport's broker suite") {
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 

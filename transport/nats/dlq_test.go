@@ -52,7 +52,21 @@ func TestFailingMessageEndsInSeqboxDLQ(t *testing.T) {
 	if len(dl) != 1 {
 		t.Fatalf("DLQ holds %d messages within 30s, want 1", len(dl))
 	}
-	time.Sleep(2 * lease) // long enough for an unsettled message to come back
+	// Once the broker has the dead-lettered message acknowledged it can
+	// never come back: wait for that (the checks below fail if it never
+	// happens) rather than for a lease or two.
+	js := inspect(t, s.URL())
+	acked := func() bool {
+		cons, err := js.Consumer(ctx, cfg.Stream, cfg.Durable)
+		if err != nil {
+			return false
+		}
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.AckFloor.Stream >= 1
+	}
+	for deadline := time.Now().Add(30 * time.Second); !acked() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond) // polling the broker, not waiting for it
+	}
 	stop()
 	d := dl[0]
 	if d.ID != "poison-1-v1" || d.Source != "nats-test" || string(d.Envelope) != string(body) || d.Attempts != maxAttempts {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	broker "github.com/seqbox/seqbox/internal/broker/pubsub"
+	"github.com/seqbox/seqbox/internal/shorttest"
 	"github.com/seqbox/seqbox/transport/pubsub"
 )
 
@@ -17,6 +18,9 @@ import (
 // OpenCensus, whose view worker is started by a package init and has no
 // way to be stopped: it is the one goroutine ignored.
 func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the Pub/Sub transport's broker suite") {
+		return
+	}
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
 }
 

@@ -3,11 +3,18 @@ package sqs_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/schemas"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
+
 	broker "github.com/seqbox/seqbox/internal/broker/sqs"
 	"github.com/seqbox/seqbox/transport"
+	"github.com/seqbox/seqbox/transport/sqs"
 	"github.com/seqbox/seqbox/transport/transporttest"
 )
 
@@ -74,15 +81,39 @@ func TestReceiveFillsLargeBatch(t *testing.T) {
 	if err := e.pub.PublishBatch(context.Background(), pub); err != nil {
 		t.Fatal(err)
 	}
-	tr := e.open(t)
-	start := time.Now()
+	// The member's client notes the wait of every ReceiveMessage call.
+	var mu sync.Mutex
+	var waits []int32
+	client := awssqs.New(e.client.Options(), func(o *awssqs.Options) {
+		o.Protocol = awsquery.New(schemas.AmazonSQS) // as broker.Client: goaws speaks the Query protocol
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("seqbox-count-receives",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if r, ok := in.Parameters.(*awssqs.ReceiveMessageInput); ok {
+						mu.Lock()
+						waits = append(waits, r.WaitTimeSeconds)
+						mu.Unlock()
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.After)
+		})
+	})
+	tr, err := sqs.Open(context.Background(), sqs.Config{Client: client, QueueURL: e.url})
+	if err != nil {
+		t.Fatalf("open transport: %v", err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
 	ds, err := tr.Receive(context.Background(), 25)
 	if err != nil || len(ds) != 25 {
 		t.Fatalf("one Receive(25) returned %d deliveries, err %v", len(ds), err)
 	}
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("Receive(25) took %s", took)
+	// Quick: three pages of ten at most, and only the first may
+	// long-poll; the others ask for what is ready now.
+	mu.Lock()
+	if len(waits) != 3 || waits[1] != 0 || waits[2] != 0 {
+		t.Fatalf("Receive(25) made ReceiveMessage calls with waits %v, want three, the last two not waiting", waits)
 	}
+	mu.Unlock()
 	if err := tr.AckBatch(context.Background(), ds); err != nil {
 		t.Fatalf("ack batch of 25: %v", err)
 	}

@@ -9,10 +9,16 @@ import (
 	"go.uber.org/goleak"
 
 	broker "github.com/seqbox/seqbox/internal/broker/sqs"
+	"github.com/seqbox/seqbox/internal/shorttest"
 	"github.com/seqbox/seqbox/transport/sqs"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the SQS transport's broker suite") {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // env is a goaws server on loopback with one fresh FIFO queue.
 type env struct {

@@ -7,9 +7,16 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/seqbox/seqbox/internal/shorttest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the in-process Kafka broker's suite") {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // TestStart: the cluster listens on loopback, creates a topic (again
 // without error) and refuses a negative config.

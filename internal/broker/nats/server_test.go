@@ -10,9 +10,13 @@ import (
 	"go.uber.org/goleak"
 
 	broker "github.com/seqbox/seqbox/internal/broker/nats"
+	"github.com/seqbox/seqbox/internal/shorttest"
 )
 
 func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the in-process NATS broker's suite") {
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 

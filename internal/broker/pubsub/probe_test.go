@@ -18,9 +18,13 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	broker "github.com/seqbox/seqbox/internal/broker/pubsub"
+	"github.com/seqbox/seqbox/internal/shorttest"
 )
 
 func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the in-process Pub/Sub broker's suite") {
+		return
+	}
 	// OpenCensus, imported by the client, starts a worker in a package
 	// init that cannot be stopped.
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))

@@ -9,9 +9,16 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"go.uber.org/goleak"
+
+	"github.com/seqbox/seqbox/internal/shorttest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if shorttest.SkipMain("the in-process SQS broker's suite") {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // probe is a started server, a client for it and a fresh queue.
 type probe struct {
