@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/ddl"
+	"github.com/seqbox/seqbox/internal/sqlstore"
 )
 
 // The gateway's own tables, beside seqbox's (it is the application here):
@@ -34,7 +34,7 @@ var gatewaySchema = []string{
 }
 
 func ensureGatewayTables(ctx context.Context, db *sql.DB) error {
-	return ddl.Ensure(ctx, db, gatewaySchema...)
+	return sqlstore.EnsureTables(ctx, db, gatewaySchema...)
 }
 
 // identHash names (consumer, source, id) in the gateway's tables.

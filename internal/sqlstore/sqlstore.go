@@ -1,6 +1,7 @@
 // Package sqlstore implements store.Store over database/sql. The SQL is
 // written once, with $n placeholders, for every dialect seqbox supports;
-// a Dialect supplies only what differs (its dialect.SQL, table listing,
+// a Dialect, which the driver that opens the store supplies, holds only
+// what differs (its dialect.SQL, table listing, error classification,
 // locks). The schema is the numbered files in migrations/ (schema.go).
 package sqlstore
 
@@ -59,6 +60,10 @@ type Dialect struct {
 	// words ("table customers", "user_version=7"); store.Exclusive
 	// refuses a database without seqbox_meta when it lists anything.
 	Foreign func(ctx context.Context, q Querier) ([]string, error)
+	// StorageFull classifies the driver's errors: whether err says the
+	// disk is full or failing (the driver's own codes; ENOSPC from the OS
+	// is recognized for every driver). Nil: by ENOSPC alone.
+	StorageFull func(err error) bool
 	// Enter, when set, runs in the migration transaction just before
 	// seqbox creates anything: PostgreSQL creates seqbox's schema and makes
 	// it the transaction's search_path, so the unqualified DDL lands there.
@@ -151,6 +156,7 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 	if d.WriterTurn != nil {
 		s.writer = d.WriterTurn(where)
 	}
+	opened.Store(db, d)
 	return s, nil
 }
 
@@ -415,18 +421,29 @@ func (s *Store) Begin(ctx context.Context) (store.ExecutorTx, error) {
 		}
 		return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
 	}
-	return &Executor{db: tx, tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts, unlock: unlock}, nil
+	e := s.executor(tx)
+	e.unlock = unlock
+	return e, nil
 }
 
 // UnwrapTx runs the driver's statements in a transaction the caller opened
 // on the pool.
 func (s *Store) UnwrapTx(tx *sql.Tx) store.ExecutorTx {
-	return &Executor{db: tx, tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts}
+	return s.executor(tx)
 }
 
 // Executor runs the driver's statements on the pool.
 func (s *Store) Executor() store.Executor {
-	return &Executor{db: s.db, lockRow: s.dialect.LockRow, stmts: s.stmts}
+	return s.executor(nil)
+}
+
+// executor runs statements in tx, or on the pool when tx is nil.
+func (s *Store) executor(tx *sql.Tx) *Executor {
+	e := &Executor{db: s.db, pool: s.db, lockRow: s.dialect.LockRow, storageFull: s.dialect.StorageFull, stmts: s.stmts}
+	if tx != nil {
+		e.db, e.tx = tx, tx
+	}
+	return e
 }
 
 // DB returns the pool.
@@ -434,6 +451,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	opened.Delete(s.db)
 	s.stmts.close()
 	return s.db.Close()
 }
