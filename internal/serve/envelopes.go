@@ -12,30 +12,11 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/sqlstore"
 )
 
-// The gateway's own tables, beside seqbox's (it is the application here):
-// the envelope of every event its handler applied, so that a collision can
-// be shown with both payloads (the inbox keeps only the first one's hash),
-// and tombstones of identities retention purged, so that one delivered
-// again after its purge is counted (seqbox_purged_before_redelivery_total).
-// Both are keyed by a hash of (consumer, source, id), which bounds the key
-// whatever the attribute lengths.
-var gatewaySchema = []string{
-	`CREATE TABLE IF NOT EXISTS gateway_envelopes (
-		ident TEXT PRIMARY KEY, consumer TEXT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
-		envelope TEXT NOT NULL, applied_at BIGINT NOT NULL, businesskey TEXT NOT NULL DEFAULT '')`,
-	`CREATE INDEX IF NOT EXISTS gateway_envelopes_applied ON gateway_envelopes (consumer, applied_at)`,
-	`CREATE INDEX IF NOT EXISTS gateway_envelopes_businesskey ON gateway_envelopes (consumer, businesskey)`,
-	`CREATE TABLE IF NOT EXISTS gateway_tombstones (
-		ident TEXT PRIMARY KEY, consumer TEXT NOT NULL, purged_at BIGINT NOT NULL)`,
-	`CREATE INDEX IF NOT EXISTS gateway_tombstones_purged ON gateway_tombstones (consumer, purged_at)`,
-}
-
-func ensureGatewayTables(ctx context.Context, db *sql.DB) error {
-	return sqlstore.EnsureTables(ctx, db, gatewaySchema...)
-}
+// The gateway's tables (the envelopes its handler applied, the tombstones
+// of identities retention purged) are the store's: migration 10 creates
+// them.
 
 // identHash names (consumer, source, id) in the gateway's tables.
 func identHash(consumer, source, id string) string {

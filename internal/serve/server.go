@@ -73,9 +73,6 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	if s.queue, err = embedded.Open(ctx, opt.DB, embedded.Config{Name: opt.Queue, Lease: opt.Lease}); err != nil {
 		return fail(fmt.Errorf("open the embedded queue: %w", err))
 	}
-	if err := ensureGatewayTables(ctx, st.DB()); err != nil {
-		return fail(err)
-	}
 	now := time.Now
 	if opt.Policy.Now != nil {
 		now = opt.Policy.Now
