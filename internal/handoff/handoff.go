@@ -5,9 +5,11 @@
 package handoff
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/state"
 )
 
@@ -18,6 +20,28 @@ type IdentityKey struct{}
 // DecisionKey keys the recorded agent decision ([]byte) in a Handler's
 // context.
 type DecisionKey struct{}
+
+// TxKey keys the batch's store.ExecutorTx in a Handler's context: the
+// driver inside the transaction the handler writes in, for seqbox's own
+// writes there (outbox.Emit, the gateway's envelopes).
+type TxKey struct{}
+
+// ErrNoTx is returned by Tx's callers when ctx carries no seqbox
+// transaction.
+var ErrNoTx = errors.New("the context carries no seqbox transaction: call it from a Handler (or BatchHandler) with the ctx the Handler was given")
+
+// WithTx returns ctx carrying tx under TxKey.
+func WithTx(ctx context.Context, tx store.ExecutorTx) context.Context {
+	return context.WithValue(ctx, TxKey{}, tx)
+}
+
+// Tx returns the store transaction ctx carries (TxKey), or ErrNoTx.
+func Tx(ctx context.Context) (store.ExecutorTx, error) {
+	if tx, ok := ctx.Value(TxKey{}).(store.ExecutorTx); ok && tx != nil {
+		return tx, nil
+	}
+	return nil, ErrNoTx
+}
 
 // Settled is the error seqboxtype.Settle returns: the handler ends the
 // message with Outcome (stale or version_conflict) for Reason.
