@@ -44,7 +44,8 @@ type Server struct {
 	// circuit pauses dispatch while the agent is down.
 	circuit *circuit
 
-	// verdicts holds agent verdicts between the handler and the Observer.
+	// verdicts holds agent verdicts between the handler and the Observer,
+	// by store.Identity.
 	verdicts sync.Map
 	// draining is set once shutdown began: /readyz answers 503.
 	draining atomic.Bool
@@ -105,7 +106,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 			if err := record(ctx, tx, ev); err != nil {
 				return err
 			}
-			return s.envelopes.record(ctx, tx, ev, s.consumerNow())
+			return s.envelopes.record(ctx, ev, s.consumerNow())
 		}
 	}
 	cfg.Transport = tr
@@ -165,7 +166,7 @@ func (s *Server) observe(d seqbox.Result) {
 	s.envelopes.committed(d)
 	settledByAgent := d.Outcome == seqbox.Applied || d.Outcome == seqbox.Stale || d.Outcome == seqbox.VersionConflict
 	if settledByAgent && s.opt.AgentURL != "" {
-		if v, ok := s.verdicts.LoadAndDelete(identHash(s.opt.Consumer, d.Source, d.ID)); ok {
+		if v, ok := s.verdicts.LoadAndDelete(store.Identity{Source: d.Source, ID: d.ID}); ok {
 			s.metrics.agentVerdicts.WithLabelValues(s.opt.Consumer, v.(string)).Inc()
 		}
 	}
@@ -191,7 +192,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { s.retentionLoop(runCtx) })
 	bg.Go(func() {
-		s.envelopes.watchTombstones(runCtx, s.store.DB(), func(n int64) {
+		s.envelopes.watchTombstones(runCtx, s.store.Executor(), func(n int64) {
 			s.metrics.purgedEarly.WithLabelValues(s.opt.Consumer).Add(float64(n))
 			s.opt.Logger.Warn("seqbox serve: identities delivered again after retention purged them: retention is too short for the queue's redelivery window",
 				"consumer", s.opt.Consumer, "count", n)
