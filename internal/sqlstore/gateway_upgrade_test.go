@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/seqbox/seqbox/internal/pgdb"
-	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/sqlitedb"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
@@ -76,21 +74,10 @@ func TestSQLiteGatewayTablesOfAnEarlierServe(t *testing.T) {
 // The same on PostgreSQL, where the earlier serve created them on the
 // pool, in the first schema of the application's search_path.
 func TestPostgresGatewayTablesOfAnEarlierServe(t *testing.T) {
-	ctx := context.Background()
-	u := pgtest.URL(t)
-	schema, err := pgdb.SchemaOf(u)
-	require.NoError(t, err)
-	pool, err := pgdb.Open(ctx, u)
-	require.NoError(t, err)
-	defer pool.Close()
-	tx, err := pool.Begin()
-	require.NoError(t, err)
-	require.NoError(t, pgdb.EnterSchema(ctx, tx, schema))
-	migrateTheOldWay(t, tx, oldPostgres, len(oldMigrations(t)))
-	require.NoError(t, tx.Commit())
+	u, _, pool := oldPostgresDB(t, len(oldMigrations(t)), func(*sql.Tx) {})
 	serveTheOldWay(t, pool)
 
-	st, err := postgres.Open(ctx, u)
+	st, err := postgres.Open(context.Background(), u)
 	require.NoError(t, err)
 	defer st.Close()
 	requireGatewayKept(t, st)

@@ -142,26 +142,39 @@ func TestSQLiteSchemaAsBefore(t *testing.T) {
 	}
 }
 
+// oldPostgresDB makes a database of its own migrated the old way to
+// version n (none when 0), with seed run in the migration's transaction,
+// and returns its URL, seqbox's schema and a pool on it, closed when the
+// test ends.
+func oldPostgresDB(t *testing.T, n int, seed func(tx *sql.Tx)) (u, schema string, pool *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	u = pgtest.URL(t)
+	schema, err := pgdb.SchemaOf(u)
+	require.NoError(t, err)
+	pool, err = pgdb.Open(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(func() { pool.Close() })
+	if n > 0 {
+		tx, err := pool.Begin()
+		require.NoError(t, err)
+		require.NoError(t, pgdb.EnterSchema(ctx, tx, schema))
+		migrateTheOldWay(t, tx, oldPostgres, n)
+		seed(tx)
+		require.NoError(t, tx.Commit())
+	}
+	return u, schema, pool
+}
+
 func TestPostgresSchemaAsBefore(t *testing.T) {
 	ctx := context.Background()
 	for n := 0; n <= len(oldMigrations(t)); n++ {
 		t.Run(fmt.Sprintf("from_v%d", n), func(t *testing.T) {
-			u := pgtest.URL(t)
-			schema, err := pgdb.SchemaOf(u)
-			require.NoError(t, err)
-			pool, err := pgdb.Open(ctx, u)
-			require.NoError(t, err)
-			defer pool.Close()
-			if n > 0 {
-				tx, err := pool.Begin()
-				require.NoError(t, err)
-				require.NoError(t, pgdb.EnterSchema(ctx, tx, schema))
-				migrateTheOldWay(t, tx, oldPostgres, n)
+			u, schema, pool := oldPostgresDB(t, n, func(tx *sql.Tx) {
 				if n == 3 {
 					seedV3(t, tx)
 				}
-				require.NoError(t, tx.Commit())
-			}
+			})
 			s, err := postgres.Open(ctx, u)
 			require.NoError(t, err)
 			defer s.Close()
