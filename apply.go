@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -146,6 +147,7 @@ func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *i
 // gets the event alone.
 func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (err error) {
 	defer recoverHandler(&err)
+	ctx = handoff.WithTx(ctx, tx.tx) // outbox.Emit writes in it
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []seqboxtype.Event{ev})
 	}
@@ -177,7 +179,7 @@ func (p *pipeline) applyDeferred(ctx context.Context, tx *batchTx) (err error) {
 		}
 	}()
 	defer recoverHandler(&err)
-	return p.cfg.BatchHandler(ctx, tx.SQL(), tx.deferred)
+	return p.cfg.BatchHandler(handoff.WithTx(ctx, tx.tx), tx.SQL(), tx.deferred)
 }
 
 // failed handles a handler error: retry with the attempt counted, or

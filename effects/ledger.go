@@ -3,7 +3,6 @@ package effects
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -90,7 +89,7 @@ type Config struct {
 // Ledger records external calls in the store's database (the
 // seqbox_effects table the store's migrations create).
 type Ledger struct {
-	db  *sql.DB
+	ex  store.Executor
 	cfg Config
 }
 
@@ -114,7 +113,7 @@ func New(st store.Store, cfg Config) (*Ledger, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Ledger{db: st.DB(), cfg: cfg}, nil
+	return &Ledger{ex: st.Executor(), cfg: cfg}, nil
 }
 
 // ErrNoIdentity is returned by Do when ctx is not a Decider's or Handler's.

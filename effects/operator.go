@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/seqbox/seqbox/store"
 )
 
 // Filter selects ledger rows for List. Zero fields match everything.
@@ -24,47 +26,16 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Effect, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	var where []string
-	var args []any
-	for _, c := range []struct{ col, val string }{{"consumer", f.Consumer}, {"action", f.Action}} {
-		if c.val != "" {
-			args = append(args, c.val)
-			where = append(where, fmt.Sprintf("%s = $%d", c.col, len(args)))
-		}
-	}
-	// A pending call whose caller's lease ran out is uncertain: it is
-	// listed, counted and resolved as one.
-	switch f.State {
-	case "":
-	case Uncertain:
-		args = append(args, l.cfg.Now().UnixMicro())
-		where = append(where, fmt.Sprintf("(state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $%d)))", len(args)))
-	case Pending:
-		args = append(args, l.cfg.Now().UnixMicro())
-		where = append(where, fmt.Sprintf("state = 'pending' AND lease_until > $%d", len(args)))
-	default:
-		args = append(args, f.State)
-		where = append(where, fmt.Sprintf("state = $%d", len(args)))
-	}
-	q := `SELECT ` + effectColumns + ` FROM seqbox_effects`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	args = append(args, f.Limit)
-	rows, err := l.db.QueryContext(ctx, q+fmt.Sprintf(` ORDER BY updated_at, idempotency_key LIMIT $%d`, len(args)), args...)
+	rows, err := l.ex.EffectList(ctx, store.EffectListParams{Consumer: f.Consumer, Action: f.Action, State: f.State,
+		Now: l.cfg.Now(), Limit: f.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("effects: list: %w", err)
 	}
-	defer rows.Close()
 	var out []Effect
-	for rows.Next() {
-		e, err := scanEffect(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l.seen(e))
+	for _, r := range rows {
+		out = append(out, l.seen(effectOf(r)))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // validState reports whether s is one of the ledger's states.
@@ -117,24 +88,15 @@ type UncertainCount struct {
 
 // Uncertain counts the uncertain calls by consumer and action.
 func (l *Ledger) Uncertain(ctx context.Context) ([]UncertainCount, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT consumer, action, COUNT(*), MIN(updated_at) FROM seqbox_effects
-		WHERE state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $1))
-		GROUP BY consumer, action ORDER BY consumer, action`, l.cfg.Now().UnixMicro())
+	counts, err := l.ex.EffectCountUncertain(ctx, l.cfg.Now())
 	if err != nil {
 		return nil, fmt.Errorf("effects: count uncertain: %w", err)
 	}
-	defer rows.Close()
 	var out []UncertainCount
-	for rows.Next() {
-		var u UncertainCount
-		var oldest int64
-		if err := rows.Scan(&u.Consumer, &u.Action, &u.Count, &oldest); err != nil {
-			return nil, err
-		}
-		u.Oldest = time.UnixMicro(oldest).UTC()
-		out = append(out, u)
+	for _, c := range counts {
+		out = append(out, UncertainCount{Consumer: c.Consumer, Action: c.Action, Count: c.Count, Oldest: c.Oldest})
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // seen is a row as the operator sees it: a pending call whose caller's

@@ -2,24 +2,43 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 )
+
+// ErrNoTransaction is returned by Emit when ctx carries no seqbox
+// transaction: it was not called from a Handler with the ctx the Handler
+// was given, nor given one with WithTx.
+var ErrNoTransaction = errors.New("outbox: the context carries no seqbox transaction: call Emit from a Handler with the ctx it was given, " +
+	"or, outside one, with outbox.WithTx(ctx, st.UnwrapTx(tx))")
 
 // Emit writes event, a structured-mode CloudEvent, to the outbox through
 // tx, the handler's transaction, so it is published if and only if that
-// transaction commits. The event is validated as a consumer would
-// validate it (seqboxtype.ParseEvent); an invalid one is refused with the
-// error that names the field, and nothing is written. Events of one
-// partitionkey (or, without one, of one id) are published in the order
-// they were emitted.
+// transaction commits. ctx must be the Handler's (or carry the
+// transaction through WithTx): the store writes the event in the
+// transaction ctx carries, which must be tx. The event is validated as a
+// consumer would validate it (seqboxtype.ParseEvent); an invalid one is
+// refused with the error that names the field, and nothing is written.
+// Events of one partitionkey (or, without one, of one id) are published
+// in the order they were emitted.
 func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
 	ev, err := seqboxtype.ParseEvent(event)
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
+	}
+	etx, err := handoff.Tx(ctx)
+	if err != nil {
+		return fmt.Errorf("%w (emit %s)", ErrNoTransaction, ev.ID)
+	}
+	if sqlTx, ok := tx.(*sql.Tx); ok && sqlTx != etx.SQL() {
+		return fmt.Errorf("outbox: emit %s: tx is not the transaction ctx carries: pass the Handler's own tx and ctx", ev.ID)
 	}
 	key := ev.PartitionKey
 	if key == "" {
@@ -29,10 +48,17 @@ func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
 	if id, ok := seqbox.IdentityFrom(ctx); ok {
 		origin = id.Consumer
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO seqbox_outbox (origin, partitionkey, event_id, body, created_at)
-		VALUES ($1, $2, $3, $4, $5)`, origin, key, ev.ID, event, time.Now().UnixMicro())
-	if err != nil {
+	if _, err := etx.OutboxInsert(ctx, store.OutboxEvent{Origin: origin, PartitionKey: key, EventID: ev.ID,
+		Body: event, CreatedAt: time.Now()}); err != nil {
 		return fmt.Errorf("outbox: emit %s: %w", ev.ID, err)
 	}
 	return nil
+}
+
+// WithTx returns ctx carrying tx, a store transaction, so that Emit
+// called outside a Handler writes in it: open it with st.Begin, or wrap
+// a *sql.Tx opened on st.DB() with st.UnwrapTx, and pass its SQL() (or
+// that *sql.Tx) to Emit. A Handler's ctx carries its transaction already.
+func WithTx(ctx context.Context, tx store.ExecutorTx) context.Context {
+	return handoff.WithTx(ctx, tx)
 }

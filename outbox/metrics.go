@@ -45,19 +45,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(st.Refused), name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, age, err := c.r.Pending(ctx)
+	b, age, err := c.r.backlog(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(n), name)
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(b.Pending), name)
 	ch <- prometheus.MustNewConstMetric(oldestPendingDesc, prometheus.GaugeValue, age.Seconds(), name)
-	var keys, attempts int64
-	if err := c.r.db.QueryRowContext(ctx, `SELECT COUNT(DISTINCT partitionkey), COALESCE(MAX(attempts), 0) FROM seqbox_outbox
-		WHERE published_at IS NULL AND next_attempt_at IS NOT NULL`).Scan(&keys, &attempts); err != nil {
-		ch <- prometheus.NewInvalidMetric(refusedKeysDesc, err)
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(refusedKeysDesc, prometheus.GaugeValue, float64(keys), name)
-	ch <- prometheus.MustNewConstMetric(refusedAttemptsDesc, prometheus.GaugeValue, float64(attempts), name)
+	ch <- prometheus.MustNewConstMetric(refusedKeysDesc, prometheus.GaugeValue, float64(b.RefusedKeys), name)
+	ch <- prometheus.MustNewConstMetric(refusedAttemptsDesc, prometheus.GaugeValue, float64(b.MaxAttempts), name)
 }

@@ -63,6 +63,7 @@ func emitAll(t *testing.T, s *stage, keys, versions int) {
 	for v := 1; v <= versions; v++ {
 		tx, err := s.st.DB().Begin()
 		require.NoError(t, err)
+		ctx := outbox.WithTx(ctx, s.st.UnwrapTx(tx))
 		for k := range keys {
 			require.NoError(t, outbox.Emit(ctx, tx, event(fmt.Sprintf("ord-%d", k), v)))
 		}
@@ -265,7 +266,7 @@ func TestEmitRefusesAnInvalidEvent(t *testing.T) {
 	tx, err := up.st.DB().Begin()
 	require.NoError(t, err)
 	defer tx.Rollback()
-	err = outbox.Emit(context.Background(), tx, []byte(`{"specversion":"1.0","id":"x","source":"s","type":"t","objectversion":"v3"}`))
+	err = outbox.Emit(outbox.WithTx(context.Background(), up.st.UnwrapTx(tx)), tx, []byte(`{"specversion":"1.0","id":"x","source":"s","type":"t","objectversion":"v3"}`))
 	require.ErrorIs(t, err, seqboxtype.ErrInvalidEvent)
 	require.ErrorContains(t, err, "objectversion")
 	var n int
@@ -288,4 +289,35 @@ func TestNewRelayValidates(t *testing.T) {
 	require.ErrorContains(t, err, "MaxBackoff")
 	_, err = outbox.NewRelay(up.st, q, outbox.Config{Backoff: time.Hour})
 	require.NoError(t, err, "MaxBackoff defaults to Backoff when that is longer than a minute")
+}
+
+// Emit outside a Handler, with no transaction in ctx, says so and writes
+// nothing; a tx other than the one ctx carries is refused.
+func TestEmitNeedsTheTransactionInContext(t *testing.T) {
+	up := openStage(t, filepath.Join(t.TempDir(), "seqbox.db"))
+	elsewhere := openStage(t, filepath.Join(t.TempDir(), "other.db"))
+	ev := event("ord-1", 1)
+	ctx := context.Background()
+
+	tx, err := elsewhere.st.DB().Begin()
+	require.NoError(t, err)
+	defer tx.Rollback()
+	err = outbox.Emit(ctx, tx, ev)
+	require.ErrorIs(t, err, outbox.ErrNoTransaction)
+	require.ErrorContains(t, err, "no seqbox transaction")
+
+	etx, err := up.st.Begin(ctx)
+	require.NoError(t, err)
+	defer etx.Rollback()
+	err = outbox.Emit(outbox.WithTx(ctx, etx), tx, ev)
+	require.ErrorContains(t, err, "not the transaction ctx carries")
+	var n int
+	require.NoError(t, etx.SQL().QueryRow(`SELECT COUNT(*) FROM seqbox_outbox`).Scan(&n))
+	require.Zero(t, n)
+	require.NoError(t, tx.QueryRow(`SELECT COUNT(*) FROM seqbox_outbox`).Scan(&n))
+	require.Zero(t, n)
+
+	require.NoError(t, outbox.Emit(outbox.WithTx(ctx, etx), etx.SQL(), ev))
+	require.NoError(t, etx.SQL().QueryRow(`SELECT COUNT(*) FROM seqbox_outbox`).Scan(&n))
+	require.Equal(t, 1, n)
 }

@@ -63,7 +63,7 @@ func emitKey(t *testing.T, s *stage, key string, n int) {
 	for v := 1; v <= n; v++ {
 		tx, err := s.st.DB().Begin()
 		require.NoError(t, err)
-		require.NoError(t, outbox.Emit(context.Background(), tx, event(key, v)))
+		require.NoError(t, outbox.Emit(outbox.WithTx(context.Background(), s.st.UnwrapTx(tx)), tx, event(key, v)))
 		require.NoError(t, tx.Commit())
 	}
 }

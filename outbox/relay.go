@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +50,7 @@ type Config struct {
 
 // Relay publishes the outbox.
 type Relay struct {
-	db    *sql.DB
+	ex    store.Executor
 	pub   transport.Publisher
 	cfg   Config
 	owner string
@@ -134,7 +132,7 @@ func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, erro
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Relay{db: st.DB(), pub: pub, cfg: cfg, owner: hex.EncodeToString(b[:])}, nil
+	return &Relay{ex: st.Executor(), pub: pub, cfg: cfg, owner: hex.EncodeToString(b[:])}, nil
 }
 
 // Run publishes until ctx ends, taking the lease when it is free and
@@ -227,25 +225,15 @@ type failure struct {
 // still backs off. A key is thus read from its oldest unpublished event
 // or not at all, and a refused head holds up its own key only.
 func (r *Relay) unpublished(ctx context.Context) ([]event, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT o.seq, o.partitionkey, o.event_id, o.body, o.attempts
-		FROM seqbox_outbox o
-		WHERE o.published_at IS NULL AND NOT EXISTS (SELECT 1 FROM seqbox_outbox h
-			WHERE h.partitionkey = o.partitionkey AND h.published_at IS NULL
-				AND h.next_attempt_at IS NOT NULL AND h.next_attempt_at > $1 AND h.seq <= o.seq)
-		ORDER BY o.seq LIMIT $2`, r.cfg.Now().UnixMicro(), r.cfg.Batch)
+	rows, err := r.ex.OutboxListReady(ctx, store.OutboxListReadyParams{Now: r.cfg.Now(), Limit: r.cfg.Batch})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: read: %w", err)
 	}
-	defer rows.Close()
 	var out []event
-	for rows.Next() {
-		var e event
-		if err := rows.Scan(&e.seq, &e.key, &e.id, &e.body, &e.attempts); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	for _, e := range rows {
+		out = append(out, event{seq: e.Seq, key: e.PartitionKey, id: e.EventID, body: e.Body, attempts: e.Attempts})
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // publish publishes the events, each key's in order and up to Parallel
@@ -290,26 +278,16 @@ func (r *Relay) publish(ctx context.Context, events []event) (done []int64, fail
 // attempt, the error and the time they are tried again, and are logged.
 func (r *Relay) mark(ctx context.Context, done []int64, failed []failure) error {
 	at := r.cfg.Now()
-	now := at.UnixMicro()
-	for len(done) > 0 {
-		chunk := done[:min(len(done), 500)]
-		done = done[len(chunk):]
-		args := []any{now}
-		marks := make([]string, len(chunk))
-		for i, s := range chunk {
-			args = append(args, s)
-			marks[i] = fmt.Sprintf("$%d", i+2)
-		}
-		if _, err := r.db.ExecContext(ctx, `UPDATE seqbox_outbox SET published_at = $1
-			WHERE seq IN (`+strings.Join(marks, ", ")+`)`, args...); err != nil {
+	if len(done) > 0 {
+		if err := r.ex.OutboxMarkPublished(ctx, store.OutboxMarkPublishedParams{Seqs: done, At: at}); err != nil {
 			return fmt.Errorf("outbox: mark published: %w", err)
 		}
 	}
 	for _, f := range failed {
 		attempts := f.attempts + 1
 		wait := r.backoff(attempts)
-		if _, err := r.db.ExecContext(ctx, `UPDATE seqbox_outbox SET attempts = attempts + 1, last_error = $1,
-			next_attempt_at = $2 WHERE seq = $3`, f.err.Error(), at.Add(wait).UnixMicro(), f.seq); err != nil {
+		if err := r.ex.OutboxRefusalRecord(ctx, store.OutboxRefusalRecordParams{Seq: f.seq, Error: f.err.Error(),
+			NextAttempt: at.Add(wait)}); err != nil {
 			return fmt.Errorf("outbox: record failure: %w", err)
 		}
 		r.refused.Add(1)
@@ -337,21 +315,16 @@ func (r *Relay) backoff(attempts int) time.Duration {
 // holds it.
 func (r *Relay) lease(ctx context.Context) (bool, error) {
 	now := r.cfg.Now()
-	res, err := r.db.ExecContext(ctx, `INSERT INTO seqbox_outbox_relay (name, owner, expires_at) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-		WHERE seqbox_outbox_relay.owner = excluded.owner OR seqbox_outbox_relay.expires_at < $4`,
-		r.cfg.Name, r.owner, now.Add(r.cfg.Lease).UnixMicro(), now.UnixMicro())
+	ok, err := r.ex.OutboxLeaseTake(ctx, store.OutboxLeaseParams{Name: r.cfg.Name, Owner: r.owner, Now: now, Until: now.Add(r.cfg.Lease)})
 	if err != nil {
 		return false, fmt.Errorf("outbox: lease %s: %w", r.cfg.Name, err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return ok, nil
 }
 
 // Release gives the lease up, so a standby relay takes over at once.
 func (r *Relay) Release(ctx context.Context) error {
-	_, err := r.db.ExecContext(ctx, `DELETE FROM seqbox_outbox_relay WHERE name = $1 AND owner = $2`, r.cfg.Name, r.owner)
-	return err
+	return r.ex.OutboxLeaseRelease(ctx, store.OutboxLeaseParams{Name: r.cfg.Name, Owner: r.owner})
 }
 
 // firstFailures returns the n oldest of failed.
@@ -363,13 +336,18 @@ func firstFailures(failed []failure, n int) []failure {
 
 // Pending counts the events not yet published, and the age of the oldest.
 func (r *Relay) Pending(ctx context.Context) (int, time.Duration, error) {
-	var n int
-	var oldest sql.NullInt64
-	err := r.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_at) FROM seqbox_outbox WHERE published_at IS NULL`).Scan(&n, &oldest)
-	if err != nil || !oldest.Valid {
-		return n, 0, err
+	b, age, err := r.backlog(ctx)
+	return b.Pending, age, err
+}
+
+// backlog reads what the outbox holds unpublished, and the age of its
+// oldest event.
+func (r *Relay) backlog(ctx context.Context) (store.OutboxBacklog, time.Duration, error) {
+	b, err := r.ex.OutboxBacklog(ctx)
+	if err != nil || b.Pending == 0 {
+		return b, 0, err
 	}
-	return n, r.cfg.Now().Sub(time.UnixMicro(oldest.Int64)), nil
+	return b, r.cfg.Now().Sub(b.Oldest), nil
 }
 
 // Refusal is a partition key held up by an event the publisher refused:
@@ -393,27 +371,14 @@ type Refusal struct {
 // Refusals lists the keys whose oldest unpublished event the publisher
 // refused, oldest first: the events that hold up their keys.
 func (r *Relay) Refusals(ctx context.Context) ([]Refusal, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT h.partitionkey, h.event_id, h.seq, h.attempts, h.last_error,
-			h.created_at, h.next_attempt_at,
-			(SELECT COUNT(*) FROM seqbox_outbox w WHERE w.partitionkey = h.partitionkey AND w.published_at IS NULL)
-		FROM seqbox_outbox h
-		WHERE h.published_at IS NULL AND h.next_attempt_at IS NOT NULL
-			AND NOT EXISTS (SELECT 1 FROM seqbox_outbox e
-				WHERE e.partitionkey = h.partitionkey AND e.published_at IS NULL AND e.seq < h.seq)
-		ORDER BY h.seq`)
+	rows, err := r.ex.OutboxRefusalList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: refusals: %w", err)
 	}
-	defer rows.Close()
 	var out []Refusal
-	for rows.Next() {
-		var f Refusal
-		var since, next int64
-		if err := rows.Scan(&f.Key, &f.EventID, &f.Seq, &f.Attempts, &f.LastError, &since, &next, &f.Waiting); err != nil {
-			return nil, fmt.Errorf("outbox: refusals: %w", err)
-		}
-		f.Since, f.NextAttempt = time.UnixMicro(since), time.UnixMicro(next)
-		out = append(out, f)
+	for _, f := range rows {
+		out = append(out, Refusal{Key: f.PartitionKey, EventID: f.EventID, Seq: f.Seq, Attempts: f.Attempts,
+			LastError: f.LastError, Waiting: f.Waiting, Since: f.Since.Local(), NextAttempt: f.NextAttempt.Local()})
 	}
-	return out, rows.Err()
+	return out, nil
 }

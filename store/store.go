@@ -23,6 +23,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 )
 
 // ErrNotFound is returned by lookups of a single row that does not exist.
@@ -311,4 +312,71 @@ type Executor interface {
 	// RequestCancel moves a pending request to RequestCancelled; false
 	// means a consumer took it first.
 	RequestCancel(ctx context.Context, p RequestCancelParams) (bool, error)
+
+	// EffectGet reads the ledger row of an idempotency key; ErrNotFound
+	// when none.
+	EffectGet(ctx context.Context, idempotencyKey string) (EffectRow, error)
+	// EffectInsertPending inserts a pending row with one call; false when
+	// a row of the identity and action, or of the key, exists.
+	EffectInsertPending(ctx context.Context, p EffectInsertPendingParams) (bool, error)
+	// EffectTransition moves a row from From to To at At; false when it
+	// was not in From. A move to pending counts a call and sets the
+	// lease to LeaseUntil.
+	EffectTransition(ctx context.Context, p EffectTransitionParams) (bool, error)
+	// EffectSettle records a call's outcome (To, Ref, LastError) on a row
+	// in one of the states From; a row in another state is left alone.
+	// The first time a row turns uncertain is kept.
+	EffectSettle(ctx context.Context, p EffectSettleParams) error
+	// EffectRenewLease moves the lease of a pending row to Until (the
+	// caller's heartbeat); a row no longer pending is left alone.
+	EffectRenewLease(ctx context.Context, p EffectRenewLeaseParams) error
+	// EffectList lists ledger rows, oldest change first, at most Limit.
+	EffectList(ctx context.Context, p EffectListParams) ([]EffectRow, error)
+	// EffectCountUncertain counts, by consumer and action, the uncertain
+	// rows and the pending ones whose lease ran out by now.
+	EffectCountUncertain(ctx context.Context, now time.Time) ([]EffectUncertainCount, error)
+
+	// OutboxInsert adds an event to the outbox and returns its Seq.
+	OutboxInsert(ctx context.Context, e OutboxEvent) (int64, error)
+	// OutboxListReady lists at most Limit unpublished events in Seq
+	// order, leaving out every event at or behind a refused event of its
+	// key whose next attempt is after Now: a key is read from its oldest
+	// unpublished event or not at all.
+	OutboxListReady(ctx context.Context, p OutboxListReadyParams) ([]OutboxEvent, error)
+	// OutboxMarkPublished marks the events published at At.
+	OutboxMarkPublished(ctx context.Context, p OutboxMarkPublishedParams) error
+	// OutboxRefusalRecord counts a refusal of an event, with its error and
+	// the time it is tried again.
+	OutboxRefusalRecord(ctx context.Context, p OutboxRefusalRecordParams) error
+	// OutboxRefusalList lists the keys whose oldest unpublished event the
+	// publisher refused, in Seq order.
+	OutboxRefusalList(ctx context.Context) ([]OutboxRefusal, error)
+	// OutboxBacklog reports what the outbox holds unpublished.
+	OutboxBacklog(ctx context.Context) (OutboxBacklog, error)
+	// OutboxLeaseTake takes the relay lease Name for Owner until Until,
+	// or renews Owner's; false when another owner holds it past Now.
+	OutboxLeaseTake(ctx context.Context, p OutboxLeaseParams) (bool, error)
+	// OutboxLeaseRelease gives up Owner's lease Name.
+	OutboxLeaseRelease(ctx context.Context, p OutboxLeaseParams) error
+
+	// GatewayEnvelopeInsert keeps the envelope of an applied event,
+	// unless one is kept for the identity.
+	GatewayEnvelopeInsert(ctx context.Context, e GatewayEnvelope) error
+	// GatewayEnvelopeGet reads the kept envelope of an identity;
+	// ErrNotFound when none.
+	GatewayEnvelopeGet(ctx context.Context, p MessageRef) ([]byte, error)
+	// GatewayEnvelopePurge removes at most Limit of the consumer's
+	// envelopes applied before Before, oldest first, leaving a tombstone
+	// of each at Now, in one transaction (the executor's, or one of its
+	// own on the pool); it reports how many it removed.
+	GatewayEnvelopePurge(ctx context.Context, p GatewayEnvelopePurgeParams) (int64, error)
+	// GatewayTombstoneCount counts the consumer's tombstones.
+	GatewayTombstoneCount(ctx context.Context, consumer string) (int64, error)
+	// GatewayTombstoneTake deletes the tombstones of the identities and
+	// reports how many there were: identities delivered again after
+	// retention purged them.
+	GatewayTombstoneTake(ctx context.Context, p GatewayTombstoneTakeParams) (int64, error)
+	// GatewayTombstonePurge deletes the consumer's tombstones of purges
+	// before Before and reports how many.
+	GatewayTombstonePurge(ctx context.Context, p GatewayTombstonePurgeParams) (int64, error)
 }

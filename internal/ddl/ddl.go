@@ -13,31 +13,19 @@ import (
 	"github.com/seqbox/seqbox/internal/dialect"
 )
 
-// IsSQLite reports whether db is a SQLite pool (otherwise PostgreSQL).
-func IsSQLite(db *sql.DB) bool {
-	return dialect.Of(db).Name == dialect.SQLite.Name
-}
-
-// Serial is the column type of an auto-increment primary key on db.
-func Serial(db *sql.DB) string {
-	return dialect.Of(db).Serial
-}
-
 // Ensure runs the statements (each idempotent, e.g. CREATE TABLE IF NOT
-// EXISTS) in one transaction, under an advisory lock on PostgreSQL
-// (dialect.SideTablesLock). An error names the statement that failed.
-func Ensure(ctx context.Context, db *sql.DB, stmts ...string) error {
-	return RetryBusy(ctx, func() error { return ensure(ctx, db, stmts) })
-}
-
-func ensure(ctx context.Context, db *sql.DB, stmts []string) error {
+// EXISTS), their {{SERIAL}} and {{BLOB}} filled for d, in one transaction
+// that first takes d.SideTablesLock (PostgreSQL's advisory lock). An error
+// names the statement that failed. A busy database is the caller's to
+// retry (the store's Dialect.Retry).
+func Ensure(ctx context.Context, db *sql.DB, d dialect.SQL, stmts ...string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create tables: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	if !IsSQLite(db) {
-		if _, err := tx.ExecContext(ctx, dialect.XactLock(dialect.SideTablesLock)); err != nil {
+	if d.SideTablesLock != "" {
+		if _, err := tx.ExecContext(ctx, d.SideTablesLock); err != nil {
 			return fmt.Errorf("create tables: lock: %w", err)
 		}
 	}
@@ -45,7 +33,7 @@ func ensure(ctx context.Context, db *sql.DB, stmts []string) error {
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, s); err != nil {
+		if _, err := tx.ExecContext(ctx, d.Fill(s)); err != nil {
 			return fmt.Errorf("create tables: %.60s…: %w", strings.Join(strings.Fields(s), " "), err)
 		}
 	}

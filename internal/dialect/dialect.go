@@ -6,11 +6,7 @@
 // on PostgreSQL (locks.go).
 package dialect
 
-import (
-	"database/sql"
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // SQL is one database's spelling of the parts of seqbox's SQL that differ.
 type SQL struct {
@@ -29,6 +25,11 @@ type SQL struct {
 	// transactions have not locked (the queue's receive), skipping those
 	// they have (empty on SQLite: one writer at a time).
 	LockRowSkip string
+	// SideTablesLock runs first in the transaction that creates the
+	// tables beside seqbox's own (internal/ddl.Ensure), so that sessions
+	// creating them at once take turns (empty on SQLite: one writer at a
+	// time).
+	SideTablesLock string
 }
 
 // SQLite is SQLite's spelling (modernc.org/sqlite).
@@ -40,24 +41,16 @@ var SQLite = SQL{
 
 // Postgres is PostgreSQL's spelling (pgx).
 var Postgres = SQL{
-	Name:        "postgres",
-	Serial:      "BIGSERIAL PRIMARY KEY",
-	Blob:        "BYTEA",
-	LockRow:     " FOR UPDATE",
-	LockRowSkip: " FOR UPDATE SKIP LOCKED",
+	Name:           "postgres",
+	Serial:         "BIGSERIAL PRIMARY KEY",
+	Blob:           "BYTEA",
+	LockRow:        " FOR UPDATE",
+	LockRowSkip:    " FOR UPDATE SKIP LOCKED",
+	SideTablesLock: XactLock(SideTablesLock),
 }
 
 // Fill replaces the placeholders of DDL written for every database,
 // {{SERIAL}} and {{BLOB}}, with this database's column types.
 func (d SQL) Fill(ddl string) string {
 	return strings.NewReplacer("{{SERIAL}}", d.Serial, "{{BLOB}}", d.Blob).Replace(ddl)
-}
-
-// Of is the spelling of the database db is a pool of: SQLite for the
-// sqlite driver, PostgreSQL otherwise.
-func Of(db *sql.DB) SQL {
-	if strings.Contains(fmt.Sprintf("%T", db.Driver()), "sqlite") {
-		return SQLite
-	}
-	return Postgres
 }

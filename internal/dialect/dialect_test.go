@@ -27,3 +27,13 @@ func TestFill(t *testing.T) {
 		}
 	}
 }
+
+// Postgres's side-tables lock is the one locks.go names.
+func TestSideTablesLock(t *testing.T) {
+	if Postgres.SideTablesLock != XactLock(SideTablesLock) {
+		t.Errorf("Postgres.SideTablesLock = %q, want %q", Postgres.SideTablesLock, XactLock(SideTablesLock))
+	}
+	if SQLite.SideTablesLock != "" {
+		t.Errorf("SQLite.SideTablesLock = %q, want none", SQLite.SideTablesLock)
+	}
+}

@@ -5,10 +5,12 @@
 package handoff
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 )
 
 // IdentityKey keys the message's seqboxtype.Identity in a Decider's or
@@ -19,6 +21,28 @@ type IdentityKey struct{}
 // context.
 type DecisionKey struct{}
 
+// TxKey keys the batch's store.ExecutorTx in a Handler's context: the
+// driver inside the transaction the handler writes in, for seqbox's own
+// writes there (outbox.Emit, the gateway's envelopes).
+type TxKey struct{}
+
+// ErrNoTx is returned by Tx's callers when ctx carries no seqbox
+// transaction.
+var ErrNoTx = errors.New("the context carries no seqbox transaction: call it from a Handler (or BatchHandler) with the ctx the Handler was given")
+
+// WithTx returns ctx carrying tx under TxKey.
+func WithTx(ctx context.Context, tx store.ExecutorTx) context.Context {
+	return context.WithValue(ctx, TxKey{}, tx)
+}
+
+// Tx returns the store transaction ctx carries (TxKey), or ErrNoTx.
+func Tx(ctx context.Context) (store.ExecutorTx, error) {
+	if tx, ok := ctx.Value(TxKey{}).(store.ExecutorTx); ok && tx != nil {
+		return tx, nil
+	}
+	return nil, ErrNoTx
+}
+
 // Concluded is the error seqbox.Conclude returns: the handler ends the
 // message with Outcome (stale or version_conflict) for Reason.
 type Concluded struct {
@@ -28,7 +52,7 @@ type Concluded struct {
 
 func (e *Concluded) Error() string { return fmt.Sprintf("concluded %s: %s", e.Outcome, e.Reason) }
 
-// ErrInvalidConfig is seqboxtype.ErrInvalidConfig: matched by every
+// ErrInvalidConfig is seqbox.ErrInvalidConfig: matched by every
 // configuration refused, by the types' Validate or by the engine.
 var ErrInvalidConfig = errors.New("invalid config")
 

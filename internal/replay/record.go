@@ -13,8 +13,8 @@ import (
 	"sync"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/ddl"
 	"github.com/seqbox/seqbox/internal/handlerkind"
+	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -35,10 +35,10 @@ CREATE TABLE IF NOT EXISTS record_objects (
 )`
 
 // EnsureRecordTables creates the record handler's tables (safe when several
-// processes do it at once), together with any extra statements.
+// processes do it at once), together with any extra statements, on db, the
+// pool of an open store (sqlstore.EnsureTables).
 func EnsureRecordTables(ctx context.Context, db *sql.DB, extra ...string) error {
-	stmts := strings.Split(strings.ReplaceAll(recordSchema, "{{SERIAL}}", ddl.Serial(db)), ";")
-	return ddl.Ensure(ctx, db, append(stmts, extra...)...)
+	return sqlstore.EnsureTables(ctx, db, append(strings.Split(recordSchema, ";"), extra...)...)
 }
 
 // RecordHandler is the built-in handler of replay and demo: it writes one

@@ -280,7 +280,7 @@ func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []stor
 		return nil, "", err
 	}
 	outcome := string(seen.Outcome)
-	env, ok, err := envelopeOf(ctx, s.store.DB(), s.opt.Consumer, c.Source, c.ID)
+	env, ok, err := envelopeOf(ctx, s.store.Executor(), s.opt.Consumer, c.Source, c.ID)
 	if err != nil || ok {
 		return env, outcome, err
 	}
@@ -395,7 +395,7 @@ func (s *Server) identity(ctx context.Context, source, id string) (IdentityView,
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return v, false, err
 	}
-	env, ok, err := envelopeOf(ctx, s.store.DB(), s.opt.Consumer, source, id)
+	env, ok, err := envelopeOf(ctx, s.store.Executor(), s.opt.Consumer, source, id)
 	if err != nil {
 		return v, false, err
 	}

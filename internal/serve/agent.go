@@ -17,6 +17,7 @@ import (
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 )
 
 // AgentAction is the effect ledger's action name for the agent call: the
@@ -306,12 +307,12 @@ func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Eve
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return seqbox.Permanent(fmt.Errorf("unreadable agent verdict %q: %w", raw, err))
 	}
-	s.verdicts.Store(identHash(s.opt.Consumer, ev.Source, ev.ID), v.Verdict)
+	s.verdicts.Store(store.Identity{Source: ev.Source, ID: ev.ID}, v.Verdict)
 	switch seqboxtype.Outcome(v.Verdict) {
 	case seqboxtype.Stale, seqboxtype.VersionConflict:
 		// The agent's object is newer than the gate could know: the event
 		// ends stale or version_conflict, and its key moves on.
 		return seqbox.Conclude(seqboxtype.Outcome(v.Verdict), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
 	}
-	return s.envelopes.record(ctx, tx, ev, s.consumerNow())
+	return s.envelopes.record(ctx, ev, s.consumerNow())
 }

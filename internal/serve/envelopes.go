@@ -2,51 +2,19 @@ package serve
 
 import (
 	"context"
-	"crypto/sha256"
-	"database/sql"
-	"encoding/hex"
 	"errors"
-	"strconv"
-	"strings"
+	"fmt"
 	"sync/atomic"
 	"time"
 
-	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/ddl"
+	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 )
 
-// The gateway's own tables, beside seqbox's (it is the application here):
-// the envelope of every event its handler applied, so that a collision can
-// be shown with both payloads (the inbox keeps only the first one's hash),
-// and tombstones of identities retention purged, so that one delivered
-// again after its purge is counted (seqbox_purged_before_redelivery_total).
-// Both are keyed by a hash of (consumer, source, id), which bounds the key
-// whatever the attribute lengths.
-var gatewaySchema = []string{
-	`CREATE TABLE IF NOT EXISTS gateway_envelopes (
-		ident TEXT PRIMARY KEY, consumer TEXT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
-		envelope TEXT NOT NULL, applied_at BIGINT NOT NULL, businesskey TEXT NOT NULL DEFAULT '')`,
-	`CREATE INDEX IF NOT EXISTS gateway_envelopes_applied ON gateway_envelopes (consumer, applied_at)`,
-	`CREATE INDEX IF NOT EXISTS gateway_envelopes_businesskey ON gateway_envelopes (consumer, businesskey)`,
-	`CREATE TABLE IF NOT EXISTS gateway_tombstones (
-		ident TEXT PRIMARY KEY, consumer TEXT NOT NULL, purged_at BIGINT NOT NULL)`,
-	`CREATE INDEX IF NOT EXISTS gateway_tombstones_purged ON gateway_tombstones (consumer, purged_at)`,
-}
-
-func ensureGatewayTables(ctx context.Context, db *sql.DB) error {
-	return ddl.Ensure(ctx, db, gatewaySchema...)
-}
-
-// identHash names (consumer, source, id) in the gateway's tables.
-func identHash(consumer, source, id string) string {
-	h := sha256.New()
-	for _, s := range []string{consumer, source, id} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// The gateway's tables (the envelopes its handler applied, the tombstones
+// of identities retention purged) are the store's: migration 10 creates
+// them, and the store's Gateway* methods read and write them.
 
 // envelopes records what the handler applied, and notices identities
 // that come back after retention purged them.
@@ -57,19 +25,22 @@ type envelopes struct {
 	tombstones atomic.Bool
 	// pending holds the identities of committed decisions waiting to be
 	// checked, in batches, by watchTombstones.
-	pending chan string
+	pending chan store.Identity
 }
 
 func newEnvelopes(consumer string) *envelopes {
-	return &envelopes{consumer: consumer, pending: make(chan string, 8192)}
+	return &envelopes{consumer: consumer, pending: make(chan store.Identity, 8192)}
 }
 
-// record stores the applied envelope, inside the handler's transaction.
-func (e *envelopes) record(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO gateway_envelopes (ident, consumer, source, id, envelope, applied_at, businesskey)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		identHash(e.consumer, ev.Source, ev.ID), e.consumer, ev.Source, ev.ID, string(ev.Raw), now.UnixMicro(), ev.BusinessKey)
-	return err
+// record stores the applied envelope, inside the handler's transaction
+// (the store transaction the handler's ctx carries).
+func (e *envelopes) record(ctx context.Context, ev seqboxtype.Event, now time.Time) error {
+	tx, err := handoff.Tx(ctx)
+	if err != nil {
+		return fmt.Errorf("record the applied envelope: %w", err)
+	}
+	return tx.GatewayEnvelopeInsert(ctx, store.GatewayEnvelope{Consumer: e.consumer, Source: ev.Source, ID: ev.ID,
+		Envelope: ev.Raw, BusinessKey: ev.BusinessKey, AppliedAt: now})
 }
 
 // committed queues a committed decision's identity for the tombstone
@@ -79,19 +50,18 @@ func (e *envelopes) committed(d seqboxtype.Result) {
 		return
 	}
 	select {
-	case e.pending <- identHash(e.consumer, d.Source, d.ID):
+	case e.pending <- store.Identity{Source: d.Source, ID: d.ID}:
 	default:
 	}
 }
 
 // watchTombstones checks the queued identities against the tombstones
-// once a second, in one statement, and counts each one found: an
-// identity delivered again after retention purged it. Until ctx ends.
-func (e *envelopes) watchTombstones(ctx context.Context, db *sql.DB, found func(n int64), logger interface {
+// once a second, in one call, and counts each one found: an identity
+// delivered again after retention purged it. Until ctx ends.
+func (e *envelopes) watchTombstones(ctx context.Context, ex store.Executor, found func(n int64), logger interface {
 	Warn(msg string, args ...any)
 }) {
-	var n int64
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM gateway_tombstones WHERE consumer = $1`, e.consumer).Scan(&n); err == nil && n > 0 {
+	if n, err := ex.GatewayTombstoneCount(ctx, e.consumer); err == nil && n > 0 {
 		e.tombstones.Store(true)
 	}
 	t := time.NewTicker(time.Second)
@@ -102,78 +72,56 @@ func (e *envelopes) watchTombstones(ctx context.Context, db *sql.DB, found func(
 			return
 		case <-t.C:
 		}
-		var idents []any
+		var ids []store.Identity
 	drain:
-		for len(idents) < 500 {
+		for len(ids) < 500 {
 			select {
 			case id := <-e.pending:
-				idents = append(idents, id)
+				ids = append(ids, id)
 			default:
 				break drain
 			}
 		}
-		if len(idents) == 0 {
+		if len(ids) == 0 {
 			continue
 		}
-		marks := make([]string, len(idents))
-		for i := range idents {
-			marks[i] = "$" + strconv.Itoa(i+1)
-		}
-		res, err := db.ExecContext(ctx, `DELETE FROM gateway_tombstones WHERE ident IN (`+strings.Join(marks, ", ")+`)`, idents...)
+		k, err := ex.GatewayTombstoneTake(ctx, store.GatewayTombstoneTakeParams{Consumer: e.consumer, IDs: ids})
 		if err != nil {
 			if ctx.Err() == nil {
 				logger.Warn("seqbox serve: tombstone check failed", "err", err)
 			}
 			continue
 		}
-		if k, _ := res.RowsAffected(); k > 0 {
+		if k > 0 {
 			found(k)
 		}
 	}
 }
 
-// envelope reads the applied envelope of an identity.
-func envelopeOf(ctx context.Context, db *sql.DB, consumer, source, id string) ([]byte, bool, error) {
-	var env string
-	err := db.QueryRowContext(ctx, `SELECT envelope FROM gateway_envelopes WHERE ident = $1`, identHash(consumer, source, id)).Scan(&env)
-	if errors.Is(err, sql.ErrNoRows) {
+// envelopeOf reads the applied envelope of an identity.
+func envelopeOf(ctx context.Context, ex store.Executor, consumer, source, id string) ([]byte, bool, error) {
+	env, err := ex.GatewayEnvelopeGet(ctx, store.MessageRef{Consumer: consumer, Source: source, ID: id})
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
 	}
-	return []byte(env), err == nil, err
+	return env, err == nil, err
 }
 
 // purgeEnvelopes removes, batch at a time, the envelopes applied before
 // cutoff, leaving a tombstone each, and drops tombstones older than
 // tombCutoff. It returns how many envelopes it removed.
-func purgeEnvelopes(ctx context.Context, db *sql.DB, consumer string, cutoff, tombCutoff, now time.Time, batch int) (int64, error) {
+func purgeEnvelopes(ctx context.Context, ex store.Executor, consumer string, cutoff, tombCutoff, now time.Time, batch int) (int64, error) {
 	var total int64
 	for ctx.Err() == nil {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return total, err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO gateway_tombstones (ident, consumer, purged_at)
-			SELECT ident, consumer, $3 FROM gateway_envelopes WHERE consumer = $1 AND applied_at < $2
-			ORDER BY applied_at LIMIT $4 ON CONFLICT DO NOTHING`, consumer, cutoff.UnixMicro(), now.UnixMicro(), batch); err != nil {
-			tx.Rollback()
-			return total, err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM gateway_envelopes WHERE ident IN (
-			SELECT ident FROM gateway_envelopes WHERE consumer = $1 AND applied_at < $2 ORDER BY applied_at LIMIT $3)`,
-			consumer, cutoff.UnixMicro(), batch)
-		if err != nil {
-			tx.Rollback()
-			return total, err
-		}
-		if err := tx.Commit(); err != nil {
-			return total, err
-		}
-		n, _ := res.RowsAffected()
+		n, err := ex.GatewayEnvelopePurge(ctx, store.GatewayEnvelopePurgeParams{Consumer: consumer, Before: cutoff, Now: now, Limit: batch})
 		total += n
+		if err != nil {
+			return total, err
+		}
 		if n < int64(batch) {
 			break
 		}
 	}
-	_, err := db.ExecContext(ctx, `DELETE FROM gateway_tombstones WHERE consumer = $1 AND purged_at < $2`, consumer, tombCutoff.UnixMicro())
+	_, err := ex.GatewayTombstonePurge(ctx, store.GatewayTombstonePurgeParams{Consumer: consumer, Before: tombCutoff})
 	return total, err
 }

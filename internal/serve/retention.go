@@ -69,7 +69,7 @@ func (s *Server) purge(ctx context.Context) {
 	if err == nil {
 		now := s.consumerNow()
 		ret := s.opt.Policy.Retention
-		env, err = purgeEnvelopes(ctx, s.store.DB(), s.opt.Consumer, now.Add(-ret), now.Add(-ret), now, 500)
+		env, err = purgeEnvelopes(ctx, s.store.Executor(), s.opt.Consumer, now.Add(-ret), now.Add(-ret), now, 500)
 		if env > 0 {
 			s.envelopes.tombstones.Store(true)
 		}

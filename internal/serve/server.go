@@ -45,7 +45,8 @@ type Server struct {
 	// circuit pauses dispatch while the agent is down.
 	circuit *circuit
 
-	// verdicts holds agent verdicts between the handler and the Observer.
+	// verdicts holds agent verdicts between the handler and the Observer,
+	// by store.Identity.
 	verdicts sync.Map
 	// draining is set once shutdown began: /readyz answers 503.
 	draining atomic.Bool
@@ -73,9 +74,6 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	}
 	if s.queue, err = embedded.Open(ctx, opt.DB, embedded.Config{Name: opt.Queue, Lease: opt.Lease}); err != nil {
 		return fail(fmt.Errorf("open the embedded queue: %w", err))
-	}
-	if err := ensureGatewayTables(ctx, st.DB()); err != nil {
-		return fail(err)
 	}
 	now := time.Now
 	if opt.Policy.Now != nil {
@@ -109,7 +107,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 			if err := record(ctx, tx, ev); err != nil {
 				return err
 			}
-			return s.envelopes.record(ctx, tx, ev, s.consumerNow())
+			return s.envelopes.record(ctx, ev, s.consumerNow())
 		}
 	}
 	cfg.Transport = tr
@@ -169,7 +167,7 @@ func (s *Server) observe(d seqboxtype.Result) {
 	s.envelopes.committed(d)
 	settledByAgent := d.Outcome == seqboxtype.Applied || d.Outcome == seqboxtype.Stale || d.Outcome == seqboxtype.VersionConflict
 	if settledByAgent && s.opt.AgentURL != "" {
-		if v, ok := s.verdicts.LoadAndDelete(identHash(s.opt.Consumer, d.Source, d.ID)); ok {
+		if v, ok := s.verdicts.LoadAndDelete(store.Identity{Source: d.Source, ID: d.ID}); ok {
 			s.metrics.agentVerdicts.WithLabelValues(s.opt.Consumer, v.(string)).Inc()
 		}
 	}
@@ -195,7 +193,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { s.retentionLoop(runCtx) })
 	bg.Go(func() {
-		s.envelopes.watchTombstones(runCtx, s.store.DB(), func(n int64) {
+		s.envelopes.watchTombstones(runCtx, s.store.Executor(), func(n int64) {
 			s.metrics.purgedEarly.WithLabelValues(s.opt.Consumer).Add(float64(n))
 			s.opt.Logger.Warn("seqbox serve: identities delivered again after retention purged them: retention is too short for the queue's redelivery window",
 				"consumer", s.opt.Consumer, "count", n)

@@ -24,7 +24,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/seqbox/seqbox/internal/ddl"
 	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
@@ -44,7 +43,8 @@ var Dialect = sqlstore.Dialect{
 	CacheStatements: true,
 	OneWriter:       true,
 	WriterTurn:      Turn,
-	Retry:           ddl.RetryBusy,
+	Retry:           RetryBusy,
+	StorageFull:     StorageFull,
 	ListTables:      ListTables,
 	Foreign:         Foreign,
 }

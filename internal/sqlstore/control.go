@@ -21,13 +21,13 @@ func (c *Executor) ConsumerRegister(ctx context.Context, r store.Registration) e
 			process = excluded.process, started_at = excluded.started_at,
 			heartbeat_at = COALESCE(excluded.heartbeat_at, seqbox_consumers.heartbeat_at)`,
 		r.Consumer, r.HandlerKind, string(r.Policies), r.Process, micros(r.StartedAt), zeroNullMicros(r.HeartbeatAt))
-	return StorageError("register consumer", err)
+	return c.storageError("register consumer", err)
 }
 
 func (c *Executor) ConsumerHeartbeat(ctx context.Context, p store.ConsumerHeartbeatParams) error {
 	consumer, at := p.Consumer, p.At
 	_, err := c.exec(ctx, `UPDATE seqbox_consumers SET heartbeat_at = $2 WHERE consumer = $1`, consumer, micros(at))
-	return StorageError("heartbeat", err)
+	return c.storageError("heartbeat", err)
 }
 
 const registrationColumns = `consumer, handler_kind, policies, process, started_at, heartbeat_at`
@@ -65,7 +65,7 @@ func (c *Executor) RequestInsert(ctx context.Context, r store.OperatorRequest) (
 	err := c.queryRow(ctx, `INSERT INTO seqbox_requests (consumer, action, target, requested_by, reason, requested_at, state)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq`,
 		r.Consumer, r.Action, r.Target, r.RequestedBy, r.Reason, micros(r.RequestedAt), string(seqboxtype.RequestPending)).Scan(&seq)
-	return seq, StorageError("record operator request", err)
+	return seq, c.storageError("record operator request", err)
 }
 
 const requestColumns = `seq, consumer, action, target, requested_by, reason, requested_at, state, taken_by, taken_at,
@@ -105,7 +105,7 @@ func (c *Executor) RequestGet(ctx context.Context, seq int64) (store.OperatorReq
 func (c *Executor) moveRequest(ctx context.Context, query string, args ...any) (bool, error) {
 	res, err := c.exec(ctx, query, args...)
 	if err != nil {
-		return false, StorageError("update operator request", err)
+		return false, c.storageError("update operator request", err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err

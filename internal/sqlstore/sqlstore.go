@@ -1,6 +1,7 @@
 // Package sqlstore implements store.Store over database/sql. The SQL is
 // written once, with $n placeholders, for every dialect seqbox supports;
-// a Dialect supplies only what differs (its dialect.SQL, table listing,
+// a Dialect, which the driver that opens the store supplies, holds only
+// what differs (its dialect.SQL, table listing, error classification,
 // locks). The schema is the numbered files in migrations/ (schema.go).
 package sqlstore
 
@@ -59,6 +60,10 @@ type Dialect struct {
 	// words ("table customers", "user_version=7"); store.Exclusive
 	// refuses a database without seqbox_meta when it lists anything.
 	Foreign func(ctx context.Context, q Querier) ([]string, error)
+	// StorageFull classifies the driver's errors: whether err says the
+	// disk is full or failing (the driver's own codes; ENOSPC from the OS
+	// is recognized for every driver). Nil: by ENOSPC alone.
+	StorageFull func(err error) bool
 	// Enter, when set, runs in the migration transaction just before
 	// seqbox creates anything: PostgreSQL creates seqbox's schema and makes
 	// it the transaction's search_path, so the unqualified DDL lands there.
@@ -157,6 +162,7 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 	if d.WriterTurn != nil {
 		s.writer = d.WriterTurn(where)
 	}
+	opened.Store(db, d)
 	return s, nil
 }
 
@@ -193,8 +199,9 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
 	}
 	if tables[metaTable] {
-		// seqbox's own database may hold the tables of the CLI's own
-		// handlers (replay's record_*, chaos_*, bench_*), nothing else.
+		// seqbox's own database may hold the gateway's tables (migration
+		// 10) and those of the CLI's own handlers (replay's record_*,
+		// chaos_*, bench_*), nothing else.
 		found = slices.DeleteFunc(found, cliObject)
 	} else {
 		// Without seqbox_meta, even seqbox-looking tables are someone
@@ -222,11 +229,12 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 }
 
 // cliObject reports whether an object Foreign listed ("table record_x") is
-// one that the CLI's own handlers create in a database seqbox made.
+// one that the CLI's own handlers create in a database seqbox made, or
+// one of the gateway's (gateway_*, which the store's migrations create).
 func cliObject(obj string) bool {
 	_, name, _ := strings.Cut(obj, " ")
 	name = name[strings.LastIndexByte(name, '.')+1:] // schema-qualified on PostgreSQL
-	for _, p := range []string{"record_", "chaos_", "bench_"} {
+	for _, p := range []string{"record_", "chaos_", "bench_", "gateway_"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -421,18 +429,29 @@ func (s *Store) Begin(ctx context.Context) (store.ExecutorTx, error) {
 		}
 		return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
 	}
-	return &Executor{db: tx, tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts, unlock: unlock}, nil
+	e := s.executor(tx)
+	e.unlock = unlock
+	return e, nil
 }
 
 // UnwrapTx runs the driver's statements in a transaction the caller opened
 // on the pool.
 func (s *Store) UnwrapTx(tx *sql.Tx) store.ExecutorTx {
-	return &Executor{db: tx, tx: tx, lockRow: s.dialect.LockRow, stmts: s.stmts}
+	return s.executor(tx)
 }
 
 // Executor runs the driver's statements on the pool.
 func (s *Store) Executor() store.Executor {
-	return &Executor{db: s.db, lockRow: s.dialect.LockRow, stmts: s.stmts}
+	return s.executor(nil)
+}
+
+// executor runs statements in tx, or on the pool when tx is nil.
+func (s *Store) executor(tx *sql.Tx) *Executor {
+	e := &Executor{db: s.db, pool: s.db, lockRow: s.dialect.LockRow, storageFull: s.dialect.StorageFull, stmts: s.stmts}
+	if tx != nil {
+		e.db, e.tx = tx, tx
+	}
+	return e
 }
 
 // DB returns the pool.
@@ -440,6 +459,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	opened.Delete(s.db)
 	s.stmts.close()
 	return s.db.Close()
 }

@@ -5,15 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Executor runs the driver's statements on the pool, or inside one
@@ -26,9 +22,14 @@ type Executor struct {
 		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	}
 	// tx is the transaction (nil on the pool).
-	tx      *sql.Tx
+	tx *sql.Tx
+	// pool is the store's pool, where work outside a transaction that
+	// needs one opens its own.
+	pool    *sql.DB
 	lockRow string
-	stmts   *stmtCache
+	// storageFull is the driver's classifier (Dialect.StorageFull).
+	storageFull func(error) bool
+	stmts       *stmtCache
 	// unlock gives the writer's turn back at commit or rollback (nil
 	// when the store does not serialize writers).
 	unlock func()
@@ -60,7 +61,7 @@ func (t *Executor) SavepointRelease(ctx context.Context, name string) error {
 // Commit commits the batch.
 func (t *Executor) Commit() error {
 	defer t.endTurn()
-	return StorageError("commit", t.tx.Commit())
+	return t.storageError("commit", t.tx.Commit())
 }
 
 func (t *Executor) endTurn() {
@@ -69,13 +70,13 @@ func (t *Executor) endTurn() {
 	}
 }
 
-// StorageError says in words what a failed write most likely means when
+// storageError says in words what a failed write most likely means when
 // the database reports an I/O or disk-full error.
-func StorageError(op string, err error) error {
+func (t *Executor) storageError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if storageFull(err) {
+	if errors.Is(err, syscall.ENOSPC) || (t.storageFull != nil && t.storageFull(err)) {
 		return fmt.Errorf("%s: %w: nothing of this batch was applied (it rolled back); free space and deliver it again — a running consumer redelivers it by itself: %w",
 			op, store.ErrStorageFull, err)
 	}
@@ -425,23 +426,4 @@ func (t *Executor) GapInsert(ctx context.Context, g store.Gap) error {
 		(consumer, partitionkey, from_version, to_version, decided_by, reason, at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		g.Consumer, g.Key, g.FromVersion, g.ToVersion, g.DecidedBy, g.Reason, micros(g.At))
 	return err
-}
-
-// storageFull tells a full or failing disk by the drivers' codes: SQLite's
-// SQLITE_FULL and SQLITE_IOERR (primary result codes, under any extended
-// code), PostgreSQL's SQLSTATE classes 53 (insufficient resources: disk
-// full, out of memory) and 58 (system error: I/O), and ENOSPC from the OS.
-func storageFull(err error) bool {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
-			return true
-		}
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return strings.HasPrefix(pe.Code, "53") || strings.HasPrefix(pe.Code, "58")
-	}
-	return errors.Is(err, syscall.ENOSPC)
 }

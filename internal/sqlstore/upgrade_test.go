@@ -133,7 +133,7 @@ func TestSQLiteSchemaAsBefore(t *testing.T) {
 			dump, err := ddltest.SQLite(ctx, db)
 			require.NoError(t, err)
 			ddltest.Golden(t, "testdata/schema.sqlite.golden", dump)
-			require.Equal(t, "owner=application\nschema_version=9\n", meta(t, db))
+			require.Equal(t, "owner=application\nschema_version=10\n", meta(t, db))
 			if n == 3 {
 				require.Equal(t, seededAfter, seeded(t, db))
 			}
@@ -142,33 +142,46 @@ func TestSQLiteSchemaAsBefore(t *testing.T) {
 	}
 }
 
+// oldPostgresDB makes a database of its own migrated the old way to
+// version n (none when 0), with seed run in the migration's transaction,
+// and returns its URL, seqbox's schema and a pool on it, closed when the
+// test ends.
+func oldPostgresDB(t *testing.T, n int, seed func(tx *sql.Tx)) (u, schema string, pool *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	u = pgtest.URL(t)
+	schema, err := pgdb.SchemaOf(u)
+	require.NoError(t, err)
+	pool, err = pgdb.Open(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(func() { pool.Close() })
+	if n > 0 {
+		tx, err := pool.Begin()
+		require.NoError(t, err)
+		require.NoError(t, pgdb.EnterSchema(ctx, tx, schema))
+		migrateTheOldWay(t, tx, oldPostgres, n)
+		seed(tx)
+		require.NoError(t, tx.Commit())
+	}
+	return u, schema, pool
+}
+
 func TestPostgresSchemaAsBefore(t *testing.T) {
 	ctx := context.Background()
 	for n := 0; n <= len(oldMigrations(t)); n++ {
 		t.Run(fmt.Sprintf("from_v%d", n), func(t *testing.T) {
-			u := pgtest.URL(t)
-			schema, err := pgdb.SchemaOf(u)
-			require.NoError(t, err)
-			pool, err := pgdb.Open(ctx, u)
-			require.NoError(t, err)
-			defer pool.Close()
-			if n > 0 {
-				tx, err := pool.Begin()
-				require.NoError(t, err)
-				require.NoError(t, pgdb.EnterSchema(ctx, tx, schema))
-				migrateTheOldWay(t, tx, oldPostgres, n)
+			u, schema, pool := oldPostgresDB(t, n, func(tx *sql.Tx) {
 				if n == 3 {
 					seedV3(t, tx)
 				}
-				require.NoError(t, tx.Commit())
-			}
+			})
 			s, err := postgres.Open(ctx, u)
 			require.NoError(t, err)
 			defer s.Close()
 			dump, err := ddltest.Postgres(ctx, pool, schema)
 			require.NoError(t, err)
 			ddltest.Golden(t, "testdata/schema.postgres.golden", dump)
-			require.Equal(t, "owner=application\nschema_version=9\n", meta(t, pool))
+			require.Equal(t, "owner=application\nschema_version=10\n", meta(t, pool))
 			if n == 3 {
 				require.Equal(t, seededAfter, seeded(t, pool))
 			}

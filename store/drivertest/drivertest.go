@@ -54,7 +54,11 @@ type Opener func(t *testing.T) store.Store
 // behind.
 func Run(t *testing.T, open Opener) {
 	st := open(t)
-	t.Run("Tx", func(t *testing.T) { runAll(t, st, txTests) })
+	t.Run("Tx", func(t *testing.T) {
+		for _, tests := range [][]driverTest{txTests, effectTests, outboxTests, gatewayTests} {
+			runAll(t, st, tests)
+		}
+	})
 	t.Run("Operator", func(t *testing.T) { runAll(t, st, operatorTests) })
 	t.Run("Control", func(t *testing.T) { runAll(t, st, controlTests) })
 	t.Run("Locks", func(t *testing.T) { runAll(t, st, lockTests) })
@@ -67,7 +71,8 @@ type driverTest struct {
 	run  func(t *testing.T, st store.Store)
 }
 
-// txTests call the store.ExecutorTx methods, each in a transaction it rolls back.
+// txTests call the store.ExecutorTx methods, each in a transaction it
+// rolls back (with effectTests, outboxTests and gatewayTests).
 var txTests = []driverTest{
 	{"SQLIsTheBatchTransaction", testSQL},
 	{"Savepoints", testSavepoints},
@@ -188,7 +193,8 @@ func (e *txEnv) ensureKeys(at time.Time, keys ...string) {
 // seqboxTables are the tables whose rows belong to a consumer.
 var seqboxTables = []string{
 	"seqbox_inbox", "seqbox_business_keys", "seqbox_keys", "seqbox_parked", "seqbox_retries",
-	"seqbox_dlq", "seqbox_audit", "seqbox_gaps", "seqbox_decisions",
+	"seqbox_dlq", "seqbox_audit", "seqbox_gaps", "seqbox_decisions", "seqbox_effects",
+	"gateway_envelopes", "gateway_tombstones",
 }
 
 // requireNothingLeft checks, through the pool, that no Tx test left a row

@@ -23,6 +23,7 @@ var operatorTests = []driverTest{
 	{"Keys", testOperatorKeys},
 	{"Parked", testOperatorParked},
 	{"Audit", testOperatorAudit},
+	{"GatewayEnvelopePurge", testOperatorGatewayPurge},
 	{"Gaps", testOperatorGaps},
 	{"Counts", testOperatorCounts},
 	{"ParkedListDue", testOperatorDueHolds},

@@ -50,6 +50,7 @@ func storeDialect(schema string) sqlstore.Dialect {
 			WHERE n.nspname = '` + schema + `' AND c.relkind IN ('r', 'p')`,
 		Meta:          pgdb.QuoteIdent(schema) + ".seqbox_meta",
 		MigrationLock: dialect.XactLock(dialect.StoreMigrationLock),
+		StorageFull:   pgdb.StorageFull,
 		Check: func(ctx context.Context, q sqlstore.Querier) error {
 			return pgdb.CheckLayout(ctx, q, schema)
 		},

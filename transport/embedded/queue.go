@@ -158,7 +158,7 @@ func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport
 // migrations/ in order; on PostgreSQL it lands in seqbox's schema
 // (pgSchema), next to the store's tables.
 func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migrationLock, pgSchema, where string) (*Queue, error) {
-	err := ddl.RetryBusy(ctx, func() error {
+	err := sqlitedb.RetryBusy(ctx, func() error {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err

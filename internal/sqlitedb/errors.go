@@ -1,4 +1,4 @@
-package ddl
+package sqlitedb
 
 import (
 	"context"
@@ -14,6 +14,20 @@ import (
 func IsBusy(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// StorageFull reports whether err is SQLITE_FULL or SQLITE_IOERR (primary
+// result codes, under any extended code): the disk is full or failing.
+func StorageFull(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+		return true
+	}
+	return false
 }
 
 // busyPatience is how long opening keeps retrying its schema work while

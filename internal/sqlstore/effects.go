@@ -1,0 +1,172 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// The effects ledger's statements (package effects): seqbox_effects,
+// migration 6, with lease_until since migration 8.
+
+const effectColumns = `consumer, source, id, action, idempotency_key, state, ref, last_error, calls, created_at, updated_at, uncertain_at, reconciled_at, lease_until`
+
+// scanEffect reads one row of effectColumns.
+func scanEffect(s rowScanner) (store.EffectRow, error) {
+	var e store.EffectRow
+	var created, updated int64
+	var uncertain, reconciled, lease sql.NullInt64
+	err := s.Scan(&e.Consumer, &e.Source, &e.ID, &e.Action, &e.IdempotencyKey, &e.State, &e.Ref, &e.LastError,
+		&e.Calls, &created, &updated, &uncertain, &reconciled, &lease)
+	e.CreatedAt, e.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	e.UncertainAt, e.ReconciledAt, e.LeaseUntil = optTime(uncertain), optTime(reconciled), optTime(lease)
+	return e, err
+}
+
+// optTime is a nullable micros column as a time, nil for NULL.
+func optTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v)
+	return &t
+}
+
+// EffectGet reads the row of an idempotency key.
+func (t *Executor) EffectGet(ctx context.Context, key string) (store.EffectRow, error) {
+	e, err := scanEffect(t.queryRow(ctx, `SELECT `+effectColumns+` FROM seqbox_effects WHERE idempotency_key = $1`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.EffectRow{}, store.ErrNotFound
+	}
+	return e, err
+}
+
+// EffectInsertPending inserts a pending row; false when one exists.
+func (t *Executor) EffectInsertPending(ctx context.Context, p store.EffectInsertPendingParams) (bool, error) {
+	res, err := t.exec(ctx, `INSERT INTO seqbox_effects (`+effectColumns+`)
+		VALUES ($1, $2, $3, $4, $5, 'pending', '', '', 1, $6, $6, NULL, NULL, $7) ON CONFLICT DO NOTHING`,
+		p.Consumer, p.Source, p.ID, p.Action, p.IdempotencyKey, micros(p.At), micros(p.LeaseUntil))
+	return affectedOne(res, err)
+}
+
+// EffectTransition moves a row from one state to another.
+func (t *Executor) EffectTransition(ctx context.Context, p store.EffectTransitionParams) (bool, error) {
+	q := `UPDATE seqbox_effects SET state = $1, updated_at = $2 WHERE idempotency_key = $3 AND state = $4`
+	args := []any{p.To, micros(p.At), p.IdempotencyKey, p.From}
+	if p.To == seqboxtype.EffectPending {
+		q = `UPDATE seqbox_effects SET state = $1, updated_at = $2, calls = calls + 1, lease_until = $5
+			WHERE idempotency_key = $3 AND state = $4`
+		args = append(args, micros(p.LeaseUntil))
+	}
+	return affectedOne(t.exec(ctx, q, args...))
+}
+
+// EffectSettle records a call's outcome on a row in one of p.From.
+func (t *Executor) EffectSettle(ctx context.Context, p store.EffectSettleParams) error {
+	if len(p.From) == 0 {
+		return nil
+	}
+	set := ""
+	if p.To == seqboxtype.EffectUncertain {
+		set += ", uncertain_at = COALESCE(uncertain_at, $4)"
+	}
+	if p.Reconciled {
+		set += ", reconciled_at = $4"
+	}
+	args := []any{p.To, p.Ref, p.LastError, micros(p.At), p.IdempotencyKey}
+	marks := make([]string, len(p.From))
+	for i, s := range p.From {
+		args = append(args, s)
+		marks[i] = fmt.Sprintf("$%d", len(args))
+	}
+	_, err := t.db.ExecContext(ctx, `UPDATE seqbox_effects SET state = $1, ref = $2, last_error = $3, updated_at = $4`+set+`
+		WHERE idempotency_key = $5 AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
+	return err
+}
+
+// EffectRenewLease moves a pending row's lease on.
+func (t *Executor) EffectRenewLease(ctx context.Context, p store.EffectRenewLeaseParams) error {
+	_, err := t.exec(ctx, `UPDATE seqbox_effects SET lease_until = $1 WHERE idempotency_key = $2 AND state = 'pending'`,
+		micros(p.Until), p.IdempotencyKey)
+	return err
+}
+
+// EffectList lists ledger rows, oldest change first.
+func (t *Executor) EffectList(ctx context.Context, p store.EffectListParams) ([]store.EffectRow, error) {
+	var where []string
+	var args []any
+	for _, c := range []struct{ col, val string }{{"consumer", p.Consumer}, {"action", p.Action}} {
+		if c.val != "" {
+			args = append(args, c.val)
+			where = append(where, fmt.Sprintf("%s = $%d", c.col, len(args)))
+		}
+	}
+	switch p.State {
+	case "":
+	case seqboxtype.EffectUncertain:
+		args = append(args, micros(p.Now))
+		where = append(where, fmt.Sprintf("(state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $%d)))", len(args)))
+	case seqboxtype.EffectPending:
+		args = append(args, micros(p.Now))
+		where = append(where, fmt.Sprintf("state = 'pending' AND lease_until > $%d", len(args)))
+	default:
+		args = append(args, p.State)
+		where = append(where, fmt.Sprintf("state = $%d", len(args)))
+	}
+	q := `SELECT ` + effectColumns + ` FROM seqbox_effects`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, p.Limit)
+	rows, err := t.db.QueryContext(ctx, q+fmt.Sprintf(` ORDER BY updated_at, idempotency_key LIMIT $%d`, len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.EffectRow
+	for rows.Next() {
+		e, err := scanEffect(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// EffectCountUncertain counts the uncertain calls by consumer and action.
+func (t *Executor) EffectCountUncertain(ctx context.Context, now time.Time) ([]store.EffectUncertainCount, error) {
+	rows, err := t.query(ctx, `SELECT consumer, action, COUNT(*), MIN(updated_at) FROM seqbox_effects
+		WHERE state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $1))
+		GROUP BY consumer, action ORDER BY consumer, action`, micros(now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.EffectUncertainCount
+	for rows.Next() {
+		var u store.EffectUncertainCount
+		var oldest int64
+		if err := rows.Scan(&u.Consumer, &u.Action, &u.Count, &oldest); err != nil {
+			return nil, err
+		}
+		u.Oldest = time.UnixMicro(oldest).UTC()
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// affectedOne reports whether a statement changed exactly one row.
+func affectedOne(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}

@@ -1,0 +1,25 @@
+-- The gateway's tables (seqbox serve): the envelope of every event its
+-- handler applied, so that a collision can be shown with both payloads
+-- (the inbox keeps only the first one's hash), and tombstones of the
+-- identities retention purged, so that one delivered again after its
+-- purge is counted. Both are keyed by a hash of (consumer, source, id),
+-- which bounds the key whatever the attribute lengths. An earlier seqbox
+-- serve created these tables itself, at run time, with these very
+-- columns: IF NOT EXISTS keeps the ones it made, and their rows.
+CREATE TABLE IF NOT EXISTS gateway_envelopes (
+	ident TEXT PRIMARY KEY,
+	consumer TEXT NOT NULL,
+	source TEXT NOT NULL,
+	id TEXT NOT NULL,
+	envelope TEXT NOT NULL,
+	applied_at BIGINT NOT NULL,
+	businesskey TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS gateway_envelopes_applied ON gateway_envelopes (consumer, applied_at);
+CREATE INDEX IF NOT EXISTS gateway_envelopes_businesskey ON gateway_envelopes (consumer, businesskey);
+CREATE TABLE IF NOT EXISTS gateway_tombstones (
+	ident TEXT PRIMARY KEY,
+	consumer TEXT NOT NULL,
+	purged_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gateway_tombstones_purged ON gateway_tombstones (consumer, purged_at)

@@ -1,0 +1,38 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+
+	"github.com/seqbox/seqbox/internal/ddl"
+)
+
+// opened holds the Dialect of every pool a store is open on (*sql.DB to
+// Dialect): the driver that opened the pool said which database it is, so
+// that code given only the pool (EnsureTables) never guesses. OpenWith
+// records a pool; Close forgets it.
+var opened sync.Map
+
+// ErrUnknownPool is returned by EnsureTables for a pool no open store
+// uses.
+var ErrUnknownPool = errors.New("sqlstore: the pool is not an open seqbox store's (open it with store/sqlite or store/postgres)")
+
+// EnsureTables creates tables beside seqbox's own on db, the pool of an
+// open store (Store.DB()): the statements (each idempotent, written with
+// the {{SERIAL}} and {{BLOB}} placeholders) run in one transaction, as
+// ddl.Ensure does, in the store's dialect, and again while the database
+// is busy when the store's driver retries its opening work.
+func EnsureTables(ctx context.Context, db *sql.DB, stmts ...string) error {
+	v, ok := opened.Load(db)
+	if !ok {
+		return ErrUnknownPool
+	}
+	d := v.(Dialect)
+	run := func() error { return ddl.Ensure(ctx, db, d.SQL, stmts...) }
+	if d.Retry != nil {
+		return d.Retry(ctx, run)
+	}
+	return run()
+}

@@ -1,0 +1,82 @@
+package store
+
+import "time"
+
+// OutboxEvent is one event of the outbox: emitted by a handler in its
+// transaction, published by the relay after commit (package outbox).
+type OutboxEvent struct {
+	// Seq is its place in the outbox (set by OutboxInsert).
+	Seq int64
+	// Origin names the consumer that emitted it ("" outside one).
+	Origin string
+	// PartitionKey orders the events: one key's are published in Seq
+	// order.
+	PartitionKey string
+	EventID      string
+	// Body is the structured-mode CloudEvent.
+	Body      []byte
+	CreatedAt time.Time
+	// Attempts counts the publisher's refusals so far.
+	Attempts int
+}
+
+// OutboxListReadyParams are Executor.OutboxListReady's.
+type OutboxListReadyParams struct {
+	// Now: a refused event whose next attempt is after Now holds up its
+	// key.
+	Now   time.Time
+	Limit int
+}
+
+// OutboxMarkPublishedParams are Executor.OutboxMarkPublished's.
+type OutboxMarkPublishedParams struct {
+	Seqs []int64
+	At   time.Time
+}
+
+// OutboxRefusalRecordParams are Executor.OutboxRefusalRecord's.
+type OutboxRefusalRecordParams struct {
+	Seq int64
+	// Error is why the publisher refused it.
+	Error string
+	// NextAttempt is when it is tried again.
+	NextAttempt time.Time
+}
+
+// OutboxLeaseParams are Executor.OutboxLeaseTake's and
+// OutboxLeaseRelease's: the relay lease Name, held by Owner.
+type OutboxLeaseParams struct {
+	Name, Owner string
+	// Now: a lease that expired before Now is free (OutboxLeaseTake).
+	Now time.Time
+	// Until is when the lease taken or renewed runs out (OutboxLeaseTake).
+	Until time.Time
+}
+
+// OutboxBacklog is what the outbox holds unpublished
+// (Executor.OutboxBacklog).
+type OutboxBacklog struct {
+	// Pending counts the unpublished events; Oldest is when the oldest was
+	// emitted (zero when none).
+	Pending int
+	Oldest  time.Time
+	// RefusedKeys counts the keys of unpublished events the publisher
+	// refused; MaxAttempts is the most refusals of one of them.
+	RefusedKeys int
+	MaxAttempts int
+}
+
+// OutboxRefusal is a partition key held up by an event the publisher
+// refused: the key's oldest unpublished event (Executor.OutboxRefusalList).
+type OutboxRefusal struct {
+	PartitionKey string
+	EventID      string
+	Seq          int64
+	Attempts     int
+	LastError    string
+	// Waiting counts the key's unpublished events, this one included.
+	Waiting int
+	// Since is when the event was emitted; NextAttempt when it is tried
+	// again.
+	Since, NextAttempt time.Time
+}
