@@ -62,9 +62,9 @@ func (b *batchTx) ParkedDelete(ctx context.Context, seq int64) error {
 	return b.tx.ParkedDelete(ctx, seq)
 }
 
-// ParkedListWaiting is store.Executor.ParkedListWaiting.
-func (b *batchTx) ParkedListWaiting(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
-	return b.tx.ParkedListWaiting(ctx, p)
+// ParkedListInLine is store.Executor.ParkedListInLine.
+func (b *batchTx) ParkedListInLine(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
+	return b.tx.ParkedListInLine(ctx, p)
 }
 
 // ParkedRehold is store.Executor.ParkedRehold.

@@ -190,7 +190,7 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 	}
 	to := skipped
 	if to == nil {
-		parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: ks.Key})
+		parked, err := tx.ParkedListInLine(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: ks.Key})
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +273,7 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 	if err != nil || ks.Blocked {
 		return nil, err
 	}
-	parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
+	parked, err := tx.ParkedListInLine(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})
 	if err != nil || len(parked) == 0 {
 		return nil, err
 	}

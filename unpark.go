@@ -60,7 +60,7 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 	if err != nil || ks.Blocked {
 		return nil, err
 	}
-	parked, err := tx.ParkedListWaiting(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+	parked, err := tx.ParkedListInLine(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
 	if err != nil || len(parked) == 0 {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// State is where one external call stands (store/state's Effect).
+// State is where one external call stands (seqboxtype.Effect).
 type State = seqboxtype.Effect
 
 // The states of a ledger row.

@@ -361,8 +361,8 @@ type Refusal struct {
 	// Attempts counts the refusals so far; LastError is the latest.
 	Attempts  int
 	LastError string
-	// Waiting counts the key's events not yet published, this one included.
-	Waiting int
+	// Unpublished counts the key's events not yet published, this one included.
+	Unpublished int
 	// Since is when the event was emitted; NextAttempt when it is tried
 	// again.
 	Since, NextAttempt time.Time
@@ -378,7 +378,7 @@ func (r *Relay) Refusals(ctx context.Context) ([]Refusal, error) {
 	var out []Refusal
 	for _, f := range rows {
 		out = append(out, Refusal{Key: f.PartitionKey, EventID: f.EventID, Seq: f.Seq, Attempts: f.Attempts,
-			LastError: f.LastError, Waiting: f.Waiting, Since: f.Since.Local(), NextAttempt: f.NextAttempt.Local()})
+			LastError: f.LastError, Unpublished: f.Unpublished, Since: f.Since.Local(), NextAttempt: f.NextAttempt.Local()})
 	}
 	return out, nil
 }

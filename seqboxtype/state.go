@@ -83,9 +83,10 @@ const (
 	ParkVersionConflict Park = "version_conflict"
 )
 
-// Waiting reports whether a message parked for p is released by its key
-// (held or blocked), rather than kept for investigation.
-func (p Park) Waiting() bool { return p == ParkHeld || p == ParkBlocked }
+// InLine reports whether a message parked for p is in line behind its key,
+// to be unparked when it is next (held or blocked), rather than kept for
+// investigation (collision, version conflict).
+func (p Park) InLine() bool { return p == ParkHeld || p == ParkBlocked }
 
 // DeadLetter is where a dead-letter row stands.
 type DeadLetter string

@@ -74,8 +74,8 @@ type OutboxRefusal struct {
 	Seq          int64
 	Attempts     int
 	LastError    string
-	// Waiting counts the key's unpublished events, this one included.
-	Waiting int
+	// Unpublished counts the key's unpublished events, this one included.
+	Unpublished int
 	// Since is when the event was emitted; NextAttempt when it is tried
 	// again.
 	Since, NextAttempt time.Time

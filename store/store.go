@@ -5,7 +5,7 @@
 // statement, on the pool or inside a transaction (ExecutorTx); methods take
 // parameter structs and are named noun first (InboxInsertMany, KeyLock,
 // DeadLetterResolve); the states written to rows are typed, in the leaf
-// package store/state.
+// package seqboxtype.
 //
 // The interfaces here are not for implementation outside this module. They
 // follow the engine and change with it, without notice; a new database is
@@ -15,8 +15,8 @@
 // operator's reads (DeadLetterList, KeyViewList, AuditList, Counts) are
 // safe to call from tools.
 //
-// Row types here are shared by the engine (internal/engine) and every
-// store: stores never import seqbox or its engine.
+// Row types here are shared by the consumer (the root package) and every
+// store: stores never import the root package.
 package store
 
 import (
@@ -176,9 +176,9 @@ type Executor interface {
 	// ParkedInsert stores a message durably so the broker copy can be
 	// acked.
 	ParkedInsert(ctx context.Context, p Parked) error
-	// ParkedListWaiting lists the held and blocked messages of a key, in
+	// ParkedListInLine lists the held and blocked messages of a key, in
 	// version order and then arrival order.
-	ParkedListWaiting(ctx context.Context, p KeyRef) ([]Parked, error)
+	ParkedListInLine(ctx context.Context, p KeyRef) ([]Parked, error)
 	// ParkedList lists the parked messages of a key, every reason.
 	ParkedList(ctx context.Context, p KeyRef) ([]Parked, error)
 	// ParkedListDue lists held messages whose hold deadline is at or

@@ -1,7 +1,9 @@
-// Package handoff is the private protocol between seqbox's public types
-// (package seqboxtype) and its engine (internal/engine): the context keys
-// the engine fills for Deciders and Handlers, and the error a handler
-// settles a message with. Nothing outside seqbox can reach it.
+// Package handoff holds what the root package hands to seqbox's other
+// packages without making it public API: the context keys it fills for
+// Deciders and Handlers (the identity, the recorded decision, the batch's
+// store transaction for outbox.Emit and the gateway), the error a handler
+// concludes a message with, and an oversized input replay records.
+// Nothing outside seqbox can reach it.
 package handoff
 
 import (

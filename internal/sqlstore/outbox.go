@@ -82,7 +82,7 @@ func (t *Executor) OutboxRefusalList(ctx context.Context) ([]store.OutboxRefusal
 	for rows.Next() {
 		var f store.OutboxRefusal
 		var since, next sql.NullInt64
-		if err := rows.Scan(&f.PartitionKey, &f.EventID, &f.Seq, &f.Attempts, &f.LastError, &since, &next, &f.Waiting); err != nil {
+		if err := rows.Scan(&f.PartitionKey, &f.EventID, &f.Seq, &f.Attempts, &f.LastError, &since, &next, &f.Unpublished); err != nil {
 			return nil, err
 		}
 		f.Since, f.NextAttempt = fromMicros(since), fromMicros(next)

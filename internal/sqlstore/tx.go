@@ -289,9 +289,9 @@ func scanParked(rows *sql.Rows) ([]store.Parked, error) {
 	return out, rows.Err()
 }
 
-// ParkedListWaiting lists a key's held and blocked messages in version order,
+// ParkedListInLine lists a key's held and blocked messages in version order,
 // unversioned ones by arrival.
-func (t *Executor) ParkedListWaiting(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
+func (t *Executor) ParkedListInLine(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
 	consumer, key := p.Consumer, p.Key
 	rows, err := t.query(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
 		WHERE consumer = $1 AND partitionkey = $2 AND reason IN ('held', 'blocked')

@@ -81,7 +81,7 @@ func testOutboxRefusals(t *testing.T, st store.Store) {
 	refusals, err := e.tx.OutboxRefusalList(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []store.OutboxRefusal{{PartitionKey: "k1", EventID: "head", Seq: head, Attempts: 2, LastError: "still down",
-		Waiting: 2, Since: at(1), NextAttempt: at(20)}}, refusals)
+		Unpublished: 2, Since: at(1), NextAttempt: at(20)}}, refusals)
 	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{head}, At: at(21)}))
 	refusals, err = e.tx.OutboxRefusalList(e.ctx)
 	require.NoError(t, err)

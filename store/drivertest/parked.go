@@ -32,7 +32,7 @@ func (e *txEnv) park(p store.Parked) {
 // parkedForKey lists a key's held and blocked messages.
 func (e *txEnv) parkedForKey(key string) []store.Parked {
 	e.t.Helper()
-	ps, err := e.tx.ParkedListWaiting(e.ctx, store.KeyRef{Consumer: e.consumer, Key: key})
+	ps, err := e.tx.ParkedListInLine(e.ctx, store.KeyRef{Consumer: e.consumer, Key: key})
 	require.NoError(e.t, err)
 	return ps
 }
@@ -76,7 +76,7 @@ func testPark(t *testing.T, st store.Store) {
 	require.Greater(t, blocked.Seq, held.Seq, "sequence numbers grow with arrival")
 	require.Equal(t, []store.Parked{blocked, held}, e.parkedForKey("order-1"))
 	require.Empty(t, e.parkedForKey("order-2"))
-	other, err := e.tx.ParkedListWaiting(e.ctx, store.KeyRef{Consumer: e.consumer + "/other", Key: "order-1"})
+	other, err := e.tx.ParkedListInLine(e.ctx, store.KeyRef{Consumer: e.consumer + "/other", Key: "order-1"})
 	require.NoError(t, err)
 	require.Empty(t, other, "parked rows belong to one consumer")
 }
@@ -112,7 +112,7 @@ func testParkCollisionOnce(t *testing.T, st store.Store) {
 	require.Empty(t, e.parkedForKey("order-1"), "collisions are neither held nor blocked")
 }
 
-// ParkedListWaiting lists the held and blocked messages of one key of one
+// ParkedListInLine lists the held and blocked messages of one key of one
 // consumer: unversioned ones first, then by version, and arrival order
 // among equals.
 func testParkedForKeyOrder(t *testing.T, st store.Store) {

@@ -103,7 +103,7 @@ func testRollbackDiscards(t *testing.T, st store.Store) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = tx2.KeyLock(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	ps, err := tx2.ParkedListWaiting(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-1"})
+	ps, err := tx2.ParkedListInLine(ctx, store.KeyRef{Consumer: e.consumer, Key: "order-1"})
 	require.NoError(t, err)
 	require.Empty(t, ps)
 }
