@@ -146,9 +146,6 @@ func configure(addr *net.TCPAddr, opts Options) {
 	}
 }
 
-// AccountID is the account goaws puts in queue URLs and ARNs.
-const AccountID = "000000000000"
-
 // guarded runs h with the queue map gate taken: exclusively for the actions
 // that add or remove queues, shared for the others. With ownGroups it gives
 // every message sent a MessageGroupId of its own (see Options.KeepGroups).
