@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	natsbroker "github.com/seqbox/seqbox/internal/broker/nats"
+)
+
+// buildLab builds the seqbox-lab binary once, beside bin: only the tests
+// that run chaos over an in-process broker need it.
+var buildLab = sync.OnceValues(func() (string, error) {
+	p := filepath.Join(filepath.Dir(bin), "seqbox-lab")
+	out, err := exec.Command("go", "build", "-o", p, "../seqbox-lab").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build seqbox-lab: %v: %s", err, out)
+	}
+	return p, nil
+})
+
+// labBin is the seqbox-lab binary under test.
+func labBin(t *testing.T) string {
+	t.Helper()
+	p, err := buildLab()
+	require.NoError(t, err)
+	return p
+}
+
+// The operator binary links no broker emulator: those are seqbox-lab's.
+func TestNoEmulatorLinked(t *testing.T) {
+	emulators := []string{"github.com/twmb/franz-go/pkg/kfake", "github.com/Admiral-Piett/goaws",
+		"cloud.google.com/go/pubsub/v2/pstest", "github.com/nats-io/nats-server/v2"}
+	deps := func(pkg string) string {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		require.NoError(t, err, "go list -deps %s", pkg)
+		return string(out)
+	}
+	seqbox, lab := deps("."), deps("../seqbox-lab")
+	for _, e := range emulators {
+		require.NotContains(t, seqbox, e, "seqbox links an emulator")
+		require.Contains(t, lab, e, "seqbox-lab lacks an emulator")
+	}
+}
+
+// seqbox chaos over NATS against a server it did not start (one the test
+// runs in its own process): the scenarios pass, and their streams are on
+// that server.
+func TestChaosExternalBroker(t *testing.T) {
+	srv, err := natsbroker.Start(natsbroker.Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer srv.Close()
+	out := runChaos(t, bin, "--transport", "nats", "--broker", srv.URL(), "--messages", "200", "--keys", "10",
+		"--kills", "3", "--seed", "11", "--scenarios", "random,fault:after_commit_before_ack")
+	require.Contains(t, out, "chaos: 2 scenarios passed, 0 failed")
+
+	nc, err := natsgo.Connect(srv.URL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	var streams []string
+	names := js.StreamNames(context.Background())
+	for n := range names.Name() {
+		streams = append(streams, n)
+	}
+	require.NoError(t, names.Err())
+	require.Len(t, streams, 2, "streams %v", streams)
+	for _, s := range streams {
+		require.True(t, strings.HasPrefix(s, "CHAOS"), "stream %s", s)
+	}
+}
+
+// A broker transport without --broker: seqbox has no broker to start.
+func TestChaosNeedsBroker(t *testing.T) {
+	for _, tr := range []string{"nats", "kafka", "sqs", "pubsub"} {
+		line := fails(t, "chaos", "--transport", tr)
+		require.Equal(t, "seqbox: --transport "+tr+" needs a running broker: pass --broker with its address, "+
+			"or run seqbox-lab chaos, which starts one in process", line)
+	}
+	line := fails(t, "chaos", "--broker", "nats://127.0.0.1:4222")
+	require.Equal(t, "seqbox: --broker: the embedded transport has no broker", line)
+}
+
+// Pub/Sub cannot say what a subscription still holds, so a run against a
+// running Pub/Sub is refused before it starts.
+func TestChaosExternalPubsub(t *testing.T) {
+	line := fails(t, "chaos", "--transport", "pubsub", "--broker", "127.0.0.1:1")
+	require.Contains(t, line, "seqbox: --transport pubsub --broker: Pub/Sub has no call")
+	require.Contains(t, line, "run seqbox-lab chaos --transport pubsub")
+}
