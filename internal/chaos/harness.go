@@ -34,7 +34,7 @@ type Options struct {
 	Lease time.Duration
 	// Scenarios to run; empty means every one that applies to the store.
 	Scenarios []string
-	// Self is the seqbox binary that runs `chaos worker`.
+	// Self is the binary (seqbox or seqbox-lab) that runs `chaos worker`.
 	Self string
 	// PGData and PGBin locate the PostgreSQL cluster for pg-restart.
 	PGData, PGBin string

@@ -112,7 +112,7 @@ func chaosWorkerCmd() *cobra.Command {
 	var opt chaos.WorkerOptions
 	c := &cobra.Command{
 		Use:    "worker",
-		Short:  "One chaos process (started by seqbox chaos)",
+		Short:  "One chaos process (started by chaos)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

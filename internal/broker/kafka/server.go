@@ -1,5 +1,5 @@
 // Package kafka starts an in-process Kafka broker (franz-go's kfake) on
-// loopback, for the Kafka transport's tests and for `seqbox chaos
+// loopback, for the Kafka transport's tests and for `seqbox-lab chaos
 // --transport kafka`, whose consumer processes reach it over TCP.
 //
 // kfake speaks the Kafka wire protocol (produce, fetch, consumer groups

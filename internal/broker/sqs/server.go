@@ -1,6 +1,6 @@
 // Package sqs runs goaws (github.com/Admiral-Piett/goaws), an
 // SQS-compatible server, inside the process on loopback, for the SQS
-// transport's tests and for `seqbox chaos --transport sqs`, whose child
+// transport's tests and for `seqbox-lab chaos --transport sqs`, whose child
 // processes reach it over TCP.
 //
 // goaws keeps its queues in package-level variables: every Server started
