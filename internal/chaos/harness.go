@@ -291,8 +291,12 @@ type scenarioRun struct {
 	chain      []*proc
 	downstream *embedded.Queue
 	kills      int
-	pgDown     atomic.Bool
-	started    int
+	// outage is set while PostgreSQL or a broker node is down and for a
+	// while after: a consumer may then exit on its own (it could not
+	// open its store or its transport), and is restarted as a supervisor
+	// would.
+	outage  atomic.Bool
+	started int
 	// remote is the agent-ledger scenario's remote API.
 	remote *faultyRemote
 }
@@ -429,7 +433,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			}
 			if p.killedBySIGKILL() {
 				s.kills++
-			} else if !s.pgDown.Load() {
+			} else if !s.outage.Load() {
 				s.res.fail("%s exited on its own: %v; its last output: %s", p.name, p.err, tail(p.output.String(), 2000))
 			}
 			if err := s.startConsumer(i); err != nil {
@@ -481,7 +485,13 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 		}
 		if k, ok := s.h.broker.(NodeKiller); ok && s.name == nodeKillScenario && !nodeKilled && phase == "phase 1" && time.Since(phaseStart) > time.Second {
 			nodeKilled = true
-			go k.KillNode(2*time.Second, s.h.progress)
+			s.outage.Store(true)
+			go func() {
+				// A consumer that starts while the node is down may find
+				// JetStream unavailable (503) creating its consumer.
+				k.KillNode(2*time.Second, s.h.progress)
+				time.AfterFunc(outageGrace, func() { s.outage.Store(false) })
+			}()
 		}
 		// A broker that lost a node may not answer at once: ask again
 		// on the next pass rather than wait.
@@ -538,6 +548,10 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// outageGrace is how long after an outage ends consumers may still fail
+// from it.
+const outageGrace = 5 * time.Second
 
 // diskFullFor is how long the consumers' disk stays full.
 const diskFullFor = 2 * time.Second
@@ -719,7 +733,7 @@ func (s *scenarioRun) restartPostgres(ctx context.Context) error {
 		}
 		return nil
 	}
-	s.pgDown.Store(true)
+	s.outage.Store(true)
 	if err := pgctl("stop", "-m", "immediate"); err != nil {
 		return err
 	}
@@ -729,7 +743,7 @@ func (s *scenarioRun) restartPostgres(ctx context.Context) error {
 		return err
 	}
 	s.h.progress("%s: PostgreSQL started again", s.name)
-	time.AfterFunc(5*time.Second, func() { s.pgDown.Store(false) })
+	time.AfterFunc(outageGrace, func() { s.outage.Store(false) })
 	return nil
 }
 
