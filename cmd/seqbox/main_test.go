@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/clitest"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -35,11 +35,8 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "seqbox")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build seqbox:", err)
+	if bin, err = clitest.Build(dir, "seqbox", "."); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	code := m.Run()
@@ -85,15 +82,7 @@ func exe(t *testing.T, stdin string, args ...string) result {
 
 // environ is the test process's environment without the variable that
 // would inject crashes into the child.
-func environ() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, fault.Env+"=") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
+func environ() []string { return clitest.Environ() }
 
 // ok runs seqbox, requires success with nothing on stderr, and returns
 // stdout.

@@ -85,7 +85,7 @@ status 1 if any failed.`,
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
 	fl.StringVar(&procLog, "proc-log", "", "write the consumer processes' output to this file, for a post-mortem")
 	fl.BoolVar(&opt.Keep, "keep", false, "keep each scenario's SQLite files for a post-mortem")
-	where := "a broker transport needs --broker (seqbox-lab runs the brokers in process)"
+	where := "a broker transport needs --broker; seqbox-lab runs the brokers in process"
 	if ed.StartBroker != nil {
 		where = "brokers run in process on loopback unless --broker is given"
 	}

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -14,40 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	natsbroker "github.com/seqbox/seqbox/internal/broker/nats"
+	"github.com/seqbox/seqbox/internal/clitest"
 )
-
-// buildLab builds the seqbox-lab binary once, beside bin: only the tests
-// that run chaos over an in-process broker need it.
-var buildLab = sync.OnceValues(func() (string, error) {
-	p := filepath.Join(filepath.Dir(bin), "seqbox-lab")
-	out, err := exec.Command("go", "build", "-o", p, "../seqbox-lab").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("build seqbox-lab: %v: %s", err, out)
-	}
-	return p, nil
-})
-
-// labBin is the seqbox-lab binary under test.
-func labBin(t *testing.T) string {
-	t.Helper()
-	p, err := buildLab()
-	require.NoError(t, err)
-	return p
-}
 
 // The operator binary links no broker emulator: those are seqbox-lab's.
 func TestNoEmulatorLinked(t *testing.T) {
-	emulators := []string{"github.com/twmb/franz-go/pkg/kfake", "github.com/Admiral-Piett/goaws",
-		"cloud.google.com/go/pubsub/v2/pstest", "github.com/nats-io/nats-server/v2"}
-	deps := func(pkg string) string {
-		out, err := exec.Command("go", "list", "-deps", pkg).Output()
-		require.NoError(t, err, "go list -deps %s", pkg)
-		return string(out)
-	}
-	seqbox, lab := deps("."), deps("../seqbox-lab")
-	for _, e := range emulators {
-		require.NotContains(t, seqbox, e, "seqbox links an emulator")
-		require.Contains(t, lab, e, "seqbox-lab lacks an emulator")
+	deps := clitest.Deps(t, ".")
+	for _, e := range clitest.Emulators {
+		require.NotContains(t, deps, e)
 	}
 }
 
@@ -58,7 +28,7 @@ func TestChaosExternalBroker(t *testing.T) {
 	srv, err := natsbroker.Start(natsbroker.Options{Dir: t.TempDir()})
 	require.NoError(t, err)
 	defer srv.Close()
-	out := runChaos(t, bin, "--transport", "nats", "--broker", srv.URL(), "--messages", "200", "--keys", "10",
+	out := clitest.RunChaos(t, bin, "--transport", "nats", "--broker", srv.URL(), "--messages", "200", "--keys", "10",
 		"--kills", "3", "--seed", "11", "--scenarios", "random,fault:after_commit_before_ack")
 	require.Contains(t, out, "chaos: 2 scenarios passed, 0 failed")
 
