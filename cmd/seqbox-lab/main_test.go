@@ -4,7 +4,6 @@ package main
 // built once in TestMain and run as a child process.
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -15,19 +14,5 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "seqbox-lab-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if bin, err = clitest.Build(dir, "seqbox-lab", "."); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(clitest.Run(m, "seqbox-lab", &bin, nil))
 }

@@ -25,30 +25,14 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "seqbox-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if bin, err = clitest.Build(dir, "seqbox", "."); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
+	os.Exit(clitest.Run(m, "seqbox", &bin, func() error {
 		// The Pub/Sub client's OpenCensus dependency starts a view worker
 		// in a package init that nothing can stop.
 		if err := goleak.Find(goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
+			return fmt.Errorf("goleak: %w", err)
 		}
-	}
-	return code
+		return nil
+	}))
 }
 
 // result is what one run of the binary produced.

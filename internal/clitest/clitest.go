@@ -18,16 +18,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Build builds the command in package directory pkg into dir/name and
-// returns its path; the build's output goes to stderr.
-func Build(dir, name, pkg string) (string, error) {
-	p := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-o", p, pkg)
+// Build builds the command in package directory pkg as name in a new
+// temporary directory, and returns its path and what removes it; the
+// build's output goes to stderr.
+func Build(name, pkg string) (bin string, remove func(), err error) {
+	dir, err := os.MkdirTemp("", name+"-test-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin = filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, pkg)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("build %s: %w", name, err)
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build %s: %w", name, err)
 	}
-	return p, nil
+	return bin, func() { os.RemoveAll(dir) }, nil
 }
 
 // Environ is the test process's environment without the variable that
@@ -69,3 +75,25 @@ func Deps(t *testing.T, pkg string) string {
 // Emulators are the in-process brokers only seqbox-lab links.
 var Emulators = []string{"github.com/twmb/franz-go/pkg/kfake", "github.com/Admiral-Piett/goaws",
 	"cloud.google.com/go/pubsub/v2/pstest", "github.com/nats-io/nats-server/v2"}
+
+// Run is a TestMain's body for a package whose tests drive the command
+// built from its directory: it builds the command as name into *bin, runs
+// the tests, and then, when they passed and check is set, check (a leak
+// check, say). It returns the exit code.
+func Run(m *testing.M, name string, bin *string, check func() error) int {
+	path, remove, err := Build(name, ".")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer remove()
+	*bin = path
+	code := m.Run()
+	if code == 0 && check != nil {
+		if err := check(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return code
+}
