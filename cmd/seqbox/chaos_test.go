@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -10,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/seqbox/seqbox/internal/clitest"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/shorttest"
 	"github.com/stretchr/testify/require"
@@ -52,26 +51,11 @@ func ownPostgres(t *testing.T) (url, data, binDir string) {
 	return url, data, binDir
 }
 
-// runChaos runs a bounded `seqbox chaos` and returns its table.
-func runChaos(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"chaos"}, args...)...)
-	cmd.Env = environ()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	t.Logf("seqbox chaos %s\n%s", strings.Join(args, " "), out.String())
-	require.NoError(t, err, "stderr: %s", errOut.String())
-	return out.String()
-}
-
 // The bounded chaos run of issue 4: every scenario on SQLite, consumers
 // SIGKILLed at random and at each fault point, verified against the oracle.
 func TestChaosSQLite(t *testing.T) {
 	shorttest.Skip(t, "the chaos suite")
-	out := runChaos(t, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7")
+	out := clitest.RunChaos(t, bin, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7")
 	require.Contains(t, out, "chaos: 14 scenarios passed, 0 failed")
 	for _, s := range []string{"random", "outbox-chain", "agent-ledger", "fault:after_commit_before_ack", "fault:during_purge", "sqlite-checkpoint", "sqlite-disk-full"} {
 		require.Regexp(t, `(?m)^`+s+` .* PASS `, out)
@@ -87,33 +71,10 @@ func TestChaosPostgres(t *testing.T) {
 	shorttest.Skip(t, "the chaos suite")
 	pgtest.BaseURL(t) // PostgreSQL is set up (in CI: or the test fails)
 	url, data, binDir := ownPostgres(t)
-	out := runChaos(t, "--db", url, "--pg-data", data, "--pg-bin", binDir, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7",
+	out := clitest.RunChaos(t, bin, "--db", url, "--pg-data", data, "--pg-bin", binDir, "--messages", "300", "--keys", "15", "--kills", "3", "--seed", "7",
 		"--scenarios", "random,outbox-chain,agent-ledger,fault:after_inbox_insert,fault:after_commit_before_ack,pg-restart")
 	require.Contains(t, out, "chaos: 6 scenarios passed, 0 failed")
 	require.Regexp(t, `(?m)^pg-restart .* PASS `, out)
-}
-
-// The harness over each broker transport, the broker in process on
-// loopback: consumers SIGKILLed at random and after commit before ack, and
-// for NATS a cluster node stopped mid-run.
-func TestChaosTransports(t *testing.T) {
-	shorttest.Skip(t, "the chaos suite")
-	for _, tc := range []struct {
-		transport string
-		scenarios string
-	}{
-		{"nats", "random,fault:after_commit_before_ack,broker-node-kill"},
-		{"kafka", "random,fault:after_commit_before_ack"},
-		{"sqs", "random,fault:after_commit_before_ack"},
-		{"pubsub", "random,fault:after_commit_before_ack"},
-	} {
-		t.Run(tc.transport, func(t *testing.T) {
-			out := runChaos(t, "--transport", tc.transport, "--messages", "200", "--keys", "10", "--kills", "3",
-				"--seed", "11", "--scenarios", tc.scenarios)
-			n := len(strings.Split(tc.scenarios, ","))
-			require.Contains(t, out, "chaos: "+strconv.Itoa(n)+" scenarios passed, 0 failed")
-		})
-	}
 }
 
 func TestChaosUnknownTransport(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/clitest"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -25,33 +25,14 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "seqbox-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "seqbox")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build seqbox:", err)
-		return 1
-	}
-	code := m.Run()
-	if code == 0 {
+	os.Exit(clitest.Run(m, "seqbox", &bin, func() error {
 		// The Pub/Sub client's OpenCensus dependency starts a view worker
 		// in a package init that nothing can stop.
 		if err := goleak.Find(goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
+			return fmt.Errorf("goleak: %w", err)
 		}
-	}
-	return code
+		return nil
+	}))
 }
 
 // result is what one run of the binary produced.
@@ -85,15 +66,7 @@ func exe(t *testing.T, stdin string, args ...string) result {
 
 // environ is the test process's environment without the variable that
 // would inject crashes into the child.
-func environ() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, fault.Env+"=") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
+func environ() []string { return clitest.Environ() }
 
 // ok runs seqbox, requires success with nothing on stderr, and returns
 // stdout.

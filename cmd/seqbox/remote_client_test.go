@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seqbox/seqbox/internal/cli"
 	"github.com/stretchr/testify/require"
 )
 
@@ -179,7 +180,7 @@ func TestRemoteRefusesAnswersOfAnotherShape(t *testing.T) {
 // is announced or only found out by reading.
 func TestRemoteBoundsTheAnswer(t *testing.T) {
 	t.Parallel()
-	const size = maxAnswer + 1<<20
+	const size = cli.MaxAnswer + 1<<20
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/v1/admin/keys" {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/cli"
 	"github.com/stretchr/testify/require"
 )
 
@@ -105,7 +106,7 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 	require.Contains(t, out, "seqbox keys release G --by WHO --reason WHY --server "+s.url)
 	require.Contains(t, remote("dlq", "list"), "1    crm     k2  K             2              permanent failure  1  ")
 	// The token may come from the environment, as for seqbox serve.
-	r := exeEnv(t, []string{adminTokenEnv + "=" + serveToken}, "dlq", "show", "1", "--server", s.url)
+	r := exeEnv(t, []string{cli.AdminTokenEnv + "=" + serveToken}, "dlq", "show", "1", "--server", s.url)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, local("dlq", "show", "1"), r.stdout)
 
@@ -175,7 +176,7 @@ func TestRemoteServerRefusesWithoutTheToken(t *testing.T) {
 	} {
 		args := append(c.args, "--server", s.url)
 		require.Equal(t, "seqbox: "+c.cmd+": "+missing, fails(t, args...))
-		r := exeEnv(t, []string{adminTokenEnv + "=not-the-token-0123456789"}, args...)
+		r := exeEnv(t, []string{cli.AdminTokenEnv + "=not-the-token-0123456789"}, args...)
 		require.NotEqual(t, 0, r.code)
 		require.Empty(t, r.stdout)
 		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)

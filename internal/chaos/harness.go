@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,7 +34,7 @@ type Options struct {
 	Lease time.Duration
 	// Scenarios to run; empty means every one that applies to the store.
 	Scenarios []string
-	// Self is the seqbox binary that runs `chaos worker`.
+	// Self is the binary (seqbox or seqbox-lab) that runs `chaos worker`.
 	Self string
 	// PGData and PGBin locate the PostgreSQL cluster for pg-restart.
 	PGData, PGBin string
@@ -50,8 +51,15 @@ type Options struct {
 	// Keep leaves each scenario's SQLite files in place, for a post-mortem.
 	Keep bool
 	// Transport is what the consumers receive from: embedded (default),
-	// nats or kafka. The harness runs the broker in process on loopback.
+	// nats, kafka, sqs or pubsub.
 	Transport string
+	// BrokerAddr is the address of the running broker a broker
+	// transport's run consumes from (see Endpoint.Addr); empty: the one
+	// StartBroker starts.
+	BrokerAddr string
+	// StartBroker, when set, starts a broker transport's broker if no
+	// BrokerAddr is given (seqbox-lab's in-process emulators).
+	StartBroker BrokerStarter
 }
 
 // consumerFaults are the fault points inside the consumer process.
@@ -59,11 +67,12 @@ var consumerFaults = []fault.Point{fault.BeforeTx, fault.AfterInboxInsert, fault
 	fault.BeforeCommit, fault.AfterCommit, fault.MidBatch, fault.DuringLeaseExtend}
 
 // Scenarios lists the scenario names that apply to a store and a
-// transport.
+// transport; broker-node-kill needs a broker whose nodes the harness runs
+// (a NodeKiller).
 func Scenarios(postgres bool, transport string) []string {
 	s := []string{"random", chainScenario, ledgerScenario}
 	if transport == "nats" {
-		s = append(s, "broker-node-kill")
+		s = append(s, nodeKillScenario)
 	}
 	for _, f := range consumerFaults {
 		s = append(s, "fault:"+string(f))
@@ -76,11 +85,24 @@ func Scenarios(postgres bool, transport string) []string {
 }
 
 type harness struct {
-	opt     Options
-	wl      Workload
-	r       *rand.Rand
-	brokers *brokers
+	opt    Options
+	wl     Workload
+	r      *rand.Rand
+	broker Broker // nil for the embedded transport
 }
+
+// scenarios lists the scenario names that apply to the run's store and
+// broker.
+func scenarios(postgres bool, transport string, b Broker) []string {
+	all := Scenarios(postgres, transport)
+	if _, ok := b.(NodeKiller); ok {
+		return all
+	}
+	return slices.DeleteFunc(all, func(s string) bool { return s == nodeKillScenario })
+}
+
+// nodeKillScenario stops a broker node mid-run.
+const nodeKillScenario = "broker-node-kill"
 
 // Run runs the scenarios and returns one result each.
 func Run(ctx context.Context, opt Options) ([]Result, error) {
@@ -109,30 +131,36 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 	if opt.Transport == "" {
 		opt.Transport = "embedded"
 	}
-	names := opt.Scenarios
-	if len(names) == 0 {
-		names = Scenarios(pg, opt.Transport)
+	if !slices.Contains(Transports, opt.Transport) {
+		return nil, fmt.Errorf("chaos: --transport %q: not one of %s", opt.Transport, strings.Join(Transports, ", "))
 	}
-	known := map[string]bool{}
-	for _, s := range Scenarios(pg, opt.Transport) {
-		known[s] = true
-	}
-	b, err := startBrokers(opt.Transport)
+	b, err := broker(ctx, opt)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	defer b.Close()
-	h := &harness{opt: opt, wl: Generate(opt.Seed, opt.Messages, opt.Keys), r: rand.New(rand.NewPCG(opt.Seed, 99)), brokers: b}
+	if b != nil {
+		defer b.Close()
+	}
+	have := scenarios(pg, opt.Transport, b)
+	names := opt.Scenarios
+	if len(names) == 0 {
+		names = have
+	}
+	h := &harness{opt: opt, wl: Generate(opt.Seed, opt.Messages, opt.Keys), r: rand.New(rand.NewPCG(opt.Seed, 99)), broker: b}
 	var out []Result
 	for _, name := range names {
-		if !known[name] {
-			return out, fmt.Errorf("chaos: unknown scenario %q for this store and transport (have %s)", name, strings.Join(Scenarios(pg, opt.Transport), ", "))
+		if !slices.Contains(have, name) {
+			why := "this store and transport"
+			if name == nodeKillScenario && opt.Transport == "nats" {
+				why = "a broker the harness did not start (seqbox-lab runs one whose nodes it can stop)"
+			}
+			return out, fmt.Errorf("chaos: unknown scenario %q for %s (have %s)", name, why, strings.Join(have, ", "))
 		}
 		sctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 		res := h.scenario(sctx, name)
 		cancel()
-		if b.kafka != nil {
-			h.progress("%s: the broker has expired %d dead group members so far (see internal/broker/kafka)", name, b.kafka.ExpiredMembers())
+		if r, ok := b.(Reporter); ok {
+			h.progress("%s: %s", name, r.Report())
 		}
 		out = append(out, res)
 		if ctx.Err() != nil {
@@ -177,6 +205,19 @@ func (h *harness) progress(format string, args ...any) {
 	fmt.Fprintf(h.opt.Progress, format+"\n", args...)
 }
 
+// openQueue returns a fresh queue for one scenario whose database is db:
+// the embedded queue there, or a new one on the run's broker.
+func (h *harness) openQueue(ctx context.Context, db string) (queue, error) {
+	if h.broker != nil {
+		return h.broker.open(ctx, h.opt.Lease)
+	}
+	q, err := embedded.Open(ctx, db, embedded.Config{Lease: h.opt.Lease})
+	if err != nil {
+		return nil, err
+	}
+	return embeddedQueue{q}, nil
+}
+
 // scenario runs one scenario end to end on a fresh database.
 func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 	start := time.Now()
@@ -198,7 +239,7 @@ func (h *harness) scenario(ctx context.Context, name string) (res Result) {
 		res.fail("tables: %v", err)
 		return res
 	}
-	q, err := h.brokers.open(ctx, db, h.opt.Lease)
+	q, err := h.openQueue(ctx, db)
 	if err != nil {
 		res.fail("open queue: %v", err)
 		return res
@@ -250,8 +291,12 @@ type scenarioRun struct {
 	chain      []*proc
 	downstream *embedded.Queue
 	kills      int
-	pgDown     atomic.Bool
-	started    int
+	// outage is set while PostgreSQL or a broker node is down and for a
+	// while after: a consumer may then exit on its own (it could not
+	// open its store or its transport), and is restarted as a supervisor
+	// would.
+	outage  atomic.Bool
+	started int
 	// remote is the agent-ledger scenario's remote API.
 	remote *faultyRemote
 }
@@ -388,7 +433,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			}
 			if p.killedBySIGKILL() {
 				s.kills++
-			} else if !s.pgDown.Load() {
+			} else if !s.outage.Load() {
 				s.res.fail("%s exited on its own: %v; its last output: %s", p.name, p.err, tail(p.output.String(), 2000))
 			}
 			if err := s.startConsumer(i); err != nil {
@@ -438,9 +483,15 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 				return err
 			}
 		}
-		if s.name == "broker-node-kill" && !nodeKilled && phase == "phase 1" && time.Since(phaseStart) > time.Second {
+		if k, ok := s.h.broker.(NodeKiller); ok && s.name == nodeKillScenario && !nodeKilled && phase == "phase 1" && time.Since(phaseStart) > time.Second {
 			nodeKilled = true
-			go s.h.brokers.killNode(2*time.Second, s.h.progress)
+			s.outage.Store(true)
+			go func() {
+				// A consumer that starts while the node is down may find
+				// JetStream unavailable (503) creating its consumer.
+				k.KillNode(2*time.Second, s.h.progress)
+				time.AfterFunc(outageGrace, func() { s.outage.Store(false) })
+			}()
 		}
 		// A broker that lost a node may not answer at once: ask again
 		// on the next pass rather than wait.
@@ -497,6 +548,10 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// outageGrace is how long after an outage ends consumers may still fail
+// from it.
+const outageGrace = 5 * time.Second
 
 // diskFullFor is how long the consumers' disk stays full.
 const diskFullFor = 2 * time.Second
@@ -678,7 +733,7 @@ func (s *scenarioRun) restartPostgres(ctx context.Context) error {
 		}
 		return nil
 	}
-	s.pgDown.Store(true)
+	s.outage.Store(true)
 	if err := pgctl("stop", "-m", "immediate"); err != nil {
 		return err
 	}
@@ -688,7 +743,7 @@ func (s *scenarioRun) restartPostgres(ctx context.Context) error {
 		return err
 	}
 	s.h.progress("%s: PostgreSQL started again", s.name)
-	time.AfterFunc(5*time.Second, func() { s.pgDown.Store(false) })
+	time.AfterFunc(outageGrace, func() { s.outage.Store(false) })
 	return nil
 }
 

@@ -1,5 +1,5 @@
 // Package kafka starts an in-process Kafka broker (franz-go's kfake) on
-// loopback, for the Kafka transport's tests and for `seqbox chaos
+// loopback, for the Kafka transport's tests and for `seqbox-lab chaos
 // --transport kafka`, whose consumer processes reach it over TCP.
 //
 // kfake speaks the Kafka wire protocol (produce, fetch, consumer groups
@@ -12,14 +12,12 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/seqbox/seqbox/internal/broker/kafkaadmin"
 )
 
 // Config configures Start. Zero values take the defaults.
@@ -97,17 +95,8 @@ func (s *Server) CreateTopic(ctx context.Context, topic string, partitions int32
 	if partitions <= 0 {
 		partitions = s.cfg.Partitions
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addrs()...))
-	if err != nil {
-		return fmt.Errorf("kafka broker: create topic %s: %w", topic, err)
-	}
-	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("kafka broker: create topic %s: %w", topic, err)
+	if err := kafkaadmin.CreateTopic(ctx, s.Addrs(), topic, partitions); err != nil {
+		return fmt.Errorf("kafka broker: %w", err)
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package nats starts NATS servers with JetStream in process, on loopback,
-// for seqbox's tests and for `seqbox chaos --transport nats`: one server
+// for seqbox's tests and for `seqbox-lab chaos --transport nats`: one server
 // (Start) or a cluster of servers joined by routes (StartCluster). The
 // client address is a plain nats:// URL, so consumer processes other than
 // the one running the servers can connect to it.

@@ -1,5 +1,5 @@
 // Package pubsub starts an in-process Google Pub/Sub server for tests and
-// for `seqbox chaos --transport pubsub`: the pstest fake of
+// for `seqbox-lab chaos --transport pubsub`: the pstest fake of
 // cloud.google.com/go/pubsub/v2, listening on loopback so that consumer
 // processes started by the chaos parent reach it over gRPC (without TLS or
 // credentials, as they would reach the Pub/Sub emulator).

@@ -2,81 +2,32 @@ package sqs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"strconv"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/schemas"
-	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
+
+	"github.com/seqbox/seqbox/internal/broker/sqsclient"
 )
 
-// Client returns an SQS client for the goaws server at endpoint (a
-// Server's Endpoint, reachable from any process): static credentials,
-// region us-east-1, and the AWS Query protocol. The SDK speaks the JSON
-// protocol to SQS by default, and goaws v0.4.5 answers that with 400 Bad
-// Request; real SQS accepts both.
-func Client(endpoint string) *awssqs.Client {
-	creds := aws.Credentials{AccessKeyID: "seqbox", SecretAccessKey: "seqbox", Source: "seqbox goaws"}
-	return awssqs.New(awssqs.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return creds, nil
-		}),
-	}, func(o *awssqs.Options) { o.Protocol = awsquery.New(schemas.AmazonSQS) })
-}
+// The client side lives in internal/broker/sqsclient, which links no goaws
+// (the seqbox binary uses it); these names keep it at hand beside the
+// server.
+
+// AccountID is the account goaws puts in queue URLs and ARNs.
+const AccountID = sqsclient.AccountID
 
 // Queue configures CreateQueue.
-type Queue struct {
-	// VisibilityTimeout is the lease of a received message, in whole
-	// seconds (goaws's unit). Default 30s.
-	VisibilityTimeout time.Duration
-	// MaxReceiveCount, when positive, gives the queue a redrive policy to
-	// DeadLetterQueueARN after that many returns to visibility.
-	MaxReceiveCount int
-	// DeadLetterQueueARN is the redrive target; required with
-	// MaxReceiveCount.
-	DeadLetterQueueARN string
-}
+type Queue = sqsclient.Queue
 
-// CreateQueue creates the queue name (a FIFO queue when it ends in
-// ".fifo") and returns its URL and ARN.
+// Client returns an SQS client for the goaws server at endpoint (a
+// Server's Endpoint): see sqsclient.Client.
+func Client(endpoint string) *awssqs.Client { return sqsclient.Client(endpoint) }
+
+// CreateQueue creates the queue name and returns its URL and ARN: see
+// sqsclient.CreateQueue.
 func CreateQueue(ctx context.Context, c *awssqs.Client, name string, q Queue) (url, arn string, err error) {
-	if q.VisibilityTimeout <= 0 {
-		q.VisibilityTimeout = 30 * time.Second
-	}
-	if q.VisibilityTimeout%time.Second != 0 {
-		return "", "", fmt.Errorf("goaws: Queue.VisibilityTimeout %s is not whole seconds", q.VisibilityTimeout)
-	}
-	attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(q.VisibilityTimeout / time.Second))}
-	if q.MaxReceiveCount > 0 {
-		if q.DeadLetterQueueARN == "" {
-			return "", "", fmt.Errorf("goaws: Queue.MaxReceiveCount needs Queue.DeadLetterQueueARN")
-		}
-		attrs["RedrivePolicy"] = fmt.Sprintf(`{"maxReceiveCount":%d,"deadLetterTargetArn":%q}`, q.MaxReceiveCount, q.DeadLetterQueueARN)
-	}
-	if len(name) > len(".fifo") && name[len(name)-len(".fifo"):] == ".fifo" {
-		attrs["FifoQueue"] = "true"
-	}
-	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
-	if err != nil {
-		return "", "", fmt.Errorf("goaws: create queue %s: %w", name, err)
-	}
-	return aws.ToString(out.QueueUrl), "arn:aws:sqs::" + AccountID + ":" + name, nil
+	return sqsclient.CreateQueue(ctx, c, name, q)
 }
 
 // NewQueueName returns a queue name no other caller in the process gets:
-// prefix, random hex, and ".fifo" when fifo is set.
-func NewQueueName(prefix string, fifo bool) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := prefix + "-" + hex.EncodeToString(b[:])
-	if fifo {
-		name += ".fifo"
-	}
-	return name
-}
+// see sqsclient.NewQueueName.
+func NewQueueName(prefix string, fifo bool) string { return sqsclient.NewQueueName(prefix, fifo) }

@@ -1,6 +1,6 @@
 // Package sqs runs goaws (github.com/Admiral-Piett/goaws), an
 // SQS-compatible server, inside the process on loopback, for the SQS
-// transport's tests and for `seqbox chaos --transport sqs`, whose child
+// transport's tests and for `seqbox-lab chaos --transport sqs`, whose child
 // processes reach it over TCP.
 //
 // goaws keeps its queues in package-level variables: every Server started
@@ -145,9 +145,6 @@ func configure(addr *net.TCPAddr, opts Options) {
 		}()
 	}
 }
-
-// AccountID is the account goaws puts in queue URLs and ARNs.
-const AccountID = "000000000000"
 
 // guarded runs h with the queue map gate taken: exclusively for the actions
 // that add or remove queues, shared for the others. With ownGroups it gives

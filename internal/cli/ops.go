@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func (f *opFlags) register(c *cobra.Command, withJSON bool) {
 	fl.StringVar(&f.db, "db", "", "the consumer's database: a SQLite file path or a postgres:// URL (required unless --server)")
 	fl.StringVar(&f.consumer, "consumer", "", "the consumer's name (default: the only consumer registered in the database)")
 	fl.StringVar(&f.server, "server", "", "talk to a running seqbox serve at this URL (its admin API) instead of opening --db")
-	fl.StringVar(&f.token, "admin-token", "", "the gateway's admin token for --server, sent as a Bearer token (default: $"+adminTokenEnv+")")
+	fl.StringVar(&f.token, "admin-token", "", "the gateway's admin token for --server, sent as a Bearer token (default: $"+AdminTokenEnv+")")
 	if withJSON {
 		fl.BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func chaosCmd() *cobra.Command {
-	var opt chaos.Options
+func chaosCmd(ed Edition) *cobra.Command {
+	opt := chaos.Options{StartBroker: ed.StartBroker}
 	var scenarios, procLog, target string
 	var verbose bool
 	c := &cobra.Command{
@@ -85,7 +85,12 @@ status 1 if any failed.`,
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress to stderr")
 	fl.StringVar(&procLog, "proc-log", "", "write the consumer processes' output to this file, for a post-mortem")
 	fl.BoolVar(&opt.Keep, "keep", false, "keep each scenario's SQLite files for a post-mortem")
-	fl.StringVar(&opt.Transport, "transport", "embedded", "transport under test: "+strings.Join(chaos.Transports, ", ")+" (brokers run in process on loopback)")
+	where := "a broker transport needs --broker; seqbox-lab runs the brokers in process"
+	if ed.StartBroker != nil {
+		where = "brokers run in process on loopback unless --broker is given"
+	}
+	fl.StringVar(&opt.Transport, "transport", "embedded", "transport under test: "+strings.Join(chaos.Transports, ", ")+" ("+where+")")
+	fl.StringVar(&opt.BrokerAddr, "broker", "", "a running broker to test against: a nats:// URL, Kafka seed brokers host:port,..., or an SQS endpoint URL")
 	fl.StringVar(&target, "target", "consumer", "consumer: consumer processes over a transport; serve: two `seqbox serve` processes, a faulty agent and producers over HTTP (scenarios: "+strings.Join(chaos.ServeScenarios(), ", ")+")")
 	c.PreRunE = func(*cobra.Command, []string) error {
 		if target != "consumer" && target != "serve" {
@@ -93,6 +98,9 @@ status 1 if any failed.`,
 		}
 		if !slices.Contains(chaos.Transports, opt.Transport) {
 			return fmt.Errorf("--transport %q: not one of %s", opt.Transport, strings.Join(chaos.Transports, ", "))
+		}
+		if target == "consumer" {
+			return opt.CheckBroker()
 		}
 		return nil
 	}
@@ -104,7 +112,7 @@ func chaosWorkerCmd() *cobra.Command {
 	var opt chaos.WorkerOptions
 	c := &cobra.Command{
 		Use:    "worker",
-		Short:  "One chaos process (started by seqbox chaos)",
+		Short:  "One chaos process (started by chaos)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // The dlq and keys commands with --server: they talk to a running
 // `seqbox serve` through its admin JSON API (/v1/admin/…) instead of
@@ -28,17 +28,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// adminTokenEnv holds the admin token when --admin-token is not given, as
+// AdminTokenEnv holds the admin token when --admin-token is not given, as
 // for seqbox serve.
-const adminTokenEnv = "SEQBOX_ADMIN_TOKEN"
+const AdminTokenEnv = "SEQBOX_ADMIN_TOKEN"
 
 // readTimeout bounds a read of the admin API.
 const readTimeout = 30 * time.Second
 
-// maxAnswer bounds the body of an admin API answer that the client reads:
+// MaxAnswer bounds the body of an admin API answer that the client reads:
 // far above what a DLQ or key listing of the gateway amounts to, and far
 // below what would exhaust the operator's memory.
-const maxAnswer = 32 << 20
+const MaxAnswer = 32 << 20
 
 // actionMargin is added to --wait for an action's answer: the gateway
 // waits its own --request-wait for the consumer and then answers, so its
@@ -68,7 +68,7 @@ func (f *opFlags) remote(cmd *cobra.Command, fn func(c *adminClient) error) erro
 	}
 	token := f.token
 	if token == "" {
-		token = strings.TrimSpace(os.Getenv(adminTokenEnv))
+		token = strings.TrimSpace(os.Getenv(AdminTokenEnv))
 	}
 	c := &adminClient{cmd: cmd, base: base, token: token, http: adminHTTP()}
 	if f.consumer != "" {
@@ -102,7 +102,7 @@ func serverURL(s string) (string, error) {
 // call sends one admin request: body (when not nil) as JSON, the answer
 // decoded into out. The answer must be a JSON object whose members named
 // in arrays are JSON arrays (the lists the command expects), of at most
-// maxAnswer bytes. Every failure is one line that says what to do; what
+// MaxAnswer bytes. Every failure is one line that says what to do; what
 // (when not empty) names the thing asked about, after the command.
 func (c *adminClient) call(method, path, what string, body, out any, timeout time.Duration, arrays ...string) error {
 	ctx, cancel := context.WithTimeout(c.cmd.Context(), timeout)
@@ -140,18 +140,18 @@ func (c *adminClient) call(method, path, what string, body, out any, timeout tim
 	answer := func(format string, args ...any) error {
 		return fmt.Errorf("%s: the answer of %s to %s %s %s", subcommandPath(c.cmd), c.base, method, path, fmt.Sprintf(format, args...))
 	}
-	if resp.ContentLength > maxAnswer {
-		return answer("is %d bytes, more than the %d MiB this client reads: is --server a seqbox serve?", resp.ContentLength, maxAnswer>>20)
+	if resp.ContentLength > MaxAnswer {
+		return answer("is %d bytes, more than the %d MiB this client reads: is --server a seqbox serve?", resp.ContentLength, MaxAnswer>>20)
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
 	if err != nil {
 		if ctx.Err() != nil {
 			return c.transportError(ctx, method, timeout, err)
 		}
 		return answer("was cut short: %v", err)
 	}
-	if len(raw) > maxAnswer {
-		return answer("is larger than the %d MiB this client reads: is --server a seqbox serve?", maxAnswer>>20)
+	if len(raw) > MaxAnswer {
+		return answer("is larger than the %d MiB this client reads: is --server a seqbox serve?", MaxAnswer>>20)
 	}
 	if err := decodeAnswer(raw, out, arrays); err != nil {
 		return answer("is not the admin API's: %v", err)
@@ -281,10 +281,10 @@ func (c *adminClient) problem(resp *http.Response, what string) error {
 	if resp.StatusCode == http.StatusUnauthorized {
 		if c.token == "" {
 			return fmt.Errorf("%s: the gateway at %s needs its admin token: give --admin-token or set %s (%d %s)",
-				cmd, c.base, adminTokenEnv, resp.StatusCode, text)
+				cmd, c.base, AdminTokenEnv, resp.StatusCode, text)
 		}
 		return fmt.Errorf("%s: the gateway at %s refused the admin token (%d %s): check --admin-token or %s",
-			cmd, c.base, resp.StatusCode, text, adminTokenEnv)
+			cmd, c.base, resp.StatusCode, text, AdminTokenEnv)
 	}
 	return fmt.Errorf("%s: the gateway at %s answered %d %s", cmd, c.base, resp.StatusCode, text)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -38,13 +38,13 @@ func version() string {
 	return v
 }
 
-func versionCmd() *cobra.Command {
+func versionCmd(name string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print seqbox's version (module version and VCS revision)",
+		Short: "Print " + name + "'s version (module version and VCS revision)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "seqbox %s\n", version())
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", name, version())
 			return err
 		},
 	}
