@@ -20,7 +20,7 @@ type waiter interface {
 	Wait() time.Duration
 }
 
-// apply runs steps 3, 5 and 6 of DESIGN §3 for an event that passed the
+// apply runs steps 3, 5 and 6 of docs/design.md §5 for an event that passed the
 // gate: claim the business key, run the handler under its own savepoint,
 // advance the key version by compare-and-set and mark the identity applied.
 func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {

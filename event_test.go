@@ -207,7 +207,7 @@ func requireInvalid(t *testing.T, err error, field, want string) {
 }
 
 // TestParseEventAmbiguous: input with more than one meaning has no identity
-// and is refused, naming where the problem is (DESIGN §1).
+// and is refused, naming where the problem is (docs/design.md §3).
 func TestParseEventAmbiguous(t *testing.T) {
 	const ok = `"source":"s","type":"t"`
 	deep := `{"id":"a",` + ok + `,"data":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`

@@ -2,7 +2,7 @@ package seqbox
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the Prometheus collectors a Consumer updates (DESIGN §6).
+// Metrics are the Prometheus collectors a Consumer updates (docs/design.md §14).
 // Create them once with NewMetrics and register them where you serve
 // /metrics; every series is labelled by consumer.
 type Metrics struct {

@@ -73,12 +73,12 @@ type reached struct {
 	unpark  string
 }
 
-// pipeline holds the per-delivery logic of DESIGN §3.
+// pipeline holds the per-delivery logic of docs/design.md §5.
 type pipeline struct {
 	cfg Config
 	// retryAtOnce unparks an unparked message that failed transiently again
 	// at once instead of after its backoff: replay's rule for the record
-	// handler (DESIGN §7).
+	// handler (docs/design.md §17).
 	retryAtOnce bool
 	// hooks, installed only by seqbox's own tests and chaos harness
 	// (internal/fault), crash the pipeline at its failure windows.

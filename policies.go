@@ -29,7 +29,7 @@ type Policies struct {
 	MaxAttempts  int              `json:"max_attempts"`
 	Retention    string           `json:"retention"`
 	// RedeliveryWindow, DLQRetention and RedriveWindow are the windows
-	// Retention was validated against (DESIGN §3), so that a tool that
+	// Retention was validated against (docs/design.md §5), so that a tool that
 	// purges for the consumer validates the same policy. Empty in a
 	// registration written by a seqbox that did not record them.
 	RedeliveryWindow string `json:"redelivery_window"`

@@ -16,7 +16,7 @@ import (
 const requestsEvery = 250 * time.Millisecond
 
 // runRequests executes the pending operator requests addressed to this
-// consumer (DESIGN §4): a redrive, skip or release that the CLI or the
+// consumer (docs/design.md §9): a redrive, skip or release that the CLI or the
 // admin API recorded runs here, through this consumer's own pipeline and
 // handler, and its decisions are recorded on the request. Run calls it
 // continuously; a consumer driven by Deliver calls it itself. It returns

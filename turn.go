@@ -11,7 +11,7 @@ import (
 )
 
 // outcomeDeciding is what process reaches for a message that stopped
-// before its handler to be decided. It is not an outcome (DESIGN §2): it
+// before its handler to be decided. It is not an outcome (docs/design.md §4): it
 // never reaches the inbox, the audit, the metrics or a caller; the message
 // runs again once decided and reaches its outcome then.
 const outcomeDeciding seqboxtype.Outcome = "deciding"

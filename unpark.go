@@ -38,7 +38,7 @@ func (p *pipeline) unparkCarrying(ctx context.Context, tx *batchTx, key string, 
 		ds := r.results
 		out = append(out, ds...)
 		if ds[0].Outcome == seqboxtype.Retry && p.retryAtOnce {
-			// Replay's rule (DESIGN §7): a retry is redelivered at once,
+			// Replay's rule (docs/design.md §17): a retry is redelivered at once,
 			// an unparked one too. The next pass takes it again, until it
 			// applies or is dead-lettered.
 			continue

@@ -68,7 +68,7 @@ type Event struct {
 // attribute, the JSON path of a problem inside data ("data.items[2].name"),
 // or "envelope" for the document as a whole.
 //
-// Parsing is strict (DESIGN §1): input with more than one meaning has no
+// Parsing is strict (docs/design.md §3): input with more than one meaning has no
 // identity and is refused. That is bytes that are not valid UTF-8, a lone
 // surrogate escape ("\udc01") and a member name repeated in one object
 // ("id" and "\u0069d" are the same name), at any depth, and numbers that

@@ -12,7 +12,7 @@ import (
 
 // This file is the strict envelope scanner: one pass over the bytes that
 // checks the JSON grammar (RFC 8259) and refuses everything that would give
-// the same envelope more than one meaning (DESIGN §1):
+// the same envelope more than one meaning (docs/design.md §3):
 //
 //   - bytes that are not valid UTF-8, anywhere (encoding/json would turn
 //     them into U+FFFD, so ids differing only in such bytes would merge);

@@ -5,7 +5,7 @@ package seqboxtype
 // appear in the audit log, metrics labels, CLI and HTTP output.
 type Outcome string
 
-// The outcomes, in the order DESIGN §2 lists them.
+// The outcomes, in the order docs/design.md §4 lists them.
 const (
 	// Applied: a new identity passed every gate, the handler succeeded and
 	// the transaction committed. The effect happened exactly once.

@@ -237,7 +237,7 @@ type Executor interface {
 	// AuditInsert records a non-applied outcome. A duplicate is counted on
 	// its inbox row rather than added as a row, and a collision is
 	// recorded once per colliding payload: delivering again what was
-	// already recorded adds no row (DESIGN §7).
+	// already recorded adds no row (docs/design.md §17).
 	AuditInsert(ctx context.Context, a AuditRow) error
 	// AuditList lists audit rows for a consumer (and key, when not empty),
 	// newest last, at most Limit.
@@ -296,7 +296,7 @@ type Executor interface {
 
 	// RequestInsert records an operator request in state RequestPending and
 	// returns its sequence number. Requests wait for the consumer that owns
-	// the handler (DESIGN §4): the CLI and the admin API write them; only
+	// the handler (docs/design.md §9): the CLI and the admin API write them; only
 	// the owning consumer executes them.
 	RequestInsert(ctx context.Context, r OperatorRequest) (int64, error)
 	// RequestGet reads one request by its sequence number.

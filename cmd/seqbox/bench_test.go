@@ -140,7 +140,7 @@ func TestBenchBadFlags(t *testing.T) {
 	require.Contains(t, fails(t, "bench", "purge", "--db", "/nonexistent-dir/x.db", "--rows", "10"), "does not exist")
 }
 
-// `seqbox bench --quick` (DESIGN §7) ends with the summary line, every
+// `seqbox bench --quick` (docs/design.md §17) ends with the summary line, every
 // figure a positive number; the rows above name the three modes and the
 // half-rate run, and before them the key sweep.
 func TestBenchSummaryQuick(t *testing.T) {

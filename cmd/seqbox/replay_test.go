@@ -23,7 +23,7 @@ func TestDemo(t *testing.T) {
 }
 
 // outcomesArgs replay testdata/outcomes.jsonl, whose lines reach every
-// outcome of DESIGN §2: the clock and max age make d1 expired, two
+// outcome of docs/design.md §4: the clock and max age make d1 expired, two
 // attempts make e1 retry once and then dead-letter.
 func outcomesArgs(t *testing.T, db string, extra ...string) []string {
 	return append([]string{"replay", "--db", db, "--now", now, "--max-age", "24h", "--max-attempts", "2"},
@@ -180,8 +180,8 @@ func TestReplayErrors(t *testing.T) {
 	})
 }
 
-// Input with more than one meaning is rejected, naming the field (DESIGN
-// §1): a member name repeated at any depth. A JSON syntax error names the
+// Input with more than one meaning is rejected, naming the field (docs/design.md
+// §3): a member name repeated at any depth. A JSON syntax error names the
 // envelope and the byte.
 func TestReplayRejectsDuplicateMemberNames(t *testing.T) {
 	t.Parallel()

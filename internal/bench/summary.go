@@ -14,7 +14,7 @@ import (
 	"github.com/seqbox/seqbox"
 )
 
-// SummaryOptions configure `seqbox bench` (DESIGN §7).
+// SummaryOptions configure `seqbox bench` (docs/design.md §17).
 type SummaryOptions struct {
 	// DB is a SQLite path or a postgres:// URL.
 	DB string

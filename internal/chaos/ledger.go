@@ -21,7 +21,7 @@ import (
 
 // ledgerScenario drives Config.Decide and effects.Ledger against a remote
 // that fails, hangs and loses answers, with the consumers SIGKILLed at
-// random (DESIGN §4, the agent path in the library).
+// random (docs/design.md §10, the agent path in the library).
 const ledgerScenario = "agent-ledger"
 
 // remoteAction is the ledger action of the scenario's remote call.

@@ -17,7 +17,7 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// ServeScenarios are the scenarios of the serve target (DESIGN §7): random
+// ServeScenarios are the scenarios of the serve target (docs/design.md §17): random
 // kills, and kills at each fault point of the agent path.
 func ServeScenarios() []string {
 	return []string{"random", "fault:" + string(fault.AfterDecisionClaim), "fault:" + string(fault.AfterLedgerPending),

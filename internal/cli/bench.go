@@ -18,7 +18,7 @@ func benchCmd() *cobra.Command {
 		Short: "Measure seqbox against the raw limit of its database and the naive design; throughput and purge in detail",
 		Long: "Without a subcommand, one run side by side on one database: the raw limit (the rows seqbox writes\n" +
 			"per message as plain batched writes, the best over batch sizes and 1-4 writers), seqbox end to end\n" +
-			"(embedded queue, inbox, gate, effect, COMMIT, ack) and the seed's naive design (query, effect,\n" +
+			"(embedded queue, inbox, gate, effect, COMMIT, ack) and the naive design (query, effect,\n" +
 			"marker; one transaction per message), then seqbox at half its rate for the p99 from receive to\n" +
 			"commit. Before that table, seqbox end to end over 1, 100, 10,000 and 1,000,000 keys (the last on key\n" +
 			"rows created in bulk first) and over a Zipf(s=1.1) hot-key spread of 10,000 keys, with this process's\n" +

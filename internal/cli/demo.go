@@ -17,7 +17,7 @@ func demoCmd() *cobra.Command {
 	var db, scenario string
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a lab: inbox (the seed's: 2 messages, each delivered twice after a crash before ACK), external-call, agent-decision, outbox",
+		Short: "Run a lab: inbox (2 messages, each delivered twice after a crash before ACK), external-call, agent-decision, outbox",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if db == "" {

@@ -18,7 +18,7 @@ func purgeCmd() *cobra.Command {
 	var batch int
 	c := &cobra.Command{
 		Use:   "purge",
-		Short: "Remove the inbox identities whose retention ended, in small batches, under the consumer's registered retention (DESIGN §3)",
+		Short: "Remove the inbox identities whose retention ended, in small batches, under the consumer's registered retention (docs/design.md §5)",
 		Long: `Remove the inbox identities whose retention ended, in small batches (each
 its own short transaction, so live traffic is not stalled). Held and
 blocked identities are never purged. The consumer's registered policies
@@ -59,7 +59,7 @@ removed.`,
 				return fmt.Errorf("purge: consumer %q: %w; nothing was removed", reg.Consumer, err)
 			}
 			// NewConsumer validates the registered retention against the
-			// registered windows, as DESIGN §3 says, before anything goes.
+			// registered windows, as docs/design.md §5 says, before anything goes.
 			c, err := seqbox.NewConsumer(cfg)
 			if err != nil {
 				return fmt.Errorf("purge: consumer %q: its registered policies are refused: %w; nothing was removed", reg.Consumer, err)
@@ -80,7 +80,7 @@ removed.`,
 }
 
 // unregisteredWindows names the windows a registration does not record:
-// those the retention is validated against (DESIGN §3). Defaults in their
+// those the retention is validated against (docs/design.md §5). Defaults in their
 // place would check the retention against windows the consumer never had.
 func unregisteredWindows(p seqbox.Policies) []string {
 	var missing []string

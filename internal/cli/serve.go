@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// serveCmd is `seqbox serve`: the HTTP gateway of DESIGN §7.
+// serveCmd is `seqbox serve`: the HTTP gateway of docs/design.md §17.
 func serveCmd() *cobra.Command {
 	var o serve.Options
 	var gap, holdExpiry, onDead, logLevel string

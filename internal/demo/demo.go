@@ -1,4 +1,4 @@
-// Package demo reproduces the inbox seed's lab on the embedded default: two
+// Package demo runs the inbox lab on the embedded default: two
 // logical messages, each delivered twice through the durable queue. Each
 // first attempt commits its CRM task and then "crashes" before its ACK; the
 // lease expires and the queue delivers the message again, and the inbox
@@ -28,7 +28,7 @@ type Result struct {
 	Deliveries, Accepted, Duplicates, InboxRows, BusinessEffects int64
 }
 
-// Line renders the counters as the seed printed them.
+// Line renders the counters as one line of name=value pairs.
 func (r Result) Line() string {
 	return fmt.Sprintf("deliveries=%d accepted=%d duplicates=%d inbox_rows=%d business_effects=%d",
 		r.Deliveries, r.Accepted, r.Duplicates, r.InboxRows, r.BusinessEffects)

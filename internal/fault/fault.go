@@ -1,5 +1,5 @@
 // Package fault injects crashes at the pipeline's failure windows, for the
-// chaos harness and the tests of the seed's failure windows. It is not
+// chaos harness and the tests of the pipeline's failure windows. It is not
 // part of seqbox's API: a binary built on the library can only be made to
 // crash where its own code installs a hook, as the seqbox binary's chaos
 // worker does with FromEnv.
@@ -16,7 +16,7 @@ import (
 // Point names a place in the pipeline where a crash can be injected.
 type Point string
 
-// The failure windows of the seed, in pipeline order.
+// The failure windows of the pipeline, in pipeline order.
 const (
 	BeforeTx          Point = "before_tx"
 	AfterInboxInsert  Point = "after_inbox_insert"
@@ -29,7 +29,7 @@ const (
 	DuringPurge       Point = "during_purge"
 )
 
-// The failure windows of the agent path (DESIGN §4): a decision's claim is
+// The failure windows of the agent path (docs/design.md §10): a decision's claim is
 // taken; the effect ledger's pending row is committed and the agent not
 // yet called; the agent answered and nothing is committed yet.
 const (

@@ -9,7 +9,7 @@ type violation struct {
 	A, B int8
 }
 
-// The invariants (issue 19; DESIGN §2 to §4).
+// The invariants (issue 19; docs/design.md §4 to §4).
 const (
 	okay uint8 = iota
 	vEffectTwice

@@ -1,6 +1,6 @@
 package model
 
-// pipeline is one delivery's transaction (DESIGN §3): inbox, ordering
+// pipeline is one delivery's transaction (docs/design.md §5): inbox, ordering
 // gate, business key, then either the effect (when the decision is
 // recorded) or the key's turn, and the drain. It runs atomically: a crash
 // before it commits is a crash before it started. It leaves the worker at
@@ -19,7 +19,7 @@ func (m *Model) pipeline(s *State, w int) {
 		wk.Phase = finish // duplicate or collision
 		return
 	}
-	// 3. The ordering gate (DESIGN §3 step 4).
+	// 3. The ordering gate (docs/design.md §5 step 4).
 	if k := msg.key; k >= 0 && !m.mut(GateSkipped) && !(m.mut(DecideBeforeGate) && !id.Decided) {
 		key := &s.Key[k]
 		switch {
@@ -41,7 +41,7 @@ func (m *Model) pipeline(s *State, w int) {
 			id.Passed = true
 		}
 	}
-	// 4. The business key (DESIGN §3 step 3): applied elsewhere, or being decided elsewhere
+	// 4. The business key (docs/design.md §5 step 3): applied elsewhere, or being decided elsewhere
 	// (after the gate, as the library has it: a key's turn comes first).
 	if msg.bk >= 0 && !(m.mut(DecideBeforeSemanticCheck) && !id.Decided) {
 		if s.bkApplied(m, msg.bk, i) {

@@ -119,7 +119,7 @@ func Effects(ctx context.Context, db *sql.DB, consumer string) (int64, error) {
 }
 
 // NewConsumer builds a consumer over cfg with the record handler, and
-// registers it as such: the CLI may then drive it in-process (DESIGN §4).
+// registers it as such: the CLI may then drive it in-process (docs/design.md §9).
 func NewConsumer(cfg seqbox.Config) (*seqbox.Consumer, error) {
 	cfg.Handler = RecordHandler(cfg.Name)
 	if cfg.Store != nil {

@@ -32,7 +32,7 @@ type Counters struct {
 	ByOutcome                                                    map[seqboxtype.Outcome]int64
 }
 
-// Line renders the counters line of DESIGN §7.
+// Line renders the counters line of docs/design.md §17.
 func (c Counters) Line() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "deliveries=%d accepted=%d duplicates=%d inbox_rows=%d business_effects=%d",

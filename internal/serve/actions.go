@@ -152,8 +152,8 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 	s.act(w, r, store.ActionRelease, key, a)
 }
 
-// act records an operator request for the server's own consumer (DESIGN
-// §4), waits for its result and answers with it: 200 with the decisions
+// act records an operator request for the server's own consumer (docs/design.md
+// §9), waits for its result and answers with it: 200 with the decisions
 // when it ran, 409 when the consumer refused it, 504 when nobody took it
 // within RequestWait (the request is then cancelled).
 func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target string, a ActionRequest) {

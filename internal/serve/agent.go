@@ -51,7 +51,7 @@ type Verdict struct {
 // only for an event that is next on its key, passed the inbox and the
 // business-key check, and whose key's turn it holds: order, once-only and
 // the gate are the pipeline's; the dispatcher adds the HTTP contract of
-// DESIGN §4 (no redirects, failure classes, Retry-After, the circuit).
+// docs/design.md §10 (no redirects, failure classes, Retry-After, the circuit).
 type dispatcher struct {
 	url      string
 	consumer string
@@ -128,7 +128,7 @@ func (a *dispatcher) probe(ctx context.Context) error {
 	return nil
 }
 
-// call POSTs the event to the agent once and maps its answer (DESIGN §4):
+// call POSTs the event to the agent once and maps its answer (docs/design.md §10):
 // 2xx applied; 409 stale or version_conflict, as the problem body says; a
 // 3xx a definite failure (never followed); 408 and 429 transient, with
 // Retry-After honoured; any other 4xx a definite refusal; 5xx, a timeout
@@ -138,7 +138,7 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 	defer func() {
 		if err != nil && a.log != nil {
 			// Every failed agent call is one line naming the event
-			// (DESIGN §6).
+			// (docs/design.md §14).
 			attrs := []any{"consumer", a.consumer, "source", ev.Source, "id", ev.ID, "partitionkey", ev.PartitionKey}
 			if v, ok := ev.Version(); ok {
 				attrs = append(attrs, "objectversion", v)

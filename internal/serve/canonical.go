@@ -19,7 +19,7 @@ import (
 // and one canonical envelope per fact whatever the mode that carried it.
 //
 // ParseEvent is shared by every transport, by the outbox and by `seqbox
-// replay`, whose files may omit specversion (DESIGN §1 requires only id,
+// replay`, whose files may omit specversion (docs/design.md §3 requires only id,
 // source and type), and it must keep reading what is already queued. So
 // the stricter rules below apply at the gateway's door only, before
 // anything is stored.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// circuit pauses dispatch while the agent as a whole is down (DESIGN §4):
+// circuit pauses dispatch while the agent as a whole is down (docs/design.md §10):
 // after circuitThreshold calls in a row failed the way a down agent fails
 // (refused or reset connections, timeouts, 5xx), or when the agent asks
 // for a pause (429 or 503 with Retry-After), it opens. While it is open,

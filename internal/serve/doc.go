@@ -1,6 +1,6 @@
 // Package serve is the machinery behind `seqbox serve`: an HTTP gateway
 // that puts seqbox's whole pipeline in front of agents written in any
-// language (DESIGN §7).
+// language (docs/design.md §17).
 //
 // A Server ingests CloudEvents over HTTP (structured, binary and batch
 // modes) into the embedded durable queue, answering 202 only once the
@@ -9,5 +9,5 @@
 // each event to an agent, in order per key, with every gate applied; and
 // serves Prometheus metrics, health checks, an admin JSON API (whose
 // actions are operator requests executed by the server's own consumer,
-// DESIGN §4) and a dashboard of stuck keys.
+// docs/design.md §16) and a dashboard of stuck keys.
 package serve

@@ -60,7 +60,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 }
 
 // newRegistry builds the registry /metrics serves: the process and Go
-// collectors, every consumer metric of DESIGN §6, the ledger's uncertain
+// collectors, every consumer metric of docs/design.md §14, the ledger's uncertain
 // calls, the queue depth and the gateway's counters.
 func (s *Server) newRegistry(ledger *effects.Ledger) *prometheus.Registry {
 	reg := prometheus.NewRegistry()

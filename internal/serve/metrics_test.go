@@ -34,7 +34,7 @@ func (r *running) scrape(t *testing.T) string {
 	return string(b)
 }
 
-// /metrics carries every metric of DESIGN §6, the ledger's and the
+// /metrics carries every metric of docs/design.md §14, the ledger's and the
 // gateway's; /healthz and /readyz answer.
 func TestMetricsAndHealth(t *testing.T) {
 	r := start(t, Options{})

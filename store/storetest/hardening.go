@@ -114,7 +114,7 @@ func rowCounts(t *testing.T, st store.Store, consumer string) map[string]int {
 }
 
 // Replaying a file again adds nothing: not to the inbox, the effects, the
-// DLQ, the parked messages nor the audit (DESIGN §7).
+// DLQ, the parked messages nor the audit (docs/design.md §17).
 func hardReplayTwice(t *testing.T, open Factory) {
 	st := open(t)
 	ctx := context.Background()
@@ -183,7 +183,7 @@ func hardDrainedRetrySwept(t *testing.T, open Factory) {
 }
 
 // The same with replay's record handler, whose retries are redelivered at
-// once (DESIGN §7): the released v3 fails every time, so it is retried in
+// once (docs/design.md §17): the released v3 fails every time, so it is retried in
 // the same pass until dead-lettered, and nothing stays held or retrying.
 func hardDrainedRetryAtOnce(t *testing.T, open Factory) {
 	e := ordSetup(t, open)

@@ -209,7 +209,7 @@ func exerciseIdentity(t *testing.T, open Factory) {
 		require.Equal(t, 1, b.duplicates(""), "the repetition is counted on its inbox row")
 	})
 
-	// DESIGN §1: the hash leaves out publishedat, traceparent, tracestate,
+	// docs/design.md §3: the hash leaves out publishedat, traceparent, tracestate,
 	// delivery metadata "plus any the consumer configures". Configuring an
 	// extra volatile attribute must not make publishedat significant again.
 	t.Run("ConsumerVolatileAttributesAddToDefaults", func(t *testing.T) {

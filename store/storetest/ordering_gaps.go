@@ -102,7 +102,7 @@ func ordDuplicate(t *testing.T, open Factory) {
 		"every version has exactly one effect, in version order")
 	e.requireObject(k, "pedido_enviado", 4)
 	// Duplicates are counted on their inbox rows, not added to the audit
-	// (a replay of the same file adds nothing, DESIGN §7).
+	// (a replay of the same file adds nothing, docs/design.md §17).
 	require.Equal(t, []string{"E4 held 4/2"}, e.auditLines(k))
 	require.Equal(t, 2, e.duplicates("E2"), "E2 was delivered twice more")
 	require.Equal(t, 1, e.duplicates("E4"))
