@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -34,11 +35,11 @@ func running(t *testing.T, c *seqbox.Consumer) (stop func() error) {
 }
 
 // registration reads the consumer's registration.
-func registration(t *testing.T, b *bundle) (store.Registration, seqbox.Policies) {
+func registration(t *testing.T, b *bundle) (store.Registration, policy.Policies) {
 	t.Helper()
 	r, err := b.store.Executor().ConsumerGet(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
-	p, err := seqbox.RegisteredPolicies(r)
+	p, err := policy.Registered(r)
 	require.NoError(t, err)
 	return r, p
 }
@@ -106,7 +107,7 @@ func TestRegisterRefusesALiveConsumerWithOtherPolicies(t *testing.T) {
 	stopAdvance := running(t, advance)
 	require.Eventually(t, func() bool {
 		_, p := registration(t, b)
-		return p.GapPolicy == seqbox.GapAdvance
+		return p.GapPolicy == string(seqbox.GapAdvance)
 	}, 10*time.Second, 5*time.Millisecond, "the stopped registration is replaced")
 	_, err = advance.Deliver(ctx, keyed("e4", "K", 3), 1)
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -55,7 +56,7 @@ func (c *Consumer) registerWith(ctx context.Context, running bool, tx *sql.Tx) e
 	if !running && c.registered.Load() {
 		return nil
 	}
-	ours := c.cfg.Policies()
+	ours := c.cfg.policies()
 	pol, err := json.Marshal(ours)
 	if err != nil {
 		return err
@@ -137,13 +138,13 @@ func (e *policyConflict) Is(target error) bool { return target == ErrPolicyConfl
 
 // checkPolicies refuses to replace prev, the registration in place, when
 // it is live and its policies differ from ours.
-func (c *Consumer) checkPolicies(prev store.Registration, ours Policies, now time.Time) error {
+func (c *Consumer) checkPolicies(prev store.Registration, ours policy.Policies, now time.Time) error {
 	age := now.Sub(prev.HeartbeatAt)
 	if prev.HeartbeatAt.IsZero() || age >= LiveWithin {
 		return nil // never ran, or stopped: replaced
 	}
 	conflict := &policyConflict{consumer: c.cfg.Name, process: prev.Process, age: max(age, 0)}
-	theirs, err := RegisteredPolicies(prev)
+	theirs, err := policy.Registered(prev)
 	if err != nil {
 		conflict.policy, conflict.ours, conflict.theirs = "policies", "readable", "unreadable ("+err.Error()+")"
 		return conflict
@@ -159,7 +160,7 @@ func (c *Consumer) checkPolicies(prev store.Registration, ours Policies, now tim
 // theirs differ, with both values ("" when they agree). Durations compare
 // by value; a policy theirs does not record (registered by an older
 // seqbox) agrees with any value.
-func policyMismatch(ours, theirs Policies) (name, a, b string) {
+func policyMismatch(ours, theirs policy.Policies) (name, a, b string) {
 	version := func(v *int64) string {
 		if v == nil {
 			return "none"

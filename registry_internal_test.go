@@ -3,15 +3,16 @@ package seqbox
 import (
 	"testing"
 
+	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/stretchr/testify/require"
 )
 
-// Policies compare by value; a policy the registration does not record
+// policy.Policies compare by value; a policy the registration does not record
 // (written by an older seqbox) agrees with any value.
 func TestPolicyMismatch(t *testing.T) {
 	cfg := Config{}
 	cfg = cfg.WithDefaults()
-	ours := cfg.Policies()
+	ours := cfg.policies()
 	same := ours
 	same.Retention, same.HoldTimeout = "720h", "5m"
 	name, _, _ := policyMismatch(ours, same)
@@ -24,14 +25,14 @@ func TestPolicyMismatch(t *testing.T) {
 
 	fv := int64(1)
 	for _, c := range []struct {
-		mutate            func(*Policies)
+		mutate            func(*policy.Policies)
 		name, ours, their string
 	}{
-		{func(p *Policies) { p.GapPolicy = GapAdvance }, "gap_policy", "hold", "advance"},
-		{func(p *Policies) { p.FirstVersion = &fv }, "first_version", "none", "1"},
-		{func(p *Policies) { p.MaxAttempts = 9 }, "max_attempts", "5", "9"},
-		{func(p *Policies) { p.DLQRetention = "1h" }, "dlq_retention", "336h0m0s", "1h"},
-		{func(p *Policies) { p.MaxAge = "soon" }, "max_age", "0s", "soon"},
+		{func(p *policy.Policies) { p.GapPolicy = string(GapAdvance) }, "gap_policy", "hold", "advance"},
+		{func(p *policy.Policies) { p.FirstVersion = &fv }, "first_version", "none", "1"},
+		{func(p *policy.Policies) { p.MaxAttempts = 9 }, "max_attempts", "5", "9"},
+		{func(p *policy.Policies) { p.DLQRetention = "1h" }, "dlq_retention", "336h0m0s", "1h"},
+		{func(p *policy.Policies) { p.MaxAge = "soon" }, "max_age", "0s", "soon"},
 	} {
 		theirs := ours
 		c.mutate(&theirs)

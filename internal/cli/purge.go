@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -43,7 +44,7 @@ removed.`,
 			if err != nil {
 				return err
 			}
-			pol, err := seqbox.RegisteredPolicies(reg)
+			pol, err := policy.Registered(reg)
 			if err != nil {
 				return fmt.Errorf("purge: %w; nothing was removed", err)
 			}
@@ -55,7 +56,7 @@ removed.`,
 				Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 					return errors.New("purge applies nothing")
 				}}
-			if err := pol.Apply(&cfg); err != nil {
+			if err := reach.ApplyPolicies(pol, &cfg); err != nil {
 				return fmt.Errorf("purge: consumer %q: %w; nothing was removed", reg.Consumer, err)
 			}
 			// NewConsumer validates the registered retention against the
@@ -82,7 +83,7 @@ removed.`,
 // unregisteredWindows names the windows a registration does not record:
 // those the retention is validated against (docs/design.md §5). Defaults in their
 // place would check the retention against windows the consumer never had.
-func unregisteredWindows(p seqbox.Policies) []string {
+func unregisteredWindows(p policy.Policies) []string {
 	var missing []string
 	for _, w := range []struct{ name, v string }{
 		{"retention", p.Retention}, {"redelivery_window", p.RedeliveryWindow},

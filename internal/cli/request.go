@@ -108,7 +108,7 @@ func live(r store.Registration) bool {
 func runInProcess(ctx context.Context, st store.Store, s *session) error {
 	cfg := seqbox.Config{Name: s.reg.Consumer, Store: st,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if err := s.pol.Apply(&cfg); err != nil {
+	if err := reach.ApplyPolicies(s.pol, &cfg); err != nil {
 		return err
 	}
 	c, err := replay.NewConsumer(cfg)
