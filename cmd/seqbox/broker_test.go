@@ -19,6 +19,10 @@ func TestNoEmulatorLinked(t *testing.T) {
 	for _, e := range clitest.Emulators {
 		require.NotContains(t, deps, e)
 	}
+	// Nor the Pub/Sub client: only a lab worker consumes from Pub/Sub, and
+	// google.golang.org/api alone is over 400 MB to download.
+	require.NotContains(t, deps, "cloud.google.com/go/pubsub/v2")
+	require.NotContains(t, deps, "google.golang.org/api")
 }
 
 // seqbox chaos over NATS against a server it did not start (one the test

@@ -11,7 +11,6 @@ import (
 	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/seqbox/seqbox/transport/kafka"
 	natstr "github.com/seqbox/seqbox/transport/nats"
-	pubsubtr "github.com/seqbox/seqbox/transport/pubsub"
 	sqstr "github.com/seqbox/seqbox/transport/sqs"
 )
 
@@ -22,8 +21,6 @@ func openTransport(ctx context.Context, opt WorkerOptions) (transport.Transport,
 		return embedded.Open(ctx, opt.DB, embedded.Config{Name: opt.Queue, Lease: opt.Lease})
 	case "nats":
 		return natstr.Open(ctx, natsWorkerConfig(opt.Broker, opt.Topic, opt.Lease))
-	case "pubsub":
-		return pubsubtr.Open(ctx, pubsubWorkerConfig(opt.Broker, opt.Topic, opt.Lease))
 	case "sqs":
 		return sqstr.Open(ctx, sqstr.Config{Client: sqsclient.Client(opt.Broker), QueueURL: opt.Topic, MaxAttempts: 30})
 	case "kafka":
@@ -36,6 +33,12 @@ func openTransport(ctx context.Context, opt WorkerOptions) (transport.Transport,
 			// transport never blocks in a rebalance, so a short one is
 			// safe; the join then waits longer than any rebalance can.
 			RebalanceTimeout: 3 * time.Second, JoinTimeout: time.Minute})
+	}
+	if open, ok := workerTransports.Load(opt.Transport); ok {
+		return open.(WorkerTransport)(ctx, opt)
+	}
+	if opt.Transport == "pubsub" {
+		return nil, fmt.Errorf("chaos worker: --transport pubsub: this binary does not link the Pub/Sub client; run seqbox-lab")
 	}
 	return nil, fmt.Errorf("chaos worker: --transport %q: not one of %s", opt.Transport, strings.Join(Transports, ", "))
 }

@@ -13,10 +13,10 @@ func startPubsub() (chaos.Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return stopping{chaos.PubsubBroker(s.Addr, fake{s}), s.Close}, nil
+	return stopping{pubsubBroker(s.Addr, fake{s}), s.Close}, nil
 }
 
-// fake is pstest seen as a chaos.PubsubFake.
+// fake is pstest, which publishes past any client and counts acks.
 type fake struct{ srv *pubsubbroker.Server }
 
 // Publish puts body on topic in the fake, past any client.
