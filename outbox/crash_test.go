@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/outbox"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
@@ -57,17 +58,26 @@ func relayChild(path string) error {
 		return err
 	}
 	fault.InstallRelay(r, hook)
+	// Rounds until the outbox is empty. A round publishes nothing while
+	// a killed relay's lease is still running: poll until one does (the
+	// lease ran out and this relay took it) or nothing is left.
 	for {
-		n, err := r.RunOnce(ctx)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			waiting, _, err := r.Pending(ctx)
-			if err != nil || waiting == 0 {
-				return err
+		var n, waiting int
+		var err error
+		progressed := waitfor.Until(time.Minute, func() bool {
+			if n, err = r.RunOnce(ctx); err != nil || n > 0 {
+				return true
 			}
-			time.Sleep(50 * time.Millisecond) // a dead relay's lease runs out
+			waiting, _, err = r.Pending(ctx)
+			return err != nil || waiting == 0
+		})
+		switch {
+		case !progressed:
+			return fmt.Errorf("%d events still waiting after a minute of rounds that published nothing", waiting)
+		case err != nil:
+			return err
+		case n == 0:
+			return nil // nothing waiting
 		}
 	}
 }

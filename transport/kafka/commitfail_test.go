@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -64,13 +65,7 @@ func TestFailedCommitAppliesNothingTwice(t *testing.T) {
 
 	first := &watched{Transport: r.open(t, "commit-fails"), received: make(chan struct{})}
 	stop := running(t, fx.consumer(t, first, nil))
-	deadline := time.Now().Add(30 * time.Second)
-	for first.failed.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if first.failed.Load() == 0 {
-		t.Fatal("no acknowledgement reported a failed commit")
-	}
+	waitfor.That(t, 30*time.Second, "an acknowledgement to report a failed commit", func() bool { return first.failed.Load() > 0 })
 	stop()
 	_, before := fx.Applied(t)
 	if before == 0 {
@@ -84,7 +79,7 @@ func TestFailedCommitAppliesNothingTwice(t *testing.T) {
 	second := r.open(t, "commit-fails")
 	stop = running(t, fx.consumer(t, second, nil))
 	fx.waitApplied(t, n, 60*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	r.waitCommitted(t, "commit-fails", 60*time.Second)
 	stop()
 	got, applied := fx.Applied(t)
 	if applied != n {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -36,11 +37,10 @@ func TestDeadLetterAfterMaxAttempts(t *testing.T) {
 			return errors.New("the CRM is down")
 		}
 	}))
-	deadline := time.Now().Add(30 * time.Second)
-	for fx.outcome(seqboxtype.DeadLettered) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond) // the ack after the DLQ insert
+	waitfor.That(t, 30*time.Second, "the message dead-lettered", func() bool { return fx.outcome(seqboxtype.DeadLettered) > 0 })
+	// The ack after the DLQ insert commits the offset past the record:
+	// from then on it cannot come back.
+	r.waitCommitted(t, "dlq", 30*time.Second)
 	stop()
 	if fx.outcome(seqboxtype.DeadLettered) != 1 {
 		t.Fatalf("dead-lettered %d times, want once", fx.outcome(seqboxtype.DeadLettered))

@@ -123,7 +123,11 @@ func TestRebalanceMidBatchAppliesOnce(t *testing.T) {
 	close(release)
 	stopB := running(t, fx.consumer(t, second, nil))
 	fx.waitApplied(t, n, 90*time.Second)
-	time.Sleep(time.Second) // let late redeliveries arrive: they must stay duplicates
+	// Late redeliveries (the new owners read from the last committed
+	// offset) have all arrived, and been settled, once the group has
+	// committed every record; the checks below say they stayed
+	// duplicates.
+	r.waitCommitted(t, "mid-batch", 60*time.Second)
 	stopA()
 	stopB()
 

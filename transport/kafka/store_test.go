@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/transporttest"
@@ -59,15 +63,46 @@ func (e *effects) outcome(o seqboxtype.Outcome) int {
 // waitApplied waits until the effects table holds want rows.
 func (e *effects) waitApplied(t *testing.T, want int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if _, n := e.Applied(t); n >= want {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	waitfor.That(t, within, fmt.Sprintf("%d messages applied", want), func() bool {
+		_, n := e.Applied(t)
+		return n >= want
+	})
+}
+
+// waitCommitted waits until group has committed, on every partition of
+// r's topic, the offset past its last record: every record was delivered
+// to a member of group and acknowledged, so none comes back.
+func (r *rig) waitCommitted(t *testing.T, group string, within time.Duration) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.srv.Addrs()...))
+	if err != nil {
+		t.Fatalf("admin client: %v", err)
 	}
-	_, n := e.Applied(t)
-	t.Fatalf("%d of %d messages applied within %s", n, want, within)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	behind := []string{"no answer yet"}
+	all := waitfor.Until(within, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, r.topic)
+		if err != nil || ends.Error() != nil {
+			return false
+		}
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err != nil || committed.Error() != nil {
+			return false
+		}
+		behind = behind[:0]
+		ends.Each(func(end kadm.ListedOffset) {
+			if c, ok := committed.Lookup(end.Topic, end.Partition); end.Offset > 0 && (!ok || c.At < end.Offset) {
+				behind = append(behind, fmt.Sprintf("partition %d at %d of %d", end.Partition, c.At, end.Offset))
+			}
+		})
+		return len(behind) == 0
+	})
+	if !all {
+		t.Fatalf("group %s has not committed every record within %s: %v", group, within, behind)
+	}
 }
 
 // inOrder fails unless every key was applied exactly at 1..top, in order.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	broker "github.com/seqbox/seqbox/internal/broker/nats"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	natstr "github.com/seqbox/seqbox/transport/nats"
 )
 
@@ -64,7 +65,9 @@ func TestClusterNodeDiesMidRun(t *testing.T) {
 
 	publish(versions/2+1, versions)
 	r.waitEffects(t, keys*versions, 120*time.Second)
-	time.Sleep(2 * lease) // anything unsettled comes back now
+	// Nothing unsettled is left to come back once the broker has every
+	// message acknowledged.
+	waitAcked(t, js, cfg, 120*time.Second)
 	stop()
 	r.appliedOnceInOrder(t, names, versions)
 	if n := streamMsgs(t, js, cfg.Stream); n != keys*versions {
@@ -76,17 +79,14 @@ func TestClusterNodeDiesMidRun(t *testing.T) {
 // producer does through a leader election.
 func publishRetrying(t *testing.T, pub *natstr.Publisher, body []byte) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var err error
+	stored := waitfor.Until(60*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := pub.Publish(ctx, body)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("publish %s: %v", body, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer cancel()
+		err = pub.Publish(ctx, body)
+		return err == nil
+	})
+	if !stored {
+		t.Fatalf("publish %s: %v", body, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	natstr "github.com/seqbox/seqbox/transport/nats"
@@ -41,32 +42,19 @@ func TestFailingMessageEndsInSeqboxDLQ(t *testing.T) {
 	stop := run(t, c)
 	ctx := context.Background()
 	var dl []store.DeadLetter
-	deadline := time.Now().Add(30 * time.Second)
-	for len(dl) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	waitfor.That(t, 30*time.Second, "the message in seqbox's DLQ", func() bool {
 		var err error
 		if dl, err = r.Store().Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "nats-test", All: false}); err != nil {
 			t.Fatalf("list DLQ: %v", err)
 		}
-	}
+		return len(dl) > 0
+	})
 	if len(dl) != 1 {
-		t.Fatalf("DLQ holds %d messages within 30s, want 1", len(dl))
+		t.Fatalf("DLQ holds %d messages, want 1", len(dl))
 	}
 	// Once the broker has the dead-lettered message acknowledged it can
-	// never come back: wait for that (the checks below fail if it never
-	// happens) rather than for a lease or two.
-	js := inspect(t, s.URL())
-	acked := func() bool {
-		cons, err := js.Consumer(ctx, cfg.Stream, cfg.Durable)
-		if err != nil {
-			return false
-		}
-		info, err := cons.Info(ctx)
-		return err == nil && info.NumAckPending == 0 && info.AckFloor.Stream >= 1
-	}
-	for deadline := time.Now().Add(30 * time.Second); !acked() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond) // polling the broker, not waiting for it
-	}
+	// never come back: wait for that rather than for a lease or two.
+	waitAcked(t, inspect(t, s.URL()), cfg, 30*time.Second)
 	stop()
 	d := dl[0]
 	if d.ID != "poison-1-v1" || d.Source != "nats-test" || string(d.Envelope) != string(body) || d.Attempts != maxAttempts {

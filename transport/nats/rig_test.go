@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/transport"
+	natstr "github.com/seqbox/seqbox/transport/nats"
 	"github.com/seqbox/seqbox/transport/transporttest"
 )
 
@@ -77,12 +81,40 @@ func (r *rig) effects(t *testing.T) int {
 // waitEffects polls until the effects table holds at least n rows.
 func (r *rig) waitEffects(t *testing.T, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for r.effects(t) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d effects within %s", r.effects(t), n, within)
+	waitfor.That(t, within, fmt.Sprintf("%d effects", n), func() bool { return r.effects(t) >= n })
+}
+
+// waitAcked waits until the broker has every message of cfg's stream
+// delivered to cfg's durable consumer and acknowledged (none pending, none
+// awaiting an ack, the ack floor at the stream's last message): nothing
+// can come back any more. It asks again through a leader election.
+func waitAcked(t *testing.T, js jetstream.JetStream, cfg natstr.Config, within time.Duration) {
+	t.Helper()
+	state := "no answer yet"
+	acked := waitfor.Until(within, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, cfg.Stream)
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		sinfo, err := st.Info(ctx)
+		if err != nil {
+			return false
+		}
+		cons, err := js.Consumer(ctx, cfg.Stream, cfg.Durable)
+		if err != nil {
+			return false
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return false
+		}
+		state = fmt.Sprintf("%d pending, %d awaiting an ack, ack floor %d of %d", info.NumPending, info.NumAckPending, info.AckFloor.Stream, sinfo.State.LastSeq)
+		return info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= sinfo.State.LastSeq
+	})
+	if !acked {
+		t.Fatalf("the broker has not every message acknowledged within %s: %s", within, state)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/pubsub"
@@ -48,19 +49,25 @@ func TestDeadLetterIntoSeqbox(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	var dead []seqboxDeadLetter
-	deadline := time.Now().Add(60 * time.Second)
-	for len(dead) == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	inDLQ := waitfor.Until(60*time.Second, func() bool {
 		dead = deadLetters(t, st, "loans")
-	}
-	// Two ack deadlines more: nothing may come back.
-	time.Sleep(2 * lease)
+		return len(dead) > 0
+	})
+	// Acknowledged at the broker, it can never come back (the counts
+	// below say it did not).
+	acked := inDLQ && waitfor.Until(60*time.Second, func() bool {
+		ms := srv.Fake().Messages()
+		return len(ms) == 1 && ms[0].Acks > 0
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	if len(dead) != 1 {
 		t.Fatalf("%d DLQ rows, want 1", len(dead))
+	}
+	if !acked {
+		t.Fatal("the dead-lettered message was never acknowledged at the broker")
 	}
 	d := dead[0]
 	if d.ID != "loan-7-v1" || d.Source != "transporttest" || string(d.Envelope) != string(body) || d.Attempts != 3 {

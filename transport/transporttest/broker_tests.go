@@ -182,49 +182,107 @@ func testNackWithDelay(t *testing.T, h Harness) {
 	quiet(t, tr, b.Lease)
 }
 
-// testExtendKeepsLease: a delivery extended for three leases stays with
-// its member; no other member gets it, and once acked it never returns.
+// testExtendKeepsLease: a delivery its member keeps extending stays with
+// it past the lease: no member gets it again while a control message,
+// received with it and not extended, comes back three times (so three
+// leases ran out for an unextended delivery), and once acked it never
+// returns. On a SharedLease broker, where no other member could take it
+// and Extend is a no-op, extending must not fail and the ack holds.
 func testExtendKeepsLease(t *testing.T, h Harness) {
 	b := h.NewBroker(t)
-	b.publish(t, Event("loan-7", 1))
+	held, control := Event("loan-7", 1), Event("loan-8", 1)
+	b.publish(t, held, control)
 	a := b.open(t)
-	d := Receive(t, a, 1, 30*time.Second)[0]
-	var stolen []string
+	var d, ctl transport.Delivery
+	for _, dl := range Receive(t, a, 2, 30*time.Second) {
+		if bytes.Equal(dl.Body(), held) {
+			d = dl
+		} else {
+			ctl = dl
+		}
+	}
+	if d == nil || ctl == nil {
+		t.Fatalf("received one message twice, want %s and %s", held, control)
+	}
+	if h.Features.SharedLease {
+		for range 3 {
+			if err := d.Extend(context.Background(), b.Lease); err != nil {
+				t.Fatalf("extend: %v", err)
+			}
+		}
+		ackAll(t, a, []transport.Delivery{d, ctl})
+		quiet(t, a, b.Lease)
+		return
+	}
+	// Both members receive all along: the control's copies are counted
+	// (and the third is acknowledged), any copy of the extended delivery
+	// is a failure.
 	var mu sync.Mutex
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	if !h.Features.SharedLease {
-		other := b.open(t)
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				ds, _ := other.Receive(ctx, 10)
+	var again []string
+	back := 0
+	watch := func(ctx context.Context, m transport.Transport) {
+		for ctx.Err() == nil {
+			ds, _ := m.Receive(ctx, 10)
+			for _, dl := range ds {
 				mu.Lock()
-				for _, dl := range ds {
-					stolen = append(stolen, string(dl.Body()))
+				if bytes.Equal(dl.Body(), control) {
+					if back++; back == 3 {
+						_ = dl.Ack(context.Background())
+					}
+				} else {
+					again = append(again, fmt.Sprintf("%s (attempt %d)", dl.Body(), dl.Attempt()))
 				}
 				mu.Unlock()
 			}
-		})
+		}
 	}
-	end := time.Now().Add(3 * b.Lease)
-	for time.Now().Before(end) {
+	other := b.open(t)
+	ctxA, stopA := context.WithCancel(context.Background())
+	ctxO, stopO := context.WithCancel(context.Background())
+	var onA, onOther sync.WaitGroup
+	onA.Go(func() { watch(ctxA, a) })
+	onOther.Go(func() { watch(ctxO, other) })
+	t.Cleanup(func() {
+		stopA()
+		stopO()
+		onA.Wait()
+		onOther.Wait()
+	})
+	// The member extends every third of a lease, as a consumer does
+	// (Config.ExtendEvery), until the control has come back three times.
+	tick := time.NewTicker(b.Lease / 3)
+	defer tick.Stop()
+	hold := time.NewTimer(3*b.redelivery() + 60*time.Second) // only a hang fails on it
+	defer hold.Stop()
+	for {
+		mu.Lock()
+		n := back
+		mu.Unlock()
+		if n >= 3 {
+			break
+		}
 		if err := d.Extend(context.Background(), b.Lease); err != nil {
-			cancel()
-			wg.Wait()
 			t.Fatalf("extend: %v", err)
 		}
-		time.Sleep(b.Lease / 3)
+		select {
+		case <-tick.C:
+		case <-hold.C:
+			t.Fatalf("the unextended control came back %d times of 3", n)
+		}
 	}
 	if err := d.Ack(context.Background()); err != nil {
 		t.Fatalf("ack after extending: %v", err)
 	}
-	time.Sleep(b.Lease)
-	cancel()
-	wg.Wait()
-	if len(stolen) > 0 {
-		t.Fatalf("another member received an extended delivery: %q", stolen)
-	}
+	// Acknowledged, it comes back neither to its member (quiet) nor,
+	// meanwhile, to the other one.
+	stopA()
+	onA.Wait()
 	quiet(t, a, b.Lease)
+	stopO()
+	onOther.Wait()
+	if len(again) > 0 {
+		t.Fatalf("an extended delivery was delivered again: %q", again)
+	}
 }
 
 // testPerKeyOrder: one member receiving and acknowledging batch by batch

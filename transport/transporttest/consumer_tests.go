@@ -12,16 +12,17 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
 var firstVersion int64 = 1
 
-// consume runs the consumers until the effects table holds want rows (or
-// the deadline passes), then for settle longer, then stops them. It
-// returns when the effects table reached want rows.
-func (r *EffectsStore) consume(t testing.TB, want int, within, settle time.Duration, cs ...*seqbox.Consumer) time.Time {
+// consume runs the consumers until done holds, then stops them; it fails
+// the test (once they stopped) unless done held within within. It returns
+// when done first held.
+func (r *EffectsStore) consume(t testing.TB, within time.Duration, what string, done func() bool, cs ...*seqbox.Consumer) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -29,20 +30,10 @@ func (r *EffectsStore) consume(t testing.TB, want int, within, settle time.Durat
 	for _, c := range cs {
 		wg.Go(func() { errs <- c.Run(ctx) })
 	}
-	deadline := time.Now().Add(within)
 	var reached time.Time
-	for time.Now().Before(deadline) {
-		var n int
-		if err := r.st.DB().QueryRow(`SELECT COUNT(*) FROM effects`).Scan(&n); err != nil {
-			t.Fatalf("count effects: %v", err)
-		}
-		if n >= want {
-			reached = time.Now()
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	if waitfor.Until(within, done) {
+		reached = time.Now()
 	}
-	time.Sleep(settle)
 	cancel()
 	wg.Wait()
 	close(errs)
@@ -51,7 +42,25 @@ func (r *EffectsStore) consume(t testing.TB, want int, within, settle time.Durat
 			t.Fatalf("consumer run: %v", err)
 		}
 	}
+	if reached.IsZero() {
+		t.Fatalf("not within %s: %s (%d effects)", within, what, r.count(t))
+	}
 	return reached
+}
+
+// count is the number of effect rows.
+func (r *EffectsStore) count(t testing.TB) int {
+	t.Helper()
+	var n int
+	if err := r.st.DB().QueryRow(`SELECT COUNT(*) FROM effects`).Scan(&n); err != nil {
+		t.Fatalf("count effects: %v", err)
+	}
+	return n
+}
+
+// applied is consume's condition for want effect rows.
+func (r *EffectsStore) applied(t testing.TB, want int) func() bool {
+	return func() bool { return r.count(t) >= want }
 }
 
 // consumer builds a seqbox consumer on the rig's store over tr, a member
@@ -141,7 +150,12 @@ func testAckAfterCommit(t *testing.T, h Harness) {
 			return Record(ctx, tx, ev)
 		}
 	})
-	r.consume(t, len(pub), 90*time.Second, b.Lease, c)
+	// Until every message is applied and acknowledged: the broker then
+	// delivers none of them again, and every ack was checked.
+	applied := r.applied(t, len(pub))
+	r.consume(t, 90*time.Second, "every message applied and acknowledged", func() bool {
+		return applied() && chk.ackedAll(pub)
+	}, c)
 	got, n := r.Applied(t)
 	if n != len(pub) {
 		t.Fatalf("%d effects for %d messages", n, len(pub))
@@ -153,13 +167,16 @@ func testAckAfterCommit(t *testing.T, h Harness) {
 }
 
 // ackCheck wraps a transport: every Ack looks, through a read-only
-// connection of its own, for the message's inbox identity, and fails the test when
-// it is not committed yet.
+// connection of its own (when ro is set), for the message's inbox
+// identity, and fails the test when it is not committed yet; and it
+// records which events were acknowledged.
 type ackCheck struct {
 	t     *testing.T
 	inner transport.Transport
 	ro    *sql.DB
 	acks  atomic.Int64
+	mu    sync.Mutex
+	acked map[string]bool
 }
 
 func (a *ackCheck) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
@@ -177,6 +194,9 @@ func (a *ackCheck) Close() error { return a.inner.Close() }
 // for its predecessor) has committed.
 func (a *ackCheck) committed(body []byte) {
 	id, _ := idAndKey(a.t, body)
+	if a.ro == nil {
+		return
+	}
 	var n int
 	err := a.ro.QueryRow(`SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = 'transporttest' AND source = 'transporttest' AND id = $1`, id).Scan(&n)
 	if err != nil {
@@ -186,7 +206,33 @@ func (a *ackCheck) committed(body []byte) {
 	if n != 1 {
 		a.t.Errorf("ack of %s before its decision committed (%d inbox rows visible)", id, n)
 	}
+}
+
+// ack records an acknowledgement the broker took.
+func (a *ackCheck) ack(body []byte) {
+	id, _ := idAndKey(a.t, body)
 	a.acks.Add(1)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.acked == nil {
+		a.acked = map[string]bool{}
+	}
+	a.acked[id] = true
+}
+
+// ackedAll reports whether every event of bodies was acknowledged.
+func (a *ackCheck) ackedAll(bodies [][]byte) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range bodies {
+		var e struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(b, &e) != nil || !a.acked[e.ID] {
+			return false
+		}
+	}
+	return true
 }
 
 type checkedDelivery struct {
@@ -196,7 +242,11 @@ type checkedDelivery struct {
 
 func (d *checkedDelivery) Ack(ctx context.Context) error {
 	d.check.committed(d.Body())
-	return d.Delivery.Ack(ctx)
+	err := d.Delivery.Ack(ctx)
+	if err == nil {
+		d.check.ack(d.Body())
+	}
+	return err
 }
 
 // testLongHandlerAppliedOnce: a model call four leases long, with a second
@@ -220,9 +270,16 @@ func testLongHandlerAppliedOnce(t *testing.T, h Harness) {
 			return []byte(`{"action":"create-task"}`), nil
 		}
 	}
-	first := r.consumer(t, b, b.open(t), long)
-	second := r.consumer(t, b, b.open(t), long)
-	r.consume(t, 1, 4*b.Lease+60*time.Second, 2*b.Lease, first, second)
+	one := [][]byte{Event("opp-2481", 1)}
+	ta, tb := &ackCheck{t: t, inner: b.open(t)}, &ackCheck{t: t, inner: b.open(t)}
+	first := r.consumer(t, b, ta, long)
+	second := r.consumer(t, b, tb, long)
+	// Until it is applied and acknowledged: the broker then delivers it to
+	// neither member again.
+	applied := r.applied(t, 1)
+	r.consume(t, 4*b.Lease+60*time.Second, "the message applied and acknowledged", func() bool {
+		return applied() && (ta.ackedAll(one) || tb.ackedAll(one))
+	}, first, second)
 	if _, n := r.Applied(t); n != 1 {
 		t.Fatalf("%d effects for one message", n)
 	}
@@ -248,13 +305,25 @@ func testKeysInParallel(t *testing.T, h Harness) {
 	b.publish(t, pub...)
 	var active, peak atomic.Int64
 	var early atomic.Int64
+	// Each decision holds its slot until another one runs beside it: with
+	// keys deciding in parallel that happens at once; if they could not,
+	// the first would wait alone until the consumer stops.
+	parallel := make(chan struct{})
+	var once sync.Once
 	c := r.consumer(t, b, b.open(t), func(cfg *seqbox.Config) {
 		cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			n := active.Add(1)
+			defer active.Add(-1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
-			time.Sleep(30 * time.Millisecond)
-			active.Add(-1)
+			if n >= 2 {
+				once.Do(func() { close(parallel) })
+			}
+			select {
+			case <-parallel:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			return []byte("ok"), nil
 		}
 		cfg.Observer = func(d seqboxtype.Result) {
@@ -263,12 +332,12 @@ func testKeysInParallel(t *testing.T, h Harness) {
 			}
 		}
 	})
-	r.consume(t, len(pub), 90*time.Second, 0, c)
-	got, _ := r.Applied(t)
-	inOrder(t, got, want)
+	r.consume(t, 90*time.Second, "every message applied (the first decision waits for a second one to run beside it)", r.applied(t, len(pub)), c)
 	if peak.Load() < 2 {
 		t.Fatalf("decisions never ran in parallel (peak %d)", peak.Load())
 	}
+	got, _ := r.Applied(t)
+	inOrder(t, got, want)
 	if !h.Features.NoPerKeyOrder && early.Load() > 0 {
 		t.Fatalf("a broker that keeps per-key order made %d deliveries arrive out of order", early.Load())
 	}
@@ -293,7 +362,7 @@ func testGateOrdersReorderingBroker(t *testing.T, h Harness) {
 	b.publish(t, pub...)
 	sh := Shuffle(b.open(t), 1)
 	c := r.consumer(t, b, sh, nil)
-	r.consume(t, len(pub), 120*time.Second, 0, c)
+	r.consume(t, 120*time.Second, "every message applied", r.applied(t, len(pub)), c)
 	got, n := r.Applied(t)
 	if n != len(pub) {
 		t.Fatalf("%d effects for %d messages", n, len(pub))

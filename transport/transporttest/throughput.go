@@ -32,7 +32,7 @@ func Throughput(t testing.TB, b Broker, n, keys int) float64 {
 	r := NewEffectsStore(t)
 	c := r.consumer(t, b, b.open(t), func(cfg *seqbox.Config) { cfg.BatchSize = 256 })
 	start := time.Now()
-	reached := r.consume(t, n, 5*time.Minute, 0, c)
+	reached := r.consume(t, 5*time.Minute, "every event applied", r.applied(t, n), c)
 	got, applied := r.Applied(t)
 	if applied != n || reached.IsZero() {
 		t.Fatalf("applied %d of %d events", applied, n)

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seqbox/seqbox/internal/waitfor"
 )
 
 // A member that dies while its JoinGroup waits in a rebalance: when the
@@ -36,39 +38,60 @@ func TestDeadJoinerExpires(t *testing.T) {
 	members := liveMember(t, s)
 	zombie := false
 	for attempt := 0; attempt < 20 && !zombie; attempt++ {
-		dieWhileJoining(t, s.Addrs()[0])
-		// Stable with two members for longer than the dead joiner's
-		// session (1s) and rebalance (2s) timeouts: kfake keeps it.
-		since := time.Time{}
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-			got := members()
-			switch {
-			case len(got) == 1 && got[0] == "0,1":
-				since = time.Time{}
-			case len(got) == 2:
-				if since.IsZero() {
-					since = time.Now()
-				}
-				zombie = time.Since(since) > 4*time.Second
-			default:
-				since = time.Time{}
-			}
-			if zombie || (since.IsZero() && len(got) == 1) {
-				break
-			}
+		id := dieWhileJoining(t, s)
+		// The rebalance completes with the dead joiner in the group: the
+		// live member alone with both partitions no longer.
+		if !waitfor.Until(30*time.Second, func() bool { return len(members()) == 2 }) {
+			t.Logf("dead joiner %s never made the group stable with two members", id)
+			continue
 		}
+		// Then kfake either expires it itself (the live member is alone
+		// again), or keeps it while the watch has heard nothing from it for
+		// longer than its session (1s) and rebalance (2s) timeouts
+		// together: a zombie.
+		waitfor.That(t, 30*time.Second, "kfake to drop the dead joiner or keep it past its session", func() bool {
+			if got := members(); len(got) == 1 && got[0] == "0,1" {
+				return true
+			}
+			zombie = keptSilent(t, s, "g", id)
+			return zombie
+		})
 	}
 	if !zombie {
 		t.Fatal("kfake expired 20 dead joiners of 20 itself: if it is fixed upstream, the session watch can go")
 	}
 	s.sessions.paused.Store(false)
-	waitWithin(t, 5*time.Second, "the live member alone with partitions 0,1", func() bool {
+	waitfor.That(t, 30*time.Second, "the watch to remove the zombie, leaving the live member alone with partitions 0,1", func() bool {
 		got := members()
 		return len(got) == 1 && got[0] == "0,1"
 	})
 	if n := s.ExpiredMembers(); n < 1 {
 		t.Fatalf("ExpiredMembers %d, want the zombie counted", n)
 	}
+}
+
+// keptSilent reports whether group, stable, still lists member although
+// the session watch has heard nothing from it for longer than its session
+// and rebalance timeouts together: a member a broker would have expired.
+func keptSilent(t *testing.T, s *Server, group, member string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, s.sessions.cl)
+	if err != nil || len(resp.Groups) != 1 || resp.Groups[0].State != "Stable" {
+		return false
+	}
+	now := time.Now()
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
+	for _, m := range resp.Groups[0].Members {
+		if ss := s.sessions.members[memberKey{group, m.MemberID}]; m.MemberID == member && ss != nil && ss.expired(now, false) {
+			return true
+		}
+	}
+	return false
 }
 
 // liveMember starts member A of group g over topic t (two partitions), and
@@ -123,17 +146,18 @@ func liveMember(t *testing.T, s *Server) func() []string {
 		sort.Strings(out)
 		return out
 	}
-	waitFor(t, "A alone with both partitions", func() bool { got := members(); return len(got) == 1 && got[0] == "0,1" })
+	waitfor.That(t, 30*time.Second, "A alone with both partitions", func() bool { got := members(); return len(got) == 1 && got[0] == "0,1" })
 	return members
 }
 
 // dieWhileJoining joins group g over a raw connection (v5: the first join
 // is refused with a member id to use), sends the second join, which waits
-// for the live member to rejoin, and closes the connection: a process
-// SIGKILLed in a rebalance.
-func dieWhileJoining(t *testing.T, addr string) {
+// for the live member to rejoin, and, once the broker has taken the join,
+// closes the connection: a process SIGKILLed in a rebalance. It returns
+// the dead joiner's member id.
+func dieWhileJoining(t *testing.T, s *Server) string {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	conn, err := net.DialTimeout("tcp", s.Addrs()[0], 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,21 +196,12 @@ func dieWhileJoining(t *testing.T, addr string) {
 	if _, err := conn.Write(f.AppendRequest(nil, join, 2)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the join reaches the group
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	waitWithin(t, 15*time.Second, what, ok)
-}
-
-func waitWithin(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// The session watch sees each group request as the cluster takes it.
+	waitfor.That(t, 15*time.Second, "the dead joiner's second join to reach the group", func() bool {
+		s.sessions.mu.Lock()
+		defer s.sessions.mu.Unlock()
+		_, seen := s.sessions.members[memberKey{"g", first.MemberID}]
+		return seen
+	})
+	return first.MemberID
 }

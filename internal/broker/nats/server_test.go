@@ -11,6 +11,7 @@ import (
 
 	broker "github.com/seqbox/seqbox/internal/broker/nats"
 	"github.com/seqbox/seqbox/internal/shorttest"
+	"github.com/seqbox/seqbox/internal/waitfor"
 )
 
 func TestMain(m *testing.M) {
@@ -92,23 +93,25 @@ func publish(t *testing.T, url, name string, replicas ...int) string {
 func msgs(t *testing.T, url, name string) uint64 {
 	t.Helper()
 	js := connect(t, url)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var n uint64
+	var err error
+	answered := waitfor.Until(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		st, err := js.Stream(ctx, name)
+		defer cancel()
+		var st jetstream.Stream
 		var info *jetstream.StreamInfo
-		if err == nil {
+		if st, err = js.Stream(ctx, name); err == nil {
 			info, err = st.Info(ctx)
 		}
-		cancel()
 		if err == nil {
-			return info.State.Msgs
+			n = info.State.Msgs
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream %s: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil
+	})
+	if !answered {
+		t.Fatalf("stream %s: %v", name, err)
 	}
+	return n
 }
 
 func connect(t *testing.T, url string) jetstream.JetStream {

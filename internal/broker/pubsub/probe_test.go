@@ -8,6 +8,7 @@ package pubsub_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -174,46 +175,77 @@ func TestProbeOrderedLeasesOneHeadPerKey(t *testing.T) {
 // message; ModifyAckDeadline(d) moves its redelivery d seconds from now
 // (Extend, Nack with delay), and ModifyAckDeadline(0) releases it at
 // once (Nack). pstest accepts a 2 s subscription deadline, below Pub/Sub's
-// 10 s minimum.
+// 10 s minimum. The fake's clock is the test's: each step says what is
+// leased at a given instant, whatever the machine's speed.
 func TestProbeAckDeadlines(t *testing.T) {
 	r := newRig(t, nil)
+	clock := fakeClock(r)
 	r.publish("", "m")
 	m := one(t, r.pull(""), "m")
-	start := time.Now()
-	for time.Since(start) < 3*time.Second {
-		r.modack(2, m) // extend: keeps it past the 2 s deadline
+	// Extended every second, it stays leased well past the 2 s deadline.
+	for range 4 {
+		r.modack(2, m)
 		if got := r.pull(""); len(got) > 0 {
-			t.Fatalf("extended message pulled again after %s", time.Since(start))
+			t.Fatalf("extended message pulled again %s after its first delivery", clock.elapsed())
 		}
-		time.Sleep(500 * time.Millisecond)
+		clock.advance(time.Second)
 	}
 	r.modack(0, m)
 	m = one(t, r.pull(""), "m")
-	start = time.Now()
+	clock.start()
 	r.modack(1, m) // nack with a 1 s delay
-	if got := r.pull(""); len(got) > 0 && time.Since(start) < time.Second {
-		t.Fatalf("nacked with 1 s delay, back after %s", time.Since(start))
+	clock.advance(900 * time.Millisecond)
+	if got := r.pull(""); len(got) > 0 {
+		t.Fatalf("nacked with 1 s delay, back after %s", clock.elapsed())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	var back []*pubsubpb.ReceivedMessage
-	for len(back) == 0 && time.Now().Before(deadline) {
-		back = r.pull("")
+	clock.advance(200 * time.Millisecond)
+	m = one(t, r.pull(""), "m")
+	// Not settled: it comes back after the subscription's 2 s deadline,
+	// not before.
+	clock.start()
+	clock.advance(1900 * time.Millisecond)
+	if got := r.pull(""); len(got) > 0 {
+		t.Fatalf("leased for 2 s, back after %s", clock.elapsed())
 	}
-	took := time.Since(start)
-	one(t, back, "m")
-	if took < time.Second {
-		t.Fatalf("nacked with 1 s delay, back after %s", took)
-	}
-	// Not settled: it comes back after the subscription's 2 s deadline.
-	start = time.Now()
-	back = nil
-	for len(back) == 0 && time.Since(start) < 6*time.Second {
-		back = r.pull("")
-	}
-	one(t, back, "m")
-	if took := time.Since(start); took < 2*time.Second {
-		t.Fatalf("leased for 2 s, back after %s", took)
-	}
+	clock.advance(200 * time.Millisecond)
+	one(t, r.pull(""), "m")
+}
+
+// clock is a fake's time, moved only by the test.
+type clock struct {
+	mu        sync.Mutex
+	now, mark time.Time
+}
+
+// fakeClock makes r's fake read its time from a clock the test moves.
+func fakeClock(r *rig) *clock {
+	c := &clock{now: time.Now()}
+	c.mark = c.now
+	r.srv.Fake().SetTimeNowFunc(func() time.Time {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.now
+	})
+	return c
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// start marks the instant elapsed counts from.
+func (c *clock) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mark = c.now
+}
+
+func (c *clock) elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now.Sub(c.mark)
 }
 
 // TestProbeDeliveryAttempt: DeliveryAttempt counts deliveries only when
@@ -306,14 +338,15 @@ func TestProbeNotEmulated(t *testing.T) {
 		s.EnableExactlyOnceDelivery = true
 		s.RetryPolicy = &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(10 * time.Second), MaximumBackoff: durationpb.New(60 * time.Second)}
 	})
+	fakeClock(r) // stands still: a backoff, had pstest one, would never pass
 	r.publish("", "m")
 	first := one(t, r.pull(""), "m")
 	r.modack(0, first)
-	start := time.Now()
-	second := one(t, r.pull(""), "m")
-	if took := time.Since(start); took >= 10*time.Second {
-		t.Fatalf("nack came back after %s: pstest now applies the retry policy", took)
+	back := r.pull("")
+	if len(back) == 0 {
+		t.Fatal("nacked message not back at the instant of its nack: pstest now applies the retry policy")
 	}
+	second := one(t, back, "m")
 	r.ack(first) // stale: no error
 	r.modack(0, second)
 	one(t, r.pull(""), "m") // the stale ack settled nothing
