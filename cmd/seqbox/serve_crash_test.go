@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/dbopen"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -50,7 +51,13 @@ func TestServeKill9DuringLoadAppliesEvery202ExactlyOnce(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// SIGKILL in the middle of the load: once 200 events were accepted,
+	// with the posters still posting.
+	waitfor.That(t, 2*time.Minute, "200 accepted events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted) >= 200
+	})
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGKILL))
 	wg.Wait()
 	<-s.done

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/stretchr/testify/require"
 )
 
@@ -189,13 +190,7 @@ func (s *server) outcome(t *testing.T, id string) string {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitfor.That(t, 30*time.Second, what, cond)
 }
 
 func ce(id, key string, version int, data string) string {

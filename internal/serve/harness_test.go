@@ -15,6 +15,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/stretchr/testify/require"
 )
 
@@ -132,13 +133,7 @@ func (r *running) effects(t *testing.T) int64 {
 // eventually polls cond every 20 ms for up to 15 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.That(t, 15*time.Second, what, cond)
 }
 
 // list returns body[name] as a slice of objects.
