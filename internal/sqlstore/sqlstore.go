@@ -207,9 +207,8 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
 	}
 	if tables[metaTable] {
-		// seqbox's own database may hold the gateway's tables (migration
-		// 10) and those of the CLI's own handlers (replay's record_*,
-		// chaos_*, bench_*), nothing else.
+		// seqbox's own database may hold the tables of the CLI's own
+		// handlers (replay's record_*, chaos_*, bench_*), nothing else.
 		found = slices.DeleteFunc(found, cliObject)
 	} else {
 		// Without seqbox_meta, even seqbox-looking tables are someone
@@ -237,12 +236,11 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 }
 
 // cliObject reports whether an object Foreign listed ("table record_x") is
-// one that the CLI's own handlers create in a database seqbox made, or
-// one of the gateway's (gateway_*, which the store's migrations create).
+// one that the CLI's own handlers create in a database seqbox made.
 func cliObject(obj string) bool {
 	_, name, _ := strings.Cut(obj, " ")
 	name = name[strings.LastIndexByte(name, '.')+1:] // schema-qualified on PostgreSQL
-	for _, p := range []string{"record_", "chaos_", "bench_", "gateway_"} {
+	for _, p := range []string{"record_", "chaos_", "bench_"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
