@@ -47,6 +47,7 @@ var Dialect = sqlstore.Dialect{
 	StorageFull:     StorageFull,
 	ListTables:      ListTables,
 	Foreign:         Foreign,
+	Legacy:          Legacy,
 }
 
 // header is how every SQLite database file starts.
@@ -489,6 +490,35 @@ func Foreign(ctx context.Context, q sqlstore.Querier) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Legacy finds the table name is in the main database (sqlite_master),
+// with its columns as pragma table_info gives them; nil when there is no
+// table of that name (a view, say, is not one).
+func Legacy(ctx context.Context, q sqlstore.Querier, name string) (*sqlstore.Table, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM main.sqlite_master WHERE type = 'table' AND name = $1`, name).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT name, lower(type), "notnull", pk FROM pragma_table_info($1, 'main') ORDER BY cid`, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	t := &sqlstore.Table{Name: `main."` + strings.ReplaceAll(name, `"`, `""`) + `"`}
+	for rows.Next() {
+		var c sqlstore.Column
+		var pk int
+		if err := rows.Scan(&c.Name, &c.Type, &c.NotNull, &pk); err != nil {
+			return nil, err
+		}
+		c.PrimaryKey = pk > 0
+		t.Columns = append(t.Columns, c)
+	}
+	return t, rows.Err()
 }
 
 // redactURL hides a password in a URL, for messages.

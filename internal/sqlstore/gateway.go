@@ -11,8 +11,8 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// The gateway's statements (seqbox serve): gateway_envelopes and
-// gateway_tombstones, migration 10.
+// The gateway's statements (seqbox serve): seqbox_gateway_envelopes and
+// seqbox_gateway_tombstones, migration 10.
 
 // gatewayIdent names (consumer, source, id) in the gateway's tables: a
 // hash, which bounds the key whatever the attribute lengths. Rows written
@@ -28,7 +28,7 @@ func gatewayIdent(consumer, source, id string) string {
 
 // GatewayEnvelopeInsert keeps an applied envelope; the first one stays.
 func (t *Executor) GatewayEnvelopeInsert(ctx context.Context, e store.GatewayEnvelope) error {
-	_, err := t.exec(ctx, `INSERT INTO gateway_envelopes (ident, consumer, source, id, envelope, applied_at, businesskey)
+	_, err := t.exec(ctx, `INSERT INTO seqbox_gateway_envelopes (ident, consumer, source, id, envelope, applied_at, businesskey)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 		gatewayIdent(e.Consumer, e.Source, e.ID), e.Consumer, e.Source, e.ID, string(e.Envelope), micros(e.AppliedAt), e.BusinessKey)
 	return err
@@ -37,7 +37,7 @@ func (t *Executor) GatewayEnvelopeInsert(ctx context.Context, e store.GatewayEnv
 // GatewayEnvelopeGet reads an identity's kept envelope.
 func (t *Executor) GatewayEnvelopeGet(ctx context.Context, p store.MessageRef) ([]byte, error) {
 	var env string
-	err := t.queryRow(ctx, `SELECT envelope FROM gateway_envelopes WHERE ident = $1`,
+	err := t.queryRow(ctx, `SELECT envelope FROM seqbox_gateway_envelopes WHERE ident = $1`,
 		gatewayIdent(p.Consumer, p.Source, p.ID)).Scan(&env)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
@@ -52,13 +52,13 @@ func (t *Executor) GatewayEnvelopeGet(ctx context.Context, p store.MessageRef) (
 func (t *Executor) GatewayEnvelopePurge(ctx context.Context, p store.GatewayEnvelopePurgeParams) (int64, error) {
 	var n int64
 	err := t.inTx(ctx, func(e *Executor) error {
-		if _, err := e.exec(ctx, `INSERT INTO gateway_tombstones (ident, consumer, purged_at)
-			SELECT ident, consumer, $3 FROM gateway_envelopes WHERE consumer = $1 AND applied_at < $2
+		if _, err := e.exec(ctx, `INSERT INTO seqbox_gateway_tombstones (ident, consumer, purged_at)
+			SELECT ident, consumer, $3 FROM seqbox_gateway_envelopes WHERE consumer = $1 AND applied_at < $2
 			ORDER BY applied_at LIMIT $4 ON CONFLICT DO NOTHING`, p.Consumer, micros(p.Before), micros(p.Now), p.Limit); err != nil {
 			return err
 		}
-		res, err := e.exec(ctx, `DELETE FROM gateway_envelopes WHERE ident IN (
-			SELECT ident FROM gateway_envelopes WHERE consumer = $1 AND applied_at < $2 ORDER BY applied_at LIMIT $3)`,
+		res, err := e.exec(ctx, `DELETE FROM seqbox_gateway_envelopes WHERE ident IN (
+			SELECT ident FROM seqbox_gateway_envelopes WHERE consumer = $1 AND applied_at < $2 ORDER BY applied_at LIMIT $3)`,
 			p.Consumer, micros(p.Before), p.Limit)
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func (t *Executor) GatewayEnvelopePurge(ctx context.Context, p store.GatewayEnve
 // GatewayTombstoneCount counts a consumer's tombstones.
 func (t *Executor) GatewayTombstoneCount(ctx context.Context, consumer string) (int64, error) {
 	var n int64
-	err := t.queryRow(ctx, `SELECT COUNT(*) FROM gateway_tombstones WHERE consumer = $1`, consumer).Scan(&n)
+	err := t.queryRow(ctx, `SELECT COUNT(*) FROM seqbox_gateway_tombstones WHERE consumer = $1`, consumer).Scan(&n)
 	return n, err
 }
 
@@ -84,7 +84,7 @@ func (t *Executor) GatewayTombstoneTake(ctx context.Context, p store.GatewayTomb
 		for _, id := range p.IDs[lo:hi] {
 			args = append(args, gatewayIdent(p.Consumer, id.Source, id.ID))
 		}
-		res, err := t.exec(ctx, rowsText(`DELETE FROM gateway_tombstones WHERE ident IN ({{ROWS}})`, "$a", 0, hi-lo), args...)
+		res, err := t.exec(ctx, rowsText(`DELETE FROM seqbox_gateway_tombstones WHERE ident IN ({{ROWS}})`, "$a", 0, hi-lo), args...)
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func (t *Executor) GatewayTombstoneTake(ctx context.Context, p store.GatewayTomb
 
 // GatewayTombstonePurge drops old tombstones.
 func (t *Executor) GatewayTombstonePurge(ctx context.Context, p store.GatewayTombstonePurgeParams) (int64, error) {
-	res, err := t.exec(ctx, `DELETE FROM gateway_tombstones WHERE consumer = $1 AND purged_at < $2`, p.Consumer, micros(p.Before))
+	res, err := t.exec(ctx, `DELETE FROM seqbox_gateway_tombstones WHERE consumer = $1 AND purged_at < $2`, p.Consumer, micros(p.Before))
 	if err != nil {
 		return 0, err
 	}

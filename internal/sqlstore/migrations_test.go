@@ -35,3 +35,10 @@ func TestMigrationFilesAreTheOldLiterals(t *testing.T) {
 		}
 	}
 }
+
+// Every upgrade follows a migration the store has.
+func TestUpgradesFollowMigrations(t *testing.T) {
+	for v := range upgrades {
+		require.True(t, v >= 2 && v <= len(migrations), "upgrade %d follows no migration (a database at version 1 or more is the earliest it may look at)", v)
+	}
+}

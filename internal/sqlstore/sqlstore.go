@@ -68,6 +68,14 @@ type Dialect struct {
 	// seqbox creates anything: PostgreSQL creates seqbox's schema and makes
 	// it the transaction's search_path, so the unqualified DDL lands there.
 	Enter func(ctx context.Context, tx *sql.Tx) error
+	// Legacy, when set, finds the table that name, unqualified, reaches
+	// on the store's pool, and describes it; nil when it reaches none. It
+	// runs in the migration transaction before Enter, so that the name
+	// resolves as it did for an earlier seqbox that created a table there
+	// outside its seqbox_… names (seqbox serve's gateway_… tables; on
+	// PostgreSQL: through the application's search_path, then seqbox's
+	// schema). Nil: such tables are never taken over.
+	Legacy func(ctx context.Context, q Querier, name string) (*Table, error)
 }
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
@@ -199,9 +207,8 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
 	}
 	if tables[metaTable] {
-		// seqbox's own database may hold the gateway's tables (migration
-		// 10) and those of the CLI's own handlers (replay's record_*,
-		// chaos_*, bench_*), nothing else.
+		// seqbox's own database may hold the tables of the CLI's own
+		// handlers (replay's record_*, chaos_*, bench_*), nothing else.
 		found = slices.DeleteFunc(found, cliObject)
 	} else {
 		// Without seqbox_meta, even seqbox-looking tables are someone
@@ -229,12 +236,11 @@ func CheckExclusive(ctx context.Context, q Querier, d Dialect, where string) err
 }
 
 // cliObject reports whether an object Foreign listed ("table record_x") is
-// one that the CLI's own handlers create in a database seqbox made, or
-// one of the gateway's (gateway_*, which the store's migrations create).
+// one that the CLI's own handlers create in a database seqbox made.
 func cliObject(obj string) bool {
 	_, name, _ := strings.Cut(obj, " ")
 	name = name[strings.LastIndexByte(name, '.')+1:] // schema-qualified on PostgreSQL
-	for _, p := range []string{"record_", "chaos_", "bench_", "gateway_"} {
+	for _, p := range []string{"record_", "chaos_", "bench_"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -251,22 +257,12 @@ func (s *Store) checkReadable(ctx context.Context, where string) error {
 			return err
 		}
 	}
-	tables, err := tablesOf(ctx, s.db, d.ListTables)
+	current, seqboxData, err := schemaVersion(ctx, s.db, d, where)
 	if err != nil {
-		return fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
+		return err
 	}
-	if !tables[metaTable] {
+	if !seqboxData {
 		return NoSeqboxData(where)
-	}
-	v, found, err := readMeta(ctx, s.db, d, "schema_version")
-	if err != nil {
-		return fmt.Errorf("%s: %s: read schema_version: %w", d.Name, where, err)
-	}
-	current := 0
-	if found {
-		if current, err = strconv.Atoi(v); err != nil || current < 0 {
-			return fmt.Errorf("%s: %s: schema_version %q is not a version number", d.Name, where, v)
-		}
 	}
 	switch {
 	case current > len(migrations):
@@ -303,6 +299,20 @@ func (s *Store) migrate(ctx context.Context, where string, access store.Access) 
 			return err
 		}
 	}
+	current, _, err := schemaVersion(ctx, tx, d, where)
+	if err != nil {
+		return err
+	}
+	if current > len(migrations) {
+		return fmt.Errorf("%w: %s is at schema version %d, this seqbox knows %d; upgrade seqbox",
+			store.ErrSchemaTooNew, where, current, len(migrations))
+	}
+	// The Go parts of the migrations to run look first, before Enter, where
+	// names resolve as on the store's pool.
+	steps, err := pendingSteps(ctx, tx, d, current)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", d.Name, where, err)
+	}
 	if d.Enter != nil {
 		if err := d.Enter(ctx, tx); err != nil {
 			return fmt.Errorf("%s: %s: %w", d.Name, where, err)
@@ -311,24 +321,14 @@ func (s *Store) migrate(ctx context.Context, where string, access store.Access) 
 	if _, err := tx.ExecContext(ctx, MetaTable); err != nil {
 		return fmt.Errorf("%s: create %s: %w", d.Name, metaTable, err)
 	}
-	var current int
-	var v string
-	switch err := tx.QueryRowContext(ctx, `SELECT value FROM seqbox_meta WHERE name = 'schema_version'`).Scan(&v); err {
-	case nil:
-		if current, err = strconv.Atoi(v); err != nil || current < 0 {
-			return fmt.Errorf("%s: %s: schema_version %q is not a version number", d.Name, where, v)
-		}
-	case sql.ErrNoRows:
-	default:
-		return fmt.Errorf("%s: read schema_version: %w", d.Name, err)
-	}
-	if current > len(migrations) {
-		return fmt.Errorf("%w: %s is at schema version %d, this seqbox knows %d; upgrade seqbox",
-			store.ErrSchemaTooNew, where, current, len(migrations))
-	}
 	for _, m := range migrations[current:] {
 		if err := ddl.Exec(ctx, tx, d.SQL, m.SQL); err != nil {
 			return fmt.Errorf("%s: migration %d: %w", d.Name, m.Version, err)
+		}
+		if step := steps[m.Version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return fmt.Errorf("%s: migration %d: %w", d.Name, m.Version, err)
+			}
 		}
 	}
 	if current != len(migrations) {
@@ -365,6 +365,31 @@ func recordOwner(ctx context.Context, tx *sql.Tx, access store.Access) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO seqbox_meta (name, value) VALUES ('owner', $1)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, want)
 	return err
+}
+
+// schemaVersion reads the schema version of the database q reaches: 0
+// when seqbox_meta holds none, and hasMeta false when there is no
+// seqbox_meta at all. It reads through the dialect's names, so it works
+// before the migration transaction's Enter.
+func schemaVersion(ctx context.Context, q Querier, d Dialect, where string) (version int, hasMeta bool, err error) {
+	tables, err := tablesOf(ctx, q, d.ListTables)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: cannot read schema of %s: %w", d.Name, where, err)
+	}
+	if !tables[metaTable] {
+		return 0, false, nil
+	}
+	v, found, err := readMeta(ctx, q, d, "schema_version")
+	if err != nil {
+		return 0, true, fmt.Errorf("%s: %s: read schema_version: %w", d.Name, where, err)
+	}
+	if !found {
+		return 0, true, nil
+	}
+	if version, err = strconv.Atoi(v); err != nil || version < 0 {
+		return 0, true, fmt.Errorf("%s: %s: schema_version %q is not a version number", d.Name, where, v)
+	}
+	return version, true, nil
 }
 
 // readMeta reads one row of seqbox_meta through the dialect's name for it.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seqbox/seqbox/internal/ddl"
 	"github.com/seqbox/seqbox/internal/ddl/ddltest"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/pgtest"
@@ -45,16 +46,23 @@ var (
 )
 
 // migrateTheOldWay runs the first n old migrations in tx as the earlier
-// seqbox's migrate did, and records schema_version n (and, at the latest
-// version, the owner an adopting open records).
+// seqbox's migrate did (past the old literals, the migration files that
+// followed them), and records schema_version n (and, from the last old
+// literal's version on, the owner an adopting open records).
 func migrateTheOldWay(t *testing.T, tx *sql.Tx, d oldDialect, n int) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS seqbox_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)`)
 	require.NoError(t, err)
 	old := oldMigrations(t)
+	files, err := ddl.Load(os.DirFS("."), "migrations")
+	require.NoError(t, err)
 	for i := 0; i < n; i++ {
-		stmt := strings.NewReplacer("{{SERIAL}}", d.serial, "{{BLOB}}", d.blob).Replace(old[i])
+		text := files[i].SQL
+		if i < len(old) {
+			text = old[i]
+		}
+		stmt := strings.NewReplacer("{{SERIAL}}", d.serial, "{{BLOB}}", d.blob).Replace(text)
 		for _, part := range strings.Split(stmt, ";") {
 			if strings.TrimSpace(part) == "" {
 				continue
@@ -67,7 +75,7 @@ func migrateTheOldWay(t *testing.T, tx *sql.Tx, d oldDialect, n int) {
 		_, err = tx.ExecContext(ctx, `INSERT INTO seqbox_meta (name, value) VALUES ('schema_version', $1)`, fmt.Sprint(n))
 		require.NoError(t, err)
 	}
-	if n == len(old) {
+	if n >= len(old) {
 		_, err = tx.ExecContext(ctx, `INSERT INTO seqbox_meta (name, value) VALUES ('owner', 'application')`)
 		require.NoError(t, err)
 	}
@@ -114,19 +122,11 @@ func TestSQLiteSchemaAsBefore(t *testing.T) {
 	ctx := context.Background()
 	for n := 0; n <= len(oldMigrations(t)); n++ {
 		t.Run(fmt.Sprintf("from_v%d", n), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "old.db")
-			if n > 0 {
-				db, err := sqlitedb.Open(ctx, path)
-				require.NoError(t, err)
-				tx, err := db.Begin()
-				require.NoError(t, err)
-				migrateTheOldWay(t, tx, oldSQLite, n)
+			path, _ := oldSQLiteDB(t, n, func(tx *sql.Tx) {
 				if n == 3 {
 					seedV3(t, tx)
 				}
-				require.NoError(t, tx.Commit())
-				require.NoError(t, db.Close())
-			}
+			})
 			s, err := sqlite.Open(ctx, path)
 			require.NoError(t, err)
 			db := s.(*sqlstore.Store).DB()
@@ -140,6 +140,25 @@ func TestSQLiteSchemaAsBefore(t *testing.T) {
 			require.NoError(t, s.Close())
 		})
 	}
+}
+
+// oldSQLiteDB makes a SQLite file migrated the old way to version n (none
+// when 0), with seed run in the migration's transaction, and returns its
+// path and a pool on it, closed when the test ends.
+func oldSQLiteDB(t *testing.T, n int, seed func(tx *sql.Tx)) (path string, pool *sql.DB) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "old.db")
+	pool, err := sqlitedb.Open(context.Background(), path)
+	require.NoError(t, err)
+	t.Cleanup(func() { pool.Close() })
+	tx, err := pool.Begin()
+	require.NoError(t, err)
+	if n > 0 {
+		migrateTheOldWay(t, tx, oldSQLite, n)
+	}
+	seed(tx)
+	require.NoError(t, tx.Commit())
+	return path, pool
 }
 
 // oldPostgresDB makes a database of its own migrated the old way to

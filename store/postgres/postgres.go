@@ -60,7 +60,41 @@ func storeDialect(schema string) sqlstore.Dialect {
 		Enter: func(ctx context.Context, tx *sql.Tx) error {
 			return pgdb.EnterSchema(ctx, tx, schema)
 		},
+		Legacy: legacyTable,
 	}
+}
+
+// legacyTable finds the table name, unqualified, reaches through q's
+// search_path (before the migration transaction's EnterSchema: the
+// application's search_path, then seqbox's schema), with its columns;
+// nil when it reaches none, or reaches something else (a view, a
+// partitioned or temporary table).
+func legacyTable(ctx context.Context, q sqlstore.Querier, name string) (*sqlstore.Table, error) {
+	rows, err := q.QueryContext(ctx, `SELECT n.nspname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
+			EXISTS (SELECT 1 FROM pg_catalog.pg_index i
+				WHERE i.indrelid = c.oid AND i.indisprimary AND a.attnum = ANY (i.indkey))
+		FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE c.oid = pg_catalog.to_regclass(pg_catalog.quote_ident($1)) AND c.relkind = 'r' AND c.relpersistence <> 't'
+		ORDER BY a.attnum`, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var t *sqlstore.Table
+	for rows.Next() {
+		var ns string
+		var c sqlstore.Column
+		if err := rows.Scan(&ns, &c.Name, &c.Type, &c.NotNull, &c.PrimaryKey); err != nil {
+			return nil, err
+		}
+		if t == nil {
+			t = &sqlstore.Table{Name: pgdb.QuoteIdent(ns) + "." + pgdb.QuoteIdent(name)}
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	return t, rows.Err()
 }
 
 // IsURL reports whether s names a PostgreSQL database.

@@ -31,9 +31,8 @@ func rawDB(t *testing.T, path string, stmts ...string) {
 	}
 }
 
-// catalog is everything in sqlite_master that is not seqbox's (seqbox_*,
-// and the gateway_* tables of migration 10), the pragmas an application
-// sets, and the rows of crm_tasks when it exists.
+// catalog is everything in sqlite_master that is not seqbox's, the
+// pragmas an application sets, and the rows of crm_tasks when it exists.
 func catalog(t *testing.T, path string, withRows bool) []string {
 	t.Helper()
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
@@ -41,8 +40,7 @@ func catalog(t *testing.T, path string, withRows bool) []string {
 	defer db.Close()
 	var out []string
 	rows, err := db.Query(`SELECT type || ' ' || name || ' ' || tbl_name || ' ' || COALESCE(sql, '') FROM sqlite_master
-		WHERE name NOT LIKE 'seqbox\_%' ESCAPE '\' AND name NOT LIKE 'gateway\_%' ESCAPE '\'
-		AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+		WHERE name NOT LIKE 'seqbox\_%' ESCAPE '\' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var s string

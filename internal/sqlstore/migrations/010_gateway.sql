@@ -4,9 +4,12 @@
 -- identities retention purged, so that one delivered again after its
 -- purge is counted. Both are keyed by a hash of (consumer, source, id),
 -- which bounds the key whatever the attribute lengths. An earlier seqbox
--- serve created these tables itself, at run time, with these very
--- columns: IF NOT EXISTS keeps the ones it made, and their rows.
-CREATE TABLE IF NOT EXISTS gateway_envelopes (
+-- serve created these tables itself, at run time, as gateway_envelopes
+-- and gateway_tombstones on the store's pool: this migration's Go step
+-- (upgrade.go) moves their rows here and drops them, when they are
+-- exactly those tables; an application's table of either name is left
+-- alone.
+CREATE TABLE seqbox_gateway_envelopes (
 	ident TEXT PRIMARY KEY,
 	consumer TEXT NOT NULL,
 	source TEXT NOT NULL,
@@ -15,11 +18,11 @@ CREATE TABLE IF NOT EXISTS gateway_envelopes (
 	applied_at BIGINT NOT NULL,
 	businesskey TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS gateway_envelopes_applied ON gateway_envelopes (consumer, applied_at);
-CREATE INDEX IF NOT EXISTS gateway_envelopes_businesskey ON gateway_envelopes (consumer, businesskey);
-CREATE TABLE IF NOT EXISTS gateway_tombstones (
+CREATE INDEX seqbox_gateway_envelopes_applied ON seqbox_gateway_envelopes (consumer, applied_at);
+CREATE INDEX seqbox_gateway_envelopes_businesskey ON seqbox_gateway_envelopes (consumer, businesskey);
+CREATE TABLE seqbox_gateway_tombstones (
 	ident TEXT PRIMARY KEY,
 	consumer TEXT NOT NULL,
 	purged_at BIGINT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS gateway_tombstones_purged ON gateway_tombstones (consumer, purged_at)
+CREATE INDEX seqbox_gateway_tombstones_purged ON seqbox_gateway_tombstones (consumer, purged_at)
