@@ -81,7 +81,8 @@ func migrateTheOldWay(t *testing.T, tx *sql.Tx, d oldDialect, n int) {
 	}
 }
 
-// seedV3 writes, at schema version 3, rows that migrations 4 and 5 rewrite.
+// seedV3 writes, at schema version 3, rows that migrations 4, 5 and 11
+// rewrite.
 func seedV3(t *testing.T, tx *sql.Tx) {
 	t.Helper()
 	for _, q := range []string{
@@ -91,6 +92,8 @@ func seedV3(t *testing.T, tx *sql.Tx) {
 		`INSERT INTO seqbox_dlq (consumer, envelope, reason, attempts, dead_at, resolution)
 			VALUES ('c', 'e', 'r', 1, 1, ''), ('c', 'e', 'r', 1, 1, 'skipped by op'),
 			('c', 'e', 'r', 1, 1, 'redrive_failed'), ('c', 'e', 'r', 1, 1, 'redriven at 5')`,
+		`INSERT INTO seqbox_inbox (consumer, source, id, payload_hash, event_type, outcome, received_at, retention_until)
+			VALUES ('c', 's', 'p', 'h', 't', 'pending', 1, 2), ('c', 's', 'a', 'h', 't', 'applied', 1, 2)`,
 	} {
 		_, err := tx.Exec(q)
 		require.NoError(t, err)
@@ -98,14 +101,17 @@ func seedV3(t *testing.T, tx *sql.Tx) {
 }
 
 // seededAfter is what the seeded rows are once migrated to the latest
-// version: the duplicate collision is gone, every DLQ row has its state.
+// version: the duplicate collision is gone, every DLQ row has its state,
+// and an identity left 'pending' has no outcome yet (empty).
 const seededAfter = "dlq 1 '' open\ndlq 2 'skipped by op' skipped\ndlq 3 'redrive_failed' redrive_failed\ndlq 4 'redriven at 5' redriven\n" +
+	"inbox a 'applied'\ninbox p ''\n" +
 	"parked 1 collision h\nparked 3 collision h2\nparked 4 gap h\n"
 
 func seeded(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	s, err := ddltest.Rows(context.Background(), db, `SELECT 'parked ' || seq || ' ' || reason || ' ' || payload_hash FROM seqbox_parked
-		UNION ALL SELECT 'dlq ' || seq || ' ''' || resolution || ''' ' || state FROM seqbox_dlq ORDER BY 1`)
+		UNION ALL SELECT 'dlq ' || seq || ' ''' || resolution || ''' ' || state FROM seqbox_dlq
+		UNION ALL SELECT 'inbox ' || id || ' ''' || outcome || '''' FROM seqbox_inbox ORDER BY 1`)
 	require.NoError(t, err)
 	return s
 }
@@ -133,7 +139,7 @@ func TestSQLiteSchemaAsBefore(t *testing.T) {
 			dump, err := ddltest.SQLite(ctx, db)
 			require.NoError(t, err)
 			ddltest.Golden(t, "testdata/schema.sqlite.golden", dump)
-			require.Equal(t, "owner=application\nschema_version=10\n", meta(t, db))
+			require.Equal(t, "owner=application\nschema_version=11\n", meta(t, db))
 			if n == 3 {
 				require.Equal(t, seededAfter, seeded(t, db))
 			}
@@ -200,7 +206,7 @@ func TestPostgresSchemaAsBefore(t *testing.T) {
 			dump, err := ddltest.Postgres(ctx, pool, schema)
 			require.NoError(t, err)
 			ddltest.Golden(t, "testdata/schema.postgres.golden", dump)
-			require.Equal(t, "owner=application\nschema_version=10\n", meta(t, pool))
+			require.Equal(t, "owner=application\nschema_version=11\n", meta(t, pool))
 			if n == 3 {
 				require.Equal(t, seededAfter, seeded(t, pool))
 			}
