@@ -37,7 +37,7 @@ func exerciseHardening(t *testing.T, open Factory) {
 	t.Run("ReplayTwiceAddsNothing", func(t *testing.T) { hardReplayTwice(t, open) })
 	t.Run("AmbiguousInputsNeverMerge", func(t *testing.T) { hardAmbiguousInputs(t, open) })
 	t.Run("HashComparesByValue", func(t *testing.T) { hardHashByValue(t, open) })
-	t.Run("ParkedWhileWaitingIsDrained", func(t *testing.T) { hardParkedWhileWaiting(t, open) })
+	t.Run("ParkedInLineIsUnparked", func(t *testing.T) { hardParkedInLine(t, open) })
 }
 
 // Inputs with more than one meaning have no identity: ids or keys that
@@ -435,10 +435,10 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // A message parked by a transaction that held the key while another waited
 // for it is seen by the waiter: v4 is parked (a gap) in a batch that keeps
-// the key locked, v3 waits for the lock, and when v3 applies it must drain
+// the key locked, v3 waits for the lock, and when v3 applies it must unpark
 // v4. (On PostgreSQL the waiter's snapshot predates the park: what it
 // knows of the key's parked messages must be read after the lock.)
-func hardParkedWhileWaiting(t *testing.T, open Factory) {
+func hardParkedInLine(t *testing.T, open Factory) {
 	const k = "PED-W"
 	watch := newWaitWatch(k, 1)
 	e := ordSetup(t, watch.wrap(open))

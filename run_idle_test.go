@@ -10,9 +10,9 @@ import (
 	"github.com/seqbox/seqbox"
 )
 
-// RunUntilIdle returns by itself once the queue is drained: every message
+// RunUntilIdle returns by itself once the transport is idle: every message
 // applied and acknowledged, nothing left to nack.
-func TestRunUntilIdleReturnsWhenDrained(t *testing.T) {
+func TestRunUntilIdleReturnsWhenIdle(t *testing.T) {
 	b := setup(t)
 	q := openQueue(t, b.path, 30*time.Second)
 	ids := taskIDs("d", 25)
