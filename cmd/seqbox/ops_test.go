@@ -394,6 +394,7 @@ func TestOperatorErrors(t *testing.T) {
 		{"skip without who", []string{"dlq", "skip", "1", "--db", db, "--reason", "why"},
 			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
 		{"bad flag", []string{"dlq", "list", "--db", db, "--bogus"}, "seqbox: dlq list: unknown flag: --bogus (see seqbox dlq list --help)"},
+		{"bad root flag", []string{"--bogus"}, "seqbox: unknown flag: --bogus (see seqbox --help)"},
 		// The policies come from the consumer's registration, not from flags.
 		{"no policy flags", []string{"keys", "list", "--db", db, "--on-dead-letter", "shrug"},
 			"seqbox: keys list: unknown flag: --on-dead-letter (see seqbox keys list --help)"},

@@ -61,7 +61,7 @@ func WriteTable(w io.Writer, rs []Result) (failed int) {
 			fmt.Fprintf(w, "  %s: %s\n", r.Scenario, f)
 		}
 	}
-	fmt.Fprintf(w, "chaos: %d scenarios passed, %d failed\n", len(rs)-failed, failed)
+	fmt.Fprintf(w, "chaos: %s passed, %d failed\n", plural(len(rs)-failed, "scenario"), failed)
 	return failed
 }
 
@@ -305,4 +305,12 @@ func short(vs []int64) string {
 		fmt.Fprintf(&b, " %d", v)
 	}
 	return "[" + strings.TrimSpace(b.String()) + "]"
+}
+
+// plural is "1 scenario" or "n scenarios".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -63,6 +63,9 @@ func rootCmd(ed Edition) *cobra.Command {
 	}
 	root.SetVersionTemplate(ed.Name + " {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if !c.HasParent() { // main prefixes the program's name once
+			return fmt.Errorf("%w (see %s --help)", err, ed.Name)
+		}
 		path := strings.TrimPrefix(c.CommandPath(), ed.Name+" ")
 		return fmt.Errorf("%s: %w (see %s %s --help)", path, err, ed.Name, path)
 	})
