@@ -78,6 +78,17 @@ func ok(t *testing.T, args ...string) string {
 	return r.stdout
 }
 
+// failedAgain runs a redrive whose message fails again: it requires exit
+// status 1 and one stderr line naming the new dead letter (as dlq seq),
+// and returns the results printed on stdout.
+func failedAgain(t *testing.T, seq string, args ...string) string {
+	t.Helper()
+	r := exe(t, "", args...)
+	require.Equal(t, 1, r.code, "seqbox %s: stderr %q", strings.Join(args, " "), r.stderr)
+	require.Regexp(t, `^seqbox: dlq redrive: source=".*" id=".*" failed again and is dead-lettered as dlq `+seq+`: .*\n$`, r.stderr)
+	return r.stdout
+}
+
 // fails runs seqbox, requires a non-zero exit with nothing on stdout and
 // exactly one line on stderr, and returns that line without its newline.
 func fails(t *testing.T, args ...string) string {

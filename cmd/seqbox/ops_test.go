@@ -205,12 +205,17 @@ func TestDLQRedriveOfPermanentFailure(t *testing.T) {
 
 	// The record handler fails data.fail=permanent every time: the
 	// redriven message is dead-lettered again, under a new DLQ row, and
-	// the key stays blocked behind it.
+	// the key stays blocked behind it. The command prints the result,
+	// names the new dead letter on stderr and exits 1.
 	redriven := time.Now()
+	r := exe(t, "", "dlq", "redrive", "1", "--db", db)
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
-	), ok(t, "dlq", "redrive", "1", "--db", db))
+	), r.stdout)
+	require.Equal(t, lines(`seqbox: dlq redrive: source="crm" id="k2-v2" failed again and is dead-lettered as dlq 2: `+
+		`permanent failure: permanent: record: data.fail=permanent`), r.stderr)
+	require.Equal(t, 1, r.code)
 
 	// The new row is stamped by the consumer's clock (no --now).
 	require.Equal(t, lines(

@@ -121,7 +121,7 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2","partitionkey":"K","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
-	), remote("dlq", "redrive", "1", "--by", "bob", "--reason", "retry after the fix"))
+	), failedAgain(t, "2", "dlq", "redrive", "1", "--by", "bob", "--reason", "retry after the fix", "--server", s.url, "--admin-token", serveToken))
 	req := s.admin(t, "GET", "/v1/admin/requests/1", "", 200)
 	require.Equal(t, []any{"redrive", "1", "bob", "retry after the fix", "done"},
 		[]any{req["action"], req["target"], req["by"], req["reason"], req["state"]})

@@ -72,22 +72,22 @@ func dlqRedriveCmd() *cobra.Command {
 	var f actionFlags
 	c := &cobra.Command{
 		Use:   "redrive SEQ",
-		Short: "Ask the consumer to send a dead letter back through its pipeline; print every decision as replay does",
+		Short: "Ask the consumer to send a dead letter back through its pipeline; print every result as replay does",
 		Long: `Ask the consumer that owns the dead letter to send it back through its own
 pipeline and handler, under its original identity. If it blocked its key, the
 key is released and the messages parked behind it apply after it, in version
 order. A transient failure is redriven again, up to the consumer's attempts.
 
 The request is recorded in the database with who asked and why; a running
-consumer executes it within a second and the decisions print as JSON lines,
-in the format of seqbox replay. A consumer that replay created is driven
-here, in-process. When no live consumer takes the request within --wait, it
+consumer executes it within a second and the results print as JSON lines,
+in the format of seqbox replay. A database that seqbox replay or demo wrote
+has no consumer of its own running: the command executes the request itself. When no live consumer takes the request within --wait, it
 is cancelled and the command fails saying so.
 
 With --server URL the command asks a running seqbox serve instead, through
 its admin API (--admin-token or SEQBOX_ADMIN_TOKEN): the gateway's own
 consumer executes the request, records who asked and why, and the
-decisions print the same way.`,
+results print the same way.`,
 		Args: oneArg("SEQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := parseSeq("dlq redrive", args[0])
@@ -120,7 +120,7 @@ func dlqSkipCmd() *cobra.Command {
 		Long: `Ask the consumer that owns the dead letter to resolve it without applying it.
 The skipped version is recorded as a known gap with who decided and why; the
 key is released and the messages parked behind it apply in version order,
-through the consumer's own handler. Each decision prints as a JSON line, in
+through the consumer's own handler. Each result prints as a JSON line, in
 the format of seqbox replay. See seqbox dlq redrive --help for how the
 request reaches the consumer.`,
 		Args: oneArg("SEQ"),

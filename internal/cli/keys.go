@@ -65,11 +65,11 @@ func keysReleaseCmd() *cobra.Command {
 	var f actionFlags
 	c := &cobra.Command{
 		Use:   "release KEY --by WHO --reason WHY",
-		Short: "Ask the consumer to unblock a key blocked by a version gap; print every decision as replay does",
+		Short: "Ask the consumer to unblock a key blocked by a version gap; print every result as replay does",
 		Long: `Ask the consumer that owns the key to unblock it when a version gap blocks it
 (a hold that timed out with hold expiry block). The missing versions are
 recorded as a known gap with who decided and why, and the parked messages
-apply in version order through the consumer's own handler. Each decision
+apply in version order through the consumer's own handler. Each result
 prints as a JSON line, in the format of seqbox replay. See seqbox dlq
 redrive --help for how the request reaches the consumer.`,
 		Args: oneArg("KEY"),

@@ -312,25 +312,35 @@ func allQuery(all bool) string {
 
 // listDLQ is dlq list --server.
 func (c *adminClient) listDLQ(all, asJSON bool) error {
+	dls, err := c.deadLetters(all)
+	if err != nil {
+		return err
+	}
+	return ops.WriteDeadLetters(c.cmd.OutOrStdout(), dls, asJSON)
+}
+
+// deadLetters reads the gateway consumer's dead letters (all: resolved
+// ones too).
+func (c *adminClient) deadLetters(all bool) ([]store.DeadLetter, error) {
 	var res struct {
 		Consumer    string                 `json:"consumer"`
 		DeadLetters []serve.DeadLetterView `json:"dead_letters"`
 	}
 	if err := c.call(http.MethodGet, "/v1/admin/dlq"+allQuery(all), "", nil, &res, readTimeout, "dead_letters"); err != nil {
-		return err
+		return nil, err
 	}
 	if res.Consumer == "" {
-		return c.unreadable(errors.New("its list of dead letters names no consumer"))
+		return nil, c.unreadable(errors.New("its list of dead letters names no consumer"))
 	}
 	dls := make([]store.DeadLetter, len(res.DeadLetters))
 	for i, v := range res.DeadLetters {
 		d, err := deadLetterOf(v, res.Consumer)
 		if err != nil {
-			return c.unreadable(err)
+			return nil, c.unreadable(err)
 		}
 		dls[i] = d
 	}
-	return ops.WriteDeadLetters(c.cmd.OutOrStdout(), dls, asJSON)
+	return dls, nil
 }
 
 // showDLQ is dlq show --server.
@@ -410,7 +420,17 @@ func (c *adminClient) act(path string, f *actionFlags) error {
 	if res.State != "done" {
 		return fmt.Errorf("%s: request %d is %s: %s", subcommandPath(c.cmd), res.Request, res.State, res.Error)
 	}
-	return ops.WriteDecisions(c.cmd.OutOrStdout(), res.Decisions)
+	if err := ops.WriteResults(c.cmd.OutOrStdout(), res.Decisions); err != nil {
+		return err
+	}
+	if !strings.HasSuffix(path, "/redrive") || !deadAgain(res.Decisions) {
+		return nil
+	}
+	dls, err := c.deadLetters(false)
+	if err != nil {
+		return err
+	}
+	return failedAgain(c.cmd, res.Decisions, newestFor(dls, res.Decisions[0]))
 }
 
 // resolveDLQ is dlq redrive|skip --server (action "redrive" or "skip");

@@ -22,7 +22,7 @@ type policyFlags struct {
 
 func (f *policyFlags) register(c *cobra.Command, defaultDB string) {
 	fl := c.Flags()
-	fl.StringVar(&f.db, "db", defaultDB, "SQLite file (default for replay: a temporary file)")
+	fl.StringVar(&f.db, "db", defaultDB, "SQLite file or postgres:// URL (default for replay: a temporary SQLite file)")
 	fl.StringVar(&f.consumer, "consumer", "replay", "consumer name: part of every identity")
 	fl.StringVar(&f.gapPolicy, "gap-policy", "hold", "version gap: hold or advance")
 	fl.StringVar(&f.onDeadLetter, "on-dead-letter", "block", "ordered key after a dead letter: block or release")
@@ -81,7 +81,7 @@ func replayCmd() *cobra.Command {
 	var state bool
 	c := &cobra.Command{
 		Use:   "replay [flags] FILE|-",
-		Short: "Deliver CloudEvents JSON lines through the pipeline and print every decision",
+		Short: "Deliver CloudEvents JSON lines through the pipeline and print every result",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := f.config()

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/seqbox/seqbox"
@@ -95,7 +95,51 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 	if r.State == seqboxtype.RequestFailed {
 		return fmt.Errorf("%s: consumer %q (%s) refused request %d: %s", subcommandPath(cmd), r.Consumer, r.TakenBy, seq, r.Error)
 	}
-	return writeResult(cmd.OutOrStdout(), r)
+	ds, err := resultsOf(r)
+	if err != nil {
+		return err
+	}
+	if err := ops.WriteResults(cmd.OutOrStdout(), ds); err != nil {
+		return err
+	}
+	if action != store.ActionRedrive || !deadAgain(ds) {
+		return nil
+	}
+	dls, err := ctl.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: r.Consumer})
+	if err != nil {
+		return err
+	}
+	return failedAgain(cmd, ds, newestFor(dls, ds[0]))
+}
+
+// deadAgain reports whether a redrive's own message (its first result)
+// was dead-lettered again.
+func deadAgain(ds []seqboxtype.Result) bool {
+	return len(ds) > 0 && ds[0].Outcome == seqboxtype.DeadLettered
+}
+
+// newestFor is the newest open dead letter of d's message (0: none).
+func newestFor(dls []store.DeadLetter, d seqboxtype.Result) int64 {
+	var seq int64
+	for _, dl := range dls {
+		if dl.Source == d.Source && dl.ID == d.ID {
+			seq = max(seq, dl.Seq)
+		}
+	}
+	return seq
+}
+
+// failedAgain ends a redrive whose message failed again: the results are
+// printed, and this says on stderr that the message is dead-lettered once
+// more (as dlq seq, when known) and why; the command exits with status 1.
+func failedAgain(cmd *cobra.Command, ds []seqboxtype.Result, seq int64) error {
+	as := ""
+	if seq > 0 {
+		as = " as dlq " + strconv.FormatInt(seq, 10)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s: source=%q id=%q failed again and is dead-lettered%s: %s\n",
+		cmd.Root().Name(), subcommandPath(cmd), ds[0].Source, ds[0].ID, as, ds[0].Reason)
+	return exitCode(1)
 }
 
 // live reports whether a consumer process has sent a heartbeat lately.
@@ -144,13 +188,13 @@ func heartbeatText(r store.Registration) string {
 	return fmt.Sprintf("last heartbeat %s ago from %s", time.Since(r.HeartbeatAt).Round(time.Second), r.Process)
 }
 
-// writeResult prints the decisions of an executed request as JSON lines.
-func writeResult(w io.Writer, r store.OperatorRequest) error {
+// resultsOf reads the results an executed request recorded.
+func resultsOf(r store.OperatorRequest) ([]seqboxtype.Result, error) {
 	var ds []seqboxtype.Result
 	if len(r.Result) > 0 {
 		if err := json.Unmarshal(r.Result, &ds); err != nil {
-			return fmt.Errorf("request %d: unreadable result: %w", r.Seq, err)
+			return nil, fmt.Errorf("request %d: unreadable result: %w", r.Seq, err)
 		}
 	}
-	return ops.WriteDecisions(w, ds)
+	return ds, nil
 }

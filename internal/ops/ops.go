@@ -20,9 +20,9 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
-// WriteDecisions prints one JSON line per decision, as replay does, so the
+// WriteResults prints one JSON line per result, as replay does, so the
 // output of an operator action reads like the replay it continues.
-func WriteDecisions(w io.Writer, ds []seqboxtype.Result) error {
+func WriteResults(w io.Writer, ds []seqboxtype.Result) error {
 	return writeJSONLines(w, ds)
 }
 
