@@ -44,6 +44,9 @@ type Options struct {
 	ProcLog io.Writer
 	// Progress receives one line per phase (nil: discarded).
 	Progress io.Writer
+	// OnResult, when set, is called with each scenario's result as the
+	// scenario ends, so that a caller can print its row at once.
+	OnResult func(Result)
 	// Keep leaves each scenario's SQLite files in place, for a post-mortem.
 	Keep bool
 	// Transport is what the consumers receive from: embedded (default),
@@ -159,6 +162,9 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 			h.progress("%s: %s", name, r.Report())
 		}
 		out = append(out, res)
+		if opt.OnResult != nil {
+			opt.OnResult(res)
+		}
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}

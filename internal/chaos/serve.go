@@ -64,6 +64,9 @@ func RunServe(ctx context.Context, opt Options) ([]Result, error) {
 		res := h.serveScenario(sctx, name)
 		cancel()
 		out = append(out, res)
+		if opt.OnResult != nil {
+			opt.OnResult(res)
+		}
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}

@@ -48,13 +48,15 @@ func runServe(t *testing.T, db string, scenarios ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	var log strings.Builder
+	var ended []string // OnResult's calls, one as each scenario ends
 	res, err := chaos.RunServe(ctx, chaos.Options{Self: self, DB: db, Messages: 120, Keys: 6, Kills: 2, Seed: 5,
-		Scenarios: scenarios, Timeout: 4 * time.Minute})
+		Scenarios: scenarios, Timeout: 4 * time.Minute, OnResult: func(r chaos.Result) { ended = append(ended, r.Scenario) }})
 	failed := chaos.WriteTable(&log, res)
 	t.Log("\n" + log.String())
 	require.NoError(t, err)
 	require.Zero(t, failed)
 	require.Len(t, res, len(scenarios))
+	require.Equal(t, scenarios, ended, "each scenario's result is handed over as it ends")
 	for _, r := range res {
 		require.Equal(t, 120, r.ExpectedEffects)
 		require.Equal(t, r.ExpectedEffects, r.ActualEffects, r.Scenario)

@@ -46,17 +46,36 @@ func (r *Result) fail(format string, args ...any) {
 // WriteTable prints the results as the chaos table, the failures under it,
 // and the final summary line.
 func WriteTable(w io.Writer, rs []Result) (failed int) {
+	WriteHeader(w)
+	for _, r := range rs {
+		WriteRow(w, r)
+	}
+	return WriteSummary(w, rs)
+}
+
+// WriteHeader prints the chaos table's header line.
+func WriteHeader(w io.Writer) {
 	fmt.Fprintf(w, "%-32s %10s %6s %9s %9s %10s %5s %6s %7s %8s %8s\n", "scenario", "deliveries", "kills",
 		"expected", "effects", "dup_effects", "lost", "order", "history", "verdict", "time")
-	for _, r := range rs {
-		verdict := "PASS"
-		if !r.Passed() {
-			verdict, failed = "FAIL", failed+1
-		}
-		fmt.Fprintf(w, "%-32s %10d %6d %9d %9d %10d %5d %6d %7d %8s %8s\n", r.Scenario, r.Deliveries, r.Kills,
-			r.ExpectedEffects, r.ActualEffects, r.DuplicateEffects, r.Lost, r.OrderViolations, r.HistoryViolations, verdict, r.Elapsed.Round(time.Millisecond))
+}
+
+// WriteRow prints one scenario's row of the chaos table.
+func WriteRow(w io.Writer, r Result) {
+	verdict := "PASS"
+	if !r.Passed() {
+		verdict = "FAIL"
 	}
+	fmt.Fprintf(w, "%-32s %10d %6d %9d %9d %10d %5d %6d %7d %8s %8s\n", r.Scenario, r.Deliveries, r.Kills,
+		r.ExpectedEffects, r.ActualEffects, r.DuplicateEffects, r.Lost, r.OrderViolations, r.HistoryViolations, verdict, r.Elapsed.Round(time.Millisecond))
+}
+
+// WriteSummary prints the failures of rs and the final summary line, and
+// returns how many scenarios failed.
+func WriteSummary(w io.Writer, rs []Result) (failed int) {
 	for _, r := range rs {
+		if !r.Passed() {
+			failed++
+		}
 		for _, f := range r.Failures {
 			fmt.Fprintf(w, "  %s: %s\n", r.Scenario, f)
 		}

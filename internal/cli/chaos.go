@@ -57,8 +57,18 @@ status 1 if any failed.`,
 			if target == "serve" {
 				run = chaos.RunServe
 			}
+			// Each scenario's row prints when it ends; a small run takes
+			// minutes.
+			chaos.WriteHeader(cmd.OutOrStdout())
+			opt.OnResult = func(r chaos.Result) { chaos.WriteRow(cmd.OutOrStdout(), r) }
 			res, err := run(cmd.Context(), opt)
-			failed := chaos.WriteTable(cmd.OutOrStdout(), res)
+			failed := chaos.WriteSummary(cmd.OutOrStdout(), res)
+			if slices.ContainsFunc(res, func(r chaos.Result) bool { return r.Kills != opt.Kills }) {
+				fmt.Fprintf(cmd.OutOrStdout(), "kills: the SIGKILLs each scenario saw; --kills %d is a budget, not a count. "+
+					"random scenarios deal it at intervals while consumers run; a fault:* scenario arms each consumer to kill itself "+
+					"at the fault point while the budget lasts, so consumers armed at once can pass it, and a point the run "+
+					"never reaches leaves it unspent\n", opt.Kills)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "elapsed %s\n", time.Since(start).Round(time.Millisecond))
 			if err != nil {
 				return err
