@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -67,9 +68,38 @@ func (c *Consumer) refreshMetrics(ctx context.Context) error {
 // observe counts results and tells the Observer, after their commit.
 func (c *Consumer) observe(ds []seqboxtype.Result) {
 	observe(c.cfg.Metrics, c.cfg.Name, ds)
+	c.logResults(ds)
 	if c.cfg.Observer != nil {
 		for _, d := range ds {
 			c.cfg.Observer(d)
 		}
+	}
+}
+
+// logResults writes one line per committed result an operator should hear
+// of: a retry, a dead letter, a rejected envelope, a collision. Each names
+// the event (consumer, source, id, key, version, attempt) and the reason.
+func (c *Consumer) logResults(ds []seqboxtype.Result) {
+	for _, d := range ds {
+		var level slog.Level
+		var msg string
+		switch d.Outcome {
+		case seqboxtype.Retry:
+			level, msg = slog.LevelWarn, "seqbox: delivery failed; it will be retried"
+		case seqboxtype.DeadLettered:
+			level, msg = slog.LevelError, "seqbox: dead-lettered; its key is blocked unless OnDeadLetter is release"
+		case seqboxtype.Rejected:
+			level, msg = slog.LevelWarn, "seqbox: envelope rejected and dead-lettered"
+		case seqboxtype.Collision:
+			level, msg = slog.LevelWarn, "seqbox: identity collision: same id, another payload; parked for investigation"
+		default:
+			continue
+		}
+		version := any(nil)
+		if d.ObjectVersion != nil {
+			version = *d.ObjectVersion
+		}
+		c.cfg.Logger.Log(context.Background(), level, msg, "consumer", c.cfg.Name, "source", d.Source, "id", d.ID,
+			"key", d.PartitionKey, "version", version, "attempt", d.Attempt, "outcome", string(d.Outcome), "reason", d.Reason)
 	}
 }

@@ -27,6 +27,12 @@ func (c *Consumer) purge(ctx context.Context, batch int) (int64, error) {
 		batch = DefaultPurgeBatch
 	}
 	var total int64
+	defer func() {
+		if total > 0 {
+			c.cfg.Logger.Info("seqbox: retention purge removed expired identities", "consumer", c.cfg.Name,
+				"removed", total, "retention", c.cfg.Retention.String())
+		}
+	}()
 	for ctx.Err() == nil {
 		if err := c.hooks.At(fault.DuringPurge); err != nil {
 			return total, err

@@ -52,7 +52,7 @@ removed.`,
 				return fmt.Errorf("purge: consumer %q: its registration records no %s (it registered with an older seqbox), so its retention cannot be checked against them; run the consumer once with this seqbox and purge again; nothing was removed",
 					reg.Consumer, strings.Join(missing, ", "))
 			}
-			cfg := seqbox.Config{Name: reg.Consumer, Store: st,
+			cfg := seqbox.Config{Name: reg.Consumer, Store: st, Logger: consumerLogger(),
 				Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 					return errors.New("purge applies nothing")
 				}}

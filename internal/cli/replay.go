@@ -45,6 +45,7 @@ func (f *policyFlags) config() (seqbox.Config, error) {
 		MaxAge:       f.maxAge,
 		HoldTimeout:  f.holdTimeout,
 		MaxBlock:     f.maxBlock,
+		Logger:       consumerLogger(),
 	}
 	if f.maxAttempts < 1 {
 		return cfg, fmt.Errorf("--max-attempts %d: must be at least 1", f.maxAttempts)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -151,7 +150,7 @@ func live(r store.Registration) bool {
 // with its registered policies.
 func runInProcess(ctx context.Context, st store.Store, s *session) error {
 	cfg := seqbox.Config{Name: s.reg.Consumer, Store: st,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger: consumerLogger()}
 	if err := reach.ApplyPolicies(s.pol, &cfg); err != nil {
 		return err
 	}
