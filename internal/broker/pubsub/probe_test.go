@@ -199,7 +199,7 @@ func TestProbeAckDeadlines(t *testing.T) {
 		t.Fatalf("nacked with 1 s delay, back after %s", clock.elapsed())
 	}
 	clock.advance(200 * time.Millisecond)
-	m = one(t, r.pull(""), "m")
+	one(t, r.pull(""), "m") // back after the 1 s delay
 	// Not settled: it comes back after the subscription's 2 s deadline,
 	// not before.
 	clock.start()
