@@ -10,6 +10,7 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // keyConflictDelay is how soon a delivery that lost a key race comes back.
@@ -94,17 +95,20 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 	}
 	settle := context.WithoutCancel(ctx)
 	var acks []transport.Delivery
+	var acked []trace.SpanContext
 	for i, d := range ds {
 		if d == nil {
 			continue
 		}
 		first := out[i][0]
 		var err error
+		start := time.Now()
 		switch {
 		case first.Outcome == outcomeDeciding:
 			continue // it runs again once decided
 		case first.Outcome != seqboxtype.Retry:
 			acks = append(acks, d)
+			acked = append(acked, ins[i].span)
 			continue
 		case first.KeyConflict:
 			err = d.Nack(settle, keyConflictDelay)
@@ -113,34 +117,45 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		default:
 			err = d.Nack(settle, c.cfg.Retry.Backoff(first.Attempt))
 		}
+		c.tr.settle(ins[i].span, "nack", start, time.Now(), err)
 		if err != nil {
 			c.cfg.Logger.Warn("seqbox: settle failed after commit; the inbox absorbs the redelivery",
 				"consumer", c.cfg.Name, "source", first.Source, "id", first.ID, "err", err)
 		}
 	}
+	start, err := time.Now(), error(nil)
 	if !ackedInTx {
-		c.ack(settle, acks)
+		err = c.ack(settle, acks)
+	}
+	end := time.Now()
+	for _, sc := range acked {
+		c.tr.settle(sc, "ack", start, end, err)
 	}
 	return out, us, nil
 }
 
 // ack settles committed deliveries, in one round trip when the transport
-// can. A lost lease is only logged: the inbox absorbs the redelivery.
-func (c *Consumer) ack(ctx context.Context, ds []transport.Delivery) {
+// can, and returns the first failure. A lost lease is only logged: the
+// inbox absorbs the redelivery.
+func (c *Consumer) ack(ctx context.Context, ds []transport.Delivery) error {
 	if len(ds) == 0 {
-		return
+		return nil
 	}
 	if b, ok := c.cfg.Transport.(transport.BatchAcker); ok {
-		if err := b.AckBatch(ctx, ds); err != nil {
+		err := b.AckBatch(ctx, ds)
+		if err != nil {
 			c.cfg.Logger.Warn("seqbox: ack failed after commit; the inbox absorbs the redelivery",
 				"consumer", c.cfg.Name, "err", err)
 		}
-		return
+		return err
 	}
+	var first error
 	for _, d := range ds {
 		if err := d.Ack(ctx); err != nil {
+			first = cmp.Or(first, err)
 			c.cfg.Logger.Warn("seqbox: ack failed after commit; the inbox absorbs the redelivery",
 				"consumer", c.cfg.Name, "err", err)
 		}
 	}
+	return first
 }

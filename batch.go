@@ -31,7 +31,7 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(
 // runBatchOnce runs the batch in one transaction: optimistically (set-based,
 // no savepoints; see batchTx), or delivery by delivery with a savepoint
 // each.
-func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]seqboxtype.Result) error, failed map[store.Identity]error, optimistic bool) ([][]seqboxtype.Result, []undecided, error) {
+func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]seqboxtype.Result) error, failed map[store.Identity]error, optimistic bool) (_ [][]seqboxtype.Result, _ []undecided, err error) {
 	start := time.Now()
 	if err := c.hooks.At(fault.BeforeTx); err != nil {
 		return nil, nil, err
@@ -41,13 +41,15 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 		return nil, nil, err
 	}
 	btx := &batchTx{tx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
+	var out [][]seqboxtype.Result
+	defer func() { btx.endSpans(out, err) }()
 	if optimistic {
 		if err := c.p.prefetch(ctx, btx, ins, c.cfg.Now()); err != nil {
 			tx.Rollback()
 			return nil, nil, err
 		}
 	}
-	out := make([][]seqboxtype.Result, len(ins))
+	out = make([][]seqboxtype.Result, len(ins))
 	for i, in := range ins {
 		if i > 0 && i == len(ins)/2 {
 			if err := c.hooks.At(fault.MidBatch); err != nil {
@@ -56,10 +58,14 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 			}
 		}
 		btx.origin = i
+		n := len(btx.spans)
 		ds, err := c.p.deliver(ctx, btx, in)
 		if err != nil {
 			tx.Rollback()
 			return nil, nil, err
+		}
+		if len(btx.spans) > n {
+			ins[i].span = btx.spans[n].span.SpanContext()
 		}
 		out[i] = ds
 	}
@@ -123,11 +129,15 @@ func (c *Consumer) inTxOnce(ctx context.Context, point fault.Point, fn func(tx *
 	}
 	if err != nil {
 		tx.Rollback()
+		btx.endSpans(nil, err)
 		return nil, nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, nil, fmt.Errorf("commit: %w", err)
+		err = fmt.Errorf("commit: %w", err)
+		btx.endSpans(nil, err)
+		return nil, nil, err
 	}
+	btx.endSpans([][]seqboxtype.Result{ds}, nil)
 	c.observe(final(ds))
 	return ds, btx.undecided, nil
 }

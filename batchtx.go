@@ -82,6 +82,9 @@ type batchTx struct {
 	// input being run, which each one is reported under.
 	undecided []undecided
 	origin    int
+	// spans are the process spans of the messages this transaction ran,
+	// ended by endSpans once it commits or rolls back.
+	spans []openSpan
 }
 
 // deciding reports whether this run stopped (source, id) to be decided.

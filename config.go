@@ -10,6 +10,7 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // GapPolicy says what happens when a key's next version is missing.
@@ -168,6 +169,12 @@ type Config struct {
 	Observer func(seqboxtype.Result)
 	// Metrics, when set, counts outcomes and latencies.
 	Metrics *Metrics
+	// TracerProvider starts the consumer's OpenTelemetry spans: receive,
+	// process (one per message, with its outcome) and settle, continuing
+	// the producer's trace from the envelope's traceparent
+	// (docs/design.md §22). Default otel.GetTracerProvider(), which
+	// records nothing until the program installs a provider.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultDecideConcurrency is Config.DecideConcurrency's default.

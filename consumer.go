@@ -33,6 +33,8 @@ type Consumer struct {
 	txAck transport.TxAcker
 	// hooks: see pipeline.hooks.
 	hooks fault.Hook
+	// tr starts the receive, settle and decide spans.
+	tr tracing
 }
 
 // NewConsumer validates cfg, fills in defaults and returns a consumer.
@@ -41,7 +43,8 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 		return nil, err
 	}
 	c := cfg.WithDefaults()
-	cons := &Consumer{cfg: c, p: &pipeline{cfg: c}, kind: store.HandlerApplication, process: processName()}
+	tr := newTracing(c.TracerProvider, c.Name)
+	cons := &Consumer{cfg: c, p: &pipeline{cfg: c, tr: tr}, tr: tr, kind: store.HandlerApplication, process: processName()}
 	cons.claimant = cons.process + "/" + randomSuffix()
 	cons.decider = newDecider(cons)
 	if ta, ok := c.Transport.(transport.TxAcker); ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // undecided is a message the pipeline stopped before its handler because
@@ -35,6 +36,8 @@ type undecided struct {
 	// after: not to be decided yet; it runs again once the message
 	// holding its key's turn in the same batch is through.
 	after bool
+	// span is the process span that stopped it: its decision's parent.
+	span trace.SpanContext
 }
 
 // decider runs Config.Decide for undecided messages: one call per identity
@@ -158,7 +161,9 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 	}
 	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
 	defer cancel()
+	dctx, span := d.c.tr.startDecide(dctx, ev)
 	out, err := callDecide(dctx, cfg.Decide, ev)
+	endSpan(span, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

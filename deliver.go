@@ -65,7 +65,10 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 		return nil, err
 	}
 	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
-	ds, err := c.p.deliver(ctx, &batchTx{tx: c.cfg.Store.UnwrapTx(tx)}, ins[0])
+	btx := &batchTx{tx: c.cfg.Store.UnwrapTx(tx)}
+	ds, err := c.p.deliver(ctx, btx, ins[0])
+	// The caller commits: the spans end with the results it is handed.
+	btx.endSpans([][]seqboxtype.Result{ds}, err)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // The five-minute tour: a handler that creates a CRM task inside the inbox
@@ -153,4 +155,46 @@ func ExampleConsumer_Maintain() {
 	}
 	fmt.Println(res[0].Outcome)
 	// Output: applied
+}
+
+// A consumer with a TracerProvider continues each message's trace: the
+// process span is a child of the envelope's traceparent and records the
+// outcome. Here the spans go to an in-memory recorder; a program would
+// use an OTLP exporter.
+func ExampleConfig_tracerProvider() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "seqbox-example-")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "seqbox.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+
+	spans := tracetest.NewSpanRecorder()
+	consumer, err := seqbox.NewConsumer(seqbox.Config{
+		Name:           "crm-followup",
+		Store:          st,
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)),
+		Handler:        func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil },
+	})
+	if err != nil {
+		panic(err)
+	}
+	msg := []byte(`{"specversion":"1.0","id":"evt-7","source":"crm","type":"deal.won",
+		"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`)
+	if _, err := consumer.Deliver(ctx, msg, 1); err != nil {
+		panic(err)
+	}
+	for _, s := range spans.Ended() {
+		var outcome string
+		for _, kv := range s.Attributes() {
+			if kv.Key == "seqbox.outcome" {
+				outcome = kv.Value.AsString()
+			}
+		}
+		fmt.Println(s.Name(), s.SpanContext().TraceID(), "parent", s.Parent().SpanID(), outcome)
+	}
+	// Output:
+	// process crm-followup 4bf92f3577b34da6a3ce929d0e0e4736 parent 00f067aa0ba902b7 applied
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrBlockedByDeadLetter is returned by ReleaseKey for a key blocked behind
@@ -89,7 +90,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 		if own == nil {
 			break
 		}
-		decideErr = c.decider.decide(ctx, own.ev)
+		decideErr = c.decider.decide(trace.ContextWithSpanContext(ctx, own.span), own.ev)
 	}
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.Redrives.WithLabelValues(c.cfg.Name).Inc()

@@ -14,6 +14,7 @@ import (
 	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // input is one message entering the pipeline.
@@ -42,6 +43,12 @@ type input struct {
 	parsed bool
 	ev     seqboxtype.Event
 	perr   error
+	// traceParent and traceState are the producer's trace context from
+	// the broker's headers, for an envelope that carries none.
+	traceParent, traceState string
+	// span is the input's process span once its pass started it: the
+	// parent of its settle span.
+	span trace.SpanContext
 }
 
 // event parses the envelope, once.
@@ -83,6 +90,8 @@ type pipeline struct {
 	// hooks, installed only by seqbox's own tests and chaos harness
 	// (internal/fault), crash the pipeline at its failure windows.
 	hooks fault.Hook
+	// tr starts the process spans.
+	tr tracing
 }
 
 // deliver runs one message through inbox, gate and handler inside tx, then
@@ -101,9 +110,22 @@ func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]seqbox
 	return append(r.results, more...), err
 }
 
-// process reaches the message's own result. It returns the key to unpark
-// when the key's version moved.
+// process reaches the message's own result inside its process span,
+// which ends when tx does (batchTx.endSpans).
 func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached, error) {
+	ctx, span := p.tr.startProcess(ctx, &in, p.cfg.VolatileAttributes)
+	r, err := p.processMessage(ctx, tx, in)
+	id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}
+	if len(r.results) > 0 {
+		id = store.Identity{Source: r.results[0].Source, ID: r.results[0].ID}
+	}
+	tx.spans = append(tx.spans, openSpan{span: span, id: id, origin: tx.origin})
+	return r, err
+}
+
+// processMessage reaches the message's own result. It returns the key to
+// unpark when the key's version moved.
+func (p *pipeline) processMessage(ctx context.Context, tx *batchTx, in input) (reached, error) {
 	now := p.cfg.Now()
 	sp := tx.savepoint()
 	if err := tx.Savepoint(ctx, sp); err != nil {

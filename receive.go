@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/transport"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // run is Run; with idle > 0 it also stops once idle for that long.
@@ -49,6 +50,7 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 		if !s.waitRoom(ctx) {
 			break
 		}
+		received := time.Now()
 		ds, err := c.cfg.Transport.Receive(ctx, c.cfg.BatchSize)
 		if idle > 0 && err == nil {
 			switch {
@@ -71,8 +73,14 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 			sleep(ctx, time.Second)
 			continue
 		}
-		for _, d := range ds {
-			s.add(deliveryKey(d), d)
+		producers := make([]trace.SpanContext, len(ds))
+		for i, d := range ds {
+			var key string
+			key, producers[i] = deliveryMeta(d)
+			s.add(key, d)
+		}
+		if len(ds) > 0 {
+			c.tr.receive(ctx, received, producers)
 		}
 	}
 	cancel(nil)
@@ -93,6 +101,9 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	ins := make([]input, len(ds))
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
+		if h, ok := d.(transport.HeaderCarrier); ok {
+			ins[i].traceParent, ins[i].traceState = h.Header("traceparent"), h.Header("tracestate")
+		}
 	}
 	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
 	if err != nil || len(us) == 0 {
@@ -115,16 +126,27 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	return err
 }
 
-// deliveryKey is the scheduling key: the partition key, or a unique key for
-// messages that carry none (they need no ordering).
-func deliveryKey(d transport.Delivery) string {
+// deliveryMeta returns the delivery's scheduling key (the partition key,
+// or a unique key for messages that carry none: they need no ordering)
+// and its producer's trace context, from the envelope or else the
+// broker's headers.
+func deliveryMeta(d transport.Delivery) (string, trace.SpanContext) {
 	var k struct {
 		PartitionKey string `json:"partitionkey"`
+		TraceParent  any    `json:"traceparent"`
+		TraceState   any    `json:"tracestate"`
 	}
-	if json.Unmarshal(d.Body(), &k) == nil && k.PartitionKey != "" {
-		return "k:" + k.PartitionKey
+	_ = json.Unmarshal(d.Body(), &k) // an undecodable body is rejected by the pipeline
+	tp, _ := k.TraceParent.(string)
+	ts, _ := k.TraceState.(string)
+	if h, ok := d.(transport.HeaderCarrier); ok && tp == "" {
+		tp, ts = h.Header("traceparent"), h.Header("tracestate")
 	}
-	return "u:" + strconv.FormatUint(nextUnkeyed(), 10)
+	key := "k:" + k.PartitionKey
+	if k.PartitionKey == "" {
+		key = "u:" + strconv.FormatUint(nextUnkeyed(), 10)
+	}
+	return key, producerContext(tp, ts)
 }
 
 func nextUnkeyed() uint64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // decideGrace is how long a stage gathers finished decisions before it
@@ -118,7 +119,7 @@ func (st *stager) add(us []undecided) {
 			continue
 		}
 		st.wg.Go(func() {
-			err := st.c.decider.decide(st.ctx, it.ev)
+			err := st.c.decider.decide(trace.ContextWithSpanContext(st.ctx, it.span), it.ev)
 			st.mu.Lock()
 			it.in.decideErr = err
 			st.finished[i] = true

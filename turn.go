@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // outcomeDeciding is what process reaches for a message that stopped
@@ -28,7 +29,8 @@ func (p *pipeline) awaitDecision(ctx context.Context, dl *delivery) (reached, er
 	if err := p.keepTurn(ctx, dl, now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil {
 		return reached{}, err
 	}
-	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey})
+	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey,
+		span: trace.SpanContextFromContext(ctx)})
 	d.Outcome, d.Reason = outcomeDeciding, "its decision is being asked"
 	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
 }

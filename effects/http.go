@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // HTTPRequest builds the request of one attempt; it is called again for
@@ -42,6 +43,8 @@ func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 			return "", Definite(fmt.Errorf("build request: %w", err))
 		}
 		req.Header.Set("Idempotency-Key", key)
+		// The remote side continues the message's trace (W3C trace context).
+		propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
 		noReplay(req)
 		resp, err := client.Do(req)
 		if err != nil {

@@ -189,7 +189,7 @@ func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, erro
 
 // DoFor is Do for an identity given explicitly, for code outside a
 // Decider (its InTransaction is ignored: the caller vouches for it).
-func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action string, call Call) (string, error) {
+func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action string, call Call) (_ string, err error) {
 	if err := checkAction(action); err != nil {
 		return "", err
 	}
@@ -197,6 +197,8 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 		return "", fmt.Errorf("effects: identity %+v is incomplete: consumer, source and id are required", id)
 	}
 	key := Key(id.Consumer, id.Source, id.ID, action)
+	ctx, span := startSpan(ctx, action, key)
+	defer func() { endSpan(span, err) }()
 	for range 3 {
 		e, found, err := l.get(ctx, key)
 		if err != nil {

@@ -27,7 +27,9 @@ var ErrNoTransaction = errors.New("outbox: the context carries no seqbox transac
 // consumer would validate it (seqboxtype.ParseEvent); an invalid one is
 // refused with the error that names the field, and nothing is written.
 // Events of one partitionkey (or, without one, of one id) are published
-// in the order they were emitted.
+// in the order they were emitted. An event without a traceparent gets
+// ctx's (the handler's process span), so its consumer continues the
+// trace; the attribute is volatile, so the payload hash is unchanged.
 func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
 	ev, err := seqboxtype.ParseEvent(event)
 	if err != nil {
@@ -48,8 +50,9 @@ func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
 	if id, ok := seqbox.IdentityFrom(ctx); ok {
 		origin = id.Consumer
 	}
+	body := withTraceContext(ctx, event, ev.TraceParent != "")
 	if _, err := etx.OutboxInsert(ctx, store.OutboxEvent{Origin: origin, PartitionKey: key, EventID: ev.ID,
-		Body: event, CreatedAt: time.Now()}); err != nil {
+		Body: body, CreatedAt: time.Now()}); err != nil {
 		return fmt.Errorf("outbox: emit %s: %w", ev.ID, err)
 	}
 	return nil

@@ -49,6 +49,12 @@ type Event struct {
 	CausationID string
 	TenantID    string
 	DataSchema  string
+	// TraceParent and TraceState are the CloudEvents distributed-tracing
+	// extension: the W3C trace context of the producer. They are read
+	// leniently (a value that is not a string is left out, never refused)
+	// and are volatile: they do not enter the payload hash.
+	TraceParent string
+	TraceState  string
 	// Data is the event's data member exactly as it appears in Raw (a
 	// sub-slice of it): not re-encoded, so numbers keep every digit and
 	// strings their escapes. Two deliveries of one fact may differ here in
@@ -118,6 +124,10 @@ func ParseEventExcluding(raw []byte, volatile []string) (Event, error) {
 			return Event{}, err
 		}
 	}
+	// Tracing context is advisory: a malformed one is ignored, as W3C
+	// trace context asks, rather than costing the event.
+	ev.TraceParent = env.lenientString("traceparent")
+	ev.TraceState = env.lenientString("tracestate")
 	ts, err := env.optionalString("time")
 	if err != nil {
 		return Event{}, err
@@ -209,6 +219,16 @@ func (e envelope) optionalString(name string) (string, error) {
 	}
 	s := e.text(m)
 	return s, storable(name, s)
+}
+
+// lenientString is optionalString for advisory attributes: a value that
+// would be refused reads as absent.
+func (e envelope) lenientString(name string) string {
+	s, err := e.optionalString(name)
+	if err != nil {
+		return ""
+	}
+	return s
 }
 
 // maxSafeInteger is the largest integer n such that every integer up to n

@@ -34,6 +34,17 @@ type Delivery interface {
 	Extend(ctx context.Context, d time.Duration) error
 }
 
+// HeaderCarrier is implemented by deliveries whose broker message carries
+// headers beside the body: NATS headers, Kafka record headers, SQS
+// message attributes, Pub/Sub attributes. The consumer reads the W3C
+// trace context (traceparent, tracestate) there for an envelope that
+// carries none of its own.
+type HeaderCarrier interface {
+	// Header returns the named header's value, "" when absent. Names are
+	// matched as the broker matches them (case-insensitively for NATS).
+	Header(name string) string
+}
+
 // Transport receives deliveries.
 type Transport interface {
 	// Receive returns up to max deliveries, waiting a short while when none

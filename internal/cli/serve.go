@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/otelenv"
 	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -35,6 +37,11 @@ the built-in record handler applies.
 
 /v1/admin/... (OpenAPI at /v1/openapi.json) and the dashboard at /ui/ need
 --admin-token; /metrics, /healthz and /readyz are open.
+
+Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) set,
+spans (receive, process, decide, settle) go out over OTLP/HTTP, continuing
+each event's traceparent, and the agent's request carries the trace; the
+other standard OTEL_* variables apply. Without them nothing is exported.
 
 Every flag may also be set by the environment variable SEQBOX_<FLAG>
 (dashes as underscores, e.g. SEQBOX_ADMIN_TOKEN); a flag on the command line
@@ -63,6 +70,23 @@ wins.`,
 				return fmt.Errorf("serve: %w", err)
 			}
 			ctx := cmd.Context()
+			tracing, err := otelenv.FromEnv(ctx, os.Getenv, version())
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			defer func() {
+				// Flush the spans still buffered, bounded: a collector that is
+				// down must not hold the exit.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := tracing.Shutdown(sctx); err != nil {
+					o.Logger.Warn("seqbox serve: flushing traces failed", "err", err)
+				}
+			}()
+			if tracing.Provider != nil {
+				o.Policy.TracerProvider = tracing.Provider
+				o.Logger.Info("seqbox serve: exporting traces over OTLP/HTTP", "endpoint", tracing.Endpoint)
+			}
 			srv, err := serve.New(ctx, o)
 			if err != nil {
 				return fmt.Errorf("serve: %w", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // AgentAction is the effect ledger's action name for the agent call: the
@@ -154,6 +155,9 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 	req.Header.Set("Content-Type", mediaStructured)
 	req.Header.Set(HeaderIdempotencyKey, key)
 	req.Header.Set(HeaderConsumer, a.consumer)
+	// The agent continues the event's trace: ctx carries the decision's
+	// span, a child of the producer's context (W3C trace context).
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	if ev.PartitionKey != "" {
 		req.Header.Set(HeaderPartitionKey, ev.PartitionKey)
 	}

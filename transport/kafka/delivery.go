@@ -19,6 +19,16 @@ type delivery struct {
 
 var _ transport.Delivery = (*delivery)(nil)
 
+// Header returns the record's header of that name.
+func (d *delivery) Header(name string) string {
+	for _, h := range d.e.rec.Headers {
+		if h.Key == name {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
 // Body is the record's value, the CloudEvent as published.
 func (d *delivery) Body() []byte { return d.e.rec.Value }
 
@@ -128,3 +138,5 @@ func (d *delivery) Extend(context.Context, time.Duration) error {
 	}
 	return nil
 }
+
+var _ transport.HeaderCarrier = (*delivery)(nil)

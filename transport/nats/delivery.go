@@ -3,9 +3,11 @@ package nats
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/seqbox/seqbox/transport"
 )
 
 // delivery is one delivery of a stream message to a member.
@@ -13,6 +15,17 @@ type delivery struct {
 	t       *Transport
 	msg     jetstream.Msg
 	attempt int
+}
+
+// Header returns the message's NATS header of that name, matched
+// without regard to case.
+func (d *delivery) Header(name string) string {
+	for k, v := range d.msg.Headers() {
+		if len(v) > 0 && strings.EqualFold(k, name) {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // Body is the published CloudEvent.
@@ -70,3 +83,5 @@ func (t *Transport) flush(ctx context.Context) error {
 	}
 	return t.nc.FlushWithContext(ctx)
 }
+
+var _ transport.HeaderCarrier = (*delivery)(nil)

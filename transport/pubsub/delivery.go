@@ -3,6 +3,8 @@ package pubsub
 import (
 	"context"
 	"time"
+
+	"github.com/seqbox/seqbox/transport"
 )
 
 // delivery is one pulled message, identified by its ack ID.
@@ -12,7 +14,11 @@ type delivery struct {
 	msgID   string
 	body    []byte
 	attempt int
+	attrs   map[string]string
 }
+
+// Header returns the message's attribute of that name.
+func (d *delivery) Header(name string) string { return d.attrs[name] }
 
 func (d *delivery) Body() []byte { return d.body }
 
@@ -51,3 +57,5 @@ func deadlineSeconds(d time.Duration, floor int32) int32 {
 	}
 	return max(int32(s), floor)
 }
+
+var _ transport.HeaderCarrier = (*delivery)(nil)

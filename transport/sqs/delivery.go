@@ -27,6 +27,17 @@ type delivery struct {
 	id      string
 	handle  string
 	attempt int
+	attrs   map[string]types.MessageAttributeValue
+}
+
+// traceAttributes are the message attributes a receive asks for: the
+// W3C trace context of the producer.
+var traceAttributes = []string{"traceparent", "tracestate"}
+
+// Header returns the message's string attribute of that name (only the
+// trace context is received).
+func (d *delivery) Header(name string) string {
+	return aws.ToString(d.attrs[name].StringValue)
 }
 
 var _ transport.Delivery = (*delivery)(nil)
@@ -37,7 +48,7 @@ func (t *Transport) delivery(m types.Message) *delivery {
 		attempt = 1
 	}
 	return &delivery{t: t, body: []byte(aws.ToString(m.Body)), id: aws.ToString(m.MessageId),
-		handle: aws.ToString(m.ReceiptHandle), attempt: attempt}
+		handle: aws.ToString(m.ReceiptHandle), attempt: attempt, attrs: m.MessageAttributes}
 }
 
 // Body is the message body exactly as published.
@@ -132,3 +143,5 @@ func leaseLost(err error) bool {
 func batchEntryError(e types.BatchResultErrorEntry) error {
 	return &smithy.GenericAPIError{Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)}
 }
+
+var _ transport.HeaderCarrier = (*delivery)(nil)

@@ -162,6 +162,7 @@ func (t *Transport) receive(ctx context.Context, n int, wait int32) ([]types.Mes
 		MaxNumberOfMessages:         int32(n),
 		WaitTimeSeconds:             wait,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		MessageAttributeNames:       traceAttributes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqs: receive from %s: %w", t.cfg.QueueURL, err)
