@@ -91,6 +91,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	batchDone(c.cfg.Metrics, c.cfg.Name, len(ins), start)
+	c.sizer.observe(len(ins), time.Since(start))
 	for _, ds := range out {
 		c.observe(final(ds))
 	}

@@ -127,6 +127,15 @@ type Config struct {
 	// (group commit: one fsync for many messages) and stay small when it
 	// is light. Default 512.
 	BatchSize int
+	// TargetLatency is the receive→commit latency Run aims for. A
+	// delivery never waits for its batch to fill; the target bounds how
+	// large a batch grows: from the cost per message of the batches
+	// committed so far, a batch holds what commits within half the
+	// target. When the oldest waiting delivery is already past the
+	// target, batches grow to BatchSize to drain the backlog fastest.
+	// Default DefaultTargetLatency; negative: batches of up to BatchSize
+	// whatever their latency (throughput first).
+	TargetLatency time.Duration
 
 	// Retry bounds transient failures.
 	Retry RetryPolicy
@@ -180,6 +189,9 @@ type Config struct {
 // DefaultDecideConcurrency is Config.DecideConcurrency's default.
 const DefaultDecideConcurrency = 8
 
+// DefaultTargetLatency is Config.TargetLatency's default.
+const DefaultTargetLatency = 20 * time.Millisecond
+
 // DefaultBatchSize is Config.BatchSize's default.
 const DefaultBatchSize = 512
 
@@ -207,6 +219,9 @@ func (c *Config) WithDefaults() Config {
 	}
 	if out.BatchSize <= 0 {
 		out.BatchSize = DefaultBatchSize
+	}
+	if out.TargetLatency == 0 {
+		out.TargetLatency = DefaultTargetLatency
 	}
 	if out.Retry.MaxAttempts <= 0 {
 		out.Retry.MaxAttempts = 5

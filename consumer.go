@@ -35,6 +35,8 @@ type Consumer struct {
 	hooks fault.Hook
 	// tr starts the receive, settle and decide spans.
 	tr tracing
+	// sizer bounds batches by the target latency.
+	sizer *batchSizer
 }
 
 // NewConsumer validates cfg, fills in defaults and returns a consumer.
@@ -45,6 +47,7 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	c := cfg.WithDefaults()
 	tr := newTracing(c.TracerProvider, c.Name)
 	cons := &Consumer{cfg: c, p: &pipeline{cfg: c, tr: tr}, tr: tr, kind: store.HandlerApplication, process: processName()}
+	cons.sizer = newBatchSizer(c)
 	cons.claimant = cons.process + "/" + randomSuffix()
 	cons.decider = newDecider(cons)
 	if ta, ok := c.Transport.(transport.TxAcker); ok {

@@ -30,7 +30,7 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	for range c.cfg.Workers {
 		wg.Go(func() {
 			for {
-				b := s.take(ctx, c.cfg.BatchSize)
+				b := s.take(ctx, c.cfg.BatchSize, c.sizer)
 				if b == nil {
 					return
 				}

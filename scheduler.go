@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/seqbox/seqbox/transport"
 )
@@ -17,8 +18,8 @@ type scheduler struct {
 	pending map[string][]transport.Delivery
 	busy    map[string]bool
 	// live is every delivery received and not yet done, for lease
-	// extension.
-	live     map[transport.Delivery]struct{}
+	// extension, with when it was received.
+	live     map[transport.Delivery]time.Time
 	ready    []string
 	inFlight int
 	limit    int
@@ -38,7 +39,7 @@ type batch struct {
 
 func newScheduler(limit int) *scheduler {
 	s := &scheduler{pending: map[string][]transport.Delivery{}, busy: map[string]bool{},
-		live: map[transport.Delivery]struct{}{}, limit: limit}
+		live: map[transport.Delivery]time.Time{}, limit: limit}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
@@ -50,7 +51,7 @@ func (s *scheduler) add(key string, d transport.Delivery) {
 		s.ready = append(s.ready, key)
 	}
 	s.pending[key] = append(s.pending[key], d)
-	s.live[d] = struct{}{}
+	s.live[d] = time.Now()
 	s.inFlight++
 	s.cond.Broadcast()
 }
@@ -81,7 +82,9 @@ func (s *scheduler) waitRoom(ctx context.Context) bool {
 // take waits for ready keys and returns up to size deliveries from them,
 // at most half the batch from any one key, so that one hot key shares a
 // batch with others. It returns nil once the context ends.
-func (s *scheduler) take(ctx context.Context, size int) *batch {
+// take hands out the next batch: at most size deliveries, or what sizer
+// allows while the oldest ready delivery is within the target latency.
+func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batch {
 	defer s.closeOn(ctx)()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,6 +102,9 @@ func (s *scheduler) take(ctx context.Context, size int) *batch {
 	ready := 0
 	for _, key := range s.ready {
 		ready += len(s.pending[key])
+	}
+	if limit := sizer.limit(time.Since(s.live[s.pending[s.ready[0]][0]])); limit > 0 {
+		size = min(size, limit)
 	}
 	size = min(size, max(1, (ready+s.takers-1)/s.takers))
 	perKey := max(1, size/2)

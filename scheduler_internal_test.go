@@ -36,22 +36,22 @@ func TestSchedulerSharesBatchesAndPinsKeys(t *testing.T) {
 	s.add("k:a", &stub{name: "a0"})
 	s.add("k:b", &stub{name: "b0"})
 
-	first := s.take(ctx, 4)
+	first := s.take(ctx, 4, nil)
 	require.Equal(t, []string{"a0", "b0", "hot0", "hot1"}, names(first), "keys sorted; hot limited to half")
 	// hot is pinned by the first batch: a second worker gets nothing from it.
 	s.add("k:c", &stub{name: "c0"})
-	second := s.take(ctx, 4)
+	second := s.take(ctx, 4, nil)
 	require.Equal(t, []string{"c0"}, names(second))
 	s.done(second)
 	s.done(first)
-	third := s.take(ctx, 4)
+	third := s.take(ctx, 4, nil)
 	require.Equal(t, []string{"hot2", "hot3"}, names(third))
 
 	// Releasing a key early (its part of a batch committed) lets another
 	// worker take its next deliveries at once.
 	s.add("k:a", &stub{name: "a1"})
 	s.unpinEarly(third, []string{"k:hot"})
-	fourth := s.take(ctx, 4)
+	fourth := s.take(ctx, 4, nil)
 	require.Equal(t, []string{"a1", "hot4", "hot5"}, names(fourth))
 	s.done(third) // a released key is not unpinned twice
 	require.True(t, s.busy["k:hot"], "hot belongs to the fourth batch now")
@@ -64,10 +64,10 @@ func TestSchedulerShutdown(t *testing.T) {
 	s.add("k:a", &stub{name: "a0"})
 	s.add("k:a", &stub{name: "a1"})
 	ctx, cancel := context.WithCancel(context.Background())
-	b := s.take(ctx, 1)
+	b := s.take(ctx, 1, nil)
 	require.Equal(t, []string{"a0"}, names(b))
 	cancel()
-	require.Nil(t, s.take(ctx, 1))
+	require.Nil(t, s.take(ctx, 1, nil))
 	left := s.abandon()
 	require.Len(t, left, 1)
 	require.Equal(t, "a1", left[0].(*stub).name)
