@@ -157,7 +157,7 @@ func TestBenchSummaryQuick(t *testing.T) {
 		require.NoError(t, err, k)
 		require.Greater(t, f, 0.0, "%s must be measured", k)
 	}
-	for _, mode := range []string{"raw-limit ", "seqbox ", "naive ", "seqbox@half "} {
+	for _, mode := range []string{"raw-limit ", "seqbox ", "naive ", "seqbox@10% ", "seqbox@half ", "seqbox@90% "} {
 		require.Contains(t, out, "\n"+mode, "the %s row", mode)
 	}
 	require.Contains(t, fails(t, "bench", "extra"), "unknown command")
