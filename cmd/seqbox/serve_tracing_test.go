@@ -2,6 +2,7 @@ package main
 
 import (
 	"compress/gzip"
+	"encoding/json"
 	"encoding/hex"
 	"io"
 	"net/http"
@@ -174,27 +175,41 @@ func TestServeTracesReachTheAgentAndTheCollector(t *testing.T) {
 }
 
 // A failing agent call is in serve's output within seconds, naming the
-// event (source, id, key, version) and why it failed.
+// event (source, id, key, version) and why it failed, in text or JSON.
 func TestServeLogsAFailingAgentCall(t *testing.T) {
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "model backend unavailable", http.StatusInternalServerError)
 	}))
 	t.Cleanup(agent.Close)
-	s := startServe(t, nil, "--db", t.TempDir()+"/seqbox.db", "--admin-token", serveToken, "--agent-url", agent.URL)
-	code, _ := s.do(t, http.MethodPost, "/v1/events", "", map[string]string{"Content-Type": "application/cloudevents+json"},
-		ce("fails-at-agent", "opp-9", 1, `{}`))
-	require.Equal(t, http.StatusAccepted, code)
-	waitfor.That(t, 10*time.Second, "serve logs the failed agent call", func() bool {
-		return strings.Contains(s.stderrText(), "agent call failed")
-	})
-	var line string
-	for l := range strings.SplitSeq(s.stderrText(), "\n") {
-		if strings.Contains(l, "agent call failed") {
-			line = l
-			break
-		}
-	}
-	for _, want := range []string{"source=crm", "id=fails-at-agent", "partitionkey=opp-9", "objectversion=1", "500"} {
-		require.Contains(t, line, want)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			s := startServe(t, nil, "--db", t.TempDir()+"/seqbox.db", "--admin-token", serveToken, "--agent-url", agent.URL, "--log-format", format)
+			code, _ := s.do(t, http.MethodPost, "/v1/events", "", map[string]string{"Content-Type": "application/cloudevents+json"},
+				ce("fails-at-agent", "opp-9", 1, `{}`))
+			require.Equal(t, http.StatusAccepted, code)
+			waitfor.That(t, 10*time.Second, "serve logs the failed agent call", func() bool {
+				return strings.Contains(s.stderrText(), "agent call failed")
+			})
+			var line string
+			for l := range strings.SplitSeq(s.stderrText(), "\n") {
+				if strings.Contains(l, "agent call failed") {
+					line = l
+					break
+				}
+			}
+			if format == "text" {
+				for _, want := range []string{"source=crm", "id=fails-at-agent", "partitionkey=opp-9", "objectversion=1", "500"} {
+					require.Contains(t, line, want)
+				}
+				return
+			}
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec), "one JSON record a line: %s", line)
+			require.Equal(t, "WARN", rec["level"])
+			require.Equal(t, "fails-at-agent", rec["id"])
+			require.Equal(t, "opp-9", rec["partitionkey"])
+			require.EqualValues(t, 1, rec["objectversion"])
+			require.Contains(t, rec["err"], "500")
+		})
 	}
 }

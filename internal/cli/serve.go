@@ -20,7 +20,7 @@ import (
 // serveCmd is `seqbox serve`: the HTTP gateway of docs/design.md §17.
 func serveCmd() *cobra.Command {
 	var o serve.Options
-	var gap, holdExpiry, onDead, logLevel string
+	var gap, holdExpiry, onDead, logLevel, logFormat string
 	var maxAttempts int
 	var backoff, maxBackoff, holdTimeout, maxAge, maxBlock time.Duration
 	c := &cobra.Command{
@@ -60,7 +60,15 @@ wins.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", logLevel)
 			}
-			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			hopts := &slog.HandlerOptions{Level: level}
+			switch logFormat {
+			case "text":
+				o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), hopts))
+			case "json":
+				o.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), hopts))
+			default:
+				return fmt.Errorf("serve: --log-format %q: want text or json", logFormat)
+			}
 			if err := o.Validate(); err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
@@ -141,6 +149,7 @@ wins.`,
 	fl.DurationVar(&o.Policy.DLQRetention, "dlq-retention", 14*24*time.Hour, "how long dead letters are kept; retention must cover it plus --redrive-window")
 	fl.DurationVar(&o.Policy.RedriveWindow, "redrive-window", 24*time.Hour, "how long after its DLQ retention a message may be redriven")
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&logFormat, "log-format", "text", "text (key=value) or json, one record a line on stderr")
 	return c
 }
 
