@@ -2,8 +2,8 @@ package main
 
 import (
 	"compress/gzip"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
