@@ -1,0 +1,292 @@
+// Package gatewayagent holds the test of the README's gateway quick start,
+// which runs agent.py, the Python agent beside it.
+package gatewayagent
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seqbox/seqbox/internal/shorttest"
+	"github.com/seqbox/seqbox/internal/waitfor"
+)
+
+// The markers of the README's two blocks: the quick start, and what the
+// reader pastes after the agent printed the event.
+const (
+	startMarker = "<!-- gateway quick start: "
+	endMarker   = "<!-- gateway quick start, the end: "
+)
+
+// readmeBlock is the ```sh block that follows marker in readme.
+func readmeBlock(t *testing.T, readme, marker string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(readme, marker)
+	if !ok {
+		t.Fatalf("README.md has no %q marker before the gateway quick start's block", marker)
+	}
+	_, after, ok = strings.Cut(after, "\n```sh\n")
+	if !ok {
+		t.Fatalf("README.md has no ```sh block after %q", marker)
+	}
+	block, _, ok := strings.Cut(after, "\n```\n")
+	if !ok {
+		t.Fatalf("README.md's block after %q does not end", marker)
+	}
+	return block + "\n"
+}
+
+// need finds a program the quick start uses. Without it the test fails
+// under CI=true and is skipped elsewhere.
+func need(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the gateway quick start needs %s, which is not on PATH: %v", name, err)
+		}
+		t.Skipf("the gateway quick start needs %s, which is not on PATH (CI fails here instead)", name)
+	}
+}
+
+// freePort is a loopback address nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// copyTree copies the checkout at src (without .git) into dst: the quick
+// start runs in a clone of its own, and its seqbox.db stays there.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// output collects what the pasted blocks print, for polling.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// TestREADMEGatewayQuickStartRunsAsPasted pastes the README's gateway
+// quick start into bash, in a copy of the checkout, as a reader would:
+// the first block, then, once the agent printed the event, the second.
+// Only the ports differ (GATEWAY and AGENT, which the block reads), and
+// go install writes into a GOPATH of the test's.
+func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
+	shorttest.Skip(t, "the README's gateway quick start (it builds and runs seqbox serve)")
+	for _, p := range []string{"bash", "go", "python3", "curl", "openssl"} {
+		need(t, p)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	start, end := readmeBlock(t, readme, startMarker), readmeBlock(t, readme, endMarker)
+
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "seqbox")
+	copyTree(t, root, clone)
+	gopath := t.TempDir()
+	modcache, gocache := goEnv(t, "GOMODCACHE"), goEnv(t, "GOCACHE")
+	gateway, agent := freePort(t), freePort(t)
+
+	bash := exec.Command("bash")
+	bash.Dir = clone
+	bash.Env = append(os.Environ(), "GOPATH="+gopath, "GOBIN=", "GOMODCACHE="+modcache, "GOCACHE="+gocache,
+		"GATEWAY="+gateway, "AGENT="+agent, "SEQBOX_ADMIN_TOKEN=")
+	// Its own process group: the background jobs are killed with it if
+	// the block does not stop them.
+	bash.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out output
+	bash.Stdout, bash.Stderr = &out, &out
+	stdin, err := bash.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bash.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- bash.Wait() }()
+	defer func() {
+		_ = syscall.Kill(-bash.Process.Pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("the blocks printed:\n%s", out.String())
+		}
+	}()
+
+	if _, err := io.WriteString(stdin, start); err != nil {
+		t.Fatal(err)
+	}
+	applied := "agent: applied deal.won to opp-1 version 1 (event evt-1 from crm)"
+	waitfor.That(t, 3*time.Minute, "the agent to print the event", func() bool {
+		return strings.Contains(out.String(), applied)
+	})
+	if _, err := io.WriteString(stdin, end); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("bash: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the blocks did not end within a minute of the second")
+	}
+
+	got := out.String()
+	token := regexp.MustCompile(`(?m)^admin token: ([0-9a-f]{32})$`).FindStringSubmatch(got)
+	if token == nil {
+		t.Fatalf("the block did not show a 32-digit admin token:\n%s", got)
+	}
+	for _, want := range []string{
+		"seqbox serve: listening on http://" + gateway,
+		`"status":"ready"`,
+		applied,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the output lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "agent: applied"); n != 1 {
+		t.Errorf("the agent applied %d events, want 1:\n%s", n, got)
+	}
+	// keys list --all through the admin API, with the token the block
+	// kept: the key and the version the agent applied.
+	if !regexp.MustCompile(`(?m)^opp-1\s+ok\s+1\s`).MatchString(got) {
+		t.Errorf("keys list --all --server did not list opp-1 at version 1:\n%s", got)
+	}
+	// Both stopped: nothing answers on either port.
+	for _, addr := range []string{gateway, agent} {
+		waitfor.That(t, 30*time.Second, addr+" to stop answering", func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+			}
+			return err != nil
+		})
+	}
+	// The admin API refuses another token and takes the block's.
+	checkToken(t, clone, gopath, gateway, token[1])
+}
+
+// goEnv is one of the go command's settings.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	b, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// checkToken starts the installed seqbox serve again on the quick start's
+// database with the token the block printed, and checks that the admin API
+// answers with it and refuses a request without it.
+func checkToken(t *testing.T, clone, gopath, gateway, token string) {
+	t.Helper()
+	serve := exec.Command(filepath.Join(gopath, "bin", "seqbox"), "serve", "--db", "seqbox.db", "--addr", gateway)
+	serve.Dir = clone
+	serve.Env = append(os.Environ(), "SEQBOX_ADMIN_TOKEN="+token)
+	stdout, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve.Stderr = serve.Stdout
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = serve.Process.Kill()
+		_ = serve.Wait()
+	}()
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || !strings.Contains(lines.Text(), "listening on") {
+		t.Fatalf("seqbox serve did not start: %q", lines.Text())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{token, 200}, {"", 401}, {strings.Repeat("0", 32), 401}} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+gateway+"/v1/admin/keys?all=true", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.StatusCode; got != c.want {
+			t.Errorf("GET /v1/admin/keys with token %q: %d, want %d", c.token, got, c.want)
+		}
+	}
+}
