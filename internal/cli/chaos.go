@@ -101,7 +101,7 @@ status 1 if any failed.`,
 	}
 	fl.StringVar(&opt.Transport, "transport", "embedded", "transport under test: "+strings.Join(chaos.Transports, ", ")+" ("+where+")")
 	fl.StringVar(&opt.BrokerAddr, "broker", "", "a running broker to test against: a nats:// URL, Kafka seed brokers host:port,..., or an SQS endpoint URL")
-	fl.StringVar(&target, "target", "consumer", "consumer: consumer processes over a transport; serve: two `seqbox serve` processes, a faulty agent and producers over HTTP (scenarios: "+strings.Join(chaos.ServeScenarios(), ", ")+")")
+	fl.StringVar(&target, "target", "consumer", "consumer: consumer processes over a transport; serve: two seqbox serve processes, a faulty agent and producers over HTTP (scenarios: "+strings.Join(chaos.ServeScenarios(), ", ")+")")
 	c.PreRunE = func(*cobra.Command, []string) error {
 		if target != "consumer" && target != "serve" {
 			return fmt.Errorf("--target %q: not consumer or serve", target)
@@ -130,7 +130,7 @@ func chaosWorkerCmd() *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opt.DB, "db", "", "store and queue")
+	fl.StringVar(&opt.DB, "db", "", "store and queue: a SQLite file path or a postgres:// URL")
 	fl.StringVar(&opt.Mode, "mode", "consume", "consume, redrive, purge, checkpoint or relay")
 	fl.DurationVar(&opt.Lease, "lease", time.Second, "queue lease")
 	fl.IntVar(&opt.Workers, "workers", 2, "consumer workers")
