@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,9 +15,11 @@ import (
 // are the exception (a call whose answer was lost), never a backlog.
 const MaxUncertain = 100_000
 
-// ErrBadResolution marks a resolution whose fields are wrong, before
+// BadResolutionError says what is wrong with a Resolution, before
 // anything is looked up.
-var ErrBadResolution = errors.New("bad resolution")
+type BadResolutionError struct{ Problem string }
+
+func (e *BadResolutionError) Error() string { return e.Problem }
 
 // Resolution is how an operator settles an uncertain external call, after
 // checking the remote side: succeeded with the remote side's reference, or
@@ -30,16 +31,16 @@ type Resolution struct {
 	Reason string        `json:"reason"`
 }
 
-// Check says what is wrong with r (wrapping ErrBadResolution), naming
-// the CLI's flags, which are the API's fields with dashes.
+// Check says what is wrong with r, if anything (a *BadResolutionError),
+// naming the CLI's flags, which are the API's fields.
 func (r Resolution) Check() error {
 	switch {
 	case r.State != effects.Succeeded && r.State != effects.Failed:
-		return fmt.Errorf("%w: --state %q: succeeded or failed", ErrBadResolution, r.State)
+		return &BadResolutionError{fmt.Sprintf("--state %q: succeeded or failed", r.State)}
 	case r.State == effects.Succeeded && strings.TrimSpace(r.Ref) == "":
-		return fmt.Errorf("%w: --state succeeded needs --ref, the remote side's reference of the effect", ErrBadResolution)
+		return &BadResolutionError{"--state succeeded needs --ref, the remote side's reference of the effect"}
 	case strings.TrimSpace(r.By) == "" || strings.TrimSpace(r.Reason) == "":
-		return fmt.Errorf("%w: --by and --reason are required: the resolution must be attributable", ErrBadResolution)
+		return &BadResolutionError{"--by and --reason are required: the resolution must be attributable"}
 	}
 	return nil
 }

@@ -90,7 +90,8 @@ func (s *Server) resolveEffect(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.PathValue("key")
 	if err := ops.ResolveEffect(r.Context(), s.ledger, s.opt.Consumer, key, res); err != nil {
-		if errors.Is(err, ops.ErrBadResolution) {
+		var bad *ops.BadResolutionError
+		if errors.As(err, &bad) {
 			writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Detail: err.Error()})
 			return
 		}
