@@ -55,6 +55,8 @@ func TestEffectsListAndResolve(t *testing.T) {
 	require.Contains(t, run(fails, "effects", "resolve", "sbx-nope", "--state", "failed", "--by", "ana", "--reason", "x"), "no uncertain call")
 	require.Contains(t, run(fails, "effects", "list", "--state", "weird"), "not one of")
 	require.Contains(t, fails(t, "effects", "list", "--db", db, "--consumer", "nobody"), `--consumer "nobody"`)
+	require.Contains(t, fails(t, "effects", "bogus"), `unknown command "bogus"`)
+	require.Contains(t, fails(t, "effects", "resolve", "--db", db), "effects resolve: expects one IDEMPOTENCY-KEY argument")
 
 	require.Equal(t, key+" resolved succeeded by ana\n",
 		run(ok, "effects", "resolve", key, "--state", "succeeded", "--ref", "task-7", "--by", "ana", "--reason", "found it in the CRM"))

@@ -20,13 +20,8 @@ import (
 )
 
 func effectsCmd() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "effects",
-		Short: "The ledger of external calls: list them, resolve an uncertain one by hand",
-		Args:  cobra.NoArgs,
-	}
-	c.AddCommand(effectsListCmd(), effectsResolveCmd())
-	return c
+	return groupCmd("effects", "The ledger of external calls: list them, resolve an uncertain one by hand",
+		effectsListCmd(), effectsResolveCmd())
 }
 
 // ledger opens --db with access, selects the consumer as every operator
@@ -142,7 +137,7 @@ func effectsResolveCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "resolve IDEMPOTENCY-KEY",
 		Short: "Settle the consumer's uncertain call after checking the remote side: --state succeeded --ref R, or --state failed (the next attempt calls again)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("IDEMPOTENCY-KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res := ops.Resolution{State: effects.State(state), Ref: ref, By: by, Reason: reason}
 			if err := res.Check(); err != nil {
