@@ -5,6 +5,7 @@ package gatewayagent
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"io/fs"
 	"net"
@@ -71,40 +72,59 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// copyTree copies the checkout at src (without .git) into dst: the quick
-// start runs in a clone of its own, and its seqbox.db stays there.
+// copyTree copies the checkout at src into dst: the quick start runs in
+// a clone of its own, and its seqbox.db stays there. It copies what git
+// tracks or would (nothing ignored, such as a seqbox.db left by pasting
+// the quick start in the checkout); without git, every file but .git and
+// databases.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+	var files []string
+	if out, err := exec.Command("git", "-C", src, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output(); err == nil {
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, filepath.FromSlash(f))
+			}
+		}
+	} else {
+		err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir() && d.Name() == ".git":
+				return filepath.SkipDir
+			case !d.Type().IsRegular() || strings.Contains(d.Name(), ".db"):
+				return nil
+			}
+			rel, err := filepath.Rel(src, path)
+			files = append(files, rel)
 			return err
-		}
-		rel, err := filepath.Rel(src, path)
+		})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
+	}
+	for _, f := range files {
+		info, err := os.Lstat(filepath.Join(src, f))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted in the work tree
 		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case !d.Type().IsRegular():
-			return nil
-		}
-		b, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		info, err := d.Info()
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
+		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, f), b, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
