@@ -4,7 +4,6 @@ package gatewayagent
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -128,24 +126,6 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-// output collects what the pasted blocks print, for polling.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
 // TestREADMEGatewayQuickStartRunsAsPasted pastes the README's gateway
 // quick start into bash, in a copy of the checkout, as a reader would:
 // the first block, then, once the agent printed the event, the second.
@@ -180,8 +160,20 @@ func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
 	// Its own process group: the background jobs are killed with it if
 	// the block does not stop them.
 	bash.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out output
-	bash.Stdout, bash.Stderr = &out, &out
+	// What the blocks print goes to a file, read as it grows.
+	log, err := os.Create(filepath.Join(t.TempDir(), "printed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	bash.Stdout, bash.Stderr = log, log
+	printed := func() string {
+		b, err := os.ReadFile(log.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 	stdin, err := bash.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +186,7 @@ func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
 	defer func() {
 		_ = syscall.Kill(-bash.Process.Pid, syscall.SIGKILL)
 		if t.Failed() {
-			t.Logf("the blocks printed:\n%s", out.String())
+			t.Logf("the blocks printed:\n%s", printed())
 		}
 	}()
 
@@ -203,7 +195,7 @@ func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
 	}
 	applied := "agent: applied deal.won to opp-1 version 1 (event evt-1 from crm)"
 	waitfor.That(t, 3*time.Minute, "the agent to print the event", func() bool {
-		return strings.Contains(out.String(), applied)
+		return strings.Contains(printed(), applied)
 	})
 	if _, err := io.WriteString(stdin, end); err != nil {
 		t.Fatal(err)
@@ -218,7 +210,7 @@ func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
 		t.Fatal("the blocks did not end within a minute of the second")
 	}
 
-	got := out.String()
+	got := printed()
 	token := regexp.MustCompile(`(?m)^admin token: ([0-9a-f]{32})$`).FindStringSubmatch(got)
 	if token == nil {
 		t.Fatalf("the block did not show a 32-digit admin token:\n%s", got)

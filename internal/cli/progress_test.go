@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,28 +78,16 @@ func TestIsTerminal(t *testing.T) {
 	require.False(t, isTerminal(w))
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Between a bench phase's steps, tick moves its time on a terminal.
 func TestProgressTicks(t *testing.T) {
-	var out lockedBuffer
+	var out bytes.Buffer
 	p := &progress{w: &out, terminal: true}
+	// progress writes to out under p.mu, so the test reads it under p.mu.
+	written := func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return out.String()
+	}
 	p.onPhase(bench.Phase{Name: "latency at half rate"})
 	stop, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -108,7 +95,7 @@ func TestProgressTicks(t *testing.T) {
 		p.tick(stop)
 	}()
 	waitfor.That(t, 30*time.Second, "a second line of the running phase", func() bool {
-		return strings.Count(out.String(), "\rbench: latency at half rate, ") >= 2
+		return strings.Count(written(), "\rbench: latency at half rate, ") >= 2
 	})
 	close(stop)
 	<-ticked
