@@ -8,7 +8,8 @@ headers carry Idempotency-Key (the same on every retry of one event),
 Seqbox-Partition-Key and Seqbox-Object-Version. Answer 2xx once applied,
 409 with a problem body saying "stale" or "version_conflict" to refuse a
 version, another 4xx to dead-letter the event, 408, 429 or 5xx to have it
-retried. seqbox sends a key's events one at a time, in order.
+retried. seqbox sends a key's events one at a time, in order. A GET
+answers 204, for a script that waits until the agent is up.
 """
 
 import json
@@ -28,6 +29,10 @@ class Agent(BaseHTTPRequestHandler):
                   "version", self.headers.get("Seqbox-Object-Version"),
                   "(event", event["id"], "from", event["source"] + ")", flush=True)
         self.send_response(204)
+        self.end_headers()
+
+    def do_GET(self):
+        self.send_response(204)  # up: what the quick start waits for
         self.end_headers()
 
     def log_message(self, format, *args):

@@ -224,6 +224,10 @@ func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
 			t.Errorf("the output lacks %q:\n%s", want, got)
 		}
 	}
+	// Nothing went wrong on the way: the agent was up before the event.
+	if strings.Contains(got, "level=WARN") || strings.Contains(got, "level=ERROR") {
+		t.Errorf("seqbox serve logged a failure:\n%s", got)
+	}
 	if n := strings.Count(got, "agent: applied"); n != 1 {
 		t.Errorf("the agent applied %d events, want 1:\n%s", n, got)
 	}
