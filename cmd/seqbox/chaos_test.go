@@ -79,6 +79,7 @@ func TestChaosPostgres(t *testing.T) {
 
 // On a terminal chaos shows a progress line on stderr, rewritten in
 // place and erased before each row; script(1) gives it a real one.
+// Elsewhere it adds nothing to stderr.
 func TestChaosProgressOnATerminal(t *testing.T) {
 	shorttest.Skip(t, "the chaos suite")
 	if _, err := exec.LookPath("script"); err != nil {
@@ -97,6 +98,12 @@ func TestChaosProgressOnATerminal(t *testing.T) {
 	// The progress line is erased before the row, which starts a line.
 	require.Regexp(t, `\r\x1b\[Krandom +[0-9]+ .* PASS `, text)
 	require.Contains(t, text, "chaos: 1 scenario passed, 0 failed")
+
+	// Not on a terminal: the rows on stdout, nothing on stderr.
+	r := exe(t, "", "chaos", "--messages", "60", "--keys", "5", "--kills", "2", "--seed", "3", "--scenarios", "random")
+	require.Equal(t, 0, r.code, "stderr %q", r.stderr)
+	require.Empty(t, r.stderr)
+	require.Regexp(t, `(?m)^random +[0-9]+ .* PASS `, r.stdout)
 }
 
 func TestChaosUnknownTransport(t *testing.T) {
