@@ -145,8 +145,17 @@ func TestBenchBadFlags(t *testing.T) {
 // half-rate run, and before them the key sweep.
 func TestBenchSummaryQuick(t *testing.T) {
 	t.Parallel()
-	out := ok(t, "bench", "--quick")
-	t.Logf("\n%s", out)
+	r := exe(t, "", "bench", "--quick")
+	require.Equal(t, 0, r.code, "stderr %q", r.stderr)
+	out := r.stdout
+	t.Logf("\n%s\n%s", out, r.stderr)
+	// stderr is not a terminal: one line as each phase ends, in order,
+	// and no line rewritten in place.
+	require.Regexp(t, regexp.MustCompile(`^bench: raw limit: `+num+` msgs/s, best of batch [0-9]+, [0-9] writers \(`+num+`m?s\)\n`+
+		`bench: seqbox end to end: `+num+` msgs/s over 5000 messages \(`+num+`m?s\)\n`+
+		`bench: naive: `+num+` msgs/s over 500 messages \(`+num+`m?s\)\n`+
+		`bench: latency at half rate: p99 `+num+` ms at `+num+` msgs/s \(`+num+`m?s\)\n`+
+		`bench: seqbox over 1 to 1,000,000 keys: 5 spreads of keys \(`+num+`m?s\)\n$`), r.stderr)
 	checkKeySweep(t, out)
 	require.Regexp(t, `(?m)^rss bounds: .* SQLite's page cache is cache_size=-?[0-9]+ `, out)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")

@@ -77,6 +77,35 @@ func TestChaosPostgres(t *testing.T) {
 	require.Regexp(t, `(?m)^pg-restart .* PASS `, out)
 }
 
+// On a terminal chaos shows a progress line on stderr, rewritten in
+// place and erased before each row; script(1) gives it a real one.
+// Elsewhere it adds nothing to stderr.
+func TestChaosProgressOnATerminal(t *testing.T) {
+	shorttest.Skip(t, "the chaos suite")
+	if _, err := exec.LookPath("script"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("script (util-linux) is needed for a terminal: %v", err)
+		}
+		t.Skipf("script (util-linux) is needed for a terminal: %v", err)
+	}
+	cmd := exec.Command("script", "-qefc", bin+" chaos --messages 60 --keys 5 --kills 2 --seed 3 --scenarios random", "/dev/null")
+	cmd.Env = clitest.Environ()
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%q", out)
+	text := strings.ReplaceAll(string(out), "\r\n", "\n") // the terminal's line ends
+	require.Regexp(t, `\rchaos: scenario 1/1 random, phase 1: [0-9]+ messages pending, [0-9]+ kills, [0-9]+s\x1b\[K`, text)
+	// The progress line is erased before the row, which starts a line.
+	require.Regexp(t, `\r\x1b\[Krandom +[0-9]+ .* PASS `, text)
+	require.Contains(t, text, "chaos: 1 scenario passed, 0 failed")
+
+	// Not on a terminal: the rows on stdout, nothing on stderr.
+	r := exe(t, "", "chaos", "--messages", "60", "--keys", "5", "--kills", "2", "--seed", "3", "--scenarios", "random")
+	require.Equal(t, 0, r.code, "stderr %q", r.stderr)
+	require.Empty(t, r.stderr)
+	require.Regexp(t, `(?m)^random +[0-9]+ .* PASS `, r.stdout)
+}
+
 func TestChaosUnknownTransport(t *testing.T) {
 	line := fails(t, "chaos", "--transport", "rabbitmq")
 	require.Contains(t, line, `--transport "rabbitmq": not one of embedded, nats, kafka, sqs, pubsub`)

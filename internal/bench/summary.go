@@ -23,6 +23,50 @@ type SummaryOptions struct {
 	// Scratch says the database is thrown away after the run, so the run
 	// need not remove what it seeded.
 	Scratch bool
+	// OnPhase, when set, is called as each phase of the run starts, as
+	// it moves to its next step, and as it ends (for a progress line).
+	OnPhase func(Phase)
+}
+
+// Phase is where a Summary run stands: one of its phases, started,
+// at a step, or done.
+type Phase struct {
+	// Name is the phase: "raw limit", "seqbox end to end", "naive",
+	// "latency at half rate" or "seqbox over 1 to 1,000,000 keys".
+	Name string
+	// Step is what the phase runs now, when it has steps.
+	Step string
+	// Done is set once the phase ended; Result is then what it measured.
+	Done   bool
+	Result string
+	// Elapsed is the phase's time so far.
+	Elapsed time.Duration
+}
+
+// phase reports one phase of a Summary run to o.OnPhase.
+type phase struct {
+	o     SummaryOptions
+	name  string
+	start time.Time
+}
+
+func (o SummaryOptions) phase(name string) *phase {
+	p := &phase{o: o, name: name, start: time.Now()}
+	p.step("")
+	return p
+}
+
+func (p *phase) report(ph Phase) {
+	if p.o.OnPhase != nil {
+		ph.Name, ph.Elapsed = p.name, time.Since(p.start)
+		p.o.OnPhase(ph)
+	}
+}
+
+func (p *phase) step(step string) { p.report(Phase{Step: step}) }
+
+func (p *phase) done(format string, args ...any) {
+	p.report(Phase{Done: true, Result: fmt.Sprintf(format, args...)})
 }
 
 // Summary is one run, side by side on one database: the raw limit (the
@@ -54,8 +98,10 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	bodies := Bodies("bench", run+"-r", run, n, keys)
 	var raw float64
 	rawHow := ""
+	ph := o.phase("raw limit")
 	for _, b := range rawBatches {
 		for _, writers := range []int{1, 4} {
+			ph.step(fmt.Sprintf("batch %d, %d writers", b, writers))
 			r, err := rawRows(ctx, e.st.DB(), e.pg, fmt.Sprintf("%s-%d-%d", run, b, writers), bodies, keys, b, writers)
 			if err != nil {
 				return err
@@ -66,6 +112,9 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		}
 	}
 
+	ph.done("%.0f msgs/s, best of %s", raw, rawHow)
+
+	ph = o.phase("seqbox end to end")
 	if err := publish(ctx, e.q, Bodies("bench", run+"-s", run+"s", n, keys)); err != nil {
 		return err
 	}
@@ -79,11 +128,16 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		return err
 	}
 	seqboxRate := rate(int64(n), elapsed)
+	ph.done("%.0f msgs/s over %d messages", seqboxRate, n)
+
+	ph = o.phase("naive")
 
 	naive, err := naiveRate(ctx, e.st.DB(), run, Bodies("bench", run+"-n", run+"n", naiveN, keys), workers)
 	if err != nil {
 		return err
 	}
+
+	ph.done("%.0f msgs/s over %d messages", naive, naiveN)
 
 	// Latency at 10%, 50% and 90% of the measured maximum; the last line
 	// reports the p99 at half.
@@ -96,6 +150,7 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	loads := []atLoad{{name: "seqbox@10%", target: int(seqboxRate / 10)}, {name: "seqbox@half", target: int(seqboxRate / 2)},
 		{name: "seqbox@90%", target: int(seqboxRate * 9 / 10)}}
 	for i := range loads {
+		ph = o.phase("latency at " + strings.TrimPrefix(loads[i].name, "seqbox@") + " rate")
 		d := half
 		if o.Quick && loads[i].name != "seqbox@half" {
 			d = 3 * time.Second
@@ -104,13 +159,16 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		if err != nil {
 			return err
 		}
+		ph.done("p99 %s ms at %.0f msgs/s", ms(loads[i].lat.P99, loads[i].lat.N), loads[i].got)
 	}
 	lat := loads[1].lat
 
+	ph = o.phase("seqbox over 1 to 1,000,000 keys")
 	sweep, err := keySweep(ctx, e, run, o, workers, batch)
 	if err != nil {
 		return err
 	}
+	ph.done("%d spreads of keys", len(sweep))
 	printKeys(ctx, w, e, sweep, workers, batch)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

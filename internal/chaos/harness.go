@@ -47,6 +47,10 @@ type Options struct {
 	// OnResult, when set, is called with each scenario's result as the
 	// scenario ends, so that a caller can print its row at once.
 	OnResult func(Result)
+	// OnProgress, when set, is called while a scenario waits for its
+	// messages to settle, at every poll (a few times a second): for a
+	// progress line, which the caller throttles.
+	OnProgress func(Progress)
 	// Keep leaves each scenario's SQLite files in place, for a post-mortem.
 	Keep bool
 	// Transport is what the consumers receive from: embedded (default),
@@ -59,6 +63,23 @@ type Options struct {
 	// StartBroker, when set, starts a broker transport's broker if no
 	// BrokerAddr is given (seqbox-lab's in-process emulators).
 	StartBroker BrokerStarter
+}
+
+// Progress is where a running scenario stands.
+type Progress struct {
+	Scenario string
+	// Index is the scenario's place among Total, from 1.
+	Index, Total int
+	// Phase is the part of the scenario that waits (phase 1, redrive
+	// drain, phase 2 for the consumer target; drain for serve).
+	Phase string
+	// Pending is how many messages wait to be settled.
+	Pending int
+	// Kills is the SIGKILLs so far in this scenario; -1 when not known
+	// where the progress is taken.
+	Kills int
+	// Elapsed is the scenario's time so far.
+	Elapsed time.Duration
 }
 
 // consumerFaults are the fault points inside the consumer process.
@@ -84,10 +105,14 @@ func Scenarios(postgres bool, transport string) []string {
 }
 
 type harness struct {
-	opt    Options
-	wl     Workload
-	r      *rand.Rand
-	broker Broker // nil for the embedded transport
+	opt Options
+	// index and total place the running scenario; started is when it
+	// started (for Progress).
+	index, total int
+	started      time.Time
+	wl           Workload
+	r            *rand.Rand
+	broker       Broker // nil for the embedded transport
 }
 
 // scenarios lists the scenario names that apply to the run's store and
@@ -147,7 +172,9 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 	}
 	h := &harness{opt: opt, wl: Generate(opt.Seed, opt.Messages, opt.Keys), r: rand.New(rand.NewPCG(opt.Seed, 99)), broker: b}
 	var out []Result
-	for _, name := range names {
+	h.total = len(names)
+	for i, name := range names {
+		h.index, h.started = i+1, time.Now()
 		if !slices.Contains(have, name) {
 			why := "this store and transport"
 			if name == nodeKillScenario && opt.Transport == "nats" {
@@ -201,6 +228,14 @@ func (h *harness) freshDB(name string) (string, func(), error) {
 		return filepath.Join(dir, "chaos.db"), func() { h.progress("%s: kept %s", name, dir) }, nil
 	}
 	return filepath.Join(dir, "chaos.db"), func() { os.RemoveAll(dir) }, nil
+}
+
+// report passes where scenario name stands to Options.OnProgress.
+func (h *harness) report(name, phase string, pending, kills int) {
+	if h.opt.OnProgress != nil {
+		h.opt.OnProgress(Progress{Scenario: name, Index: h.index, Total: h.total, Phase: phase, Pending: pending, Kills: kills,
+			Elapsed: time.Since(h.started)})
+	}
 }
 
 func (h *harness) progress(format string, args ...any) {

@@ -254,6 +254,9 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			more, err = s.chainPending(ctx)
 			ready += more
 		}
+		if err == nil {
+			s.h.report(s.name, phase, ready+leased, s.kills)
+		}
 		if time.Since(lastReport) > 10*time.Second {
 			lastReport = time.Now()
 			s.h.progress("%s: %s still waiting: %d pending (err %v)", s.name, phase, ready+leased, err)

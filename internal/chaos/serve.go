@@ -56,7 +56,9 @@ func RunServe(ctx context.Context, opt Options) ([]Result, error) {
 	}
 	h := &harness{opt: opt, r: rand.New(rand.NewPCG(opt.Seed, 99))}
 	var out []Result
-	for _, name := range names {
+	h.total = len(names)
+	for i, name := range names {
+		h.index, h.started = i+1, time.Now()
 		if !known[name] {
 			return out, fmt.Errorf("chaos: unknown scenario %q for --target serve (have %s)", name, strings.Join(ServeScenarios(), ", "))
 		}
@@ -321,6 +323,9 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 		if err != nil {
 			return err
 		}
+		// The kills are counted by the supervisor's goroutine: not
+		// known here.
+		s.h.report(s.name, "drain", n, -1)
 		if n == 0 {
 			break
 		}

@@ -25,7 +25,8 @@ func benchCmd() *cobra.Command {
 			"peak resident set during each (VmHWM) and what bounds it.\n" +
 			"The last line is: bench: ratio_vs_raw=X ratio_vs_naive=Y msgs_per_s=Z p99_ms=W\n\n" +
 			"bench prints numbers; its subcommands check correctness (every message applied exactly once, the\n" +
-			"purge removed exactly the expired identities), never speed. Run it on the database you deploy on.",
+			"purge removed exactly the expired identities), never speed. Run it on the database you deploy on.\n\n" +
+			"Progress goes to stderr: a line as each phase ends, and on a terminal the step that runs.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Scratch = o.DB == ""
@@ -35,6 +36,21 @@ func benchCmd() *cobra.Command {
 			}
 			defer cleanup()
 			o.DB = db
+			// Each phase's end on stderr, and on a terminal its steps
+			// as a line rewritten in place: a run takes minutes.
+			prog := &progress{w: cmd.ErrOrStderr(), terminal: isTerminal(cmd.ErrOrStderr())}
+			o.OnPhase = prog.onPhase
+			stop := make(chan struct{})
+			ticked := make(chan struct{})
+			go func() {
+				defer close(ticked)
+				prog.tick(stop)
+			}()
+			defer func() {
+				close(stop)
+				<-ticked
+				prog.clear()
+			}()
 			return bench.Summary(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}

@@ -23,7 +23,8 @@ reorderings, late versions, poison and flaky messages, runs the consumer as
 separate OS processes (two competing), kills them with SIGKILL at random and at
 each named fault point, restarts them, and checks the database against an
 oracle, and each key's history of applies against the sequential
-specification of a key (the history column). One row per scenario; exit
+specification of a key (the history column). One row per scenario, printed
+as it ends; on a terminal, a progress line on stderr while it runs. Exit
 status 1 if any failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,8 +42,12 @@ status 1 if any failed.`,
 			if opt.PGBin == "" {
 				opt.PGBin = os.Getenv("SEQBOX_TEST_POSTGRES_BIN")
 			}
+			// On a terminal, a progress line on stderr, cleared before
+			// each row and each --verbose line.
+			prog := &progress{w: cmd.ErrOrStderr(), terminal: isTerminal(cmd.ErrOrStderr())}
+			opt.OnProgress = func(p chaos.Progress) { prog.show(chaosProgress(p)) }
 			if verbose {
-				opt.Progress = cmd.ErrOrStderr()
+				opt.Progress = prog
 			}
 			if procLog != "" {
 				f, err := os.Create(procLog)
@@ -60,8 +65,12 @@ status 1 if any failed.`,
 			// Each scenario's row prints when it ends; a small run takes
 			// minutes.
 			chaos.WriteHeader(cmd.OutOrStdout())
-			opt.OnResult = func(r chaos.Result) { chaos.WriteRow(cmd.OutOrStdout(), r) }
+			opt.OnResult = func(r chaos.Result) {
+				prog.clear()
+				chaos.WriteRow(cmd.OutOrStdout(), r)
+			}
 			res, err := run(cmd.Context(), opt)
+			prog.clear()
 			failed := chaos.WriteSummary(cmd.OutOrStdout(), res)
 			if slices.ContainsFunc(res, func(r chaos.Result) bool { return r.Kills != opt.Kills }) {
 				fmt.Fprintf(cmd.OutOrStdout(), "kills: the SIGKILLs each scenario saw; --kills %d is a budget, not a count. "+
@@ -101,7 +110,7 @@ status 1 if any failed.`,
 	}
 	fl.StringVar(&opt.Transport, "transport", "embedded", "transport under test: "+strings.Join(chaos.Transports, ", ")+" ("+where+")")
 	fl.StringVar(&opt.BrokerAddr, "broker", "", "a running broker to test against: a nats:// URL, Kafka seed brokers host:port,..., or an SQS endpoint URL")
-	fl.StringVar(&target, "target", "consumer", "consumer: consumer processes over a transport; serve: two `seqbox serve` processes, a faulty agent and producers over HTTP (scenarios: "+strings.Join(chaos.ServeScenarios(), ", ")+")")
+	fl.StringVar(&target, "target", "consumer", "consumer: consumer processes over a transport; serve: two seqbox serve processes, a faulty agent and producers over HTTP (scenarios: "+strings.Join(chaos.ServeScenarios(), ", ")+")")
 	c.PreRunE = func(*cobra.Command, []string) error {
 		if target != "consumer" && target != "serve" {
 			return fmt.Errorf("--target %q: not consumer or serve", target)
@@ -130,7 +139,7 @@ func chaosWorkerCmd() *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opt.DB, "db", "", "store and queue")
+	fl.StringVar(&opt.DB, "db", "", "store and queue: a SQLite file path or a postgres:// URL")
 	fl.StringVar(&opt.Mode, "mode", "consume", "consume, redrive, purge, checkpoint or relay")
 	fl.DurationVar(&opt.Lease, "lease", time.Second, "queue lease")
 	fl.IntVar(&opt.Workers, "workers", 2, "consumer workers")

@@ -73,7 +73,7 @@ func demoWorkerCmd() *cobra.Command {
 			return fmt.Errorf("demo worker: --scenario %q has no worker", scenario)
 		},
 	}
-	c.Flags().StringVar(&db, "db", "", "the lab's database")
+	c.Flags().StringVar(&db, "db", "", "the lab's database: a SQLite file path or a postgres:// URL")
 	c.Flags().StringVar(&scenario, "scenario", "", "the lab")
 	c.Flags().StringVar(&api, "api", "", "the remote API's URL")
 	c.Flags().StringVar(&role, "role", "", "the process's part in the lab")

@@ -81,8 +81,9 @@ order. A transient failure is redriven again, up to the consumer's attempts.
 The request is recorded in the database with who asked and why; a running
 consumer executes it within a second and the results print as JSON lines,
 in the format of seqbox replay. A database that seqbox replay or demo wrote
-has no consumer of its own running: the command executes the request itself. When no live consumer takes the request within --wait, it
-is cancelled and the command fails saying so.
+has no consumer of its own running: the command executes the request
+itself. When no live consumer takes the request within --wait, it is
+cancelled and the command fails saying so.
 
 With --server URL the command asks a running seqbox serve instead, through
 its admin API (--admin-token or SEQBOX_ADMIN_TOKEN): the gateway's own

@@ -1,64 +1,108 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/seqbox/seqbox/effects"
-	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
 
 func effectsCmd() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "effects",
-		Short: "The ledger of external calls: list them, resolve an uncertain one by hand",
-		Args:  cobra.NoArgs,
+	return groupCmd("effects", "The ledger of external calls: list them, resolve an uncertain one by hand",
+		effectsListCmd(), effectsResolveCmd())
+}
+
+// ledger opens --db with access, selects the consumer as every operator
+// command does, and runs fn with the consumer's ledger.
+func (f *opFlags) ledger(ctx context.Context, access store.Access, fn func(l *effects.Ledger, consumer string) error) error {
+	if f.token != "" {
+		return fmt.Errorf("--admin-token is for --server: the database path needs no token")
 	}
-	c.AddCommand(effectsListCmd(), effectsResolveCmd())
-	return c
+	if f.db == "" {
+		return fmt.Errorf("--db is required: the database the consumer uses (or --server, a running seqbox serve)")
+	}
+	st, closeStore, err := openStoreAccess(ctx, f.db, access)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	l, err := effects.New(st, effects.Config{})
+	if err != nil {
+		return err
+	}
+	consumer, err := ledgerConsumer(ctx, st, l, f.db, f.consumer)
+	if err != nil {
+		return err
+	}
+	return fn(l, consumer)
+}
+
+// ledgerConsumer is the consumer --consumer names, or the only one
+// registered in the database. A ledger may be used on its own
+// (effects.Ledger.DoFor) by a consumer that never registered: --consumer
+// takes it too when the ledger has calls of it.
+func ledgerConsumer(ctx context.Context, st store.Store, l *effects.Ledger, db, name string) (string, error) {
+	reg, err := findConsumer(ctx, st, db, name)
+	if err == nil {
+		return reg.Consumer, nil
+	}
+	if name == "" {
+		return "", fmt.Errorf("%w; --consumer names a consumer of the ledger that never registered", err)
+	}
+	rows, lerr := l.List(ctx, effects.Filter{Consumer: name, Limit: 1})
+	if lerr != nil {
+		return "", lerr
+	}
+	switch {
+	case len(rows) > 0:
+		return name, nil
+	case strings.HasPrefix(err.Error(), "--consumer"):
+		return "", err
+	}
+	return "", fmt.Errorf("--consumer %q: %w", name, err)
 }
 
 func effectsListCmd() *cobra.Command {
-	var db, consumer, action, state string
-	var asJSON bool
+	var f opFlags
+	var action, state string
 	var limit int
 	c := &cobra.Command{
 		Use:   "list",
-		Short: "List ledger rows, oldest change first (--state uncertain: what waits for reconciliation)",
+		Short: "List the consumer's external calls, oldest change first (--state uncertain: what waits for reconciliation)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if db == "" {
-				return fmt.Errorf("effects list: --db is required")
+			if limit < 1 {
+				return fmt.Errorf("effects list: --limit %d: at least 1", limit)
 			}
-			st, err := dbopen.StoreAccess(cmd.Context(), db, store.ReadOnly)
-			if err != nil {
-				return err
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.listEffects(action, state, limit, f.json) })
 			}
-			defer st.Close()
-			l, err := effects.New(st, effects.Config{})
-			if err != nil {
-				return err
-			}
-			rows, err := l.List(cmd.Context(), effects.Filter{Consumer: consumer, Action: action, State: effects.State(state), Limit: limit})
-			if err != nil {
-				return fmt.Errorf("effects list: %w", err)
-			}
-			return writeEffects(cmd.OutOrStdout(), rows, asJSON, time.Now())
+			return f.ledger(cmd.Context(), store.ReadOnly, func(l *effects.Ledger, consumer string) error {
+				rows, err := l.List(cmd.Context(), effects.Filter{Consumer: consumer, Action: action, State: effects.State(state), Limit: limit})
+				if err != nil {
+					return fmt.Errorf("effects list: %w", err)
+				}
+				return writeEffects(cmd.OutOrStdout(), rows, f.json, time.Now())
+			})
 		},
 	}
+	f.register(c, true)
 	fl := c.Flags()
-	fl.StringVar(&db, "db", "", "the database: a SQLite file path or a postgres:// URL (required)")
-	fl.StringVar(&consumer, "consumer", "", "only this consumer's calls")
 	fl.StringVar(&action, "action", "", "only this action")
 	fl.StringVar(&state, "state", "", "only this state: pending, succeeded, failed or uncertain")
 	fl.IntVar(&limit, "limit", 100, "at most this many rows")
-	fl.BoolVar(&asJSON, "json", false, "print one JSON object per line instead of text")
 	return c
 }
 
@@ -88,46 +132,71 @@ func writeEffects(w io.Writer, rows []effects.Effect, asJSON bool, now time.Time
 }
 
 func effectsResolveCmd() *cobra.Command {
-	var db, state, ref, by, reason string
+	var f opFlags
+	var state, ref, by, reason string
 	c := &cobra.Command{
 		Use:   "resolve IDEMPOTENCY-KEY",
-		Short: "Settle an uncertain call after checking the remote side: --state succeeded --ref R, or --state failed (the next attempt calls again)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Settle the consumer's uncertain call after checking the remote side: --state succeeded --ref R, or --state failed (the next attempt calls again)",
+		Args:  oneArg("IDEMPOTENCY-KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if db == "" {
-				return fmt.Errorf("effects resolve: --db is required")
+			res := ops.Resolution{State: effects.State(state), Ref: ref, By: by, Reason: reason}
+			if err := res.Check(); err != nil {
+				return fmt.Errorf("effects resolve: %w", err)
 			}
-			to := effects.State(state)
-			if to != effects.Succeeded && to != effects.Failed {
-				return fmt.Errorf("effects resolve: --state %q: succeeded or failed", state)
+			key := args[0]
+			if f.server != "" {
+				return f.remote(cmd, func(c *adminClient) error { return c.resolveEffect(key, res) })
 			}
-			if to == effects.Succeeded && strings.TrimSpace(ref) == "" {
-				return fmt.Errorf("effects resolve: --state succeeded needs --ref, the remote side's reference of the effect")
-			}
-			if blank(by) || blank(reason) {
-				return fmt.Errorf("effects resolve: --by and --reason are required: the resolution must be attributable")
-			}
-			st, err := dbopen.StoreAccess(cmd.Context(), db, store.Adopt)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			l, err := effects.New(st, effects.Config{})
-			if err != nil {
-				return err
-			}
-			if err := l.Resolve(cmd.Context(), args[0], to, ref, by, reason); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s resolved %s by %s\n", args[0], to, by)
-			return err
+			return f.ledger(cmd.Context(), store.Adopt, func(l *effects.Ledger, consumer string) error {
+				if err := ops.ResolveEffect(cmd.Context(), l, consumer, key, res); err != nil {
+					return fmt.Errorf("effects resolve: %w", err)
+				}
+				return resolved(cmd.OutOrStdout(), key, res)
+			})
 		},
 	}
+	f.register(c, false)
 	fl := c.Flags()
-	fl.StringVar(&db, "db", "", "the database: a SQLite file path or a postgres:// URL (required)")
 	fl.StringVar(&state, "state", "", "succeeded or failed (required)")
 	fl.StringVar(&ref, "ref", "", "the remote reference, with --state succeeded")
 	fl.StringVar(&by, "by", "", "who resolves it (required)")
 	fl.StringVar(&reason, "reason", "", "what was checked (required)")
 	return c
+}
+
+// resolved is the line a resolution prints.
+func resolved(w io.Writer, key string, res ops.Resolution) error {
+	_, err := fmt.Fprintf(w, "%s resolved %s by %s\n", key, res.State, res.By)
+	return err
+}
+
+// listEffects is effects list --server: the gateway consumer's calls.
+func (c *adminClient) listEffects(action, state string, limit int, asJSON bool) error {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if action != "" {
+		q.Set("action", action)
+	}
+	if state != "" {
+		q.Set("state", state)
+	}
+	var res serve.EffectsView
+	if err := c.call(http.MethodGet, "/v1/admin/effects?"+q.Encode(), "", nil, &res, readTimeout, "effects"); err != nil {
+		return err
+	}
+	if res.Consumer == "" {
+		return c.unreadable(errors.New("its list of external calls names no consumer"))
+	}
+	return writeEffects(c.cmd.OutOrStdout(), res.Effects, asJSON, time.Now())
+}
+
+// resolveEffect is effects resolve --server.
+func (c *adminClient) resolveEffect(key string, res ops.Resolution) error {
+	var got serve.EffectResolved
+	if err := c.call(http.MethodPost, "/v1/admin/effects/"+url.PathEscape(key)+"/resolve", fmt.Sprintf("call %q", key), res, &got, readTimeout); err != nil {
+		return err
+	}
+	if got.IdempotencyKey != key || got.State != res.State {
+		return c.unreadable(fmt.Errorf("it resolved %q to %q, not %q to %q", got.IdempotencyKey, got.State, key, res.State))
+	}
+	return resolved(c.cmd.OutOrStdout(), key, res)
 }

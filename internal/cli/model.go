@@ -27,13 +27,13 @@ func modelCheckCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check",
 		Short: "Explore every interleaving within the bounds; print the shortest counterexample of any violation",
-		Long: `Explore the protocol's model (internal/model) breadth first over every
+		Long: `Explore the protocol's model breadth first over every
 interleaving of producers, an at-least-once broker, workers, crashes,
 the remote side, the clock and an operator, within the bounds. It ends
 with "model: states=N depth=D violations=V". On a violation it prints the
 shortest run that reaches it as numbered steps and exits 1.
 
---small is what CI runs; --large is the long run. --mutant widens the
+--small is the quick run; --large is the long run. --mutant widens the
 bounds to what the mutant needs (a second key, a business key, a lost
 heartbeat, a refusal, a gap). Bound flags given explicitly override both.`,
 		Args: cobra.NoArgs,
@@ -104,7 +104,7 @@ heartbeat, a refusal, a gap). Bound flags given explicitly override both.`,
 	}
 	f := c.Flags()
 	f.StringVar(&mutant, "mutant", "", "switch on a known way to break the protocol (seqbox model mutants)")
-	f.BoolVar(&small, "small", false, "the smaller bounds CI runs")
+	f.BoolVar(&small, "small", false, "the smaller bounds of the quick run")
 	f.BoolVar(&large, "large", false, "the larger bounds of the long run")
 	f.BoolVar(&noLiveness, "no-liveness", false, "skip the liveness check (every reachable state can still settle)")
 	f.IntVar(&maxStates, "max-states", 30_000_000, "stop, incomplete, past this many states (about 500 bytes each; 0: no limit)")

@@ -19,7 +19,7 @@ func purgeCmd() *cobra.Command {
 	var batch int
 	c := &cobra.Command{
 		Use:   "purge",
-		Short: "Remove the inbox identities whose retention ended, in small batches, under the consumer's registered retention (docs/design.md §5)",
+		Short: "Remove the inbox identities whose retention ended, in small batches, under the consumer's registered retention",
 		Long: `Remove the inbox identities whose retention ended, in small batches (each
 its own short transaction, so live traffic is not stalled). Held and
 blocked identities are never purged. The consumer's registered policies

@@ -1,6 +1,6 @@
 package cli
 
-// The dlq and keys commands with --server: they talk to a running
+// The dlq, keys and effects commands with --server: they talk to a running
 // `seqbox serve` through its admin JSON API (/v1/admin/…) instead of
 // opening the database, and print what the database path prints for the
 // same data, through the same internal/ops writers.
@@ -257,6 +257,9 @@ func (c *adminClient) transportError(ctx context.Context, method string, timeout
 func afterwards(cmd *cobra.Command) string {
 	if strings.HasPrefix(subcommandPath(cmd), "keys") {
 		return "keys list"
+	}
+	if strings.HasPrefix(subcommandPath(cmd), "effects") {
+		return "effects list"
 	}
 	return "dlq list"
 }

@@ -25,6 +25,8 @@ func (s *Server) routes() http.Handler {
 	admin := bearer{token: []byte(s.opt.AdminToken), realm: "seqbox-admin",
 		disable: "the admin API is disabled: start seqbox serve with --admin-token (or SEQBOX_ADMIN_TOKEN) and send it as a Bearer token"}
 	mux.Handle("/v1/admin/", admin.wrap(s.adminRoutes()))
+	mux.Handle("/v1/admin/effects", admin.wrap(s.effectsRoutes()))
+	mux.Handle("/v1/admin/effects/", admin.wrap(s.effectsRoutes()))
 
 	ui := problemFiles(uiHandler())
 	if s.opt.AdminToken == "" {
