@@ -38,8 +38,8 @@ func chromium(t *testing.T) string {
 // The dashboard end to end in headless Chromium: an agent refuses an
 // event, so its key blocks with a successor parked behind it; the agent
 // is fixed; the operator opens /ui/, enters the admin token, sees the
-// blocked key, clicks redrive, and sees the key clear. The screenshot
-// goes to $SEQBOX_SCREENSHOT when set (the README's).
+// blocked key, clicks redrive, says who and why, and sees the key clear.
+// The screenshot goes to $SEQBOX_SCREENSHOT when set (the README's).
 func TestServeDashboardInBrowser(t *testing.T) {
 	browser := chromium(t)
 	var broken atomic.Bool
@@ -100,6 +100,10 @@ func TestServeDashboardInBrowser(t *testing.T) {
 
 	err = chromedp.Do(ctx,
 		chromedp.Click(css(row+` button.redrive`)),
+		chromedp.WaitVisible(css(`#action-dialog`)),
+		chromedp.SendKeys(css(`#action-by`), "ops"),
+		chromedp.SendKeys(css(`#action-reason`), "customer created"),
+		chromedp.Click(css(`#action-confirm`)),
 		chromedp.WaitNotPresent(css(row)),
 		chromedp.WaitVisible(css(`#stuck-empty`)),
 	)
@@ -110,7 +114,7 @@ func TestServeDashboardInBrowser(t *testing.T) {
 		t.Fatalf("%v\nstatus %q\nkeys %v\ndlq %v\nserve stderr: %s", err, status, s.admin(t, "GET", "/v1/admin/keys", "", 200),
 			s.admin(t, "GET", "/v1/admin/dlq?all=true", "", 200), s.stderrText())
 	}
-	require.Contains(t, text(`#status`), "redrive done (applied, applied)")
+	require.Contains(t, text(`#status`), "redrive of dead letter 1 done (applied, applied), by ops")
 	require.Equal(t, "applied", s.outcome(t, "ord-1"))
 	require.Equal(t, "applied", s.outcome(t, "ord-2"))
 	require.NoError(t, chromedp.Cancel(bctx))
