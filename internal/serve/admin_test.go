@@ -213,6 +213,16 @@ func TestAdminSinceSurvivesAHoldTurningIntoABlock(t *testing.T) {
 	require.Equal(t, []any{map[string]any{"name": "release", "method": "POST", "path": "/v1/admin/keys/G/release"}}, keys[0]["actions"])
 	o := r.admin(t, "GET", "/v1/admin/overview", "", 200)
 	require.Equal(t, key["since"], o["counts"].(map[string]any)["oldest_stuck"])
+
+	// /metrics ages the same time.
+	since, err := time.Parse(time.RFC3339Nano, key["since"].(string))
+	require.NoError(t, err)
+	before := time.Now()
+	age := r.metricValue(t, `seqbox_oldest_stuck_age_seconds{consumer="gateway"}`)
+	after := time.Now()
+	aged := time.Duration(age * float64(time.Second))
+	require.WithinRange(t, since, before.Add(-aged-time.Millisecond), after.Add(-aged+time.Millisecond),
+		"seqbox_oldest_stuck_age_seconds %v counts from G's since", age)
 }
 
 // Events refused at ingest (400) are counted in the overview next to the
@@ -227,6 +237,8 @@ func TestAdminOverviewCountsIngestRejections(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code)
 	o := r.admin(t, "GET", "/v1/admin/overview", "", 200)
 	require.EqualValues(t, 3, o["rejected_at_ingest"], "one structured, two of the batch")
+	require.EqualValues(t, 1, r.metricValue(t, `seqbox_gateway_invalid_events_total{consumer="gateway",mode="structured"}`))
+	require.EqualValues(t, 2, r.metricValue(t, `seqbox_gateway_invalid_events_total{consumer="gateway",mode="batch"}`))
 	require.EqualValues(t, 0, o["outcomes"].(map[string]any)["rejected"], "nothing reached the consumer")
 	_, err := time.Parse(time.RFC3339Nano, o["now"].(string))
 	require.NoError(t, err)
