@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
@@ -261,7 +262,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.do("open the release", chromedp.Click(css(row("G")+` button.release`)), chromedp.WaitVisible(css(`#action-dialog`)),
 		fill(`#action-by`, "carol"), fill(`#action-reason`, "v2 never existed"))
 	b.shot("5-release-dialog")
-	b.do("confirm the release", chromedp.Click(css(`#action-confirm`)))
+	b.do("confirm the release with Enter", chromedp.SendKeys(css(`#action-reason`), kb.Enter))
 	status = b.status("ok", "release of key G")
 	require.Contains(t, status, "release of key G done (applied), by carol")
 	g := d.admin(t, "GET", "/v1/admin/keys/G", "", 200)

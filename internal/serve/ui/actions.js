@@ -87,5 +87,10 @@ async function confirmAction() {
 
 function initActions() {
   $("#action-cancel").addEventListener("click", () => $("#action-dialog").close());
-  $("#action-confirm").addEventListener("click", () => confirmAction().catch((e) => loggedOut(e.message)));
+  const submit = () => confirmAction().catch((e) => e instanceof Unauthorized ? loggedOut(e.message) : setStatus("bad", e.message));
+  $("#action-confirm").addEventListener("click", submit);
+  // Enter in who or why confirms, as in a form (Escape cancels).
+  for (const id of ["#action-by", "#action-reason"]) {
+    $(id).addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); submit(); } });
+  }
 }
