@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -11,30 +10,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
-)
 
-// chromium finds the browser: $SEQBOX_CHROMIUM (what .ci/chromium-install
-// prints), else chromium on the PATH. With CI set a missing browser fails
-// the test; elsewhere it skips, saying how to install it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SEQBOX_CHROMIUM"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("SEQBOX_CHROMIUM=%s: %v", p, err)
-		}
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed: the dashboard's browser tests must run in CI (.ci/chromium-install installs it)")
-	}
-	t.Skip("chromium is not installed; run .ci/chromium-install (Debian: apt-get install chromium) or set SEQBOX_CHROMIUM")
-	return ""
-}
+	"github.com/seqbox/seqbox/internal/browsertest"
+)
 
 // browser is a headless Chromium tab for one test; every step runs under
 // a deadline that only turns a hang into a failure.
@@ -46,12 +24,7 @@ type browser struct {
 // newBrowser starts Chromium for t; it is closed when the test ends.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.WindowSize(1400, 1000),
-		chromedp.Flag("disable-dev-shm-usage", true))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browsertest.Options(browsertest.Chromium(t))...)
 	bctx, cancelCtx := chromedp.NewContext(actx)
 	ctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
 	t.Cleanup(func() {
