@@ -159,8 +159,8 @@ func (b *browser) status(kind, want string) string {
 // marked; and the release, redrive and skip buttons each ask who and why,
 // act through the API, and say success as success and failure as failure.
 func TestDashboardInBrowser(t *testing.T) {
-	d := newDashboardSetup(t)
 	b := newBrowser(t)
+	d := newDashboardSetup(t)
 	login(b, d.url)
 	type css = chromedp.CSS
 	row := func(key string) string { return `#stuck-keys tbody tr[data-key="` + key + `"]` }
@@ -187,8 +187,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Regexp(t, `^(just now|\d+ s ago|\d+ min ago)$`, b.text(row("G")+` td.since time`))
 	require.True(t, strings.HasPrefix(b.attr(row("G")+` td.since time`, "title"), since+" ("), "the exact time on hover")
 	require.True(t, strings.HasPrefix(b.attr(`[data-tile="oldest"] .v time`, "title"), since+" ("))
-	require.Equal(t, []string{"40 s ago", "3 min ago", "in 40 s", "2 h ago", "just now", "in 3 d", "5 s"},
-		eval[[]string](b, `[relative(-40), relative(-200), relative(40), relative(-7300), relative(0.4), relative(3*86400+5), duration(5.9)]`))
 
 	// The chart's axes: clock times on each whole minute of the last ten,
 	// and a value axis from 0.
@@ -281,4 +279,30 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.Equal(t, "-", tile("oldest"))
 	require.Equal(t, "3", tile("rejected"))
 	b.shot("6-after-actions")
+}
+
+// The dashboard's time formatting, in the browser: relative phrases in
+// whole units, RFC 3339 with microseconds read exactly to the
+// millisecond, the exact time on hover, and ages by the server's clock
+// (the overview's now), not the browser's.
+func TestDashboardTimeFormatting(t *testing.T) {
+	b := newBrowser(t)
+	r := start(t, Options{})
+	b.do("open the page", chromedp.Navigate(r.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	require.Equal(t, []string{"40 s ago", "3 min ago", "in 40 s", "59 min ago", "2 h ago", "47 h ago", "2 d ago", "just now", "in 3 d", "5 s"},
+		eval[[]string](b, `[relative(-40), relative(-200), relative(40), relative(-3599), relative(-7300), relative(-47.9*3600),
+			relative(-48*3600), relative(0.4), relative(3*86400+5), duration(5.9)]`))
+	require.Equal(t, int64(1767323045123), eval[int64](b, `parseTime("2026-01-02T03:04:05.123456Z")`))
+	require.True(t, strings.HasPrefix(eval[string](b, `exactTime("2026-01-02T03:04:05.123456Z")`), "2026-01-02T03:04:05.123456Z ("))
+	// The server's clock is an hour ahead of the browser's: a time an hour
+	// ago by the browser is now by the server.
+	require.Equal(t, []string{"just now", "1 h ago", "1 h"}, eval[[]string](b, `(() => {
+		const hour = 3600 * 1000, browserNow = Date.now();
+		syncClock(new Date(browserNow + hour).toISOString());
+		return [timeText(new Date(browserNow + hour).toISOString()), timeText(new Date(browserNow).toISOString()),
+			timeText(new Date(browserNow).toISOString(), "age")];
+	})()`))
+	require.Equal(t, "-", eval[string](b, `String(timeEl(null))`))
+	held := eval[[]string](b, `(() => { const e = timeEl("2026-01-02T03:04:05.123456Z"); return [e.tagName, e.getAttribute("datetime"), e.title.slice(0, 28)]; })()`)
+	require.Equal(t, []string{"TIME", "2026-01-02T03:04:05.123456Z", "2026-01-02T03:04:05.123456Z "}, held)
 }
