@@ -262,6 +262,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.shot("5-release-dialog")
 	b.do("confirm the release with Enter", chromedp.SendKeys(css(`#action-reason`), kb.Enter))
 	status = b.status("ok", "release of key G")
+	b.do("the dialog stays closed", chromedp.WaitNotVisible(css(`#action-dialog`)))
+	require.False(t, eval[bool](b, `document.querySelector("#action-dialog").open`))
 	require.Contains(t, status, "release of key G done (applied), by carol")
 	g := d.admin(t, "GET", "/v1/admin/keys/G", "", 200)
 	require.Equal(t, "ok", g["status"])

@@ -74,6 +74,10 @@ async function confirmAction() {
   pending = null;
   $("#action-dialog").close();
   setStatus("busy", `${action} of ${ACTIONS[action].noun} ${target}…`);
+  // Focus moves to the status line that will say how it went, not back to
+  // the button that opened the dialog (where the confirming Enter's key
+  // press would open it again).
+  $("#status").focus();
   try {
     const res = await api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ by, reason }) });
     const r = describeResult(action, target, res);
