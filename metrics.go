@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BlockedKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_blocked_keys",
 			Help: "Keys blocked behind a failed message or a gap."}, c),
 		OldestStuckAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_oldest_stuck_age_seconds",
-			Help: "Age of the oldest held or blocked message."}, c),
+			Help: "Age of the oldest stuck key: since its oldest held or blocked message, or its block, whichever is earlier."}, c),
 		DLQSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_dlq_size",
 			Help: "Unresolved messages in the DLQ."}, c),
 		InboxRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_inbox_rows",

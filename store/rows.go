@@ -148,7 +148,9 @@ type Counts struct {
 	BlockedKeys int64
 	// Gaps counts recorded gap decisions.
 	Gaps int64
-	// OldestStuck is when the oldest held or blocked message was parked
-	// (zero when none).
+	// OldestStuck is when the longest-stuck key got stuck: the earliest of
+	// the blocked keys' BlockedSince and the held or blocked messages'
+	// ParkedAt (zero when none), the oldest Since of the stuck keys'
+	// reports.
 	OldestStuck time.Time
 }

@@ -331,11 +331,13 @@ func TestKeysHeldGapThenRelease(t *testing.T) {
 	out := ok(t, append([]string{"replay", "--db", db, "--now", later, "--state", file}, hold...)...)
 	require.True(t, strings.HasSuffix(out, "\n"+`{"partitionkey":"K3","version":1,"state":"deal.opened","blocked":true,"held":0}`+"\n"), out)
 
+	// It is stuck since the hold began (03:04:05), not since the block
+	// two minutes later: one since per stuck key.
 	release := "seqbox keys release K3 --by WHO --reason WHY --db " + db + " --consumer replay"
 	require.Equal(t, lines(
 		"PARTITIONKEY  STATUS   VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 "+
 			"REASON                                              ACTION",
-		"K3            blocked  1        2         3              0     1                 2026-01-02T03:06:05Z  "+
+		"K3            blocked  1        2         3              0     1                 2026-01-02T03:04:05Z  "+
 			"hold timed out after 1m0s waiting before version 3  "+release,
 	), ok(t, "keys", "list", "--db", db))
 	var key struct {

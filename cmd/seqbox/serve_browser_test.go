@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -13,33 +12,19 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox/internal/browsertest"
 )
 
-// chromium finds the browser: $SEQBOX_CHROMIUM (what .ci/chromium-install
-// prints), else Debian's chromium on the PATH. In CI a missing browser
-// fails the test; elsewhere it skips, saying how to install it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SEQBOX_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed: the dashboard's browser test must run in CI (.ci/chromium-install installs it)")
-	}
-	t.Skip("chromium is not installed; run .ci/chromium-install (Debian: apt-get install chromium)")
-	return ""
-}
+// chromium finds the browser (browsertest.Chromium): in CI a missing
+// browser fails the test.
+func chromium(t *testing.T) string { return browsertest.Chromium(t) }
 
 // The dashboard end to end in headless Chromium: an agent refuses an
 // event, so its key blocks with a successor parked behind it; the agent
 // is fixed; the operator opens /ui/, enters the admin token, sees the
-// blocked key, clicks redrive, and sees the key clear. The screenshot
-// goes to $SEQBOX_SCREENSHOT when set (the README's).
+// blocked key, clicks redrive, says who and why, and sees the key clear.
+// The screenshot goes to $SEQBOX_SCREENSHOT when set (the README's).
 func TestServeDashboardInBrowser(t *testing.T) {
 	browser := chromium(t)
 	var broken atomic.Bool
@@ -59,12 +44,7 @@ func TestServeDashboardInBrowser(t *testing.T) {
 	waitUntil(t, "PED-4821 blocked with ord-2 behind it", func() bool { return s.outcome(t, "ord-2") == "blocked" })
 	broken.Store(false)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.WindowSize(1400, 1000),
-		chromedp.Flag("disable-dev-shm-usage", true))
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browsertest.Options(browser)...)
 	defer cancelAlloc()
 	bctx, cancelCtx := chromedp.NewContext(actx)
 	defer cancelCtx()
@@ -100,6 +80,10 @@ func TestServeDashboardInBrowser(t *testing.T) {
 
 	err = chromedp.Do(ctx,
 		chromedp.Click(css(row+` button.redrive`)),
+		chromedp.WaitVisible(css(`#action-dialog`)),
+		chromedp.SendKeys(css(`#action-by`), "ops"),
+		chromedp.SendKeys(css(`#action-reason`), "customer created"),
+		chromedp.Click(css(`#action-confirm`)),
 		chromedp.WaitNotPresent(css(row)),
 		chromedp.WaitVisible(css(`#stuck-empty`)),
 	)
@@ -110,7 +94,7 @@ func TestServeDashboardInBrowser(t *testing.T) {
 		t.Fatalf("%v\nstatus %q\nkeys %v\ndlq %v\nserve stderr: %s", err, status, s.admin(t, "GET", "/v1/admin/keys", "", 200),
 			s.admin(t, "GET", "/v1/admin/dlq?all=true", "", 200), s.stderrText())
 	}
-	require.Contains(t, text(`#status`), "redrive done (applied, applied)")
+	require.Contains(t, text(`#status`), "redrive of dead letter 1 done (applied, applied), by ops")
 	require.Equal(t, "applied", s.outcome(t, "ord-1"))
 	require.Equal(t, "applied", s.outcome(t, "ord-2"))
 	require.NoError(t, chromedp.Cancel(bctx))

@@ -41,7 +41,10 @@ type KeyReport struct {
 	Blocked      bool   `json:"blocked"`
 	// BlockedMessages counts the messages parked behind the block.
 	BlockedMessages int `json:"blocked_messages"`
-	// Since is when the key blocked, or when its oldest message was parked.
+	// Since is when the key got stuck: the earlier of when it blocked and
+	// when its oldest held or blocked message was parked, so that a hold
+	// that turns into a block keeps the time the hold began (and agrees
+	// with store.Counts.OldestStuck).
 	Since     *string  `json:"since"`
 	Reason    string   `json:"reason"`
 	BlockedBy *Blocker `json:"blocked_by"`
@@ -174,7 +177,7 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 	}
 	switch {
 	case v.Blocked:
-		rep.Status, rep.since, rep.Reason = StatusBlocked, v.BlockedSince, v.BlockedReason
+		rep.Status, rep.since, rep.Reason = StatusBlocked, earliest(v.BlockedSince, v.OldestParked), v.BlockedReason
 		if v.BlockedID != "" {
 			rep.BlockedBy = &Blocker{Source: v.BlockedSource, ID: v.BlockedID}
 			if seq, ok := dlq[[2]string{v.BlockedSource, v.BlockedID}]; ok {
@@ -202,6 +205,14 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 	}
 	rep.Since, rep.HoldUntil = jsonTime(rep.since), jsonTime(rep.holdUntil)
 	return rep, nil
+}
+
+// earliest is the earlier of two times, a zero time counting as none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // blockedAction is the command that unsticks a blocked key, with target

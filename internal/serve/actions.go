@@ -35,6 +35,10 @@ type ActionResult struct {
 	TakenBy   string              `json:"taken_by"`
 	Error     string              `json:"error,omitempty"`
 	Decisions []seqboxtype.Result `json:"decisions"`
+	// DeadLetter is the new open DLQ row of a redriven message that
+	// failed again (its first decision is dead_lettered): the redrive ran,
+	// but the message is dead-lettered once more, as this seq.
+	DeadLetter *int64 `json:"dead_letter,omitempty"`
 }
 
 // maxActionBody bounds an action's body.
@@ -182,7 +186,25 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target stri
 			Detail: fmt.Sprintf("request %d (%s %s): %s", seq, action, target, req.Error)})
 		return
 	}
+	if action == store.ActionRedrive && len(res.Decisions) > 0 && res.Decisions[0].Outcome == seqboxtype.DeadLettered {
+		if res.DeadLetter, err = s.newestDeadLetter(ctx, res.Decisions[0]); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// newestDeadLetter is the newest open DLQ row of d's message (nil: none).
+func (s *Server) newestDeadLetter(ctx context.Context, d seqboxtype.Result) (*int64, error) {
+	dls, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
+	var newest *int64
+	for _, dl := range dls {
+		if dl.Source == d.Source && dl.ID == d.ID && (newest == nil || dl.Seq > *newest) {
+			newest = &dl.Seq
+		}
+	}
+	return newest, err
 }
 
 func resultOf(req store.OperatorRequest) ActionResult {

@@ -62,6 +62,13 @@ type Overview struct {
 	QueueLeased      int           `json:"queue_leased"`
 	BucketSeconds    int           `json:"bucket_seconds"`
 	Series           []SeriesPoint `json:"series"`
+	// RejectedAtIngest counts the events POST /v1/events refused with 400
+	// since the server started (seqbox_gateway_invalid_events_total): they
+	// were never queued, so Outcomes["rejected"] (envelopes the consumer
+	// found invalid) does not count them.
+	RejectedAtIngest int64 `json:"rejected_at_ingest"`
+	// Now is the server's clock, for the ages the dashboard shows.
+	Now string `json:"now"`
 }
 
 // CountsView are the consumer's row counts.
@@ -103,9 +110,14 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	if !c.OldestStuck.IsZero() {
 		cv.OldestAgeSec = s.consumerNow().Sub(c.OldestStuck).Seconds()
 	}
+	rejected, err := s.metrics.rejectedAtIngest(s.opt.Consumer)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, Overview{Consumer: s.opt.Consumer, Handler: handler, UptimeSeconds: int64(time.Since(s.started).Seconds()),
 		Counts: cv, Outcomes: totals, AppliedPerSecond: float64(applied) / time.Minute.Seconds(), QueueReady: ready, QueueLeased: leased,
-		BucketSeconds: int(seriesBucket / time.Second), Series: series})
+		BucketSeconds: int(seriesBucket / time.Second), Series: series, RejectedAtIngest: rejected, Now: *stamp(s.consumerNow())})
 }
 
 // listKeys is GET /v1/admin/keys: the stuck keys (blocked or held), or
@@ -238,6 +250,10 @@ type Collision struct {
 	FirstOutcome string   `json:"first_outcome"`
 	Second       Payload  `json:"second"`
 	SecondHash   string   `json:"second_payload_hash"`
+	// Diff lists the fields that differ from First to Second; null when
+	// the two cannot be compared field by field (First purged, or not a
+	// JSON object).
+	Diff []FieldDiff `json:"diff"`
 }
 
 // collisions is GET /v1/admin/collisions: every parked collision with
@@ -265,6 +281,9 @@ func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
 		if first != nil {
 			fp := payload(first)
 			c.First = &fp
+		}
+		if d, ok := diffEnvelopes(first, p.Envelope); ok {
+			c.Diff = d
 		}
 		c.FirstOutcome = outcome
 		out = append(out, c)

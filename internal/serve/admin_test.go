@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
@@ -188,4 +190,68 @@ func TestNonLoopbackNeedsAToken(t *testing.T) {
 		require.NoError(t, CheckAddr(addr, false), addr)
 	}
 	require.Error(t, Options{Addr: "nope"}.Validate())
+}
+
+// A hold that turns into a block keeps one "since": the key's since (and
+// age) is when the held message was parked, and the overview's oldest
+// stuck is that same time, although the block came a hold timeout later.
+func TestAdminSinceSurvivesAHoldTurningIntoABlock(t *testing.T) {
+	r := start(t, Options{Policy: seqbox.Config{HoldTimeout: 300 * time.Millisecond}})
+	r.post(t, ev("g1", "G", 1, ""))
+	r.post(t, ev("g3", "G", 3, ""))
+	eventually(t, "G blocked by the expired hold", func() bool {
+		keys := list(t, r.admin(t, "GET", "/v1/admin/keys", "", 200), "keys")
+		return len(keys) == 1 && keys[0]["status"] == "blocked"
+	})
+	key := r.admin(t, "GET", "/v1/admin/keys/G", "", 200)
+	parked := list(t, key, "parked")
+	require.Len(t, parked, 1)
+	require.Equal(t, parked[0]["parked_at"], key["since"], "since is when the hold began")
+	keys := list(t, r.admin(t, "GET", "/v1/admin/keys", "", 200), "keys")
+	require.Len(t, keys, 1)
+	require.Equal(t, key["since"], keys[0]["since"])
+	require.Equal(t, []any{map[string]any{"name": "release", "method": "POST", "path": "/v1/admin/keys/G/release"}}, keys[0]["actions"])
+	o := r.admin(t, "GET", "/v1/admin/overview", "", 200)
+	require.Equal(t, key["since"], o["counts"].(map[string]any)["oldest_stuck"])
+
+	// /metrics ages the same time.
+	since, err := time.Parse(time.RFC3339Nano, key["since"].(string))
+	require.NoError(t, err)
+	before := time.Now()
+	age := r.metricValue(t, `seqbox_oldest_stuck_age_seconds{consumer="gateway"}`)
+	after := time.Now()
+	aged := time.Duration(age * float64(time.Second))
+	require.WithinRange(t, since, before.Add(-aged-time.Millisecond), after.Add(-aged+time.Millisecond),
+		"seqbox_oldest_stuck_age_seconds %v counts from G's since", age)
+}
+
+// Events refused at ingest (400) are counted in the overview next to the
+// consumer's outcomes, as /metrics counts them.
+func TestAdminOverviewCountsIngestRejections(t *testing.T) {
+	r := start(t, Options{})
+	require.EqualValues(t, 0, r.admin(t, "GET", "/v1/admin/overview", "", 200)["rejected_at_ingest"])
+	code, _, _ := r.call(t, "POST", "/v1/events", "", map[string]string{"Content-Type": mediaStructured}, `{"specversion":"1.0","id":"x"}`)
+	require.Equal(t, http.StatusBadRequest, code)
+	batch := "[" + ev("ok", "K", 1, "") + `,{"specversion":"1.0"},{"id":"y"}]`
+	code, _, _ = r.call(t, "POST", "/v1/events", "", map[string]string{"Content-Type": mediaBatch}, batch)
+	require.Equal(t, http.StatusBadRequest, code)
+	o := r.admin(t, "GET", "/v1/admin/overview", "", 200)
+	require.EqualValues(t, 3, o["rejected_at_ingest"], "one structured, two of the batch")
+	require.EqualValues(t, 1, r.metricValue(t, `seqbox_gateway_invalid_events_total{consumer="gateway",mode="structured"}`))
+	require.EqualValues(t, 2, r.metricValue(t, `seqbox_gateway_invalid_events_total{consumer="gateway",mode="batch"}`))
+	require.EqualValues(t, 0, o["outcomes"].(map[string]any)["rejected"], "nothing reached the consumer")
+	_, err := time.Parse(time.RFC3339Nano, o["now"].(string))
+	require.NoError(t, err)
+}
+
+// A redrive whose message fails again names the new dead letter.
+func TestAdminRedriveFailingAgainNamesTheNewDeadLetter(t *testing.T) {
+	r := start(t, Options{})
+	seq := blockKey(t, r, "K")
+	res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"alice","reason":"try again"}`, 200)
+	require.Equal(t, "dead_lettered", list(t, res, "decisions")[0]["outcome"])
+	dls := list(t, r.admin(t, "GET", "/v1/admin/dlq", "", 200), "dead_letters")
+	require.Len(t, dls, 1)
+	require.Equal(t, dls[0]["seq"], res["dead_letter"])
+	require.NotEqual(t, float64(seq), res["dead_letter"])
 }

@@ -29,6 +29,9 @@ type gatewayMetrics struct {
 	purgeRuns      *prometheus.CounterVec
 	// agentCircuitOpen is 1 while dispatch to the agent is paused.
 	agentCircuitOpen *prometheus.GaugeVec
+	// tiles gathers the counters the dashboard's tiles read, so that a
+	// tile shows the number /metrics does.
+	tiles *prometheus.Registry
 }
 
 func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
@@ -56,7 +59,31 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 	}
 	reg.MustRegister(m.agentCircuitOpen, m.ingestRequests, m.ingestEvents, m.ingestRejected, m.agentCalls, m.agentSeconds, m.agentVerdicts,
 		m.adminActions, m.purgedEarly, m.purgeRuns)
+	m.tiles = prometheus.NewRegistry()
+	m.tiles.MustRegister(m.ingestRejected)
 	return m
+}
+
+// rejectedAtIngest is how many events POST /v1/events refused with 400
+// since the server started, in every mode: the consumer's value of
+// seqbox_gateway_invalid_events_total. Those events were never queued,
+// so no consumer outcome counts them.
+func (m *gatewayMetrics) rejectedAtIngest(consumer string) (int64, error) {
+	families, err := m.tiles.Gather()
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "consumer" && l.GetValue() == consumer {
+					n += s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return int64(n), nil
 }
 
 // newRegistry builds the registry /metrics serves: the process and Go

@@ -191,7 +191,7 @@ func (o *Executor) GapList(ctx context.Context, p store.KeyRef) ([]store.Gap, er
 
 func (o *Executor) Counts(ctx context.Context, consumer string) (store.Counts, error) {
 	var c store.Counts
-	var oldest sql.NullInt64
+	var oldest, blockedSince sql.NullInt64
 	err := o.queryRow(ctx, `SELECT
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome <> 'rejected'),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome = 'applied'),
@@ -202,10 +202,18 @@ func (o *Executor) Counts(ctx context.Context, consumer string) (store.Counts, e
 		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1),
 		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1),
 		(SELECT COUNT(*) FROM seqbox_gaps WHERE consumer = $1),
-		(SELECT MIN(parked_at) FROM seqbox_parked WHERE consumer = $1 AND reason IN ('held', 'blocked'))`, consumer).
+		(SELECT MIN(parked_at) FROM seqbox_parked WHERE consumer = $1 AND reason IN ('held', 'blocked')),
+		(SELECT MIN(blocked_since) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1)`, consumer).
 		Scan(&c.InboxRows, &c.Applied, &c.Parked, &c.Held, &c.Blocked, &c.DeadLetters, &c.Keys,
-			&c.BlockedKeys, &c.Gaps, &oldest)
+			&c.BlockedKeys, &c.Gaps, &oldest, &blockedSince)
+	// A key is stuck since the earlier of its block and its oldest held
+	// or blocked message (ops.KeyReport.Since): a hold that became a
+	// block keeps its start, and a key blocked with nothing parked
+	// behind it counts too.
 	c.OldestStuck = fromMicros(oldest)
+	if b := fromMicros(blockedSince); !b.IsZero() && (c.OldestStuck.IsZero() || b.Before(c.OldestStuck)) {
+		c.OldestStuck = b
+	}
 	return c, err
 }
 

@@ -372,6 +372,17 @@ func testOperatorCounts(t *testing.T, st store.Store) {
 		InboxRows: 4, Applied: 3, Parked: 4, Held: 2, Blocked: 1, DeadLetters: 2, Keys: 3,
 		BlockedKeys: 1, Gaps: 2, OldestStuck: at(10),
 	}, got)
+
+	// A key blocked with nothing parked behind it is stuck since it
+	// blocked, and that is older than every parked message here.
+	o.commit(func(e *txEnv) {
+		e.ensureKeys(at(0), "k4")
+		require.NoError(t, e.tx.KeyBlock(e.ctx, store.KeyBlockParams{Consumer: o.consumer, Key: "k4", Source: "crm", ID: "d1", Reason: "boom", At: at(5)}))
+	})
+	got, err = o.op.Counts(o.ctx, o.consumer)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), got.BlockedKeys)
+	require.Equal(t, at(5), got.OldestStuck, "the oldest stuck key is k4, blocked at 5")
 }
 
 // ParkedListDue lists, one per key, the held message of lowest version whose

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -157,6 +158,15 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Equal(t, seqboxtype.ParkBlocked, ps[0].Reason)
 		require.Equal(t, "E4", ps[0].ID)
 		require.Equal(t, int64(1), e.counts().Blocked)
+		// One "since" for the stuck key: the block keeps the time the hold
+		// began, in the key's report (keys list, the admin API) and in the
+		// oldest-stuck count (the overview, seqbox_oldest_stuck_age_seconds).
+		require.True(t, kv.BlockedSince.After(ps[0].ParkedAt), "the block came a minute after the hold")
+		rep, err := ops.Reporter{Op: e.st.Executor(), Consumer: e.cfg.Name}.Key(e.ctx, k)
+		require.NoError(t, err)
+		require.NotNil(t, rep.Since)
+		require.Equal(t, ps[0].ParkedAt.UTC().Format(time.RFC3339Nano), *rep.Since)
+		require.Equal(t, ps[0].ParkedAt.UTC(), e.counts().OldestStuck.UTC())
 		stuck, err := e.st.Executor().KeyViewList(e.ctx, store.KeyViewListParams{Consumer: e.cfg.Name, Stuck: true})
 		require.NoError(t, err)
 		require.Len(t, stuck, 1)
