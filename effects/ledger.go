@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode"
@@ -84,6 +85,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Logger gets one line per failed call (failed or uncertain), naming
+	// the message, the action and the error. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Ledger records external calls in the store's database (the
@@ -112,6 +116,9 @@ func New(st store.Store, cfg Config) (*Ledger, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	return &Ledger{ex: st.Executor(), cfg: cfg}, nil
 }
@@ -281,6 +288,7 @@ func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) 
 		}
 		return ref, nil
 	case IsDefinite(err):
+		l.logFailure(ctx, e, Failed, err)
 		if serr := l.settle(rctx, e.IdempotencyKey, Failed, "", err.Error(), Pending); serr != nil {
 			return "", errors.Join(err, serr)
 		}
@@ -289,11 +297,18 @@ func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) 
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer within %s: %w", l.cfg.Timeout, err)
 		}
+		l.logFailure(ctx, e, Uncertain, err)
 		if serr := l.settle(rctx, e.IdempotencyKey, Uncertain, "", err.Error(), Pending); serr != nil {
 			return "", errors.Join(err, serr)
 		}
 		return "", &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: err}
 	}
+}
+
+// logFailure is the one line a failed call gets.
+func (l *Ledger) logFailure(ctx context.Context, e Effect, st State, err error) {
+	l.cfg.Logger.WarnContext(ctx, "seqbox: external call failed", "consumer", e.Consumer, "source", e.Source, "id", e.ID,
+		"action", e.Action, "idempotency_key", e.IdempotencyKey, "state", string(st), "err", err)
 }
 
 // reconcile asks Config.Reconcile about an uncertain call. It returns the

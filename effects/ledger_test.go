@@ -1,10 +1,12 @@
 package effects_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"runtime"
@@ -365,5 +367,25 @@ func TestHTTPCallIsNeverRetriedBehindTheLedger(t *testing.T) {
 		req, applied, _ := c.Counts()
 		require.Equal(t, 2, req, "the dropped call was not sent again by net/http")
 		require.Equal(t, 2, applied)
+	})
+}
+
+// Each failed call is one log line naming the message, the action, the
+// state it left and the error.
+func TestFailedCallsAreLogged(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		c := newCRM(t)
+		var logs bytes.Buffer
+		l, err := effects.New(st, effects.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		require.NoError(t, err)
+		c.Arm(remoteapi.Refuse)
+		_, err = l.DoFor(context.Background(), msg, "crm.create_task", c.create())
+		require.Error(t, err)
+		line := logs.String()
+		require.Equal(t, 1, strings.Count(line, "\n"), "one line: %s", line)
+		for _, want := range []string{`msg="seqbox: external call failed"`, "source=" + msg.Source, "id=" + msg.ID,
+			"action=crm.create_task", "state=failed", "400"} {
+			require.Contains(t, line, want)
+		}
 	})
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +180,9 @@ func (f *faultyRemote) history() []Apply {
 // remote through the ledger, reconciling uncertain calls by key.
 func withRemote(cfg *seqbox.Config, st store.Store, remote string) error {
 	client := &http.Client{}
-	ledger, err := effects.New(st, effects.Config{Timeout: time.Second, Reconcile: effects.ReconcileHTTP(client,
+	// Errors only, as the worker's consumer logs: the faults are the point.
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	ledger, err := effects.New(st, effects.Config{Timeout: time.Second, Logger: quiet, Reconcile: effects.ReconcileHTTP(client,
 		func(ctx context.Context, e effects.Effect) (*http.Request, error) {
 			return http.NewRequestWithContext(ctx, http.MethodGet, remote+"/effects/"+e.IdempotencyKey, nil)
 		}, refOf)})

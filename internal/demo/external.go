@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -145,7 +146,9 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 	}
 	defer q.Close()
 	client := &http.Client{}
-	ledger, err := effects.New(st, effects.Config{Timeout: externalTimeout,
+	// The lab counts the failed calls and prints them; the ledger's own
+	// line per failure would repeat them on stderr.
+	ledger, err := effects.New(st, effects.Config{Timeout: externalTimeout, Logger: slog.New(slog.DiscardHandler),
 		Reconcile: effects.ReconcileHTTP(client, func(ctx context.Context, e effects.Effect) (*http.Request, error) {
 			// The CRM's task created under an idempotency key.
 			return http.NewRequestWithContext(ctx, http.MethodGet, api+"/tasks?key="+e.IdempotencyKey, nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -83,7 +84,10 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout), hook: opt.Hook, log: opt.Logger}
 	s.circuit = newCircuit(now, disp.probe, s.circuitChanged)
 	disp.circuit = s.circuit
-	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now}); err != nil {
+	// The dispatcher logs each failed agent call itself, with the event's
+	// key and version: the ledger's own line would repeat it.
+	quiet := slog.New(slog.DiscardHandler)
+	if s.ledger, err = effects.New(st, effects.Config{Timeout: opt.AgentTimeout, Reconcile: disp.reconcile, Now: now, Logger: quiet}); err != nil {
 		return fail(err)
 	}
 	s.registry = s.newRegistry(s.ledger)
