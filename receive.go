@@ -102,7 +102,7 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
 		if h, ok := d.(transport.HeaderCarrier); ok {
-			ins[i].traceParent, ins[i].traceState = h.Header("traceparent"), h.Header("tracestate")
+			ins[i].traceParent, ins[i].traceState = h.Header(transport.HeaderTraceParent), h.Header(transport.HeaderTraceState)
 		}
 	}
 	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
@@ -140,7 +140,7 @@ func deliveryMeta(d transport.Delivery) (string, trace.SpanContext) {
 	tp, _ := k.TraceParent.(string)
 	ts, _ := k.TraceState.(string)
 	if h, ok := d.(transport.HeaderCarrier); ok && tp == "" {
-		tp, ts = h.Header("traceparent"), h.Header("tracestate")
+		tp, ts = h.Header(transport.HeaderTraceParent), h.Header(transport.HeaderTraceState)
 	}
 	key := "k:" + k.PartitionKey
 	if k.PartitionKey == "" {

@@ -34,6 +34,15 @@ type Delivery interface {
 	Extend(ctx context.Context, d time.Duration) error
 }
 
+// Header names of the W3C trace context on a broker message: the
+// publishers write the event's traceparent and tracestate there too, as
+// OpenTelemetry's messaging instrumentations do, and the consumer reads
+// them from there for an envelope that carries none.
+const (
+	HeaderTraceParent = "traceparent"
+	HeaderTraceState  = "tracestate"
+)
+
 // HeaderCarrier is implemented by deliveries whose broker message carries
 // headers beside the body: NATS headers, Kafka record headers, SQS
 // message attributes, Pub/Sub attributes. The consumer reads the W3C

@@ -79,6 +79,12 @@ func NewRecord(topic string, body []byte) (*kgo.Record, error) {
 	if v, ok := ev.Version(); ok {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderObjectVersion, Value: strconv.AppendInt(nil, v, 10)})
 	}
+	if ev.TraceParent != "" {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: transport.HeaderTraceParent, Value: []byte(ev.TraceParent)})
+		if ev.TraceState != "" {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: transport.HeaderTraceState, Value: []byte(ev.TraceState)})
+		}
+	}
 	return r, nil
 }
 

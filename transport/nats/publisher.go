@@ -97,6 +97,12 @@ func (p *Publisher) Message(body []byte) (*natsgo.Msg, error) {
 	if v, ok := ev.Version(); ok {
 		m.Header.Set(HeaderObjectVersion, strconv.FormatInt(v, 10))
 	}
+	if ev.TraceParent != "" {
+		m.Header.Set(transport.HeaderTraceParent, headerValue(ev.TraceParent))
+		if ev.TraceState != "" {
+			m.Header.Set(transport.HeaderTraceState, headerValue(ev.TraceState))
+		}
+	}
 	return m, nil
 }
 

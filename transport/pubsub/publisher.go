@@ -102,6 +102,12 @@ func message(ev seqboxtype.Event, body []byte) *ps.Message {
 	if v, ok := ev.Version(); ok {
 		attrs[AttrObjectVersion] = strconv.FormatInt(v, 10)
 	}
+	if ev.TraceParent != "" {
+		attrs[transport.HeaderTraceParent] = ev.TraceParent
+		if ev.TraceState != "" {
+			attrs[transport.HeaderTraceState] = ev.TraceState
+		}
+	}
 	return &ps.Message{Data: body, Attributes: attrs, OrderingKey: ev.PartitionKey}
 }
 

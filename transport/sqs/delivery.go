@@ -32,7 +32,7 @@ type delivery struct {
 
 // traceAttributes are the message attributes a receive asks for: the
 // W3C trace context of the producer.
-var traceAttributes = []string{"traceparent", "tracestate"}
+var traceAttributes = []string{transport.HeaderTraceParent, transport.HeaderTraceState}
 
 // Header returns the message's string attribute of that name (only the
 // trace context is received).

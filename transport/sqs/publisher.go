@@ -125,6 +125,12 @@ func (p *Publisher) entry(ev seqboxtype.Event, id string) types.SendMessageBatch
 	if v, ok := ev.Version(); ok {
 		attrs[AttrObjectVersion] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.FormatInt(v, 10))}
 	}
+	if ev.TraceParent != "" {
+		attrs[transport.HeaderTraceParent] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(ev.TraceParent)}
+		if ev.TraceState != "" {
+			attrs[transport.HeaderTraceState] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(ev.TraceState)}
+		}
+	}
 	e := types.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(string(ev.Raw)), MessageAttributes: attrs}
 	if p.fifo {
 		e.MessageGroupId = aws.String(MessageGroupID(ev))

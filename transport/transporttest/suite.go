@@ -87,6 +87,7 @@ func Run(t *testing.T, h Harness) {
 		{"LongHandlerAppliedOnce", testLongHandlerAppliedOnce},
 		{"KeysInParallel", testKeysInParallel},
 		{"GateOrdersReorderingBroker", testGateOrdersReorderingBroker},
+		{"TraceContextTravels", testTraceContextTravels},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
