@@ -236,6 +236,19 @@ func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte, groups []stri
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	now := q.cfg.Now().UnixMicro()
+	if q.lock != "" && len(bodies) > 0 {
+		// PostgreSQL: one statement, the bodies and groups as arrays,
+		// inserted in their order (seq follows it).
+		if groups == nil {
+			groups = make([]string, len(bodies))
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
+			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n) ORDER BY u.n`,
+			q.cfg.Name, now, bodies, groups); err != nil {
+			return fmt.Errorf("embedded queue: publish batch: %w", err)
+		}
+		bodies = nil
+	}
 	for i, b := range bodies {
 		group := ""
 		if groups != nil {
@@ -376,7 +389,7 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 // ackWith deletes the deliveries that still hold their lease through exec,
 // one statement per receive, and reports how many had lost it.
 func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transport.Delivery) (int, error) {
-	byToken := map[string][]any{}
+	byToken := map[string][]int64{}
 	for _, td := range ds {
 		d, ok := td.(*delivery)
 		if !ok || d.q != q {
@@ -386,12 +399,8 @@ func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transpo
 	}
 	lost := 0
 	for token, seqs := range byToken {
-		ph := make([]string, len(seqs))
-		for i := range seqs {
-			ph[i] = "$" + strconv.Itoa(i+2)
-		}
-		res, err := exec.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE lease = $1 AND seq IN (`+strings.Join(ph, ", ")+`)`,
-			append([]any{token}, seqs...)...)
+		text, args := ackText(q.lock != "", token, seqs)
+		res, err := exec.ExecContext(ctx, text, args...)
 		if err != nil {
 			return 0, fmt.Errorf("embedded queue: ack batch: %w", err)
 		}
@@ -399,6 +408,24 @@ func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transpo
 		lost += len(seqs) - int(n)
 	}
 	return lost, nil
+}
+
+// ackText is the statement that deletes the rows seqs that still hold
+// lease token. On PostgreSQL (arrays) the seqs are one array parameter:
+// one text whatever their count, so that it stays prepared on every
+// connection; SQLite gets a placeholder per seq.
+func ackText(arrays bool, token string, seqs []int64) (string, []any) {
+	if arrays {
+		return `DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[])`, []any{token, seqs}
+	}
+	ph := make([]string, len(seqs))
+	args := make([]any, 0, len(seqs)+1)
+	args = append(args, token)
+	for i, s := range seqs {
+		ph[i] = "$" + strconv.Itoa(i+2)
+		args = append(args, s)
+	}
+	return `DELETE FROM seqbox_queue WHERE lease = $1 AND seq IN (` + strings.Join(ph, ", ") + `)`, args
 }
 
 // Depth reports the messages not yet acknowledged: ready ones and ones
