@@ -76,22 +76,11 @@ func (t *Executor) inboxInsertArrays(ctx context.Context, rs []store.InboxRow, i
 	if err != nil {
 		return err
 	}
-	type identity struct{ consumer, source, id string }
-	at := make(map[identity]int, n)
+	at := make(map[rowIdentity]int, n)
 	for i, r := range rs {
-		at[identity{r.Consumer, r.Source, r.ID}] = i
+		at[rowIdentity{r.Consumer, r.Source, r.ID}] = i
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k identity
-		if err := rows.Scan(&k.consumer, &k.source, &k.id); err != nil {
-			return err
-		}
-		if i, ok := at[k]; ok {
-			inserted[i] = true
-		}
-	}
-	return rows.Err()
+	return markInserted(rows, at, inserted)
 }
 
 // keyAdvanceArrays is KeyAdvanceMany in one statement: each key's version

@@ -161,10 +161,9 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 	}
 	err := eachChunk(len(rs), func(lo, hi int) error {
 		args := make([]any, 0, (hi-lo)*15)
-		type identity struct{ consumer, source, id string }
-		at := make(map[identity]int, hi-lo)
+		at := make(map[rowIdentity]int, hi-lo)
 		for i, r := range rs[lo:hi] {
-			at[identity{r.Consumer, r.Source, r.ID}] = lo + i
+			at[rowIdentity{r.Consumer, r.Source, r.ID}] = lo + i
 			args = append(args, r.Consumer, r.Source, r.ID, r.PayloadHash, r.BusinessKey, r.EventType, r.Tenant,
 				r.ContractVersion, r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt),
 				optMicros(r.ProcessedAt), r.ResultReference, micros(r.RetentionUntil))
@@ -177,19 +176,28 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id identity
-			if err := rows.Scan(&id.consumer, &id.source, &id.id); err != nil {
-				return err
-			}
-			if i, ok := at[id]; ok {
-				inserted[i] = true
-			}
-		}
-		return rows.Err()
+		return markInserted(rows, at, inserted)
 	})
 	return inserted, err
+}
+
+// rowIdentity is an inbox row's primary key.
+type rowIdentity struct{ consumer, source, id string }
+
+// markInserted reads the identities an INSERT … RETURNING returned and
+// marks each one's index (at) in inserted; it closes rows.
+func markInserted(rows *sql.Rows, at map[rowIdentity]int, inserted []bool) error {
+	defer rows.Close()
+	for rows.Next() {
+		var k rowIdentity
+		if err := rows.Scan(&k.consumer, &k.source, &k.id); err != nil {
+			return err
+		}
+		if i, ok := at[k]; ok {
+			inserted[i] = true
+		}
+	}
+	return rows.Err()
 }
 
 // InboxSetOutcomeMany records many outcomes, one prepared statement each:
