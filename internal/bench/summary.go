@@ -82,7 +82,7 @@ func (p *phase) done(format string, args ...any) {
 // `bench: ratio_vs_raw=X ratio_vs_naive=Y msgs_per_s=Z p99_ms=W`.
 func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	n, naiveN, keys, workers := 20000, 2000, 100, 4
-	half, rawBatches := 10*time.Second, []int{100, 1000}
+	half := 10 * time.Second
 	if o.Quick {
 		n, naiveN, half = 5000, 500, 4*time.Second
 	}
@@ -95,21 +95,10 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	batch := seqbox.DefaultBatchSize
 	fmt.Fprintf(w, "seqbox bench  db=%s messages=%d keys=%d quick=%v\n", e.where, n, keys, o.Quick)
 
-	bodies := Bodies("bench", run+"-r", run, n, keys)
-	var raw float64
-	rawHow := ""
 	ph := o.phase("raw limit")
-	for _, b := range rawBatches {
-		for _, writers := range []int{1, 4} {
-			ph.step(fmt.Sprintf("batch %d, %d writers", b, writers))
-			r, err := rawRows(ctx, e.st.DB(), e.pg, fmt.Sprintf("%s-%d-%d", run, b, writers), bodies, keys, b, writers)
-			if err != nil {
-				return err
-			}
-			if r > raw {
-				raw, rawHow = r, fmt.Sprintf("batch %d, %d writers", b, writers)
-			}
-		}
+	raw, rawHow, err := rawLimit(ctx, e, run, n, keys, ph.step)
+	if err != nil {
+		return err
 	}
 
 	ph.done("%.0f msgs/s, best of %s", raw, rawHow)
@@ -196,67 +185,6 @@ func stopLive(l *live, waitErr error) error {
 		return fmt.Errorf("consumer: %w", stopErr)
 	}
 	return nil
-}
-
-// rawSchema holds the raw limit's tables: the same rows seqbox writes per
-// applied message, with no pipeline around them.
-const rawSchema = `CREATE TABLE IF NOT EXISTS bench_raw_inbox (run TEXT NOT NULL, id TEXT NOT NULL, hash TEXT NOT NULL,
-	partitionkey TEXT NOT NULL, objectversion BIGINT, outcome TEXT NOT NULL, received_at BIGINT NOT NULL, PRIMARY KEY (run, id));
-CREATE TABLE IF NOT EXISTS bench_raw_keys (run TEXT NOT NULL, partitionkey TEXT NOT NULL, version BIGINT, PRIMARY KEY (run, partitionkey));
-CREATE TABLE IF NOT EXISTS bench_raw_effects (run TEXT NOT NULL, id TEXT NOT NULL, partitionkey TEXT NOT NULL, type TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS bench_raw_objects (run TEXT NOT NULL, partitionkey TEXT NOT NULL, state TEXT NOT NULL, version BIGINT,
-	PRIMARY KEY (run, partitionkey))`
-
-// rawRows writes, for each body, the four rows seqbox writes, batch
-// messages per transaction and writers transactions at a time, and
-// returns messages per second. The rows are deleted afterwards, untimed.
-func rawRows(ctx context.Context, db *sql.DB, pg bool, run string, bodies [][]byte, keys, batch, writers int) (float64, error) {
-	for _, stmt := range splitSQL(rawSchema) {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return 0, fmt.Errorf("raw: create tables: %w", err)
-		}
-	}
-	elapsed, err := inParallel(len(bodies), batch, writers, func(from, to int) error {
-		return rawRowsTx(ctx, db, run, from, to, keys)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("raw: %w", err)
-	}
-	for _, t := range []string{"bench_raw_inbox", "bench_raw_keys", "bench_raw_effects", "bench_raw_objects"} {
-		if _, err := db.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = $1`, run); err != nil {
-			return 0, fmt.Errorf("raw: clean up: %w", err)
-		}
-	}
-	return rate(int64(len(bodies)), elapsed), nil
-}
-
-func rawRowsTx(ctx context.Context, db *sql.DB, run string, from, to, keys int) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	now := time.Now().UnixMicro()
-	for i := from; i < to; i++ {
-		id, key, v := fmt.Sprint(i), fmt.Sprintf("k%d", i%keys), int64(i/keys+1)
-		for _, s := range []struct {
-			q    string
-			args []any
-		}{
-			{`INSERT INTO bench_raw_inbox (run, id, hash, partitionkey, objectversion, outcome, received_at) VALUES ($1, $2, $3, $4, $5, 'applied', $6)`,
-				[]any{run, id, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", key, v, now}},
-			{`INSERT INTO bench_raw_keys (run, partitionkey, version) VALUES ($1, $2, $3)
-				ON CONFLICT (run, partitionkey) DO UPDATE SET version = excluded.version`, []any{run, key, v}},
-			{`INSERT INTO bench_raw_effects (run, id, partitionkey, type) VALUES ($1, $2, $3, 'bench.step')`, []any{run, id, key}},
-			{`INSERT INTO bench_raw_objects (run, partitionkey, state, version) VALUES ($1, $2, 'bench.step', $3)
-				ON CONFLICT (run, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`, []any{run, key, v}},
-		} {
-			if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
-				return err
-			}
-		}
-	}
-	return tx.Commit()
 }
 
 // naiveSchema is the seed's fragile design: a marker table consulted

@@ -166,7 +166,14 @@ func openTarget(ctx context.Context, t Target, params map[string]string) (*sql.D
 			ELSE pg_catalog.current_setting('search_path') || ', ' || $1 END, false)`, schema)
 		return err
 	}))
+	// Keep as many idle as may be open: database/sql keeps two by
+	// default, so a burst of a few workers, the queue's receive and its
+	// acks closed the connections it had just opened, and each new one
+	// cost a backend start, the search_path statement above and a prepare
+	// of every statement again (pgx caches them per connection). Idle
+	// ones still close after a minute.
 	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
 	db.SetConnMaxIdleTime(time.Minute)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

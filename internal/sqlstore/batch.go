@@ -2,8 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,11 +68,11 @@ func rowsText(template, row string, first, rows int) string {
 // retrying on each. On PostgreSQL the flags are read after the locks are
 // granted, as Key explains.
 func (t *Executor) KeyLockMany(ctx context.Context, p store.KeyLockManyParams) (map[string]store.KeyState, error) {
-	consumer, keys := p.Consumer, p.Keys
-	keys = slices.Clone(keys)
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
+	consumer, keys := p.Consumer, sortedUnique(p.Keys)
 	out := make(map[string]store.KeyState, len(keys))
+	if t.arrays && len(keys) > 0 {
+		return out, t.keyLockManyArrays(ctx, consumer, keys, out)
+	}
 	err := eachChunk(len(keys), func(lo, hi int) error {
 		args := append([]any{consumer}, anys(keys[lo:hi])...)
 		if t.lockRow == "" {
@@ -90,23 +90,29 @@ func (t *Executor) KeyLockMany(ctx context.Context, p store.KeyLockManyParams) (
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var key, what string
-			if err := rows.Scan(&key, &what); err != nil {
-				return err
-			}
-			ks, ok := out[key]
-			if !ok {
-				continue
-			}
-			ks.HasParked = ks.HasParked || what == "p"
-			ks.HasRetries = ks.HasRetries || what == "r"
-			out[key] = ks
-		}
-		return rows.Err()
+		return scanFlags(rows, out)
 	})
 	return out, err
+}
+
+// scanFlags reads (key, 'p' or 'r') rows into the parked and retrying
+// flags of the keys out holds.
+func scanFlags(rows *sql.Rows, out map[string]store.KeyState) error {
+	defer rows.Close()
+	for rows.Next() {
+		var key, what string
+		if err := rows.Scan(&key, &what); err != nil {
+			return err
+		}
+		ks, ok := out[key]
+		if !ok {
+			continue
+		}
+		ks.HasParked = ks.HasParked || what == "p"
+		ks.HasRetries = ks.HasRetries || what == "r"
+		out[key] = ks
+	}
+	return rows.Err()
 }
 
 // scanKeys reads key rows into out, with the two flag columns when flags.
@@ -135,6 +141,9 @@ func (t *Executor) scanKeys(ctx context.Context, out map[string]store.KeyState, 
 // KeyEnsureMany creates the missing key rows.
 func (t *Executor) KeyEnsureMany(ctx context.Context, p store.KeyEnsureManyParams) error {
 	consumer, keys, at := p.Consumer, p.Keys, p.At
+	if t.arrays && len(keys) > 0 {
+		return t.keyEnsureManyArrays(ctx, consumer, keys, at)
+	}
 	return eachChunk(len(keys), func(lo, hi int) error {
 		_, err := t.exec(ctx, rowsText(`INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
 			VALUES {{ROWS}} ON CONFLICT (consumer, partitionkey) DO NOTHING`, "($1, $a, $2)", 2, hi-lo),
@@ -147,12 +156,14 @@ func (t *Executor) KeyEnsureMany(ctx context.Context, p store.KeyEnsureManyParam
 // key decides, and RETURNING names the rows that went in.
 func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]bool, error) {
 	inserted := make([]bool, len(rs))
+	if t.arrays && len(rs) > 0 {
+		return inserted, t.inboxInsertArrays(ctx, rs, inserted)
+	}
 	err := eachChunk(len(rs), func(lo, hi int) error {
 		args := make([]any, 0, (hi-lo)*15)
-		type identity struct{ consumer, source, id string }
-		at := make(map[identity]int, hi-lo)
+		at := make(map[rowIdentity]int, hi-lo)
 		for i, r := range rs[lo:hi] {
-			at[identity{r.Consumer, r.Source, r.ID}] = lo + i
+			at[rowIdentity{r.Consumer, r.Source, r.ID}] = lo + i
 			args = append(args, r.Consumer, r.Source, r.ID, r.PayloadHash, r.BusinessKey, r.EventType, r.Tenant,
 				r.ContractVersion, r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt),
 				optMicros(r.ProcessedAt), r.ResultReference, micros(r.RetentionUntil))
@@ -165,19 +176,28 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id identity
-			if err := rows.Scan(&id.consumer, &id.source, &id.id); err != nil {
-				return err
-			}
-			if i, ok := at[id]; ok {
-				inserted[i] = true
-			}
-		}
-		return rows.Err()
+		return markInserted(rows, at, inserted)
 	})
 	return inserted, err
+}
+
+// rowIdentity is an inbox row's primary key.
+type rowIdentity struct{ consumer, source, id string }
+
+// markInserted reads the identities an INSERT … RETURNING returned and
+// marks each one's index (at) in inserted; it closes rows.
+func markInserted(rows *sql.Rows, at map[rowIdentity]int, inserted []bool) error {
+	defer rows.Close()
+	for rows.Next() {
+		var k rowIdentity
+		if err := rows.Scan(&k.consumer, &k.source, &k.id); err != nil {
+			return err
+		}
+		if i, ok := at[k]; ok {
+			inserted[i] = true
+		}
+	}
+	return rows.Err()
 }
 
 // InboxSetOutcomeMany records many outcomes, one prepared statement each:
@@ -197,6 +217,9 @@ func (t *Executor) InboxSetOutcomeMany(ctx context.Context, p store.InboxSetOutc
 // keys are named in an IN list, so that every database probes the key
 // index once per key rather than join the whole consumer's keys.
 func (t *Executor) KeyAdvanceMany(ctx context.Context, p store.KeyAdvanceManyParams) (int, error) {
+	if t.arrays && len(p.Moves) > 0 {
+		return t.keyAdvanceArrays(ctx, p)
+	}
 	consumer, moves, at := p.Consumer, p.Moves, p.At
 	won := 0
 	err := eachChunk(len(moves), func(lo, hi int) error {
@@ -247,6 +270,9 @@ func advanceText(n int) string {
 // a primary-key term of its own (OR), which both databases answer from
 // the primary key.
 func (t *Executor) RetryClearMany(ctx context.Context, p store.RetryClearManyParams) error {
+	if t.arrays && len(p.IDs) > 0 {
+		return t.retryClearArrays(ctx, p)
+	}
 	consumer, ids := p.Consumer, p.IDs
 	return eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{consumer}

@@ -29,6 +29,10 @@ type Dialect struct {
 	// CacheStatements prepares the pipeline's statements once per
 	// connection (for drivers that do not cache them themselves).
 	CacheStatements bool
+	// Arrays says the database takes a column of values as one array
+	// parameter (PostgreSQL: unnest, = ANY), so that the set-based
+	// operations of a batch are one statement each (arrays.go).
+	Arrays bool
 	// OneWriter serializes this process's batch transactions before they
 	// begin (SQLite: one writer at a time anyway).
 	OneWriter bool
@@ -472,7 +476,7 @@ func (s *Store) Executor() store.Executor {
 
 // executor runs statements in tx, or on the pool when tx is nil.
 func (s *Store) executor(tx *sql.Tx) *Executor {
-	e := &Executor{db: s.db, pool: s.db, lockRow: s.dialect.LockRow, storageFull: s.dialect.StorageFull, stmts: s.stmts}
+	e := &Executor{db: s.db, pool: s.db, lockRow: s.dialect.LockRow, arrays: s.dialect.Arrays, storageFull: s.dialect.StorageFull, stmts: s.stmts}
 	if tx != nil {
 		e.db, e.tx = tx, tx
 	}

@@ -27,6 +27,9 @@ type Executor struct {
 	// needs one opens its own.
 	pool    *sql.DB
 	lockRow string
+	// arrays says a batch's rows go in one statement, a column per array
+	// parameter (Dialect.Arrays).
+	arrays bool
 	// storageFull is the driver's classifier (Dialect.StorageFull).
 	storageFull func(error) bool
 	stmts       *stmtCache

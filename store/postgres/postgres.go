@@ -44,7 +44,8 @@ type Options struct {
 // objects in schema.
 func storeDialect(schema string) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		SQL: dialect.Postgres,
+		SQL:    dialect.Postgres,
+		Arrays: true,
 		ListTables: `SELECT c.relname FROM pg_catalog.pg_class c
 			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 			WHERE n.nspname = '` + schema + `' AND c.relkind IN ('r', 'p')`,

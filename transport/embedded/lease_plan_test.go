@@ -49,3 +49,37 @@ func TestPostgresLeasePlanWalksTheIndex(t *testing.T) {
 		require.NotContains(t, text, bad, text)
 	}
 }
+
+// On PostgreSQL a receive's lease is a heap-only update: it adds no index
+// entry (ensureHOT), and reopening the queue changes nothing more.
+func TestPostgresLeaseIsHeapOnly(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.URL(t)
+	q, err := Open(ctx, u, Config{Name: "hot"})
+	require.NoError(t, err)
+	defer q.Close()
+	bodies := make([][]byte, 300)
+	for i := range bodies {
+		bodies[i] = fmt.Appendf(nil, `{"n":%d}`, i)
+	}
+	require.NoError(t, q.PublishBatch(ctx, bodies))
+	tx, err := q.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback() //nolint:errcheck // read-only probe
+	now := time.Now().UnixMicro()
+	res, err := tx.ExecContext(ctx, q.leaseStatement(), "token", now+1, "hot", now, 300)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 300, n)
+	var upd, hot int64
+	require.NoError(t, tx.QueryRowContext(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_catalog.pg_stat_xact_user_tables
+		WHERE relid = 'seqbox_queue'::regclass`).Scan(&upd, &hot))
+	require.EqualValues(t, 300, upd)
+	require.EqualValues(t, upd, hot, "every leased row updated in place")
+	require.NoError(t, tx.Rollback())
+
+	again, err := Open(ctx, u, Config{Name: "hot"})
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+}

@@ -1,0 +1,130 @@
+package sqlstore
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// On PostgreSQL (Dialect.Arrays) the set-based operations of a batch
+// take each column as one array parameter and read it back with unnest
+// or = ANY: a batch's rows are one statement of one text, one round trip,
+// whatever their number, where the multi-row VALUES of batch.go need a
+// statement per power-of-two chunk. The SQL decides exactly as the
+// multi-row statements do (same conflicts, same compare-and-set, same
+// lock order).
+
+// keyLockManyArrays is KeyLockMany in two statements: the key rows, locked
+// in byte order, then the parked and retrying flags, read after the locks
+// are granted (see KeyLock).
+func (t *Executor) keyLockManyArrays(ctx context.Context, consumer string, keys []string, out map[string]store.KeyState) error {
+	if err := t.scanKeys(ctx, out, `SELECT `+keyColumns+` FROM seqbox_keys
+		WHERE consumer = $1 AND partitionkey = ANY($2::text[]) ORDER BY partitionkey COLLATE "C"`+t.lockRow,
+		[]any{consumer, keys}, false); err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	rows, err := t.query(ctx, `SELECT partitionkey, 'p' FROM seqbox_parked WHERE consumer = $1 AND partitionkey = ANY($2::text[])
+		UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, consumer, keys)
+	if err != nil {
+		return err
+	}
+	return scanFlags(rows, out)
+}
+
+// keyEnsureManyArrays is KeyEnsureMany in one statement.
+func (t *Executor) keyEnsureManyArrays(ctx context.Context, consumer string, keys []string, at time.Time) error {
+	_, err := t.exec(ctx, `INSERT INTO seqbox_keys (consumer, partitionkey, updated_at)
+		SELECT $1, k, $2 FROM unnest($3::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n
+		ON CONFLICT (consumer, partitionkey) DO NOTHING`, consumer, micros(at), keys)
+	return err
+}
+
+// inboxInsertArrays is InboxInsertMany in one statement, the rows
+// inserted in their order.
+func (t *Executor) inboxInsertArrays(ctx context.Context, rs []store.InboxRow, inserted []bool) error {
+	n := len(rs)
+	consumer, source, id, hash := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	bkey, etype, tenant, contract, pkey := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	outcome, ref := make([]string, n), make([]string, n)
+	version, processed := make([]*int64, n), make([]*int64, n)
+	received, retention := make([]int64, n), make([]int64, n)
+	for i, r := range rs {
+		consumer[i], source[i], id[i], hash[i] = r.Consumer, r.Source, r.ID, r.PayloadHash
+		bkey[i], etype[i], tenant[i], contract[i], pkey[i] = r.BusinessKey, r.EventType, r.Tenant, r.ContractVersion, r.PartitionKey
+		outcome[i], ref[i] = string(r.Outcome), r.ResultReference
+		version[i] = r.ObjectVersion
+		if r.ProcessedAt != nil {
+			p := micros(*r.ProcessedAt)
+			processed[i] = &p
+		}
+		received[i], retention[i] = micros(r.ReceivedAt), micros(r.RetentionUntil)
+	}
+	rows, err := t.query(ctx, `INSERT INTO seqbox_inbox
+		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
+		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
+		SELECT c, s, i, h, b, e, t, v, p, o, r, ra, pa, rr, ru FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],
+			$5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::bigint[],
+			$13::bigint[], $14::text[], $15::bigint[]) WITH ORDINALITY AS u(c, s, i, h, b, e, t, v, p, o, r, ra, pa, rr, ru, n)
+		ORDER BY n
+		ON CONFLICT (consumer, source, id) DO NOTHING RETURNING consumer, source, id`,
+		consumer, source, id, hash, bkey, etype, tenant, contract, pkey, version, outcome, received, processed, ref, retention)
+	if err != nil {
+		return err
+	}
+	at := make(map[rowIdentity]int, n)
+	for i, r := range rs {
+		at[rowIdentity{r.Consumer, r.Source, r.ID}] = i
+	}
+	return markInserted(rows, at, inserted)
+}
+
+// keyAdvanceArrays is KeyAdvanceMany in one statement: each key's version
+// moves from prev to next when it still is prev. A key named twice moves
+// at most once, as in the CASE of advanceText.
+func (t *Executor) keyAdvanceArrays(ctx context.Context, p store.KeyAdvanceManyParams) (int, error) {
+	keys, prev, next := make([]string, 0, len(p.Moves)), make([]int64, 0, len(p.Moves)), make([]int64, 0, len(p.Moves))
+	seen := make(map[string]bool, len(p.Moves))
+	for _, m := range p.Moves {
+		if seen[m.Key] {
+			continue
+		}
+		seen[m.Key] = true
+		pv := int64(-1)
+		if m.Prev != nil {
+			pv = *m.Prev
+		}
+		keys, prev, next = append(keys, m.Key), append(prev, pv), append(next, m.Next)
+	}
+	res, err := t.exec(ctx, `UPDATE seqbox_keys k SET version = u.next, updated_at = $2
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[]) AS u(key, prev, next)
+		WHERE k.consumer = $1 AND k.partitionkey = u.key AND COALESCE(k.version, -1) = u.prev`,
+		p.Consumer, micros(p.At), keys, prev, next)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// retryClearArrays is RetryClearMany in one statement.
+func (t *Executor) retryClearArrays(ctx context.Context, p store.RetryClearManyParams) error {
+	sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))
+	for i, id := range p.IDs {
+		sources[i], ids[i] = id.Source, id.ID
+	}
+	_, err := t.exec(ctx, `DELETE FROM seqbox_retries r USING unnest($2::text[], $3::text[]) AS u(s, i)
+		WHERE r.consumer = $1 AND r.source = u.s AND r.id = u.i`, p.Consumer, sources, ids)
+	return err
+}
+
+// sortedUnique returns keys sorted and without repeats.
+func sortedUnique(keys []string) []string {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
