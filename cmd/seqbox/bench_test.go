@@ -154,7 +154,9 @@ func TestBenchSummaryQuick(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`^bench: raw limit: `+num+` msgs/s, best of batch [0-9]+, [0-9] writers \(`+num+`m?s\)\n`+
 		`bench: seqbox end to end: `+num+` msgs/s over 5000 messages \(`+num+`m?s\)\n`+
 		`bench: naive: `+num+` msgs/s over 500 messages \(`+num+`m?s\)\n`+
+		`bench: latency at 10% rate: p99 `+num+` ms at `+num+` msgs/s \(`+num+`m?s\)\n`+
 		`bench: latency at half rate: p99 `+num+` ms at `+num+` msgs/s \(`+num+`m?s\)\n`+
+		`bench: latency at 90% rate: p99 `+num+` ms at `+num+` msgs/s \(`+num+`m?s\)\n`+
 		`bench: seqbox over 1 to 1,000,000 keys: 5 spreads of keys \(`+num+`m?s\)\n$`), r.stderr)
 	checkKeySweep(t, out)
 	require.Regexp(t, `(?m)^rss bounds: .* SQLite's page cache is cache_size=-?[0-9]+ `, out)
