@@ -154,7 +154,7 @@ func keyItem(rep ops.KeyReport, now time.Time) KeyItem {
 	switch {
 	case rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil:
 		seq := itoa(*rep.BlockedBy.DLQSeq)
-		it.NextAction = "redrive dead letter " + seq + " once the cause is fixed, or skip it (by and reason required)"
+		it.NextAction = "redrive dead letter " + seq + " once the cause is fixed, or skip it (a skip needs by and reason)"
 		it.Actions = []APIAction{{"redrive", "POST", "/v1/admin/dlq/" + seq + "/redrive"}, {"skip", "POST", "/v1/admin/dlq/" + seq + "/skip"}}
 	case rep.Blocked:
 		it.NextAction = "release the key with a recorded gap (by and reason required), or deliver the missing version"
