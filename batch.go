@@ -40,6 +40,9 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	if err != nil {
 		return nil, nil, err
 	}
+	// The batch's own cost, for the sizer: from BEGIN's return, so the
+	// wait for SQLite's one writer (another batch's time) is left out.
+	began := time.Now()
 	btx := &batchTx{tx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
 	var out [][]seqboxtype.Result
 	defer func() { btx.endSpans(out, err) }()
@@ -91,7 +94,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 		return nil, nil, fmt.Errorf("commit: %w", err)
 	}
 	batchDone(c.cfg.Metrics, c.cfg.Name, len(ins), start)
-	c.sizer.observe(len(ins), time.Since(start))
+	c.sizer.observe(len(ins), time.Since(began))
 	for _, ds := range out {
 		c.observe(final(ds))
 	}
