@@ -98,7 +98,7 @@ func runKeyCase(ctx context.Context, e *env, prefix string, c keyCase, workers, 
 	}
 	r.rss = win.close()
 	if a, o := l.rec.applied.Load(), l.rec.other.Load(); a != int64(c.n) || o != 0 {
-		return r, fmt.Errorf("%d applied and %d other outcomes, want %d applied", a, o, c.n)
+		return r, fmt.Errorf("%d applied and %d other outcomes (the first: %s), want %d applied", a, o, l.rec.otherText(), c.n)
 	}
 	_, lats := l.rec.window(time.Time{}, time.Now())
 	r.lat = LatencyOf(lats)

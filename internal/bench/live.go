@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/transport/embedded"
 )
 
 // stallAfter is how long a run may go without applying anything before
@@ -68,6 +69,38 @@ func (l *live) waitApplied(ctx context.Context, n int64) error {
 		case err := <-l.done:
 			l.done <- err
 			return fmt.Errorf("consumer stopped at %d of %d applied: %v%s", got, n, err, l.warnText())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// waitDrained waits until q holds nothing, ready or leased: every message
+// published so far is applied. It fails when Run stops, ctx ends, or the
+// queue does not shrink for stallAfter.
+func (l *live) waitDrained(ctx context.Context, q *embedded.Queue) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	last, lastAt := -1, time.Now()
+	for {
+		ready, leased, err := q.Depth(ctx)
+		if err != nil {
+			return err
+		}
+		left := ready + leased
+		if left == 0 {
+			return nil
+		}
+		if left != last {
+			last, lastAt = left, time.Now()
+		} else if time.Since(lastAt) > stallAfter {
+			return fmt.Errorf("consumer stalled with %d messages left in the queue%s", left, l.warnText())
+		}
+		select {
+		case err := <-l.done:
+			l.done <- err
+			return fmt.Errorf("consumer stopped with %d messages left in the queue: %v%s", left, err, l.warnText())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:

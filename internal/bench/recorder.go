@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -28,8 +29,10 @@ type recorder struct {
 	// begins are the consumer's store.Begin calls: on SQLite (BEGIN
 	// IMMEDIATE) the wait for the write lock.
 	begins []sample
-	// applied counts applied decisions; other every other outcome.
+	// applied counts applied decisions; other every other outcome, the
+	// first of which is kept to say what it was.
 	applied, other atomic.Int64
+	firstOther     string
 }
 
 func newRecorder() *recorder { return &recorder{recv: map[string]time.Time{}} }
@@ -46,7 +49,11 @@ func (r *recorder) received(ds []transport.Delivery, at time.Time) {
 func (r *recorder) observe(d seqboxtype.Result) {
 	now := time.Now()
 	if d.Outcome != seqboxtype.Applied {
-		r.other.Add(1)
+		if r.other.Add(1) == 1 {
+			r.mu.Lock()
+			r.firstOther = fmt.Sprintf("%s %s/%s v%v: %s", d.Outcome, d.Source, d.ID, version(d.ObjectVersion), d.Reason)
+			r.mu.Unlock()
+		}
 		return
 	}
 	r.mu.Lock()
@@ -56,6 +63,21 @@ func (r *recorder) observe(d seqboxtype.Result) {
 	}
 	r.mu.Unlock()
 	r.applied.Add(1)
+}
+
+// otherText says what the first outcome other than applied was.
+func (r *recorder) otherText() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstOther
+}
+
+// version prints an object version, "-" when there is none.
+func version(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
 }
 
 func (r *recorder) began(at time.Time, d time.Duration) {

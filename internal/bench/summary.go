@@ -253,6 +253,12 @@ func atRate(ctx context.Context, e *env, run string, target, keys, workers, batc
 	failures, first := f.stop()
 	published := f.published.Load()
 	waitErr := l.waitApplied(ctx, published)
+	if waitErr == nil {
+		// A publish that the stop cut off may have committed without
+		// being counted: drain the queue, so that nothing of this phase
+		// is left for the next one's consumer.
+		waitErr = l.waitDrained(ctx, e.q)
+	}
 	if err := stopLive(l, waitErr); err != nil {
 		return Latency{}, 0, err
 	}
