@@ -10,7 +10,6 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/transport"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // run is Run; with idle > 0 it also stops once idle for that long.
@@ -73,14 +72,11 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 			sleep(ctx, time.Second)
 			continue
 		}
-		producers := make([]trace.SpanContext, len(ds))
-		for i, d := range ds {
-			var key string
-			key, producers[i] = deliveryMeta(d)
-			s.add(key, d)
+		for _, d := range ds {
+			s.add(deliveryKey(d), d)
 		}
 		if len(ds) > 0 {
-			c.tr.receive(ctx, received, producers)
+			c.tr.receive(ctx, received, ds)
 		}
 	}
 	cancel(nil)
@@ -101,9 +97,7 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	ins := make([]input, len(ds))
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
-		if h, ok := d.(transport.HeaderCarrier); ok {
-			ins[i].traceParent, ins[i].traceState = h.Header(transport.HeaderTraceParent), h.Header(transport.HeaderTraceState)
-		}
+		ins[i].traceParent, ins[i].traceState = brokerTrace(d)
 	}
 	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
 	if err != nil || len(us) == 0 {
@@ -126,27 +120,16 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	return err
 }
 
-// deliveryMeta returns the delivery's scheduling key (the partition key,
-// or a unique key for messages that carry none: they need no ordering)
-// and its producer's trace context, from the envelope or else the
-// broker's headers.
-func deliveryMeta(d transport.Delivery) (string, trace.SpanContext) {
+// deliveryKey is the scheduling key: the partition key, or a unique key for
+// messages that carry none (they need no ordering).
+func deliveryKey(d transport.Delivery) string {
 	var k struct {
 		PartitionKey string `json:"partitionkey"`
-		TraceParent  any    `json:"traceparent"`
-		TraceState   any    `json:"tracestate"`
 	}
-	_ = json.Unmarshal(d.Body(), &k) // an undecodable body is rejected by the pipeline
-	tp, _ := k.TraceParent.(string)
-	ts, _ := k.TraceState.(string)
-	if h, ok := d.(transport.HeaderCarrier); ok && tp == "" {
-		tp, ts = h.Header(transport.HeaderTraceParent), h.Header(transport.HeaderTraceState)
+	if json.Unmarshal(d.Body(), &k) == nil && k.PartitionKey != "" {
+		return "k:" + k.PartitionKey
 	}
-	key := "k:" + k.PartitionKey
-	if k.PartitionKey == "" {
-		key = "u:" + strconv.FormatUint(nextUnkeyed(), 10)
-	}
-	return key, producerContext(tp, ts)
+	return "u:" + strconv.FormatUint(nextUnkeyed(), 10)
 }
 
 func nextUnkeyed() uint64 {

@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
 )
 
 // Tracing follows OpenTelemetry's messaging conventions (docs/design.md
@@ -130,20 +132,46 @@ func (t tracing) messageAttributes(op attribute.KeyValue, name string, ev seqbox
 }
 
 // receive records a batch the transport handed out between start and
-// now, linked to each message's producer.
-func (t tracing) receive(ctx context.Context, start time.Time, producers []trace.SpanContext) {
+// now, linked to each message's producer. The envelopes are read for
+// their trace context only when the span records.
+func (t tracing) receive(ctx context.Context, start time.Time, ds []transport.Delivery) {
 	_, span := t.t.Start(ctx, "receive "+t.consumer, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(start))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.MessagingSystemKey.String(messagingSystem), semconv.MessagingOperationTypeReceive,
 			semconv.MessagingOperationName("receive"), semconv.MessagingConsumerGroupName(t.consumer),
-			semconv.MessagingBatchMessageCount(len(producers)))
-		for _, p := range producers {
-			if p.IsValid() {
+			semconv.MessagingBatchMessageCount(len(ds)))
+		for _, d := range ds {
+			if p := deliveryProducer(d); p.IsValid() {
 				span.AddLink(trace.Link{SpanContext: p})
 			}
 		}
 	}
 	span.End()
+}
+
+// deliveryProducer is a delivery's producer context: the envelope's
+// traceparent, or else the broker's headers.
+func deliveryProducer(d transport.Delivery) trace.SpanContext {
+	var k struct {
+		TraceParent any `json:"traceparent"`
+		TraceState  any `json:"tracestate"`
+	}
+	_ = json.Unmarshal(d.Body(), &k) // an undecodable body has no context
+	tp, _ := k.TraceParent.(string)
+	ts, _ := k.TraceState.(string)
+	if tp == "" {
+		tp, ts = brokerTrace(d)
+	}
+	return producerContext(tp, ts)
+}
+
+// brokerTrace is the trace context in a delivery's broker headers, if it
+// has any.
+func brokerTrace(d transport.Delivery) (traceparent, tracestate string) {
+	if h, ok := d.(transport.HeaderCarrier); ok {
+		return h.Header(transport.HeaderTraceParent), h.Header(transport.HeaderTraceState)
+	}
+	return "", ""
 }
 
 // settle records an acknowledgement (op "ack" or "nack") of the message

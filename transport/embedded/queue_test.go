@@ -255,15 +255,20 @@ func TestQueueReceiveWaitsAndHonoursContext(t *testing.T) {
 		require.GreaterOrEqual(t, time.Since(start), 5*time.Second, "waits Config.Wait before giving up")
 
 		// A message published while Receive waits is picked up.
-		published := make(chan error, 1)
+		type received struct {
+			ds  []transport.Delivery
+			err error
+		}
+		got := make(chan received, 1)
 		go func() {
-			time.Sleep(30 * time.Millisecond) // fake time: Receive is polling by now
-			published <- q.Publish(context.Background(), []byte("late"))
+			ds, err := q.Receive(context.Background(), 1)
+			got <- received{ds, err}
 		}()
-		ds, err = q.Receive(context.Background(), 1)
-		require.NoError(t, err)
-		require.NoError(t, <-published)
-		require.Equal(t, []string{"late"}, bodies(ds))
+		synctest.Wait() // Receive found nothing and waits for its next poll
+		require.NoError(t, q.Publish(context.Background(), []byte("late")))
+		r := <-got
+		require.NoError(t, r.err)
+		require.Equal(t, []string{"late"}, bodies(r.ds))
 
 		// A Receive whose context ends returns its error, not an empty
 		// batch at the end of Config.Wait.
