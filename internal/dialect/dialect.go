@@ -30,13 +30,18 @@ type SQL struct {
 	// creating them at once take turns (empty on SQLite: one writer at a
 	// time).
 	SideTablesLock string
+	// Positional says the driver binds anonymous ? placeholders faster
+	// than the $n that seqbox's SQL is written with (SQLite: see
+	// Positional), so statements are rewritten before they run.
+	Positional bool
 }
 
 // SQLite is SQLite's spelling (modernc.org/sqlite).
 var SQLite = SQL{
 	Name:   "sqlite",
 	Serial: "INTEGER PRIMARY KEY AUTOINCREMENT",
-	Blob:   "BLOB",
+	Blob:       "BLOB",
+	Positional: true,
 }
 
 // Postgres is PostgreSQL's spelling (pgx).

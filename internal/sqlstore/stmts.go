@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"sync"
 	"sync/atomic"
+
+	"github.com/seqbox/seqbox/internal/dialect"
 )
 
 // stmtCache holds the store's own statements prepared once on the pool
@@ -73,6 +75,7 @@ func (t *Executor) stmt(ctx context.Context, q string) *sql.Stmt {
 
 // exec runs q, prepared when the store caches.
 func (t *Executor) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	q, args = t.spell(q, args)
 	if st := t.stmt(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -81,6 +84,7 @@ func (t *Executor) exec(ctx context.Context, q string, args ...any) (sql.Result,
 
 // query runs q, prepared when the store caches.
 func (t *Executor) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	q, args = t.spell(q, args)
 	if st := t.stmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -89,8 +93,18 @@ func (t *Executor) query(ctx context.Context, q string, args ...any) (*sql.Rows,
 
 // queryRow runs q, prepared when the store caches.
 func (t *Executor) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	q, args = t.spell(q, args)
 	if st := t.stmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return t.db.QueryRowContext(ctx, q, args...)
+}
+
+// spell returns q and args as the executor's database binds them fastest:
+// on SQLite with ? placeholders (dialect.Positional).
+func (t *Executor) spell(q string, args []any) (string, []any) {
+	if !t.positional {
+		return q, args
+	}
+	return dialect.Positional(q, args)
 }

@@ -30,6 +30,8 @@ type Executor struct {
 	// arrays says a batch's rows go in one statement, a column per array
 	// parameter (Dialect.Arrays).
 	arrays bool
+	// positional rewrites $n placeholders as ? (Dialect.Positional).
+	positional bool
 	// storageFull is the driver's classifier (Dialect.StorageFull).
 	storageFull func(error) bool
 	stmts       *stmtCache

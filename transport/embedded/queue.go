@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -413,19 +412,19 @@ func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transpo
 // ackText is the statement that deletes the rows seqs that still hold
 // lease token. On PostgreSQL (arrays) the seqs are one array parameter:
 // one text whatever their count, so that it stays prepared on every
-// connection; SQLite gets a placeholder per seq.
+// connection; SQLite gets an anonymous ? per seq, which it binds in
+// constant time where a $n costs a walk of the statement's named
+// parameters (dialect.Positional).
 func ackText(arrays bool, token string, seqs []int64) (string, []any) {
 	if arrays {
 		return `DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[])`, []any{token, seqs}
 	}
-	ph := make([]string, len(seqs))
 	args := make([]any, 0, len(seqs)+1)
 	args = append(args, token)
-	for i, s := range seqs {
-		ph[i] = "$" + strconv.Itoa(i+2)
+	for _, s := range seqs {
 		args = append(args, s)
 	}
-	return `DELETE FROM seqbox_queue WHERE lease = $1 AND seq IN (` + strings.Join(ph, ", ") + `)`, args
+	return `DELETE FROM seqbox_queue WHERE lease = ? AND seq IN (?` + strings.Repeat(", ?", max(len(seqs)-1, 0)) + `)`, args
 }
 
 // Depth reports the messages not yet acknowledged: ready ones and ones
