@@ -38,8 +38,8 @@ type SQL struct {
 
 // SQLite is SQLite's spelling (modernc.org/sqlite).
 var SQLite = SQL{
-	Name:   "sqlite",
-	Serial: "INTEGER PRIMARY KEY AUTOINCREMENT",
+	Name:       "sqlite",
+	Serial:     "INTEGER PRIMARY KEY AUTOINCREMENT",
 	Blob:       "BLOB",
 	Positional: true,
 }
