@@ -153,6 +153,7 @@ func TestBenchSummaryQuick(t *testing.T) {
 	// and no line rewritten in place.
 	require.Regexp(t, regexp.MustCompile(`^bench: raw limit: `+num+` msgs/s, best of batch [0-9]+, [0-9] writers \(`+num+`m?s\)\n`+
 		`bench: seqbox end to end: `+num+` msgs/s over 5000 messages \(`+num+`m?s\)\n`+
+		`bench: seqbox end to end, BatchHandler: `+num+` msgs/s over 5000 messages \(`+num+`m?s\)\n`+
 		`bench: naive: `+num+` msgs/s over 500 messages \(`+num+`m?s\)\n`+
 		`bench: latency at 10% rate: p99 `+num+` ms at `+num+` msgs/s \(`+num+`m?s\)\n`+
 		`bench: latency at half rate: p99 `+num+` ms at `+num+` msgs/s \(`+num+`m?s\)\n`+
@@ -168,7 +169,7 @@ func TestBenchSummaryQuick(t *testing.T) {
 		require.NoError(t, err, k)
 		require.Greater(t, f, 0.0, "%s must be measured", k)
 	}
-	for _, mode := range []string{"raw-limit ", "seqbox ", "naive ", "seqbox@10% ", "seqbox@half ", "seqbox@90% "} {
+	for _, mode := range []string{"raw-limit ", "seqbox ", "seqbox-batch ", "naive ", "seqbox@10% ", "seqbox@half ", "seqbox@90% "} {
 		require.Contains(t, out, "\n"+mode, "the %s row", mode)
 	}
 	require.Contains(t, fails(t, "bench", "extra"), "unknown command")

@@ -32,6 +32,11 @@ type env struct {
 	q     *embedded.Queue
 	pg    bool
 	where string
+	// bulk runs the consumers this env starts with the record handler
+	// as a BatchHandler (replay.RecordBatchHandler): the effects of a
+	// batch in one multi-row statement per table, as the raw limit writes
+	// them.
+	bulk bool
 }
 
 // open opens the store and an embedded queue named queue in the database

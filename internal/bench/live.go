@@ -28,11 +28,16 @@ type live struct {
 // startLive starts consuming e's queue as the bench consumer.
 func startLive(ctx context.Context, e *env, workers, batch int) (*live, error) {
 	l := &live{rec: newRecorder(), warn: &warnings{}, done: make(chan error, 1)}
-	c, err := seqbox.NewConsumer(seqbox.Config{
+	cfg := seqbox.Config{
 		Name: Consumer, Store: beginTimed{Store: e.st, rec: l.rec}, Transport: timed{Transport: e.q, rec: l.rec},
-		Handler: replay.RecordHandlerOn(e.st.DB(), Consumer), Workers: workers, BatchSize: batch,
-		Observer: l.rec.observe, Logger: slog.New(l.warn),
-	})
+		Workers: workers, BatchSize: batch, Observer: l.rec.observe, Logger: slog.New(l.warn),
+	}
+	if e.bulk {
+		cfg.BatchHandler = replay.RecordBatchHandler(Consumer, e.pg)
+	} else {
+		cfg.Handler = replay.RecordHandlerOn(e.st.DB(), Consumer)
+	}
+	c, err := seqbox.NewConsumer(cfg)
 	if err != nil {
 		return nil, err
 	}

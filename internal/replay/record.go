@@ -91,15 +91,8 @@ func (r *recordStmts) exec(ctx context.Context, tx seqbox.Tx, q string, args ...
 
 func recordHandler(consumer string, stmts *recordStmts) seqbox.Handler {
 	return func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
-		var data struct {
-			Fail string `json:"fail"`
-		}
-		_ = json.Unmarshal(ev.Data, &data)
-		switch data.Fail {
-		case "transient":
-			return errors.New("record: data.fail=transient")
-		case "permanent":
-			return seqbox.Permanent(errors.New("record: data.fail=permanent"))
+		if err := failOnPurpose(ev); err != nil {
+			return err
 		}
 		if err := stmts.exec(ctx, tx, insertEffect, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type); err != nil {
 			return fmt.Errorf("record effect: %w", err)
@@ -109,6 +102,22 @@ func recordHandler(consumer string, stmts *recordStmts) seqbox.Handler {
 		}
 		return stmts.exec(ctx, tx, upsertObject, consumer, ev.PartitionKey, ev.Type, ev.ObjectVersion)
 	}
+}
+
+// failOnPurpose is the record handler's failure on request: data.fail
+// "transient" is an error to retry, "permanent" one to dead-letter.
+func failOnPurpose(ev seqboxtype.Event) error {
+	var data struct {
+		Fail string `json:"fail"`
+	}
+	_ = json.Unmarshal(ev.Data, &data)
+	switch data.Fail {
+	case "transient":
+		return errors.New("record: data.fail=transient")
+	case "permanent":
+		return seqbox.Permanent(errors.New("record: data.fail=permanent"))
+	}
+	return nil
 }
 
 // Effects counts the consumer's effect rows.
