@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/seqbox/seqbox/internal/jsonkind"
 )
 
@@ -278,7 +276,8 @@ func (e envelope) objectVersion() (*int64, error) {
 
 // payloadHash is the hex SHA-256 of the RFC 8785 (JCS) canonical form of
 // the envelope without its volatile attributes, computed by
-// github.com/gowebpki/jcs.
+// github.com/gowebpki/jcs (or, for the plain documents most envelopes are,
+// by canonicalPlain, which gives the same bytes).
 //
 // JCS compares by value: member order, insignificant whitespace, string
 // escapes ("é" and "\u00e9") and number spelling (25, 25.0, 2.5e1) do not
@@ -301,11 +300,11 @@ func payloadHash(raw []byte, members []envMember, volatile []string) (string, er
 			break
 		}
 	}
-	canonical, err := jcs.Transform(doc)
+	form, err := canonical(doc)
 	if err != nil {
 		return "", invalid("envelope", "cannot canonicalise (RFC 8785): %v", err)
 	}
-	sum := sha256.Sum256(canonical)
+	sum := sha256.Sum256(form)
 	return hex.EncodeToString(sum[:]), nil
 }
 
