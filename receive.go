@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -23,6 +24,10 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 		c.cfg.Logger.Warn("seqbox: registration failed; retrying", "consumer", c.cfg.Name, "err", err)
 	}
 	s := newScheduler(c.cfg.Workers * c.cfg.BatchSize * 2)
+	// On a store with one writer, a worker takes all that is ready; a
+	// consumer with Decide keeps sharing, so that slow decisions of
+	// different keys are asked side by side.
+	s.oneBatch = oneWriter(c.cfg.Store) && c.cfg.Decide == nil
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -177,4 +182,11 @@ func (c *Consumer) extendLoop(ctx context.Context, s *scheduler) {
 var unkeyed struct {
 	sync.Mutex
 	n uint64
+}
+
+// oneWriter reports whether st runs one write transaction at a time
+// (SQLite's stores say so with OneWriter).
+func oneWriter(st store.Store) bool {
+	ow, ok := st.(interface{ OneWriter() bool })
+	return ok && ow.OneWriter()
 }

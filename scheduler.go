@@ -25,8 +25,14 @@ type scheduler struct {
 	limit    int
 	closed   bool
 	// takers counts the workers inside take: the ready deliveries are
-	// shared among them.
+	// shared among them, unless oneBatch.
 	takers int
+	// oneBatch gives a worker everything ready (up to its size) instead
+	// of a share, for a store with one writer at a time (SQLite): there,
+	// batches taken side by side commit one after the other anyway, so a
+	// share only adds a transaction's fixed cost and makes the second
+	// share wait for the first.
+	oneBatch bool
 }
 
 // batch is the work one worker took: deliveries, and the key of each.
@@ -98,7 +104,8 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 	}
 	// What is ready is shared among the idle workers, so that a light
 	// load runs in parallel batches (on PostgreSQL, parallel transactions
-	// and shorter waits), while a backlog fills every batch to size.
+	// and shorter waits), while a backlog fills every batch to size. With
+	// one writer (oneBatch) a worker takes it all.
 	ready := 0
 	for _, key := range s.ready {
 		ready += len(s.pending[key])
@@ -106,7 +113,9 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 	if limit := sizer.limit(time.Since(s.live[s.pending[s.ready[0]][0]])); limit > 0 {
 		size = min(size, limit)
 	}
-	size = min(size, max(1, (ready+s.takers-1)/s.takers))
+	if !s.oneBatch {
+		size = min(size, max(1, (ready+s.takers-1)/s.takers))
+	}
 	perKey := max(1, size/2)
 	b := &batch{}
 	byKey := map[string][]transport.Delivery{}

@@ -2,10 +2,13 @@ package seqbox
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox/store/sqlite"
 )
 
 // stub is a delivery the scheduler only files; it is never settled.
@@ -71,4 +74,33 @@ func TestSchedulerShutdown(t *testing.T) {
 	left := s.abandon()
 	require.Len(t, left, 1)
 	require.Equal(t, "a1", left[0].(*stub).name)
+}
+
+// What is ready is shared among the workers waiting for it, unless the
+// store has one writer (oneBatch): then the first worker takes it all,
+// since its batch and the others' would commit one after the other.
+func TestSchedulerSharesUnlessOneWriter(t *testing.T) {
+	for _, c := range []struct {
+		oneBatch bool
+		want     int
+	}{{false, 2}, {true, 8}} {
+		s := newScheduler(100)
+		s.oneBatch = c.oneBatch
+		for i := range 8 {
+			s.add("k:"+string(rune('a'+i)), &stub{name: string(rune('a' + i))})
+		}
+		s.takers = 3 // three other workers wait inside take
+		b := s.take(context.Background(), 100, nil)
+		require.Len(t, b.deliveries, c.want, "oneBatch=%v", c.oneBatch)
+	}
+}
+
+// SQLite's store says it has one writer; a store that does not say so
+// shares out what is ready.
+func TestOneWriterStores(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "w.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	require.True(t, oneWriter(st), "SQLite")
+	require.False(t, oneWriter(nil))
 }

@@ -128,6 +128,13 @@ func (s beginTimed) Location() string {
 	return ""
 }
 
+// OneWriter passes through whether the store has one writer at a time,
+// which decides how the consumer shares out what is ready.
+func (s beginTimed) OneWriter() bool {
+	ow, ok := s.Store.(interface{ OneWriter() bool })
+	return ok && ow.OneWriter()
+}
+
 func (s beginTimed) Begin(ctx context.Context) (store.ExecutorTx, error) {
 	t0 := time.Now()
 	tx, err := s.Store.Begin(ctx)
