@@ -302,10 +302,33 @@ func OpenAccess(ctx context.Context, path string, access store.Access) (*sql.DB,
 	default:
 		return nil, fmt.Errorf("sqlite: %s: unknown access mode %d", t.Where, int(access))
 	}
+	return openWriter(ctx, t, "FULL")
+}
+
+// OpenRelaxed opens a second pool on a database Open has opened, whose
+// commits do not wait for the disk (synchronous=NORMAL): in WAL mode such
+// a commit survives the process (a kill -9 loses nothing), and reaches
+// the disk with the next commit of a FULL connection, or the next
+// checkpoint, whichever comes first; only a crash of the machine in
+// between loses it. It is for writes whose loss is harmless, as the
+// embedded queue's leases are: a lease lost makes its messages visible
+// again, which the inbox absorbs. Everything else commits through Open's
+// pool.
+func OpenRelaxed(ctx context.Context, path string) (*sql.DB, error) {
+	t, err := Locate(path)
+	if err != nil {
+		return nil, err
+	}
+	return openWriter(ctx, t, "NORMAL")
+}
+
+// openWriter opens t read-write in WAL mode with the given synchronous
+// setting.
+func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", t.DSN(q))

@@ -71,6 +71,13 @@ type Queue struct {
 	// would parse it again on every poll.
 	prepareOnce sync.Once
 	receive     *sql.Stmt
+	// leases, on SQLite, is the pool the receive statement runs on: its
+	// commits do not wait for the disk (sqlitedb.OpenRelaxed). A lease
+	// that a machine crash loses only makes its messages visible again
+	// (the inbox absorbs the redelivery), and the next publish, batch or
+	// ack commit syncs it with them; it spares an fsync per receive.
+	// Nil on PostgreSQL: receives run on db.
+	leases *sql.DB
 	// leaseSQL is the receive statement in the queue's dialect, built
 	// once (leaseStatement).
 	leaseSQL string
@@ -135,11 +142,17 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q, err := create(ctx, db, cfg, dialect.SQLite, "", "", path)
-	if err == nil {
-		q.location = sqlitedb.FileOf(path)
-		q.turn = sqlitedb.Turn(path)
+	if err != nil {
+		return nil, err
 	}
-	return q, err
+	q.location = sqlitedb.FileOf(path)
+	q.turn = sqlitedb.Turn(path)
+	if q.leases, err = sqlitedb.OpenRelaxed(ctx, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	q.leases.SetMaxOpenConns(1) // receives take the writer turn: one at a time
+	return q, nil
 }
 
 // Location names the database the queue lives in: a store with the same
@@ -323,12 +336,12 @@ func (q *Queue) lease(ctx context.Context, args ...any) (*sql.Rows, error) {
 	q.prepareOnce.Do(func() {
 		// A failed prepare leaves it nil: the statement then runs
 		// unprepared and meets its error there.
-		q.receive, _ = q.db.PrepareContext(context.WithoutCancel(ctx), text)
+		q.receive, _ = q.leasePool().PrepareContext(context.WithoutCancel(ctx), text)
 	})
 	if q.receive != nil {
 		return q.receive.QueryContext(ctx, args...)
 	}
-	return q.db.QueryContext(ctx, text, args...)
+	return q.leasePool().QueryContext(ctx, text, args...)
 }
 
 func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery, error) {
@@ -449,7 +462,18 @@ func (q *Queue) Close() error {
 	if q.receive != nil {
 		q.receive.Close()
 	}
+	if q.leases != nil {
+		q.leases.Close()
+	}
 	return q.db.Close()
+}
+
+// leasePool is the pool receives run on.
+func (q *Queue) leasePool() *sql.DB {
+	if q.leases != nil {
+		return q.leases
+	}
+	return q.db
 }
 
 func newToken() string {
