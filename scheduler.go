@@ -27,12 +27,17 @@ type scheduler struct {
 	// takers counts the workers inside take: the ready deliveries are
 	// shared among them, unless oneBatch.
 	takers int
-	// oneBatch gives a worker everything ready (up to its size) instead
-	// of a share, for a store with one writer at a time (SQLite): there,
-	// batches taken side by side commit one after the other anyway, so a
-	// share only adds a transaction's fixed cost and makes the second
-	// share wait for the first.
+	// oneBatch runs one batch at a time, holding everything ready (up to
+	// its size), for a store with one writer at a time (SQLite): there,
+	// batches taken side by side commit one after the other anyway, and
+	// the whole batch, parsing included, runs under the write lock. A
+	// second batch taken while the first runs would only wait for it,
+	// with a share of what the first would otherwise have taken next and
+	// a fixed cost of its own; left alone, the deliveries arriving
+	// meanwhile make the next batch: group commit.
 	oneBatch bool
+	// running counts the batches taken and not yet done.
+	running int
 }
 
 // batch is the work one worker took: deliveries, and the key of each.
@@ -96,7 +101,7 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 	defer s.mu.Unlock()
 	s.takers++
 	defer func() { s.takers-- }()
-	for len(s.ready) == 0 && !s.closed {
+	for (len(s.ready) == 0 || s.oneBatch && s.running > 0) && !s.closed {
 		s.cond.Wait()
 	}
 	if s.closed {
@@ -117,6 +122,7 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 		size = min(size, max(1, (ready+s.takers-1)/s.takers))
 	}
 	perKey := max(1, size/2)
+	s.running++
 	b := &batch{}
 	byKey := map[string][]transport.Delivery{}
 	taken := 0
@@ -178,6 +184,7 @@ func (s *scheduler) done(b *batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inFlight -= len(b.deliveries)
+	s.running--
 	for _, d := range b.deliveries {
 		delete(s.live, d)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -93,6 +94,33 @@ func TestSchedulerSharesUnlessOneWriter(t *testing.T) {
 		b := s.take(context.Background(), 100, nil)
 		require.Len(t, b.deliveries, c.want, "oneBatch=%v", c.oneBatch)
 	}
+}
+
+// With one writer, a second batch is not taken while the first runs:
+// what arrives meanwhile waits, and makes the next batch whole.
+func TestSchedulerOneBatchAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(100)
+		s.oneBatch = true
+		ctx := context.Background()
+		s.add("k:a", &stub{name: "a0"})
+		first := s.take(ctx, 100, nil)
+		require.Equal(t, []string{"a0"}, names(first))
+
+		got := make(chan *batch, 1)
+		go func() { got <- s.take(ctx, 100, nil) }()
+		s.add("k:b", &stub{name: "b0"})
+		s.add("k:c", &stub{name: "c0"})
+		synctest.Wait()
+		select {
+		case b := <-got:
+			t.Fatalf("a second batch %v was taken while the first ran", names(b))
+		default:
+		}
+		s.done(first)
+		synctest.Wait()
+		require.Equal(t, []string{"b0", "c0"}, names(<-got), "what arrived meanwhile, in one batch")
+	})
 }
 
 // SQLite's store says it has one writer; a store that does not say so
