@@ -30,8 +30,8 @@ type scheduler struct {
 	// oneBatch runs one batch at a time, holding everything ready (up to
 	// its size), for a store with one writer at a time (SQLite): there,
 	// batches taken side by side commit one after the other anyway, and
-	// the whole batch, parsing included, runs under the write lock. A
-	// second batch taken while the first runs would only wait for it,
+	// a batch holds the write lock from BEGIN to COMMIT. A second batch
+	// taken while the first runs would only wait for it,
 	// with a share of what the first would otherwise have taken next and
 	// a fixed cost of its own; left alone, the deliveries arriving
 	// meanwhile make the next batch: group commit.

@@ -121,6 +121,31 @@ func TestBenchPurgePostgres(t *testing.T) {
 		"--consumer-batch", "16", "--keys", "10", "--warmup", "100ms", "--baseline", "300ms"))
 }
 
+// `seqbox bench latency` prints a line per run with the rate applied and
+// the receive→commit percentiles, on both stores and both handler kinds.
+func TestBenchLatency(t *testing.T) {
+	t.Parallel()
+	line := regexp.MustCompile(`(?m)^latency: run=([12]) target=300 msgs_per_s=(` + num + `) p50_ms=(` + num + `) p99_ms=(` + num + `) max_ms=(` + num + `) messages=([0-9]+)$`)
+	for _, args := range [][]string{
+		{"--runs", "2"},
+		{"--batch-handler", "--db", pgtest.URL(t)},
+	} {
+		out := ok(t, append([]string{"bench", "latency", "--rate", "300", "--seconds", "0.5", "--keys", "10"}, args...)...)
+		require.Regexp(t, `^seqbox bench latency  db=(sqlite|postgres) `, out)
+		runs := line.FindAllStringSubmatch(out, -1)
+		require.NotEmpty(t, runs, out)
+		for _, m := range runs {
+			n, err := strconv.Atoi(m[6])
+			require.NoError(t, err)
+			require.Positive(t, n, "messages measured in run %s", m[1])
+			p50, _ := strconv.ParseFloat(m[3], 64)
+			p99, _ := strconv.ParseFloat(m[4], 64)
+			require.Positive(t, p50)
+			require.GreaterOrEqual(t, p99, p50)
+		}
+	}
+}
+
 func TestBenchBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -134,6 +159,10 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"purge", "--warmup", "-1s"}, "seqbox: bench purge: --warmup -1s: must not be negative"},
 		{[]string{"purge", "--rate", "-1"}, "seqbox: bench purge: --rate -1: must not be negative"},
 		{[]string{"purge", "--batch", "x"}, `seqbox: bench purge: invalid argument "x" for "--batch" flag`},
+		{[]string{"latency"}, "seqbox: bench latency: --rate 0: must be at least 1"},
+		{[]string{"latency", "--rate", "10", "--seconds", "NaN"}, "seqbox: bench latency: --seconds NaN: must be more than 0 and at most 3600"},
+		{[]string{"latency", "--rate", "10", "--seconds", "0"}, "seqbox: bench latency: --seconds 0: must be more than 0 and at most 3600"},
+		{[]string{"latency", "--rate", "10", "--runs", "0"}, "seqbox: bench latency: --runs 0: must be at least 1"},
 	} {
 		require.True(t, strings.HasPrefix(fails(t, append([]string{"bench"}, tc.args...)...), tc.want), "%v", tc.args)
 	}

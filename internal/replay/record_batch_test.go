@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -81,25 +82,24 @@ func recordRows(t *testing.T, db string, batch bool) recordState {
 			s.outcomes = append(s.outcomes, d.ID+" "+string(d.Outcome))
 		}
 	}
-	rows, err := st.DB().QueryContext(ctx, `SELECT id, partitionkey, objectversion FROM record_effects WHERE consumer = 'rec' ORDER BY n`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var id, key string
-		var v int64
-		require.NoError(t, rows.Scan(&id, &key, &v))
-		s.effects = append(s.effects, fmt.Sprintf("%s %s v%d", id, key, v))
-	}
-	require.NoError(t, rows.Err())
-	rows.Close()
-	rows, err = st.DB().QueryContext(ctx, `SELECT partitionkey, state, version FROM record_objects WHERE consumer = 'rec' ORDER BY partitionkey`)
-	require.NoError(t, err)
-	for rows.Next() {
-		var key, state string
-		var v int64
-		require.NoError(t, rows.Scan(&key, &state, &v))
-		s.objects = append(s.objects, fmt.Sprintf("%s %s v%d", key, state, v))
-	}
-	require.NoError(t, rows.Err())
-	rows.Close()
+	s.effects = threeColumns(t, st.DB(), `SELECT id, partitionkey, objectversion FROM record_effects WHERE consumer = 'rec' ORDER BY n`)
+	s.objects = threeColumns(t, st.DB(), `SELECT partitionkey, state, version FROM record_objects WHERE consumer = 'rec' ORDER BY partitionkey`)
 	return s
+}
+
+// threeColumns reads rows of (text, text, version) as "a b vN".
+func threeColumns(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), q)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a, b string
+		var v int64
+		require.NoError(t, rows.Scan(&a, &b, &v))
+		out = append(out, fmt.Sprintf("%s %s v%d", a, b, v))
+	}
+	require.NoError(t, rows.Err())
+	return out
 }
