@@ -14,6 +14,8 @@ var canonicalSeeds = []string{
 	`{"a":"\u0041"}`, `{"a":"x","a":"y"}`, `{"é":1,"e":2}`, "{\"a\":\"\x01\"}", "{\"a\":\"\x7f\"}",
 	`[]`, `[[]]`, `"s"`, `12`, `{"a":1,}`, `{"a" 1}`, `[1 2]`, `{"a":1} x`, "{\"a\":\"\xff\"}",
 	`{"a":"\u2028"}`, "{\"a\":\"\u2028\"}", `{"emoji":"😀","k":{"y":[{"b":2,"a":1}]}}`,
+	`{"source":"https://example.com/a/b?x=1&y=<2>","t":"a'b"}`, `{"a":"<>&/"}`, `{"a":"é中😀"}`,
+	`{"a":999999999999999,"b":-999999999999999,"A":true}`,
 }
 
 // Wherever canonicalPlain answers, it gives exactly what jcs gives, and
