@@ -58,6 +58,10 @@ type batchTx struct {
 	// then costs no write; one still provisional at the end of the run is
 	// written as pending, as one by one it would be.
 	provisional map[store.Identity]bool
+	// existing holds the inbox rows, read in the prefetch with one
+	// statement, of the identities the batch found already recorded (its
+	// re-sends), each for its first InboxGet.
+	existing map[store.Identity]store.InboxRow
 	// Deferred writes.
 	outcomes    map[store.Identity]int // index into outcomeRows
 	outcomeRows []store.OutcomeRow
@@ -200,9 +204,19 @@ func (b *batchTx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, erro
 // other deferred writes (key moves, retry clears) do not touch the inbox
 // row, so an identity with none pending is read at once. A re-sent copy
 // of a message applied earlier in the batch costs no flush of the
-// batch's key moves.
+// batch's key moves, and the first read of an identity recorded before
+// the batch comes from the prefetch (existing), without a statement.
 func (b *batchTx) InboxGet(ctx context.Context, p store.MessageRef) (store.InboxRow, error) {
-	if _, pending := b.outcomes[store.Identity{Source: p.Source, ID: p.ID}]; !pending || p.Consumer != b.consumer {
+	id := store.Identity{Source: p.Source, ID: p.ID}
+	_, pending := b.outcomes[id]
+	if r, ok := b.existing[id]; ok && !pending && p.Consumer == b.consumer {
+		// Read in the prefetch; the batch has written nothing to it
+		// since (its outcome is not its to change: it was recorded
+		// before the batch).
+		delete(b.existing, id)
+		return r, nil
+	}
+	if !pending || p.Consumer != b.consumer {
 		return b.tx.InboxGet(ctx, p)
 	}
 	if err := b.flush(ctx); err != nil {

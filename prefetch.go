@@ -24,7 +24,8 @@ func (p *pipeline) parseAll(ins []input) {
 // it locks the keys that exist (in one order for every
 // batch), inserts the new identities in multi-row statements (the primary
 // key decides, as one by one), and creates and locks the keys those
-// identities bring. Deliveries then find their identity and key in
+// identities bring, and reads the rows of the identities already
+// recorded. Deliveries then find their identity, its row and their key in
 // memory. A message parked, redriven or oversized takes the ordinary path,
 // and so does the second delivery of one identity in the batch.
 func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now time.Time) error {
@@ -64,14 +65,25 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 	tx.inserted = make(map[store.Identity]bool, len(rows))
 	tx.provisional = make(map[store.Identity]bool, len(rows))
 	var missing []string
+	var resent []store.Identity
 	for i, r := range rows {
 		id := store.Identity{Source: r.Source, ID: r.ID}
 		tx.inserted[id] = inserted[i]
 		if inserted[i] {
 			tx.provisional[id] = true
+		} else {
+			resent = append(resent, id)
 		}
 		if _, ok := tx.keys[r.PartitionKey]; inserted[i] && r.PartitionKey != "" && !ok {
 			missing = append(missing, r.PartitionKey)
+		}
+	}
+	// The identities recorded before the batch (re-sends): their rows
+	// in one statement, for the duplicate-or-collision check, instead of
+	// a read each.
+	if len(resent) > 0 {
+		if tx.existing, err = tx.tx.InboxGetMany(ctx, store.InboxGetManyParams{Consumer: p.cfg.Name, IDs: resent}); err != nil {
+			return err
 		}
 	}
 	if len(missing) == 0 {

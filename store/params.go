@@ -167,6 +167,12 @@ type ParkedReholdParams struct {
 	Detail string
 }
 
+// InboxGetManyParams are Executor.InboxGetMany's.
+type InboxGetManyParams struct {
+	Consumer string
+	IDs      []Identity
+}
+
 // RetryClearManyParams are Executor.RetryClearMany's.
 type RetryClearManyParams struct {
 	Consumer string

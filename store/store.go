@@ -123,6 +123,10 @@ type Executor interface {
 	InboxInsertMany(ctx context.Context, rows []InboxRow) (inserted []bool, err error)
 	// InboxGet reads an identity; ErrNotFound when it was never recorded.
 	InboxGet(ctx context.Context, p MessageRef) (InboxRow, error)
+	// InboxGetMany reads the identities of IDs that are recorded, as
+	// InboxGet reads one; an identity never recorded is absent from the
+	// map.
+	InboxGetMany(ctx context.Context, p InboxGetManyParams) (map[Identity]InboxRow, error)
 	// InboxSeen reports the recorded outcome and payload hash of an
 	// identity, without locking: a fast path before expensive work, never
 	// the arbiter. ErrNotFound when it was never recorded.

@@ -111,6 +111,21 @@ func (t *Executor) keyAdvanceArrays(ctx context.Context, p store.KeyAdvanceManyP
 	return int(n), err
 }
 
+// inboxGetArrays is InboxGetMany in one statement.
+func (t *Executor) inboxGetArrays(ctx context.Context, p store.InboxGetManyParams, out map[store.Identity]store.InboxRow) error {
+	sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))
+	for i, id := range p.IDs {
+		sources[i], ids[i] = id.Source, id.ID
+	}
+	rows, err := t.query(ctx, `SELECT `+inboxColumns+`, i.source, i.id
+		FROM seqbox_inbox i JOIN unnest($2::text[], $3::text[]) AS u(s, d) ON i.source = u.s AND i.id = u.d
+		WHERE i.consumer = $1`, p.Consumer, sources, ids)
+	if err != nil {
+		return err
+	}
+	return scanInboxRows(rows, p.Consumer, out)
+}
+
 // retryClearArrays is RetryClearMany in one statement.
 func (t *Executor) retryClearArrays(ctx context.Context, p store.RetryClearManyParams) error {
 	sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))

@@ -266,6 +266,44 @@ func advanceText(n int) string {
 	return s
 }
 
+// InboxGetMany reads many identities, a primary-key term each (as
+// RetryClearMany names them).
+func (t *Executor) InboxGetMany(ctx context.Context, p store.InboxGetManyParams) (map[store.Identity]store.InboxRow, error) {
+	out := make(map[store.Identity]store.InboxRow, len(p.IDs))
+	if len(p.IDs) == 0 {
+		return out, nil
+	}
+	if t.arrays {
+		return out, t.inboxGetArrays(ctx, p, out)
+	}
+	err := eachChunk(len(p.IDs), func(lo, hi int) error {
+		args := []any{p.Consumer}
+		for _, id := range p.IDs[lo:hi] {
+			args = append(args, id.Source, id.ID)
+		}
+		rows, err := t.query(ctx, orText(`SELECT `+inboxColumns+`, source, id FROM seqbox_inbox WHERE {{ROWS}}`, hi-lo), args...)
+		if err != nil {
+			return err
+		}
+		return scanInboxRows(rows, p.Consumer, out)
+	})
+	return out, err
+}
+
+// scanInboxRows reads rows of (inboxColumns, source, id) into out; it
+// closes rows.
+func scanInboxRows(rows *sql.Rows, consumer string, out map[store.Identity]store.InboxRow) error {
+	defer rows.Close()
+	for rows.Next() {
+		r := store.InboxRow{Consumer: consumer}
+		if err := scanInbox(extraColumns{rows, []any{&r.Source, &r.ID}}, &r); err != nil {
+			return err
+		}
+		out[store.Identity{Source: r.Source, ID: r.ID}] = r
+	}
+	return rows.Err()
+}
+
 // RetryClearMany forgets the attempts of many identities. Each identity is
 // a primary-key term of its own (OR), which both databases answer from
 // the primary key.

@@ -113,17 +113,26 @@ func (t *Executor) InboxInsert(ctx context.Context, r store.InboxRow) (bool, err
 
 // InboxGet reads one identity.
 func (t *Executor) InboxGet(ctx context.Context, p store.MessageRef) (store.InboxRow, error) {
-	consumer, source, id := p.Consumer, p.Source, p.ID
-	r := store.InboxRow{Consumer: consumer, Source: source, ID: id}
-	var ver, processed sql.NullInt64
-	var received, retention int64
-	err := t.queryRow(ctx, `SELECT payload_hash, businesskey, event_type, tenant, contract_version,
-		partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until
-		FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id).
-		Scan(&r.PayloadHash, &r.BusinessKey, &r.EventType, &r.Tenant, &r.ContractVersion, &r.PartitionKey,
-			&ver, &r.Outcome, &received, &processed, &r.ResultReference, &retention)
+	r := store.InboxRow{Consumer: p.Consumer, Source: p.Source, ID: p.ID}
+	err := scanInbox(t.queryRow(ctx, `SELECT `+inboxColumns+`
+		FROM seqbox_inbox WHERE consumer = $1 AND source = $2 AND id = $3`, p.Consumer, p.Source, p.ID), &r)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrNotFound
+	}
+	return r, err
+}
+
+// inboxColumns are the columns scanInbox reads, after the identity.
+const inboxColumns = `payload_hash, businesskey, event_type, tenant, contract_version,
+		partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until`
+
+// scanInbox reads inboxColumns into r, whose identity is already set.
+func scanInbox(row interface{ Scan(...any) error }, r *store.InboxRow) error {
+	var ver, processed sql.NullInt64
+	var received, retention int64
+	if err := row.Scan(&r.PayloadHash, &r.BusinessKey, &r.EventType, &r.Tenant, &r.ContractVersion, &r.PartitionKey,
+		&ver, &r.Outcome, &received, &processed, &r.ResultReference, &retention); err != nil {
+		return err
 	}
 	r.ObjectVersion = ptrInt(ver)
 	r.ReceivedAt = time.UnixMicro(received).UTC()
@@ -132,7 +141,7 @@ func (t *Executor) InboxGet(ctx context.Context, p store.MessageRef) (store.Inbo
 		r.ProcessedAt = &p
 	}
 	r.RetentionUntil = time.UnixMicro(retention).UTC()
-	return r, err
+	return nil
 }
 
 // InboxSetOutcome records the final outcome of an identity.

@@ -103,6 +103,7 @@ var txTests = []driverTest{
 	{"RetryRecord", testRecordRetry},
 	{"RetryClear", testClearRetry},
 	{"RetryClearMany", testClearRetries},
+	{"InboxGetMany", testInboxGetMany},
 	{"RetryOnKey", testRetryingOnKey},
 	{"DeadLetter", testDeadLetter},
 	{"DeadLetterResolve", testResolveDeadLetter},

@@ -331,3 +331,43 @@ func testClaimBusinessKey(t *testing.T, st store.Store) {
 		WHERE consumer = $1 AND businesskey = $2`, e.consumer, "invoice-7").Scan(&source, &id, &applied))
 	require.Equal(t, []any{"crm", "1", at(1)}, []any{source, id, time.UnixMicro(applied).UTC()}, "the first claim stays")
 }
+
+// InboxGetMany reads the recorded identities among those asked, exactly as
+// InboxGet reads each, and leaves out the ones never recorded, another
+// consumer's included.
+func testInboxGetMany(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	got, err := tx.InboxGetMany(ctx, store.InboxGetManyParams{Consumer: e.consumer})
+	require.NoError(t, err)
+	require.Empty(t, got, "nothing asked")
+
+	var want []store.InboxRow
+	var ask []store.Identity
+	for i := range 300 { // more than one statement's worth on SQLite
+		r := e.inboxRow("crm", fmt.Sprintf("m-%d", i), i)
+		if i%3 == 0 {
+			r.ObjectVersion, r.ProcessedAt = nil, nil
+		}
+		ok, err := tx.InboxInsert(ctx, r)
+		require.NoError(t, err)
+		require.True(t, ok)
+		want = append(want, r)
+		ask = append(ask, store.Identity{Source: r.Source, ID: r.ID}, store.Identity{Source: "crm", ID: fmt.Sprintf("absent-%d", i)})
+	}
+	other := e.inboxRow("erp", "x", 1)
+	other.Consumer = e.consumer + "-other"
+	_, err = tx.InboxInsert(ctx, other)
+	require.NoError(t, err)
+	ask = append(ask, store.Identity{Source: "erp", ID: "x"})
+
+	got, err = tx.InboxGetMany(ctx, store.InboxGetManyParams{Consumer: e.consumer, IDs: ask})
+	require.NoError(t, err)
+	require.Len(t, got, len(want), "the recorded identities, and none of the absent or another consumer's")
+	for _, r := range want {
+		one, err := tx.InboxGet(ctx, store.MessageRef{Consumer: r.Consumer, Source: r.Source, ID: r.ID})
+		require.NoError(t, err)
+		require.Equal(t, one, got[store.Identity{Source: r.Source, ID: r.ID}], "%s/%s as InboxGet reads it", r.Source, r.ID)
+		require.Equal(t, r, one)
+	}
+}
