@@ -24,9 +24,9 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 		c.cfg.Logger.Warn("seqbox: registration failed; retrying", "consumer", c.cfg.Name, "err", err)
 	}
 	s := newScheduler(c.cfg.Workers * c.cfg.BatchSize * 2)
-	// On a store with one writer, a worker takes all that is ready; a
-	// consumer with Decide keeps sharing, so that slow decisions of
-	// different keys are asked side by side.
+	// On a store with one writer, one batch runs at a time and takes all
+	// that is ready; a consumer with Decide keeps sharing, so that slow
+	// decisions of different keys are asked side by side.
 	s.oneBatch = oneWriter(c.cfg.Store) && c.cfg.Decide == nil
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

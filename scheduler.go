@@ -31,10 +31,10 @@ type scheduler struct {
 	// its size), for a store with one writer at a time (SQLite): there,
 	// batches taken side by side commit one after the other anyway, and
 	// a batch holds the write lock from BEGIN to COMMIT. A second batch
-	// taken while the first runs would only wait for it,
-	// with a share of what the first would otherwise have taken next and
-	// a fixed cost of its own; left alone, the deliveries arriving
-	// meanwhile make the next batch: group commit.
+	// taken while the first runs would only wait for it, with a share of
+	// what the first would otherwise have taken next and a fixed cost of
+	// its own; left alone, the deliveries arriving meanwhile make the
+	// next batch: group commit.
 	oneBatch bool
 	// running counts the batches taken and not yet done.
 	running int
