@@ -1,7 +1,9 @@
 // Package sqlitedb opens SQLite files the way every seqbox component must:
 // WAL, synchronous=FULL, BEGIN IMMEDIATE and a busy timeout, so that several
 // processes can share one file without SQLITE_BUSY surprises; or read-only,
-// writing nothing at all.
+// writing nothing at all. OpenRelaxed adds a pool whose commits do not
+// wait for the disk, for writes whose loss is harmless (the embedded
+// queue's leases).
 //
 // A database is named by a path or by a SQLite "file:" URI. A path is a
 // path: every character in it, '#', '?' and '%' included, is part of the
