@@ -2,7 +2,9 @@ package dialect
 
 import (
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Positional returns q with its $n placeholders written as anonymous ?
@@ -47,25 +49,23 @@ type positionalText struct {
 // the program, as the statement caches are.
 var positionalTexts sync.Map
 
-// positionalCacheLimit bounds the cache against texts that vary per call.
+// positionalCacheLimit bounds the cache against texts that vary per call;
+// past it, texts are rewritten on each call.
 const positionalCacheLimit = 4096
 
-var positionalCached struct {
-	sync.Mutex
-	n int
-}
+// positionalCached counts the texts cached.
+var positionalCached atomic.Int32
 
 func positionalOf(q string) positionalText {
 	if v, ok := positionalTexts.Load(q); ok {
 		return v.(positionalText)
 	}
 	p := rewritePositional(q)
-	positionalCached.Lock()
-	if positionalCached.n < positionalCacheLimit {
-		positionalCached.n++
-		positionalTexts.Store(q, p)
+	if positionalCached.Load() < positionalCacheLimit {
+		if _, loaded := positionalTexts.LoadOrStore(q, p); !loaded {
+			positionalCached.Add(1)
+		}
 	}
-	positionalCached.Unlock()
 	return p
 }
 
@@ -76,43 +76,20 @@ func rewritePositional(q string) positionalText {
 	var order []int
 	need := 0
 	for i := 0; i < len(q); {
-		c := q[i]
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			j := quotedEnd(q, i, c)
+		if j := skippedEnd(q, i); j > i {
 			out = append(out, q[i:j]...)
 			i = j
-		case c == '[':
-			j := i + 1
-			for j < len(q) && q[j] != ']' {
-				j++
-			}
-			j = min(j+1, len(q))
-			out = append(out, q[i:j]...)
-			i = j
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			j := i
-			for j < len(q) && q[j] != '\n' {
-				j++
-			}
-			out = append(out, q[i:j]...)
-			i = j
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			j := i + 2
-			for j+1 < len(q) && (q[j] != '*' || q[j+1] != '/') {
-				j++
-			}
-			j = min(j+2, len(q))
-			out = append(out, q[i:j]...)
-			i = j
-		case c == '?' || c == ':' || c == '@':
+			continue
+		}
+		switch c := q[i]; c {
+		case '?', ':', '@':
 			if c == '?' || i+1 < len(q) && isNameChar(q[i+1]) {
 				// Another kind of placeholder: leave the text alone.
 				return positionalText{text: q}
 			}
 			out = append(out, c)
 			i++
-		case c == '$':
+		case '$':
 			j := i + 1
 			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
 				j++
@@ -139,18 +116,42 @@ func rewritePositional(q string) positionalText {
 	return positionalText{text: string(out), order: order, need: need}
 }
 
-// quotedEnd returns the index just past the quoted token that starts at
-// q[i] with quote c; a doubled quote inside it is part of it.
-func quotedEnd(q string, i int, c byte) int {
-	for j := i + 1; j < len(q); j++ {
-		if q[j] != c {
-			continue
+// skippedEnd returns the index just past the token at q[i] that holds no
+// placeholder: a quoted string or identifier (a doubled quote inside it is
+// part of it), a bracketed identifier, or a comment; i itself when q[i]
+// starts none of them. An unterminated one runs to the end of q.
+func skippedEnd(q string, i int) int {
+	switch c := q[i]; {
+	case c == '\'' || c == '"' || c == '`':
+		for j := i + 1; j < len(q); j++ {
+			if q[j] != c {
+				continue
+			}
+			if j+1 < len(q) && q[j+1] == c {
+				j++
+				continue
+			}
+			return j + 1
 		}
-		if j+1 < len(q) && q[j+1] == c {
-			j++
-			continue
+		return len(q)
+	case c == '[':
+		return endAfter(q, i+1, "]")
+	case strings.HasPrefix(q[i:], "--"):
+		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
+			return i + j
 		}
-		return j + 1
+		return len(q)
+	case strings.HasPrefix(q[i:], "/*"):
+		return endAfter(q, i+2, "*/")
+	}
+	return i
+}
+
+// endAfter returns the index just past the first end in q from i, or
+// len(q).
+func endAfter(q string, i int, end string) int {
+	if j := strings.Index(q[i:], end); j >= 0 {
+		return i + j + len(end)
 	}
 	return len(q)
 }

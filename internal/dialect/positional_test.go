@@ -94,13 +94,13 @@ func FuzzPositional(f *testing.F) {
 }
 
 // rewriteBack replaces the ? placeholders of q (outside quotes and
-// comments, found by the same scan) with $n, in order.
+// comments, skipped as rewritePositional skips them) with $n, in order.
 func rewriteBack(t *testing.T, q string, order []int) string {
 	t.Helper()
 	var b strings.Builder
 	k := 0
 	for i := 0; i < len(q); {
-		j := nextToken(q, i)
+		j := max(skippedEnd(q, i), i+1)
 		if j == i+1 && q[i] == '?' && k < len(order) {
 			b.WriteString("$" + strconv.Itoa(order[k]+1))
 			k++
@@ -110,29 +110,4 @@ func rewriteBack(t *testing.T, q string, order []int) string {
 		i = j
 	}
 	return b.String()
-}
-
-// nextToken returns the end of the token at q[i]: a quoted token or a
-// comment as a whole, anything else one byte.
-func nextToken(q string, i int) int {
-	switch c := q[i]; {
-	case c == '\'' || c == '"' || c == '`':
-		return quotedEnd(q, i, c)
-	case c == '[':
-		if j := strings.IndexByte(q[i:], ']'); j >= 0 {
-			return i + j + 1
-		}
-		return len(q)
-	case c == '-' && i+1 < len(q) && q[i+1] == '-':
-		if j := strings.IndexByte(q[i:], '\n'); j >= 0 {
-			return i + j
-		}
-		return len(q)
-	case c == '/' && i+1 < len(q) && q[i+1] == '*':
-		if j := strings.Index(q[i+2:], "*/"); j >= 0 {
-			return i + 2 + j + 2
-		}
-		return len(q)
-	}
-	return i + 1
 }
