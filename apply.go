@@ -151,7 +151,7 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Ev
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []seqboxtype.Event{ev})
 	}
-	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), ev)
+	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.handlerTx(), ev)
 }
 
 // recoverHandler turns a handler's panic into a permanent error.

@@ -81,6 +81,9 @@ type batchTx struct {
 	// deferred.
 	defers   bool
 	deferred []seqboxtype.Event
+	// queue is the Handler's Tx in an optimistic run on a store that
+	// pipelines: its writes are sent together (queuedTx).
+	queue *queuedTx
 	// undecided collects the messages the run stopped before their
 	// handler to be decided (awaitDecision); origin is the index of the
 	// input being run, which each one is reported under.
@@ -114,6 +117,12 @@ func (b *batchTx) handle(ctx context.Context, ev seqboxtype.Event, run func(cont
 		return nil
 	}
 	err := run(ctx, b, ev)
+	if b.queue != nil && b.queue.err != nil {
+		// A queued statement failed, maybe another handler's: the
+		// transaction is dead, and this is nobody's failure yet. The
+		// rerun runs each handler's statements one by one.
+		return errRerun
+	}
 	if err != nil && b.failed != nil && b.optimistic {
 		b.failed[id] = err
 	}
@@ -153,6 +162,14 @@ func (b *batchTx) SavepointRollback(ctx context.Context, name string) error {
 // finish ends an optimistic run before its commit: the identities still
 // provisional are pending, and the deferred writes are written.
 func (b *batchTx) finish(ctx context.Context) error {
+	if b.queue != nil {
+		if err := b.queue.send(); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return errRerun
+		}
+	}
 	for id := range b.provisional {
 		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: noOutcome}); err != nil {
 			return err

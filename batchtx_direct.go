@@ -112,3 +112,12 @@ func (b *batchTx) BusinessKeyTouched(ctx context.Context, p store.BusinessKeyRef
 
 // SQL is the transaction the handler writes its business effects in.
 func (b *batchTx) SQL() *sql.Tx { return b.tx.SQL() }
+
+// handlerTx is the Handler's Tx: the queue of an optimistic run on a
+// store that pipelines, else the transaction.
+func (b *batchTx) handlerTx() Tx {
+	if b.queue != nil && b.optimistic {
+		return b.queue
+	}
+	return b.tx.SQL()
+}

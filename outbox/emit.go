@@ -39,7 +39,12 @@ func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w (emit %s)", ErrNoTransaction, ev.ID)
 	}
-	if sqlTx, ok := tx.(*sql.Tx); ok && sqlTx != etx.SQL() {
+	sqlTx, ok := tx.(*sql.Tx)
+	if u, queued := tx.(interface{ Unwrap() *sql.Tx }); queued {
+		// A Handler's tx whose writes are sent together (PostgreSQL).
+		sqlTx, ok = u.Unwrap(), true
+	}
+	if ok && sqlTx != etx.SQL() {
 		return fmt.Errorf("outbox: emit %s: tx is not the transaction ctx carries: pass the Handler's own tx and ctx", ev.ID)
 	}
 	key := ev.PartitionKey

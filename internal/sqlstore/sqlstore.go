@@ -80,6 +80,11 @@ type Dialect struct {
 	// PostgreSQL: through the application's search_path, then seqbox's
 	// schema). Nil: such tables are never taken over.
 	Legacy func(ctx context.Context, q Querier, name string) (*Table, error)
+	// Pipeline, when set, runs statements in the transaction on conn with
+	// one round trip (store.Pipeliner; PostgreSQL's pipeline mode), the
+	// rows each affected in order. A batch's transaction then has a
+	// connection of its own, which the pool gets back at its end.
+	Pipeline func(ctx context.Context, conn *sql.Conn, stmts []store.Statement) ([]int64, error)
 }
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
@@ -451,12 +456,30 @@ func (s *Store) Begin(ctx context.Context) (store.ExecutorTx, error) {
 	// and reported as failed. Its statements still take ctx, so a
 	// cancelled batch fails at its next statement and rolls back; a batch
 	// that reached COMMIT commits and says so.
-	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
+	tx, err := s.openTx(ctx, unlock)
 	if err != nil {
 		if unlock != nil {
 			unlock()
 		}
 		return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
+	}
+	return tx, nil
+}
+
+// openTx opens a batch's transaction, on a connection of its own when the
+// dialect pipelines; unlock ends the writer's turn with it.
+func (s *Store) openTx(ctx context.Context, unlock func()) (store.ExecutorTx, error) {
+	if s.dialect.Pipeline != nil {
+		t, err := s.beginPipe(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t.unlock = unlock
+		return t, nil
+	}
+	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return nil, err
 	}
 	e := s.executor(tx)
 	e.unlock = unlock

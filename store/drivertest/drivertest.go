@@ -58,6 +58,9 @@ func Run(t *testing.T, open Opener) {
 		for _, tests := range [][]driverTest{txTests, effectTests, outboxTests, gatewayTests} {
 			runAll(t, st, tests)
 		}
+		if pipelines(t, st) {
+			runAll(t, st, []driverTest{{"Pipeline", testPipeline}})
+		}
 	})
 	t.Run("Operator", func(t *testing.T) { runAll(t, st, operatorTests) })
 	t.Run("Control", func(t *testing.T) { runAll(t, st, controlTests) })

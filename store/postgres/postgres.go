@@ -61,7 +61,8 @@ func storeDialect(schema string) sqlstore.Dialect {
 		Enter: func(ctx context.Context, tx *sql.Tx) error {
 			return pgdb.EnterSchema(ctx, tx, schema)
 		},
-		Legacy: legacyTable,
+		Legacy:   legacyTable,
+		Pipeline: pgdb.Pipeline,
 	}
 }
 

@@ -1,0 +1,60 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/seqbox/seqbox/store"
+)
+
+// pipeTx is a batch transaction opened on a connection of its own, so that
+// the dialect's Pipeline can reach the driver's connection under it
+// (Dialect.Pipeline). It is a store.Pipeliner.
+type pipeTx struct {
+	*Executor
+	conn *sql.Conn
+	pipe func(ctx context.Context, conn *sql.Conn, stmts []store.Statement) ([]int64, error)
+}
+
+var _ store.Pipeliner = (*pipeTx)(nil)
+
+// beginPipe opens a transaction on a connection taken from the pool for it.
+func (s *Store) beginPipe(ctx context.Context) (*pipeTx, error) {
+	// ctx bounds the wait for a connection; as in Begin, the transaction
+	// itself outlives it.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &pipeTx{Executor: s.executor(tx), conn: conn, pipe: s.dialect.Pipeline}, nil
+}
+
+// Pipeline runs stmts in the transaction with one round trip.
+func (t *pipeTx) Pipeline(ctx context.Context, stmts []store.Statement) ([]int64, error) {
+	if len(stmts) == 0 {
+		return nil, nil
+	}
+	affected, err := t.pipe(ctx, t.conn, stmts)
+	if err != nil {
+		return affected, t.storageError(fmt.Sprintf("pipeline of %d statements", len(stmts)), err)
+	}
+	return affected, nil
+}
+
+// Commit commits and gives the connection back to the pool.
+func (t *pipeTx) Commit() error {
+	defer t.conn.Close()
+	return t.Executor.Commit()
+}
+
+// Rollback rolls back and gives the connection back to the pool.
+func (t *pipeTx) Rollback() error {
+	defer t.conn.Close()
+	return t.Executor.Rollback()
+}

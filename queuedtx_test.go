@@ -1,0 +1,165 @@
+package seqbox_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/postgres"
+)
+
+// queuedSetup opens a PostgreSQL store with a table qt for the handlers
+// below.
+func queuedSetup(t *testing.T) (store.Store, seqbox.Config) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.URL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	_, err = st.DB().ExecContext(ctx, `CREATE TABLE qt (id TEXT PRIMARY KEY, n INT NOT NULL DEFAULT 0, b BYTEA, at TIMESTAMPTZ)`)
+	require.NoError(t, err)
+	return st, seqbox.Config{Name: "queued", Store: st,
+		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}}
+}
+
+func queuedBatch(ids ...string) [][]byte {
+	var raws [][]byte
+	for _, id := range ids {
+		raws = append(raws, fmt.Appendf(nil, `{"id":%q,"source":"erp","type":"t","partitionkey":%q,"objectversion":1}`, id, id))
+	}
+	return raws
+}
+
+func outcomeByID(out [][]seqboxtype.Result) map[string]seqboxtype.Outcome {
+	got := map[string]seqboxtype.Outcome{}
+	for _, ds := range out {
+		for _, d := range ds {
+			got[d.ID] = d.Outcome
+		}
+	}
+	return got
+}
+
+// On PostgreSQL a batch's handlers write through a Tx that sends their
+// statements together. For the handler it behaves as the transaction
+// would: a read sees the writes before it, RowsAffected is the statement's,
+// and the arguments are what they were at the call even if the handler
+// reuses its buffers afterwards.
+func TestHandlerWritesAreSentTogetherOnPostgres(t *testing.T) {
+	st, cfg := queuedSetup(t)
+	var mu sync.Mutex
+	kinds := map[string]string{}
+	cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		mu.Lock()
+		kinds[ev.ID] = fmt.Sprintf("%T", tx)
+		mu.Unlock()
+		buf := []byte(ev.ID)
+		at := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO qt (id, b, at) VALUES ($1, $2, $3)`, ev.ID, buf, &at); err != nil {
+			return err
+		}
+		buf[0], at = 'X', at.Add(time.Hour) // reused after the call
+		res, err := tx.ExecContext(ctx, `UPDATE qt SET n = n + 1 WHERE id = $1 OR id = 'none'`, ev.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("rows affected %d, %v", n, err)
+		}
+		if _, err := res.LastInsertId(); err == nil {
+			return errors.New("LastInsertId answered on PostgreSQL")
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE qt SET n = n + 10 WHERE id = $1`, ev.ID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT n FROM qt WHERE id = $1`, ev.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n != 11 {
+			return fmt.Errorf("read %d after its own writes, want 11", n)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE qt SET n = n + 100 WHERE id = $1`, ev.ID) // sent at the end
+		return err
+	}
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	out, err := c.DeliverBatch(context.Background(), queuedBatch("a1", "a2", "a3"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]seqboxtype.Outcome{"a1": seqboxtype.Applied, "a2": seqboxtype.Applied, "a3": seqboxtype.Applied}, outcomeByID(out))
+	for id, kind := range kinds {
+		require.NotEqual(t, "*sql.Tx", kind, "%s: the handler's writes went one by one", id)
+	}
+	rows, err := st.DB().Query(`SELECT id, n, b, at FROM qt ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id string
+		var n int
+		var b []byte
+		var at time.Time
+		require.NoError(t, rows.Scan(&id, &n, &b, &at))
+		got = append(got, fmt.Sprintf("%s n=%d b=%s at=%s", id, n, b, at.UTC().Format(time.TimeOnly)))
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"a1 n=111 b=a1 at=00:00:00", "a2 n=111 b=a2 at=00:00:00", "a3 n=111 b=a3 at=00:00:00"}, got)
+}
+
+// A statement that fails after the handler that sent it returned (a
+// unique violation here) fails nobody yet: the batch runs again with
+// savepoints, each handler's statements run one by one, and the failing
+// handler meets its error there, as its own. Its batch mates apply once.
+func TestQueuedStatementFailureRerunsTheBatch(t *testing.T) {
+	st, cfg := queuedSetup(t)
+	_, err := st.DB().Exec(`INSERT INTO qt (id) VALUES ('taken')`)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	calls := map[string][]string{}
+	cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		id := ev.ID
+		if id == "b2" {
+			id = "taken"
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO qt (id) VALUES ($1)`, id)
+		_, direct := tx.(*sql.Tx)
+		mu.Lock()
+		calls[ev.ID] = append(calls[ev.ID], fmt.Sprintf("direct=%v err=%v", direct, err != nil))
+		mu.Unlock()
+		if err != nil {
+			return seqbox.Permanent(err)
+		}
+		return nil
+	}
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	out, err := c.DeliverBatch(context.Background(), queuedBatch("b1", "b2", "b3"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]seqboxtype.Outcome{"b1": seqboxtype.Applied, "b2": seqboxtype.DeadLettered, "b3": seqboxtype.Applied}, outcomeByID(out))
+	require.Equal(t, map[string][]string{
+		"b1": {"direct=false err=false", "direct=true err=false"},
+		"b2": {"direct=false err=false", "direct=true err=true"},
+		"b3": {"direct=false err=false", "direct=true err=false"},
+	}, calls)
+	var ids []string
+	rows, err := st.DB().Query(`SELECT id FROM qt ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"b1", "b3", "taken"}, ids)
+}

@@ -1,0 +1,41 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Statement is one statement of a pipeline: its text and its arguments.
+type Statement struct {
+	Query string
+	Args  []any
+}
+
+// Pipeliner is an ExecutorTx that can send many statements to the
+// database together, in one round trip, instead of one round trip each
+// (PostgreSQL's pipeline mode). A store's Begin may return one; an
+// ExecutorTx that is not a Pipeliner runs statements one at a time.
+type Pipeliner interface {
+	ExecutorTx
+	// Pipeline runs stmts in order in the transaction and returns the rows
+	// each one affected. When one fails, affected holds the rows of the
+	// ones before it, err is a *PipelineError naming it, and the
+	// transaction can only roll back.
+	Pipeline(ctx context.Context, stmts []Statement) (affected []int64, err error)
+}
+
+// PipelineError is the failure of one statement of a pipeline.
+type PipelineError struct {
+	// Index is the failed statement's position in the pipeline.
+	Index int
+	// Query is its text.
+	Query string
+	Err   error
+}
+
+func (e *PipelineError) Error() string {
+	return fmt.Sprintf("statement %d of a pipeline (%s): %v", e.Index, e.Query, e.Err)
+}
+
+// Unwrap returns the database's error.
+func (e *PipelineError) Unwrap() error { return e.Err }
