@@ -32,6 +32,18 @@ type Tx interface {
 // Within a batch, seqbox's own rows of earlier deliveries (inbox
 // outcomes, key versions) may be written only at the end of the batch:
 // a handler should not read seqbox's tables.
+//
+// On PostgreSQL, in that first run, tx is not the *sql.Tx itself: its
+// ExecContext queues the statement and returns without waiting, and the
+// batch's handlers' statements are sent together, in order, before the
+// commit (one round trip for the batch). A read through tx, or the
+// RowsAffected of a queued statement, sends the queue first, so the
+// handler sees its own writes. A queued statement that fails sends the
+// batch to its run with savepoints, where tx is the *sql.Tx and each
+// statement's error comes back from its own call. Slices and pointers to
+// plain values passed as arguments are copied at the call; a handler that
+// changes other values after passing them (a struct a driver.Valuer
+// reads) should pass copies.
 type Handler func(ctx context.Context, tx Tx, ev seqboxtype.Event) error
 
 // BatchHandler applies many events in one call, inside the inbox
