@@ -51,9 +51,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 			tx.Rollback()
 			return nil, nil, err
 		}
-		if !btx.defers {
-			btx.queue = newQueuedTx(ctx, tx)
-		}
+		btx.queue = newQueuedTx(ctx, tx)
 	}
 	out = make([][]seqboxtype.Result, len(ins))
 	for i, in := range ins {

@@ -159,15 +159,22 @@ func (b *batchTx) SavepointRollback(ctx context.Context, name string) error {
 	return b.tx.SavepointRollback(ctx, name)
 }
 
+// rerun is the error that ends an optimistic run whose queue failed to
+// send (queuedTx): the run with savepoints, or ctx's error when the
+// batch is being abandoned.
+func (b *batchTx) rerun(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errRerun
+}
+
 // finish ends an optimistic run before its commit: the identities still
 // provisional are pending, and the deferred writes are written.
 func (b *batchTx) finish(ctx context.Context) error {
 	if b.queue != nil {
 		if err := b.queue.send(); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return errRerun
+			return b.rerun(ctx)
 		}
 	}
 	for id := range b.provisional {

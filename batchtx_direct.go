@@ -35,7 +35,15 @@ func (b *batchTx) KeyEnsureMany(ctx context.Context, p store.KeyEnsureManyParams
 // messages, decisions and the key's turn.
 
 // AuditInsert is store.Executor.AuditInsert.
+// In an optimistic run on a store that pipelines, the row (never read
+// back in the batch) goes with the handlers' writes.
 func (b *batchTx) AuditInsert(ctx context.Context, a store.AuditRow) error {
+	if b.queue != nil && b.optimistic {
+		if _, err := b.queue.add(b.queue.pl.AuditStatement(a)); err != nil {
+			return b.rerun(ctx)
+		}
+		return nil
+	}
 	return b.tx.AuditInsert(ctx, a)
 }
 

@@ -66,14 +66,25 @@ func (q *queuedTx) ExecContext(_ context.Context, query string, args ...any) (sq
 	for i, a := range args {
 		own[i] = frozen(a)
 	}
-	q.stmts = append(q.stmts, store.Statement{Query: query, Args: own})
-	r := queuedResult{q: q, n: q.sent + len(q.stmts) - 1}
-	if len(q.stmts) >= maxQueued {
-		if err := q.send(); err != nil {
-			return nil, err
-		}
+	n, err := q.add(store.Statement{Query: query, Args: own})
+	if err != nil {
+		return nil, err
 	}
-	return r, nil
+	return queuedResult{q: q, n: n}, nil
+}
+
+// add queues st (seqbox's own writes that are never read back in the
+// batch go here too: batchTx.AuditInsert) and returns its position.
+func (q *queuedTx) add(st store.Statement) (int, error) {
+	if q.err != nil {
+		return 0, q.err
+	}
+	q.stmts = append(q.stmts, st)
+	n := q.sent + len(q.stmts) - 1
+	if len(q.stmts) >= maxQueued {
+		return n, q.send()
+	}
+	return n, nil
 }
 
 // QueryContext sends the queue, then reads.

@@ -163,3 +163,36 @@ func TestQueuedStatementFailureRerunsTheBatch(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"b1", "b3", "taken"}, ids)
 }
+
+// seqbox's own writes that a batch never reads back (a duplicate's count
+// on its inbox row, an audit row) go with the handlers' writes on
+// PostgreSQL, and land as they would one by one: a re-send within the
+// batch and one in a later batch are both counted, and a stale version is
+// audited.
+func TestAuditWritesGoWithTheHandlersWrites(t *testing.T) {
+	st, cfg := queuedSetup(t)
+	cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO qt (id) VALUES ($1)`, ev.ID)
+		return err
+	}
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	msg := func(id, key string, v int) []byte {
+		return fmt.Appendf(nil, `{"id":%q,"source":"erp","type":"t","partitionkey":%q,"objectversion":%d}`, id, key, v)
+	}
+	out, err := c.DeliverBatch(context.Background(), [][]byte{msg("a1", "a", 1), msg("a1", "a", 1), msg("b2", "b", 2), msg("b1", "b", 1)})
+	require.NoError(t, err)
+	require.Equal(t, []seqboxtype.Outcome{seqboxtype.Applied, seqboxtype.Duplicate, seqboxtype.Applied, seqboxtype.Stale},
+		[]seqboxtype.Outcome{out[0][0].Outcome, out[1][0].Outcome, out[2][0].Outcome, out[3][0].Outcome})
+	out, err = c.DeliverBatch(context.Background(), [][]byte{msg("a1", "a", 1)})
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.Duplicate, out[0][0].Outcome)
+
+	var dups int
+	require.NoError(t, st.DB().QueryRow(`SELECT duplicates FROM seqbox_inbox WHERE consumer = $1 AND id = 'a1'`, cfg.Name).Scan(&dups))
+	require.Equal(t, 2, dups)
+	var audited int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_audit WHERE consumer = $1 AND id = 'b1' AND outcome = $2`,
+		cfg.Name, seqboxtype.Stale).Scan(&audited))
+	require.Equal(t, 1, audited)
+}

@@ -22,6 +22,11 @@ type Pipeliner interface {
 	// ones before it, err is a *PipelineError naming it, and the
 	// transaction can only roll back.
 	Pipeline(ctx context.Context, stmts []Statement) (affected []int64, err error)
+	// AuditStatement is the statement AuditInsert runs for a, for a
+	// pipeline: an audit row (or a duplicate's count) is written and
+	// never read back in the transaction, so it can wait for the next
+	// Pipeline.
+	AuditStatement(a AuditRow) Statement
 }
 
 // PipelineError is the failure of one statement of a pipeline.

@@ -47,6 +47,13 @@ func (t *pipeTx) Pipeline(ctx context.Context, stmts []store.Statement) ([]int64
 	return affected, nil
 }
 
+// AuditStatement is AuditInsert's statement, spelled for the dialect.
+func (t *pipeTx) AuditStatement(a store.AuditRow) store.Statement {
+	st := auditStatement(a)
+	st.Query, st.Args = t.spell(st.Query, st.Args)
+	return st
+}
+
 // Commit commits and gives the connection back to the pool.
 func (t *pipeTx) Commit() error {
 	defer t.conn.Close()

@@ -421,17 +421,22 @@ func (t *Executor) DeadLetterResolve(ctx context.Context, p store.DeadLetterReso
 // inbox row instead (how often, and when last); a collision of a payload
 // already audited for that identity adds no row.
 func (t *Executor) AuditInsert(ctx context.Context, a store.AuditRow) error {
+	st := auditStatement(a)
+	_, err := t.exec(ctx, st.Query, st.Args...)
+	return err
+}
+
+// auditStatement is AuditInsert's statement for a.
+func auditStatement(a store.AuditRow) store.Statement {
 	if a.Outcome == seqboxtype.Duplicate {
-		_, err := t.exec(ctx, `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
-			WHERE consumer = $1 AND source = $2 AND id = $3`, a.Consumer, a.Source, a.ID, micros(a.At))
-		return err
+		return store.Statement{Query: `UPDATE seqbox_inbox SET duplicates = duplicates + 1, last_duplicate_at = $4
+			WHERE consumer = $1 AND source = $2 AND id = $3`, Args: []any{a.Consumer, a.Source, a.ID, micros(a.At)}}
 	}
-	_, err := t.exec(ctx, `INSERT INTO seqbox_audit
+	return store.Statement{Query: `INSERT INTO seqbox_audit
 		(consumer, source, id, partitionkey, received_version, current_version, outcome, reason, next_action, at, payload_hash)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
-		a.Consumer, a.Source, a.ID, a.PartitionKey, optInt(a.ReceivedVersion), optInt(a.CurrentVersion),
-		a.Outcome, a.Reason, a.NextAction, micros(a.At), a.PayloadHash)
-	return err
+		Args: []any{a.Consumer, a.Source, a.ID, a.PartitionKey, optInt(a.ReceivedVersion), optInt(a.CurrentVersion),
+			a.Outcome, a.Reason, a.NextAction, micros(a.At), a.PayloadHash}}
 }
 
 // GapInsert records a known gap.

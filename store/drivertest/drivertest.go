@@ -59,7 +59,7 @@ func Run(t *testing.T, open Opener) {
 			runAll(t, st, tests)
 		}
 		if pipelines(t, st) {
-			runAll(t, st, []driverTest{{"Pipeline", testPipeline}})
+			runAll(t, st, []driverTest{{"Pipeline", testPipeline}, {"PipelineAudit", testPipelineAudit}})
 		}
 	})
 	t.Run("Operator", func(t *testing.T) { runAll(t, st, operatorTests) })

@@ -3,7 +3,9 @@ package drivertest
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -46,4 +48,25 @@ func testPipeline(t *testing.T, st store.Store) {
 	require.Equal(t, 1, pe.Index)
 	require.Equal(t, ins, pe.Query)
 	require.Equal(t, []int64{1}, affected)
+}
+
+// AuditStatement, sent in a pipeline, writes what AuditInsert writes: an
+// audit row, or a duplicate's count on its inbox row.
+func testPipelineAudit(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	pl := e.tx.(store.Pipeliner)
+	_, err := e.tx.InboxInsert(e.ctx, e.inboxRow("crm", "1", 1))
+	require.NoError(t, err)
+	at := time.UnixMicro(time.Now().UnixMicro()).UTC()
+	v1, v2 := int64(1), int64(2)
+	stale := store.AuditRow{Consumer: e.consumer, Source: "crm", ID: "0", PartitionKey: "k", ReceivedVersion: &v1, CurrentVersion: &v2,
+		Outcome: seqboxtype.Stale, Reason: "older", NextAction: "none", At: at, PayloadHash: "h"}
+	dup := store.AuditRow{Consumer: e.consumer, Source: "crm", ID: "1", Outcome: seqboxtype.Duplicate, At: at}
+	affected, err := pl.Pipeline(e.ctx, []store.Statement{pl.AuditStatement(stale), pl.AuditStatement(dup), pl.AuditStatement(dup)})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 1, 1}, affected)
+	require.Equal(t, []store.AuditRow{stale}, e.auditRows())
+	n, last := e.duplicates("crm", "1")
+	require.Equal(t, 2, n)
+	require.Equal(t, at, last)
 }
