@@ -58,9 +58,11 @@ type batchTx struct {
 	// then costs no write; one still provisional at the end of the run is
 	// written as pending, as one by one it would be.
 	provisional map[store.Identity]bool
-	// existing holds the inbox rows, read in the prefetch with one
-	// statement, of the identities the batch found already recorded (its
-	// re-sends), each for its first InboxGet.
+	// existing holds inbox rows as they stand in the transaction, known
+	// without a read: those the prefetch read with one statement for the
+	// identities recorded before the batch (its re-sends), and those it
+	// inserted itself (for a second copy within the batch). A row leaves
+	// when the batch writes its outcome or deletes it.
 	existing map[store.Identity]store.InboxRow
 	// Deferred writes.
 	outcomes    map[store.Identity]int // index into outcomeRows
@@ -215,11 +217,18 @@ func (b *batchTx) flush(ctx context.Context) error {
 }
 
 // InboxInsert answers from the prefetch when it decided the identity.
+// A later copy of an identity whose row the batch knows (existing) is
+// answered without a statement too: the row is there.
 func (b *batchTx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
 	id := store.Identity{Source: r.Source, ID: r.ID}
-	if ok, found := b.inserted[id]; found && r.Consumer == b.consumer {
-		delete(b.inserted, id)
-		return ok, nil
+	if r.Consumer == b.consumer {
+		if ok, found := b.inserted[id]; found {
+			delete(b.inserted, id)
+			return ok, nil
+		}
+		if _, known := b.existing[id]; known {
+			return false, nil
+		}
 	}
 	return b.tx.InboxInsert(ctx, r)
 }
@@ -233,11 +242,9 @@ func (b *batchTx) InboxInsert(ctx context.Context, r store.InboxRow) (bool, erro
 func (b *batchTx) InboxGet(ctx context.Context, p store.MessageRef) (store.InboxRow, error) {
 	id := store.Identity{Source: p.Source, ID: p.ID}
 	_, pending := b.outcomes[id]
-	if r, ok := b.existing[id]; ok && !pending && p.Consumer == b.consumer {
-		// Read in the prefetch; the batch has written nothing to it
-		// since (its outcome is not its to change: it was recorded
-		// before the batch).
-		delete(b.existing, id)
+	if r, ok := b.existing[id]; ok && !pending && !b.provisional[id] && p.Consumer == b.consumer {
+		// Read in the prefetch, or inserted by it and applied by its
+		// first copy without a write: the batch has not changed it.
 		return r, nil
 	}
 	if !pending || p.Consumer != b.consumer {
@@ -258,9 +265,10 @@ func (b *batchTx) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomePa
 	if b.provisional[k] {
 		delete(b.provisional, k)
 		if p.Outcome == seqboxtype.Applied {
-			return nil
+			return nil // the row as inserted: existing still holds it
 		}
 	}
+	delete(b.existing, k)
 	row := store.OutcomeRow{Identity: k, Outcome: p.Outcome, ProcessedAt: p.ProcessedAt}
 	if i, ok := b.outcomes[k]; ok {
 		b.outcomeRows[i] = row
@@ -276,6 +284,9 @@ func (b *batchTx) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomePa
 
 // InboxDelete forgets an identity, after the deferred writes.
 func (b *batchTx) InboxDelete(ctx context.Context, p store.MessageRef) error {
+	if p.Consumer == b.consumer {
+		delete(b.existing, store.Identity{Source: p.Source, ID: p.ID})
+	}
 	if err := b.flush(ctx); err != nil {
 		return err
 	}

@@ -86,6 +86,15 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 			return err
 		}
 	}
+	if tx.existing == nil {
+		tx.existing = make(map[store.Identity]store.InboxRow, len(rows))
+	}
+	for i, r := range rows {
+		if inserted[i] {
+			// As a read would return it: times to the microsecond, in UTC.
+			tx.existing[store.Identity{Source: r.Source, ID: r.ID}] = asStored(r)
+		}
+	}
 	if len(missing) == 0 {
 		return nil
 	}
@@ -98,3 +107,17 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 	}
 	return err
 }
+
+// asStored is r as the store returns it: its times to the microsecond,
+// in UTC.
+func asStored(r store.InboxRow) store.InboxRow {
+	r.ReceivedAt = micro(r.ReceivedAt)
+	r.RetentionUntil = micro(r.RetentionUntil)
+	if r.ProcessedAt != nil {
+		t := micro(*r.ProcessedAt)
+		r.ProcessedAt = &t
+	}
+	return r
+}
+
+func micro(t time.Time) time.Time { return time.UnixMicro(t.UnixMicro()).UTC() }

@@ -196,3 +196,47 @@ func TestAuditWritesGoWithTheHandlersWrites(t *testing.T) {
 		cfg.Name, seqboxtype.Stale).Scan(&audited))
 	require.Equal(t, 1, audited)
 }
+
+// Later copies of an identity within one batch are answered from the row
+// the batch inserted, on both stores, as a read would answer them: the
+// same payload is a duplicate of the applied row (counted once per copy),
+// another payload a collision.
+func TestCopiesWithinABatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) (store.Store, seqbox.Config)
+	}{
+		{"sqlite", func(t *testing.T) (store.Store, seqbox.Config) { b := setup(t); return b.store, b.cfg }},
+		{"postgres", func(t *testing.T) (store.Store, seqbox.Config) {
+			st, cfg := queuedSetup(t)
+			cfg.Handler = func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }
+			return st, cfg
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, cfg := tc.open(t)
+			c, err := seqbox.NewConsumer(cfg)
+			require.NoError(t, err)
+			msg := func(data string) []byte {
+				return fmt.Appendf(nil, `{"id":"x","source":"erp","type":"t","partitionkey":"k","objectversion":1,"data":%q}`, data)
+			}
+			out, err := c.DeliverBatch(context.Background(), [][]byte{msg("a"), msg("a"), msg("b"), msg("a")})
+			require.NoError(t, err)
+			var got []string
+			for _, ds := range out {
+				got = append(got, string(ds[0].Outcome)+": "+ds[0].Reason)
+			}
+			require.Len(t, got, 4)
+			require.Equal(t, []string{"applied: ", "duplicate: identity already recorded (applied)"}, got[:2])
+			require.Regexp(t, `^collision: identity already recorded with payload hash [0-9a-f]{12}, this one has [0-9a-f]{12}$`, got[2])
+			require.Equal(t, "duplicate: identity already recorded (applied)", got[3])
+			var dups int
+			require.NoError(t, st.DB().QueryRow(`SELECT duplicates FROM seqbox_inbox WHERE consumer = $1 AND id = 'x'`, cfg.Name).Scan(&dups))
+			require.Equal(t, 2, dups)
+			counts, err := st.Executor().Counts(context.Background(), cfg.Name)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), counts.InboxRows)
+			require.Equal(t, int64(1), counts.Parked, "the collision is parked")
+		})
+	}
+}
