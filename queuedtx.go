@@ -18,7 +18,8 @@ import (
 //
 //   - ExecContext queues the statement and returns at once, without an
 //     error; its arguments are copied where a handler could change them
-//     afterwards (byte slices, pointers to plain values).
+//     afterwards (slices, pointers to plain values). A statement without
+//     arguments runs at once, after the queue.
 //   - Anything that needs an answer sends the queue first: a read
 //     (QueryContext, QueryRowContext), the RowsAffected or LastInsertId
 //     of a queued statement, and the end of the run, before its commit.
@@ -57,10 +58,15 @@ func newQueuedTx(ctx context.Context, tx store.ExecutorTx) *queuedTx {
 	return &queuedTx{pl: pl, sql: tx.SQL(), ctx: ctx}
 }
 
-// ExecContext queues the statement.
-func (q *queuedTx) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
-	if q.err != nil {
-		return nil, q.err
+// ExecContext queues the statement. One without arguments runs at once,
+// after the queue: it may be several statements in one text, which only
+// the simple protocol takes, or a handler's own SAVEPOINT.
+func (q *queuedTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if len(args) == 0 {
+		if err := q.send(); err != nil {
+			return nil, err
+		}
+		return q.sql.ExecContext(ctx, query)
 	}
 	own := make([]any, len(args))
 	for i, a := range args {

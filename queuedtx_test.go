@@ -240,3 +240,31 @@ func TestCopiesWithinABatch(t *testing.T) {
 		})
 	}
 }
+
+// A statement without arguments runs at once, after what is queued: it
+// may be several statements in one text, which a pipeline cannot send.
+// The batch then needs no second run.
+func TestStatementsWithoutArgumentsRunAtOnce(t *testing.T) {
+	st, cfg := queuedSetup(t)
+	var mu sync.Mutex
+	calls := 0
+	cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO qt (id) VALUES ($1)`, ev.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE qt SET n = n + 1; UPDATE qt SET n = n + 10`)
+		return err
+	}
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	out, err := c.DeliverBatch(context.Background(), queuedBatch("c1", "c2"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]seqboxtype.Outcome{"c1": seqboxtype.Applied, "c2": seqboxtype.Applied}, outcomeByID(out))
+	require.Equal(t, 2, calls, "each handler ran once: the batch had no second run")
+	var n1, n2 int
+	require.NoError(t, st.DB().QueryRow(`SELECT (SELECT n FROM qt WHERE id = 'c1'), (SELECT n FROM qt WHERE id = 'c2')`).Scan(&n1, &n2))
+	require.Equal(t, []int{22, 11}, []int{n1, n2})
+}
