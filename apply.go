@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
@@ -146,7 +148,21 @@ func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *i
 // poison message cannot crash the consumer over and over. A BatchHandler
 // gets the event alone.
 func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (err error) {
-	defer recoverHandler(&err)
+	defer func() {
+		if r := recover(); r != nil {
+			if wantsSQLTx(r) && tx.queue != nil && tx.optimistic {
+				// The handler asserted tx.(*sql.Tx): it gets the
+				// *sql.Tx from now on, and this batch runs again.
+				if !p.directTx.Swap(true) {
+					p.cfg.Logger.Warn("seqbox: the handler needs its tx to be a *sql.Tx; its writes are no longer sent together",
+						"consumer", p.cfg.Name)
+				}
+				err = errRerun
+				return
+			}
+			err = panicked(r)
+		}
+	}()
 	ctx = handoff.WithTx(ctx, tx.tx) // outbox.Emit writes in it
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []seqboxtype.Event{ev})
@@ -157,8 +173,20 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Ev
 // recoverHandler turns a handler's panic into a permanent error.
 func recoverHandler(err *error) {
 	if r := recover(); r != nil {
-		*err = Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
+		*err = panicked(r)
 	}
+}
+
+// panicked is the permanent error of a handler's panic with value r.
+func panicked(r any) error {
+	return Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
+}
+
+// wantsSQLTx reports whether the panic r is a failed assertion that a
+// queuedTx is some other type (tx.(*sql.Tx)).
+func wantsSQLTx(r any) bool {
+	te, ok := r.(*runtime.TypeAssertionError)
+	return ok && strings.Contains(te.Error(), "*seqbox.queuedTx")
 }
 
 // applyDeferred hands the events an optimistic run applied to the

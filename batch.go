@@ -51,7 +51,9 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 			tx.Rollback()
 			return nil, nil, err
 		}
-		btx.queue = newQueuedTx(ctx, tx)
+		if !c.p.directTx.Load() {
+			btx.queue = newQueuedTx(ctx, tx)
+		}
 	}
 	out = make([][]seqboxtype.Result, len(ins))
 	for i, in := range ins {

@@ -119,6 +119,9 @@ func (b *batchTx) handle(ctx context.Context, ev seqboxtype.Event, run func(cont
 		return nil
 	}
 	err := run(ctx, b, ev)
+	if errors.Is(err, errRerun) {
+		return err // nobody's failure (runHandler)
+	}
 	if b.queue != nil && b.queue.err != nil {
 		// A queued statement failed, maybe another handler's: the
 		// transaction is dead, and this is nobody's failure yet. The

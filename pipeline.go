@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
@@ -92,6 +93,9 @@ type pipeline struct {
 	hooks fault.Hook
 	// tr starts the process spans.
 	tr tracing
+	// directTx is set once a Handler asserted that its tx is a *sql.Tx
+	// and met a queuedTx: its batches no longer queue writes.
+	directTx atomic.Bool
 }
 
 // deliver runs one message through inbox, gate and handler inside tx, then

@@ -1,10 +1,12 @@
 package seqbox_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -267,4 +269,39 @@ func TestStatementsWithoutArgumentsRunAtOnce(t *testing.T) {
 	var n1, n2 int
 	require.NoError(t, st.DB().QueryRow(`SELECT (SELECT n FROM qt WHERE id = 'c1'), (SELECT n FROM qt WHERE id = 'c2')`).Scan(&n1, &n2))
 	require.Equal(t, []int{22, 11}, []int{n1, n2})
+}
+
+// A Handler that asserts its tx is a *sql.Tx (to hand it to code that
+// wants one) meets the queue once: that batch runs again with the
+// *sql.Tx, nothing is dead-lettered, a warning says so, and the
+// consumer's later batches give it the *sql.Tx from the start.
+func TestHandlerThatNeedsTheSQLTx(t *testing.T) {
+	st, cfg := queuedSetup(t)
+	var logs bytes.Buffer // DeliverBatch logs from this goroutine
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	var mu sync.Mutex
+	calls := map[string]int{}
+	cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		mu.Lock()
+		calls[ev.ID]++
+		mu.Unlock()
+		stx := tx.(*sql.Tx)
+		_, err := stx.ExecContext(ctx, `INSERT INTO qt (id) VALUES ($1)`, ev.ID)
+		return err
+	}
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	out, err := c.DeliverBatch(context.Background(), queuedBatch("d1", "d2"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]seqboxtype.Outcome{"d1": seqboxtype.Applied, "d2": seqboxtype.Applied}, outcomeByID(out))
+	require.Equal(t, map[string]int{"d1": 2, "d2": 1}, calls, "d1 met the queue; the batch ran again with the *sql.Tx")
+	require.Contains(t, logs.String(), "the handler needs its tx to be a *sql.Tx")
+
+	out, err = c.DeliverBatch(context.Background(), queuedBatch("d3"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]seqboxtype.Outcome{"d3": seqboxtype.Applied}, outcomeByID(out))
+	require.Equal(t, 1, calls["d3"], "later batches give the *sql.Tx from the start")
+	var n int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM qt`).Scan(&n))
+	require.Equal(t, 3, n)
 }
