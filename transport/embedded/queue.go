@@ -71,12 +71,12 @@ type Queue struct {
 	// would parse it again on every poll.
 	prepareOnce sync.Once
 	receive     *sql.Stmt
-	// leases is the pool the receive statement runs on: its commits do
-	// not wait for the disk (SQLite: sqlitedb.OpenRelaxed; PostgreSQL:
-	// synchronous_commit=off). A lease that a crash of the machine or of
-	// the server loses only makes its messages visible again (the inbox
-	// absorbs the redelivery), and the next publish, batch or ack commit
-	// makes it durable with them; it spares an fsync per receive.
+	// leases, on SQLite, is the pool the receive statement runs on: its
+	// commits do not wait for the disk (sqlitedb.OpenRelaxed). A lease
+	// that a machine crash loses only makes its messages visible again
+	// (the inbox absorbs the redelivery), and the next publish, batch or
+	// ack commit syncs it with them; it spares an fsync per receive.
+	// Nil on PostgreSQL: receives run on db.
 	leases *sql.DB
 	// leaseSQL is the receive statement in the queue's dialect, built
 	// once (leaseStatement).
@@ -132,17 +132,10 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 		}
 		q, err := create(ctx, db, cfg, dialect.Postgres, dialect.XactLock(dialect.QueueMigrationLock),
 			t.Schema, pgdb.Redact(path))
-		if err != nil {
-			return nil, err
+		if err == nil {
+			q.location = t.Location()
 		}
-		q.location = t.Location()
-		// Receives commit without waiting for the WAL's flush, as on
-		// SQLite (leases): the next synchronous commit flushes them.
-		if q.leases, err = pgdb.OpenWith(ctx, path, map[string]string{"enable_bitmapscan": "off", "synchronous_commit": "off"}); err != nil {
-			db.Close()
-			return nil, err
-		}
-		return q, nil
+		return q, err
 	}
 	db, err := sqlitedb.Open(ctx, path)
 	if err != nil {

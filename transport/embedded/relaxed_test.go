@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,29 +29,5 @@ func TestSQLiteLeasesCommitWithoutAnFsyncOfTheirOwn(t *testing.T) {
 	var leased int
 	require.NoError(t, q.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM seqbox_queue WHERE lease <> ''").Scan(&leased))
 	require.Equal(t, 1, leased, "the FULL pool sees the lease")
-	require.NoError(t, ds[0].Ack(ctx))
-}
-
-// On PostgreSQL a receive commits on a pool with synchronous_commit=off,
-// and everything else on one that waits for the WAL's flush; both see
-// one database.
-func TestPostgresLeasesCommitWithoutWaitingForTheWAL(t *testing.T) {
-	ctx := context.Background()
-	q, err := Open(ctx, pgtest.URL(t), Config{Name: "relaxed"})
-	require.NoError(t, err)
-	defer q.Close()
-	var full, relaxed string
-	require.NoError(t, q.db.QueryRowContext(ctx, "SHOW synchronous_commit").Scan(&full))
-	require.NoError(t, q.leasePool().QueryRowContext(ctx, "SHOW synchronous_commit").Scan(&relaxed))
-	require.Equal(t, "on", full, "publishes, acks and nacks wait for the WAL")
-	require.Equal(t, "off", relaxed, "receives do not")
-
-	require.NoError(t, q.Publish(ctx, []byte(`{"n":1}`)))
-	ds, err := q.Receive(ctx, 10)
-	require.NoError(t, err)
-	require.Len(t, ds, 1)
-	var leased int
-	require.NoError(t, q.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM seqbox_queue WHERE lease <> ''").Scan(&leased))
-	require.Equal(t, 1, leased, "the other pool sees the lease")
 	require.NoError(t, ds[0].Ack(ctx))
 }
