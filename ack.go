@@ -8,7 +8,6 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/seqboxtype"
-	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -25,11 +24,11 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		return nil, nil, nil
 	}
 	var ackedInTx bool
-	var beforeCommit func(store.ExecutorTx, [][]seqboxtype.Result) error
+	var beforeCommit func(transport.Execer, [][]seqboxtype.Result) error
 	if c.txAck != nil {
 		// The queue is in the store's database: acknowledge in the batch's
 		// own transaction, so nothing is left between COMMIT and ACK.
-		beforeCommit = func(tx store.ExecutorTx, out [][]seqboxtype.Result) error {
+		beforeCommit = func(tx transport.Execer, out [][]seqboxtype.Result) error {
 			var acks []transport.Delivery
 			for i, d := range ds {
 				if d != nil && out[i][0].Outcome != seqboxtype.Retry && out[i][0].Outcome != outcomeDeciding {
@@ -40,7 +39,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 				return nil
 			}
 			ackedInTx = true
-			return c.txAck.AckIn(ctx, tx.SQL(), acks)
+			return c.txAck.AckIn(ctx, tx, acks)
 		}
 	}
 	out, us, err := c.runBatch(ctx, ins, beforeCommit)

@@ -9,13 +9,14 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
 )
 
 // runBatch runs the inputs in one transaction, a savepoint each, and
 // commits. It returns the results per input, in input order, and the
 // messages it stopped to be decided (awaitDecision). beforeCommit, when
 // set, runs last in the transaction with the results.
-func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]seqboxtype.Result) error) ([][]seqboxtype.Result, []undecided, error) {
+func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(transport.Execer, [][]seqboxtype.Result) error) ([][]seqboxtype.Result, []undecided, error) {
 	c.p.parseAll(ins)
 	failed := map[store.Identity]error{}
 	// A consumer with Decide runs with savepoints from the start: a
@@ -31,7 +32,7 @@ func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(
 // runBatchOnce runs the batch in one transaction: optimistically (set-based,
 // no savepoints; see batchTx), or delivery by delivery with a savepoint
 // each.
-func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(store.ExecutorTx, [][]seqboxtype.Result) error, failed map[store.Identity]error, optimistic bool) (_ [][]seqboxtype.Result, _ []undecided, err error) {
+func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit func(transport.Execer, [][]seqboxtype.Result) error, failed map[store.Identity]error, optimistic bool) (_ [][]seqboxtype.Result, _ []undecided, err error) {
 	start := time.Now()
 	if err := c.hooks.At(fault.BeforeTx); err != nil {
 		return nil, nil, err
@@ -83,11 +84,16 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 		tx.Rollback()
 		return nil, nil, err
 	}
+	var last error
 	if beforeCommit != nil {
-		if err := beforeCommit(tx, out); err != nil {
-			tx.Rollback()
-			return nil, nil, err
-		}
+		last = beforeCommit(btx.execer(), out)
+	}
+	if err := btx.sendQueue(ctx); err != nil {
+		last = err // a queued statement failed: the cause of any other error
+	}
+	if last != nil {
+		tx.Rollback()
+		return nil, nil, last
 	}
 	if err := c.hooks.At(fault.BeforeCommit); err != nil {
 		tx.Rollback()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
 )
 
 // errRerun ends an optimistic run of a batch: a delivery needs to undo
@@ -174,14 +175,28 @@ func (b *batchTx) rerun(ctx context.Context) error {
 	return errRerun
 }
 
+// sendQueue sends what is queued (queuedTx), last before the commit: the
+// handlers' and the audit's writes, and the acknowledgement in the
+// transaction (execer) if its answer has not sent them already.
+func (b *batchTx) sendQueue(ctx context.Context) error {
+	if b.queue != nil && b.queue.send() != nil {
+		return b.rerun(ctx)
+	}
+	return nil
+}
+
+// execer runs the acknowledgement in the transaction: through the queue
+// when there is one, so that it goes with the handlers' writes.
+func (b *batchTx) execer() transport.Execer {
+	if b.queue != nil && b.optimistic {
+		return b.queue
+	}
+	return b.tx.SQL()
+}
+
 // finish ends an optimistic run before its commit: the identities still
 // provisional are pending, and the deferred writes are written.
 func (b *batchTx) finish(ctx context.Context) error {
-	if b.queue != nil {
-		if err := b.queue.send(); err != nil {
-			return b.rerun(ctx)
-		}
-	}
 	for id := range b.provisional {
 		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: noOutcome}); err != nil {
 			return err

@@ -24,14 +24,22 @@ import (
 // below.
 func queuedSetup(t *testing.T) (store.Store, seqbox.Config) {
 	t.Helper()
+	st, cfg, _ := queuedSetupURL(t)
+	return st, cfg
+}
+
+// queuedSetupURL is queuedSetup, with the database's URL.
+func queuedSetupURL(t *testing.T) (store.Store, seqbox.Config, string) {
+	t.Helper()
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.URL(t))
+	u := pgtest.URL(t)
+	st, err := postgres.Open(ctx, u)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	_, err = st.DB().ExecContext(ctx, `CREATE TABLE qt (id TEXT PRIMARY KEY, n INT NOT NULL DEFAULT 0, b BYTEA, at TIMESTAMPTZ)`)
 	require.NoError(t, err)
 	return st, seqbox.Config{Name: "queued", Store: st,
-		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}}
+		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}}, u
 }
 
 func queuedBatch(ids ...string) [][]byte {
@@ -304,4 +312,35 @@ func TestHandlerThatNeedsTheSQLTx(t *testing.T) {
 	var n int
 	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM qt`).Scan(&n))
 	require.Equal(t, 3, n)
+}
+
+// Over the embedded queue in the same PostgreSQL database, the
+// acknowledgement goes in the batch's transaction with the queued writes.
+// A queued statement that fails (a unique violation) takes the batch to
+// its second run: the failing message alone is dead-lettered, the others
+// apply once, and every delivery is acknowledged.
+func TestQueuedWritesAndTheAckOverTheEmbeddedQueue(t *testing.T) {
+	st, cfg, u := queuedSetupURL(t)
+	_, err := st.DB().Exec(`INSERT INTO qt (id) VALUES ('task-3')`)
+	require.NoError(t, err)
+	q := openQueue(t, u, time.Minute)
+	cfg.Transport, cfg.BatchSize = q, 16
+	cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO qt (id) VALUES ($1)`, ev.ID); err != nil {
+			return seqbox.Permanent(err)
+		}
+		return nil
+	}
+	ids := taskIDs("task", 8)
+	publishTasks(t, q, ids...)
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	require.NoError(t, runUntil(t, c, func() bool { return unacked(t, q) == 0 }))
+	counts, err := st.Executor().Counts(context.Background(), cfg.Name)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), counts.Applied)
+	require.Equal(t, int64(1), counts.DeadLetters)
+	var n int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM qt`).Scan(&n))
+	require.Equal(t, 8, n, "seven effects and the row that was there")
 }
