@@ -150,7 +150,7 @@ func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *i
 func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if wantsSQLTx(r) && tx.queue != nil && tx.optimistic {
+			if wantsSQLTx(r) && tx.queue != nil {
 				// The handler asserted tx.(*sql.Tx): it gets the
 				// *sql.Tx from now on, and this batch runs again.
 				if !p.directTx.Swap(true) {

@@ -85,7 +85,8 @@ type batchTx struct {
 	defers   bool
 	deferred []seqboxtype.Event
 	// queue is the Handler's Tx in an optimistic run on a store that
-	// pipelines: its writes are sent together (queuedTx).
+	// pipelines: its writes are sent together (queuedTx). Nil in any
+	// other run.
 	queue *queuedTx
 	// undecided collects the messages the run stopped before their
 	// handler to be decided (awaitDecision); origin is the index of the
@@ -188,7 +189,7 @@ func (b *batchTx) sendQueue(ctx context.Context) error {
 // execer runs the acknowledgement in the transaction: through the queue
 // when there is one, so that it goes with the handlers' writes.
 func (b *batchTx) execer() transport.Execer {
-	if b.queue != nil && b.optimistic {
+	if b.queue != nil {
 		return b.queue
 	}
 	return b.tx.SQL()

@@ -38,7 +38,7 @@ func (b *batchTx) KeyEnsureMany(ctx context.Context, p store.KeyEnsureManyParams
 // In an optimistic run on a store that pipelines, the row (never read
 // back in the batch) goes with the handlers' writes.
 func (b *batchTx) AuditInsert(ctx context.Context, a store.AuditRow) error {
-	if b.queue != nil && b.optimistic {
+	if b.queue != nil {
 		if _, err := b.queue.add(b.queue.pl.AuditStatement(a)); err != nil {
 			return b.rerun(ctx)
 		}
@@ -122,9 +122,9 @@ func (b *batchTx) BusinessKeyTouched(ctx context.Context, p store.BusinessKeyRef
 func (b *batchTx) SQL() *sql.Tx { return b.tx.SQL() }
 
 // handlerTx is the Handler's Tx: the queue of an optimistic run on a
-// store that pipelines, else the transaction.
+// store that pipelines (only such a run has one), else the transaction.
 func (b *batchTx) handlerTx() Tx {
-	if b.queue != nil && b.optimistic {
+	if b.queue != nil {
 		return b.queue
 	}
 	return b.tx.SQL()

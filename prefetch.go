@@ -31,6 +31,7 @@ func (p *pipeline) parseAll(ins []input) {
 func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now time.Time) error {
 	tx.consumer, tx.optimistic = p.cfg.Name, true
 	seen := make(map[store.Identity]bool, len(ins))
+	repeated := map[store.Identity]bool{} // identities sent more than once in the batch
 	rows := make([]store.InboxRow, 0, len(ins))
 	keys := make([]string, 0, len(ins))
 	for i := range ins {
@@ -41,6 +42,7 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 		}
 		id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}
 		if seen[id] {
+			repeated[id] = true
 			continue
 		}
 		seen[id] = true
@@ -86,13 +88,16 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 			return err
 		}
 	}
-	if tx.existing == nil {
-		tx.existing = make(map[store.Identity]store.InboxRow, len(rows))
-	}
+	// The rows inserted for identities that come again later in the
+	// batch answer those copies (batchTx.existing).
 	for i, r := range rows {
-		if inserted[i] {
+		id := store.Identity{Source: r.Source, ID: r.ID}
+		if inserted[i] && repeated[id] {
+			if tx.existing == nil {
+				tx.existing = map[store.Identity]store.InboxRow{}
+			}
 			// As a read would return it: times to the microsecond, in UTC.
-			tx.existing[store.Identity{Source: r.Source, ID: r.ID}] = asStored(r)
+			tx.existing[id] = asStored(r)
 		}
 	}
 	if len(missing) == 0 {

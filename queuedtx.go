@@ -34,9 +34,8 @@ type queuedTx struct {
 	sql   *sql.Tx
 	ctx   context.Context
 	stmts []store.Statement
-	// sent counts the statements sent before stmts[0]; affected holds
-	// the rows each sent statement affected.
-	sent     int
+	// affected holds the rows each sent statement affected, in order: a
+	// statement's position is its index here once sent.
 	affected []int64
 	// err is the first failure of a send: the run is over (errRerun).
 	err error
@@ -86,7 +85,7 @@ func (q *queuedTx) add(st store.Statement) (int, error) {
 		return 0, q.err
 	}
 	q.stmts = append(q.stmts, st)
-	n := q.sent + len(q.stmts) - 1
+	n := len(q.affected) + len(q.stmts) - 1
 	if len(q.stmts) >= maxQueued {
 		return n, q.send()
 	}
@@ -119,7 +118,6 @@ func (q *queuedTx) send() error {
 	}
 	affected, err := q.pl.Pipeline(q.ctx, q.stmts)
 	q.affected = append(q.affected, affected...)
-	q.sent += len(q.stmts)
 	q.stmts = q.stmts[:0]
 	if err != nil {
 		q.err = err
