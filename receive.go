@@ -18,11 +18,9 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	if c.cfg.Transport == nil {
 		return invalidConfig("Transport", "required by Run")
 	}
-	if err := c.register(ctx, true); err != nil && ctx.Err() == nil {
-		// Not fatal: a full disk must not stop the consumer; the control
-		// loop registers it as soon as it can.
-		c.cfg.Logger.Warn("seqbox: registration failed; retrying", "consumer", c.cfg.Name, "err", err)
-	}
+	// Run and RunUntilIdle registered it (checkRegistration); a failure
+	// there is not fatal, and the control loop registers it as soon as it
+	// can.
 	s := newScheduler(c.cfg.Workers * c.cfg.BatchSize * 2)
 	// On a store with one writer, one batch runs at a time and takes all
 	// that is ready; a consumer with Decide keeps sharing, so that slow
@@ -77,10 +75,12 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 			sleep(ctx, time.Second)
 			continue
 		}
-		for _, d := range ds {
-			s.add(deliveryKey(d), d)
-		}
 		if len(ds) > 0 {
+			keys := make([]string, len(ds))
+			for i, d := range ds {
+				keys[i] = deliveryKey(d)
+			}
+			s.addMany(keys, ds)
 			c.tr.receive(ctx, received, ds)
 		}
 	}

@@ -202,14 +202,18 @@ func policyMismatch(ours, theirs policy.Policies) (name, a, b string) {
 // checkRegistration registers the consumer as running, as Run does first, and
 // returns the error when a live consumer of the same name is registered
 // with different policies (ErrPolicyConflict): Run must not start then.
-// Other failures are left to Run, which logs them and registers again
-// later (a full disk does not stop a consumer).
+// Other failures are logged and left to the control loop, which registers
+// again later (a full disk does not stop a consumer).
 func (c *Consumer) checkRegistration(ctx context.Context) error {
 	if c.cfg.Transport == nil {
 		return nil // Run refuses it
 	}
-	if err := c.register(ctx, true); errors.Is(err, ErrPolicyConflict) {
+	err := c.register(ctx, true)
+	if errors.Is(err, ErrPolicyConflict) {
 		return err
+	}
+	if err != nil && ctx.Err() == nil {
+		c.cfg.Logger.Warn("seqbox: registration failed; retrying", "consumer", c.cfg.Name, "err", err)
 	}
 	return nil
 }

@@ -55,15 +55,28 @@ func newScheduler(limit int) *scheduler {
 	return s
 }
 
+// add adds one delivery under key.
 func (s *scheduler) add(key string, d transport.Delivery) {
+	s.addMany([]string{key}, []transport.Delivery{d})
+}
+
+// addMany adds what one receive returned (ds[i] under keys[i]) at once,
+// then wakes the workers: one waiting for work takes the receive as one
+// batch (or its share of it), not the first few deliveries added while
+// the rest wait for the next batch and its fixed cost.
+func (s *scheduler) addMany(keys []string, ds []transport.Delivery) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.pending[key]) == 0 && !s.busy[key] {
-		s.ready = append(s.ready, key)
+	now := time.Now()
+	for i, d := range ds {
+		key := keys[i]
+		if len(s.pending[key]) == 0 && !s.busy[key] {
+			s.ready = append(s.ready, key)
+		}
+		s.pending[key] = append(s.pending[key], d)
+		s.live[d] = now
 	}
-	s.pending[key] = append(s.pending[key], d)
-	s.live[d] = time.Now()
-	s.inFlight++
+	s.inFlight += len(ds)
 	s.cond.Broadcast()
 }
 

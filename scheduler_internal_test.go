@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox/store/sqlite"
+	"github.com/seqbox/seqbox/transport"
 )
 
 // stub is a delivery the scheduler only files; it is never settled.
@@ -120,6 +121,26 @@ func TestSchedulerOneBatchAtATime(t *testing.T) {
 		s.done(first)
 		synctest.Wait()
 		require.Equal(t, []string{"b0", "c0"}, names(<-got), "what arrived meanwhile, in one batch")
+	})
+}
+
+// A worker waiting for work takes what one receive returned as one batch,
+// not the first few deliveries added while the rest wait for the next.
+func TestSchedulerTakesAReceiveWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(100)
+		got := make(chan *batch, 1)
+		go func() { got <- s.take(context.Background(), 100, nil) }()
+		synctest.Wait() // the worker waits inside take
+		var keys []string
+		var ds []transport.Delivery
+		for i := range 6 {
+			keys = append(keys, "k:"+string(rune('a'+i)))
+			ds = append(ds, &stub{name: string(rune('a' + i))})
+		}
+		s.addMany(keys, ds)
+		require.Equal(t, []string{"a", "b", "c", "d", "e", "f"}, names(<-got))
+		require.Equal(t, 6, s.inFlight)
 	})
 }
 
