@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,9 @@ func TestPostgresLeasePlanWalksTheIndex(t *testing.T) {
 	text := strings.Join(plan, "\n")
 	require.Contains(t, text, "Tid Scan", text)
 	require.Contains(t, text, "Index Scan using seqbox_queue_order", text)
+	// A grouped message's predecessors are looked up in the group index,
+	// which holds grouped messages only.
+	require.Contains(t, text, "using seqbox_queue_group", text)
 	for _, bad := range []string{"Seq Scan", "Bitmap", "Sort"} {
 		require.NotContains(t, text, bad, text)
 	}
@@ -82,4 +86,28 @@ func TestPostgresLeaseIsHeapOnly(t *testing.T) {
 	again, err := Open(ctx, u, Config{Name: "hot"})
 	require.NoError(t, err)
 	require.NoError(t, again.Close())
+}
+
+// On SQLite too, a grouped message's predecessors are looked up in the
+// group index, which holds grouped messages only.
+func TestSQLiteLeasePlanUsesTheGroupIndex(t *testing.T) {
+	ctx := context.Background()
+	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "plan"})
+	require.NoError(t, err)
+	defer q.Close()
+	require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("a1"), []byte("a2"), []byte("x")}, []string{"a", "a", ""}))
+	now := time.Now().UnixMicro()
+	rows, err := q.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.leaseStatement(), "token", now+1, "plan", now, 512)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, "INDEX seqbox_queue_group", text)
 }

