@@ -14,7 +14,7 @@ import (
 // and a backlog past the target lifts it to BatchSize.
 func TestBatchSizerFollowsTheCostPerMessage(t *testing.T) {
 	z := newBatchSizer(Config{TargetLatency: 20 * time.Millisecond, BatchSize: 512})
-	require.Equal(t, 64, z.limit(0), "it starts at 64")
+	require.Equal(t, 512, z.limit(0), "it starts at BatchSize: a backlog's first batch is whole")
 
 	// 100 µs a message: 100 fit in the 10 ms budget.
 	for range 40 {
