@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -110,4 +111,55 @@ func TestSQLiteLeasePlanUsesTheGroupIndex(t *testing.T) {
 	require.NoError(t, rows.Err())
 	text := strings.Join(plan, "\n")
 	require.Contains(t, text, "INDEX seqbox_queue_group", text)
+}
+
+// On SQLite an ack's statement is one text whatever the batch's size (its
+// seqs are one JSON array), it deletes exactly the rows it names that
+// still hold their lease, and it finds them by primary key.
+func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
+	ctx := context.Background()
+	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "ack", Wait: time.Millisecond})
+	require.NoError(t, err)
+	defer q.Close()
+	bodies := make([][]byte, 1500)
+	for i := range bodies {
+		bodies[i] = fmt.Appendf(nil, `{"n":%d}`, i)
+	}
+	require.NoError(t, q.PublishBatch(ctx, bodies))
+	ds, err := q.Receive(ctx, 1000)
+	require.NoError(t, err)
+	require.Len(t, ds, 1000)
+	var every2nd []transport.Delivery
+	for i := 0; i < len(ds); i += 2 {
+		every2nd = append(every2nd, ds[i])
+	}
+
+	short, _ := ackText(false, "t", []int64{1})
+	long, args := ackText(false, "t", []int64{1, 5, 9})
+	require.Equal(t, short, long, "one text whatever the count")
+	require.Equal(t, []any{"t", "[1,5,9]"}, args)
+
+	require.NoError(t, q.AckBatch(ctx, every2nd))
+	ready, leased, err := q.Depth(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 500, ready, "the ones never received")
+	require.Equal(t, 500, leased, "the odd ones, received and not acknowledged")
+	err = q.AckBatch(ctx, every2nd[:3])
+	require.ErrorIs(t, err, transport.ErrLeaseLost, "acknowledged already")
+	require.ErrorContains(t, err, "3 of 3 acks")
+
+	rows, err := q.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+long, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, "USING INTEGER PRIMARY KEY", text)
+	require.NotContains(t, text, "SCAN seqbox_queue", text)
 }
