@@ -40,7 +40,8 @@ type input struct {
 	// still next), with decideErr going to the message named by decided.
 	unparkKey string
 	decided   store.Identity
-	// parsed: ev and perr hold the envelope parsed once, by the prefetch.
+	// parsed: ev and perr hold the envelope parsed once: by Run's
+	// receiver (which schedules by its partitionkey), or by parseAll.
 	parsed bool
 	ev     seqboxtype.Event
 	perr   error

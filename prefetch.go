@@ -14,10 +14,17 @@ func (p *pipeline) parseAll(ins []input) {
 	for i := range ins {
 		in := &ins[i]
 		if in.parked == nil && in.oversized == nil && in.unparkKey == "" && !in.parsed {
-			in.ev, in.perr = seqboxtype.ParseEventExcluding(in.raw, p.cfg.VolatileAttributes)
-			in.parsed = true
+			pe := p.parse(in.raw)
+			in.ev, in.perr, in.parsed = pe.ev, pe.err, true
 		}
 	}
+}
+
+// parse parses a delivery's body as the consumer's inputs are parsed
+// (Config.VolatileAttributes left out of the hash).
+func (p *pipeline) parse(raw []byte) *parsedEnvelope {
+	ev, err := seqboxtype.ParseEventExcluding(raw, p.cfg.VolatileAttributes)
+	return &parsedEnvelope{ev: ev, err: err}
 }
 
 // prefetch is the set-based start of an optimistic run, after parseAll:

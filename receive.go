@@ -77,10 +77,12 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 		}
 		if len(ds) > 0 {
 			keys := make([]string, len(ds))
+			parsed := make([]*parsedEnvelope, len(ds))
 			for i, d := range ds {
-				keys[i] = deliveryKey(d)
+				parsed[i] = c.p.parse(d.Body())
+				keys[i] = deliveryKey(d, parsed[i])
 			}
-			s.addMany(keys, ds)
+			s.addMany(keys, ds, parsed)
 			c.tr.receive(ctx, received, ds)
 		}
 	}
@@ -103,6 +105,9 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	for i, d := range ds {
 		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
 		ins[i].traceParent, ins[i].traceState = brokerTrace(d)
+		if i < len(b.parsed) && b.parsed[i] != nil {
+			ins[i].ev, ins[i].perr, ins[i].parsed = b.parsed[i].ev, b.parsed[i].err, true
+		}
 	}
 	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
 	if err != nil || len(us) == 0 {
@@ -126,8 +131,17 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 }
 
 // deliveryKey is the scheduling key: the partition key, or a unique key for
-// messages that carry none (they need no ordering).
-func deliveryKey(d transport.Delivery) string {
+// messages that carry none (they need no ordering). A valid envelope's key
+// comes from its parse (pe); a body the parser refuses is still scheduled
+// under the partitionkey member it may hold, as before there was a parse,
+// so that its key's other messages wait for its outcome.
+func deliveryKey(d transport.Delivery, pe *parsedEnvelope) string {
+	if pe != nil && pe.err == nil {
+		if pe.ev.PartitionKey != "" {
+			return "k:" + pe.ev.PartitionKey
+		}
+		return "u:" + strconv.FormatUint(nextUnkeyed(), 10)
+	}
 	var k struct {
 		PartitionKey string `json:"partitionkey"`
 	}

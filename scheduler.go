@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -19,7 +20,10 @@ type scheduler struct {
 	busy    map[string]bool
 	// live is every delivery received and not yet done, for lease
 	// extension, with when it was received.
-	live     map[transport.Delivery]time.Time
+	live map[transport.Delivery]time.Time
+	// parsed holds the envelopes the receiver parsed, until a batch takes
+	// their deliveries (batch.parsed).
+	parsed   map[transport.Delivery]*parsedEnvelope
 	ready    []string
 	inFlight int
 	limit    int
@@ -45,26 +49,37 @@ type batch struct {
 	keys       []string
 	deliveries []transport.Delivery
 	dkeys      []string
-	unpinned   map[string]bool
+	// parsed is each delivery's envelope as the receiver parsed it (nil
+	// when it was added without).
+	parsed   []*parsedEnvelope
+	unpinned map[string]bool
+}
+
+// parsedEnvelope is a delivery's body parsed once, by the receiver: it
+// gives the scheduling key, and the batch's pipeline uses it as is.
+type parsedEnvelope struct {
+	ev  seqboxtype.Event
+	err error
 }
 
 func newScheduler(limit int) *scheduler {
 	s := &scheduler{pending: map[string][]transport.Delivery{}, busy: map[string]bool{},
-		live: map[transport.Delivery]time.Time{}, limit: limit}
+		live: map[transport.Delivery]time.Time{}, parsed: map[transport.Delivery]*parsedEnvelope{}, limit: limit}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
 
 // add adds one delivery under key.
 func (s *scheduler) add(key string, d transport.Delivery) {
-	s.addMany([]string{key}, []transport.Delivery{d})
+	s.addMany([]string{key}, []transport.Delivery{d}, nil)
 }
 
-// addMany adds what one receive returned (ds[i] under keys[i]) at once,
-// then wakes the workers: one waiting for work takes the receive as one
-// batch (or its share of it), not the first few deliveries added while
-// the rest wait for the next batch and its fixed cost.
-func (s *scheduler) addMany(keys []string, ds []transport.Delivery) {
+// addMany adds what one receive returned (ds[i] under keys[i], with
+// parsed[i] its envelope when parsed is not nil) at once, then wakes the
+// workers: one waiting for work takes the receive as one batch (or its
+// share of it), not the first few deliveries added while the rest wait
+// for the next batch and its fixed cost.
+func (s *scheduler) addMany(keys []string, ds []transport.Delivery, parsed []*parsedEnvelope) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -75,6 +90,9 @@ func (s *scheduler) addMany(keys []string, ds []transport.Delivery) {
 		}
 		s.pending[key] = append(s.pending[key], d)
 		s.live[d] = now
+		if parsed != nil && parsed[i] != nil {
+			s.parsed[d] = parsed[i]
+		}
 	}
 	s.inFlight += len(ds)
 	s.cond.Broadcast()
@@ -158,6 +176,8 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 		for _, d := range byKey[key] {
 			b.deliveries = append(b.deliveries, d)
 			b.dkeys = append(b.dkeys, key)
+			b.parsed = append(b.parsed, s.parsed[d])
+			delete(s.parsed, d)
 		}
 	}
 	return b
@@ -236,6 +256,7 @@ func (s *scheduler) abandon() []transport.Delivery {
 		out = append(out, q...)
 	}
 	s.pending = map[string][]transport.Delivery{}
+	s.parsed = map[transport.Delivery]*parsedEnvelope{}
 	s.ready = nil
 	return out
 }

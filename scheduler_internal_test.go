@@ -3,20 +3,25 @@ package seqbox
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport"
 )
 
 // stub is a delivery the scheduler only files; it is never settled.
-type stub struct{ name string }
+type stub struct {
+	name string
+	body []byte
+}
 
-func (s *stub) Body() []byte                                { return nil }
+func (s *stub) Body() []byte                                { return s.body }
 func (s *stub) Attempt() int                                { return 1 }
 func (s *stub) Ack(context.Context) error                   { return nil }
 func (s *stub) Nack(context.Context, time.Duration) error   { return nil }
@@ -138,10 +143,55 @@ func TestSchedulerTakesAReceiveWhole(t *testing.T) {
 			keys = append(keys, "k:"+string(rune('a'+i)))
 			ds = append(ds, &stub{name: string(rune('a' + i))})
 		}
-		s.addMany(keys, ds)
+		s.addMany(keys, ds, nil)
 		require.Equal(t, []string{"a", "b", "c", "d", "e", "f"}, names(<-got))
 		require.Equal(t, 6, s.inFlight)
 	})
+}
+
+// The envelope the receiver parsed travels with its delivery into the
+// batch, whatever order the batch puts the deliveries in, and is handed
+// out once.
+func TestSchedulerCarriesTheParsedEnvelope(t *testing.T) {
+	s := newScheduler(100)
+	keys := []string{"k:c", "k:a", "k:b"}
+	ds := []transport.Delivery{&stub{name: "c0"}, &stub{name: "a0"}, &stub{name: "b0"}}
+	parsed := make([]*parsedEnvelope, len(ds))
+	for i, d := range ds {
+		parsed[i] = &parsedEnvelope{ev: seqboxtype.Event{ID: d.(*stub).name}}
+	}
+	s.addMany(keys, ds, parsed)
+	b := s.take(context.Background(), 100, nil)
+	require.Equal(t, []string{"a0", "b0", "c0"}, names(b), "keys sorted")
+	require.Len(t, b.parsed, 3)
+	for i, d := range b.deliveries {
+		require.Equal(t, d.(*stub).name, b.parsed[i].ev.ID)
+	}
+	require.Empty(t, s.parsed, "handed out with the batch")
+
+	// A delivery added without a parse has none in its batch.
+	s.done(b)
+	s.add("k:c", &stub{name: "c0"})
+	c := s.take(context.Background(), 100, nil)
+	require.Equal(t, []*parsedEnvelope{nil}, c.parsed)
+}
+
+// The scheduling key of a valid envelope is its partitionkey, as parsed;
+// one without a key gets a key of its own; a body the parser refuses keeps
+// the partitionkey member it holds.
+func TestDeliveryKey(t *testing.T) {
+	p := &pipeline{cfg: Config{}}
+	valid := &stub{body: []byte(`{"specversion":"1.0","id":"1","source":"s","type":"t","partitionkey":"k\u0031","objectversion":1}`)}
+	require.Equal(t, "k:k1", deliveryKey(valid, p.parse(valid.Body())))
+	unkeyed := &stub{body: []byte(`{"specversion":"1.0","id":"1","source":"s","type":"t"}`)}
+	u1, u2 := deliveryKey(unkeyed, p.parse(unkeyed.Body())), deliveryKey(unkeyed, p.parse(unkeyed.Body()))
+	require.True(t, strings.HasPrefix(u1, "u:"), u1)
+	require.NotEqual(t, u1, u2, "each unkeyed message is a key of its own")
+	invalid := &stub{body: []byte(`{"id":"1","partitionkey":"k2"}`)}
+	pe := p.parse(invalid.Body())
+	require.Error(t, pe.err)
+	require.Equal(t, "k:k2", deliveryKey(invalid, pe))
+	require.Equal(t, "k:k2", deliveryKey(invalid, nil))
 }
 
 // SQLite's store says it has one writer; a store that does not say so
