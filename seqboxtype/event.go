@@ -88,7 +88,9 @@ func ParseEventExcluding(raw []byte, volatile []string) (Event, error) {
 	if len(raw) > MaxEventSize {
 		return Event{}, invalid("envelope", "%d bytes, larger than the %d-byte limit", len(raw), MaxEventSize)
 	}
-	members, err := scanEnvelope(raw)
+	sc := scratchPool.Get().(*envScratch)
+	defer sc.release()
+	members, err := sc.scan(raw)
 	if err != nil {
 		return Event{}, err
 	}

@@ -1,6 +1,7 @@
 package seqboxtype
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,5 +90,53 @@ func BenchmarkScanEnvelope(b *testing.B) {
 		if _, err := scanEnvelope(raw); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Parses share scratch memory through a pool: side by side, and after a
+// parse of a larger or a refused envelope, each gets its own envelope's
+// members, and the scratch given back holds nothing of its input.
+func TestParseScratchIsNotShared(t *testing.T) {
+	bodies := [][]byte{
+		[]byte(`{"id":"a","source":"s","type":"t","partitionkey":"k1","objectversion":1,"data":{"x":[1,2,{"y":"z"}]}}`),
+		[]byte(`{"id":"b","source":"s2","type":"t2"}`),
+		[]byte(`{"id":"c","source":"s","type":"t","data":{"a":{"b":{"c":{"d":1}}}},"tenantid":"x","businesskey":"bk"}`),
+	}
+	want := make([]Event, len(bodies))
+	for i, b := range bodies {
+		ev, err := ParseEvent(b)
+		require.NoError(t, err)
+		want[i] = ev
+	}
+	done := make(chan error)
+	for g := range 8 {
+		go func() {
+			for n := range 300 {
+				i := (g + n) % len(bodies)
+				if n%7 == 0 {
+					_, _ = ParseEvent([]byte(`{"id":"x","id":"y"}`)) // refused halfway
+				}
+				ev, err := ParseEvent(bodies[i])
+				if err != nil || ev.ID != want[i].ID || ev.Hash != want[i].Hash || ev.PartitionKey != want[i].PartitionKey {
+					done <- fmt.Errorf("parse %d of body %d: %+v, %v", n, i, ev, err)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		require.NoError(t, <-done)
+	}
+
+	sc := scratchPool.Get().(*envScratch)
+	_, err := sc.scan(bodies[2])
+	require.NoError(t, err)
+	sc.release()
+	for _, m := range sc.top[:cap(sc.top)] {
+		require.Nil(t, m.name, "no reference to the input kept")
+	}
+	for _, n := range sc.names[:cap(sc.names)] {
+		require.Nil(t, n)
 	}
 }
