@@ -23,8 +23,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
-
-	"github.com/seqbox/seqbox"
 )
 
 func main() {
@@ -101,7 +99,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Messages: 10_000, Keys: 100, Dups: 1_000,
-		SeqboxWorkers: 2, SeqboxBatch: seqbox.DefaultBatchSize,
+		SeqboxWorkers: 2, SeqboxBatch: 1024,
 		RiverWorkers: 50, RiverPool: 60, RiverCooldown: 20 * time.Millisecond, RiverPoll: 50 * time.Millisecond,
 		WatermillBatch: 1000, WatermillPoll: 10 * time.Millisecond, WatermillTopics: 8,
 		Systems: []string{"seqbox", "seqbox-batch", "river", "watermill"},
