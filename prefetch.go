@@ -14,17 +14,16 @@ func (p *pipeline) parseAll(ins []input) {
 	for i := range ins {
 		in := &ins[i]
 		if in.parked == nil && in.oversized == nil && in.unparkKey == "" && !in.parsed {
-			pe := p.parse(in.raw)
-			in.ev, in.perr, in.parsed = pe.ev, pe.err, true
+			in.ev, in.perr = p.parse(in.raw)
+			in.parsed = true
 		}
 	}
 }
 
 // parse parses a delivery's body as the consumer's inputs are parsed
 // (Config.VolatileAttributes left out of the hash).
-func (p *pipeline) parse(raw []byte) *parsedEnvelope {
-	ev, err := seqboxtype.ParseEventExcluding(raw, p.cfg.VolatileAttributes)
-	return &parsedEnvelope{ev: ev, err: err}
+func (p *pipeline) parse(raw []byte) (seqboxtype.Event, error) {
+	return seqboxtype.ParseEventExcluding(raw, p.cfg.VolatileAttributes)
 }
 
 // prefetch is the set-based start of an optimistic run, after parseAll:

@@ -79,7 +79,8 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 			keys := make([]string, len(ds))
 			parsed := make([]*parsedEnvelope, len(ds))
 			for i, d := range ds {
-				parsed[i] = c.p.parse(d.Body())
+				ev, err := c.p.parse(d.Body())
+				parsed[i] = &parsedEnvelope{ev: ev, err: err}
 				keys[i] = deliveryKey(d, parsed[i])
 			}
 			s.addMany(keys, ds, parsed)

@@ -181,14 +181,18 @@ func TestSchedulerCarriesTheParsedEnvelope(t *testing.T) {
 // the partitionkey member it holds.
 func TestDeliveryKey(t *testing.T) {
 	p := &pipeline{cfg: Config{}}
+	parse := func(raw []byte) *parsedEnvelope {
+		ev, err := p.parse(raw)
+		return &parsedEnvelope{ev: ev, err: err}
+	}
 	valid := &stub{body: []byte(`{"specversion":"1.0","id":"1","source":"s","type":"t","partitionkey":"k\u0031","objectversion":1}`)}
-	require.Equal(t, "k:k1", deliveryKey(valid, p.parse(valid.Body())))
+	require.Equal(t, "k:k1", deliveryKey(valid, parse(valid.Body())))
 	unkeyed := &stub{body: []byte(`{"specversion":"1.0","id":"1","source":"s","type":"t"}`)}
-	u1, u2 := deliveryKey(unkeyed, p.parse(unkeyed.Body())), deliveryKey(unkeyed, p.parse(unkeyed.Body()))
+	u1, u2 := deliveryKey(unkeyed, parse(unkeyed.Body())), deliveryKey(unkeyed, parse(unkeyed.Body()))
 	require.True(t, strings.HasPrefix(u1, "u:"), u1)
 	require.NotEqual(t, u1, u2, "each unkeyed message is a key of its own")
 	invalid := &stub{body: []byte(`{"id":"1","partitionkey":"k2"}`)}
-	pe := p.parse(invalid.Body())
+	pe := parse(invalid.Body())
 	require.Error(t, pe.err)
 	require.Equal(t, "k:k2", deliveryKey(invalid, pe))
 	require.Equal(t, "k:k2", deliveryKey(invalid, nil))

@@ -98,18 +98,7 @@ func TestSQLiteLeasePlanUsesTheGroupIndex(t *testing.T) {
 	defer q.Close()
 	require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("a1"), []byte("a2"), []byte("x")}, []string{"a", "a", ""}))
 	now := time.Now().UnixMicro()
-	rows, err := q.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.leaseStatement(), "token", now+1, "plan", now, 512)
-	require.NoError(t, err)
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
-	}
-	require.NoError(t, rows.Err())
-	text := strings.Join(plan, "\n")
+	text := sqlitePlan(t, q, q.leaseStatement(), "token", now+1, "plan", now, 512)
 	require.Contains(t, text, "INDEX seqbox_queue_group", text)
 }
 
@@ -148,7 +137,15 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 	require.ErrorIs(t, err, transport.ErrLeaseLost, "acknowledged already")
 	require.ErrorContains(t, err, "3 of 3 acks")
 
-	rows, err := q.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+long, args...)
+	text := sqlitePlan(t, q, long, args...)
+	require.Contains(t, text, "USING INTEGER PRIMARY KEY", text)
+	require.NotContains(t, text, "SCAN seqbox_queue", text)
+}
+
+// sqlitePlan is SQLite's query plan for stmt with args, a line per step.
+func sqlitePlan(t *testing.T, q *Queue, stmt string, args ...any) string {
+	t.Helper()
+	rows, err := q.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+stmt, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	var plan []string
@@ -159,7 +156,5 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 		plan = append(plan, detail)
 	}
 	require.NoError(t, rows.Err())
-	text := strings.Join(plan, "\n")
-	require.Contains(t, text, "USING INTEGER PRIMARY KEY", text)
-	require.NotContains(t, text, "SCAN seqbox_queue", text)
+	return strings.Join(plan, "\n")
 }
