@@ -88,6 +88,9 @@ type batchTx struct {
 	// pipelines: its writes are sent together (queuedTx). Nil in any
 	// other run.
 	queue *queuedTx
+	// advance is where in the queue the run's key moves went (finish),
+	// and how many they were; nil when they did not go there.
+	advance *queuedMoves
 	// undecided collects the messages the run stopped before their
 	// handler to be decided (awaitDecision); origin is the index of the
 	// input being run, which each one is reported under.
@@ -166,6 +169,10 @@ func (b *batchTx) SavepointRollback(ctx context.Context, name string) error {
 	return b.tx.SavepointRollback(ctx, name)
 }
 
+// queuedMoves are the key moves of a run in its queue: the statement's
+// position, and the moves it must win.
+type queuedMoves struct{ at, want int }
+
 // rerun is the error that ends an optimistic run whose queue failed to
 // send (queuedTx): the run with savepoints, or ctx's error when the
 // batch is being abandoned.
@@ -180,7 +187,16 @@ func (b *batchTx) rerun(ctx context.Context) error {
 // handlers' and the audit's writes, and the acknowledgement in the
 // transaction (execer) if its answer has not sent them already.
 func (b *batchTx) sendQueue(ctx context.Context) error {
-	if b.queue != nil && b.queue.send() != nil {
+	if b.queue == nil {
+		return nil
+	}
+	if b.queue.send() != nil {
+		return b.rerun(ctx)
+	}
+	if a := b.advance; a != nil && b.queue.affected[a.at] != int64(a.want) {
+		// A key moved by another transaction: cannot happen under the
+		// key locks; a run with savepoints settles it delivery by
+		// delivery.
 		return b.rerun(ctx)
 	}
 	return nil
@@ -197,11 +213,23 @@ func (b *batchTx) execer() transport.Execer {
 
 // finish ends an optimistic run before its commit: the identities still
 // provisional are pending, and the deferred writes are written.
+//
+// With a queue, the key moves join it, so that they go with the handlers'
+// writes and the acknowledgement, in the round trip before the commit;
+// sendQueue checks that each one won.
 func (b *batchTx) finish(ctx context.Context) error {
 	for id := range b.provisional {
 		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: noOutcome}); err != nil {
 			return err
 		}
+	}
+	if b.queue != nil && len(b.moveRows) > 0 {
+		n, err := b.queue.add(b.queue.pl.KeyAdvanceStatement(store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt}))
+		if err != nil {
+			return b.rerun(ctx)
+		}
+		b.advance = &queuedMoves{at: n, want: len(b.moveRows)}
+		b.moveRows, b.moves = b.moveRows[:0], nil
 	}
 	return b.flush(ctx)
 }

@@ -16,9 +16,18 @@ import (
 // Prefetch: the batch's identities and keys in a few multi-row
 // statements, before any write is deferred.
 
-// InboxInsertMany is store.Executor.InboxInsertMany.
-func (b *batchTx) InboxInsertMany(ctx context.Context, rows []store.InboxRow) (inserted []bool, err error) {
-	return b.tx.InboxInsertMany(ctx, rows)
+// KeyLockInsertMany is store.Executor.KeyLockMany then InboxInsertMany: on
+// a store that pipelines, one round trip (store.Pipeliner).
+func (b *batchTx) KeyLockInsertMany(ctx context.Context, p store.KeyLockManyParams, rows []store.InboxRow) (map[string]store.KeyState, []bool, error) {
+	if pl, ok := b.tx.(store.Pipeliner); ok {
+		return pl.KeyLockInsertMany(ctx, p, rows)
+	}
+	keys, err := b.tx.KeyLockMany(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	inserted, err := b.tx.InboxInsertMany(ctx, rows)
+	return keys, inserted, err
 }
 
 // KeyLockMany is store.Executor.KeyLockMany.

@@ -62,12 +62,11 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 			keys = append(keys, in.ev.PartitionKey)
 		}
 	}
+	// The keys are locked before the identities go in, in one round trip
+	// on a store that pipelines.
+	var inserted []bool
 	var err error
-	if tx.keys, err = tx.KeyLockMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: keys}); err != nil {
-		return err
-	}
-	inserted, err := tx.InboxInsertMany(ctx, rows)
-	if err != nil {
+	if tx.keys, inserted, err = tx.KeyLockInsertMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: keys}, rows); err != nil {
 		return err
 	}
 	tx.inserted = make(map[store.Identity]bool, len(rows))

@@ -9,6 +9,19 @@ import (
 type Statement struct {
 	Query string
 	Args  []any
+	// Read, when set, reads the rows the statement returns (a SELECT, or
+	// RETURNING) as the pipeline's answers arrive; its affected count is
+	// then the rows it returned. A Read that fails fails the pipeline at
+	// this statement.
+	Read func(Rows) error
+}
+
+// Rows are the rows a pipeline's statement returned, handed to its Read:
+// Next and Scan as database/sql's Rows.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
 }
 
 // Pipeliner is an ExecutorTx that can send many statements to the
@@ -27,6 +40,15 @@ type Pipeliner interface {
 	// never read back in the transaction, so it can wait for the next
 	// Pipeline.
 	AuditStatement(a AuditRow) Statement
+	// KeyLockInsertMany is KeyLockMany then InboxInsertMany, the start of
+	// a batch, sent together: one round trip where the two take three (the
+	// keys' locks, their flags read once the locks are granted, the
+	// identities). It returns what the two return.
+	KeyLockInsertMany(ctx context.Context, p KeyLockManyParams, rows []InboxRow) (map[string]KeyState, []bool, error)
+	// KeyAdvanceStatement is KeyAdvanceMany's statement for p, for a
+	// pipeline: the rows it affects are the moves it won (each key moved
+	// at most once).
+	KeyAdvanceStatement(p KeyAdvanceManyParams) Statement
 }
 
 // PipelineError is the failure of one statement of a pipeline.

@@ -18,22 +18,56 @@ import (
 
 // keyLockManyArrays is KeyLockMany in two statements: the key rows, locked
 // in byte order, then the parked and retrying flags, read after the locks
-// are granted (see KeyLock).
+// are granted (see KeyLock). In a transaction that pipelines they go
+// together: the flags' statement starts, with its own snapshot, once the
+// locks' statement has finished.
 func (t *Executor) keyLockManyArrays(ctx context.Context, consumer string, keys []string, out map[string]store.KeyState) error {
-	if err := t.scanKeys(ctx, out, `SELECT `+keyColumns+` FROM seqbox_keys
-		WHERE consumer = $1 AND partitionkey = ANY($2::text[]) ORDER BY partitionkey COLLATE "C"`+t.lockRow,
-		[]any{consumer, keys}, false); err != nil {
+	lock, flags := keyLockArrays(consumer, keys, t.lockRow, out)
+	if t.pipeline != nil {
+		return t.run(ctx, lock, flags)
+	}
+	if err := t.run(ctx, lock); err != nil || len(out) == 0 {
 		return err
 	}
-	if len(out) == 0 {
-		return nil
+	return t.run(ctx, flags)
+}
+
+// keyLockArrays are keyLockManyArrays' two statements, read into out.
+func keyLockArrays(consumer string, keys []string, lockRow string, out map[string]store.KeyState) (lock, flags store.Statement) {
+	args := []any{consumer, keys}
+	return keysRead(`SELECT `+keyColumns+` FROM seqbox_keys
+		WHERE consumer = $1 AND partitionkey = ANY($2::text[]) ORDER BY partitionkey COLLATE "C"`+lockRow, args, out, false),
+		flagsRead(`SELECT partitionkey, 'p' FROM seqbox_parked WHERE consumer = $1 AND partitionkey = ANY($2::text[])
+		UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, args, out)
+}
+
+// KeyLockInsertMany is KeyLockMany then InboxInsertMany (store.Pipeliner):
+// in a transaction that pipelines, one round trip for the keys' locks,
+// their flags and the identities, each statement run once the one before
+// it has finished, as one by one.
+func (t *Executor) KeyLockInsertMany(ctx context.Context, p store.KeyLockManyParams, rows []store.InboxRow) (map[string]store.KeyState, []bool, error) {
+	if t.pipeline == nil || !t.arrays {
+		keys, err := t.KeyLockMany(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		inserted, err := t.InboxInsertMany(ctx, rows)
+		return keys, inserted, err
 	}
-	rows, err := t.query(ctx, `SELECT partitionkey, 'p' FROM seqbox_parked WHERE consumer = $1 AND partitionkey = ANY($2::text[])
-		UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, consumer, keys)
-	if err != nil {
-		return err
+	keys, out := sortedUnique(p.Keys), map[string]store.KeyState{}
+	inserted := make([]bool, len(rows))
+	var stmts []store.Statement
+	if len(keys) > 0 {
+		lock, flags := keyLockArrays(p.Consumer, keys, t.lockRow, out)
+		stmts = append(stmts, lock, flags)
 	}
-	return scanFlags(rows, out)
+	if len(rows) > 0 {
+		stmts = append(stmts, inboxInsertArrays(rows, inserted))
+	}
+	if err := t.run(ctx, stmts...); err != nil {
+		return nil, nil, err
+	}
+	return out, inserted, nil
 }
 
 // keyEnsureManyArrays is KeyEnsureMany in one statement.
@@ -45,14 +79,15 @@ func (t *Executor) keyEnsureManyArrays(ctx context.Context, consumer string, key
 }
 
 // inboxInsertArrays is InboxInsertMany in one statement, the rows
-// inserted in their order.
-func (t *Executor) inboxInsertArrays(ctx context.Context, rs []store.InboxRow, inserted []bool) error {
+// inserted in their order; it marks in inserted the rows that went in.
+func inboxInsertArrays(rs []store.InboxRow, inserted []bool) store.Statement {
 	n := len(rs)
 	consumer, source, id, hash := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	bkey, etype, tenant, contract, pkey := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	outcome, ref := make([]string, n), make([]string, n)
 	version, processed := make([]*int64, n), make([]*int64, n)
 	received, retention := make([]int64, n), make([]int64, n)
+	at := make(map[rowIdentity]int, n)
 	for i, r := range rs {
 		consumer[i], source[i], id[i], hash[i] = r.Consumer, r.Source, r.ID, r.PayloadHash
 		bkey[i], etype[i], tenant[i], contract[i], pkey[i] = r.BusinessKey, r.EventType, r.Tenant, r.ContractVersion, r.PartitionKey
@@ -63,8 +98,9 @@ func (t *Executor) inboxInsertArrays(ctx context.Context, rs []store.InboxRow, i
 			processed[i] = &p
 		}
 		received[i], retention[i] = micros(r.ReceivedAt), micros(r.RetentionUntil)
+		at[rowIdentity{r.Consumer, r.Source, r.ID}] = i
 	}
-	rows, err := t.query(ctx, `INSERT INTO seqbox_inbox
+	return insertedRead(`INSERT INTO seqbox_inbox
 		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
 		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
 		SELECT c, s, i, h, b, e, t, v, p, o, r, ra, pa, rr, ru FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],
@@ -72,21 +108,26 @@ func (t *Executor) inboxInsertArrays(ctx context.Context, rs []store.InboxRow, i
 			$13::bigint[], $14::text[], $15::bigint[]) WITH ORDINALITY AS u(c, s, i, h, b, e, t, v, p, o, r, ra, pa, rr, ru, n)
 		ORDER BY n
 		ON CONFLICT (consumer, source, id) DO NOTHING RETURNING consumer, source, id`,
-		consumer, source, id, hash, bkey, etype, tenant, contract, pkey, version, outcome, received, processed, ref, retention)
-	if err != nil {
-		return err
-	}
-	at := make(map[rowIdentity]int, n)
-	for i, r := range rs {
-		at[rowIdentity{r.Consumer, r.Source, r.ID}] = i
-	}
-	return markInserted(rows, at, inserted)
+		[]any{consumer, source, id, hash, bkey, etype, tenant, contract, pkey, version, outcome, received, processed, ref, retention},
+		at, inserted)
 }
 
-// keyAdvanceArrays is KeyAdvanceMany in one statement: each key's version
-// moves from prev to next when it still is prev. A key named twice moves
-// at most once, as in the CASE of advanceText.
+// keyAdvanceArrays is KeyAdvanceMany in one statement.
 func (t *Executor) keyAdvanceArrays(ctx context.Context, p store.KeyAdvanceManyParams) (int, error) {
+	st := keyAdvanceStatement(p)
+	res, err := t.exec(ctx, st.Query, st.Args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// keyAdvanceStatement is KeyAdvanceMany's one statement: each key's version
+// moves from prev to next when it still is prev. A key named twice moves
+// at most once, as in the CASE of advanceText. The rows it affects are
+// the moves won.
+func keyAdvanceStatement(p store.KeyAdvanceManyParams) store.Statement {
 	keys, prev, next := make([]string, 0, len(p.Moves)), make([]int64, 0, len(p.Moves)), make([]int64, 0, len(p.Moves))
 	seen := make(map[string]bool, len(p.Moves))
 	for _, m := range p.Moves {
@@ -100,15 +141,10 @@ func (t *Executor) keyAdvanceArrays(ctx context.Context, p store.KeyAdvanceManyP
 		}
 		keys, prev, next = append(keys, m.Key), append(prev, pv), append(next, m.Next)
 	}
-	res, err := t.exec(ctx, `UPDATE seqbox_keys k SET version = u.next, updated_at = $2
+	return store.Statement{Query: `UPDATE seqbox_keys k SET version = u.next, updated_at = $2
 		FROM unnest($3::text[], $4::bigint[], $5::bigint[]) AS u(key, prev, next)
 		WHERE k.consumer = $1 AND k.partitionkey = u.key AND COALESCE(k.version, -1) = u.prev`,
-		p.Consumer, micros(p.At), keys, prev, next)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+		Args: []any{p.Consumer, micros(p.At), keys, prev, next}}
 }
 
 // inboxGetArrays is InboxGetMany in one statement.

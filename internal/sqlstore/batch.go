@@ -76,29 +76,29 @@ func (t *Executor) KeyLockMany(ctx context.Context, p store.KeyLockManyParams) (
 	err := eachChunk(len(keys), func(lo, hi int) error {
 		args := append([]any{consumer}, anys(keys[lo:hi])...)
 		if t.lockRow == "" {
-			return t.scanKeys(ctx, out, rowsText(`SELECT `+keyColumns+`,
+			return t.run(ctx, keysRead(rowsText(`SELECT `+keyColumns+`,
 				CASE WHEN EXISTS (SELECT 1 FROM seqbox_parked p WHERE p.consumer = k.consumer AND p.partitionkey = k.partitionkey) THEN 1 ELSE 0 END,
 				CASE WHEN EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = k.consumer AND r.partitionkey = k.partitionkey) THEN 1 ELSE 0 END
-				FROM seqbox_keys k WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), args, true)
+				FROM seqbox_keys k WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), args, out, true))
 		}
-		if err := t.scanKeys(ctx, out, rowsText(`SELECT `+keyColumns+` FROM seqbox_keys
-			WHERE consumer = $1 AND partitionkey IN ({{ROWS}}) ORDER BY partitionkey COLLATE "C"`+t.lockRow, "$a", 1, hi-lo), args, false); err != nil {
-			return err
-		}
-		rows, err := t.query(ctx, rowsText(`SELECT partitionkey, 'p' FROM seqbox_parked WHERE consumer = $1 AND partitionkey IN ({{ROWS}})
-			UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), args...)
-		if err != nil {
-			return err
-		}
-		return scanFlags(rows, out)
+		return t.run(ctx,
+			keysRead(rowsText(`SELECT `+keyColumns+` FROM seqbox_keys
+			WHERE consumer = $1 AND partitionkey IN ({{ROWS}}) ORDER BY partitionkey COLLATE "C"`+t.lockRow, "$a", 1, hi-lo), args, out, false),
+			flagsRead(rowsText(`SELECT partitionkey, 'p' FROM seqbox_parked WHERE consumer = $1 AND partitionkey IN ({{ROWS}})
+			UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), args, out))
 	})
 	return out, err
 }
 
-// scanFlags reads (key, 'p' or 'r') rows into the parked and retrying
+// flagsRead is the statement q, which returns (key, 'p' or 'r') rows, read
+// into the parked and retrying flags of the keys out holds.
+func flagsRead(q string, args []any, out map[string]store.KeyState) store.Statement {
+	return store.Statement{Query: q, Args: args, Read: func(rows store.Rows) error { return readFlags(rows, out) }}
+}
+
+// readFlags reads (key, 'p' or 'r') rows into the parked and retrying
 // flags of the keys out holds.
-func scanFlags(rows *sql.Rows, out map[string]store.KeyState) error {
-	defer rows.Close()
+func readFlags(rows store.Rows, out map[string]store.KeyState) error {
 	for rows.Next() {
 		var key, what string
 		if err := rows.Scan(&key, &what); err != nil {
@@ -115,13 +115,14 @@ func scanFlags(rows *sql.Rows, out map[string]store.KeyState) error {
 	return rows.Err()
 }
 
-// scanKeys reads key rows into out, with the two flag columns when flags.
-func (t *Executor) scanKeys(ctx context.Context, out map[string]store.KeyState, q string, args []any, flags bool) error {
-	rows, err := t.query(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
+// keysRead is the statement q, which returns key rows (with the two flag
+// columns when flags), read into out.
+func keysRead(q string, args []any, out map[string]store.KeyState, flags bool) store.Statement {
+	return store.Statement{Query: q, Args: args, Read: func(rows store.Rows) error { return readKeys(rows, out, flags) }}
+}
+
+// readKeys reads key rows into out, with the two flag columns when flags.
+func readKeys(rows store.Rows, out map[string]store.KeyState, flags bool) error {
 	for rows.Next() {
 		var parked, retries int
 		var row interface{ Scan(...any) error } = rows
@@ -157,7 +158,7 @@ func (t *Executor) KeyEnsureMany(ctx context.Context, p store.KeyEnsureManyParam
 func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]bool, error) {
 	inserted := make([]bool, len(rs))
 	if t.arrays && len(rs) > 0 {
-		return inserted, t.inboxInsertArrays(ctx, rs, inserted)
+		return inserted, t.run(ctx, inboxInsertArrays(rs, inserted))
 	}
 	err := eachChunk(len(rs), func(lo, hi int) error {
 		args := make([]any, 0, (hi-lo)*15)
@@ -168,15 +169,11 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 				r.ContractVersion, r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt),
 				optMicros(r.ProcessedAt), r.ResultReference, micros(r.RetentionUntil))
 		}
-		rows, err := t.query(ctx, rowsText(`INSERT INTO seqbox_inbox
+		return t.run(ctx, insertedRead(rowsText(`INSERT INTO seqbox_inbox
 			(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
 			 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
 			VALUES {{ROWS}} ON CONFLICT (consumer, source, id) DO NOTHING RETURNING consumer, source, id`,
-			"($a, $b, $c, $d, $e, $f, $g, $h, $i, $j, $k, $l, $m, $n, $o)", 0, hi-lo), args...)
-		if err != nil {
-			return err
-		}
-		return markInserted(rows, at, inserted)
+			"($a, $b, $c, $d, $e, $f, $g, $h, $i, $j, $k, $l, $m, $n, $o)", 0, hi-lo), args, at, inserted))
 	})
 	return inserted, err
 }
@@ -184,10 +181,15 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 // rowIdentity is an inbox row's primary key.
 type rowIdentity struct{ consumer, source, id string }
 
+// insertedRead is the INSERT … RETURNING q of the rows whose indexes at
+// holds, its identities read into inserted (markInserted).
+func insertedRead(q string, args []any, at map[rowIdentity]int, inserted []bool) store.Statement {
+	return store.Statement{Query: q, Args: args, Read: func(rows store.Rows) error { return markInserted(rows, at, inserted) }}
+}
+
 // markInserted reads the identities an INSERT … RETURNING returned and
-// marks each one's index (at) in inserted; it closes rows.
-func markInserted(rows *sql.Rows, at map[rowIdentity]int, inserted []bool) error {
-	defer rows.Close()
+// marks each one's index (at) in inserted.
+func markInserted(rows store.Rows, at map[rowIdentity]int, inserted []bool) error {
 	for rows.Next() {
 		var k rowIdentity
 		if err := rows.Scan(&k.consumer, &k.source, &k.id); err != nil {

@@ -3,18 +3,17 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/seqbox/seqbox/store"
 )
 
 // pipeTx is a batch transaction opened on a connection of its own, so that
 // the dialect's Pipeline can reach the driver's connection under it
-// (Dialect.Pipeline). It is a store.Pipeliner.
+// (Dialect.Pipeline, which the Executor's pipeline calls). It is a
+// store.Pipeliner.
 type pipeTx struct {
 	*Executor
 	conn *sql.Conn
-	pipe func(ctx context.Context, conn *sql.Conn, stmts []store.Statement) ([]int64, error)
 }
 
 var _ store.Pipeliner = (*pipeTx)(nil)
@@ -32,7 +31,12 @@ func (s *Store) beginPipe(ctx context.Context) (*pipeTx, error) {
 		conn.Close()
 		return nil, err
 	}
-	return &pipeTx{Executor: s.executor(tx), conn: conn, pipe: s.dialect.Pipeline}, nil
+	e := s.executor(tx)
+	pipe := s.dialect.Pipeline
+	e.pipeline = func(ctx context.Context, stmts []store.Statement) ([]int64, error) {
+		return pipe(ctx, conn, stmts)
+	}
+	return &pipeTx{Executor: e, conn: conn}, nil
 }
 
 // Pipeline runs stmts in the transaction with one round trip.
@@ -40,16 +44,20 @@ func (t *pipeTx) Pipeline(ctx context.Context, stmts []store.Statement) ([]int64
 	if len(stmts) == 0 {
 		return nil, nil
 	}
-	affected, err := t.pipe(ctx, t.conn, stmts)
-	if err != nil {
-		return affected, t.storageError(fmt.Sprintf("pipeline of %d statements", len(stmts)), err)
-	}
-	return affected, nil
+	return t.pipelined(ctx, stmts)
 }
 
 // AuditStatement is AuditInsert's statement, spelled for the dialect.
 func (t *pipeTx) AuditStatement(a store.AuditRow) store.Statement {
 	st := auditStatement(a)
+	st.Query, st.Args = t.spell(st.Query, st.Args)
+	return st
+}
+
+// KeyAdvanceStatement is KeyAdvanceMany's statement, spelled for the
+// dialect.
+func (t *pipeTx) KeyAdvanceStatement(p store.KeyAdvanceManyParams) store.Statement {
+	st := keyAdvanceStatement(p)
 	st.Query, st.Args = t.spell(st.Query, st.Args)
 	return st
 }

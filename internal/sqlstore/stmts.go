@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/seqbox/seqbox/internal/dialect"
+	"github.com/seqbox/seqbox/store"
 )
 
 // stmtCache holds the store's own statements prepared once on the pool
@@ -80,6 +82,50 @@ func (t *Executor) exec(ctx context.Context, q string, args ...any) (sql.Result,
 		return st.ExecContext(ctx, args...)
 	}
 	return t.db.ExecContext(ctx, q, args...)
+}
+
+// run runs stmts in order, each Read reading its statement's rows:
+// together, in one round trip, in a transaction that pipelines, else one
+// at a time.
+func (t *Executor) run(ctx context.Context, stmts ...store.Statement) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	if t.pipeline != nil {
+		_, err := t.pipelined(ctx, stmts)
+		return err
+	}
+	for _, st := range stmts {
+		if st.Read == nil {
+			if _, err := t.exec(ctx, st.Query, st.Args...); err != nil {
+				return err
+			}
+			continue
+		}
+		rows, err := t.query(ctx, st.Query, st.Args...)
+		if err != nil {
+			return err
+		}
+		err = st.Read(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pipelined sends stmts together (t.pipeline) and says in words what a
+// storage failure means.
+func (t *Executor) pipelined(ctx context.Context, stmts []store.Statement) ([]int64, error) {
+	affected, err := t.pipeline(ctx, stmts)
+	if err != nil {
+		return affected, t.storageError(fmt.Sprintf("pipeline of %d statements", len(stmts)), err)
+	}
+	return affected, nil
 }
 
 // query runs q, prepared when the store caches.

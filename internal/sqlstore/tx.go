@@ -38,6 +38,10 @@ type Executor struct {
 	// unlock gives the writer's turn back at commit or rollback (nil
 	// when the store does not serialize writers).
 	unlock func()
+	// pipeline, in a transaction that pipelines (pipeTx), sends
+	// statements together, one round trip for all (Dialect.Pipeline);
+	// nil elsewhere.
+	pipeline func(ctx context.Context, stmts []store.Statement) ([]int64, error)
 }
 
 var _ store.ExecutorTx = (*Executor)(nil)

@@ -59,7 +59,8 @@ func Run(t *testing.T, open Opener) {
 			runAll(t, st, tests)
 		}
 		if pipelines(t, st) {
-			runAll(t, st, []driverTest{{"Pipeline", testPipeline}, {"PipelineAudit", testPipelineAudit}})
+			runAll(t, st, []driverTest{{"Pipeline", testPipeline}, {"PipelineAudit", testPipelineAudit},
+				{"PipelineKeyLockInsert", testPipelineKeyLockInsert}, {"PipelineKeyAdvance", testPipelineKeyAdvance}})
 		}
 	})
 	t.Run("Operator", func(t *testing.T) { runAll(t, st, operatorTests) })

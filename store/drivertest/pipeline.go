@@ -70,3 +70,57 @@ func testPipelineAudit(t *testing.T, st store.Store) {
 	require.Equal(t, 2, n)
 	require.Equal(t, at, last)
 }
+
+// KeyLockInsertMany answers as KeyLockMany then InboxInsertMany do: the
+// keys that exist, each as Tx.Key reads it (flags included), and which
+// identities went in; with no keys or no rows, the part that has some.
+func testPipelineKeyLockInsert(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	pl := e.tx.(store.Pipeliner)
+	e.ensureKeys(at(1), "a", "b", "c")
+	e.park(e.parked("a", "crm", "p1", nil, seqboxtype.ParkHeld, 1))
+	e.retry("b", "crm", "r1", "boom", 1)
+	_, err := e.tx.InboxInsert(e.ctx, e.inboxRow("crm", "old", 1))
+	require.NoError(t, err)
+
+	rows := []store.InboxRow{e.inboxRow("crm", "new", 2), e.inboxRow("crm", "old", 3), e.inboxRow("crm", "new2", 4)}
+	keys, inserted, err := pl.KeyLockInsertMany(e.ctx, store.KeyLockManyParams{Consumer: e.consumer, Keys: []string{"b", "a", "missing", "a", "c"}}, rows)
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, true}, inserted)
+	require.Equal(t, map[string]store.KeyState{"a": e.key("a"), "b": e.key("b"), "c": e.key("c")}, keys)
+	require.True(t, keys["a"].HasParked)
+	require.True(t, keys["b"].HasRetries)
+	require.False(t, keys["c"].HasParked || keys["c"].HasRetries)
+	e.requireInbox(rows[2], "an identity the pipeline inserted")
+
+	keys, inserted, err = pl.KeyLockInsertMany(e.ctx, store.KeyLockManyParams{Consumer: e.consumer}, []store.InboxRow{e.inboxRow("crm", "new", 5)})
+	require.NoError(t, err)
+	require.Empty(t, keys)
+	require.Equal(t, []bool{false}, inserted)
+	keys, inserted, err = pl.KeyLockInsertMany(e.ctx, store.KeyLockManyParams{Consumer: e.consumer, Keys: []string{"c"}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]store.KeyState{"c": e.key("c")}, keys)
+	require.Empty(t, inserted)
+}
+
+// KeyAdvanceStatement, sent in a pipeline, moves each key as KeyAdvanceMany
+// does (from prev to next when it still is prev, a key named twice at most
+// once), and the rows it affects are the moves won.
+func testPipelineKeyAdvance(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	pl := e.tx.(store.Pipeliner)
+	e.ensureKeys(at(1), "a", "b", "c")
+	moves := []store.KeyMove{
+		{Key: "a", Next: 1},                      // wins
+		{Key: "b", Prev: ptr(int64(1)), Next: 2}, // b has no version: loses
+		{Key: "a", Next: 5},                      // a named again: no second move
+		{Key: "c", Next: 3},                      // wins
+		{Key: "missing", Next: 1},                // no row
+	}
+	affected, err := pl.Pipeline(e.ctx, []store.Statement{pl.KeyAdvanceStatement(store.KeyAdvanceManyParams{Consumer: e.consumer, Moves: moves, At: at(2)})})
+	require.NoError(t, err)
+	require.Equal(t, []int64{2}, affected)
+	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "a", Version: ptr(int64(1)), UpdatedAt: at(2)}, e.key("a"))
+	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "b", UpdatedAt: at(1)}, e.key("b"))
+	require.Equal(t, ptr(int64(3)), e.key("c").Version)
+}

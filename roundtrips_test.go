@@ -1,0 +1,63 @@
+package seqbox_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store/postgres"
+)
+
+// On PostgreSQL an optimistic batch is four round trips whatever its size:
+// BEGIN; the keys' locks, their flags and the identities in one pipeline;
+// the handlers' writes and the keys' moves in another; COMMIT. Before, the
+// locks, the flags, the identities and the moves were a round trip each,
+// seven in all.
+func TestBatchRoundTripsOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	rt, u := pgtest.Proxy(t, pgtest.URL(t))
+	st, err := postgres.Open(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	// One connection: pgx prepares a statement once per connection, and
+	// a second one would prepare them again.
+	st.DB().SetMaxOpenConns(1)
+	_, err = st.DB().ExecContext(ctx, `CREATE TABLE rt (id TEXT PRIMARY KEY, v BIGINT NOT NULL)`)
+	require.NoError(t, err)
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: "rt", Store: st,
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO rt (id, v) VALUES ($1, $2)`, ev.ID, *ev.ObjectVersion)
+			return err
+		}})
+	require.NoError(t, err)
+	batch := func(version, n int) [][]byte {
+		raws := make([][]byte, n)
+		for i := range raws {
+			raws[i] = fmt.Appendf(nil, `{"id":"v%d-%d","source":"erp","type":"t","partitionkey":"k%d","objectversion":%d}`,
+				version, i, i, version)
+		}
+		return raws
+	}
+	// The first batches create the keys and prepare the statements.
+	for v := 1; v <= 2; v++ {
+		_, err := c.DeliverBatch(ctx, batch(v, 200))
+		require.NoError(t, err)
+	}
+	for v, n := range []int{3: 200, 4: 20} {
+		if n == 0 {
+			continue
+		}
+		before := rt.Count()
+		out, err := c.DeliverBatch(ctx, batch(v, n))
+		require.NoError(t, err)
+		for _, ds := range out {
+			require.Equal(t, seqboxtype.Applied, ds[len(ds)-1].Outcome)
+		}
+		require.EqualValues(t, 4, rt.Count()-before, "round trips of a batch of %d", n)
+	}
+}
