@@ -244,25 +244,30 @@ func (q *Queue) PublishGrouped(ctx context.Context, bodies [][]byte, groups []st
 }
 
 func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte, groups []string) error {
+	now := q.cfg.Now().UnixMicro()
+	if q.lock != "" {
+		if len(bodies) == 0 {
+			return nil
+		}
+		// PostgreSQL: one statement, the bodies and groups as arrays,
+		// inserted in their order (seq follows it). A statement is atomic
+		// on its own, so it needs no BEGIN and COMMIT of its own: one
+		// round trip where a transaction around it took three.
+		if groups == nil {
+			groups = make([]string, len(bodies))
+		}
+		if _, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
+			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n) ORDER BY u.n`,
+			q.cfg.Name, now, bodies, groups); err != nil {
+			return fmt.Errorf("embedded queue: publish batch: %w", err)
+		}
+		return nil
+	}
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("embedded queue: publish batch: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	now := q.cfg.Now().UnixMicro()
-	if q.lock != "" && len(bodies) > 0 {
-		// PostgreSQL: one statement, the bodies and groups as arrays,
-		// inserted in their order (seq follows it).
-		if groups == nil {
-			groups = make([]string, len(bodies))
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
-			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n) ORDER BY u.n`,
-			q.cfg.Name, now, bodies, groups); err != nil {
-			return fmt.Errorf("embedded queue: publish batch: %w", err)
-		}
-		bodies = nil
-	}
 	for i, b := range bodies {
 		group := ""
 		if groups != nil {
