@@ -127,14 +127,16 @@ type Config struct {
 	// (group commit: one fsync for many messages) and stay small when it
 	// is light. Default 512.
 	BatchSize int
-	// TargetLatency is the receive→commit latency Run aims for. A
-	// delivery never waits for its batch to fill; the target bounds how
-	// large a batch grows: from the cost per message of the batches
-	// committed so far, a batch holds what commits within half the
-	// target. When the oldest waiting delivery is already past the
-	// target, batches grow to BatchSize to drain the backlog fastest.
-	// Default DefaultTargetLatency; negative: batches of up to BatchSize
-	// whatever their latency (throughput first).
+	// TargetLatency is the receive→commit latency Run aims for. It
+	// bounds how large a batch grows: from the cost per message of the
+	// batches committed so far, a batch holds what commits within half
+	// the target. When the oldest waiting delivery is already past the
+	// target, batches grow to BatchSize to drain the backlog fastest. A
+	// delivery waits for its batch to fill only while another batch
+	// runs, a quarter of the target at most (group commit; none with
+	// Decide, or on a store with one writer, which runs one batch at a
+	// time). Default DefaultTargetLatency; negative: batches of up to
+	// BatchSize whatever their latency (throughput first), nothing held.
 	TargetLatency time.Duration
 
 	// Retry bounds transient failures.

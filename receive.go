@@ -26,6 +26,14 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	// that is ready; a consumer with Decide keeps sharing, so that slow
 	// decisions of different keys are asked side by side.
 	s.oneBatch = oneWriter(c.cfg.Store) && c.cfg.Decide == nil
+	// Elsewhere batches run side by side, and group commit holds a second
+	// one for a quarter of the target latency (scheduler.hold); with
+	// Decide, slow decisions of different keys are still asked side by
+	// side at once.
+	if !s.oneBatch && c.cfg.Decide == nil && c.cfg.TargetLatency > 0 {
+		s.hold = c.cfg.TargetLatency / 4
+	}
+	defer s.stop()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup

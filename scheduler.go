@@ -42,6 +42,17 @@ type scheduler struct {
 	oneBatch bool
 	// running counts the batches taken and not yet done.
 	running int
+	// hold is group commit for a store that runs batches side by side
+	// (PostgreSQL): while a batch runs, a worker starts another only
+	// once a full batch (the sizer's cap) is ready, or the oldest ready
+	// delivery has waited hold. Deliveries that arrive during a batch
+	// then make one batch after it, not a batch each in parallel: every
+	// batch pays a fixed cost (its round trips, its commit's flush), and
+	// a light load of many small parallel batches paid it for every few
+	// messages. Zero: a worker starts as soon as anything is ready.
+	hold time.Duration
+	// wake broadcasts when the oldest ready delivery's hold ends.
+	wake *time.Timer
 }
 
 // batch is the work one worker took: deliveries, and the key of each.
@@ -132,25 +143,21 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 	defer s.mu.Unlock()
 	s.takers++
 	defer func() { s.takers-- }()
-	for (len(s.ready) == 0 || s.oneBatch && s.running > 0) && !s.closed {
+	for !s.closed && !s.mayStart(size, sizer) {
 		s.cond.Wait()
 	}
 	if s.closed {
 		return nil
 	}
-	// What is ready is shared among the idle workers, so that a light
-	// load runs in parallel batches (on PostgreSQL, parallel transactions
-	// and shorter waits), while a backlog fills every batch to size. With
-	// one writer (oneBatch) a worker takes it all.
-	ready := 0
-	for _, key := range s.ready {
-		ready += len(s.pending[key])
-	}
-	if limit := sizer.limit(time.Since(s.live[s.pending[s.ready[0]][0]])); limit > 0 {
+	if limit := sizer.limit(s.oldestWait()); limit > 0 {
 		size = min(size, limit)
 	}
-	if !s.oneBatch {
-		size = min(size, max(1, (ready+s.takers-1)/s.takers))
+	// Without a hold, what is ready is shared among the idle workers, so
+	// that a light load runs in parallel batches. With one (group
+	// commit), or with one writer (oneBatch), a worker takes all it may:
+	// the next one starts when a full batch is ready, or a hold later.
+	if !s.oneBatch && s.hold <= 0 {
+		size = min(size, max(1, (s.readyCount()+s.takers-1)/s.takers))
 	}
 	perKey := max(1, size/2)
 	s.running++
@@ -181,6 +188,63 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 		}
 	}
 	return b
+}
+
+// mayStart reports whether a worker in take may start a batch now; when
+// only the hold stands in the way, it arms the wake-up for the hold's end.
+func (s *scheduler) mayStart(size int, sizer *batchSizer) bool {
+	switch {
+	case len(s.ready) == 0:
+		return false
+	case s.oneBatch:
+		return s.running == 0
+	case s.hold <= 0 || s.running == 0:
+		return true
+	}
+	wait := s.oldestWait()
+	if wait >= s.hold {
+		return true
+	}
+	if limit := sizer.limit(wait); limit > 0 {
+		size = min(size, limit)
+	}
+	if s.readyCount() >= size {
+		return true
+	}
+	if s.wake == nil {
+		s.wake = time.AfterFunc(s.hold-wait, func() {
+			s.mu.Lock()
+			s.cond.Broadcast()
+			s.mu.Unlock()
+		})
+	} else {
+		s.wake.Reset(s.hold - wait)
+	}
+	return false
+}
+
+// stop stops the hold's wake-up, once no worker takes any more.
+func (s *scheduler) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake != nil {
+		s.wake.Stop()
+	}
+}
+
+// readyCount is how many deliveries wait in ready keys.
+func (s *scheduler) readyCount() int {
+	n := 0
+	for _, key := range s.ready {
+		n += len(s.pending[key])
+	}
+	return n
+}
+
+// oldestWait is how long the first ready key's first delivery has waited
+// since it was received.
+func (s *scheduler) oldestWait() time.Duration {
+	return time.Since(s.live[s.pending[s.ready[0]][0]])
 }
 
 // unpinEarly unpins keys of b before the batch is done (their part of the

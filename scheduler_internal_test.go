@@ -129,6 +129,70 @@ func TestSchedulerOneBatchAtATime(t *testing.T) {
 	})
 }
 
+// Group commit on a store that runs batches side by side: while a batch
+// runs, a second one starts only once a full batch is ready, the running
+// one is done, or the oldest ready delivery has waited the hold; and it
+// takes everything ready, not a share.
+func TestSchedulerHoldsASecondBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hold = 5 * time.Millisecond
+		ctx := context.Background()
+		s := newScheduler(100)
+		s.hold = hold
+		defer s.stop()
+		s.add("k:a", &stub{name: "a0"})
+		s.add("k:b", &stub{name: "b0"})
+		s.takers = 3 // three other workers wait inside take: no share with a hold
+		first := s.take(ctx, 4, nil)
+		require.Equal(t, []string{"a0", "b0"}, names(first), "no batch runs: the first starts at once with all that is ready")
+		s.takers = 0
+
+		got := make(chan *batch, 1)
+		take := func() { got <- s.take(ctx, 4, nil) }
+		pending := func() bool {
+			synctest.Wait()
+			select {
+			case b := <-got:
+				t.Fatalf("a second batch %v started during the hold", names(b))
+			default:
+			}
+			return true
+		}
+		go take()
+		start := time.Now()
+		s.add("k:c", &stub{name: "c0"})
+		time.Sleep(hold / 2)
+		s.add("k:d", &stub{name: "d0"})
+		require.True(t, pending())
+		time.Sleep(hold / 2)
+		second := <-got
+		require.Equal(t, []string{"c0", "d0"}, names(second), "the hold's end: all that arrived during it")
+		require.Equal(t, hold, time.Since(start), "it waited the oldest's hold, no longer")
+
+		go take()
+		for _, k := range []string{"e", "f", "g"} {
+			s.add("k:"+k, &stub{name: k + "0"})
+		}
+		require.True(t, pending())
+		start = time.Now()
+		s.add("k:h", &stub{name: "h0"})
+		third := <-got
+		require.Equal(t, []string{"e0", "f0", "g0", "h0"}, names(third))
+		require.Zero(t, time.Since(start), "a full batch starts at once")
+
+		go take()
+		s.add("k:i", &stub{name: "i0"})
+		require.True(t, pending())
+		start = time.Now()
+		s.done(first)
+		s.done(second)
+		require.True(t, pending(), "a batch still runs")
+		s.done(third)
+		require.Equal(t, []string{"i0"}, names(<-got))
+		require.Zero(t, time.Since(start), "no batch runs: the hold ends")
+	})
+}
+
 // A worker waiting for work takes what one receive returned as one batch,
 // not the first few deliveries added while the rest wait for the next.
 func TestSchedulerTakesAReceiveWhole(t *testing.T) {
