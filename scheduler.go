@@ -152,12 +152,13 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 	if limit := sizer.limit(s.oldestWait()); limit > 0 {
 		size = min(size, limit)
 	}
-	// Without a hold, what is ready is shared among the idle workers, so
-	// that a light load runs in parallel batches. With one (group
-	// commit), or with one writer (oneBatch), a worker takes all it may:
-	// the next one starts when a full batch is ready, or a hold later.
-	if !s.oneBatch && s.hold <= 0 {
-		size = min(size, max(1, (s.readyCount()+s.takers-1)/s.takers))
+	// What is ready is shared among the idle workers, so that a load
+	// runs in parallel batches. With a hold (group commit) only a full
+	// batch's worth is shared: less is taken whole, and the next worker
+	// starts when a full batch is ready, or a hold later. With one writer
+	// (oneBatch) a worker takes all it may.
+	if ready := s.readyCount(); !s.oneBatch && (s.hold <= 0 || ready >= size) {
+		size = min(size, max(1, (ready+s.takers-1)/s.takers))
 	}
 	perKey := max(1, size/2)
 	s.running++

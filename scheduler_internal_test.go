@@ -193,6 +193,21 @@ func TestSchedulerHoldsASecondBatch(t *testing.T) {
 	})
 }
 
+// With a hold, a full batch's worth or more is still shared among the
+// idle workers, so that a load (a backlog's last batches among them)
+// runs in parallel.
+func TestSchedulerHoldSharesAFullBatch(t *testing.T) {
+	s := newScheduler(100)
+	s.hold = 5 * time.Millisecond
+	defer s.stop()
+	for i := range 8 {
+		s.add("k:"+string(rune('a'+i)), &stub{name: string(rune('a' + i))})
+	}
+	s.takers = 1 // another worker waits inside take
+	b := s.take(context.Background(), 8, nil)
+	require.Len(t, b.deliveries, 4, "half each")
+}
+
 // A worker waiting for work takes what one receive returned as one batch,
 // not the first few deliveries added while the rest wait for the next.
 func TestSchedulerTakesAReceiveWhole(t *testing.T) {
