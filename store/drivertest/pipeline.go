@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -123,4 +124,41 @@ func testPipelineKeyAdvance(t *testing.T, st store.Store) {
 	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "a", Version: ptr(int64(1)), UpdatedAt: at(2)}, e.key("a"))
 	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "b", UpdatedAt: at(1)}, e.key("b"))
 	require.Equal(t, ptr(int64(3)), e.key("c").Version)
+}
+
+// A statement's Read reads the rows it returns, in order, and its count is
+// the rows returned; a Read that fails fails the pipeline at its
+// statement.
+func testPipelineRead(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	pl := e.tx.(store.Pipeliner)
+	var got []int64
+	read := func(rows store.Rows) error {
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			got = append(got, n)
+		}
+		return rows.Err()
+	}
+	affected, err := pl.Pipeline(e.ctx, []store.Statement{
+		{Query: `SELECT n FROM generate_series(1, $1::int) AS g(n)`, Args: []any{3}, Read: read},
+		{Query: `SELECT n FROM generate_series(10, $1::int) AS g(n)`, Args: []any{11}, Read: read},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []int64{3, 2}, affected)
+	require.Equal(t, []int64{1, 2, 3, 10, 11}, got)
+
+	boom := errors.New("boom")
+	_, err = pl.Pipeline(e.ctx, []store.Statement{
+		{Query: `SELECT 1`, Read: read},
+		{Query: `SELECT 2`, Read: func(store.Rows) error { return boom }},
+		{Query: `SELECT 3`, Read: read},
+	})
+	var pe *store.PipelineError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, 1, pe.Index)
+	require.ErrorIs(t, err, boom)
 }
