@@ -121,11 +121,12 @@ func TestBenchPurgePostgres(t *testing.T) {
 		"--consumer-batch", "16", "--keys", "10", "--warmup", "100ms", "--baseline", "300ms"))
 }
 
-// `seqbox bench latency` prints a line per run with the rate applied and
-// the receive→commit percentiles, on both stores and both handler kinds.
+// `seqbox bench latency` prints a line per run with the rate applied, the
+// receive→commit percentiles and the publish→commit ones, on both stores
+// and both handler kinds.
 func TestBenchLatency(t *testing.T) {
 	t.Parallel()
-	line := regexp.MustCompile(`(?m)^latency: run=([12]) target=300 msgs_per_s=(` + num + `) p50_ms=(` + num + `) p99_ms=(` + num + `) max_ms=(` + num + `) messages=([0-9]+)$`)
+	line := regexp.MustCompile(`(?m)^latency: run=([12]) target=300 msgs_per_s=(` + num + `) p50_ms=(` + num + `) p99_ms=(` + num + `) max_ms=(` + num + `) messages=([0-9]+) publish_p50_ms=(` + num + `) publish_p99_ms=(` + num + `)$`)
 	for _, args := range [][]string{
 		{"--runs", "2"},
 		{"--batch-handler", "--db", pgtest.URL(t)},
@@ -142,6 +143,10 @@ func TestBenchLatency(t *testing.T) {
 			p99, _ := strconv.ParseFloat(m[4], 64)
 			require.Positive(t, p50)
 			require.GreaterOrEqual(t, p99, p50)
+			e2e50, _ := strconv.ParseFloat(m[7], 64)
+			e2e99, _ := strconv.ParseFloat(m[8], 64)
+			require.Positive(t, e2e50, "publish→commit")
+			require.GreaterOrEqual(t, e2e99, e2e50)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,12 @@ func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o Pur
 		if err := q.PublishBatch(ctx, bodies); err != nil {
 			return err
 		}
+		at := time.Now()
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = "l" + strconv.Itoa(from+i) // Body's identity
+		}
+		rec.published(ids, at)
 		f.published.Add(int64(n))
 		return nil
 	}

@@ -26,6 +26,11 @@ type recorder struct {
 	mu      sync.Mutex
 	recv    map[string]time.Time
 	samples []sample
+	// pub holds when the feed's publish of each message returned, and
+	// e2e the publish→commit latencies: what an agent waiting on its
+	// own event feels, the wait in the queue before its receive included.
+	pub map[string]time.Time
+	e2e []sample
 	// begins are the consumer's store.Begin calls: on SQLite (BEGIN
 	// IMMEDIATE) the wait for the write lock.
 	begins []sample
@@ -35,7 +40,18 @@ type recorder struct {
 	firstOther     string
 }
 
-func newRecorder() *recorder { return &recorder{recv: map[string]time.Time{}} }
+func newRecorder() *recorder {
+	return &recorder{recv: map[string]time.Time{}, pub: map[string]time.Time{}}
+}
+
+// published notes that the messages ids were published at at.
+func (r *recorder) published(ids []string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		r.pub[id] = at
+	}
+}
 
 func (r *recorder) received(ds []transport.Delivery, at time.Time) {
 	r.mu.Lock()
@@ -60,6 +76,12 @@ func (r *recorder) observe(d seqboxtype.Result) {
 	if at, ok := r.recv[d.ID]; ok {
 		r.samples = append(r.samples, sample{at: now, lat: now.Sub(at)})
 		delete(r.recv, d.ID)
+	}
+	if at, ok := r.pub[d.ID]; ok {
+		// The publish's return is noted after its commit, so a message
+		// can in principle commit first: that counts as no wait.
+		r.e2e = append(r.e2e, sample{at: now, lat: max(0, now.Sub(at))})
+		delete(r.pub, d.ID)
 	}
 	r.mu.Unlock()
 	r.applied.Add(1)
@@ -93,6 +115,14 @@ func (r *recorder) window(from, to time.Time) (int64, []time.Duration) {
 	defer r.mu.Unlock()
 	lats := within(r.samples, from, to)
 	return int64(len(lats)), lats
+}
+
+// e2eWindow returns the publish→commit latencies of the messages that
+// committed in [from, to).
+func (r *recorder) e2eWindow(from, to time.Time) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return within(r.e2e, from, to)
 }
 
 // beginWindow returns the durations of the Begin calls that started in

@@ -135,8 +135,7 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 	type atLoad struct {
 		name   string
 		target int
-		lat    Latency
-		got    float64
+		atRateResult
 	}
 	loads := []atLoad{{name: "seqbox@10%", target: int(seqboxRate / 10)}, {name: "seqbox@half", target: int(seqboxRate / 2)},
 		{name: "seqbox@90%", target: int(seqboxRate * 9 / 10)}}
@@ -146,7 +145,7 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		if o.Quick && loads[i].name != "seqbox@half" {
 			d = 3 * time.Second
 		}
-		loads[i].lat, loads[i].got, err = atRate(ctx, e, fmt.Sprintf("%sh%d", run, i), max(1, loads[i].target), keys, workers, batch, d)
+		loads[i].atRateResult, err = atRate(ctx, e, fmt.Sprintf("%sh%d", run, i), max(1, loads[i].target), keys, workers, batch, d)
 		if err != nil {
 			return err
 		}
@@ -170,8 +169,8 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 		bulkRate, ratio(bulkRate, raw))
 	fmt.Fprintf(tw, "naive\t%.0f\tquery, effect, marker: one transaction per message, %d writers\t\n", naive, workers)
 	for _, l := range loads {
-		fmt.Fprintf(tw, "%s\t%.0f\ttarget %d msgs/s; receive→commit p50 %s ms, p99 %s ms over %d messages\t\n",
-			l.name, l.got, l.target, ms(l.lat.P50, l.lat.N), ms(l.lat.P99, l.lat.N), l.lat.N)
+		fmt.Fprintf(tw, "%s\t%.0f\ttarget %d msgs/s; receive→commit p50 %s ms, p99 %s ms over %d messages; publish→commit p50 %s ms, p99 %s ms\t\n",
+			l.name, l.got, l.target, ms(l.lat.P50, l.lat.N), ms(l.lat.P99, l.lat.N), l.lat.N, ms(l.e2e.P50, l.e2e.N), ms(l.e2e.P99, l.e2e.N))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "bench: ratio_vs_raw=%.3f ratio_vs_naive=%.2f msgs_per_s=%.0f p99_ms=%s\n",
@@ -258,14 +257,22 @@ func naiveOne(ctx context.Context, db *sql.DB, run, id string) error {
 	return tx.Commit()
 }
 
+// atRateResult is what atRate measured: the receive→commit and the
+// publish→commit latencies of the messages that committed in the window,
+// and the rate applied.
+type atRateResult struct {
+	lat, e2e Latency
+	got      float64
+}
+
 // atRate feeds the queue at target messages per second for d (after a
 // second of warm-up) while seqbox consumes it, and returns the receive →
-// commit latency of the messages received in that window and the rate
-// applied.
-func atRate(ctx context.Context, e *env, run string, target, keys, workers, batch int, d time.Duration) (Latency, float64, error) {
+// commit and publish→commit latencies of the messages that committed in
+// that window and the rate applied.
+func atRate(ctx context.Context, e *env, run string, target, keys, workers, batch int, d time.Duration) (atRateResult, error) {
 	l, err := startLive(ctx, e, workers, batch)
 	if err != nil {
-		return Latency{}, 0, err
+		return atRateResult{}, err
 	}
 	f := startFeed(ctx, e.q, "bench-"+run, run, PurgeOptions{Rate: target, Keys: keys, Workers: workers, ConsumerBatch: batch}, l.rec)
 	sleepCtx(ctx, time.Second)
@@ -282,13 +289,13 @@ func atRate(ctx context.Context, e *env, run string, target, keys, workers, batc
 		waitErr = l.waitDrained(ctx, e.q)
 	}
 	if err := stopLive(l, waitErr); err != nil {
-		return Latency{}, 0, err
+		return atRateResult{}, err
 	}
 	if failures > 0 {
-		return Latency{}, 0, fmt.Errorf("feed: %d publishes failed, first: %s", failures, first)
+		return atRateResult{}, fmt.Errorf("feed: %d publishes failed, first: %s", failures, first)
 	}
 	n, lats := l.rec.window(from, to)
-	return LatencyOf(lats), rate(n, to.Sub(from)), ctx.Err()
+	return atRateResult{lat: LatencyOf(lats), e2e: LatencyOf(l.rec.e2eWindow(from, to)), got: rate(n, to.Sub(from))}, ctx.Err()
 }
 
 // splitSQL splits a schema on ";" into its statements.

@@ -18,8 +18,9 @@ func benchLatencyCmd() *cobra.Command {
 		Short: "p50 and p99 from receive to commit while a feed publishes at a fixed rate",
 		Long: "Publishes to the embedded queue at --rate messages per second while seqbox consumes it (the\n" +
 			"record handler, as in bench), and after a second of warm-up measures for --seconds: a line per run\n" +
-			"with the rate applied and p50, p99 and the maximum from receive to commit. A run fails unless\n" +
-			"every message published was applied once and the queue is empty at its end.",
+			"with the rate applied, p50, p99 and the maximum from receive to commit, and p50 and p99 from\n" +
+			"publish to commit (publish_p50_ms, publish_p99_ms: the wait in the queue included). A run fails\n" +
+			"unless every message published was applied once and the queue is empty at its end.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct {

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqbox/seqbox/internal/ddl"
@@ -66,6 +67,15 @@ type Queue struct {
 	lock   string
 	mu     sync.Mutex
 	closed bool
+	// readyCh is closed, and forgotten, when a message may have become
+	// ready through this Queue (a publish, a nack without delay, Close):
+	// an idle Receive waits on it as well as on its next poll, so a
+	// message published in this process is received at once. Messages
+	// made ready elsewhere (another process, an expired lease or delay, a
+	// group's next message after an ack) wait for the poll.
+	readyCh chan struct{}
+	// waiting counts the Receives waiting for a poll or a wake-up (tests).
+	waiting atomic.Int32
 	// location names the database the queue lives in (SQLite: the file's
 	// absolute path; PostgreSQL: host, database and schema).
 	location string
@@ -223,12 +233,13 @@ func (q *Queue) Publish(ctx context.Context, body []byte) error {
 	if err != nil {
 		return fmt.Errorf("embedded queue: publish: %w", err)
 	}
+	q.wakeReceivers()
 	return nil
 }
 
 // PublishBatch appends messages in order, in one transaction: all or none.
 func (q *Queue) PublishBatch(ctx context.Context, bodies [][]byte) error {
-	return q.writing(ctx, func() error { return q.publishBatch(ctx, bodies, nil) })
+	return q.publishing(ctx, bodies, nil)
 }
 
 // PublishGrouped is PublishBatch with a message group per body ("" for
@@ -240,7 +251,19 @@ func (q *Queue) PublishGrouped(ctx context.Context, bodies [][]byte, groups []st
 	if len(groups) != len(bodies) {
 		return fmt.Errorf("embedded queue: publish: %d groups for %d messages", len(groups), len(bodies))
 	}
-	return q.writing(ctx, func() error { return q.publishBatch(ctx, bodies, groups) })
+	return q.publishing(ctx, bodies, groups)
+}
+
+// publishing publishes in the writer's turn, then wakes this process's
+// idle receivers.
+func (q *Queue) publishing(ctx context.Context, bodies [][]byte, groups []string) error {
+	if err := q.writing(ctx, func() error { return q.publishBatch(ctx, bodies, groups) }); err != nil {
+		return err
+	}
+	if len(bodies) > 0 {
+		q.wakeReceivers()
+	}
+	return nil
 }
 
 func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte, groups []string) error {
@@ -285,10 +308,14 @@ func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte, groups []stri
 }
 
 // Receive leases up to max ready messages, oldest first, waiting up to
-// Config.Wait for one to become ready.
+// Config.Wait for one to become ready: it looks again every PollInterval,
+// and at once when this Queue publishes.
 func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
 	deadline := time.Now().Add(q.cfg.Wait)
 	for {
+		// Taken before the look, so that a publish between the look and
+		// the wait still wakes it.
+		wake := q.readied()
 		var ds []transport.Delivery
 		err := q.writing(ctx, func() (err error) {
 			ds, err = q.receiveOnce(ctx, max)
@@ -298,12 +325,37 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 			return ds, err
 		}
 		t := time.NewTimer(q.cfg.PollInterval)
+		q.waiting.Add(1)
 		select {
 		case <-ctx.Done():
+			q.waiting.Add(-1)
 			t.Stop()
 			return nil, ctx.Err()
 		case <-t.C:
+		case <-wake:
+			t.Stop()
 		}
+		q.waiting.Add(-1)
+	}
+}
+
+// readied returns the channel the next wake-up closes (readyCh).
+func (q *Queue) readied() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.readyCh == nil {
+		q.readyCh = make(chan struct{})
+	}
+	return q.readyCh
+}
+
+// wakeReceivers wakes the Receives waiting in this process.
+func (q *Queue) wakeReceivers() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.readyCh != nil {
+		close(q.readyCh)
+		q.readyCh = nil
 	}
 }
 
@@ -472,6 +524,10 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
+	if q.readyCh != nil {
+		close(q.readyCh) // the idle Receives look again, and meet the close
+		q.readyCh = nil
+	}
 	if q.receive != nil {
 		q.receive.Close()
 	}
@@ -538,8 +594,12 @@ func (d *delivery) Ack(ctx context.Context) error {
 // Nack makes the message visible again after delay.
 func (d *delivery) Nack(ctx context.Context, delay time.Duration) error {
 	at := d.q.cfg.Now().Add(delay).UnixMicro()
-	return d.settle(ctx, "nack", `UPDATE seqbox_queue SET lease = '', visible_at = $3 WHERE seq = $1 AND lease = $2`,
+	err := d.settle(ctx, "nack", `UPDATE seqbox_queue SET lease = '', visible_at = $3 WHERE seq = $1 AND lease = $2`,
 		d.seq, d.token, at)
+	if err == nil && delay <= 0 {
+		d.q.wakeReceivers()
+	}
+	return err
 }
 
 // Extend pushes the lease forward.
