@@ -67,13 +67,9 @@ type Queue struct {
 	lock   string
 	mu     sync.Mutex
 	closed bool
-	// readyCh is closed, and forgotten, when a message may have become
-	// ready through this Queue (a publish, a nack without delay, Close):
-	// an idle Receive waits on it as well as on its next poll, so a
-	// message published in this process is received at once. Messages
-	// made ready elsewhere (another process, an expired lease or delay, a
-	// group's next message after an ack) wait for the poll.
-	readyCh chan struct{}
+	// wake is this queue's wake-up in this process (wakerFor), shared by
+	// every Queue opened on the same database and name.
+	wake *waker
 	// waiting counts the Receives waiting for a poll or a wake-up (tests).
 	waiting atomic.Int32
 	// location names the database the queue lives in (SQLite: the file's
@@ -146,6 +142,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 			t.Schema, pgdb.Redact(path))
 		if err == nil {
 			q.location = t.Location()
+			q.wake = wakerFor(q.location, cfg.Name)
 		}
 		return q, err
 	}
@@ -158,6 +155,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q.location = sqlitedb.FileOf(path)
+	q.wake = wakerFor(q.location, cfg.Name)
 	q.turn = sqlitedb.Turn(path)
 	if q.leases, err = sqlitedb.OpenRelaxed(ctx, path); err != nil {
 		db.Close()
@@ -339,23 +337,46 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 	}
 }
 
-// readied returns the channel the next wake-up closes (readyCh).
-func (q *Queue) readied() <-chan struct{} {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.readyCh == nil {
-		q.readyCh = make(chan struct{})
-	}
-	return q.readyCh
+// waker wakes the idle Receives of one queue in this process. Its channel
+// is closed, and forgotten, when a message may have become ready through
+// any Queue on it (a publish, a nack without delay, a Close): an idle
+// Receive waits on it as well as on its next poll, so a message published
+// in this process is received at once. Messages made ready elsewhere
+// (another process, an expired lease or delay, a group's next message
+// after an ack) wait for the poll.
+type waker struct {
+	mu sync.Mutex
+	ch chan struct{}
 }
 
-// wakeReceivers wakes the Receives waiting in this process.
+// wakers holds a waker per queue (database location and name) this
+// process opened.
+var wakers sync.Map
+
+// wakerFor returns the waker of the queue name in the database at
+// location.
+func wakerFor(location, name string) *waker {
+	w, _ := wakers.LoadOrStore(location+"\x00"+name, &waker{})
+	return w.(*waker)
+}
+
+// readied returns the channel the next wake-up closes.
+func (q *Queue) readied() <-chan struct{} {
+	q.wake.mu.Lock()
+	defer q.wake.mu.Unlock()
+	if q.wake.ch == nil {
+		q.wake.ch = make(chan struct{})
+	}
+	return q.wake.ch
+}
+
+// wakeReceivers wakes the Receives of this queue waiting in this process.
 func (q *Queue) wakeReceivers() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.readyCh != nil {
-		close(q.readyCh)
-		q.readyCh = nil
+	q.wake.mu.Lock()
+	defer q.wake.mu.Unlock()
+	if q.wake.ch != nil {
+		close(q.wake.ch)
+		q.wake.ch = nil
 	}
 }
 
@@ -518,16 +539,14 @@ func (q *Queue) Depth(ctx context.Context) (ready, leased int, err error) {
 
 // Close closes the queue's pool.
 func (q *Queue) Close() error {
+	// The idle Receives look again, and meet the close.
+	defer q.wakeReceivers()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return nil
 	}
 	q.closed = true
-	if q.readyCh != nil {
-		close(q.readyCh) // the idle Receives look again, and meet the close
-		q.readyCh = nil
-	}
 	if q.receive != nil {
 		q.receive.Close()
 	}

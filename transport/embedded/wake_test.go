@@ -12,9 +12,9 @@ import (
 	"github.com/seqbox/seqbox/transport"
 )
 
-// A Receive waiting for messages wakes as soon as its Queue publishes or
-// nacks one without delay, not at its next poll (an hour here), and a
-// Close wakes it to say so.
+// A Receive waiting for messages wakes as soon as a Queue on it in this
+// process publishes or nacks one without delay, not at its next poll (an
+// hour here), and a Close wakes it to say so.
 func TestIdleReceiveWakesOnPublish(t *testing.T) {
 	ctx := context.Background()
 	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "wake", PollInterval: time.Hour, Wait: 2 * time.Hour})
@@ -58,6 +58,15 @@ func TestIdleReceiveWakesOnPublish(t *testing.T) {
 	r = waiting()
 	require.NoError(t, first.ds[0].Nack(ctx, 0))
 	require.Equal(t, []string{"one"}, bodies(<-r), "a nack without delay")
+
+	// Another Queue on the same file and name, in this process.
+	path := filepath.Join(filepath.Dir(q.location), "q.db")
+	other, err := Open(ctx, path, Config{Name: "wake"})
+	require.NoError(t, err)
+	defer other.Close()
+	r = waiting()
+	require.NoError(t, other.Publish(ctx, []byte("four")))
+	require.Equal(t, []string{"four"}, bodies(<-r), "a publish through another Queue on it")
 
 	r = waiting()
 	require.NoError(t, q.Close())
