@@ -307,7 +307,8 @@ func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte, groups []stri
 
 // Receive leases up to max ready messages, oldest first, waiting up to
 // Config.Wait for one to become ready: it looks again every PollInterval,
-// and at once when this Queue publishes.
+// and at once when a Queue on the same queue in this process publishes
+// (waker).
 func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
 	deadline := time.Now().Add(q.cfg.Wait)
 	for {
