@@ -161,10 +161,11 @@ func TestSchedulerHoldsASecondBatch(t *testing.T) {
 		go take()
 		start := time.Now()
 		s.add("k:c", &stub{name: "c0"})
-		time.Sleep(hold / 2)
+		require.True(t, pending())
 		s.add("k:d", &stub{name: "d0"})
 		require.True(t, pending())
-		time.Sleep(hold / 2)
+		// Every goroutine now waits: the bubble's clock moves to the
+		// hold's end, when the wake-up lets the second batch start.
 		second := <-got
 		require.Equal(t, []string{"c0", "d0"}, names(second), "the hold's end: all that arrived during it")
 		require.Equal(t, hold, time.Since(start), "it waited the oldest's hold, no longer")
