@@ -128,9 +128,10 @@ type Config struct {
 	// is light. Default 512.
 	BatchSize int
 	// TargetLatency is the receive→commit latency Run aims for. It
-	// bounds how large a batch grows: from the cost per message of the
-	// batches committed so far, a batch holds what commits within half
-	// the target. When the oldest waiting delivery is already past the
+	// bounds how large a batch grows: from the batches committed so far
+	// Run learns what a message adds to its batch's time (apart from
+	// the fixed part every batch pays), and a batch holds as many
+	// messages as add up to half the target. When the oldest waiting delivery is already past the
 	// target, batches grow to BatchSize to drain the backlog fastest. A
 	// delivery waits for its batch to fill only while another batch
 	// runs, a quarter of the target at most (group commit; none with
