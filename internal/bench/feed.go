@@ -23,13 +23,25 @@ type feed struct {
 	first    string
 }
 
-// feedChunk is how many messages one publish transaction carries.
-const feedChunk = 200
+// feedChunk is how many messages one publish transaction carries when
+// the feed keeps a backlog; maxPublish is the most one carries at a rate.
+const (
+	feedChunk  = 200
+	maxPublish = 10 * feedChunk
+)
 
 // startFeed publishes messages (source, "l0", "l1", ...) to q until
 // stopped: at o.Rate per second, or, when o.Rate is 0, whenever the
 // consumer's backlog falls below a few batches per worker, so that it
 // never waits for work.
+//
+// At a rate, each tick (10 ms) publishes the messages due by then in one
+// transaction, as a producer that batches its sends does, and it
+// publishes again at once only to catch up a shortfall larger than one
+// publish carries (feedDue). It used to publish again as soon as a
+// publish returned, whatever was due by then: a transaction for every
+// message or two at low rates, and at half of PostgreSQL's maximum about
+// a third of the machine (docs/benchmarks.md §13).
 func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o PurgeOptions, rec *recorder) *feed {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &feed{cancel: cancel, done: make(chan struct{})}
@@ -62,21 +74,19 @@ func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o Pur
 		t := time.NewTicker(tick)
 		defer t.Stop()
 		for {
-			var n int
-			if o.Rate > 0 {
-				n = int(float64(o.Rate)*time.Since(start).Seconds() - float64(f.published.Load()))
-			} else if f.published.Load()-rec.applied.Load()-rec.other.Load() < backlog {
-				n = feedChunk
-			}
+			low := f.published.Load()-rec.applied.Load()-rec.other.Load() < backlog
+			n, again := feedDue(o.Rate, time.Since(start), f.published.Load(), low)
 			if n > 0 {
-				err := pub(min(n, 10*feedChunk))
-				if err == nil {
+				err := pub(n)
+				if err == nil && again {
 					continue
 				}
-				if ctx.Err() != nil {
-					return
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					f.failed(err)
 				}
-				f.failed(err)
 			}
 			select {
 			case <-ctx.Done():
@@ -86,6 +96,26 @@ func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o Pur
 		}
 	}()
 	return f
+}
+
+// feedDue is how many messages the feed publishes now, elapsed into its
+// run with published out, and whether it publishes again as soon as they
+// are out instead of at its next tick. At a rate it is what is due, and
+// again only while a shortfall exceeds one publish (maxPublish); without
+// one (rate 0), a chunk whenever the backlog is low, and again until it
+// is not.
+func feedDue(rate int, elapsed time.Duration, published int64, backlogLow bool) (n int, again bool) {
+	if rate <= 0 {
+		if backlogLow {
+			return feedChunk, true
+		}
+		return 0, false
+	}
+	due := int(float64(rate)*elapsed.Seconds() - float64(published))
+	if due <= 0 {
+		return 0, false
+	}
+	return min(due, maxPublish), due > maxPublish
 }
 
 func (f *feed) failed(err error) {

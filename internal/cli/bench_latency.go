@@ -16,11 +16,12 @@ func benchLatencyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "latency --rate N",
 		Short: "p50 and p99 from receive to commit while a feed publishes at a fixed rate",
-		Long: "Publishes to the embedded queue at --rate messages per second while seqbox consumes it (the\n" +
-			"record handler, as in bench), and after a second of warm-up measures for --seconds: a line per run\n" +
-			"with the rate applied, p50, p99 and the maximum from receive to commit, and p50 and p99 from\n" +
-			"publish to commit (publish_p50_ms, publish_p99_ms: the wait in the queue included). A run fails\n" +
-			"unless every message published was applied once and the queue is empty at its end.",
+		Long: "Publishes to the embedded queue at --rate messages per second (every 10 ms, the messages due,\n" +
+			"in one transaction) while seqbox consumes it (the record handler, as in bench), and after a second\n" +
+			"of warm-up measures for --seconds: a line per run with the rate applied, p50, p99 and the maximum\n" +
+			"from receive to commit, and p50 and p99 from publish to commit (publish_p50_ms, publish_p99_ms: the\n" +
+			"wait in the queue included). A run fails unless every message published was applied once and the\n" +
+			"queue is empty at its end.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct {
