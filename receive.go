@@ -191,13 +191,26 @@ func (c *Consumer) extendLoop(ctx context.Context, s *scheduler) {
 		if err := c.hooks.At(fault.DuringLeaseExtend); err != nil {
 			return // an injected crash of the extender: leases run out
 		}
-		for _, d := range s.held() {
-			err := d.Extend(ctx, c.cfg.ExtendBy)
-			if err != nil && ctx.Err() == nil && !errors.Is(err, transport.ErrLeaseLost) {
-				c.cfg.Logger.Warn("seqbox: lease extension failed; the message may be redelivered meanwhile",
-					"consumer", c.cfg.Name, "err", err)
-			}
+		c.extend(ctx, s.held())
+	}
+}
+
+// extend pushes the leases of ds by ExtendBy: in one round trip when the
+// transport can, else one by one. A lost lease is only skipped: its
+// delivery's settlement meets it, and the inbox absorbs the redelivery.
+func (c *Consumer) extend(ctx context.Context, ds []transport.Delivery) {
+	warn := func(err error) {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, transport.ErrLeaseLost) {
+			c.cfg.Logger.Warn("seqbox: lease extension failed; the message may be redelivered meanwhile",
+				"consumer", c.cfg.Name, "err", err)
 		}
+	}
+	if be, ok := c.cfg.Transport.(transport.BatchExtender); ok {
+		warn(be.ExtendBatch(ctx, ds, c.cfg.ExtendBy))
+		return
+	}
+	for _, d := range ds {
+		warn(d.Extend(ctx, c.cfg.ExtendBy))
 	}
 }
 

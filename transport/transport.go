@@ -71,6 +71,18 @@ type BatchAcker interface {
 	AckBatch(ctx context.Context, ds []Delivery) error
 }
 
+// BatchExtender is implemented by transports that extend many leases in
+// one round trip. The consumer's lease keeper uses it when available: it
+// extends every delivery it holds each Config.ExtendEvery, and one
+// extension per delivery is a write each (on the embedded queue, a
+// commit and its flush each), thousands of them under a backlog.
+type BatchExtender interface {
+	// ExtendBatch pushes the lease of every delivery by; deliveries whose
+	// lease was lost are reported with ErrLeaseLost, the others are
+	// extended.
+	ExtendBatch(ctx context.Context, ds []Delivery, by time.Duration) error
+}
+
 // Execer runs a statement; *sql.Tx is one.
 type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

@@ -180,8 +180,9 @@ type timed struct {
 }
 
 var (
-	_ transport.BatchAcker = timed{}
-	_ transport.TxAcker    = timed{}
+	_ transport.BatchAcker    = timed{}
+	_ transport.TxAcker       = timed{}
+	_ transport.BatchExtender = timed{}
 )
 
 // Location and AckIn pass the queue's in-transaction acknowledgement
@@ -207,6 +208,10 @@ func (t timed) Receive(ctx context.Context, max int) ([]transport.Delivery, erro
 
 func (t timed) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 	return t.Transport.(transport.BatchAcker).AckBatch(ctx, ds)
+}
+
+func (t timed) ExtendBatch(ctx context.Context, ds []transport.Delivery, by time.Duration) error {
+	return t.Transport.(transport.BatchExtender).ExtendBatch(ctx, ds, by)
 }
 
 // warnings is a slog handler that counts warnings and errors and keeps the

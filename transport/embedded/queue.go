@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -110,10 +111,11 @@ func (q *Queue) writing(ctx context.Context, fn func() error) error {
 }
 
 var (
-	_ transport.Transport  = (*Queue)(nil)
-	_ transport.Publisher  = (*Queue)(nil)
-	_ transport.BatchAcker = (*Queue)(nil)
-	_ transport.TxAcker    = (*Queue)(nil)
+	_ transport.Transport     = (*Queue)(nil)
+	_ transport.Publisher     = (*Queue)(nil)
+	_ transport.BatchAcker    = (*Queue)(nil)
+	_ transport.BatchExtender = (*Queue)(nil)
+	_ transport.TxAcker       = (*Queue)(nil)
 )
 
 // Open opens the queue in the SQLite file at path, or in the PostgreSQL
@@ -501,6 +503,66 @@ func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transpo
 		lost += len(seqs) - int(n)
 	}
 	return lost, nil
+}
+
+// ExtendBatch pushes the lease of every delivery that still holds it by
+// by, in one statement: one commit for all of them, where Extend is one
+// each. Like Extend it runs outside the writer turn (a lease is extended
+// while a long batch holds the turn; SQLite's busy handler decides). On
+// PostgreSQL it skips the rows another transaction has locked (a batch
+// acknowledging them, a nack) instead of waiting: holding the rows it
+// extended while it waited for those, it could deadlock with a batch
+// that acknowledges some of both. A skipped delivery counts as lost here;
+// the next round extends it if its batch rolled back.
+func (q *Queue) ExtendBatch(ctx context.Context, ds []transport.Delivery, by time.Duration) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	tokens := map[string]bool{}
+	seqs := make([]int64, 0, len(ds))
+	for _, td := range ds {
+		d, ok := td.(*delivery)
+		if !ok || d.q != q {
+			return fmt.Errorf("embedded queue: extend got a delivery from another transport")
+		}
+		tokens[d.token] = true
+		seqs = append(seqs, d.seq)
+	}
+	lease := make([]string, 0, len(tokens))
+	for t := range tokens {
+		lease = append(lease, t)
+	}
+	text, args := extendText(q.lock != "", q.cfg.Now().Add(by).UnixMicro(), lease, seqs)
+	res, err := q.db.ExecContext(ctx, text, args...)
+	if err != nil {
+		return fmt.Errorf("embedded queue: extend batch: %w", err)
+	}
+	// A row whose seq and lease are both among the deliveries' is one of
+	// them: a seq names one row, and the lease is the one received with
+	// it, or a later lease of the same row this consumer also holds.
+	if n, _ := res.RowsAffected(); int(n) < len(ds) {
+		return fmt.Errorf("%w: %d of %d extensions", transport.ErrLeaseLost, len(ds)-int(n), len(ds))
+	}
+	return nil
+}
+
+// extendText is ExtendBatch's statement: the rows seqs still leased under
+// one of leases become visible at at. Its text is the same whatever the
+// counts (see ackText).
+func extendText(arrays bool, at int64, leases []string, seqs []int64) (string, []any) {
+	if arrays {
+		return `UPDATE seqbox_queue SET visible_at = $1 WHERE ctid = ANY(ARRAY(SELECT ctid FROM seqbox_queue
+			WHERE lease = ANY($2::text[]) AND seq = ANY($3::bigint[]) FOR UPDATE SKIP LOCKED))`,
+			[]any{at, leases, seqs}
+	}
+	return `UPDATE seqbox_queue SET visible_at = ? WHERE lease IN (SELECT value FROM json_each(?))
+		AND seq IN (SELECT value FROM json_each(?))`, []any{at, jsonArray(leases), jsonArray(seqs)}
+}
+
+// jsonArray is vs as a JSON array, for json_each.
+func jsonArray[T any](vs []T) string {
+	b, _ := json.Marshal(vs)
+	return string(b)
 }
 
 // ackText is the statement that deletes the rows seqs that still hold
