@@ -528,11 +528,11 @@ func (q *Queue) ExtendBatch(ctx context.Context, ds []transport.Delivery, by tim
 		tokens[d.token] = true
 		seqs = append(seqs, d.seq)
 	}
-	lease := make([]string, 0, len(tokens))
+	leases := make([]string, 0, len(tokens))
 	for t := range tokens {
-		lease = append(lease, t)
+		leases = append(leases, t)
 	}
-	text, args := extendText(q.lock != "", q.cfg.Now().Add(by).UnixMicro(), lease, seqs)
+	text, args := extendText(q.lock != "", q.cfg.Now().Add(by).UnixMicro(), leases, seqs)
 	res, err := q.db.ExecContext(ctx, text, args...)
 	if err != nil {
 		return fmt.Errorf("embedded queue: extend batch: %w", err)
@@ -555,14 +555,9 @@ func extendText(arrays bool, at int64, leases []string, seqs []int64) (string, [
 			WHERE lease = ANY($2::text[]) AND seq = ANY($3::bigint[]) FOR UPDATE SKIP LOCKED))`,
 			[]any{at, leases, seqs}
 	}
+	tokens, _ := json.Marshal(leases)
 	return `UPDATE seqbox_queue SET visible_at = ? WHERE lease IN (SELECT value FROM json_each(?))
-		AND seq IN (SELECT value FROM json_each(?))`, []any{at, jsonArray(leases), jsonArray(seqs)}
-}
-
-// jsonArray is vs as a JSON array, for json_each.
-func jsonArray[T any](vs []T) string {
-	b, _ := json.Marshal(vs)
-	return string(b)
+		AND seq IN (SELECT value FROM json_each(?))`, []any{at, string(tokens), seqList(seqs)}
 }
 
 // ackText is the statement that deletes the rows seqs that still hold
@@ -577,6 +572,11 @@ func ackText(arrays bool, token string, seqs []int64) (string, []any) {
 	if arrays {
 		return `DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[])`, []any{token, seqs}
 	}
+	return `DELETE FROM seqbox_queue WHERE lease = ? AND seq IN (SELECT value FROM json_each(?))`, []any{token, seqList(seqs)}
+}
+
+// seqList is seqs as a JSON array, for SQLite's json_each.
+func seqList(seqs []int64) string {
 	list := make([]byte, 0, 2+8*len(seqs))
 	list = append(list, '[')
 	for i, s := range seqs {
@@ -585,8 +585,7 @@ func ackText(arrays bool, token string, seqs []int64) (string, []any) {
 		}
 		list = strconv.AppendInt(list, s, 10)
 	}
-	list = append(list, ']')
-	return `DELETE FROM seqbox_queue WHERE lease = ? AND seq IN (SELECT value FROM json_each(?))`, []any{token, string(list)}
+	return string(append(list, ']'))
 }
 
 // Depth reports the messages not yet acknowledged: ready ones and ones
