@@ -131,13 +131,14 @@ type Config struct {
 	// bounds how large a batch grows: from the batches committed so far
 	// Run learns what a message adds to its batch's time (apart from
 	// the fixed part every batch pays), and a batch holds as many
-	// messages as add up to half the target. When the oldest waiting delivery is already past the
-	// target, batches grow to BatchSize to drain the backlog fastest. A
-	// delivery waits for its batch to fill only while another batch
-	// runs, a quarter of the target at most (group commit; none with
-	// Decide, or on a store with one writer, which runs one batch at a
-	// time). Default DefaultTargetLatency; negative: batches of up to
-	// BatchSize whatever their latency (throughput first), nothing held.
+	// messages as add up to half the target. When the oldest waiting
+	// delivery is already past the target, batches grow to BatchSize
+	// to drain the backlog fastest. A delivery waits for its batch to
+	// fill only while another batch runs, a quarter of the target at
+	// most (group commit; none with Decide, or on a store with one
+	// writer, which runs one batch at a time). Default
+	// DefaultTargetLatency; negative: batches of up to BatchSize
+	// whatever their latency (throughput first), nothing held.
 	TargetLatency time.Duration
 
 	// Retry bounds transient failures.

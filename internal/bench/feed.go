@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,8 +57,8 @@ func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o Pur
 		}
 		at := time.Now()
 		ids := make([]string, n)
-		for i := range ids {
-			ids[i] = "l" + strconv.Itoa(from+i) // Body's identity
+		for i, b := range bodies {
+			ids[i] = idOf(b)
 		}
 		rec.published(ids, at)
 		f.published.Add(int64(n))

@@ -495,9 +495,9 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transport.Delivery) (int, error) {
 	byToken := map[string][]int64{}
 	for _, td := range ds {
-		d, ok := td.(*delivery)
-		if !ok || d.q != q {
-			return 0, fmt.Errorf("embedded queue: ack got a delivery from another transport")
+		d, err := q.own(td, "ack")
+		if err != nil {
+			return 0, err
 		}
 		byToken[d.token] = append(byToken[d.token], d.seq)
 	}
@@ -530,9 +530,9 @@ func (q *Queue) ExtendBatch(ctx context.Context, ds []transport.Delivery, by tim
 	tokens := map[string]bool{}
 	seqs := make([]int64, 0, len(ds))
 	for _, td := range ds {
-		d, ok := td.(*delivery)
-		if !ok || d.q != q {
-			return fmt.Errorf("embedded queue: extend got a delivery from another transport")
+		d, err := q.own(td, "extend")
+		if err != nil {
+			return err
 		}
 		tokens[d.token] = true
 		seqs = append(seqs, d.seq)
@@ -553,6 +553,16 @@ func (q *Queue) ExtendBatch(ctx context.Context, ds []transport.Delivery, by tim
 		return fmt.Errorf("%w: %d of %d extensions", transport.ErrLeaseLost, len(ds)-int(n), len(ds))
 	}
 	return nil
+}
+
+// own returns td as a delivery of q, or an error naming op when another
+// transport or queue handed it out.
+func (q *Queue) own(td transport.Delivery, op string) (*delivery, error) {
+	d, ok := td.(*delivery)
+	if !ok || d.q != q {
+		return nil, fmt.Errorf("embedded queue: %s got a delivery from another transport", op)
+	}
+	return d, nil
 }
 
 // extendText is ExtendBatch's statement: the rows seqs still leased under
