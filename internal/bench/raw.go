@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -115,34 +116,37 @@ func rawLimit(ctx context.Context, e *env, run string, n, keys int, step func(st
 	return best, how, nil
 }
 
-// rawSchema holds the raw limit's tables: the same rows seqbox writes per
-// applied message, with no pipeline around them.
-const rawSchema = `CREATE TABLE IF NOT EXISTS bench_raw_inbox (run TEXT NOT NULL, id TEXT NOT NULL, hash TEXT NOT NULL,
-	partitionkey TEXT NOT NULL, objectversion BIGINT, outcome TEXT NOT NULL, received_at BIGINT NOT NULL, PRIMARY KEY (run, id));
-CREATE TABLE IF NOT EXISTS bench_raw_keys (run TEXT NOT NULL, partitionkey TEXT NOT NULL, version BIGINT, PRIMARY KEY (run, partitionkey));
-CREATE TABLE IF NOT EXISTS bench_raw_effects (run TEXT NOT NULL, id TEXT NOT NULL, partitionkey TEXT NOT NULL, type TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS bench_raw_objects (run TEXT NOT NULL, partitionkey TEXT NOT NULL, state TEXT NOT NULL, version BIGINT,
-	PRIMARY KEY (run, partitionkey))`
-
 // rawHash stands for a payload hash in the raw inbox rows.
 const rawHash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
+// rawRetention is how far ahead the raw inbox rows' retention_until lies:
+// seqbox's default Config.Retention.
+const rawRetention = 30 * 24 * time.Hour
+
 // rawRows writes, for each of n messages, the four rows seqbox writes
-// (inbox identity, key version, effect, object), batch messages per
-// transaction and writers transactions at a time, and returns messages per
-// second. The rows are counted and deleted afterwards, untimed.
-func rawRows(ctx context.Context, db *sql.DB, pg bool, run string, n, keys, batch, writers int) (float64, error) {
-	for _, stmt := range splitSQL(rawSchema) {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return 0, fmt.Errorf("raw: create tables: %w", err)
+// (inbox identity, key version, effect, object) into copies of seqbox's
+// own tables (createRawTables), batch messages per transaction and
+// writers transactions at a time, and returns messages per second. The
+// copies are named for run, counted, and dropped afterwards, untimed.
+func rawRows(ctx context.Context, db *sql.DB, pg bool, run string, n, keys, batch, writers int) (perSec float64, err error) {
+	t := rawTablesFor(strings.ReplaceAll(run, "-", "_"))
+	if err := dropRawTables(ctx, db, t); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if derr := dropRawTables(context.WithoutCancel(ctx), db, t); err == nil {
+			err = derr
 		}
+	}()
+	if err := createRawTables(ctx, db, pg, t); err != nil {
+		return 0, err
 	}
 	write := rawRowsTx
 	if pg {
 		write = rawRowsTxPG
 	}
 	elapsed, err := inParallel(n, batch, writers, func(from, to int) error {
-		return write(ctx, db, run, from, to, keys)
+		return write(ctx, db, t, run, from, to, keys)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("raw: %w", err)
@@ -150,53 +154,65 @@ func rawRows(ctx context.Context, db *sql.DB, pg bool, run string, n, keys, batc
 	for _, c := range []struct {
 		table string
 		want  int
-	}{{"bench_raw_inbox", n}, {"bench_raw_effects", n}, {"bench_raw_keys", min(n, keys)}, {"bench_raw_objects", min(n, keys)}} {
+	}{{t.inbox, n}, {t.effects, n}, {t.keys, min(n, keys)}, {t.objects, min(n, keys)}} {
 		var got int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+c.table+` WHERE run = $1`, run).Scan(&got); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+c.table).Scan(&got); err != nil {
 			return 0, fmt.Errorf("raw: count: %w", err)
 		}
 		if got != c.want {
 			return 0, fmt.Errorf("raw: %s holds %d rows, want %d", c.table, got, c.want)
 		}
 	}
-	for _, t := range []string{"bench_raw_inbox", "bench_raw_keys", "bench_raw_effects", "bench_raw_objects"} {
-		if _, err := db.ExecContext(ctx, `DELETE FROM `+t+` WHERE run = $1`, run); err != nil {
-			return 0, fmt.Errorf("raw: clean up: %w", err)
-		}
-	}
 	return rate(int64(n), elapsed), nil
 }
 
-// rawMessage is message i's identity, key and version.
-func rawMessage(i, keys int) (id, key string, version int64) {
-	return strconv.Itoa(i), "k" + strconv.Itoa(i%keys), int64(i/keys + 1)
+// rawMessage is message i's identity, key and version, spelled like those
+// of the bench's messages (Body).
+func rawMessage(run string, i, keys int) (id, key string, version int64) {
+	return run + "-" + strconv.Itoa(i), run + "-k" + strconv.Itoa(i%keys), int64(i/keys + 1)
 }
 
-// rawRowsTx writes messages [from, to) in one transaction, a prepared
-// single-row statement per row: in-process SQLite has no round trip to
-// save, and this is its fastest way.
-func rawRowsTx(ctx context.Context, db *sql.DB, run string, from, to, keys int) error {
+// The raw limit's single-row statements (SQLite), with the columns seqbox
+// fills; %s is the copy's table.
+const (
+	rawInbox = `INSERT INTO %s (consumer, source, id, payload_hash, event_type, partitionkey, objectversion,
+		outcome, received_at, processed_at, retention_until) VALUES ($1, $1, $2, $3, 'bench.step', $4, $5, 'applied', $6, $6, $7)`
+	rawKey = `INSERT INTO %s (consumer, partitionkey, version, updated_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (consumer, partitionkey) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`
+	rawEffect = `INSERT INTO %s (consumer, source, id, partitionkey, objectversion, type) VALUES ($1, $1, $2, $3, $4, 'bench.step')`
+	rawObject = `INSERT INTO %s (consumer, partitionkey, state, version) VALUES ($1, $2, 'bench.step', $3)
+		ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`
+)
+
+// rawRowsTx writes messages [from, to) in one transaction, a single-row
+// statement per row, each of the four prepared once for the transaction:
+// in-process SQLite has no round trip to save, and a statement it need
+// not parse again is its cheapest.
+func rawRowsTx(ctx context.Context, db *sql.DB, t rawTables, run string, from, to, keys int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	now := time.Now().UnixMicro()
+	var stmts [4]*sql.Stmt
+	for i, q := range []string{fmt.Sprintf(rawInbox, t.inbox), fmt.Sprintf(rawKey, t.keys),
+		fmt.Sprintf(rawEffect, t.effects), fmt.Sprintf(rawObject, t.objects)} {
+		if stmts[i], err = tx.PrepareContext(ctx, q); err != nil {
+			return err
+		}
+		defer stmts[i].Close()
+	}
+	now := time.Now()
+	at, until := now.UnixMicro(), now.Add(rawRetention).UnixMicro()
 	for i := from; i < to; i++ {
-		id, key, v := rawMessage(i, keys)
-		for _, s := range []struct {
-			q    string
-			args []any
-		}{
-			{`INSERT INTO bench_raw_inbox (run, id, hash, partitionkey, objectversion, outcome, received_at) VALUES ($1, $2, $3, $4, $5, 'applied', $6)`,
-				[]any{run, id, rawHash, key, v, now}},
-			{`INSERT INTO bench_raw_keys (run, partitionkey, version) VALUES ($1, $2, $3)
-				ON CONFLICT (run, partitionkey) DO UPDATE SET version = excluded.version`, []any{run, key, v}},
-			{`INSERT INTO bench_raw_effects (run, id, partitionkey, type) VALUES ($1, $2, $3, 'bench.step')`, []any{run, id, key}},
-			{`INSERT INTO bench_raw_objects (run, partitionkey, state, version) VALUES ($1, $2, 'bench.step', $3)
-				ON CONFLICT (run, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`, []any{run, key, v}},
+		id, k, v := rawMessage(run, i, keys)
+		for j, args := range [4][]any{
+			{Consumer, id, rawHash, k, v, at, until},
+			{Consumer, k, v, at},
+			{Consumer, id, k, v},
+			{Consumer, k, v},
 		} {
-			if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
+			if _, err := stmts[j].ExecContext(ctx, args...); err != nil {
 				return err
 			}
 		}
@@ -210,28 +226,29 @@ func rawRowsTx(ctx context.Context, db *sql.DB, run string, from, to, keys int) 
 // messages of the batch is written once, at its last version, as seqbox
 // advances each key once per batch; keys go in byte order, the lock order
 // seqbox uses too, so that writers wait for each other instead of
-// deadlocking.
+// deadlocking. %s is the copy's table.
 const (
-	rawInboxPG = `INSERT INTO bench_raw_inbox (run, id, hash, partitionkey, objectversion, outcome, received_at)
-		SELECT $1, u.id, $2, u.k, u.v, 'applied', $3 FROM unnest($4::text[], $5::text[], $6::bigint[]) AS u(id, k, v)`
-	rawEffectsPG = `INSERT INTO bench_raw_effects (run, id, partitionkey, type)
-		SELECT $1, u.id, u.k, 'bench.step' FROM unnest($2::text[], $3::text[]) AS u(id, k)`
-	rawKeysPG = `INSERT INTO bench_raw_keys (run, partitionkey, version)
-		SELECT $1, u.k, u.v FROM unnest($2::text[], $3::bigint[]) AS u(k, v) ORDER BY u.k COLLATE "C"
-		ON CONFLICT (run, partitionkey) DO UPDATE SET version = excluded.version`
-	rawObjectsPG = `INSERT INTO bench_raw_objects (run, partitionkey, state, version)
+	rawInboxPG = `INSERT INTO %s (consumer, source, id, payload_hash, event_type, partitionkey, objectversion,
+		outcome, received_at, processed_at, retention_until)
+		SELECT $1, $1, u.id, $2, 'bench.step', u.k, u.v, 'applied', $3, $3, $4 FROM unnest($5::text[], $6::text[], $7::bigint[]) AS u(id, k, v)`
+	rawEffectsPG = `INSERT INTO %s (consumer, source, id, partitionkey, objectversion, type)
+		SELECT $1, $1, u.id, u.k, u.v, 'bench.step' FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(id, k, v)`
+	rawKeysPG = `INSERT INTO %s (consumer, partitionkey, version, updated_at)
+		SELECT $1, u.k, u.v, $2 FROM unnest($3::text[], $4::bigint[]) AS u(k, v) ORDER BY u.k COLLATE "C"
+		ON CONFLICT (consumer, partitionkey) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`
+	rawObjectsPG = `INSERT INTO %s (consumer, partitionkey, state, version)
 		SELECT $1, u.k, 'bench.step', u.v FROM unnest($2::text[], $3::bigint[]) AS u(k, v) ORDER BY u.k COLLATE "C"
-		ON CONFLICT (run, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`
+		ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`
 )
 
 // rawRowsTxPG writes messages [from, to) in one transaction with the
 // multi-row statements above.
-func rawRowsTxPG(ctx context.Context, db *sql.DB, run string, from, to, keys int) error {
+func rawRowsTxPG(ctx context.Context, db *sql.DB, t rawTables, run string, from, to, keys int) error {
 	ids, ks := make([]string, 0, to-from), make([]string, 0, to-from)
 	vs := make([]int64, 0, to-from)
 	last := map[string]int64{}
 	for i := from; i < to; i++ {
-		id, key, v := rawMessage(i, keys)
+		id, key, v := rawMessage(run, i, keys)
 		ids, ks, vs = append(ids, id), append(ks, key), append(vs, v)
 		last[key] = max(last[key], v)
 	}
@@ -244,14 +261,16 @@ func rawRowsTxPG(ctx context.Context, db *sql.DB, run string, from, to, keys int
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	now := time.Now()
+	at, until := now.UnixMicro(), now.Add(rawRetention).UnixMicro()
 	for _, s := range []struct {
 		q    string
 		args []any
 	}{
-		{rawInboxPG, []any{run, rawHash, time.Now().UnixMicro(), ids, ks, vs}},
-		{rawKeysPG, []any{run, lk, lv}},
-		{rawEffectsPG, []any{run, ids, ks}},
-		{rawObjectsPG, []any{run, lk, lv}},
+		{fmt.Sprintf(rawInboxPG, t.inbox), []any{Consumer, rawHash, at, until, ids, ks, vs}},
+		{fmt.Sprintf(rawKeysPG, t.keys), []any{Consumer, at, lk, lv}},
+		{fmt.Sprintf(rawEffectsPG, t.effects), []any{Consumer, ids, ks, vs}},
+		{fmt.Sprintf(rawObjectsPG, t.objects), []any{Consumer, lk, lv}},
 	} {
 		if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
 			return err

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,7 +11,7 @@ import (
 
 // The raw limit writes every row (rawRows counts them) on both drivers (the PostgreSQL one with
 // its multi-row statements, several writers on shared keys), and leaves
-// nothing behind.
+// nothing behind: its tables are gone afterwards.
 func TestRawRowsWritesAndCleansUp(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testRawRows(t, openSQLite(t)) })
 	t.Run("postgres", func(t *testing.T) { testRawRows(t, openPostgres(t)) })
@@ -20,9 +22,64 @@ func testRawRows(t *testing.T, e *env) {
 	r, err := rawRows(ctx, e.st.DB(), e.pg, "rawtest", 1000, 7, 300, 4)
 	require.NoError(t, err)
 	require.Positive(t, r)
-	for _, table := range []string{"bench_raw_inbox", "bench_raw_keys", "bench_raw_effects", "bench_raw_objects"} {
-		var n int
-		require.NoError(t, e.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE run = 'rawtest'`).Scan(&n))
-		require.Zero(t, n, table)
+	for _, table := range rawTablesFor("rawtest").names() {
+		_, err := e.st.DB().ExecContext(ctx, `SELECT 1 FROM `+table)
+		require.Error(t, err, "%s is left behind", table)
 	}
+}
+
+// The raw limit's tables are copies of the tables seqbox writes: the same
+// columns (names, types, defaults, nullability, in order) and as many
+// indexes, so that a raw row costs what seqbox's row costs.
+func TestRawTablesCopySeqboxTables(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testRawTablesCopy(t, openSQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { testRawTablesCopy(t, openPostgres(t)) })
+}
+
+func testRawTablesCopy(t *testing.T, e *env) {
+	ctx := context.Background()
+	db := e.st.DB()
+	copies := rawTablesFor("copytest")
+	require.NoError(t, createRawTables(ctx, db, e.pg, copies))
+	t.Cleanup(func() { require.NoError(t, dropRawTables(context.Background(), db, copies)) })
+	for i, to := range copies.names() {
+		from := rawSources[i]
+		src, cp := tableShape(t, db, e.pg, from), tableShape(t, db, e.pg, to)
+		require.NotEmpty(t, src.columns, from)
+		require.Equal(t, src.columns, cp.columns, "%s's columns", to)
+		require.Equal(t, src.indexes, cp.indexes, "%s's indexes", to)
+	}
+	// seqbox's inbox has its primary key and more indexes besides: the copy
+	// pays for each of them.
+	require.GreaterOrEqual(t, tableShape(t, db, e.pg, copies.inbox).indexes, 3)
+}
+
+// shape is what a table's row costs to write: its columns, each as name,
+// type, default and nullability, and how many indexes it has.
+type shape struct {
+	columns []string
+	indexes int
+}
+
+func tableShape(t *testing.T, db *sql.DB, pg bool, table string) shape {
+	t.Helper()
+	cols, idx := `SELECT name || ' ' || type || ' ' || COALESCE(dflt_value, '') || ' ' || "notnull" FROM pragma_table_info($1) ORDER BY cid`,
+		`SELECT COUNT(*) FROM pragma_index_list($1)`
+	if pg {
+		cols = `SELECT column_name || ' ' || data_type || ' ' || COALESCE(column_default, '') || ' ' || is_nullable
+			FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`
+		idx = `SELECT COUNT(*) FROM pg_indexes WHERE tablename = $1`
+	}
+	var s shape
+	rows, err := db.Query(cols, table)
+	require.NoError(t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var c string
+		require.NoError(t, rows.Scan(&c))
+		s.columns = append(s.columns, c)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, db.QueryRow(idx, table).Scan(&s.indexes), fmt.Sprintf("indexes of %s", table))
+	return s
 }
