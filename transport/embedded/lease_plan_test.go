@@ -130,8 +130,10 @@ func TestSQLiteLeasePlanUsesTheGroupIndex(t *testing.T) {
 }
 
 // On SQLite an ack's statement is one text whatever the batch's size (its
-// seqs are one JSON array), it deletes exactly the rows it names that
-// still hold their lease, and it finds them by primary key.
+// seqs and leases are JSON arrays), one statement covers the
+// deliveries of several receives, it deletes exactly the rows it names
+// that still hold their lease (a seq with another receive's lease is left
+// alone), and it finds them by primary key.
 func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 	ctx := context.Background()
 	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "ack", Wait: time.Millisecond})
@@ -150,10 +152,12 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 		every2nd = append(every2nd, ds[i])
 	}
 
-	short, _ := ackText(false, "t", []int64{1})
-	long, args := ackText(false, "t", []int64{1, 5, 9})
-	require.Equal(t, short, long, "one text whatever the count")
-	require.Equal(t, []any{"t", "[1,5,9]"}, args)
+	short := ackStatements(false, []ackRow{{1, "aa"}})
+	long := ackStatements(false, []ackRow{{1, "aa"}, {5, "aa"}, {9, "bb"}})
+	require.Len(t, long, 1, "one statement for every receive's deliveries")
+	require.Equal(t, short[0].text, long[0].text, "one text whatever the count")
+	require.Equal(t, []any{"[1,5,9]", `["aa","bb"]`}, long[0].args)
+	require.Len(t, ackStatements(true, []ackRow{{1, "aa"}, {5, "aa"}, {9, "bb"}}), 2, "one statement per receive on PostgreSQL")
 
 	require.NoError(t, q.AckBatch(ctx, every2nd))
 	ready, leased, err := q.Depth(ctx)
@@ -164,7 +168,30 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 	require.ErrorIs(t, err, transport.ErrLeaseLost, "acknowledged already")
 	require.ErrorContains(t, err, "3 of 3 acks")
 
-	text := sqlitePlan(t, q, long, args...)
+	// Two receives: a seq named with the other receive's lease is left
+	// alone, and one ack of both receives' deliveries deletes each.
+	r1, err := q.Receive(ctx, 2)
+	require.NoError(t, err)
+	r2, err := q.Receive(ctx, 2)
+	require.NoError(t, err)
+	require.Len(t, r1, 2)
+	require.Len(t, r2, 2)
+	a, b := r1[0].(*delivery), r2[0].(*delivery)
+	require.NotEqual(t, a.token, b.token)
+	for _, crossed := range [][]ackRow{{{a.seq, b.token}}, {{b.seq, a.token}}} {
+		st := ackStatements(false, crossed)[0]
+		res, err := q.db.ExecContext(ctx, st.text, st.args...)
+		require.NoError(t, err)
+		n, err := res.RowsAffected()
+		require.NoError(t, err)
+		require.Zero(t, n, "a seq under another receive's lease")
+	}
+	require.NoError(t, q.AckBatch(ctx, []transport.Delivery{r1[0], r2[0], r1[1], r2[1]}))
+	ready, leased, err = q.Depth(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1000-4, ready+leased, "the four acknowledged are gone")
+
+	text := sqlitePlan(t, q, long[0].text, long[0].args...)
 	require.Contains(t, text, "USING INTEGER PRIMARY KEY", text)
 	require.NotContains(t, text, "SCAN seqbox_queue", text)
 }

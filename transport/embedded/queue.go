@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -491,25 +492,25 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 }
 
 // ackWith deletes the deliveries that still hold their lease through exec,
-// one statement per receive, and reports how many had lost it.
+// and reports how many had lost it: on PostgreSQL one statement per
+// receive, on SQLite one statement for all (ackStatements).
 func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transport.Delivery) (int, error) {
-	byToken := map[string][]int64{}
+	held := make([]ackRow, 0, len(ds))
 	for _, td := range ds {
 		d, err := q.own(td, "ack")
 		if err != nil {
 			return 0, err
 		}
-		byToken[d.token] = append(byToken[d.token], d.seq)
+		held = append(held, ackRow{seq: d.seq, token: d.token})
 	}
-	lost := 0
-	for token, seqs := range byToken {
-		text, args := ackText(q.lock != "", token, seqs)
-		res, err := exec.ExecContext(ctx, text, args...)
+	lost := len(held)
+	for _, st := range ackStatements(q.lock != "", held) {
+		res, err := exec.ExecContext(ctx, st.text, st.args...)
 		if err != nil {
 			return 0, fmt.Errorf("embedded queue: ack batch: %w", err)
 		}
 		n, _ := res.RowsAffected()
-		lost += len(seqs) - int(n)
+		lost -= int(n)
 	}
 	return lost, nil
 }
@@ -567,7 +568,7 @@ func (q *Queue) own(td transport.Delivery, op string) (*delivery, error) {
 
 // extendText is ExtendBatch's statement: the rows seqs still leased under
 // one of leases become visible at at. Its text is the same whatever the
-// counts (see ackText).
+// counts (see ackStatements).
 func extendText(arrays bool, at int64, leases []string, seqs []int64) (string, []any) {
 	if arrays {
 		return `UPDATE seqbox_queue SET visible_at = $1 WHERE ctid = ANY(ARRAY(SELECT ctid FROM seqbox_queue
@@ -579,19 +580,72 @@ func extendText(arrays bool, at int64, leases []string, seqs []int64) (string, [
 		AND seq IN (SELECT value FROM json_each(?))`, []any{at, string(tokens), seqList(seqs)}
 }
 
-// ackText is the statement that deletes the rows seqs that still hold
-// lease token. Its text is the same whatever the count of seqs: on
-// PostgreSQL they are one array parameter, so that it stays prepared on
-// every connection; on SQLite one JSON array, which json_each unpacks.
-// SQLite prepares the statement at every call, and a text with a
-// placeholder per seq was a parse of up to 512 of them for each batch's
-// ack: its prepares took 4.6% of the CPU in BenchmarkRunBatch/sqlite, and
-// 3.2% with the JSON array (docs/benchmarks.md §11).
-func ackText(arrays bool, token string, seqs []int64) (string, []any) {
-	if arrays {
-		return `DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[])`, []any{token, seqs}
+// ackRow is a delivery's row and the lease it was received under.
+type ackRow struct {
+	seq   int64
+	token string
+}
+
+// ackStatement is one statement of an acknowledgement.
+type ackStatement struct {
+	text string
+	args []any
+}
+
+// ackStatements delete the rows of held that still hold their leases.
+// Each text is the same whatever the count of rows, so that it is parsed
+// or prepared once per connection where the driver keeps statements:
+//
+//   - On PostgreSQL, one statement per lease token, its seqs one array
+//     parameter; the statement stays prepared on every connection.
+//   - On SQLite, one statement for the whole batch, each row found by its
+//     seq: the seqs one JSON array and the receives' tokens another, which
+//     json_each unpacks. SQLite's driver parses a statement again at every
+//     call, and a batch's deliveries come from several receives: a
+//     statement per token was several parses per batch, and the ack 28%
+//     of BenchmarkRunBatch/sqlite's batch CPU (docs/benchmarks.md §15).
+//     (Before that, a placeholder per seq had been a parse of up to 512 of
+//     them: §11.)
+//
+// On SQLite a row whose seq is one of held's and whose lease is one of
+// held's tokens, but not the pair held names, goes too. That row is a
+// message this batch holds under one lease while the row holds another
+// of this batch's receives: the same message, received again by this
+// consumer after its first lease ran out. The ack deletes it only for a
+// message whose outcome the batch records, which is what acknowledging
+// it means; the other delivery's own ack then finds it gone (lost). A
+// row leased by a receive this batch did not make is never touched, and
+// neither is one whose seq it does not hold. ExtendBatch matches rows the
+// same way. Exact pairs cost the ack a row value per row: 71% more of
+// its CPU in the same benchmark.
+func ackStatements(arrays bool, held []ackRow) []ackStatement {
+	if !arrays {
+		seqs := make([]int64, len(held))
+		var tokens []string
+		for i, l := range held {
+			seqs[i] = l.seq
+			if !slices.Contains(tokens, l.token) {
+				tokens = append(tokens, l.token)
+			}
+		}
+		list, _ := json.Marshal(tokens)
+		return []ackStatement{{`DELETE FROM seqbox_queue WHERE seq IN (SELECT value FROM json_each(?))
+			AND lease IN (SELECT value FROM json_each(?))`, []any{seqList(seqs), string(list)}}}
 	}
-	return `DELETE FROM seqbox_queue WHERE lease = ? AND seq IN (SELECT value FROM json_each(?))`, []any{token, seqList(seqs)}
+	byToken := map[string][]int64{}
+	var tokens []string
+	for _, l := range held {
+		if _, ok := byToken[l.token]; !ok {
+			tokens = append(tokens, l.token)
+		}
+		byToken[l.token] = append(byToken[l.token], l.seq)
+	}
+	out := make([]ackStatement, 0, len(tokens))
+	for _, t := range tokens {
+		out = append(out, ackStatement{`DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[])`,
+			[]any{t, byToken[t]}})
+	}
+	return out
 }
 
 // seqList is seqs as a JSON array, for SQLite's json_each.
