@@ -602,8 +602,9 @@ type ackStatement struct {
 //     seq: the seqs one JSON array and the receives' tokens another, which
 //     json_each unpacks. SQLite's driver parses a statement again at every
 //     call, and a batch's deliveries come from several receives: a
-//     statement per token was several parses per batch, and the ack 28%
-//     of BenchmarkRunBatch/sqlite's batch CPU (docs/benchmarks.md §15).
+//     statement per token was several parses per batch, and the ack took
+//     28% of BenchmarkRunBatch/sqlite's batch CPU (docs/benchmarks.md
+//     §15).
 //     (Before that, a placeholder per seq had been a parse of up to 512 of
 //     them: §11.)
 //
