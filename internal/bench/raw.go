@@ -130,9 +130,6 @@ const rawRetention = 30 * 24 * time.Hour
 // copies are named for run, counted, and dropped afterwards, untimed.
 func rawRows(ctx context.Context, db *sql.DB, pg bool, run string, n, keys, batch, writers int) (perSec float64, err error) {
 	t := rawTablesFor(strings.ReplaceAll(run, "-", "_"))
-	if err := dropRawTables(ctx, db, t); err != nil {
-		return 0, err
-	}
 	defer func() {
 		if derr := dropRawTables(context.WithoutCancel(ctx), db, t); err == nil {
 			err = derr

@@ -66,9 +66,13 @@ func tableShape(t *testing.T, db *sql.DB, pg bool, table string) shape {
 	cols, idx := `SELECT name || ' ' || type || ' ' || COALESCE(dflt_value, '') || ' ' || "notnull" FROM pragma_table_info($1) ORDER BY cid`,
 		`SELECT COUNT(*) FROM pragma_index_list($1)`
 	if pg {
-		cols = `SELECT column_name || ' ' || data_type || ' ' || COALESCE(column_default, '') || ' ' || is_nullable
-			FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`
-		idx = `SELECT COUNT(*) FROM pg_indexes WHERE tablename = $1`
+		// By regclass, so that the table is the one the search path finds,
+		// as the bench's statements do, whatever other schemas hold.
+		cols = `SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' ' ||
+			COALESCE(pg_get_expr(d.adbin, d.adrelid), '') || ' ' || a.attnotnull
+			FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+			WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
+		idx = `SELECT COUNT(*) FROM pg_index WHERE indrelid = $1::regclass`
 	}
 	var s shape
 	rows, err := db.Query(cols, table)

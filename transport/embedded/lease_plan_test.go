@@ -152,12 +152,12 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 		every2nd = append(every2nd, ds[i])
 	}
 
-	short := ackStatements(false, []ackRow{{1, "aa"}})
-	long := ackStatements(false, []ackRow{{1, "aa"}, {5, "aa"}, {9, "bb"}})
+	short := ackStatements(false, []leasedRow{{1, "aa"}})
+	long := ackStatements(false, []leasedRow{{1, "aa"}, {5, "aa"}, {9, "bb"}})
 	require.Len(t, long, 1, "one statement for every receive's deliveries")
 	require.Equal(t, short[0].text, long[0].text, "one text whatever the count")
 	require.Equal(t, []any{"[1,5,9]", `["aa","bb"]`}, long[0].args)
-	require.Len(t, ackStatements(true, []ackRow{{1, "aa"}, {5, "aa"}, {9, "bb"}}), 2, "one statement per receive on PostgreSQL")
+	require.Len(t, ackStatements(true, []leasedRow{{1, "aa"}, {5, "aa"}, {9, "bb"}}), 2, "one statement per receive on PostgreSQL")
 
 	require.NoError(t, q.AckBatch(ctx, every2nd))
 	ready, leased, err := q.Depth(ctx)
@@ -178,7 +178,7 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 	require.Len(t, r2, 2)
 	a, b := r1[0].(*delivery), r2[0].(*delivery)
 	require.NotEqual(t, a.token, b.token)
-	for _, crossed := range [][]ackRow{{{a.seq, b.token}}, {{b.seq, a.token}}} {
+	for _, crossed := range [][]leasedRow{{{a.seq, b.token}}, {{b.seq, a.token}}} {
 		st := ackStatements(false, crossed)[0]
 		res, err := q.db.ExecContext(ctx, st.text, st.args...)
 		require.NoError(t, err)

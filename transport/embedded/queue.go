@@ -477,8 +477,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 	return ds, nil
 }
 
-// AckBatch deletes every delivery that still holds its lease, one
-// statement per receive.
+// AckBatch deletes every delivery that still holds its lease (ackWith).
 func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 	var lost int
 	err := q.writing(ctx, func() (err error) {
@@ -495,13 +494,9 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 // and reports how many had lost it: on PostgreSQL one statement per
 // receive, on SQLite one statement for all (ackStatements).
 func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transport.Delivery) (int, error) {
-	held := make([]ackRow, 0, len(ds))
-	for _, td := range ds {
-		d, err := q.own(td, "ack")
-		if err != nil {
-			return 0, err
-		}
-		held = append(held, ackRow{seq: d.seq, token: d.token})
+	held, err := q.rows(ds, "ack")
+	if err != nil {
+		return 0, err
 	}
 	lost := len(held)
 	for _, st := range ackStatements(q.lock != "", held) {
@@ -528,20 +523,11 @@ func (q *Queue) ExtendBatch(ctx context.Context, ds []transport.Delivery, by tim
 	if len(ds) == 0 {
 		return nil
 	}
-	tokens := map[string]bool{}
-	seqs := make([]int64, 0, len(ds))
-	for _, td := range ds {
-		d, err := q.own(td, "extend")
-		if err != nil {
-			return err
-		}
-		tokens[d.token] = true
-		seqs = append(seqs, d.seq)
+	held, err := q.rows(ds, "extend")
+	if err != nil {
+		return err
 	}
-	leases := make([]string, 0, len(tokens))
-	for t := range tokens {
-		leases = append(leases, t)
-	}
+	seqs, leases := seqsAndTokens(held)
 	text, args := extendText(q.lock != "", q.cfg.Now().Add(by).UnixMicro(), leases, seqs)
 	res, err := q.db.ExecContext(ctx, text, args...)
 	if err != nil {
@@ -580,10 +566,37 @@ func extendText(arrays bool, at int64, leases []string, seqs []int64) (string, [
 		AND seq IN (SELECT value FROM json_each(?))`, []any{at, string(tokens), seqList(seqs)}
 }
 
-// ackRow is a delivery's row and the lease it was received under.
-type ackRow struct {
+// leasedRow is a delivery's row and the lease it was received under.
+type leasedRow struct {
 	seq   int64
 	token string
+}
+
+// rows returns ds as rows of q, or an error naming op when one was handed
+// out by another transport or queue (own).
+func (q *Queue) rows(ds []transport.Delivery, op string) ([]leasedRow, error) {
+	out := make([]leasedRow, 0, len(ds))
+	for _, td := range ds {
+		d, err := q.own(td, op)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, leasedRow{seq: d.seq, token: d.token})
+	}
+	return out, nil
+}
+
+// seqsAndTokens returns rows' seqs, and their distinct lease tokens in
+// the order they first appear.
+func seqsAndTokens(rows []leasedRow) (seqs []int64, tokens []string) {
+	seqs = make([]int64, len(rows))
+	for i, r := range rows {
+		seqs[i] = r.seq
+		if !slices.Contains(tokens, r.token) {
+			tokens = append(tokens, r.token)
+		}
+	}
+	return seqs, tokens
 }
 
 // ackStatement is one statement of an acknowledgement.
@@ -619,16 +632,9 @@ type ackStatement struct {
 // neither is one whose seq it does not hold. ExtendBatch matches rows the
 // same way. Exact pairs cost the ack a row value per row: 71% more of
 // its CPU in the same benchmark.
-func ackStatements(arrays bool, held []ackRow) []ackStatement {
+func ackStatements(arrays bool, held []leasedRow) []ackStatement {
 	if !arrays {
-		seqs := make([]int64, len(held))
-		var tokens []string
-		for i, l := range held {
-			seqs[i] = l.seq
-			if !slices.Contains(tokens, l.token) {
-				tokens = append(tokens, l.token)
-			}
-		}
+		seqs, tokens := seqsAndTokens(held)
 		list, _ := json.Marshal(tokens)
 		return []ackStatement{{`DELETE FROM seqbox_queue WHERE seq IN (SELECT value FROM json_each(?))
 			AND lease IN (SELECT value FROM json_each(?))`, []any{seqList(seqs), string(list)}}}
