@@ -87,3 +87,22 @@ func tableShape(t *testing.T, db *sql.DB, pg bool, table string) shape {
 	require.NoError(t, db.QueryRow(idx, table).Scan(&s.indexes), fmt.Sprintf("indexes of %s", table))
 	return s
 }
+
+// A raw batch writes every message's identity and each key once, at the
+// last version the batch holds for it, in byte order: the rows seqbox
+// leaves after the batch, and the lock order that keeps writers from
+// deadlocking.
+func TestRawBatchWritesEachKeyOnceAtItsLastVersion(t *testing.T) {
+	b := newRawBatch("r", 5, 30, 12)
+	require.Len(t, b.ids, 25)
+	require.Equal(t, "r-5", b.ids[0])
+	require.Equal(t, []string{"r-k0", "r-k1", "r-k10", "r-k11", "r-k2", "r-k3", "r-k4", "r-k5", "r-k6", "r-k7", "r-k8", "r-k9"}, b.lk)
+	want := map[string]int64{}
+	for i, k := range b.ks {
+		want[k] = max(want[k], b.vs[i])
+	}
+	for i, k := range b.lk {
+		require.Equal(t, want[k], b.lv[i], k)
+	}
+	require.Equal(t, int64(3), b.lv[0], "message 24 is key 0's last, at version 24/12+1")
+}
