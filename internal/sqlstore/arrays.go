@@ -3,6 +3,9 @@ package sqlstore
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/seqbox/seqbox/store"
@@ -100,16 +103,98 @@ func inboxInsertArrays(rs []store.InboxRow, inserted []bool) store.Statement {
 		received[i], retention[i] = micros(r.ReceivedAt), micros(r.RetentionUntil)
 		at[rowIdentity{r.Consumer, r.Source, r.ID}] = i
 	}
-	return insertedRead(`INSERT INTO seqbox_inbox
-		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
-		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
-		SELECT c, s, i, h, b, e, t, v, p, o, r, ra, pa, rr, ru FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],
-			$5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::bigint[],
-			$13::bigint[], $14::text[], $15::bigint[]) WITH ORDINALITY AS u(c, s, i, h, b, e, t, v, p, o, r, ra, pa, rr, ru, n)
-		ORDER BY n
-		ON CONFLICT (consumer, source, id) DO NOTHING RETURNING consumer, source, id`,
-		[]any{consumer, source, id, hash, bkey, etype, tenant, contract, pkey, version, outcome, received, processed, ref, retention},
-		at, inserted)
+	cols := []arrayColumn{
+		textColumn("consumer", consumer), textColumn("source", source), textColumn("id", id), textColumn("payload_hash", hash),
+		textColumn("businesskey", bkey), textColumn("event_type", etype), textColumn("tenant", tenant),
+		textColumn("contract_version", contract), textColumn("partitionkey", pkey), optIntColumn("objectversion", version),
+		textColumn("outcome", outcome), intColumn("received_at", received), optIntColumn("processed_at", processed),
+		textColumn("result_reference", ref), intColumn("retention_until", retention),
+	}
+	q, args := insertFromArrays("seqbox_inbox", cols, " ON CONFLICT (consumer, source, id) DO NOTHING RETURNING consumer, source, id")
+	return insertedRead(q, args, at, inserted)
+}
+
+// arrayColumn is one column of a multi-row insert from arrays
+// (insertFromArrays): its values, one per row, and, when every row holds
+// the same one, that value alone.
+type arrayColumn struct {
+	name, typ string
+	values    any
+	uniform   bool
+	value     any
+}
+
+func textColumn(name string, vs []string) arrayColumn { return valueColumn(name, "text", vs) }
+
+func intColumn(name string, vs []int64) arrayColumn { return valueColumn(name, "bigint", vs) }
+
+func valueColumn[T comparable](name, typ string, vs []T) arrayColumn {
+	c := arrayColumn{name: name, typ: typ, values: vs, uniform: len(vs) > 0}
+	for _, v := range vs {
+		c.uniform = c.uniform && v == vs[0]
+	}
+	if c.uniform {
+		c.value = vs[0]
+	}
+	return c
+}
+
+func optIntColumn(name string, vs []*int64) arrayColumn {
+	c := arrayColumn{name: name, typ: "bigint", values: vs, uniform: len(vs) > 0}
+	for _, v := range vs {
+		c.uniform = c.uniform && (v == nil) == (vs[0] == nil) && (v == nil || *v == *vs[0])
+	}
+	if c.uniform {
+		c.value = vs[0]
+	}
+	return c
+}
+
+// arrayTexts caches insertFromArrays' statement text per table, columns
+// and uniform ones.
+var arrayTexts sync.Map
+
+// insertFromArrays is an INSERT of cols into table, one row per array
+// element in the arrays' order, then tail. A column whose rows all hold
+// one value is sent as that value instead of an array: in a batch the
+// consumer, the source, the outcome and most optional fields are the same
+// for every row, and each array is decoded element by element on both
+// sides of the wire.
+func insertFromArrays(table string, cols []arrayColumn, tail string) (string, []any) {
+	var key strings.Builder
+	key.WriteString(table + tail)
+	args := make([]any, len(cols))
+	for i, c := range cols {
+		key.WriteString("," + c.name)
+		if c.uniform {
+			key.WriteString("=")
+			args[i] = c.value
+		} else {
+			args[i] = c.values
+		}
+	}
+	if q, ok := arrayTexts.Load(key.String()); ok {
+		return q.(string), args
+	}
+	names, sel, arrays, aliases := make([]string, len(cols)), make([]string, len(cols)), []string{}, []string{}
+	for i, c := range cols {
+		names[i] = c.name
+		p := "$" + strconv.Itoa(i+1)
+		if c.uniform {
+			sel[i] = p + "::" + c.typ
+			continue
+		}
+		alias := "c" + strconv.Itoa(i)
+		sel[i] = "u." + alias
+		arrays, aliases = append(arrays, p+"::"+c.typ+"[]"), append(aliases, alias)
+	}
+	from := " FROM unnest(" + strings.Join(arrays, ", ") + ") WITH ORDINALITY AS u(" + strings.Join(aliases, ", ") + ", n) ORDER BY u.n"
+	if len(arrays) == 0 {
+		from = ""
+	}
+	q := "INSERT INTO " + table + " (" + strings.Join(names, ", ") + ") SELECT " + strings.Join(sel, ", ") + from + tail
+	arrayTexts.Store(key.String(), q)
+	return q, args
 }
 
 // keyAdvanceArrays is KeyAdvanceMany in one statement.
