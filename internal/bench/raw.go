@@ -226,9 +226,10 @@ func rawValues(row string, n int) string {
 
 // rawRowsTx writes messages [from, to) in one transaction on SQLite with
 // multi-row statements, rawChunk messages each; a statement the
-// transaction runs again (every full chunk) is prepared once. Measured
-// at 9ee84bd, 128-row statements gave 1.3–1.6 times the rate of a
-// prepared single-row statement per row (docs/benchmarks.md §16).
+// transaction runs again (every full chunk) is prepared once. A
+// prepared single-row statement per row, which this replaced, gave about
+// half the rate (docs/benchmarks.md §16): each statement pays its fixed
+// cost once per row there, once per 128 rows here.
 func rawRowsTx(ctx context.Context, db *sql.DB, t rawTables, run string, from, to, keys int) error {
 	b := newRawBatch(run, from, to, keys)
 	tx, err := db.BeginTx(ctx, nil)
