@@ -212,3 +212,66 @@ func sqlitePlan(t *testing.T, q *Queue, stmt string, args ...any) string {
 	require.NoError(t, rows.Err())
 	return strings.Join(plan, "\n")
 }
+
+// On SQLite too, the receive walks the queue's index on (queue, seq) in
+// seq order, and its lease writes no index entry: no column the lease
+// changes is in an index. A queue made with visible_at in the index (002)
+// gets the shorter one when it opens, and opening it again changes
+// nothing more.
+func TestSQLiteLeaseWritesNoIndexEntry(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.db")
+	q, err := Open(ctx, path, Config{Name: "idx"})
+	require.NoError(t, err)
+	// The index as 002 makes it, as in a queue opened by an earlier seqbox.
+	_, err = q.db.ExecContext(ctx, `DROP INDEX seqbox_queue_order; CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, seq, visible_at)`)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+
+	for range 2 {
+		q, err = Open(ctx, path, Config{Name: "idx"})
+		require.NoError(t, err)
+		var def string
+		require.NoError(t, q.db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE name = 'seqbox_queue_order'`).Scan(&def))
+		require.Equal(t, "CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, seq)", def)
+		require.NoError(t, q.Close())
+	}
+	q, err = Open(ctx, path, Config{Name: "idx"})
+	require.NoError(t, err)
+	defer q.Close()
+	now := time.Now().UnixMicro()
+	require.Contains(t, sqlitePlan(t, q, q.leaseStatement(), "token", now+1, "idx", now, 512), "INDEX seqbox_queue_order")
+
+	// The lease's program opens the table for writing and none of its
+	// indexes: it writes no index entry.
+	indexRoots := map[int64]string{}
+	roots, err := q.db.QueryContext(ctx, `SELECT rootpage, name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'seqbox_queue'`)
+	require.NoError(t, err)
+	for roots.Next() {
+		var root int64
+		var name string
+		require.NoError(t, roots.Scan(&root, &name))
+		indexRoots[root] = name
+	}
+	require.NoError(t, roots.Err())
+	require.NoError(t, roots.Close())
+	require.Len(t, indexRoots, 2)
+	rows, err := q.db.QueryContext(ctx, "EXPLAIN "+q.leaseStatement(), "token", now+1, "idx", now, 512)
+	require.NoError(t, err)
+	defer rows.Close()
+	var writes []string
+	for rows.Next() {
+		var addr, p1, p2, p3, p5 int64
+		var op, p4, comment any
+		require.NoError(t, rows.Scan(&addr, &op, &p1, &p2, &p3, &p4, &p5, &comment))
+		if fmt.Sprint(op) == "OpenWrite" {
+			name, ok := indexRoots[p2]
+			if !ok {
+				name = "the table"
+			}
+			writes = append(writes, name)
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"the table"}, writes)
+}
