@@ -130,11 +130,10 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 			return nil, err
 		}
 		// The receive statement must walk the (queue, seq) index
-		// (seqbox_queue_order, see ensureOrderIndex) in seq order and stop
-		// after a batch. Right after a burst of publishes the table's
-		// statistics still describe it empty, and the planner then reads
-		// every ready row (a bitmap scan) and sorts them for each
-		// receive: 20 ms at a 31,000 backlog, and growing
+		// (seqbox_queue_order, see ensureHOT) in seq order and stop after a batch. Right after a burst
+		// of publishes the table's statistics still describe it empty, and
+		// the planner then reads every ready row (a bitmap scan) and sorts
+		// them for each receive: 20 ms at a 31,000 backlog, and growing
 		// with it, against 0.4 ms for the index walk. This pool runs only
 		// the queue's own statements (primary-key lookups and that walk),
 		// none of which needs a bitmap scan.
@@ -215,9 +214,6 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 			}
 		}
 		if err := ensureGroups(ctx, tx, d); err != nil {
-			return err
-		}
-		if err := ensureOrderIndex(ctx, tx, d); err != nil {
 			return err
 		}
 		if d == dialect.Postgres {
@@ -824,58 +820,39 @@ func ensureGroupIndex(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
 	return err
 }
 
-// ensureOrderIndex puts the index that the receive walks in publication
-// order, seqbox_queue_order, on (queue, seq) alone: the walk reads
-// visible_at from the row. A receive rewrites every row it leases (lease,
-// visible_at, attempts), and with visible_at in the index every lease also
-// deleted and inserted an index entry per row. On PostgreSQL that kept
-// leases from being heap-only updates (ensureHOT); on SQLite, Consumer.Run
-// on a backlog ran 3% to 25% faster with the shorter index, in each of six
-// alternating runs. Skipping leased rows at the head now reads them from
-// the table, which cost no more in a receive past 10,000 of them
-// (docs/benchmarks.md §16).
+// ensureHOT makes the PostgreSQL queue's leases heap-only updates (HOT):
+// a receive rewrites every row it leases (lease, visible_at, attempts),
+// and a row update that changes no indexed column and finds room on its
+// page adds no index entry. So the index that the receive walks in
+// publication order, seqbox_queue_order, is on (queue, seq) alone (the
+// walk reads visible_at from the row), and pages keep half their room
+// for the leased versions (fillfactor 40: a new version needs a line
+// pointer too, and at 50 one lease in twelve still missed its page). With (queue, seq, visible_at),
+// every lease of 512 rows wrote 1,536 index entries (three indexes), and
+// the receive was the pipeline's costliest statement on the server.
 //
-// It runs on every open, after the migrations, and changes the index only
-// where it still holds visible_at: 002 creates seqbox_queue_order only if
-// missing, so the index keeps its name and the migration leaves it alone.
-func ensureOrderIndex(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
-	probe := `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'seqbox_queue_order'`
-	if d == dialect.Postgres {
-		probe = `SELECT indexdef FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND indexname = 'seqbox_queue_order'`
-	}
-	var def string
-	if err := tx.QueryRowContext(ctx, probe).Scan(&def); err != nil {
+// It runs on every open, after the migrations, and changes only what is
+// not so yet: 002 creates seqbox_queue_order only if missing, so the
+// index keeps its name and the migration leaves it alone. SQLite has no
+// such updates and keeps the index of 002.
+func ensureHOT(ctx context.Context, tx *sql.Tx) error {
+	var def, opts string
+	if err := tx.QueryRowContext(ctx, `SELECT i.indexdef, COALESCE(array_to_string(c.reloptions, ','), '')
+		FROM pg_catalog.pg_indexes i JOIN pg_catalog.pg_class c ON c.oid = 'seqbox_queue'::regclass
+		WHERE i.schemaname = current_schema() AND i.indexname = 'seqbox_queue_order'`).Scan(&def, &opts); err != nil {
 		return err
 	}
-	if !strings.Contains(def, "visible_at") {
-		return nil
+	var stmts []string
+	if !strings.Contains(opts, "fillfactor=40") {
+		stmts = append(stmts, `ALTER TABLE seqbox_queue SET (fillfactor = 40)`)
 	}
-	for _, stmt := range []string{`DROP INDEX seqbox_queue_order`, `CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, seq)`} {
+	if strings.Contains(def, "visible_at") {
+		stmts = append(stmts, `DROP INDEX seqbox_queue_order`, `CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, seq)`)
+	}
+	for _, stmt := range stmts {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// ensureHOT makes the PostgreSQL queue's leases heap-only updates (HOT).
-// A row update that changes no indexed column (ensureOrderIndex) and
-// finds room on its page adds no index entry, so pages keep more than
-// half their room for the leased versions (fillfactor 40: a new version
-// needs a line pointer too, and at 50 one lease in twelve still missed
-// its page). With (queue, seq, visible_at), every lease of 512 rows wrote
-// 1,536 index entries (three indexes), and the receive was the
-// pipeline's costliest statement on the server. It changes the table
-// only where that is not so yet. SQLite has no such updates.
-func ensureHOT(ctx context.Context, tx *sql.Tx) error {
-	var opts string
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(array_to_string(reloptions, ','), '')
-		FROM pg_catalog.pg_class WHERE oid = 'seqbox_queue'::regclass`).Scan(&opts); err != nil {
-		return err
-	}
-	if strings.Contains(opts, "fillfactor=40") {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `ALTER TABLE seqbox_queue SET (fillfactor = 40)`)
-	return err
 }
