@@ -169,11 +169,14 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 		}
 		if t.tx != nil {
 			all, err := t.insertedAll(ctx, rowsText(inboxInsertValues, inboxInsertRow, 0, hi-lo), args, hi-lo)
-			if err != nil || all {
-				for i := lo; i < hi && all; i++ {
+			if err != nil {
+				return err
+			}
+			if all {
+				for i := lo; i < hi; i++ {
 					inserted[i] = true
 				}
-				return err
+				return nil
 			}
 		}
 		at := make(map[rowIdentity]int, hi-lo)
