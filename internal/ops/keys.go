@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,9 @@ type KeyReport struct {
 	PartitionKey string `json:"partitionkey"`
 	Status       string `json:"status"`
 	// Version is the last committed version; Expected the one that may
-	// apply next; LowestParked the lowest version waiting behind it.
+	// apply next (nil when none can: the key has no version yet and takes
+	// its first event as its baseline, or Version is math.MaxInt64, which
+	// nothing follows); LowestParked the lowest version waiting behind it.
 	Version      *int64 `json:"version"`
 	Expected     *int64 `json:"expected"`
 	LowestParked *int64 `json:"lowest_parked"`
@@ -168,6 +171,9 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 	rep := KeyReport{PartitionKey: v.Key, Status: StatusOK, Version: v.Version, LowestParked: v.NextVersion,
 		Held: v.Held, Blocked: v.Blocked, BlockedMessages: v.BlockedCount}
 	switch {
+	case v.Version != nil && *v.Version == math.MaxInt64:
+		// No version follows the largest: nothing is expected (version+1
+		// would wrap to a negative number).
 	case v.Version != nil:
 		e := *v.Version + 1
 		rep.Expected = &e
