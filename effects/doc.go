@@ -8,9 +8,12 @@
 //     source, id, action) that is passed to the remote side.
 //   - The row is committed as pending, in its own short transaction,
 //     before the call. After the call it becomes succeeded (with the
-//     remote reference) or failed (the remote side said no), or uncertain:
-//     a timeout, a connection reset, or a crash after the request may have
-//     been sent (a pending row found by the next attempt).
+//     remote reference) or failed (the remote side said no, or certainly
+//     never got it: Definite, NotApplied), or uncertain: a timeout, a
+//     connection reset, or a crash after the request may have been sent
+//     (a pending row found by the next attempt).
+//   - An answer that comes after an operator resolved the call (its
+//     caller was frozen, not dead) is refused: the resolution stands.
 //   - An uncertain call is never executed again blindly. The next attempt
 //     asks Config.Reconcile, a user-supplied check by idempotency key or
 //     reference, first; without one it stays uncertain until an operator

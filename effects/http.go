@@ -2,11 +2,14 @@ package effects
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqbox/seqbox"
@@ -26,12 +29,14 @@ type HTTPRef func(resp *http.Response) (string, error)
 // answer succeeds with the reference ref reads. A 3xx is a Definite
 // failure naming where it pointed: the request was not delivered, and is
 // not sent elsewhere. A refusal that certainly applied nothing (400–499
-// but 408, 409 and 429) is Definite. 408 and 429 are transient, with
-// their Retry-After kept (seqbox.RetryAfter). Anything else, a 5xx, a
+// but 408, 409 and 429) is Definite. 408 and 429 say the request was not
+// processed: NotApplied (failed in the ledger, transient), with their
+// Retry-After kept (seqbox.RetryAfter). A request that never left the
+// process is not uncertain either (SendOnce). Anything else, a 5xx, a
 // 409 (the key is in use by a request still running), a timeout or a
-// broken connection, may have applied the effect, and is uncertain. The
-// request is never sent twice by net/http's own retries: only the ledger
-// decides to call again.
+// broken connection after the request went out, may have applied the
+// effect, and is uncertain. The request is never sent twice by
+// net/http's own retries: only the ledger decides to call again.
 func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 	if client == nil {
 		client = http.DefaultClient
@@ -45,8 +50,7 @@ func HTTP(client *http.Client, build HTTPRequest, ref HTTPRef) Call {
 		req.Header.Set("Idempotency-Key", key)
 		// The remote side continues the message's trace (W3C trace context).
 		propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
-		noReplay(req)
-		resp, err := client.Do(req)
+		resp, err := SendOnce(client, req)
 		if err != nil {
 			return "", err
 		}
@@ -80,13 +84,58 @@ func noReplay(req *http.Request) {
 	req.GetBody = nil
 }
 
+// SendOnce sends req through client exactly once (net/http's own retry of
+// a broken reused connection is switched off, as in HTTP) and says
+// whether a failed request can have reached the remote side. Through a
+// client whose Transport is net/http's own (nil included), an error
+// before a connection was had is not uncertain: one net/http refused
+// before dialling (an invalid header value, an unsupported URL) is
+// Definite, since it can never be sent; one where the dial failed or the
+// context ended first is NotApplied. Any other error is returned as
+// net/http gave it: the request may have gone out. Through another
+// Transport nothing is known, and no error is classified.
+func SendOnce(client *http.Client, req *http.Request) (*http.Response, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	noReplay(req)
+	var dialling, connected atomic.Bool
+	known := false
+	switch client.Transport.(type) {
+	case nil, *http.Transport:
+		known = true
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GetConn: func(string) { dialling.Store(true) },
+			GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
+		}))
+	}
+	resp, err := client.Do(req)
+	if err == nil || !known || connected.Load() {
+		return resp, err
+	}
+	var t interface{ Timeout() bool }
+	switch {
+	case dialling.Load(), req.Context().Err() != nil, errors.As(err, &t) && t.Timeout():
+		return nil, NotApplied(fmt.Errorf("not sent: %w", err))
+	}
+	return nil, Definite(fmt.Errorf("not sent: %w", err))
+}
+
 // classify maps a non-2xx answer to the ledger's error classes.
 func classify(resp *http.Response, err error) error {
 	code := resp.StatusCode
 	switch {
 	case code >= 300 && code < 400:
 		return Definite(fmt.Errorf("%w (redirect to %q not followed)", err, resp.Header.Get("Location")))
-	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
+		// Not processed: the remote side says so.
+		if after, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return NotApplied(seqbox.RetryAfter(err, after))
+		}
+		return NotApplied(err)
+	case code >= 500:
+		// A 503 too: a proxy in front of the remote side may answer it
+		// after the request went on (and broke there).
 		if after, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return seqbox.RetryAfter(err, after)
 		}

@@ -180,9 +180,11 @@ type Call func(ctx context.Context, idempotencyKey string) (ref string, err erro
 // Do runs call at most once per message and action, as far as the remote
 // side honours the idempotency key, and returns its reference. A call
 // already succeeded returns its recorded reference without calling. An
-// error returned by call is recorded as failed when wrapped with Definite,
-// and as uncertain otherwise; Do then returns it (an *UncertainError for
-// uncertain ones).
+// error returned by call is recorded as failed when wrapped with Definite
+// or NotApplied, and as uncertain otherwise; Do then returns it (an
+// *UncertainError for uncertain ones). An answer that comes after the row
+// was settled by someone else (an operator's resolution of a caller that
+// looked dead) is refused with a *ConflictError.
 func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, error) {
 	id, ok := seqbox.IdentityFrom(ctx)
 	if !ok {
@@ -212,7 +214,7 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 			return "", err
 		}
 		if !found {
-			e = Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key}
+			e = Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key, Calls: 1}
 			inserted, err := l.insertPending(ctx, e)
 			if err != nil {
 				return "", err
@@ -250,6 +252,7 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 				return "", err
 			}
 			if claimed {
+				e.Calls++ // the transition counted this call
 				return l.call(ctx, e, call)
 			}
 			continue
@@ -271,8 +274,9 @@ func checkAction(action string) error {
 	return nil
 }
 
-// call runs the call for a row this attempt holds as pending, and records
-// what came of it.
+// call runs the call for a row this attempt holds as pending (its
+// e.Calls-th call), and records what came of it, unless the row stopped
+// being this call's meanwhile (refuse).
 func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
@@ -281,28 +285,106 @@ func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) 
 	stop()
 	// The outcome is recorded even when ctx ends: it is what happened.
 	rctx := context.WithoutCancel(ctx)
+	to, lastError := Uncertain, ""
 	switch {
 	case err == nil:
-		if serr := l.settle(rctx, e.IdempotencyKey, Succeeded, ref, "", Pending, Uncertain); serr != nil {
-			return "", fmt.Errorf("effects: %s succeeded remotely (ref %q) but could not be recorded (the next attempt reconciles it): %w", e.IdempotencyKey, ref, serr)
-		}
-		return ref, nil
-	case IsDefinite(err):
-		l.logFailure(ctx, e, Failed, err)
-		if serr := l.settle(rctx, e.IdempotencyKey, Failed, "", err.Error(), Pending); serr != nil {
-			return "", errors.Join(err, serr)
-		}
-		return "", err
+		to = Succeeded
+	case IsNotApplied(err):
+		to, lastError = Failed, err.Error()
 	default:
 		if cctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("no answer within %s: %w", l.cfg.Timeout, err)
 		}
-		l.logFailure(ctx, e, Uncertain, err)
-		if serr := l.settle(rctx, e.IdempotencyKey, Uncertain, "", err.Error(), Pending); serr != nil {
-			return "", errors.Join(err, serr)
-		}
-		return "", &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: err}
+		lastError = err.Error()
 	}
+	// A caller whose heartbeat stopped (a frozen process) may answer after
+	// an operator resolved its call, or another attempt reconciled it and
+	// called again: its answer must not overwrite theirs.
+	if cur, found, gerr := l.get(rctx, e.IdempotencyKey); gerr == nil && found && !l.ours(cur, e.Calls) {
+		return "", l.refuse(rctx, cur, to, ref, err)
+	}
+	if err != nil {
+		l.logFailure(ctx, e, to, err)
+	}
+	// From uncertain too: a row turned uncertain only because this call's
+	// lease ran out (its caller was slow, not dead) is still this call's.
+	from := []State{Pending, Uncertain}
+	if to == Uncertain {
+		from = from[:1]
+	}
+	if serr := l.settle(rctx, e.IdempotencyKey, to, ref, lastError, from...); serr != nil {
+		if err == nil {
+			return "", fmt.Errorf("effects: %s succeeded remotely (ref %q) but could not be recorded (the next attempt reconciles it): %w", e.IdempotencyKey, ref, serr)
+		}
+		return "", errors.Join(err, serr)
+	}
+	// The write above is conditional: an operator who resolved the row
+	// between the look and the write wins, and this answer is refused.
+	if cur, found, gerr := l.get(rctx, e.IdempotencyKey); gerr == nil && found && (cur.State != to || cur.Calls != e.Calls) {
+		if !(to == Uncertain && cur.State == Uncertain) {
+			return "", l.refuse(rctx, cur, to, ref, err)
+		}
+	}
+	switch to {
+	case Succeeded:
+		return ref, nil
+	case Failed:
+		return "", err
+	}
+	return "", &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: err}
+}
+
+// ours reports whether a row is still the one a call (the calls-th) was
+// made for: no other attempt called since, and nobody settled it for good
+// (an operator's resolution, another attempt's reconciliation).
+func (l *Ledger) ours(cur Effect, calls int) bool {
+	return cur.Calls == calls && (cur.State == Pending || cur.State == Uncertain)
+}
+
+// ConflictError says a call answered after its row stopped being its
+// own: an operator resolved it (seqbox effects resolve), or another
+// attempt reconciled it or called again, while this caller was frozen
+// past its lease. The ledger keeps what they recorded and refuses the
+// late answer, and the message follows the ledger on its next attempt
+// (succeeded: its reference; failed: call again under the same key). It
+// is a wait, not a failure of the message (Wait).
+type ConflictError struct {
+	IdempotencyKey string
+	// State is the row's state that stands.
+	State State
+	// Answer is what the late call said.
+	Answer string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("effects: call %s answered (%s) after its row was settled %s by someone else (an operator, or another attempt): the ledger keeps %s, and the answer is refused",
+		e.IdempotencyKey, e.Answer, e.State, e.State)
+}
+
+// Wait says the message comes back soon, without an attempt counted: the
+// next attempt reads the row and follows it.
+func (e *ConflictError) Wait() time.Duration { return 100 * time.Millisecond }
+
+// refuse records, on the row that stands, that a late answer was refused,
+// logs it, and returns the ConflictError.
+func (l *Ledger) refuse(ctx context.Context, cur Effect, to State, ref string, callErr error) error {
+	answer := string(to)
+	switch {
+	case callErr != nil:
+		answer += ": " + callErr.Error()
+	case ref != "":
+		answer += " (ref " + ref + ")"
+	}
+	c := &ConflictError{IdempotencyKey: cur.IdempotencyKey, State: cur.State, Answer: answer}
+	l.cfg.Logger.WarnContext(ctx, "seqbox: a late answer of an external call was refused", "consumer", cur.Consumer, "source", cur.Source,
+		"id", cur.ID, "action", cur.Action, "idempotency_key", cur.IdempotencyKey, "state", string(cur.State), "answer", answer)
+	if cur.State == Succeeded || cur.State == Failed {
+		// Said on the row, its state and reference unchanged (a row that
+		// moved on meanwhile is left alone).
+		note := strings.TrimPrefix(cur.LastError+"; ", "; ") + "refused a late answer of an earlier call: " + answer
+		_ = l.settle(ctx, cur.IdempotencyKey, cur.State, cur.Ref, note, cur.State)
+	}
+	return c
 }
 
 // logFailure is the one line a failed call gets.

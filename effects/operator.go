@@ -50,7 +50,11 @@ func validState(s State) bool {
 // Resolve settles an uncertain call by hand, after an operator checked
 // the remote side: succeeded with its reference, or failed (the remote
 // side has nothing, so the next attempt calls again). why is kept as the
-// row's last error, with who.
+// row's last error, with who. The resolution stands: should the caller of
+// the call (one frozen past its lease, not dead) answer afterwards, its
+// answer is refused (ConflictError) and the message follows the ledger.
+// A caller that answers before the resolution is written keeps its
+// answer, and Resolve says so.
 func (l *Ledger) Resolve(ctx context.Context, key string, to State, ref, who, why string) error {
 	if to != Succeeded && to != Failed {
 		return fmt.Errorf("effects: resolve %s to %q: only succeeded or failed", key, to)
@@ -74,7 +78,23 @@ func (l *Ledger) Resolve(ctx context.Context, key string, to State, ref, who, wh
 	if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (its caller's heartbeat stopped)", Pending); err != nil {
 		return err
 	}
-	return l.settle(ctx, key, to, ref, fmt.Sprintf("resolved %s by %s: %s", to, who, why), Uncertain)
+	if err := l.settle(ctx, key, to, ref, fmt.Sprintf("resolved %s by %s: %s", to, who, why), Uncertain); err != nil {
+		return err
+	}
+	// Both writes are conditional: a caller that reported back between
+	// the look above and them keeps its answer, and the operator is told
+	// that the resolution did not take.
+	after, found, err := l.get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if to == Failed && found && after.Calls > e.Calls {
+		return nil // the next attempt already called again, as failed lets it
+	}
+	if !found || after.State != to || after.Calls != e.Calls || !strings.HasPrefix(after.LastError, "resolved ") {
+		return fmt.Errorf("effects: %s changed while it was being resolved: it is now %s (%s); nothing was resolved", key, after.State, after.LastError)
+	}
+	return nil
 }
 
 // UncertainCount is how many calls of one action are uncertain, and since
