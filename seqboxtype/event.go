@@ -76,7 +76,9 @@ type Event struct {
 // identity and is refused. That is bytes that are not valid UTF-8, a lone
 // surrogate escape ("\udc01") and a member name repeated in one object
 // ("id" and "\u0069d" are the same name), at any depth, and numbers that
-// RFC 8785 cannot represent (1e400).
+// the payload hash cannot hold exactly: beyond a double's range (1e400), or
+// not exactly the decimal RFC 8785 writes for them (9007199254740993,
+// which it writes 9007199254740992; see hashedNumber).
 func ParseEvent(raw []byte) (Event, error) {
 	return ParseEventExcluding(raw, defaultVolatile)
 }
@@ -284,12 +286,13 @@ func (e envelope) objectVersion() (*int64, error) {
 // JCS compares by value: member order, insignificant whitespace, string
 // escapes ("é" and "\u00e9") and number spelling (25, 25.0, 2.5e1) do not
 // change the hash. Numbers are IEEE-754 doubles in RFC 8785, as in
-// JavaScript's JSON.parse: integers above 2^53 are rounded to the nearest
-// double (9007199254740993 hashes as 9007199254740992), and a number too
-// small for a double becomes 0 (1e-400 hashes as 0). That is the
-// standard's meaning of the document, not a seqbox choice; a producer
-// that needs more digits sends them as a string. Numbers too large for a
-// double (1e400) have no RFC 8785 form and were refused by the scanner.
+// JavaScript's JSON.parse, so a literal that is not exactly the decimal
+// RFC 8785 writes for its double would share its hash with other numbers
+// (9007199254740993 would hash as 9007199254740992, 1e-400 as 0): the
+// scanner refused those (hashedNumber), and numbers too large for a
+// double (1e400), which have no RFC 8785 form. Every number left hashes
+// as exactly its value; a producer that needs more digits sends them as
+// a string.
 //
 // raw has been checked by scanEnvelope, which jcs relies on: jcs also
 // refuses duplicate names, invalid UTF-8 and lone surrogates, but without

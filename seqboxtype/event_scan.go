@@ -22,7 +22,8 @@ import (
 //   - a member name repeated in the same object, at any depth, comparing
 //     names after unescaping ("id" and "\u0069d" are the same name);
 //   - a number outside the range of an IEEE-754 double (1e400), which
-//     RFC 8785 cannot represent.
+//     RFC 8785 cannot represent, or one RFC 8785 can only round
+//     (9007199254740993, 1e-400): the hash would hold another number.
 //
 // It records where each top-level member sits in the input, so the
 // attributes are read and the hashed document is built without decoding
@@ -332,9 +333,12 @@ func (s *envScanner) literal(word string) error {
 	return nil
 }
 
-// number scans an RFC 8259 number and refuses one that overflows an
-// IEEE-754 double: RFC 8785 has no text for it, and hashing anything else
-// would merge different values.
+// number scans an RFC 8259 number and refuses one the payload hash cannot
+// hold exactly (hashedNumber): one beyond an IEEE-754 double's range
+// (1e400), which RFC 8785 has no text for, and one whose value differs
+// from the decimal RFC 8785 writes for it (9007199254740993, written
+// 9007199254740992), which would share its hash with other numbers. The
+// error names the number's JSON path (data.items[2]).
 func (s *envScanner) number() error {
 	start := s.i
 	if s.b[s.i] == '-' {
@@ -353,7 +357,9 @@ func (s *envScanner) number() error {
 		return s.syntax()
 	}
 	intDigits := s.i - intAt
+	frac := false
 	if s.i < len(s.b) && s.b[s.i] == '.' {
+		frac = true
 		s.i++
 		if s.digits() == 0 {
 			return s.syntax()
@@ -370,15 +376,26 @@ func (s *envScanner) number() error {
 			return s.syntax()
 		}
 	}
-	// Without an exponent, only a number with more than 308 integer digits
-	// can overflow; spare the common case the conversion.
-	if exp || intDigits > 300 {
-		text := string(s.b[start:s.i])
-		if _, err := strconv.ParseFloat(text, 64); err != nil {
-			return invalid(s.field(), "number %s is outside the range of an IEEE-754 double (RFC 8785 cannot represent it)", truncate(text))
-		}
+	lit := s.b[start:s.i]
+	if !exp && !frac && intDigits <= maxExactDigits {
+		return nil // the common case: exact, spared the conversion
+	}
+	canon, ok, outOfRange := hashedNumber(lit)
+	switch {
+	case outOfRange:
+		return invalid(s.field(), "number %s is outside the range of an IEEE-754 double (RFC 8785 cannot represent it)", truncate(string(lit)))
+	case !ok && !s.atObjectVersion():
+		return invalid(s.field(), "number %s is not exactly a value the payload hash keeps: RFC 8785 reads it as the double written %s, "+
+			"so different numbers would share one hash; send it as a string, or as %s if that is what it means", truncate(string(lit)), canon, canon)
 	}
 	return nil
+}
+
+// atObjectVersion reports whether the value being scanned is the
+// envelope's objectversion, which ParseEvent reads exactly as an integer
+// and judges with its own message (envelope.objectVersion).
+func (s *envScanner) atObjectVersion() bool {
+	return len(s.path) == 1 && string(s.path[0].name) == "objectversion"
 }
 
 func (s *envScanner) digits() int {
