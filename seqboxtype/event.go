@@ -78,7 +78,8 @@ type Event struct {
 // ("id" and "\u0069d" are the same name), at any depth, and numbers that
 // the payload hash cannot hold exactly: beyond a double's range (1e400), or
 // not exactly the decimal RFC 8785 writes for them (9007199254740993,
-// which it writes 9007199254740992; see hashedNumber).
+// which it writes 9007199254740992; see hashedNumber). Control
+// characters are refused in the identity and ordering keys (keyText).
 func ParseEvent(raw []byte) (Event, error) {
 	return ParseEventExcluding(raw, defaultVolatile)
 }
@@ -141,6 +142,13 @@ func ParseEventExcluding(raw []byte, volatile []string) (Event, error) {
 	}
 	if ev.ObjectVersion, err = env.objectVersion(); err != nil {
 		return Event{}, err
+	}
+	for _, k := range []struct{ name, value string }{
+		{"id", ev.ID}, {"source", ev.Source}, {"type", ev.Type}, {"partitionkey", ev.PartitionKey}, {"businesskey", ev.BusinessKey},
+	} {
+		if err := keyText(k.name, k.value); err != nil {
+			return Event{}, err
+		}
 	}
 	if ev.ObjectVersion != nil && ev.PartitionKey == "" {
 		return Event{}, invalid("objectversion", "set without a partitionkey: a version is only meaningful per business object")
@@ -207,6 +215,26 @@ func storable(name, s string) error {
 	}
 	if len(s) > MaxAttributeSize {
 		return invalid(name, "is %d bytes, longer than the %d-byte limit", len(s), MaxAttributeSize)
+	}
+	return nil
+}
+
+// keyText refuses a control character (U+0000 to U+001F, and DEL,
+// U+007F) in an identity or ordering key: id, source, type, partitionkey
+// and businesskey. Those travel in headers (the gateway's
+// Seqbox-Partition-Key to the agent, a broker's message headers), which
+// cannot carry CR, LF or the other controls, so an event holding one
+// would fail at every attempt; they are table cells and arguments of
+// `seqbox keys` and `seqbox dlq`, where a line break splits a row and an
+// escape sequence drives the terminal; and two keys that differ only in
+// an invisible character would look like one. Other attributes and data
+// are text, where a control character is a character like any other.
+func keyText(name, s string) error {
+	for k := 0; k < len(s); k++ {
+		if c := s[k]; c < 0x20 || c == 0x7f {
+			return invalid(name, "contains a control character (U+%04X at byte %d): an identity or ordering key must be printable, "+
+				"as it travels in headers and shows in tables", c, k)
+		}
 	}
 	return nil
 }
