@@ -77,10 +77,18 @@ func newAgentClient(timeout time.Duration) *http.Client {
 // decide is Config.Decide: wait while the agent's circuit is open, then
 // call the agent through the ledger under the event's Idempotency-Key.
 func (a *dispatcher) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
-	if err := a.circuit.wait(ctx); err != nil {
+	p, err := a.circuit.wait(ctx)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Decide's own deadline, not a shutdown: the message comes back
+			// later without an attempt spent on the agent's outage.
+			return nil, &circuitOpenError{err: err}
+		}
 		return nil, fmt.Errorf("waiting for the agent's circuit to close: %w", err)
 	}
+	defer p.release()
 	ctx = context.WithValue(ctx, eventKey{}, ev)
+	ctx = context.WithValue(ctx, passKey{}, p)
 	ref, err := a.ledger.Do(ctx, AgentAction, func(ctx context.Context, key string) (string, error) {
 		if err := a.hook.At(fault.AfterLedgerPending); err != nil {
 			return "", err
@@ -104,9 +112,40 @@ func (a *dispatcher) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, e
 	return []byte(ref), nil
 }
 
-// probe asks whether the agent is up, for the circuit: a HEAD request to
-// --agent-url that any answer but 502, 503 or 504 counts as up. No event is sent,
-// and no message spends an attempt on it.
+// circuitOpenError: Decide's deadline passed while the agent's circuit
+// was open. It is a wait, not a failure of the message (Wait).
+type circuitOpenError struct{ err error }
+
+func (e *circuitOpenError) Error() string {
+	return "the agent's circuit stayed open for as long as one decision may take: " + e.err.Error()
+}
+func (e *circuitOpenError) Unwrap() error { return e.err }
+
+// Wait says the message comes back after a pause, its attempts untouched.
+func (e *circuitOpenError) Wait() time.Duration { return circuitMaxPause }
+
+// passKey carries the circuit's pass of the dispatch to call.
+type passKey struct{}
+
+// passFrom is the dispatch's pass; a call without one (a test's) reports
+// to a throwaway pass, which counts as one dispatch of a closed circuit.
+func (a *dispatcher) passFrom(ctx context.Context) *pass {
+	if p, ok := ctx.Value(passKey{}).(*pass); ok {
+		return p
+	}
+	a.circuit.mu.Lock()
+	defer a.circuit.mu.Unlock()
+	return &pass{c: a.circuit, gen: a.circuit.gen}
+}
+
+// probe asks whether the agent is up, before a trial call is let through
+// the half-open circuit: a HEAD request to --agent-url that any answer but
+// 502, 503 or 504 passes. It is a cheap pre-check, never the verdict: a
+// failed probe keeps the circuit open without any message paying an
+// attempt (a restarting agent refuses connections, or its proxy answers
+// 502-504, to HEAD as to POST), while a passing one only lets one real
+// call go, whose success alone closes the circuit (an agent may answer
+// HEAD and still fail every POST).
 func (a *dispatcher) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, min(a.client.Timeout, 5*time.Second))
 	defer cancel()
@@ -129,12 +168,24 @@ func (a *dispatcher) probe(ctx context.Context) error {
 	return nil
 }
 
-// call POSTs the event to the agent once and maps its answer (docs/design.md §10):
-// 2xx applied; 409 stale or version_conflict, as the problem body says; a
-// 3xx a definite failure (never followed); 408 and 429 transient, with
-// Retry-After honoured; any other 4xx a definite refusal; 5xx, a timeout
-// or a broken connection an error that may have applied (uncertain).
-// What the agent's health shows goes to the circuit.
+// call POSTs the event to the agent once and maps its answer (docs/design.md
+// §10.3):
+//   - 2xx applied; 409 stale or version_conflict, as the problem body
+//     says; a 3xx a definite failure (never followed); any other 4xx but
+//     408 and 429 a definite refusal. Each shows the agent is up.
+//   - 408, 429 and 503 say the event was not processed: NotApplied
+//     (failed in the ledger, transient), their Retry-After kept for the
+//     event's key only (seqbox.RetryAfter). 408 and 429 say nothing about
+//     the agent's health; a 503 counts as a down agent's failure.
+//   - another 5xx, a timeout or a broken connection may have applied it:
+//     uncertain, and a down agent's failure.
+//   - a request that never left the process is not uncertain: Definite
+//     when net/http refused it before dialling (it can never be sent),
+//     and then no news of the agent; NotApplied when the dial failed (a
+//     down agent's failure) or ctx ended first.
+//
+// What the answer shows of the agent's health goes to the circuit through
+// the dispatch's pass.
 func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) (v Verdict, err error) {
 	defer func() {
 		if err != nil && a.log != nil {
@@ -147,6 +198,7 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 			a.log.Warn("seqbox serve: agent call failed", append(attrs, "idempotency_key", key, "err", err)...)
 		}
 	}()
+	p := a.passFrom(ctx)
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(ev.Raw))
 	if err != nil {
@@ -164,9 +216,15 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 	if v, ok := ev.Version(); ok {
 		req.Header.Set(HeaderObjectVersion, strconv.FormatInt(v, 10))
 	}
-	resp, err := a.client.Do(req)
-	a.metrics.agentSeconds.WithLabelValues(a.consumer).Observe(time.Since(start).Seconds())
+	resp, err := effects.SendOnce(a.client, req)
 	if err != nil {
+		if effects.IsDefinite(err) {
+			// Refused before dialling: nothing reached the agent, and
+			// nothing is known of its health.
+			a.metrics.agentCalls.WithLabelValues(a.consumer, "not_sent").Inc()
+			return Verdict{}, err
+		}
+		a.metrics.agentSeconds.WithLabelValues(a.consumer).Observe(time.Since(start).Seconds())
 		result := "error"
 		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 			result = "timeout"
@@ -174,48 +232,57 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 		}
 		a.metrics.agentCalls.WithLabelValues(a.consumer, result).Inc()
 		if ctx.Err() == nil || result == "timeout" {
-			a.circuit.failure(err.Error())
+			p.failure(err.Error())
 		}
 		return Verdict{}, err
 	}
+	a.metrics.agentSeconds.WithLabelValues(a.consumer).Observe(time.Since(start).Seconds())
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	now := a.now().UTC().Format(time.RFC3339Nano)
 	code := resp.StatusCode
 	a.metrics.agentCalls.WithLabelValues(a.consumer, statusClass(code)).Inc()
+	// keyOnly keeps the Retry-After the agent asked for: it delays this
+	// event, and so its key, never the other keys.
+	keyOnly := func(err error) error {
+		if after, ok := effects.ParseRetryAfter(resp.Header.Get("Retry-After"), a.now()); ok {
+			return seqbox.RetryAfter(err, after)
+		}
+		return err
+	}
 	switch {
 	case code >= 200 && code < 300:
-		a.circuit.success()
+		p.success()
 		return Verdict{Verdict: string(seqboxtype.Applied), Status: code, Detail: snippet(body), At: now}, nil
 	case code >= 300 && code < 400:
 		// Never followed: the event was not delivered, and following
 		// would send it (and its Idempotency-Key) elsewhere.
-		a.circuit.success()
+		p.success()
 		return Verdict{}, effects.Definite(fmt.Errorf("agent answered %s (to %q): redirects are not followed; point --agent-url at the final address",
 			resp.Status, resp.Header.Get("Location")))
 	case code == http.StatusConflict:
-		a.circuit.success()
+		p.success()
 		verdict, detail := conflictVerdict(body)
 		return Verdict{Verdict: verdict, Status: code, Detail: detail, At: now}, nil
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
-		err := fmt.Errorf("agent answered %s: %s", resp.Status, snippet(body))
-		if after, ok := effects.ParseRetryAfter(resp.Header.Get("Retry-After"), a.now()); ok {
-			a.circuit.pauseFor(after, err.Error())
-			return Verdict{}, seqbox.RetryAfter(err, after)
-		}
-		a.circuit.success()
-		return Verdict{}, err
+		// Not processed, and no news of the agent's health: a rate limit
+		// or a slow upload is this event's (or its key's) business.
+		p.release()
+		return Verdict{}, effects.NotApplied(keyOnly(fmt.Errorf("agent answered %s: %s", resp.Status, snippet(body))))
 	case code >= 400 && code < 500:
-		a.circuit.success()
+		p.success()
 		return Verdict{}, effects.Definite(fmt.Errorf("agent refused the event: %s: %s", resp.Status, snippet(body)))
+	case code == http.StatusServiceUnavailable:
+		// Unavailable: the agent did not process it (the agent contract;
+		// it deduplicates by Idempotency-Key, so calling again is safe
+		// even behind a proxy that answered 503 after passing it on).
+		err := fmt.Errorf("agent unavailable: %s: %s", resp.Status, snippet(body))
+		p.failure(err.Error())
+		return Verdict{}, effects.NotApplied(keyOnly(err))
 	default:
 		err := fmt.Errorf("agent failed: %s: %s", resp.Status, snippet(body))
-		if after, ok := effects.ParseRetryAfter(resp.Header.Get("Retry-After"), a.now()); ok {
-			a.circuit.pauseFor(after, err.Error())
-			return Verdict{}, seqbox.RetryAfter(err, after)
-		}
-		a.circuit.failure(err.Error())
-		return Verdict{}, err
+		p.failure(err.Error())
+		return Verdict{}, keyOnly(err)
 	}
 }
 
