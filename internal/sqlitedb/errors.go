@@ -3,6 +3,7 @@ package sqlitedb
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -30,6 +31,12 @@ func StorageFull(err error) bool {
 	return false
 }
 
+// busyTimeoutMS is the busy_timeout, in milliseconds, of a writer pool's
+// connections: how long SQLite's busy handler polls for a lock another
+// connection holds before the statement fails with SQLITE_BUSY. Tests
+// shorten it.
+var busyTimeoutMS = 10000
+
 // busyPatience is how long opening keeps retrying its schema work while
 // another process writes: a busy writer process hands the write lock from
 // one of its transactions to the next, and SQLite's busy handler, which
@@ -55,3 +62,16 @@ func RetryBusy(ctx context.Context, fn func() error) error {
 		}
 	}
 }
+
+// onContention, when set (tests), is called each time a step meets its
+// database busy and goes on: it waits for the writer turn or tries again.
+var onContention func()
+
+// busyRetries counts the statements run again after SQLITE_BUSY or
+// SQLITE_LOCKED.
+var busyRetries atomic.Int64
+
+// BusyRetries is how many times, in this process, a statement or BEGIN on
+// a seqbox SQLite pool failed with SQLITE_BUSY or SQLITE_LOCKED and was
+// run again inside its step.
+func BusyRetries() int64 { return busyRetries.Load() }

@@ -30,7 +30,7 @@ import (
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
 )
 
 // ListTables lists the user tables of a SQLite database.
@@ -328,15 +328,24 @@ func OpenRelaxed(ctx context.Context, path string) (*sql.DB, error) {
 // setting.
 func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, error) {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", t.DSN(q))
+	base, err := sqlite.NewConnector(t.DSN(q))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
+	// Its writes outside transactions take the file's writer turn, and
+	// its statements and BEGINs outlast a busy database (patient.go).
+	pc := &patientConnector{base: base}
+	if t.Path != "" {
+		if abs, err := filepath.Abs(t.Path); err == nil {
+			pc.turn = turnOf(abs)
+		}
+	}
+	db := sql.OpenDB(pc)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, refusal(t, err)

@@ -19,6 +19,11 @@ func Turn(path string) chan struct{} {
 	if file == "" {
 		return make(chan struct{}, 1)
 	}
+	return turnOf(file)
+}
+
+// turnOf is the writer turn of the file at the absolute path file.
+func turnOf(file string) chan struct{} {
 	v, _ := turns.LoadOrStore(file, make(chan struct{}, 1))
 	return v.(chan struct{})
 }

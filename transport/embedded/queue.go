@@ -98,17 +98,19 @@ type Queue struct {
 	turn chan struct{}
 }
 
-// writing runs fn in the file's writer turn (SQLite), or at once.
-func (q *Queue) writing(ctx context.Context, fn func() error) error {
+// writing runs fn in the file's writer turn (SQLite), or at once. fn's
+// context says it holds the turn, so that the file's pools run its writes
+// without waiting for the turn again (sqlitedb.Hold).
+func (q *Queue) writing(ctx context.Context, fn func(ctx context.Context) error) error {
 	if q.turn == nil {
-		return fn()
+		return fn(ctx)
 	}
-	release, err := sqlitedb.Take(ctx, q.turn)
+	ctx, release, err := sqlitedb.Hold(ctx, q.turn)
 	if err != nil {
 		return err
 	}
 	defer release()
-	return fn()
+	return fn(ctx)
 }
 
 var (
@@ -235,7 +237,7 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 // Publish appends a message, ready at once.
 func (q *Queue) Publish(ctx context.Context, body []byte) error {
 	now := q.cfg.Now().UnixMicro()
-	err := q.writing(ctx, func() error {
+	err := q.writing(ctx, func(ctx context.Context) error {
 		_, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
 			q.cfg.Name, body, now)
 		return err
@@ -267,7 +269,7 @@ func (q *Queue) PublishGrouped(ctx context.Context, bodies [][]byte, groups []st
 // publishing publishes in the writer's turn, then wakes this process's
 // idle receivers.
 func (q *Queue) publishing(ctx context.Context, bodies [][]byte, groups []string) error {
-	if err := q.writing(ctx, func() error { return q.publishBatch(ctx, bodies, groups) }); err != nil {
+	if err := q.writing(ctx, func(ctx context.Context) error { return q.publishBatch(ctx, bodies, groups) }); err != nil {
 		return err
 	}
 	if len(bodies) > 0 {
@@ -328,7 +330,7 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 		// the wait still wakes it.
 		wake := q.readied()
 		var ds []transport.Delivery
-		err := q.writing(ctx, func() (err error) {
+		err := q.writing(ctx, func(ctx context.Context) (err error) {
 			ds, err = q.receiveOnce(ctx, max)
 			return err
 		})
@@ -480,7 +482,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 // AckBatch deletes every delivery that still holds its lease (ackWith).
 func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 	var lost int
-	err := q.writing(ctx, func() (err error) {
+	err := q.writing(ctx, func(ctx context.Context) (err error) {
 		lost, err = q.ackWith(ctx, q.db, ds)
 		return err
 	})
@@ -529,7 +531,7 @@ func (q *Queue) ExtendBatch(ctx context.Context, ds []transport.Delivery, by tim
 	}
 	seqs, leases := seqsAndTokens(held)
 	text, args := extendText(q.lock != "", q.cfg.Now().Add(by).UnixMicro(), leases, seqs)
-	res, err := q.db.ExecContext(ctx, text, args...)
+	res, err := q.db.ExecContext(sqlitedb.WithoutTurn(ctx), text, args...)
 	if err != nil {
 		return fmt.Errorf("embedded queue: extend batch: %w", err)
 	}
@@ -726,7 +728,7 @@ func (d *delivery) Attempt() int { return d.attempt }
 
 func (d *delivery) settle(ctx context.Context, what, query string, args ...any) error {
 	var res sql.Result
-	exec := func() (err error) {
+	exec := func(ctx context.Context) (err error) {
 		res, err = d.q.db.ExecContext(ctx, query, args...)
 		return err
 	}
@@ -734,7 +736,7 @@ func (d *delivery) settle(ctx context.Context, what, query string, args ...any) 
 	if what == "extend" {
 		// Not in the writer turn: a lease is extended while a long batch
 		// holds it (SQLite's busy handler then decides).
-		err = exec()
+		err = exec(sqlitedb.WithoutTurn(ctx))
 	} else {
 		err = d.q.writing(ctx, exec)
 	}

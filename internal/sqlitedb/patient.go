@@ -1,0 +1,427 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// A writer pool's connections (openWriter) make the file's busy or locked
+// state seqbox's own business, never a step's failure:
+//
+//   - a write outside a transaction (the effects ledger's rows, the
+//     decider's claims and decisions, the embedded queue's leases and
+//     settlements: everything an Executor of the store runs on its pool)
+//     runs in the file's writer turn (Turn), as batch transactions do, so
+//     that in one process it waits in line for the write lock instead of
+//     polling for it in SQLite's busy handler, which a stream of batches,
+//     each taking the lock the moment the last one commits, starves past
+//     busy_timeout;
+//   - such a statement, and BEGIN, that still fail with SQLITE_BUSY or
+//     SQLITE_LOCKED (another process held the lock past busy_timeout) are
+//     run again, for up to busyPatience or until the context ends. Both
+//     are safe to repeat: a statement outside a transaction that failed
+//     so did nothing, and neither did a BEGIN that failed.
+//
+// A statement inside a transaction is not run again: with BEGIN IMMEDIATE
+// the transaction holds the write lock from its start, so its statements
+// do not meet a busy database.
+
+// turnKey marks a context whose caller holds a writer turn (Hold), or asks
+// for none (WithoutTurn).
+type turnKey struct{}
+
+// noTurn is the turnKey value of WithoutTurn.
+var noTurn = make(chan struct{})
+
+// Hold waits for turn, as Take does, and returns ctx marked as holding it:
+// writes outside a transaction run with that context on the file's pools
+// do not wait for the turn again.
+func Hold(ctx context.Context, turn chan struct{}) (context.Context, func(), error) {
+	release, err := Take(ctx, turn)
+	if err != nil {
+		return ctx, nil, err
+	}
+	return context.WithValue(ctx, turnKey{}, turn), release, nil
+}
+
+// WithoutTurn returns ctx marked so that writes outside a transaction run
+// with it do not wait for the writer turn (they poll in SQLite's busy
+// handler, and are still run again when busy): for a write that must not
+// wait behind a long batch, as extending a lease.
+func WithoutTurn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, turnKey{}, noTurn)
+}
+
+// IsLocked reports whether err is SQLITE_LOCKED (under any extended
+// code): a lock within this connection's own database, or another
+// connection's of a shared cache, was in the way.
+func IsLocked(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == 6 // SQLITE_LOCKED
+}
+
+// Contended reports whether err is SQLITE_BUSY or SQLITE_LOCKED: the
+// database was in use, which says nothing about the work itself.
+func Contended(err error) bool { return IsBusy(err) || IsLocked(err) }
+
+// patientConnector opens a writer pool's connections (patientConn).
+type patientConnector struct {
+	base driver.Connector
+	// turn is the file's writer turn; nil for an in-memory database.
+	turn chan struct{}
+}
+
+func (c *patientConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	var conn driver.Conn
+	err := patiently(ctx, func() (err error) {
+		conn, err = c.base.Connect(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &patientConn{conn: conn, turn: c.turn}, nil
+}
+
+func (c *patientConnector) Driver() driver.Driver { return c.base.Driver() }
+
+// patientConn is one connection of a writer pool.
+type patientConn struct {
+	conn driver.Conn
+	turn chan struct{}
+	// inTx is set while a transaction BeginTx opened is open.
+	inTx bool
+}
+
+var (
+	_ driver.Conn               = (*patientConn)(nil)
+	_ driver.ConnBeginTx        = (*patientConn)(nil)
+	_ driver.ConnPrepareContext = (*patientConn)(nil)
+	_ driver.ExecerContext      = (*patientConn)(nil)
+	_ driver.QueryerContext     = (*patientConn)(nil)
+	_ driver.Pinger             = (*patientConn)(nil)
+	_ driver.SessionResetter    = (*patientConn)(nil)
+	_ driver.Validator          = (*patientConn)(nil)
+)
+
+// Unwrap returns the driver's own connection.
+func (c *patientConn) Unwrap() driver.Conn { return c.conn }
+
+func (c *patientConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *patientConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	var st driver.Stmt
+	err := patiently(ctx, func() (err error) {
+		st, err = c.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &patientStmt{stmt: st, c: c, kind: kindOf(query)}, nil
+}
+
+func (c *patientConn) Close() error { return c.conn.Close() }
+
+func (c *patientConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *patientConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	var tx driver.Tx
+	err := patiently(ctx, func() (err error) {
+		tx, err = c.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.inTx = true
+	return &patientTx{tx: tx, c: c}, nil
+}
+
+func (c *patientConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	var res driver.Result
+	_, err := c.run(ctx, kindOf(query), func() (_ driver.Rows, err error) {
+		res, err = c.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+		return nil, err
+	})
+	return res, err
+}
+
+func (c *patientConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.run(ctx, kindOf(query), func() (driver.Rows, error) {
+		return c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	})
+}
+
+// run runs one statement of kind k through do, which returns its rows
+// (nil for an Exec). Outside a transaction a write runs in the writer
+// turn, kept until its rows are closed, and any statement that meets the
+// database busy or locked runs again.
+func (c *patientConn) run(ctx context.Context, k kind, do func() (driver.Rows, error)) (driver.Rows, error) {
+	if c.inTx {
+		rows, err := do()
+		if err == nil && k == kindEnd {
+			c.inTx = false
+		}
+		return rows, err
+	}
+	deadline := time.Now().Add(busyPatience)
+	for {
+		var release func()
+		if k == kindWrite {
+			r, err := c.takeTurn(ctx, deadline)
+			if err != nil {
+				return nil, err
+			}
+			release = r
+		}
+		rows, err := do()
+		if err == nil {
+			if k == kindBegin {
+				c.inTx = true
+			}
+			if rows != nil && release != nil {
+				// SQLite ends the statement's transaction, and frees the
+				// write lock, only when its rows are closed.
+				return &heldRows{Rows: rows, release: release}, nil
+			}
+			if release != nil {
+				release()
+			}
+			return rows, nil
+		}
+		if release != nil {
+			release()
+		}
+		if err := again(ctx, err, deadline); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// takeTurn waits for the file's writer turn, unless ctx holds it or asks
+// for none; the returned release is nil when nothing was taken.
+func (c *patientConn) takeTurn(ctx context.Context, deadline time.Time) (func(), error) {
+	if c.turn == nil {
+		return nil, nil
+	}
+	if h, _ := ctx.Value(turnKey{}).(chan struct{}); h == c.turn || h == noTurn {
+		return nil, nil
+	}
+	select {
+	case c.turn <- struct{}{}:
+	default:
+		contended()
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case c.turn <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, fmt.Errorf("sqlite: waited %s for this process's writer turn", busyPatience)
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-c.turn }) }, nil
+}
+
+// contended tells a test that a step met its database in use and goes on.
+func contended() {
+	if onContention != nil {
+		onContention()
+	}
+}
+
+// again returns nil when err is SQLITE_BUSY or SQLITE_LOCKED and the work
+// may run again (after a short pause), else the error to return.
+func again(ctx context.Context, err error, deadline time.Time) error {
+	if !Contended(err) || time.Now().After(deadline) {
+		return err
+	}
+	busyRetries.Add(1)
+	contended()
+	t := time.NewTimer(busyPause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// busyPause is the pause before a statement that met the database busy
+// runs again: SQLite's busy handler has already waited busy_timeout.
+const busyPause = 10 * time.Millisecond
+
+// patiently runs fn again while it fails with SQLITE_BUSY or SQLITE_LOCKED,
+// for up to busyPatience or until ctx ends: for work that is safe to
+// repeat (connecting, preparing, BEGIN).
+func patiently(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(busyPatience)
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if err := again(ctx, err, deadline); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *patientConn) Ping(ctx context.Context) error {
+	if p, ok := c.conn.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+func (c *patientConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *patientConn) IsValid() bool {
+	if v, ok := c.conn.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+// heldRows are the rows of a write outside a transaction: the writer turn
+// is given back when they are closed.
+type heldRows struct {
+	driver.Rows
+	release func()
+}
+
+func (r *heldRows) Close() error {
+	err := r.Rows.Close()
+	r.release()
+	return err
+}
+
+// patientStmt is a prepared statement of a writer pool: run as its
+// connection runs statements.
+type patientStmt struct {
+	stmt driver.Stmt
+	c    *patientConn
+	kind kind
+}
+
+func (s *patientStmt) Close() error  { return s.stmt.Close() }
+func (s *patientStmt) NumInput() int { return s.stmt.NumInput() }
+
+func (s *patientStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), named(args))
+}
+
+func (s *patientStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), named(args))
+}
+
+func (s *patientStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	var res driver.Result
+	_, err := s.c.run(ctx, s.kind, func() (_ driver.Rows, err error) {
+		res, err = s.stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+		return nil, err
+	})
+	return res, err
+}
+
+func (s *patientStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.c.run(ctx, s.kind, func() (driver.Rows, error) {
+		return s.stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	})
+}
+
+// named converts positional values to the named form.
+func named(args []driver.Value) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return out
+}
+
+// patientTx is a transaction BeginTx opened: its end ends the
+// connection's transaction.
+type patientTx struct {
+	tx driver.Tx
+	c  *patientConn
+}
+
+func (t *patientTx) Commit() error {
+	t.c.inTx = false
+	return t.tx.Commit()
+}
+
+func (t *patientTx) Rollback() error {
+	t.c.inTx = false
+	return t.tx.Rollback()
+}
+
+// statement kinds, by the first keyword.
+type kind int
+
+const (
+	kindWrite kind = iota // may write: takes the writer turn outside a transaction
+	kindRead              // SELECT, EXPLAIN, VALUES, PRAGMA: no turn
+	kindBegin             // BEGIN: a transaction from here
+	kindEnd               // COMMIT, END, ROLLBACK (not ROLLBACK TO): none from here
+)
+
+// kindOf classifies a statement by its first keyword; anything it does
+// not know may write.
+func kindOf(query string) kind {
+	q := strings.TrimLeft(query, " \t\r\n(")
+	for strings.HasPrefix(q, "--") || strings.HasPrefix(q, "/*") {
+		if strings.HasPrefix(q, "--") {
+			i := strings.IndexByte(q, '\n')
+			if i < 0 {
+				return kindWrite
+			}
+			q = strings.TrimLeft(q[i+1:], " \t\r\n(")
+			continue
+		}
+		i := strings.Index(q, "*/")
+		if i < 0 {
+			return kindWrite
+		}
+		q = strings.TrimLeft(q[i+2:], " \t\r\n(")
+	}
+	word := q
+	if i := strings.IndexAny(q, " \t\r\n(;"); i >= 0 {
+		word = q[:i]
+	}
+	switch strings.ToUpper(word) {
+	case "SELECT", "EXPLAIN", "VALUES", "PRAGMA":
+		return kindRead
+	case "BEGIN":
+		return kindBegin
+	case "COMMIT", "END":
+		return kindEnd
+	case "ROLLBACK":
+		if rest := strings.ToUpper(strings.TrimSpace(q[len(word):])); strings.HasPrefix(rest, "TO") ||
+			strings.HasPrefix(rest, "TRANSACTION TO") {
+			return kindWrite
+		}
+		return kindEnd
+	}
+	return kindWrite
+}
