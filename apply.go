@@ -74,9 +74,12 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		herr = Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
 	}
 	if herr == nil {
-		hctx, decided, err := p.decisionFor(ctx, tx, ev)
+		hctx, decided, madeFor, err := p.decisionFor(ctx, tx, ev)
 		if err != nil {
 			return reached{}, err
+		}
+		if madeFor != "" {
+			return p.boundElsewhere(ctx, dl.with(d, ev, ks), madeFor, "a decision")
 		}
 		if !decided {
 			return p.awaitDecision(ctx, dl.with(d, ev, ks))

@@ -99,6 +99,9 @@ type batchTx struct {
 	// spans are the process spans of the messages this transaction ran,
 	// ended by endSpans once it commits or rolls back.
 	spans []openSpan
+	// businessKeys holds the business keys this transaction locked
+	// (lockBusinessKey).
+	businessKeys map[string]bool
 }
 
 // deciding reports whether this run stopped (source, id) to be decided.

@@ -100,12 +100,12 @@ func (b *batchTx) ParkedStartHolds(ctx context.Context, p store.ParkedStartHolds
 }
 
 // DecisionGet is store.Executor.DecisionGet.
-func (b *batchTx) DecisionGet(ctx context.Context, p store.MessageRef) ([]byte, error) {
+func (b *batchTx) DecisionGet(ctx context.Context, p store.MessageRef) (store.Decision, error) {
 	return b.tx.DecisionGet(ctx, p)
 }
 
 // TurnTake is store.Executor.TurnTake.
-func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) error {
+func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) (string, error) {
 	return b.tx.TurnTake(ctx, p)
 }
 
@@ -115,6 +115,22 @@ func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) error {
 // BusinessKeyClaim is store.Executor.BusinessKeyClaim.
 func (b *batchTx) BusinessKeyClaim(ctx context.Context, p store.BusinessKeyClaimParams) (bool, error) {
 	return b.tx.BusinessKeyClaim(ctx, p)
+}
+
+// lockBusinessKey is store.Executor.BusinessKeyLock, once per business
+// key and transaction.
+func (b *batchTx) lockBusinessKey(ctx context.Context, consumer, businessKey string) error {
+	if b.businessKeys[businessKey] {
+		return nil
+	}
+	if err := b.tx.BusinessKeyLock(ctx, store.BusinessKeyRef{Consumer: consumer, BusinessKey: businessKey}); err != nil {
+		return err
+	}
+	if b.businessKeys == nil {
+		b.businessKeys = map[string]bool{}
+	}
+	b.businessKeys[businessKey] = true
+	return nil
 }
 
 // BusinessKeyInFlight is store.Executor.BusinessKeyInFlight.

@@ -175,7 +175,8 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 		}
 		return fmt.Errorf("decide: %w", err)
 	}
-	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Decision: out, At: cfg.Now()})
+	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
+		Decision: out, PayloadHash: ev.Hash, At: cfg.Now()})
 	return err
 }
 
@@ -261,16 +262,21 @@ const minDecisionWait = 100 * time.Millisecond
 
 // decisionFor reads the recorded decision for the handler's context; ok
 // is false when none is recorded yet (the message must be decided first).
-func (p *pipeline) decisionFor(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (context.Context, bool, error) {
+// A decision made for another copy of the identity, with another payload
+// hash, is never this copy's: madeFor then names that copy's hash.
+func (p *pipeline) decisionFor(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (hctx context.Context, ok bool, madeFor string, err error) {
 	if p.cfg.Decide == nil {
-		return ctx, true, nil
+		return ctx, true, "", nil
 	}
 	d, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if errors.Is(err, store.ErrNotFound) {
-		return ctx, false, nil
+		return ctx, false, "", nil
 	}
 	if err != nil {
-		return ctx, false, err
+		return ctx, false, "", err
 	}
-	return withDecisionValue(ctx, d), true, nil
+	if !d.MadeFor(ev.Hash) {
+		return ctx, false, d.PayloadHash, nil
+	}
+	return withDecisionValue(ctx, d.Value), true, "", nil
 }

@@ -132,12 +132,17 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached,
 // unpark when the key's version moved.
 func (p *pipeline) processMessage(ctx context.Context, tx *batchTx, in input) (reached, error) {
 	now := p.cfg.Now()
+	ev, perr := in.event(p.cfg.VolatileAttributes)
+	if perr == nil && in.oversized == nil {
+		if err := p.lockBusinessKey(ctx, tx, ev); err != nil {
+			return reached{}, err
+		}
+	}
 	sp := tx.savepoint()
 	if err := tx.Savepoint(ctx, sp); err != nil {
 		return reached{}, err
 	}
 	dl := &delivery{tx: tx, in: in, sp: sp, now: now}
-	ev, perr := in.event(p.cfg.VolatileAttributes)
 	if o := in.oversized; o != nil {
 		perr = &seqboxtype.InvalidEventError{Field: "envelope", Reason: fmt.Sprintf(
 			"%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)", o.Size, seqboxtype.MaxEventSize, len(in.raw))}
@@ -260,8 +265,13 @@ func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev seqboxtype.Ev
 		d.Reason = "identity already recorded (" + string(prev.Outcome) + ")"
 		return d, p.record(ctx, tx, ev, d, nil, "none", now)
 	}
-	d.Outcome = seqboxtype.Collision
-	d.Reason = fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash)
+	return p.collide(ctx, tx, ev, d, fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash), now)
+}
+
+// collide parks ev as a collision: its identity belongs to a copy with
+// another payload.
+func (p *pipeline) collide(ctx context.Context, tx *batchTx, ev seqboxtype.Event, d seqboxtype.Result, reason string, now time.Time) (seqboxtype.Result, error) {
+	d.Outcome, d.Reason = seqboxtype.Collision, reason
 	if err := tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkCollision, d.Reason, now, time.Time{})); err != nil {
 		return d, err
 	}

@@ -26,8 +26,11 @@ func (p *pipeline) awaitDecision(ctx context.Context, dl *delivery) (reached, er
 	tx, in, ev, d, now := dl.tx, dl.in, dl.ev, dl.d, dl.now
 	// Out of the parked table while it is decided; should this process
 	// die first, the sweep lets it out again once the hold passes.
-	if err := p.keepTurn(ctx, dl, now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil {
-		return reached{}, err
+	if bound, err := p.keepTurn(ctx, dl, now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil || bound != "" {
+		if err != nil {
+			return reached{}, err
+		}
+		return p.boundElsewhere(ctx, dl, bound, "its key's turn")
 	}
 	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey,
 		span: trace.SpanContextFromContext(ctx)})
@@ -56,25 +59,48 @@ func (p *pipeline) decidingHold() time.Duration { return 10 * p.cfg.ClaimHeartbe
 
 // keepTurn rolls the delivery's writes back and has it hold its key's
 // turn; a message let out of the parked table goes back as held until
-// until, so that the sweep lets it out again should nothing else.
-func (p *pipeline) keepTurn(ctx context.Context, dl *delivery, until time.Time, detail string) error {
+// until, so that the sweep lets it out again should nothing else. When
+// the identity's turn is bound to another copy, with another payload
+// hash, it takes nothing and returns that hash.
+func (p *pipeline) keepTurn(ctx context.Context, dl *delivery, until time.Time, detail string) (boundTo string, err error) {
 	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
-		return err
+		return "", err
 	}
-	if err := p.takeTurn(ctx, dl.tx, dl.ev, dl.now); err != nil {
-		return err
+	if bound, err := p.takeTurn(ctx, dl.tx, dl.ev, dl.now); err != nil || bound != "" {
+		return bound, err
 	}
 	if dl.in.parked == nil {
-		return nil
+		return "", nil
 	}
-	return dl.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: dl.in.parked.Seq, Until: until, Detail: detail})
+	return "", dl.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: dl.in.parked.Seq, Until: until, Detail: detail})
 }
 
 // takeTurn records that ev holds its key's turn (and reserves its
-// business key) until it settles.
-func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) error {
-	return tx.TurnTake(ctx, store.TurnTakeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
-		PartitionKey: ev.PartitionKey, BusinessKey: ev.BusinessKey, At: now})
+// business key) until it settles. The turn is bound to ev's payload: when
+// another copy of the identity, with another payload hash, holds it,
+// nothing changes and that copy's hash is returned.
+func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) (boundTo string, err error) {
+	bound, err := tx.TurnTake(ctx, store.TurnTakeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+		PartitionKey: ev.PartitionKey, BusinessKey: ev.BusinessKey, PayloadHash: ev.Hash, At: now})
+	if err != nil || bound == "" || bound == ev.Hash {
+		return "", err
+	}
+	return bound, nil
+}
+
+// boundElsewhere ends a copy whose identity's turn or decision (what)
+// belongs to another copy, with payload hash other: it is a collision,
+// parked for investigation, and nothing of it is decided, dispatched or
+// applied. Its writes roll back, the inbox row too: the identity is the
+// other copy's, which applies under it in its own time.
+func (p *pipeline) boundElsewhere(ctx context.Context, dl *delivery, other, what string) (reached, error) {
+	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+		return reached{}, err
+	}
+	d := dl.d
+	reason := fmt.Sprintf("%s of this identity belongs to a copy with payload hash %.12s, this one has %.12s", what, other, dl.ev.Hash)
+	d, err := p.collide(ctx, dl.tx, dl.ev, d, reason, dl.now)
+	return p.conclude(ctx, dl.with(d, dl.ev, dl.ks), "", err)
 }
 
 // wait sends a message back without counting an attempt: its decision is
@@ -83,8 +109,11 @@ func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Even
 // its key overtakes it.
 func (p *pipeline) wait(ctx context.Context, dl *delivery, reason string, after time.Duration) (reached, error) {
 	ev, d := dl.ev, dl.d
-	if err := p.keepTurn(ctx, dl, dl.now.Add(after), reason); err != nil {
-		return reached{}, err
+	if bound, err := p.keepTurn(ctx, dl, dl.now.Add(after), reason); err != nil || bound != "" {
+		if err != nil {
+			return reached{}, err
+		}
+		return p.boundElsewhere(ctx, dl, bound, "its key's turn")
 	}
 	d.Outcome, d.Reason, d.RetryAfter = seqboxtype.Retry, reason, after
 	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)

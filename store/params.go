@@ -211,8 +211,23 @@ type DecisionRecordParams struct {
 	Consumer, Source, ID string
 	// Decision is the agent's output, as its Decider returned it.
 	Decision []byte
-	At       time.Time
+	// PayloadHash is the hash of the copy the decision was made for.
+	PayloadHash string
+	At          time.Time
 }
+
+// Decision is an agent decision recorded under an identity.
+type Decision struct {
+	// Value is the agent's output, as its Decider returned it.
+	Value []byte
+	// PayloadHash is the hash of the copy it was made for ("" for a
+	// decision recorded before decisions carried one).
+	PayloadHash string
+}
+
+// MadeFor reports whether the decision belongs to a copy with this
+// payload hash.
+func (d Decision) MadeFor(hash string) bool { return d.PayloadHash == "" || d.PayloadHash == hash }
 
 // DecisionClaimParams are Executor.DecisionClaim's.
 type DecisionClaimParams struct {
@@ -229,6 +244,8 @@ type TurnTakeParams struct {
 	PartitionKey string
 	// BusinessKey is the effect the message asks for ("" for none).
 	BusinessKey string
+	// PayloadHash is the hash of the copy taking the turn.
+	PayloadHash string
 	At          time.Time
 }
 

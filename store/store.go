@@ -253,13 +253,15 @@ type Executor interface {
 	// Counts reports row counts for a consumer.
 	Counts(ctx context.Context, consumer string) (Counts, error)
 
-	// DecisionGet reads the agent decision recorded for an identity;
-	// ErrNotFound when none.
-	DecisionGet(ctx context.Context, p MessageRef) ([]byte, error)
+	// DecisionGet reads the agent decision recorded for an identity,
+	// with the payload hash of the copy it was made for; ErrNotFound when
+	// none.
+	DecisionGet(ctx context.Context, p MessageRef) (Decision, error)
 	// DecisionRecord stores an agent decision unless one is already
 	// recorded, and returns the recorded one: concurrent deciders converge
-	// on the first.
-	DecisionRecord(ctx context.Context, p DecisionRecordParams) ([]byte, error)
+	// on the first, and a copy with another payload hash learns that the
+	// identity's decision was made for another payload.
+	DecisionRecord(ctx context.Context, p DecisionRecordParams) (Decision, error)
 	// DecisionClaim claims the right to decide an identity until Until,
 	// for Owner: Claimed when no other owner holds an unexpired claim. The
 	// claim ends with DecisionUnclaim, or runs out.
@@ -271,8 +273,18 @@ type Executor interface {
 	// asked for: a retry row with no attempt counted, so that the key's
 	// successors wait behind it (RetryOnKey) and its business key is
 	// reserved (BusinessKeyInFlight) until it settles (RetryClear). A row
-	// already there keeps its attempts.
-	TurnTake(ctx context.Context, p TurnTakeParams) error
+	// already there keeps its attempts. The turn is bound to the payload
+	// hash of the copy that took it first: TurnTake returns the hash it is
+	// bound to, and a copy with another hash does not change the row (it
+	// is a collision).
+	TurnTake(ctx context.Context, p TurnTakeParams) (boundTo string, err error)
+	// BusinessKeyLock, in a transaction, makes the business key's check
+	// (BusinessKeyInFlight) and the turn that reserves it (TurnTake) one
+	// step against other transactions, until this one ends: where write
+	// transactions run side by side, a lock the others wait for (taken
+	// outside any savepoint, since rolling one back would let it go); a
+	// no-op where they run one at a time, and outside a transaction.
+	BusinessKeyLock(ctx context.Context, p BusinessKeyRef) error
 	// BusinessKeyInFlight returns another identity that took a turn for
 	// the same business key before this one (or holds one while this one
 	// has none, or holds one with a call whose outcome is unknown) and has

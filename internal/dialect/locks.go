@@ -17,6 +17,11 @@ const (
 	// SideTablesLock serializes the creation of the tables beside seqbox's
 	// own, such as the built-in handlers' business tables (internal/ddl).
 	SideTablesLock int64 = 7357213
+	// BusinessKeyLockSeed seeds the hash that names a business key's
+	// advisory lock (hashtextextended(consumer/businesskey, seed)):
+	// a transaction holds it from its business-key check to its commit,
+	// so that the check and the turn reserving the key are one step.
+	BusinessKeyLockSeed int64 = 7357214
 )
 
 // XactLock is the statement that takes the advisory lock id until the

@@ -5,35 +5,37 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/store"
 )
 
-const decisionQuery = `SELECT decision FROM seqbox_decisions WHERE consumer = $1 AND source = $2 AND id = $3`
+const decisionQuery = `SELECT decision, payload_hash FROM seqbox_decisions WHERE consumer = $1 AND source = $2 AND id = $3`
 
-func (t *Executor) readDecision(ctx context.Context, consumer, source, id string) ([]byte, error) {
-	var d []byte
-	err := t.queryRow(ctx, decisionQuery, consumer, source, id).Scan(&d)
+func (t *Executor) readDecision(ctx context.Context, consumer, source, id string) (store.Decision, error) {
+	var d store.Decision
+	err := t.queryRow(ctx, decisionQuery, consumer, source, id).Scan(&d.Value, &d.PayloadHash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.ErrNotFound
+		return store.Decision{}, store.ErrNotFound
 	}
 	return d, err
 }
 
 // DecisionGet reads the decision recorded for an identity.
-func (t *Executor) DecisionGet(ctx context.Context, p store.MessageRef) ([]byte, error) {
+func (t *Executor) DecisionGet(ctx context.Context, p store.MessageRef) (store.Decision, error) {
 	return t.readDecision(ctx, p.Consumer, p.Source, p.ID)
 }
 
-const insertDecision = `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at)
-	VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, source, id) DO NOTHING`
+const insertDecision = `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at, payload_hash)
+	VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (consumer, source, id) DO NOTHING`
 
 // DecisionRecord stores a decision unless one is recorded, and returns the
 // recorded one.
-func (o *Executor) DecisionRecord(ctx context.Context, p store.DecisionRecordParams) ([]byte, error) {
-	if _, err := o.exec(ctx, insertDecision, p.Consumer, p.Source, p.ID, p.Decision, micros(p.At)); err != nil {
-		return nil, err
+func (o *Executor) DecisionRecord(ctx context.Context, p store.DecisionRecordParams) (store.Decision, error) {
+	if _, err := o.exec(ctx, insertDecision, p.Consumer, p.Source, p.ID, p.Decision, micros(p.At), p.PayloadHash); err != nil {
+		return store.Decision{}, err
 	}
 	return o.readDecision(ctx, p.Consumer, p.Source, p.ID)
 }
@@ -113,18 +115,57 @@ const unsettled = `(NOT EXISTS (SELECT 1 FROM seqbox_inbox i
 			WHERE d.consumer = r.consumer AND d.source = r.source AND d.id = r.id AND d.state = 'open'))`
 
 // TurnTake writes a retry row with no attempt counted, unless the
-// identity has one; its business key is recorded either way.
-func (o *Executor) TurnTake(ctx context.Context, p store.TurnTakeParams) error {
-	_, err := o.exec(ctx, `INSERT INTO seqbox_retries
-		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at)
-		VALUES ($1, $2, $3, $4, $5, 0, '', '', $6, $6)
-		ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey`,
-		p.Consumer, p.Source, p.ID, p.PartitionKey, p.BusinessKey, micros(p.At))
+// identity has one; its business key is recorded either way, unless the
+// row is bound to another payload hash, which it then returns untouched.
+func (o *Executor) TurnTake(ctx context.Context, p store.TurnTakeParams) (string, error) {
+	var bound string
+	err := o.queryRow(ctx, `INSERT INTO seqbox_retries
+		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at, payload_hash)
+		VALUES ($1, $2, $3, $4, $5, 0, '', '', `+turnFirstAt+`, $6, $7)
+		ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey,
+			payload_hash = excluded.payload_hash
+		WHERE seqbox_retries.payload_hash IN ('', excluded.payload_hash)
+		RETURNING payload_hash`,
+		p.Consumer, p.Source, p.ID, p.PartitionKey, p.BusinessKey, micros(p.At), p.PayloadHash).Scan(&bound)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return bound, err
+	}
+	// Bound to another copy: the row stays as it is.
+	err = o.queryRow(ctx, `SELECT payload_hash FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
+		p.Consumer, p.Source, p.ID).Scan(&bound)
+	return bound, err
+}
+
+// turnFirstAt is when a new turn counts as taken: now ($6), or just after
+// the latest turn of its business key ($5) if that one is later, so that
+// of two turns of one business key the one taken first (under
+// BusinessKeyLock, the one committed first) is also the earlier one,
+// whatever the clocks of the processes that took them said.
+const turnFirstAt = `(SELECT CASE WHEN MAX(b.first_at) >= $6 THEN MAX(b.first_at) + 1 ELSE $6 END
+		FROM seqbox_retries b WHERE b.consumer = $1 AND b.businesskey = $5 AND $5 <> '')`
+
+// BusinessKeyLock, in a transaction on a database that runs write
+// transactions side by side (PostgreSQL), takes the business key's
+// advisory lock until the transaction ends. Under READ COMMITTED a read
+// finds no turn that another transaction took and has not committed; with
+// the lock, the read waits for that commit and sees it, so the business
+// key is reserved by the check and the turn together. SQLite runs one
+// write transaction at a time, and a call outside a transaction would
+// hold the lock for no longer than its statement: neither takes one.
+func (o *Executor) BusinessKeyLock(ctx context.Context, p store.BusinessKeyRef) error {
+	if o.tx == nil || o.serialWriters {
+		return nil
+	}
+	// Two names sharing a lock (a hash collision, or a "/" in the
+	// consumer's name) only wait for each other.
+	_, err := o.exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, `+strconv.FormatInt(dialect.BusinessKeyLockSeed, 10)+`))`,
+		p.Consumer+"/"+p.BusinessKey)
 	return err
 }
 
 // BusinessKeyInFlight finds another unsettled identity holding a turn for
-// the business key that goes before this one.
+// the business key that goes before this one. In a transaction that
+// took BusinessKeyLock its answer holds until the transaction ends.
 func (o *Executor) BusinessKeyInFlight(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
 	var id store.Identity
 	// Of two identities waiting on each other, one goes first. Who goes first (internal/model found both rules): one that made a

@@ -499,7 +499,7 @@ func (s *Store) Executor() store.Executor {
 
 // executor runs statements in tx, or on the pool when tx is nil.
 func (s *Store) executor(tx *sql.Tx) *Executor {
-	e := &Executor{db: s.db, pool: s.db, lockRow: s.dialect.LockRow, arrays: s.dialect.Arrays, positional: s.dialect.Positional, storageFull: s.dialect.StorageFull, stmts: s.stmts}
+	e := &Executor{db: s.db, pool: s.db, lockRow: s.dialect.LockRow, serialWriters: s.dialect.OneWriter, arrays: s.dialect.Arrays, positional: s.dialect.Positional, storageFull: s.dialect.StorageFull, stmts: s.stmts}
 	if tx != nil {
 		e.db, e.tx = tx, tx
 	}

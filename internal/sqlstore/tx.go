@@ -27,6 +27,10 @@ type Executor struct {
 	// needs one opens its own.
 	pool    *sql.DB
 	lockRow string
+	// serialWriters says the database runs one write transaction at a
+	// time (SQLite); otherwise a transaction that must reserve something
+	// no row stands for yet takes an advisory lock (businessKeyLock).
+	serialWriters bool
 	// arrays says a batch's rows go in one statement, a column per array
 	// parameter (Dialect.Arrays).
 	arrays bool

@@ -115,6 +115,7 @@ var txTests = []driverTest{
 	{"AuditOnce", testAuditOnce},
 	{"GapInsert", testRecordGap},
 	{"DecisionGet", testDecision},
+	{"TurnTakeBound", testTurnTakeBound},
 }
 
 // runAll runs tests as subtests of t; each one is parallel.

@@ -514,13 +514,13 @@ func testOperatorDecision(t *testing.T, st store.Store) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	got, err := o.op.DecisionRecord(o.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "1", Decision: []byte(`{"route":"a"}`), At: at(1)})
 	require.NoError(t, err)
-	require.Equal(t, []byte(`{"route":"a"}`), got)
+	require.Equal(t, []byte(`{"route":"a"}`), got.Value)
 	got, err = o.op.DecisionRecord(o.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "1", Decision: []byte(`{"route":"b"}`), At: at(2)})
 	require.NoError(t, err)
-	require.Equal(t, []byte(`{"route":"a"}`), got, "the first decider wins")
+	require.Equal(t, []byte(`{"route":"a"}`), got.Value, "the first decider wins")
 	got, err = o.op.DecisionGet(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
-	require.Equal(t, []byte(`{"route":"a"}`), got)
+	require.Equal(t, []byte(`{"route":"a"}`), got.Value)
 
 	o.commit(func(e *txEnv) {
 		_, err := e.tx.DecisionRecord(e.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "2", Decision: []byte(`{"route":"tx"}`), At: at(3)})
@@ -528,7 +528,7 @@ func testOperatorDecision(t *testing.T, st store.Store) {
 	})
 	got, err = o.op.DecisionRecord(o.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: "2", Decision: []byte(`{"route":"late"}`), At: at(4)})
 	require.NoError(t, err)
-	require.Equal(t, []byte(`{"route":"tx"}`), got, "a decision the batch recorded")
+	require.Equal(t, []byte(`{"route":"tx"}`), got.Value, "a decision the batch recorded")
 	_, err = o.op.DecisionGet(o.ctx, store.MessageRef{Consumer: o.consumer + "/other", Source: "crm", ID: "1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }

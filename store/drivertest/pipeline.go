@@ -37,7 +37,7 @@ func testPipeline(t *testing.T, st store.Store) {
 	require.Equal(t, []int64{1, 1, 2}, affected)
 	d, err := e.tx.DecisionGet(e.ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "2"})
 	require.NoError(t, err)
-	require.Equal(t, []byte("two"), d, "the pipeline ran in the transaction")
+	require.Equal(t, []byte("two"), d.Value, "the pipeline ran in the transaction")
 
 	affected, err = pl.Pipeline(e.ctx, []store.Statement{
 		{Query: ins, Args: []any{e.consumer, "3", []byte("three")}},

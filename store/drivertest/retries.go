@@ -170,3 +170,34 @@ func testRetryingOnKey(t *testing.T, st store.Store) {
 	_, found = get()
 	require.False(t, found)
 }
+
+// TurnTake binds an identity's turn to the payload hash of the copy that
+// took it first: taking it again with that hash (or over a failure's row,
+// which has none) keeps it; a copy with another hash gets the bound hash
+// back and changes nothing, its business key included.
+func testTurnTakeBound(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	take := func(id, hash, bk string, n int) string {
+		t.Helper()
+		bound, err := e.tx.TurnTake(e.ctx, store.TurnTakeParams{Consumer: e.consumer, Source: "crm", ID: id,
+			PartitionKey: "k", BusinessKey: bk, PayloadHash: hash, At: at(n)})
+		require.NoError(t, err)
+		return bound
+	}
+	businessKey := func(id string) string {
+		t.Helper()
+		var bk string
+		require.NoError(t, e.tx.SQL().QueryRowContext(e.ctx, `SELECT businesskey FROM seqbox_retries
+			WHERE consumer = $1 AND source = 'crm' AND id = $2`, e.consumer, id).Scan(&bk))
+		return bk
+	}
+	require.Equal(t, "h1", take("1", "h1", "bk-a", 1), "the first copy binds the turn")
+	require.Equal(t, "h1", take("1", "h1", "bk-a", 2), "its own copy takes it again")
+	require.Equal(t, "h1", take("1", "h2", "bk-b", 3), "another payload gets the bound hash back")
+	require.Equal(t, "bk-a", businessKey("1"), "another payload's business key changes nothing")
+
+	e.retry("k", "crm", "2", "boom", 1)
+	require.Equal(t, "h2", take("2", "h2", "bk-c", 2), "a failure's row is bound by the first turn over it")
+	require.Equal(t, "h2", take("2", "h3", "", 3))
+	require.Equal(t, 2, e.retry("k", "crm", "2", "boom", 4), "the failure's attempts are kept")
+}

@@ -19,7 +19,7 @@ func testSQL(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	d, err := e.tx.DecisionGet(e.ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"})
 	require.NoError(t, err)
-	require.Equal(t, []byte("written by the handler"), d)
+	require.Equal(t, []byte("written by the handler"), d.Value)
 
 	_, err = e.tx.InboxInsert(e.ctx, e.inboxRow("crm", "2", 2))
 	require.NoError(t, err)
