@@ -164,3 +164,55 @@ func TestExecutorWriteTakesTheWriterTurn(t *testing.T) {
 	require.NoError(t, <-done, "the ledger's write, once the batch committed")
 	require.Equal(t, retriedBefore, BusyRetries(), "the write waited for the turn, not in SQLite's busy handler")
 }
+
+// A write outside a transaction whose database stays busy past the
+// patience fails with a ContendedError: still SQLITE_BUSY to errors.As,
+// and, by its Wait, an error the pipeline answers with a wait instead of
+// spending one of the message's attempts.
+func TestBusyPastPatienceAsksForAWait(t *testing.T) {
+	shortBusyTimeout(t)
+	prev := busyPatience
+	busyPatience = 0
+	t.Cleanup(func() { busyPatience = prev })
+	ctx := context.Background()
+	st, other := openStore(t)
+	tx, err := other.Begin()
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.Exec(`INSERT INTO other_process VALUES (1)`)
+	require.NoError(t, err)
+
+	err = pendingEffect(ctx, st.Executor(), 3)
+	require.True(t, IsBusy(err), "%v", err)
+	var w interface{ Wait() time.Duration }
+	require.ErrorAs(t, err, &w)
+	require.Positive(t, w.Wait())
+	var ce *ContendedError
+	require.ErrorAs(t, err, &ce)
+}
+
+// kindOf decides which statements take the writer turn outside a
+// transaction: all but the ones that cannot write.
+func TestKindOf(t *testing.T) {
+	for q, want := range map[string]kind{
+		"SELECT 1":                             kindRead,
+		"  select * from t":                    kindRead,
+		"-- note\nSELECT 1":                    kindRead,
+		"/* x */ (SELECT 1)":                   kindRead,
+		"PRAGMA wal_checkpoint(TRUNCATE)":      kindRead,
+		"INSERT INTO t VALUES (1) RETURNING x": kindWrite,
+		"UPDATE t SET x = 1":                   kindWrite,
+		"DELETE FROM t":                        kindWrite,
+		"WITH a AS (SELECT 1) DELETE FROM t":   kindWrite,
+		"CREATE TABLE t (x)":                   kindWrite,
+		"BEGIN IMMEDIATE":                      kindBegin,
+		"COMMIT":                               kindEnd,
+		"END TRANSACTION":                      kindEnd,
+		"ROLLBACK":                             kindEnd,
+		"ROLLBACK TO sp1":                      kindWrite,
+		"ROLLBACK TRANSACTION TO SAVEPOINT a":  kindWrite,
+		"-- unterminated":                      kindWrite,
+	} {
+		require.Equal(t, want, kindOf(q), "%q", q)
+	}
+}

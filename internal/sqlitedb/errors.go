@@ -41,7 +41,7 @@ var busyTimeoutMS = 10000
 // another process writes: a busy writer process hands the write lock from
 // one of its transactions to the next, and SQLite's busy handler, which
 // polls, may miss every gap for longer than busy_timeout.
-const busyPatience = 2 * time.Minute
+var busyPatience = 2 * time.Minute
 
 // RetryBusy runs fn again while it fails with SQLITE_BUSY, for up to two
 // minutes or until ctx ends: for the one-off work of opening a database

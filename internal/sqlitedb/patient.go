@@ -67,6 +67,31 @@ func IsLocked(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == 6 // SQLITE_LOCKED
 }
 
+// ContendedError is the error of a step whose database stayed busy or
+// locked past busyPatience: seqbox's own contention (another process held
+// the write lock all along), which says nothing about the message the step
+// worked on. Its Wait asks for the message to wait and come back, as the
+// pipeline does for an error with a Wait method, instead of spending one
+// of its attempts.
+type ContendedError struct {
+	// Err is the last error: SQLITE_BUSY or SQLITE_LOCKED, or the wait
+	// for the writer turn running out.
+	Err error
+}
+
+func (e *ContendedError) Error() string {
+	return fmt.Sprintf("sqlite: the database stayed busy for %s (seqbox's own contention, not the message's failure): %v", busyPatience, e.Err)
+}
+
+// Unwrap returns the driver's error.
+func (e *ContendedError) Unwrap() error { return e.Err }
+
+// Wait is how long the message waits before it is tried again.
+func (e *ContendedError) Wait() time.Duration { return contendedWait }
+
+// contendedWait is ContendedError's Wait.
+const contendedWait = time.Second
+
 // Contended reports whether err is SQLITE_BUSY or SQLITE_LOCKED: the
 // database was in use, which says nothing about the work itself.
 func Contended(err error) bool { return IsBusy(err) || IsLocked(err) }
@@ -230,7 +255,7 @@ func (c *patientConn) takeTurn(ctx context.Context, deadline time.Time) (func(),
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-t.C:
-			return nil, fmt.Errorf("sqlite: waited %s for this process's writer turn", busyPatience)
+			return nil, &ContendedError{Err: fmt.Errorf("sqlite: waited %s for this process's writer turn", busyPatience)}
 		}
 	}
 	var once sync.Once
@@ -247,8 +272,11 @@ func contended() {
 // again returns nil when err is SQLITE_BUSY or SQLITE_LOCKED and the work
 // may run again (after a short pause), else the error to return.
 func again(ctx context.Context, err error, deadline time.Time) error {
-	if !Contended(err) || time.Now().After(deadline) {
+	if !Contended(err) {
 		return err
+	}
+	if time.Now().After(deadline) {
+		return &ContendedError{Err: err}
 	}
 	busyRetries.Add(1)
 	contended()
