@@ -22,8 +22,9 @@ var ErrBlockedByDeadLetter = errors.New("redrive or skip the dead letter instead
 var ErrNotBlocking = errors.New("dead letter already resolved")
 
 // ErrBeingDecided is returned by Skip for a dead letter whose redrive is
-// deciding it right now: skip it once the redrive's result is in.
-var ErrBeingDecided = errors.New("its redrive is deciding it right now; skip it once the redrive's result is in")
+// deciding it right now, and by ReleaseKey for a key whose turn belongs
+// to a message being decided right now: try again once its result is in.
+var ErrBeingDecided = errors.New("it is being decided right now; try again once its result is in")
 
 // Redrive sends DLQ message seq back through the pipeline under its
 // original identity. Anything already applied is recognised by the inbox;
@@ -173,13 +174,38 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]seqb
 			return nil, fmt.Errorf("key %q: %w", key, err)
 		}
 		if !ks.Blocked {
-			return nil, fmt.Errorf("key %q is not blocked", key)
+			return c.releaseTurn(ctx, tx, ks, who, why)
 		}
 		if ks.BlockedID != "" {
 			return nil, fmt.Errorf("key %q is blocked behind dead-lettered %s/%s: %w", key, ks.BlockedSource, ks.BlockedID, ErrBlockedByDeadLetter)
 		}
 		return c.p.releaseKey(ctx, tx, ks, nil, who, why, c.cfg.Now())
 	})
+}
+
+// releaseTurn ends the turn of the message holding key ks, which is not
+// blocked, for an operator (who, why): its successors go, with the gap it
+// leaves recorded. A message being decided right now keeps its turn.
+func (c *Consumer) releaseTurn(ctx context.Context, tx *batchTx, ks store.KeyState, who, why string) ([]seqboxtype.Result, error) {
+	r, holds, err := tx.retryOnKey(ctx, c.cfg.Name, ks.Key)
+	if err != nil {
+		return nil, err
+	}
+	if !holds {
+		return nil, fmt.Errorf("key %q is not blocked, and no message holds its turn", ks.Key)
+	}
+	now := c.cfg.Now()
+	if live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
+		Source: r.Source, ID: r.ID, Now: now}); err != nil || live {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("key %q: its turn belongs to %s/%s: %w", ks.Key, r.Source, r.ID, ErrBeingDecided)
+	}
+	if err := c.p.endTurn(ctx, tx, r, ks.Key, who, why, now); err != nil {
+		return nil, err
+	}
+	return c.p.releaseKey(ctx, tx, ks, nil, who, why, now)
 }
 
 // releaseKey unblocks ks. With skipped set, that version is recorded as the
@@ -288,12 +314,23 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 		}
 		return p.unpark(ctx, tx, h.PartitionKey)
 	}
-	if _, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || retrying {
+	if r, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey); err != nil || retrying {
 		// A predecessor holds the key's turn (it retries, or is being
 		// decided): the hold is not a gap, and its successors wait for it
 		// (the state-machine test found the sweep advancing over, or
-		// blocking, a message retrying with attempts left).
-		return nil, err
+		// blocking, a message retrying with attempts left), unless it is
+		// gone for good (turn_end.go).
+		if err != nil {
+			return nil, err
+		}
+		dead, err := p.deadTurn(ctx, r, now)
+		if err != nil || !dead {
+			return nil, err
+		}
+		if err := p.endTurn(ctx, tx, r, h.PartitionKey, "hold_expiry", fmt.Sprintf(
+			"not seen for the broker's redelivery window (%s), and no decision of it alive", p.cfg.RedeliveryWindow), now); err != nil {
+			return nil, err
+		}
 	}
 	why := fmt.Sprintf("hold timed out after %s waiting before version %s", p.cfg.HoldTimeout, versionString(h.ObjectVersion))
 	if p.cfg.HoldExpiry == HoldExpiryAdvance {

@@ -82,6 +82,9 @@ type RetryRow struct {
 	PartitionKey         string
 	Error                string
 	At                   time.Time
+	// PayloadHash is the hash of the copy its turn is bound to (RetryOnKey
+	// only; "" when none is).
+	PayloadHash string
 }
 
 // DeadLetter is a message the pipeline gave up on, byte for byte.

@@ -91,7 +91,7 @@ redrive --help for how the request reaches the consumer.`,
 					return fmt.Errorf("keys release: key %q is blocked behind dead-lettered message source=%q id=%q, not by a gap: %s",
 						args[0], b.Source, b.ID, d.Action)
 				}
-				if !d.Blocked {
+				if !d.Blocked && d.Turn == nil {
 					return fmt.Errorf("keys release: key %q is not blocked (status %s)", args[0], d.Status)
 				}
 				return f.request(cmd, s, store.ActionRelease, args[0])

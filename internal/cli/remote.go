@@ -453,7 +453,7 @@ func (c *adminClient) releaseKey(key string, f *actionFlags) error {
 		return fmt.Errorf("keys release: key %q is blocked behind dead-lettered message source=%q id=%q, not by a gap: %s",
 			key, b.Source, b.ID, d.Action)
 	}
-	if !d.Blocked {
+	if !d.Blocked && d.Turn == nil {
 		return fmt.Errorf("keys release: key %q is not blocked (status %s)", key, d.Status)
 	}
 	return c.act("/v1/admin/keys/"+url.PathEscape(key)+"/release", f)

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -53,9 +54,23 @@ type KeyReport struct {
 	BlockedBy *Blocker `json:"blocked_by"`
 	// HoldUntil is the hold deadline of the lowest held message.
 	HoldUntil *string `json:"hold_until"`
-	Action    string  `json:"action"`
+	// Turn is the message whose turn it is on the key, which the held
+	// messages wait behind (nil when none holds it).
+	Turn   *TurnHolder `json:"turn"`
+	Action string      `json:"action"`
 
 	since, holdUntil time.Time
+}
+
+// TurnHolder is the message holding a key's turn: it is being decided,
+// or retries. LastSeen is when it last took its turn or failed; past the
+// broker's redelivery window with no decision alive, the sweep ends its
+// turn, and an operator may end it sooner with keys release.
+type TurnHolder struct {
+	Source    string `json:"source"`
+	ID        string `json:"id"`
+	LastSeen  string `json:"last_seen"`
+	LastError string `json:"last_error"`
 }
 
 // KeyDetail is one key with everything recorded about it.
@@ -205,6 +220,12 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 				break
 			}
 		}
+		t, err := r.Op.RetryOnKey(ctx, store.KeyRef{Consumer: r.Consumer, Key: v.Key})
+		if err == nil {
+			rep.Turn = &TurnHolder{Source: t.Source, ID: t.ID, LastSeen: timeText(t.At), LastError: t.Error}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return rep, err
+		}
 		rep.Action = r.holdAdvice(rep)
 	default:
 		rep.since = v.OldestParked
@@ -234,6 +255,13 @@ func blockedAction(rep KeyReport, target string) string {
 }
 
 func (r Reporter) holdAdvice(rep KeyReport) string {
+	if t := rep.Turn; t != nil {
+		// The hold expiry does not pass over a turn whose message may
+		// still come back: name it, and the way out should it not.
+		return fmt.Sprintf("wait for %s/%s, which holds the key's turn (last seen %s); "+
+			"the sweep ends its turn once the broker's redelivery window passes without it, or: %s",
+			t.Source, t.ID, t.LastSeen, command("seqbox keys release", rep.PartitionKey, " --by WHO --reason WHY"+r.target()))
+	}
 	if rep.holdUntil.IsZero() {
 		return "wait: released when the retrying predecessor settles"
 	}

@@ -17,6 +17,14 @@ type fakeExecutor struct {
 	views          []store.KeyView
 	parked         map[string][]store.Parked
 	dlq            []store.DeadLetter
+	turns          map[string]store.RetryRow
+}
+
+func (f fakeExecutor) RetryOnKey(_ context.Context, p store.KeyRef) (store.RetryRow, error) {
+	if r, ok := f.turns[p.Key]; ok {
+		return r, nil
+	}
+	return store.RetryRow{}, store.ErrNotFound
 }
 
 func (f fakeExecutor) KeyViewList(context.Context, store.KeyViewListParams) ([]store.KeyView, error) {
@@ -53,7 +61,8 @@ func TestReporterAdvice(t *testing.T) {
 			"D": {{Reason: seqboxtype.ParkHeld, Detail: "waiting for version 1 (got 3)", ObjectVersion: ptr(3),
 				HoldUntil: t0.Add(time.Minute)}},
 		},
-		dlq: []store.DeadLetter{{Seq: 7, Source: "s", ID: "other"}},
+		dlq:   []store.DeadLetter{{Seq: 7, Source: "s", ID: "other"}},
+		turns: map[string]store.RetryRow{"C": {Source: "s", ID: "c10", At: t0, Error: "503 from the model"}},
 	}
 	r := Reporter{Op: op, Consumer: "c", FirstVersion: ptr(1), Now: t0.Add(2 * time.Minute), DB: "/tmp/x/seqbox.db"}
 	reps, err := r.Keys(context.Background(), false)
@@ -65,11 +74,13 @@ func TestReporterAdvice(t *testing.T) {
 		"PARTITIONKEY  STATUS   VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 REASON                                   ACTION\n"+
 		"order 7's     blocked  4        5         6              0     1                 2026-01-02T03:04:05Z  hold timed out                           seqbox keys release 'order 7'\\''s' --by WHO --reason WHY --db /tmp/x/seqbox.db --consumer c\n"+
 		"B             blocked  1        2         3              0     1                 2026-01-02T03:04:05Z  dead-lettered b2                         seqbox keys release B --by WHO --reason WHY --db /tmp/x/seqbox.db --consumer c\n"+
-		"C             held     9        10        10             1     0                 2026-01-02T03:04:05Z  waiting behind s/c10, which is retrying  wait: released when the retrying predecessor settles\n"+
+		"C             held     9        10        10             1     0                 2026-01-02T03:04:05Z  waiting behind s/c10, which is retrying  wait for s/c10, which holds the key's turn (last seen 2026-01-02T03:04:05Z); the sweep ends its turn once the broker's redelivery window passes without it, or: seqbox keys release C --by WHO --reason WHY --db /tmp/x/seqbox.db --consumer c\n"+
 		"D             held     -        1         3              1     0                 2026-01-02T03:04:05Z  waiting for version 1 (got 3)            wait for version 1 until 2026-01-02T03:05:05Z (overdue: the next sweep applies the hold expiry)\n",
 		b.String())
 
 	require.Equal(t, &Blocker{Source: "s", ID: "b2"}, reps[1].BlockedBy)
+	require.Equal(t, &TurnHolder{Source: "s", ID: "c10", LastSeen: "2026-01-02T03:04:05Z", LastError: "503 from the model"}, reps[2].Turn)
+	require.Nil(t, reps[3].Turn, "a hold on a gap has no turn")
 }
 
 func TestTableKeepsCellsOnOneLine(t *testing.T) {

@@ -149,9 +149,18 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !kv.Blocked {
-		writeProblem(w, r, Problem{Type: ProblemConflict, Status: http.StatusConflict, Field: "key",
-			Detail: fmt.Sprintf("key %q is not blocked", key)})
-		return
+		// A key held behind a turn whose message may never come back is
+		// released by ending that turn (seqbox.Consumer.ReleaseKey).
+		_, err := s.store.Executor().RetryOnKey(r.Context(), store.KeyRef{Consumer: s.opt.Consumer, Key: key})
+		if errors.Is(err, store.ErrNotFound) {
+			writeProblem(w, r, Problem{Type: ProblemConflict, Status: http.StatusConflict, Field: "key",
+				Detail: fmt.Sprintf("key %q is not blocked, and no message holds its turn", key)})
+			return
+		}
+		if err != nil {
+			s.serverError(w, r, fmt.Errorf("key %q: %w", key, err))
+			return
+		}
 	}
 	s.act(w, r, store.ActionRelease, key, a)
 }

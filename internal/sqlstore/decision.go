@@ -115,15 +115,16 @@ const unsettled = `(NOT EXISTS (SELECT 1 FROM seqbox_inbox i
 			WHERE d.consumer = r.consumer AND d.source = r.source AND d.id = r.id AND d.state = 'open'))`
 
 // TurnTake writes a retry row with no attempt counted, unless the
-// identity has one; its business key is recorded either way, unless the
-// row is bound to another payload hash, which it then returns untouched.
+// identity has one; its business key and the time it was last seen
+// (last_at) are recorded either way, unless the row is bound to another
+// payload hash, which it then returns untouched.
 func (o *Executor) TurnTake(ctx context.Context, p store.TurnTakeParams) (string, error) {
 	var bound string
 	err := o.queryRow(ctx, `INSERT INTO seqbox_retries
 		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at, payload_hash)
 		VALUES ($1, $2, $3, $4, $5, 0, '', '', `+turnFirstAt+`, $6, $7)
 		ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey,
-			payload_hash = excluded.payload_hash
+			payload_hash = excluded.payload_hash, last_at = excluded.last_at
 		WHERE seqbox_retries.payload_hash IN ('', excluded.payload_hash)
 		RETURNING payload_hash`,
 		p.Consumer, p.Source, p.ID, p.PartitionKey, p.BusinessKey, micros(p.At), p.PayloadHash).Scan(&bound)

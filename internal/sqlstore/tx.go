@@ -379,7 +379,8 @@ func (t *Executor) ParkedRehold(ctx context.Context, p store.ParkedReholdParams)
 }
 
 // RetryOnKey returns the identity retrying on a key, if any, with the
-// time of its last failed attempt.
+// time of its last failed attempt or turn taken, and the payload hash its
+// turn is bound to.
 func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryRow, error) {
 	consumer, key := p.Consumer, p.Key
 	r := store.RetryRow{Consumer: consumer, PartitionKey: key}
@@ -389,9 +390,9 @@ func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryR
 	// whose identity is parked (held or blocked) still holds the turn: it
 	// was let out of the parked table and waits for its decision or its
 	// backoff.
-	err := t.queryRow(ctx, `SELECT r.source, r.id, r.last_error, r.last_at FROM seqbox_retries r
+	err := t.queryRow(ctx, `SELECT r.source, r.id, r.last_error, r.last_at, r.payload_hash FROM seqbox_retries r
 		WHERE r.consumer = $1 AND r.partitionkey = $2 AND `+unsettled+`
-		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last)
+		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last, &r.PayloadHash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrNotFound
 	}

@@ -1,0 +1,69 @@
+package seqbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// Every turn has a way out (docs/design.md §10.1). A message holding its
+// key's turn that never comes back (a broker dropped it, a Deliver caller
+// gave up) would hold its successors for good. Its turn ends, with the
+// message recorded as a skipped dead letter, when:
+//   - the broker's redelivery window passed since it was last seen and no
+//     decision claim of it is alive: the sweep ends it, and the hold
+//     expiry then goes as HoldExpiry says (deadTurn, expireHold);
+//   - an operator releases its key (ReleaseKey), naming who and why,
+//     unless it is being decided right now.
+
+// deadTurn reports whether the message holding a key's turn (r) is gone
+// for good: not seen for the broker's redelivery window, and not being
+// decided.
+func (p *pipeline) deadTurn(ctx context.Context, r store.RetryRow, now time.Time) (bool, error) {
+	if now.Sub(r.At) < p.cfg.RedeliveryWindow {
+		return false, nil
+	}
+	live, err := p.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: p.cfg.Name,
+		Source: r.Source, ID: r.ID, Now: now})
+	return !live, err
+}
+
+// endTurn ends the turn of the message r on key, which will not come
+// back: its row goes, and it is recorded as a dead letter skipped by who
+// for why, with its identity recorded dead-lettered, so that should it
+// come back after all it does not apply after its successors. Its
+// envelope never reached the store (a turn is taken before anything of
+// the message is kept): the dead letter has none.
+func (p *pipeline) endTurn(ctx context.Context, tx *batchTx, r store.RetryRow, key, who, why string, now time.Time) error {
+	ref := store.MessageRef{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID}
+	if err := tx.RetryClear(ctx, ref); err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("its key's turn was ended by %s: %s (last seen %s; its envelope never reached the store)",
+		who, why, r.At.Format(time.RFC3339))
+	seq, err := tx.DeadLetterInsert(ctx, store.DeadLetter{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID, PartitionKey: key,
+		PayloadHash: r.PayloadHash, Envelope: []byte{}, Reason: reason, FirstError: r.Error, LastError: r.Error, DeadAt: now})
+	if err != nil {
+		return err
+	}
+	if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: p.cfg.Name, Seq: seq,
+		State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
+		return err
+	}
+	inserted, err := tx.InboxInsert(ctx, store.InboxRow{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID, PayloadHash: r.PayloadHash,
+		PartitionKey: key, Outcome: seqboxtype.DeadLettered, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
+	if err != nil {
+		return err
+	}
+	if !inserted {
+		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID,
+			Outcome: seqboxtype.DeadLettered, ProcessedAt: &now}); err != nil {
+			return err
+		}
+	}
+	return tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID, PartitionKey: key,
+		Outcome: seqboxtype.DeadLettered, Reason: reason, NextAction: "none: its successors go on; the dead letter is resolved as skipped", At: now})
+}

@@ -1,0 +1,112 @@
+package seqbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// Class 4 of issue 36: an event holding its key's turn is never delivered
+// again (the broker dropped it, a Deliver caller gave up). Its successors
+// must not stay held for good: past the broker's redelivery window, with
+// no live claim, the turn is covered by hold expiry.
+func TestTurnNeverRedeliveredIsCoveredByHoldExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v1   []byte
+		v2   []byte
+	}{
+		{"versioned", keyed("v1", "opp", 1), keyed("v2", "opp", 2)},
+		{"unversioned", unversioned("v1", "opp"), unversioned("v2", "opp")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t)
+			a := newAgent()
+			a.fail["v1"] = 1
+			clock := newFoundClock()
+			b.cfg.Now, b.cfg.Decide = clock.Now, a.decide
+			b.cfg.HoldExpiry, b.cfg.HoldTimeout = seqbox.HoldExpiryAdvance, time.Minute
+			b.cfg.RedeliveryWindow = time.Hour
+			c := b.consumer(t)
+			require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, tc.v1, 1)))
+			require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, tc.v2, 1)))
+
+			// Within the redelivery window the turn holds: v1 may come back.
+			clock.add(2 * time.Minute)
+			ds, err := reach.Sweep(c, context.Background())
+			require.NoError(t, err)
+			require.Empty(t, ds, "v1 may still be redelivered: its turn holds")
+
+			// Past it, v1 never came back: the hold expires over it.
+			clock.add(time.Hour)
+			ds, err = reach.Sweep(c, context.Background())
+			require.NoError(t, err)
+			require.Equal(t, []string{"v2:applied"}, outcomes(ds), "v2 was held for good behind a turn nobody will end")
+			require.Equal(t, []string{"v1", "v2"}, a.called())
+
+			// v1 coming back after all does not apply after its successor.
+			ds = mustDeliver(t, c, tc.v1, 2)
+			require.Len(t, ds, 1)
+			require.NotEqual(t, seqboxtype.Applied, ds[0].Outcome, ds[0].Reason)
+			require.Equal(t, []string{"v1", "v2"}, a.called(), "v1 does not reach the agent after v2")
+		})
+	}
+}
+
+// Class 4, by hand: an operator ends a turn that will never come back with
+// keys release, naming who and why; the successors go, and the ended
+// message shows in the DLQ as skipped with that reason.
+func TestOperatorReleasesAKeyHeldBehindADeadTurn(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	a.fail["v1"] = 1
+	b.cfg.Decide = a.decide
+	c := b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, unversioned("v1", "opp"), 1)))
+	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, unversioned("v2", "opp"), 1)))
+
+	_, err := c.ReleaseKey(ctx, "opp", "", "")
+	require.Error(t, err, "who and why are required")
+	ds, err := c.ReleaseKey(ctx, "opp", "ops", "v1 was dropped by the broker")
+	require.NoError(t, err)
+	require.Equal(t, []string{"v2:applied"}, outcomes(ds))
+
+	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.Equal(t, "v1", dls[0].ID)
+	require.Equal(t, seqboxtype.DeadLetterSkipped, dls[0].State)
+	require.Contains(t, dls[0].Resolution, "ops: v1 was dropped by the broker")
+
+	_, err = c.ReleaseKey(ctx, "opp", "ops", "again")
+	require.Error(t, err, "nothing holds the key any more")
+	ds = mustDeliver(t, c, unversioned("v1", "opp"), 2)
+	require.NotEqual(t, seqboxtype.Applied, ds[0].Outcome, "v1 ended by the operator does not apply after v2: %s", ds[0].Reason)
+}
+
+// A turn whose message is being decided right now is not ended by an
+// operator's release: the call may be reaching the agent.
+func TestReleaseRefusesATurnBeingDecided(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	a.block["v1"] = make(chan struct{})
+	b.cfg.Decide = a.decide
+	c := b.consumer(t)
+	ctx := context.Background()
+	done := make(chan []seqboxtype.Result, 1)
+	go func() { done <- mustDeliver(t, c, unversioned("v1", "opp"), 1) }()
+	require.Equal(t, "v1", <-a.started)
+	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, unversioned("v2", "opp"), 1)))
+	_, err := c.ReleaseKey(ctx, "opp", "ops", "impatient")
+	require.ErrorIs(t, err, seqbox.ErrBeingDecided)
+	close(a.block["v1"])
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done))
+}
