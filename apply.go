@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -164,6 +163,7 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Ev
 				return
 			}
 			err = panicked(r)
+			logPanic(p.cfg, ev, err)
 		}
 	}()
 	ctx = handoff.WithTx(ctx, tx.tx) // outbox.Emit writes in it
@@ -181,9 +181,7 @@ func recoverHandler(err *error) {
 }
 
 // panicked is the permanent error of a handler's panic with value r.
-func panicked(r any) error {
-	return Permanent(fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack()))
-}
+func panicked(r any) error { return recovered("handler", r) }
 
 // wantsSQLTx reports whether the panic r is a failed assertion that a
 // queuedTx is some other type (tx.(*sql.Tx)).

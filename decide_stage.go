@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -149,6 +148,12 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 		}
 		return &decisionInFlight{wait: d.c.p.waitForOthers()}
 	}
+	// Past its business deadline while it waited for a slot or a claim:
+	// not asked. Its run again finds no decision and ends it expired (the
+	// deadline is checked before the call, never after it).
+	if d.c.p.isExpired(ev, cfg.Now()) {
+		return nil
+	}
 	// Still its claim? A decider stalled past three heartbeats since it
 	// claimed has been taken over; the new owner asks, not this one
 	// (internal/model found the late ask reaching the agent out of order).
@@ -163,6 +168,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 	defer cancel()
 	dctx, span := d.c.tr.startDecide(dctx, ev)
 	out, err := callDecide(dctx, cfg.Decide, ev)
+	logPanic(cfg, ev, err)
 	endSpan(span, err)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -174,6 +180,9 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 			return &decisionInFlight{wait: d.c.p.waitForOthers()}
 		}
 		return fmt.Errorf("decide: %w", err)
+	}
+	if out == nil {
+		out = []byte{} // decided, with nothing to say: an empty decision
 	}
 	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
 		Decision: out, PayloadHash: ev.Hash, At: cfg.Now()})
@@ -219,7 +228,7 @@ func businessKeyTaken(ctx context.Context, op store.Executor, consumer string, e
 func callDecide(ctx context.Context, decide Decider, ev seqboxtype.Event) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = Permanent(fmt.Errorf("decide panicked: %v\n%s", r, debug.Stack()))
+			err = recovered("decide", r)
 		}
 	}()
 	return decide(ctx, ev)

@@ -55,7 +55,10 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 		}
 	}
 	expected := p.expectedVersion(ks)
-	if p.isExpired(ev, now) {
+	if expired, err := p.expiredUndecided(ctx, tx, ev, now); err != nil || expired {
+		if err != nil {
+			return nil, err
+		}
 		g := &gateResult{Outcome: seqboxtype.Expired, Reason: p.expiredReason(ev), NextAction: "none: past the business deadline"}
 		if versioned && v == expected {
 			// The next version expired: record the gap so successors are

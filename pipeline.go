@@ -203,7 +203,10 @@ func (p *pipeline) processMessage(ctx context.Context, tx *batchTx, in input) (r
 			}
 			return p.conclude(ctx, dl.with(d, ev, ks), unparkKey, err)
 		}
-	} else if p.isExpired(ev, now) {
+	} else if expired, err := p.expiredUndecided(ctx, tx, ev, now); err != nil || expired {
+		if err != nil {
+			return reached{}, err
+		}
 		d.Outcome, d.Reason = seqboxtype.Expired, p.expiredReason(ev)
 		err := p.record(ctx, tx, ev, d, nil, "none: past the business deadline", now)
 		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
@@ -396,6 +399,22 @@ func (p *pipeline) parkRow(ev seqboxtype.Event, reason seqboxtype.Park, detail s
 
 func (p *pipeline) isExpired(ev seqboxtype.Event, now time.Time) bool {
 	return p.cfg.MaxAge > 0 && !ev.Time.IsZero() && now.Sub(ev.Time) > p.cfg.MaxAge
+}
+
+// expiredUndecided reports an event past its business deadline that was
+// not decided yet. The deadline is checked before the agent's call, never
+// after it: an event whose decision is recorded was sent, and its call
+// took effect or may have, so it applies (the decider checks the deadline
+// again right before it asks: decideOnce).
+func (p *pipeline) expiredUndecided(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) (bool, error) {
+	if !p.isExpired(ev, now) || p.cfg.Decide == nil {
+		return p.isExpired(ev, now), nil
+	}
+	d, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	return err == nil && !d.MadeFor(ev.Hash), err
 }
 
 func (p *pipeline) expiredReason(ev seqboxtype.Event) string {

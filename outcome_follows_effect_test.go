@@ -1,0 +1,90 @@
+package seqbox_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox/internal/waitfor"
+	"github.com/seqbox/seqbox/seqboxtype"
+)
+
+// timed is an event of key opp at version v that occurred at t.
+func timed(id string, v int, t time.Time, bk string) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"source":"crm","type":"t","partitionkey":"opp","objectversion":%d,"time":%q,"businesskey":%q}`,
+		id, v, t.Format(time.RFC3339), bk)
+}
+
+// Class 6 of issue 36: MaxAge passes while the agent works on the call.
+// The agent applied it, so the event is applied, not expired: the
+// deadline is checked before the call, never after it. The key's version
+// advances, and a later event of the same business key is a semantic
+// duplicate, not a dead letter.
+func TestDeadlinePassingDuringTheCallStillApplies(t *testing.T) {
+	for _, keyed := range []bool{true, false} {
+		t.Run(fmt.Sprint("keyed=", keyed), func(t *testing.T) {
+			b := setup(t)
+			a := newAgent()
+			clock := newFoundClock()
+			a.block["e1"] = make(chan struct{})
+			b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge = clock.Now, a.decide, time.Hour
+			c := b.consumer(t)
+			ev := timed("e1", 1, clock.Now().Add(-50*time.Minute), "refund:1")
+			if !keyed {
+				ev = fmt.Appendf(nil, `{"id":"e1","source":"crm","type":"t","time":%q,"businesskey":"refund:1"}`,
+					clock.Now().Add(-50*time.Minute).Format(time.RFC3339))
+			}
+			done := make(chan []seqboxtype.Result, 1)
+			go func() { done <- mustDeliver(t, c, ev, 1) }()
+			require.Equal(t, "e1", <-a.started, "asked before its deadline")
+			clock.add(20 * time.Minute) // the deadline passes while the agent works
+			close(a.block["e1"])
+			ds := <-done
+			require.Equal(t, []string{"e1:applied"}, outcomes(ds), "the call took effect: %s", ds[0].Reason)
+
+			later := timed("e2", 2, clock.Now(), "refund:1")
+			if !keyed {
+				later = fmt.Appendf(nil, `{"id":"e2","source":"crm","type":"t","time":%q,"businesskey":"refund:1"}`, clock.Now().Format(time.RFC3339))
+			}
+			ds = mustDeliver(t, c, later, 1)
+			require.Equal(t, []string{"e2:semantic_duplicate"}, outcomes(ds), ds[0].Reason)
+			require.Equal(t, []string{"e1"}, a.called())
+		})
+	}
+}
+
+// The deadline is checked before the call: an event that expires while
+// it waits for its decision is not sent to the agent at all.
+func TestDeadlinePassedBeforeTheCallIsNotAsked(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	clock := newFoundClock()
+	a.block["e0"] = make(chan struct{})
+	b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge, b.cfg.DecideConcurrency = clock.Now, a.decide, time.Hour, 1
+	c := b.consumer(t)
+	first := make(chan []seqboxtype.Result, 1)
+	go func() {
+		first <- mustDeliver(t, c, fmt.Appendf(nil, `{"id":"e0","source":"crm","type":"t","partitionkey":"other"}`), 1)
+	}()
+	require.Equal(t, "e0", <-a.started) // e0 holds the only Decide slot
+	second := make(chan []seqboxtype.Result, 1)
+	ev := timed("e1", 1, clock.Now().Add(-50*time.Minute), "")
+	go func() { second <- mustDeliver(t, c, ev, 1) }()
+	// e1 passed the pipeline (its turn is committed) and waits for the
+	// slot; its deadline passes meanwhile.
+	waitfor.That(t, time.Minute, "e1 to take its turn", func() bool {
+		var n int
+		require.NoError(t, b.store.DB().QueryRowContext(context.Background(),
+			`SELECT COUNT(*) FROM seqbox_retries WHERE id = 'e1'`).Scan(&n))
+		return n == 1
+	})
+	clock.add(20 * time.Minute)
+	close(a.block["e0"])
+	require.Equal(t, []string{"e0:applied"}, outcomes(<-first))
+	ds := <-second
+	require.Equal(t, []string{"e1:expired"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"e0"}, a.called(), "an expired event is not sent to the agent")
+}
