@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -97,11 +98,17 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.publisher.Publish(r.Context(), raws); err != nil {
+		if r.Context().Err() == nil {
+			s.ingestFailed.Store(&ingestFailure{err: err, at: time.Now()})
+		}
 		s.metrics.ingestRequests.WithLabelValues(mode, "503").Inc()
 		s.opt.Logger.Error("seqbox serve: publish failed", "err", err)
 		writeProblem(w, r, Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable,
 			Detail: "the events could not be queued durably; nothing was queued, retry the request: " + err.Error()})
 		return
+	}
+	if f := s.ingestFailed.Load(); f != nil {
+		s.ingestFailed.CompareAndSwap(f, nil)
 	}
 	s.metrics.ingestRequests.WithLabelValues(mode, "202").Inc()
 	s.metrics.ingestEvents.WithLabelValues(s.opt.Consumer, mode).Add(float64(len(raws)))

@@ -117,8 +117,10 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uptime_seconds": int64(time.Since(s.started).Seconds())})
 }
 
-// readyz answers 200 when the database and the queue answer and the
-// consumer runs; 503 otherwise, and while shutting down.
+// readyz answers 200 when the database and the queue answer, the
+// consumer runs and ingest queues events; 503 otherwise (an ingest that
+// could not queue its events counts for ingestFailureHold, unless one
+// succeeds since), and while shutting down.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -135,6 +137,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.draining.Load() {
 		checks["consumer"], ready = "shutting down", false
+	}
+	checks["ingest"] = "ok"
+	if f := s.ingestFailed.Load(); f != nil && time.Since(f.at) < ingestFailureHold {
+		checks["ingest"], ready = "events could not be queued durably at "+f.at.UTC().Format(time.RFC3339)+": "+f.err.Error(), false
 	}
 	if s.opt.AgentURL != "" {
 		// Shown, not failed on: ingest works while the agent is down, and
@@ -154,7 +160,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 func summarize(checks map[string]string) string {
 	out := ""
-	for _, k := range []string{"database", "queue", "consumer"} {
+	for _, k := range []string{"database", "queue", "consumer", "ingest"} {
 		if checks[k] != "ok" {
 			if out != "" {
 				out += "; "

@@ -53,7 +53,23 @@ type Server struct {
 	draining atomic.Bool
 	// runErr is set when the consumer stopped on its own.
 	runErr atomic.Pointer[error]
+	// ingestFailed is the last ingest that could not queue its events
+	// (a full disk, a database that refuses writes); a successful one
+	// clears it. /readyz fails while it is recent.
+	ingestFailed atomic.Pointer[ingestFailure]
 }
+
+// ingestFailure is an ingest that could not queue its events, and when.
+type ingestFailure struct {
+	err error
+	at  time.Time
+}
+
+// ingestFailureHold is how long a failed ingest keeps /readyz failing
+// without a successful one: long enough for a load balancer to take the
+// gateway out, short enough that it comes back to try again once the
+// disk has room.
+const ingestFailureHold = 30 * time.Second
 
 // New opens the database and the queue and builds the consumer. Call
 // Serve to run it, or Close to release it unused.
