@@ -1,0 +1,158 @@
+package seqbox_test
+
+// Claims follow liveness (shared/DESIGN.md §4, docs/design.md §10.2): a
+// decision claim is renewed every ClaimHeartbeat while its Decide runs, so
+// a slow but live Decide keeps it for as long as it takes, and only a
+// claim whose heartbeat stopped is taken over. These tests run a Decide
+// that outlives many heartbeats inside a testing/synctest bubble (fake
+// clock, no sleeping on real time): a claim that stops renewing lets a
+// second process ask the model again, or lets an operator end the turn of
+// a message being decided. Planted-bug table: docs/mutation.md.
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store/sqlite"
+)
+
+// slowModel is a Decide that blocks until released (or its context ends)
+// and counts the times it was asked.
+type slowModel struct {
+	asked   atomic.Int32
+	release chan struct{}
+}
+
+// answer lets every Decide in flight return (once; deferred, so that a
+// failing test does not leave the bubble's goroutines blocked).
+func (m *slowModel) answer() {
+	select {
+	case <-m.release:
+	default:
+		close(m.release)
+	}
+}
+
+func (m *slowModel) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+	m.asked.Add(1)
+	select {
+	case <-m.release:
+		return []byte("plan for " + ev.ID), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// slowDecideConfig opens a SQLite store inside the bubble and returns a
+// config with a slow model and a 1 s claim heartbeat; close ends it.
+func slowDecideConfig(t *testing.T, m *slowModel) (cfg seqbox.Config, close func()) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+	require.NoError(t, err)
+	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+	return seqbox.Config{
+		Name: "test", Store: st, Handler: replay.RecordHandler("test"), Decide: m.decide,
+		ClaimHeartbeat: time.Second, DecideTimeout: 10 * time.Minute,
+		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
+	}, func() { _ = st.Close() }
+}
+
+// A Decide that runs for 20 heartbeats keeps its claim: a copy delivered
+// to a second process meanwhile waits for it (retry, no attempt spent)
+// instead of asking the model again. A claim whose heartbeat never renews
+// runs out after three heartbeats and the second process asks the model
+// a second time.
+func TestSlowLiveDecideIsAskedOnceAcrossProcesses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &slowModel{release: make(chan struct{})}
+		cfg, closeStore := slowDecideConfig(t, m)
+		defer closeStore()
+		defer m.answer()
+		first, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		second, err := seqbox.NewConsumer(cfg) // another process: its own decider and claimant
+		require.NoError(t, err)
+		ctx := context.Background()
+		msg := unversioned("m", "opp")
+
+		done := make(chan []seqboxtype.Result, 1)
+		go func() {
+			ds, err := first.Deliver(ctx, msg, 1)
+			require.NoError(t, err)
+			done <- ds
+		}()
+		synctest.Wait()
+		require.Equal(t, int32(1), m.asked.Load(), "the first process asks the model")
+
+		// Several copies at the second process while the first Decide is
+		// still running, 20 heartbeats in all.
+		for i := range 4 {
+			time.Sleep(5*time.Second + 500*time.Millisecond)
+			res := make(chan []seqboxtype.Result, 1)
+			go func() {
+				ds, err := second.Deliver(ctx, msg, 2+i)
+				require.NoError(t, err)
+				res <- ds
+			}()
+			synctest.Wait()
+			require.Equal(t, int32(1), m.asked.Load(),
+				"a copy at another process asked the model again while the first Decide was alive (%s in): its claim was not renewed",
+				time.Duration(i+1)*5500*time.Millisecond)
+			ds := <-res
+			require.Equal(t, seqboxtype.Retry, ds[0].Outcome, ds[0].Reason)
+			require.Contains(t, ds[0].Reason, "in flight elsewhere")
+		}
+		m.answer()
+		ds := <-done
+		require.Equal(t, []string{"m:applied"}, outcomes(ds))
+		ds, err = second.Deliver(ctx, msg, 6)
+		require.NoError(t, err)
+		require.Equal(t, []string{"m:duplicate"}, outcomes(ds))
+		require.Equal(t, int32(1), m.asked.Load())
+	})
+}
+
+// The turn of a message whose slow Decide is alive cannot be ended by an
+// operator (ReleaseKey) or taken as dead by the sweep, however long the
+// Decide runs: its claim is live. A claim that stopped renewing looks
+// dead after three heartbeats, and the release ends a turn whose message
+// is reaching the agent.
+func TestSlowLiveDecideKeepsItsTurnAgainstRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &slowModel{release: make(chan struct{})}
+		cfg, closeStore := slowDecideConfig(t, m)
+		defer closeStore()
+		defer m.answer()
+		c, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		ctx := context.Background()
+		done := make(chan []seqboxtype.Result, 1)
+		go func() {
+			ds, err := c.Deliver(ctx, unversioned("v1", "opp"), 1)
+			require.NoError(t, err)
+			done <- ds
+		}()
+		synctest.Wait()
+		ds, err := c.Deliver(ctx, unversioned("v2", "opp"), 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{"v2:held"}, outcomes(ds))
+		for range 3 {
+			time.Sleep(4*time.Second + 250*time.Millisecond)
+			_, err := c.ReleaseKey(ctx, "opp", "ops", "impatient")
+			require.ErrorIs(t, err, seqbox.ErrBeingDecided, "a live, slow Decide's claim must stay live")
+		}
+		m.answer()
+		require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done))
+		require.Equal(t, int32(2), m.asked.Load())
+	})
+}

@@ -1,0 +1,176 @@
+package effects_test
+
+// A pending row's lease follows its caller's liveness (docs/design.md
+// §11, §10.2): the heartbeat renews it to three heartbeats ahead while the
+// call runs, so a slow call that outlives many heartbeats, with a beat
+// lost now and then (a busy database), stays the live caller's, and
+// another attempt meanwhile gets InFlightError instead of calling again or
+// turning a running call uncertain. The tests run inside a
+// testing/synctest bubble: the clock is fake, nothing sleeps on real
+// time. Planted-bug table: docs/mutation.md.
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/sqlite"
+)
+
+// lossyStore loses the lease renewals its drop says to (a beat that did
+// not reach the database in time).
+type lossyStore struct {
+	store.Store
+	drop func(n int) bool
+}
+
+func (s *lossyStore) Executor() store.Executor {
+	return &lossyExecutor{Executor: s.Store.Executor(), s: s}
+}
+
+type lossyExecutor struct {
+	store.Executor
+	s  *lossyStore
+	mu sync.Mutex
+	n  int
+}
+
+func (e *lossyExecutor) EffectRenewLease(ctx context.Context, p store.EffectRenewLeaseParams) error {
+	e.mu.Lock()
+	e.n++
+	n := e.n
+	e.mu.Unlock()
+	if e.s.drop(n) {
+		return errors.New("renewal lost")
+	}
+	return e.Executor.EffectRenewLease(ctx, p)
+}
+
+// slowCall blocks until released and counts the calls made.
+type slowCall struct {
+	calls   atomic.Int32
+	release chan struct{}
+}
+
+func (c *slowCall) call(ctx context.Context, key string) (string, error) {
+	c.calls.Add(1)
+	select {
+	case <-c.release:
+		return "ref-1", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (c *slowCall) answer() {
+	select {
+	case <-c.release:
+	default:
+		close(c.release)
+	}
+}
+
+// A call that runs for ten heartbeats, with every third renewal of its
+// lease lost, stays in flight for any other attempt (another process) at
+// every half heartbeat: each gets InFlightError, the remote is called
+// once, and the row ends succeeded. A lease renewed for less than its
+// span (one heartbeat instead of three) runs out after one lost beat; the
+// other attempt then turns a running call uncertain and, reconciled as
+// absent, calls the remote a second time.
+func TestSlowLiveCallKeepsItsLeaseThroughALostBeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+		require.NoError(t, err)
+		defer st.Close()
+		remote := &slowCall{release: make(chan struct{})}
+		defer remote.answer()
+		lossy := &lossyStore{Store: st, drop: func(n int) bool { return n%3 == 2 }}
+		cfg := effects.Config{Heartbeat: time.Second, Timeout: time.Hour,
+			// Asked whether a call that is in fact still running took
+			// effect: not yet. Only a caller that wrongly took the call for
+			// dead asks.
+			Reconcile: func(context.Context, effects.Effect) (effects.Reconciliation, error) {
+				return effects.Reconciliation{}, nil
+			}}
+		caller, err := effects.New(lossy, cfg)
+		require.NoError(t, err)
+		other, err := effects.New(st, cfg) // another process's ledger
+		require.NoError(t, err)
+		id := seqboxtype.Identity{Consumer: "c", Source: "crm", ID: "m"}
+
+		type result struct {
+			ref string
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			ref, err := caller.DoFor(ctx, id, "crm.create_task", remote.call)
+			done <- result{ref, err}
+		}()
+		synctest.Wait()
+		require.Equal(t, int32(1), remote.calls.Load())
+		time.Sleep(250 * time.Millisecond) // then every half heartbeat, never at the instant of a beat
+		for i := range 20 {
+			time.Sleep(500 * time.Millisecond)
+			_, err := other.DoFor(ctx, id, "crm.create_task", remote.call)
+			var inFlight *effects.InFlightError
+			require.ErrorAs(t, err, &inFlight, "%s into a live call: its lease ran out (renewed for less than three heartbeats?)",
+				250*time.Millisecond+time.Duration(i+1)*500*time.Millisecond)
+			require.Equal(t, int32(1), remote.calls.Load(), "the remote was called again while the first call ran")
+		}
+		remote.answer()
+		r := <-done
+		require.NoError(t, r.err)
+		require.Equal(t, "ref-1", r.ref)
+		ref, err := other.DoFor(ctx, id, "crm.create_task", remote.call)
+		require.NoError(t, err)
+		require.Equal(t, "ref-1", ref)
+		require.Equal(t, int32(1), remote.calls.Load())
+	})
+}
+
+// Without a lost beat, the lease of a slow call is always at least two
+// heartbeats ahead after a renewal: it is renewed for its full span of
+// three heartbeats, as Effect.LeaseUntil shows.
+func TestSlowCallLeaseIsRenewedForItsSpan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+		require.NoError(t, err)
+		defer st.Close()
+		remote := &slowCall{release: make(chan struct{})}
+		defer remote.answer()
+		l, err := effects.New(st, effects.Config{Heartbeat: time.Second, Timeout: time.Hour})
+		require.NoError(t, err)
+		id := seqboxtype.Identity{Consumer: "c", Source: "crm", ID: "m"}
+		done := make(chan error, 1)
+		go func() {
+			_, err := l.DoFor(ctx, id, "crm.create_task", remote.call)
+			done <- err
+		}()
+		synctest.Wait()
+		for i := range 6 {
+			time.Sleep(time.Second + time.Duration(i)*100*time.Millisecond)
+			synctest.Wait()
+			es, err := l.List(ctx, effects.Filter{Consumer: "c"})
+			require.NoError(t, err)
+			require.Len(t, es, 1)
+			require.NotNil(t, es[0].LeaseUntil)
+			ahead := es[0].LeaseUntil.Sub(time.Now())
+			require.Greater(t, ahead, 2*time.Second, "the lease of a live call is renewed three heartbeats ahead; %s left", ahead)
+		}
+		remote.answer()
+		require.NoError(t, <-done)
+	})
+}
