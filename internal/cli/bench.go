@@ -61,7 +61,7 @@ func benchCmd() *cobra.Command {
 	c.Flags().BoolVar(&o.Quick, "quick", false, "a smaller run, well under a minute")
 	c.Flags().StringVar(&o.DB, "db", "", "SQLite file or postgres:// URL (default: a temporary SQLite file)")
 	c.AddCommand(benchThroughputCmd(), benchPurgeCmd())
-	c.AddCommand(benchIngestCmd(), benchLatencyCmd())
+	c.AddCommand(benchIngestCmd(), benchLatencyCmd(), benchAgentCmd())
 	return c
 }
 

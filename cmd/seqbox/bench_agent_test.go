@@ -1,0 +1,46 @@
+package main
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/stretchr/testify/require"
+)
+
+// `seqbox bench agent` (issue 37) prints its one line with every figure,
+// and its check says the agent got every event once and in order, on both
+// targets and both stores; the figures are not asserted.
+func TestBenchAgent(t *testing.T) {
+	dbs := map[string]func() string{
+		"sqlite":   func() string { return newDB(t) },
+		"postgres": func() string { return pgtest.URL(t) },
+	}
+	for store, db := range dbs {
+		for _, target := range []string{"serve", "library"} {
+			t.Run(store+"/"+target, func(t *testing.T) {
+				out := ok(t, "bench", "agent", "--db", db(), "--target", target, "--keys", "6", "--versions", "3",
+					"--latency", "5ms", "--concurrency", "4", "--chain", "5", "--core-messages", "200")
+				m := kv(t, out, "agent: ")
+				require.Equal(t, store, m["store"])
+				require.Equal(t, target, m["target"])
+				for _, k := range []string{"events_per_s", "ideal_per_s", "efficiency", "core_per_s", "ratio_vs_core", "chain_p50_ms", "chain_p99_ms"} {
+					require.Regexp(t, regexp.MustCompile(`^`+num+`$`), m[k], k)
+				}
+				require.Equal(t, "0", m["busy_errors"])
+				require.Equal(t, "0", m["attempts_on_contention"])
+				require.Equal(t, "ok(23_events_once_in_order)", m["check"])
+			})
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--keys", "0"}, "seqbox: bench agent: --keys 0: must be at least 1"},
+		{[]string{"--target", "nope"}, `seqbox: bench agent: --target "nope": want serve or library`},
+		{[]string{"--latency", "-1s"}, "seqbox: bench agent: --latency -1s: must not be negative"},
+	} {
+		require.Equal(t, tc.want, fails(t, append([]string{"bench", "agent"}, tc.args...)...))
+	}
+}

@@ -1,0 +1,501 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/internal/serve"
+	"github.com/seqbox/seqbox/seqboxtype"
+)
+
+// AgentOptions configure `seqbox bench agent`: the agent path measured,
+// the gateway's (serve) or the library's (Config.Decide with an
+// effects.Ledger), against an agent in this process that answers after
+// Latency.
+type AgentOptions struct {
+	// DB is a SQLite path or a postgres:// URL.
+	DB string
+	// Target is "serve" (seqbox serve's pipeline, over HTTP on loopback)
+	// or "library" (Config.Decide calling the agent through effects.Ledger).
+	Target string
+	// Keys get Versions events each, versions 1..Versions.
+	Keys, Versions int
+	// Latency is how long the agent takes to answer.
+	Latency time.Duration
+	// Concurrency is the agent calls in flight at most
+	// (seqbox serve --agent-concurrency, Config.DecideConcurrency).
+	Concurrency int
+	// Chain is the events of the one-key chain measured with an instant
+	// agent (chain_p50_ms, chain_p99_ms).
+	Chain int
+	// CoreMessages is the messages of the core's run (core_per_s).
+	CoreMessages int
+}
+
+// AgentResult is what one `seqbox bench agent` run measured.
+type AgentResult struct {
+	Events               int
+	Elapsed              time.Duration
+	CorePerS             float64
+	ChainP50, ChainP99   time.Duration
+	BusyErrors           int64
+	AttemptsOnContention int64
+	// Checked says what the agent saw was in order and once per event.
+	Checked string
+}
+
+// EventsPerS is the agent path's rate.
+func (r AgentResult) EventsPerS() float64 { return float64(r.Events) / r.Elapsed.Seconds() }
+
+// Ideal is min(concurrency, keys)/latency: what an agent of that latency
+// could take at that concurrency (0 for an instant agent).
+func (o AgentOptions) Ideal() float64 {
+	if o.Latency <= 0 {
+		return 0
+	}
+	return float64(min(o.Concurrency, o.Keys)) / o.Latency.Seconds()
+}
+
+// Line renders the result as `seqbox bench agent` prints it.
+func (r AgentResult) Line(o AgentOptions, store string) string {
+	ideal, eff := "-", "-"
+	if i := o.Ideal(); i > 0 {
+		ideal, eff = fmt.Sprintf("%.0f", i), fmt.Sprintf("%.2f", r.EventsPerS()/i)
+	}
+	return fmt.Sprintf("agent: store=%s target=%s keys=%d versions=%d latency_ms=%d concurrency=%d events_per_s=%.0f ideal_per_s=%s "+
+		"efficiency=%s core_per_s=%.0f ratio_vs_core=%.3f chain_p50_ms=%.1f chain_p99_ms=%.1f busy_errors=%d attempts_on_contention=%d check=%s",
+		store, o.Target, o.Keys, o.Versions, o.Latency.Milliseconds(), o.Concurrency, r.EventsPerS(), ideal, eff,
+		r.CorePerS, r.EventsPerS()/r.CorePerS, msOf(r.ChainP50), msOf(r.ChainP99), r.BusyErrors, r.AttemptsOnContention, r.Checked)
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Agent runs the agent path on one database: the core's rate with a
+// per-message Handler, then Keys x Versions events through the target to
+// an agent answering after Latency, then a chain of Chain events on one
+// key with an instant agent. It fails when the agent saw an event twice
+// or a key's events out of order.
+func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
+	var res AgentResult
+	if o.Target != "serve" && o.Target != "library" {
+		return res, fmt.Errorf("bench agent: --target %q: want serve or library", o.Target)
+	}
+	core, err := corePerS(ctx, o)
+	if err != nil {
+		return res, fmt.Errorf("core: %w", err)
+	}
+	res.CorePerS = core
+	run := newRun()
+	watch := &contention{}
+	a := newBenchAgent(o.Latency)
+	defer a.close()
+	tgt, err := startTarget(ctx, o, run, a.url(), watch)
+	if err != nil {
+		return res, err
+	}
+	defer tgt.stop()
+
+	// Keys x Versions: each round posts one version of every key, so a
+	// key's versions are accepted in order.
+	start := time.Now()
+	for v := 1; v <= o.Versions; v++ {
+		bodies := make([][]byte, o.Keys)
+		for k := range bodies {
+			bodies[k] = agentBody(run, "e", k, v)
+		}
+		if err := tgt.send(ctx, bodies); err != nil {
+			return res, err
+		}
+	}
+	if err := a.waitFor(ctx, o.Keys*o.Versions, watch); err != nil {
+		return res, err
+	}
+	if err := tgt.waitApplied(ctx, o.Keys*o.Versions); err != nil {
+		return res, err
+	}
+	res.Events, res.Elapsed = o.Keys*o.Versions, time.Since(start)
+
+	// The chain: one key, an instant agent; each step is the time from
+	// one event's call to the next one's.
+	a.latency.Store(0)
+	chainStart := a.calls.Load()
+	bodies := make([][]byte, o.Chain)
+	for v := range bodies {
+		bodies[v] = agentBody(run, "c", -1, v+1)
+	}
+	posted := time.Now()
+	for _, b := range bodies {
+		if err := tgt.send(ctx, [][]byte{b}); err != nil {
+			return res, err
+		}
+	}
+	if err := a.waitFor(ctx, int(chainStart)+o.Chain, watch); err != nil {
+		return res, err
+	}
+	steps := a.steps(run+"-c-1-", posted)
+	chain := LatencyOf(steps)
+	res.ChainP50, res.ChainP99 = chain.P50, chain.P99
+	res.BusyErrors, res.AttemptsOnContention = watch.busy.Load(), watch.attempts.Load()
+	if err := a.check(); err != nil {
+		return res, err
+	}
+	res.Checked = fmt.Sprintf("ok(%d_events_once_in_order)", a.calls.Load())
+	return res, nil
+}
+
+// agentBody is version v of key k of a run (k < 0: the chain's key).
+func agentBody(run, prefix string, k, v int) []byte {
+	key := fmt.Sprintf("%s-k%d", run, k)
+	if k < 0 {
+		key = run + "-chain"
+	}
+	return fmt.Appendf(nil, `{"id":"%s-%s%d-%d","specversion":"1.0","source":"bench","type":"bench.agent","partitionkey":%q,"objectversion":%d,"data":{"k":%d,"v":%d}}`,
+		run, prefix, k, v, key, v, k, v)
+}
+
+// corePerS measures the core pipeline (embedded queue, per-message
+// Handler) on the same database: CoreMessages over 100 keys.
+func corePerS(ctx context.Context, o AgentOptions) (float64, error) {
+	run := newRun()
+	e, err := open(ctx, o.DB, "bench-core-"+run)
+	if err != nil {
+		return 0, err
+	}
+	defer e.close()
+	if err := publish(ctx, e.q, Bodies("bench", run+"-core", run, o.CoreMessages, 100)); err != nil {
+		return 0, err
+	}
+	l, err := startLive(ctx, e, 4, 64)
+	if err != nil {
+		return 0, err
+	}
+	waitErr := l.waitApplied(ctx, int64(o.CoreMessages))
+	elapsed := time.Since(l.start)
+	if err := errors.Join(waitErr, l.stop()); err != nil {
+		return 0, err
+	}
+	return float64(o.CoreMessages) / elapsed.Seconds(), nil
+}
+
+// contention counts what a busy or locked database of seqbox's own did:
+// log lines naming it, and attempts spent on it.
+type contention struct {
+	busy, attempts atomic.Int64
+}
+
+// Handle implements slog.Handler: it counts, and drops the record.
+func (c *contention) Handle(_ context.Context, r slog.Record) error {
+	text := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		text += " " + a.Value.String()
+		return true
+	})
+	if isBusyText(text) {
+		c.busy.Add(1)
+		if strings.Contains(text, "attempt") || strings.Contains(r.Message, "will be retried") {
+			c.attempts.Add(1)
+		}
+	}
+	return nil
+}
+
+// Enabled implements slog.Handler.
+func (c *contention) Enabled(context.Context, slog.Level) bool { return true }
+
+// WithAttrs implements slog.Handler.
+func (c *contention) WithAttrs([]slog.Attr) slog.Handler { return c }
+
+// WithGroup implements slog.Handler.
+func (c *contention) WithGroup(string) slog.Handler { return c }
+
+func isBusyText(s string) bool {
+	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "SQLITE_LOCKED") || strings.Contains(s, "database is locked") ||
+		strings.Contains(s, "deadlock detected") || strings.Contains(s, "could not serialize")
+}
+
+// benchAgent is the agent: it answers each call after latency and records
+// what it was sent.
+type benchAgent struct {
+	srv     *httptest.Server
+	latency atomic.Int64
+	calls   atomic.Int64
+	mu      sync.Mutex
+	// byKey is each key's versions in the order received; keys the
+	// Idempotency-Keys seen; at each event id's first call.
+	byKey map[string][]int64
+	keys  map[string]int
+	at    map[string]time.Time
+	order []string
+	got   chan struct{}
+}
+
+func newBenchAgent(latency time.Duration) *benchAgent {
+	a := &benchAgent{byKey: map[string][]int64{}, keys: map[string]int{}, at: map[string]time.Time{}, got: make(chan struct{}, 1)}
+	a.latency.Store(int64(latency))
+	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
+	return a
+}
+
+func (a *benchAgent) url() string { return a.srv.URL }
+
+func (a *benchAgent) close() { a.srv.Close() }
+
+func (a *benchAgent) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusNoContent) // the gateway's probe
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	if d := time.Duration(a.latency.Load()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	id := idOf(body)
+	key := r.Header.Get(serve.HeaderPartitionKey)
+	v, _ := strconv.ParseInt(r.Header.Get(serve.HeaderObjectVersion), 10, 64)
+	a.mu.Lock()
+	a.keys[r.Header.Get(serve.HeaderIdempotencyKey)]++
+	if _, seen := a.at[id]; !seen {
+		a.at[id] = time.Now()
+		a.order = append(a.order, id)
+		a.byKey[key] = append(a.byKey[key], v)
+	}
+	a.mu.Unlock()
+	a.calls.Add(1)
+	select {
+	case a.got <- struct{}{}:
+	default:
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// waitFor waits until the agent was called n times in all. It fails when
+// nothing arrives for stallAfter.
+func (a *benchAgent) waitFor(ctx context.Context, n int, watch *contention) error {
+	for a.calls.Load() < int64(n) {
+		select {
+		case <-a.got:
+		case <-time.After(stallAfter):
+			return fmt.Errorf("the agent got %d of %d calls and then nothing for %s (busy errors: %d)", a.calls.Load(), n, stallAfter, watch.busy.Load())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// steps are the times between the calls of the events whose ids start
+// with prefix: the first from posted, each next from the call before it.
+func (a *benchAgent) steps(prefix string, posted time.Time) []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []time.Duration
+	prev := posted
+	for _, id := range a.order {
+		if !strings.HasPrefix(id, prefix) {
+			continue
+		}
+		out = append(out, a.at[id].Sub(prev))
+		prev = a.at[id]
+	}
+	return out
+}
+
+// check fails when an Idempotency-Key came twice or a key's versions came
+// out of order.
+func (a *benchAgent) check() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, n := range a.keys {
+		if n > 1 {
+			return fmt.Errorf("the agent got Idempotency-Key %s %d times", k, n)
+		}
+	}
+	for key, vs := range a.byKey {
+		if !slices.IsSorted(vs) || len(slices.Compact(slices.Clone(vs))) != len(vs) {
+			return fmt.Errorf("the agent got key %s's versions out of order: %v", key, vs)
+		}
+	}
+	return nil
+}
+
+// target is what carries events to the agent: the gateway or a library
+// consumer.
+type target struct {
+	send        func(ctx context.Context, bodies [][]byte) error
+	waitApplied func(ctx context.Context, n int) error
+	stop        func()
+}
+
+func startTarget(ctx context.Context, o AgentOptions, run, agentURL string, watch *contention) (*target, error) {
+	if o.Target == "serve" {
+		return startServe(ctx, o, agentURL, watch)
+	}
+	return startLibrary(ctx, o, run, agentURL, watch)
+}
+
+// startServe runs seqbox serve in this process on a loopback port, with
+// the agent at agentURL.
+func startServe(ctx context.Context, o AgentOptions, agentURL string, watch *contention) (*target, error) {
+	name := "bench-agent-" + newRun()
+	srv, err := serve.New(ctx, serve.Options{DB: o.DB, AgentURL: agentURL, AgentConcurrency: o.Concurrency,
+		Addr: "127.0.0.1:0", PurgeEvery: -1, Logger: slog.New(watch), Consumer: name, Queue: name})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	base := "http://" + ln.Addr().String()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	op := reach.Store(srv.Consumer()).Executor()
+	return &target{
+		send: func(ctx context.Context, bodies [][]byte) error {
+			return postAll(ctx, client, base, bodies)
+		},
+		waitApplied: func(ctx context.Context, n int) error {
+			return waitCount(ctx, n, func() (int64, error) {
+				c, err := op.Counts(ctx, name)
+				return c.Applied, err
+			})
+		},
+		stop: func() { cancel(); <-done },
+	}, nil
+}
+
+// postAll posts each body as a structured event, 32 at a time; every
+// answer must be 202.
+func postAll(ctx context.Context, client *http.Client, base string, bodies [][]byte) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(bodies))
+	sem := make(chan struct{}, 32)
+	for _, b := range bodies {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/events", bytes.NewReader(b))
+			if err != nil {
+				errs <- err
+				return
+			}
+			req.Header.Set("Content-Type", "application/cloudevents+json")
+			resp, err := client.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				errs <- fmt.Errorf("POST /v1/events answered %s", resp.Status)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// waitCount waits until count reaches n, failing when it does not move
+// for stallAfter.
+func waitCount(ctx context.Context, n int, count func() (int64, error)) error {
+	last, lastAt := int64(-1), time.Now()
+	for {
+		got, err := count()
+		if err != nil {
+			return err
+		}
+		if got >= int64(n) {
+			return nil
+		}
+		if got != last {
+			last, lastAt = got, time.Now()
+		} else if time.Since(lastAt) > stallAfter {
+			return fmt.Errorf("stalled at %d of %d applied", got, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// startLibrary runs a consumer with Config.Decide calling the agent
+// through effects.Ledger, and the record handler, on the embedded queue.
+func startLibrary(ctx context.Context, o AgentOptions, run, agentURL string, watch *contention) (*target, error) {
+	e, err := open(ctx, o.DB, "bench-agent-"+run)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(watch)
+	ledger, err := effects.New(e.st, effects.Config{Logger: log})
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(o.Concurrency, 2)}, Timeout: 30 * time.Second}
+	decide := func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		ref, err := ledger.Do(ctx, "agent", effects.HTTP(client, func(ctx context.Context) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, agentURL, bytes.NewReader(ev.Raw))
+			if err == nil {
+				req.Header.Set(serve.HeaderPartitionKey, ev.PartitionKey)
+				if v, ok := ev.Version(); ok {
+					req.Header.Set(serve.HeaderObjectVersion, strconv.FormatInt(v, 10))
+				}
+			}
+			return req, err
+		}, func(*http.Response) (string, error) { return "ok", nil }))
+		return []byte(ref), err
+	}
+	var applied atomic.Int64
+	name := "bench-agent-" + run
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: name, Store: e.st, Transport: e.q, Decide: decide,
+		DecideConcurrency: o.Concurrency, Logger: log,
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil },
+		Observer: func(r seqboxtype.Result) {
+			if r.Outcome == seqboxtype.Applied {
+				applied.Add(1)
+			}
+		}})
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	return &target{
+		send: func(ctx context.Context, bodies [][]byte) error { return publish(ctx, e.q, bodies) },
+		waitApplied: func(ctx context.Context, n int) error {
+			return waitCount(ctx, n, func() (int64, error) { return applied.Load(), nil })
+		},
+		stop: func() { cancel(); <-done; e.close() },
+	}, nil
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/seqbox/seqbox/internal/bench"
+	"github.com/seqbox/seqbox/internal/pgdb"
+	"github.com/spf13/cobra"
+)
+
+func benchAgentCmd() *cobra.Command {
+	var o bench.AgentOptions
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "The agent path (seqbox serve's pipeline, or Config.Decide with effects.Ledger) against an agent in this process, beside the core",
+		Long: "Runs, on one database: the core (embedded queue, per-message Handler) for core_per_s; then --keys x --versions\n" +
+			"events through --target to an agent in this process that answers after --latency, with --concurrency calls\n" +
+			"in flight at most; then a chain of --chain events on one key with an instant agent (chain_p50_ms and\n" +
+			"chain_p99_ms: the time from one event's call to the next's). It checks that the agent got every event\n" +
+			"once, each key's in version order, and prints one line:\n" +
+			"agent: store=… target=… keys=… latency_ms=… concurrency=… events_per_s=… ideal_per_s=… efficiency=…\n" +
+			"core_per_s=… ratio_vs_core=… chain_p50_ms=… chain_p99_ms=… busy_errors=… attempts_on_contention=… check=…",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"keys", o.Keys}, {"versions", o.Versions}, {"concurrency", o.Concurrency}, {"chain", o.Chain}, {"core-messages", o.CoreMessages}} {
+				if f.v < 1 {
+					return fmt.Errorf("bench agent: --%s %d: must be at least 1", f.name, f.v)
+				}
+			}
+			if o.Latency < 0 {
+				return fmt.Errorf("bench agent: --latency %s: must not be negative", o.Latency)
+			}
+			if o.Target != "serve" && o.Target != "library" {
+				return fmt.Errorf("bench agent: --target %q: want serve or library", o.Target)
+			}
+			db, cleanup, err := benchDB(o.DB)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			o.DB = db
+			res, err := bench.Agent(cmd.Context(), o)
+			if err != nil {
+				return fmt.Errorf("bench agent: %w", err)
+			}
+			store := "sqlite"
+			if pgdb.IsURL(db) {
+				store = "postgres"
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Line(o, store))
+			return err
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&o.DB, "db", "", "SQLite file or postgres:// URL (default: a temporary SQLite file)")
+	fl.StringVar(&o.Target, "target", "serve", "serve (the gateway's pipeline over loopback HTTP) or library (Config.Decide + effects.Ledger)")
+	fl.IntVar(&o.Keys, "keys", 200, "partition keys")
+	fl.IntVar(&o.Versions, "versions", 5, "events per key, versions 1..N")
+	fl.DurationVar(&o.Latency, "latency", 0, "how long the agent takes to answer")
+	fl.IntVar(&o.Concurrency, "concurrency", 64, "agent calls in flight at most (--agent-concurrency, Config.DecideConcurrency)")
+	fl.IntVar(&o.Chain, "chain", 20, "events of the one-key chain (instant agent)")
+	fl.IntVar(&o.CoreMessages, "core-messages", 5000, "messages of the core's run (core_per_s)")
+	return c
+}
