@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/seqbox/seqbox/effects"
 )
@@ -29,6 +30,25 @@ type snapshot struct {
 	turns   map[string]bool            // ids holding a turn row
 	decided map[string]string          // recorded decisions, by id
 	audit   map[string]map[string]bool // by id: outcomes audited
+
+	// The payload each record is bound to, by id: the recorded
+	// decision's, the turn's, and the collisions audited (by hash).
+	decidedHash map[string]string
+	turnHash    map[string]string
+	collided    map[string]map[string]bool
+	// leases are the ledger's pending rows' lease_until (micros), by id.
+	leases map[string]sql.NullInt64
+	// readAt is the clock just before the snapshot, and liveCalls the
+	// remote calls waiting, in a live process, both before and after it.
+	readAt    time.Time
+	liveCalls []*remoteCall
+}
+
+// querier runs the snapshot's queries: a connection pool (SQLite, every
+// goroutine of the bubble blocked) or one REPEATABLE READ transaction
+// (PostgreSQL, the processes still running).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 type appliedRow struct {
@@ -36,6 +56,7 @@ type appliedRow struct {
 	id, key  string
 	version  sql.NullInt64
 	bk       string
+	hash     string
 	decision string
 }
 
@@ -43,6 +64,7 @@ type inboxRow struct {
 	outcome string
 	key     string
 	version sql.NullInt64
+	hash    string
 }
 
 type dlqRow struct {
@@ -60,11 +82,24 @@ type keyRow struct {
 // read takes the snapshot. The caller made sure every goroutine of the
 // bubble is blocked, so it is consistent.
 func (w *world) read(ctx context.Context) (*snapshot, error) {
-	db := w.st.DB()
+	var db, qdb querier = w.st.DB(), w.qdb
+	qTable := "seqbox_queue"
 	s := &snapshot{inbox: map[string]inboxRow{}, dlq: map[string][]dlqRow{}, gaps: map[string][][2]int64{},
 		keys: map[string]keyRow{}, parked: map[string][]string{}, queued: map[string]int{}, ledger: map[string]effects.State{},
-		turns: map[string]bool{}, decided: map[string]string{}, audit: map[string]map[string]bool{}}
-	q := func(db *sql.DB, query string, scan func(*sql.Rows) error, args ...any) error {
+		turns: map[string]bool{}, decided: map[string]string{}, audit: map[string]map[string]bool{},
+		decidedHash: map[string]string{}, turnHash: map[string]string{}, collided: map[string]map[string]bool{},
+		leases: map[string]sql.NullInt64{}}
+	before := w.remote.waiting()
+	s.readAt = w.now()
+	if w.pg {
+		tx, err := w.st.DB().BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback() //nolint:errcheck // read only
+		db, qdb, qTable = tx, tx, w.qTable
+	}
+	q := func(db querier, query string, scan func(*sql.Rows) error, args ...any) error {
 		rows, err := db.QueryContext(ctx, query, args...)
 		if err != nil {
 			return fmt.Errorf("%s: %w", query, err)
@@ -78,16 +113,16 @@ func (w *world) read(ctx context.Context) (*snapshot, error) {
 		return rows.Err()
 	}
 	steps := []error{
-		q(db, `SELECT seq, id, partitionkey, version, businesskey, decision FROM rapid_applied ORDER BY seq`, func(r *sql.Rows) error {
+		q(db, `SELECT seq, id, partitionkey, version, businesskey, hash, decision FROM rapid_applied ORDER BY seq`, func(r *sql.Rows) error {
 			var a appliedRow
-			err := r.Scan(&a.seq, &a.id, &a.key, &a.version, &a.bk, &a.decision)
+			err := r.Scan(&a.seq, &a.id, &a.key, &a.version, &a.bk, &a.hash, &a.decision)
 			s.applied = append(s.applied, a)
 			return err
 		}),
-		q(db, `SELECT id, outcome, partitionkey, objectversion FROM seqbox_inbox WHERE consumer = $1`, func(r *sql.Rows) error {
+		q(db, `SELECT id, outcome, partitionkey, objectversion, payload_hash FROM seqbox_inbox WHERE consumer = $1`, func(r *sql.Rows) error {
 			var id string
 			var in inboxRow
-			err := r.Scan(&id, &in.outcome, &in.key, &in.version)
+			err := r.Scan(&id, &in.outcome, &in.key, &in.version, &in.hash)
 			s.inbox[id] = in
 			return err
 		}, rapidConsumer),
@@ -118,35 +153,45 @@ func (w *world) read(ctx context.Context) (*snapshot, error) {
 			s.parked[id] = append(s.parked[id], reason)
 			return err
 		}, rapidConsumer),
-		q(db, `SELECT id, state FROM seqbox_effects WHERE consumer = $1`, func(r *sql.Rows) error {
+		q(db, `SELECT id, state, lease_until FROM seqbox_effects WHERE consumer = $1`, func(r *sql.Rows) error {
 			var id string
 			var st effects.State
-			err := r.Scan(&id, &st)
+			var lease sql.NullInt64
+			err := r.Scan(&id, &st, &lease)
 			s.ledger[id] = st
+			s.leases[id] = lease
 			return err
 		}, rapidConsumer),
-		q(db, `SELECT id FROM seqbox_retries WHERE consumer = $1`, func(r *sql.Rows) error {
-			var id string
-			err := r.Scan(&id)
+		q(db, `SELECT id, payload_hash FROM seqbox_retries WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id, h string
+			err := r.Scan(&id, &h)
 			s.turns[id] = true
+			s.turnHash[id] = h
 			return err
 		}, rapidConsumer),
-		q(db, `SELECT id, decision FROM seqbox_decisions WHERE consumer = $1`, func(r *sql.Rows) error {
-			var id, d string
-			err := r.Scan(&id, &d)
+		q(db, `SELECT id, decision, payload_hash FROM seqbox_decisions WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id, d, h string
+			err := r.Scan(&id, &d, &h)
 			s.decided[id] = d
+			s.decidedHash[id] = h
 			return err
 		}, rapidConsumer),
-		q(db, `SELECT id, outcome FROM seqbox_audit WHERE consumer = $1`, func(r *sql.Rows) error {
-			var id, o string
-			err := r.Scan(&id, &o)
+		q(db, `SELECT id, outcome, payload_hash FROM seqbox_audit WHERE consumer = $1`, func(r *sql.Rows) error {
+			var id, o, h string
+			err := r.Scan(&id, &o, &h)
 			if s.audit[id] == nil {
 				s.audit[id] = map[string]bool{}
 			}
 			s.audit[id][o] = true
+			if o == "collision" {
+				if s.collided[id] == nil {
+					s.collided[id] = map[string]bool{}
+				}
+				s.collided[id][h] = true
+			}
 			return err
 		}, rapidConsumer),
-		q(w.qdb, `SELECT body FROM seqbox_queue`, func(r *sql.Rows) error {
+		q(qdb, `SELECT body FROM `+qTable, func(r *sql.Rows) error {
 			var body []byte
 			if err := r.Scan(&body); err != nil {
 				return err
@@ -162,6 +207,11 @@ func (w *world) read(ctx context.Context) (*snapshot, error) {
 	for _, err := range steps {
 		if err != nil {
 			return nil, err
+		}
+	}
+	for _, c := range w.remote.waiting() {
+		if slices.Contains(before, c) && !c.proc.dead.Load() {
+			s.liveCalls = append(s.liveCalls, c)
 		}
 	}
 	return s, nil
@@ -224,8 +274,9 @@ func (w *world) check(s *snapshot) []string {
 		}
 	}
 	for id, in := range s.inbox {
-		// The scenario never reuses an identity for other content nor a
-		// version for another identity.
+		// The scenario never reuses a version for another identity, and
+		// a collision (a copy with another payload) never becomes the
+		// identity's outcome.
 		if in.outcome == "collision" || in.outcome == "version_conflict" {
 			fail("no %s without a cause: %s ended %s, though no other identity ever carried its version and no other payload its id (audit %v, gaps %v)",
 				in.outcome, id, in.outcome, s.audit[id], s.gaps[in.key])
@@ -271,8 +322,88 @@ func (w *world) check(s *snapshot) []string {
 		} else if a.decision != w.remote.refs[key] {
 			fail("applied only what the agent did: %s applied decision %q, the remote side holds %q", a.id, a.decision, w.remote.refs[key])
 		}
+		// The applied envelope is the one the agent saw: the remote side
+		// received that payload, and only that one, under the identity's
+		// idempotency key; the decision applied was made for it.
+		e := w.byID[a.id]
+		if e == nil {
+			continue
+		}
+		for h := range w.remote.hashes[key] {
+			if h != a.hash {
+				fail("the applied envelope is the one the agent saw: %s applied %s, but the remote side received %s under its idempotency key",
+					a.id, e.hashName(a.hash), e.hashName(h))
+			}
+		}
+		if len(a.hash) >= 8 && !strings.Contains(a.decision, a.hash[:8]) {
+			fail("the applied envelope is the one the agent saw: %s applied %s with decision %q, made for another payload", a.id, e.hashName(a.hash), a.decision)
+		}
+		if h, ok := s.decidedHash[a.id]; ok && h != a.hash {
+			fail("a decision is bound to its payload: %s applied %s with the decision recorded for %s", a.id, e.hashName(a.hash), e.hashName(h))
+		}
+		if in, ok := s.inbox[a.id]; ok && in.hash != a.hash {
+			fail("the applied envelope is the one recorded: %s applied %s, its inbox row holds %s", a.id, e.hashName(a.hash), e.hashName(in.hash))
+		}
+	}
+	// One payload per idempotency key at the remote side.
+	for key, hs := range w.remote.hashes {
+		if len(hs) > 1 {
+			fail("one payload per identity at the agent: the remote side received %d payloads under the idempotency key of %s", len(hs), w.remote.events[key])
+		}
 	}
 	w.remote.mu.Unlock()
+
+	// The payload an identity is bound to (its inbox row's, else its
+	// turn's, else its recorded decision's) is the one the agent was asked
+	// about, the one its decision was made for, and never a collision; a
+	// collision is audited only for a payload that was published under
+	// the identity besides another one.
+	for _, e := range w.events {
+		bound, what := "", ""
+		if in, ok := s.inbox[e.id]; ok {
+			bound, what = in.hash, "its inbox row"
+		} else if h := s.turnHash[e.id]; h != "" {
+			bound, what = h, "its turn"
+		} else if h := s.decidedHash[e.id]; h != "" {
+			bound, what = h, "its recorded decision"
+		}
+		if bound != "" {
+			if h, ok := s.decidedHash[e.id]; ok && h != bound {
+				fail("a decision is bound to its payload: %s's decision was made for %s, %s holds %s", e, e.hashName(h), what, e.hashName(bound))
+			}
+			if h := s.turnHash[e.id]; h != "" && h != bound {
+				fail("a turn is bound to its payload: %s's turn is bound to %s, %s holds %s", e, e.hashName(h), what, e.hashName(bound))
+			}
+			for h := range w.agent.hashesAsked(e.id) {
+				if h != bound {
+					fail("the copy the agent received is the identity's: the agent was asked about %s of %s, %s holds %s", e.hashName(h), e, what, e.hashName(bound))
+				}
+			}
+			if s.collided[e.id][bound] {
+				fail("the identity's copy is never a collision: %s's %s (%s) was audited a collision", e, e.hashName(bound), what)
+			}
+		}
+		for h := range s.collided[e.id] {
+			if !w.pubHashes[e.id][h] || len(w.pubHashes[e.id]) < 2 {
+				fail("no collision without a cause: %s audited a collision for %s, though no other payload was published under its id", e, e.hashName(h))
+			}
+		}
+	}
+
+	// A ledger lease follows liveness: a call still running in a live
+	// process keeps its pending row's lease ahead of the clock (a lease
+	// that stopped renewing makes a running call look dead, and another
+	// caller would call again).
+	for _, c := range s.liveCalls {
+		st, lease := s.ledger[c.ev.id], s.leases[c.ev.id]
+		switch {
+		case st != effects.Pending:
+			fail("a ledger lease follows liveness: %s's call #%d still runs in live %s, its ledger row is %s", c.ev, c.seq, c.proc, st)
+		case !lease.Valid || lease.Int64 <= s.readAt.UnixMicro():
+			fail("a ledger lease follows liveness: %s's call #%d still runs in live %s, its ledger row's lease ran out %s ago",
+				c.ev, c.seq, c.proc, s.readAt.Sub(time.UnixMicro(lease.Int64)))
+		}
+	}
 
 	// Per versioned key, applied versions strictly increase, and a
 	// version passed over is on record.
@@ -303,14 +434,15 @@ func (w *world) check(s *snapshot) []string {
 	}
 
 	// ACK only after COMMIT: a copy gone from the queue was acknowledged,
-	// so the database committed an outcome for its identity.
+	// so the database committed an outcome for its identity (a collision:
+	// its audit row, the identity being another copy's).
 	for _, e := range w.events {
 		acked := w.published[e.idx] - s.queued[e.id]
 		if acked < 0 {
 			fail("the queue holds %d copies of %s, %d were published", s.queued[e.id], e, w.published[e.idx])
 		}
 		if acked > 0 {
-			if _, ok := s.inbox[e.id]; !ok && len(s.dlq[e.id]) == 0 {
+			if _, ok := s.inbox[e.id]; !ok && len(s.dlq[e.id]) == 0 && len(s.collided[e.id]) == 0 {
 				fail("ACK only after COMMIT: %d copies of %s acknowledged with nothing committed for it", acked, e)
 			}
 		}
@@ -330,6 +462,26 @@ func (w *world) check(s *snapshot) []string {
 		for _, d := range ds {
 			if strings.TrimSpace(d.reason) == "" {
 				fail("dead letter %d of %s has no reason", d.seq, id)
+			}
+		}
+	}
+	return bad
+}
+
+// settledCheck verifies, once everything settled, that every payload
+// published under an identity but the one it is bound to (the copy the
+// agent received, when it was asked) ended a collision.
+func (w *world) settledCheck(s *snapshot) []string {
+	var bad []string
+	for _, e := range w.events {
+		in, ok := s.inbox[e.id]
+		if !ok {
+			continue
+		}
+		for h := range w.pubHashes[e.id] {
+			if h != in.hash && !s.collided[e.id][h] {
+				bad = append(bad, fmt.Sprintf("every other payload ends a collision: %s's %s was published, the identity holds %s (%s), and no collision of it is on record (audit %v)",
+					e, e.hashName(h), e.hashName(in.hash), in.outcome, s.audit[e.id]))
 			}
 		}
 	}

@@ -129,7 +129,7 @@ func TestRapidModel(t *testing.T) {
 			frozenClock:  rapid.Bool().Draw(rt, "frozenClock"),
 			holdTimeout:  rHoldTimeout,
 		}
-		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"))
+		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), rapid.Bool().Draw(rt, "businessKeyPair"))
 		dir, err := os.MkdirTemp(base, "run")
 		if err != nil {
 			rt.Fatal(err)
@@ -215,10 +215,14 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 		// same id, same payload).
 		"publish": func(t *rapid.T) {
 			e := rapid.SampledFrom(w.events).Draw(t, "event")
-			if err := w.publish(ctx, e); err != nil {
+			// Now and then a copy under the same id with another
+			// payload: it must end a collision unless it is the copy
+			// the agent received.
+			other := rapid.IntRange(0, 4).Draw(t, "otherPayload") == 0
+			if err := w.publishTo(ctx, w.pub, e, other); err != nil {
 				t.Fatal(err)
 			}
-			w.step(t, "publish %s (copy %d)", e, w.published[e.idx])
+			w.step(t, "publish %s, %s (copy %d)", e, e.hashName(map[bool]string{false: e.hash, true: e.otherHash}[other]), w.published[e.idx])
 		},
 		// The consumer runs for a moment: it receives what is ready and
 		// processes it until it waits (for the remote side, a backoff, a
@@ -385,6 +389,9 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 	if len(left) > 0 {
 		t.Fatalf("nothing lost: after the drain (%s of fake time) these have no final outcome and are not parked behind a blocked key:\n  %s\n  the state:\n    %s\n  the run so far (its end):\n    %s",
 			fakeNow(), joinLines(left), w.describe(last), w.recent(150))
+	}
+	if bad := w.settledCheck(last); len(bad) > 0 {
+		t.Fatalf("invariants broken once settled:\n  %s\n  the state:\n    %s\n  the run so far (its end):\n    %s", joinLines(bad), w.describe(last), w.recent(150))
 	}
 	w.step(t, "settled")
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
@@ -51,6 +52,33 @@ type rEvent struct {
 	bk     string // business key, "" for none
 	poison bool
 	body   []byte
+	// other is a copy of the event under its identity with another
+	// payload (other data): a producer reusing the id for other content,
+	// or a racing copy. At most one of body and other is the identity's;
+	// every copy of the other must end a collision.
+	other []byte
+	// hash and otherHash are the payload hashes of body and other, as
+	// the library computes them.
+	hash, otherHash string
+}
+
+// bodyOf is the copy's bytes: the event's own, or its other payload.
+func (e *rEvent) bodyOf(other bool) []byte {
+	if other {
+		return e.other
+	}
+	return e.body
+}
+
+// hashName names one of e's payload hashes for the log.
+func (e *rEvent) hashName(h string) string {
+	switch h {
+	case e.hash:
+		return "payload A"
+	case e.otherHash:
+		return "payload B"
+	}
+	return fmt.Sprintf("payload %.8s", h)
 }
 
 func (e *rEvent) String() string { return e.id }
@@ -99,6 +127,19 @@ type world struct {
 	events           []*rEvent
 	byID             map[string]*rEvent
 	published        []int // copies published, by event index
+	// pubHashes are the payload hashes published, by event id.
+	pubHashes map[string]map[string]bool
+
+	// On PostgreSQL (TestRapidModelPostgres): the store's URL, the queue's
+	// (the store's own, or another schema), the queue's table as the
+	// store's connections name it, and the slots of the processes that
+	// run at once, each consuming its own queue (as members of a group
+	// own their partitions).
+	pg          bool
+	pgURL, qURL string
+	qTable      string
+	slots       []*process
+	pubs        []*embedded.Queue
 
 	st  store.Store // the checker's and the publisher's own connections
 	qdb *sql.DB
@@ -213,13 +254,25 @@ func (w *world) flushTrace(t *rapid.T) {
 // midnight UTC, 2000-01-01).
 var bubbleStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func fakeNow() string { return time.Since(bubbleStart).Truncate(time.Millisecond).String() }
+// rapidEpoch is the origin of the run's log times: bubbleStart inside a
+// bubble, the run's start on the real clock (TestRapidModelPostgres).
+var rapidEpoch atomic.Pointer[time.Time]
+
+func fakeNow() string {
+	epoch := bubbleStart
+	if e := rapidEpoch.Load(); e != nil {
+		epoch = *e
+	}
+	return time.Since(epoch).Truncate(time.Millisecond).String()
+}
 
 // scenario builds the run's events: a versioned key k0 and an unversioned
 // key k1 with n events each, the first of k0 asking for business key bk0;
 // an event with a new identity and no partition key asking for bk0 too;
-// and, when poison, k1's last event is refused by the agent.
-func scenario(n int, poison bool) []*rEvent {
+// when poison, k1's last event is refused by the agent; and when pair,
+// two events of keys ka and kb asking for business key bk1. Every event
+// also has another payload under its id (rEvent.other).
+func scenario(n int, poison, pair bool) []*rEvent {
 	var out []*rEvent
 	add := func(e *rEvent) {
 		e.idx = len(out)
@@ -233,8 +286,18 @@ func scenario(n int, poison bool) []*rEvent {
 		if e.bk != "" {
 			fields = append(fields, fmt.Sprintf(`"businesskey":%q`, e.bk))
 		}
-		fields = append(fields, fmt.Sprintf(`"data":{"n":%d}`, e.idx))
-		e.body = []byte("{" + strings.Join(fields, ",") + "}")
+		e.body = []byte("{" + strings.Join(append(slices.Clone(fields), fmt.Sprintf(`"data":{"n":%d}`, e.idx)), ",") + "}")
+		e.other = []byte("{" + strings.Join(append(fields, fmt.Sprintf(`"data":{"n":%d,"amount":1000}`, e.idx)), ",") + "}")
+		for _, c := range []struct {
+			raw []byte
+			h   *string
+		}{{e.body, &e.hash}, {e.other, &e.otherHash}} {
+			ev, err := seqboxtype.ParseEvent(c.raw)
+			if err != nil {
+				panic(fmt.Sprintf("scenario event %s: %v", c.raw, err))
+			}
+			*c.h = ev.Hash
+		}
 		out = append(out, e)
 	}
 	for v := 1; v <= n; v++ {
@@ -248,6 +311,12 @@ func scenario(n int, poison bool) []*rEvent {
 		add(&rEvent{id: fmt.Sprintf("k1-e%d", i), key: "k1", poison: poison && i == n})
 	}
 	add(&rEvent{id: "bk-dup", bk: "bk0"})
+	if pair {
+		// Two events of other ids and other partition keys sharing one
+		// business key, published at the same instant (pairAction).
+		add(&rEvent{id: "bx-a", key: "ka", bk: "bk1"})
+		add(&rEvent{id: "bx-b", key: "kb", bk: "bk1"})
+	}
 	return out
 }
 
@@ -255,7 +324,7 @@ func scenario(n int, poison bool) []*rEvent {
 // apply log.
 func newWorld(ctx context.Context, dir string, cfg rConfig, events []*rEvent) (*world, error) {
 	w := &world{dir: dir, cfg: cfg, events: events, byID: map[string]*rEvent{}, published: make([]int, len(events)),
-		remote: newRemote(), agent: newAgentLog()}
+		pubHashes: map[string]map[string]bool{}, remote: newRemote(), agent: newAgentLog()}
 	for _, e := range events {
 		w.byID[e.id] = e
 	}
@@ -268,9 +337,7 @@ func newWorld(ctx context.Context, dir string, cfg rConfig, events []*rEvent) (*
 	if w.st, err = sqlite.Open(ctx, w.path); err != nil {
 		return nil, err
 	}
-	if _, err := w.st.DB().ExecContext(ctx, `CREATE TABLE rapid_applied (
-		seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, id TEXT NOT NULL, partitionkey TEXT NOT NULL,
-		version INTEGER, businesskey TEXT NOT NULL, decision TEXT NOT NULL, at BIGINT NOT NULL)`); err != nil {
+	if err := w.createApplyLog(ctx); err != nil {
 		return nil, err
 	}
 	if w.pub, err = embedded.Open(ctx, w.qpath, w.queueConfig()); err != nil {
@@ -284,11 +351,54 @@ func newWorld(ctx context.Context, dir string, cfg rConfig, events []*rEvent) (*
 	return w, nil
 }
 
+// createApplyLog creates the handler's apply log: what it applied, with
+// the payload hash of the copy it applied and the decision it read.
+func (w *world) createApplyLog(ctx context.Context) error {
+	seq := "INTEGER PRIMARY KEY AUTOINCREMENT"
+	if w.pg {
+		seq = "BIGSERIAL PRIMARY KEY"
+	}
+	_, err := w.st.DB().ExecContext(ctx, `CREATE TABLE rapid_applied (
+		seq `+seq+`, source TEXT NOT NULL, id TEXT NOT NULL, partitionkey TEXT NOT NULL,
+		version BIGINT, businesskey TEXT NOT NULL, hash TEXT NOT NULL, decision TEXT NOT NULL, at BIGINT NOT NULL)`)
+	return err
+}
+
 // queueConfig is the embedded queue's: a receive polls every half second
 // of fake time (each poll is a write transaction; runs span many fake
 // minutes).
-func (w *world) queueConfig() embedded.Config {
+func (w *world) queueConfig() embedded.Config { return w.queueConfigFor(0) }
+
+// queueConfigFor is the queue of a slot: on PostgreSQL each slot's
+// process consumes a queue of its own, polled every 50 ms of real time.
+func (w *world) queueConfigFor(slot int) embedded.Config {
+	if w.pg {
+		return embedded.Config{Name: fmt.Sprintf("q%d", slot), Lease: w.cfg.lease, PollInterval: 50 * time.Millisecond,
+			Wait: 200 * time.Millisecond, Now: w.now}
+	}
 	return embedded.Config{Lease: w.cfg.lease, PollInterval: 500 * time.Millisecond, Wait: time.Second, Now: w.now}
+}
+
+// queueLocation is where the queue lives: a SQLite file, or a PostgreSQL
+// URL.
+func (w *world) queueLocation() string {
+	if w.pg {
+		return w.qURL
+	}
+	return w.qpath
+}
+
+// rTiming is the timing of a run: on the bubble's fake clock (SQLite) or,
+// scaled down, on the real one (PostgreSQL).
+type rTiming struct {
+	heartbeat, decide, ledger, backoff, maxBackoff time.Duration
+}
+
+func (w *world) timing() rTiming {
+	if w.pg {
+		return pgTiming
+	}
+	return rTiming{heartbeat: rHeartbeat, decide: rDecideTimeout, ledger: rLedgerTimeout, backoff: rBackoff, maxBackoff: rMaxBackoff}
 }
 
 // close stops the live process and closes every connection.
@@ -319,17 +429,36 @@ func advance(d time.Duration) {
 
 // publish puts one more copy of e in the queue.
 func (w *world) publish(ctx context.Context, e *rEvent) error {
-	if err := w.pub.Publish(ctx, e.body); err != nil {
+	return w.publishTo(ctx, w.pub, e, false)
+}
+
+// publishTo puts one more copy of e (its other payload if other) in q.
+func (w *world) publishTo(ctx context.Context, q *embedded.Queue, e *rEvent, other bool) error {
+	if err := q.Publish(ctx, e.bodyOf(other)); err != nil {
 		return err
 	}
 	w.published[e.idx]++
+	w.published1(e, other)
 	return nil
+}
+
+// published1 notes that a copy of e with that payload was published.
+func (w *world) published1(e *rEvent, other bool) {
+	h := e.hash
+	if other {
+		h = e.otherHash
+	}
+	if w.pubHashes[e.id] == nil {
+		w.pubHashes[e.id] = map[string]bool{}
+	}
+	w.pubHashes[e.id][h] = true
 }
 
 // process is one consumer process: its own store and queue connections,
 // ledger and consumer, running Run until it is stopped or crashes.
 type process struct {
 	n      int
+	slot   int
 	st     store.Store
 	q      *embedded.Queue
 	ledger *effects.Ledger
@@ -348,18 +477,28 @@ type process struct {
 func (p *process) String() string { return fmt.Sprintf("P%d", p.n) }
 
 // start opens a new consumer process on the run's files and runs it.
-func (w *world) start(ctx context.Context) (*process, error) {
+func (w *world) start(ctx context.Context) (*process, error) { return w.startIn(ctx, 0) }
+
+// startIn opens a new consumer process in slot (on PostgreSQL, one of the
+// processes running at once) and runs it.
+func (w *world) startIn(ctx context.Context, slot int) (*process, error) {
 	w.procs++
-	p := &process{n: w.procs, done: make(chan error, 1)}
+	p := &process{n: w.procs, slot: slot, done: make(chan error, 1)}
 	var err error
-	if p.st, err = sqlite.Open(ctx, w.path); err != nil {
+	tm := w.timing()
+	if w.pg {
+		p.st, err = postgres.Open(ctx, w.pgURL)
+	} else {
+		p.st, err = sqlite.Open(ctx, w.path)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if p.q, err = embedded.Open(ctx, w.qpath, w.queueConfig()); err != nil {
+	if p.q, err = embedded.Open(ctx, w.queueLocation(), w.queueConfigFor(slot)); err != nil {
 		p.st.Close()
 		return nil, err
 	}
-	p.ledger, err = effects.New(p.st, effects.Config{Reconcile: w.remote.reconcile, Timeout: rLedgerTimeout, Heartbeat: rHeartbeat, Now: w.now})
+	p.ledger, err = effects.New(p.st, effects.Config{Reconcile: w.remote.reconcile, Timeout: tm.ledger, Heartbeat: tm.heartbeat, Now: w.now})
 	if err != nil {
 		return nil, err
 	}
@@ -368,9 +507,9 @@ func (w *world) start(ctx context.Context) (*process, error) {
 		Name: rapidConsumer, Store: p.st, Transport: p.q,
 		Decide:        w.decider(p),
 		Handler:       w.handler,
-		DecideTimeout: rDecideTimeout, ClaimHeartbeat: rHeartbeat,
+		DecideTimeout: tm.decide, ClaimHeartbeat: tm.heartbeat,
 		Workers: w.cfg.workers, BatchSize: w.cfg.batch,
-		Retry:       seqbox.RetryPolicy{MaxAttempts: w.cfg.maxAttempts, InitialBackoff: rBackoff, MaxBackoff: rMaxBackoff},
+		Retry:       seqbox.RetryPolicy{MaxAttempts: w.cfg.maxAttempts, InitialBackoff: tm.backoff, MaxBackoff: tm.maxBackoff},
 		HoldTimeout: w.cfg.holdTimeout,
 		Now:         w.now,
 		Logger:      rapidQuiet,
@@ -407,7 +546,11 @@ func (w *world) start(ctx context.Context) (*process, error) {
 	fault.Install(p.c, w.hook(p))
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	go func() { p.done <- p.c.Run(p.ctx) }()
-	w.proc = p
+	if w.pg {
+		w.slots[slot] = p
+	} else {
+		w.proc = p
+	}
 	w.note("%s started", p)
 	return p, nil
 }
@@ -470,11 +613,16 @@ func (w *world) reap(p *process) error {
 		return fmt.Errorf("%s did not stop within a minute of its crash", p)
 	}
 	p.ops.Wait()
-	settle()
+	if !w.pg {
+		settle()
+	}
 	p.q.Close()
 	p.st.Close()
 	if w.proc == p {
 		w.proc = nil
+	}
+	if w.pg && w.slots[p.slot] == p {
+		w.slots[p.slot] = nil
 	}
 	if err != nil && !fault.IsCrash(err) {
 		return fmt.Errorf("%s: Run returned %v", p, err)
@@ -518,8 +666,8 @@ func (w *world) handler(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) 
 	if ev.ObjectVersion != nil {
 		ver = *ev.ObjectVersion
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO rapid_applied (source, id, partitionkey, version, businesskey, decision, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, ev.Source, ev.ID, ev.PartitionKey, ver, ev.BusinessKey, string(d), time.Now().UnixMicro())
+	_, err := tx.ExecContext(ctx, `INSERT INTO rapid_applied (source, id, partitionkey, version, businesskey, hash, decision, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, ev.Source, ev.ID, ev.PartitionKey, ver, ev.BusinessKey, ev.Hash, string(d), time.Now().UnixMicro())
 	return err
 }
 
@@ -533,14 +681,14 @@ var errRefused = errors.New("422: the remote side refuses this request for good"
 func (w *world) decider(p *process) seqbox.Decider {
 	return func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 		e := w.byID[ev.ID]
-		a := w.agent.begin(w, p, e)
+		a := w.agent.begin(w, p, e, ev.Hash)
 		defer w.agent.end(w, a)
 		if e.poison && !w.fixed.Load() {
 			a.failed = true
 			return nil, seqbox.Permanent(errors.New("poison: the agent cannot handle this event"))
 		}
 		ref, err := p.ledger.Do(ctx, rapidAction, func(ctx context.Context, key string) (string, error) {
-			return w.remote.call(ctx, w, p, key, e)
+			return w.remote.call(ctx, w, p, key, e, ev.Hash)
 		})
 		if err != nil {
 			a.failed = true
@@ -578,6 +726,7 @@ type remoteCall struct {
 	proc   *process
 	key    string
 	ev     *rEvent
+	hash   string // the payload hash of the copy the request was made for
 	answer chan answer
 }
 
@@ -591,7 +740,8 @@ type remote struct {
 	applied  map[string]int // idempotency key → effects applied
 	requests map[string]int // idempotency key → requests received
 	refs     map[string]string
-	events   map[string]*rEvent // idempotency key → event
+	events   map[string]*rEvent         // idempotency key → event
+	hashes   map[string]map[string]bool // idempotency key → payload hashes requested
 	// auto answers every call at once (the final drain).
 	auto answer
 	// abandonApplies: a call its caller gave up on (timeout, crash) had
@@ -600,16 +750,44 @@ type remote struct {
 }
 
 func newRemote() *remote {
-	return &remote{applied: map[string]int{}, requests: map[string]int{}, refs: map[string]string{}, events: map[string]*rEvent{}}
+	return &remote{applied: map[string]int{}, requests: map[string]int{}, refs: map[string]string{}, events: map[string]*rEvent{},
+		hashes: map[string]map[string]bool{}}
 }
 
 // call is the Call the ledger makes for e under key.
-func (r *remote) call(ctx context.Context, w *world, p *process, key string, e *rEvent) (string, error) {
+func (r *remote) call(ctx context.Context, w *world, p *process, key string, e *rEvent, hash string) (string, error) {
 	r.mu.Lock()
 	r.requests[key]++
 	r.events[key] = e
+	if r.hashes[key] == nil {
+		r.hashes[key] = map[string]bool{}
+	}
+	r.hashes[key][hash] = true
 	r.seq++
-	c := &remoteCall{seq: r.seq, proc: p, key: key, ev: e, answer: make(chan answer, 1)}
+	c := &remoteCall{seq: r.seq, proc: p, key: key, ev: e, hash: hash, answer: make(chan answer, 1)}
+	// What the request may not meet at the remote side:
+	//   - a request under the same idempotency key still running in a
+	//     live process (a ledger lease or a decision claim that stopped
+	//     renewing let a second caller in);
+	//   - a business key another identity's request holds or applied.
+	for _, o := range r.pending {
+		if o.key == key && !o.proc.dead.Load() {
+			w.agent.violate("once at the remote side: request #%d for %s in %s under the idempotency key of request #%d, still running in live %s (a lease or claim that stopped renewing)",
+				c.seq, e, p, o.seq, o.proc)
+		}
+		if e.bk != "" && o.ev.bk == e.bk && o.ev.id != e.id {
+			w.agent.violate("a business key at the agent once: request #%d for %s in %s while request #%d for %s, business key %s too, is in flight",
+				c.seq, e, p, o.seq, o.ev, e.bk)
+		}
+	}
+	if e.bk != "" {
+		for k, n := range r.applied {
+			if o := r.events[k]; n > 0 && o.bk == e.bk && o.id != e.id {
+				w.agent.violate("a business key at the agent once: request #%d for %s in %s though %s already applied business key %s at the remote side",
+					c.seq, e, p, o, e.bk)
+			}
+		}
+	}
 	if r.auto != ansNone {
 		ref, err := r.respondLocked(c, r.auto)
 		r.mu.Unlock()
@@ -653,7 +831,7 @@ func (r *remote) call(ctx context.Context, w *world, p *process, key string, e *
 
 func (r *remote) applyLocked(c *remoteCall) string {
 	r.applied[c.key]++
-	ref := fmt.Sprintf("ref-%s-%d", c.ev.id, r.applied[c.key])
+	ref := fmt.Sprintf("ref-%s-%.8s-%d", c.ev.id, c.hash, r.applied[c.key])
 	r.refs[c.key] = ref
 	return ref
 }
@@ -722,8 +900,9 @@ type ask struct {
 	n        int
 	proc     *process
 	ev       *rEvent
-	ok       bool // decided
-	failed   bool // returned an error
+	hash     string // the payload hash of the copy asked about
+	ok       bool   // decided
+	failed   bool   // returned an error
 	finished bool
 	// redriven: an operator redrove its identity since; for the order at
 	// the agent the identity is ready again, as a new arrival.
@@ -758,21 +937,31 @@ func (l *agentLog) violate(format string, args ...any) {
 //     still apply (no version at or above it applied);
 //   - a business key reaches the agent once: no other identity asking
 //     for it is being asked or has an effect at the remote side.
-func (l *agentLog) begin(w *world, p *process, e *rEvent) *ask {
+func (l *agentLog) begin(w *world, p *process, e *rEvent, hash string) *ask {
 	l.mu.Lock()
 	l.n++
-	a := &ask{n: l.n, proc: p, ev: e}
+	a := &ask{n: l.n, proc: p, ev: e, hash: hash}
 	var bad []string
 	for _, prev := range l.asks[e.id] {
 		if prev.ok {
 			bad = append(bad, fmt.Sprintf("once at the agent: %s asked again (ask #%d in %s) after ask #%d in %s was answered and recorded",
 				e, a.n, p, prev.n, prev.proc))
 		}
+		if prev.hash != hash {
+			bad = append(bad, fmt.Sprintf("one payload per identity at the agent: %s asked about %s (ask #%d in %s) after ask #%d in %s was about %s",
+				e, e.hashName(hash), a.n, p, prev.n, prev.proc, e.hashName(prev.hash)))
+		}
 	}
 	var earlier []*rEvent
 	for _, o := range l.inflight {
 		if o.ev.id == e.id && o.proc == p {
 			bad = append(bad, fmt.Sprintf("once at the agent: %s asked twice at once in %s", e, p))
+		}
+		if o.ev.id == e.id && o.proc != p && !o.proc.dead.Load() {
+			// A claim follows liveness: another process takes it over
+			// only once its owner's heartbeat stopped.
+			bad = append(bad, fmt.Sprintf("once at the agent (claims follow liveness): %s asked in %s (ask #%d) while ask #%d in live %s still runs: the model asked twice",
+				e, p, a.n, o.n, o.proc))
 		}
 		if e.key != "" && o.ev.key == e.key && o.ev.id != e.id {
 			bad = append(bad, fmt.Sprintf("order at the agent: %s asked while %s of the same key is being asked", e, o.ev))
@@ -837,7 +1026,7 @@ func (l *agentLog) begin(w *world, p *process, e *rEvent) *ask {
 			bad = append(bad, fmt.Sprintf("order at the agent: %s (version %d) asked after version %d of its key applied", e, e.ver, top.Int64))
 		}
 	}
-	w.note("%s ASK #%d %s", p, a.n, e)
+	w.note("%s ASK #%d %s (%s)", p, a.n, e, e.hashName(hash))
 	for _, b := range bad {
 		l.violate("%s", b)
 	}
@@ -872,6 +1061,17 @@ func (l *agentLog) end(w *world, a *ask) {
 		what = "failed"
 	}
 	w.note("%s ASK #%d %s %s", a.proc, a.n, a.ev, what)
+}
+
+// hashesAsked are the payload hashes the agent was asked about for id.
+func (l *agentLog) hashesAsked(id string) map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]bool{}
+	for _, a := range l.asks[id] {
+		out[a.hash] = true
+	}
+	return out
 }
 
 // takeViolations returns and forgets what the agent's checks found.
