@@ -187,6 +187,13 @@ func (q *Queue) Location() string { return q.location }
 // database, as AckBatch does outside one.
 func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport.Delivery) error {
 	_, err := q.ackWith(ctx, exec, ds)
+	if err == nil {
+		// A group's next message is ready once this commits: a Receive
+		// of this process woken now looks again in the writer's turn,
+		// which on SQLite is after that commit; on PostgreSQL it may look
+		// too early and falls back to its poll.
+		q.wakeReceivers()
+	}
 	return err
 }
 
@@ -354,11 +361,11 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 
 // waker wakes the idle Receives of one queue in this process. Its channel
 // is closed, and forgotten, when a message may have become ready through
-// any Queue on it (a publish, a nack without delay, a Close): an idle
-// Receive waits on it as well as on its next poll, so a message published
-// in this process is received at once. Messages made ready elsewhere
-// (another process, an expired lease or delay, a group's next message
-// after an ack) wait for the poll.
+// any Queue on it (a publish, a nack without delay, an ack that makes a
+// group's next message its head, a Close): an idle Receive waits on it as
+// well as on its next poll, so a message made ready in this process is
+// received at once. Messages made ready elsewhere (another process, an
+// expired lease or delay) wait for the poll.
 type waker struct {
 	mu sync.Mutex
 	ch chan struct{}
@@ -486,6 +493,9 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 		lost, err = q.ackWith(ctx, q.db, ds)
 		return err
 	})
+	if err == nil {
+		q.wakeReceivers() // a group's next message is ready
+	}
 	if err == nil && lost > 0 {
 		err = fmt.Errorf("%w: %d of %d acks", transport.ErrLeaseLost, lost, len(ds))
 	}
