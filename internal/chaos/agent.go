@@ -43,6 +43,9 @@ type faultyAgent struct {
 	poison atomic.Bool
 	// down: until when the agent is in an outage.
 	down atomic.Int64
+	// w: the behaviours of the serve target's workloads (Retry-After
+	// storms, a lying HEAD, dropped messages) and what they saw.
+	w agentWorkloads
 }
 
 // agentEvent is what the agent (and the agent-ledger scenario's remote)
@@ -73,6 +76,7 @@ func startFaultyAgent(seed uint64) (*faultyAgent, error) {
 	a := &faultyAgent{url: "http://" + ln.Addr().String(), r: rand.New(rand.NewPCG(seed, 7)),
 		byKey: map[string]map[string]bool{}, payloads: map[string]map[string]bool{}, applied: map[string]bool{},
 		bkIDs: map[string]map[string]bool{}}
+	a.w.init()
 	a.poison.Store(true)
 	a.srv = &http.Server{Handler: http.HandlerFunc(a.serve), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = a.srv.Serve(ln) }()
@@ -114,6 +118,9 @@ func (a *faultyAgent) pick() agentFault {
 
 func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
+		if a.lying() {
+			return // the lie: HEAD 200 while every POST fails
+		}
 		if time.Now().UnixNano() < a.down.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -124,6 +131,16 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &ev)
 	key := r.Header.Get("Idempotency-Key")
 	sum := sha256.Sum256(body)
+	arrived := a.arrived(ev)
+	if a.lying() {
+		a.mu.Lock()
+		a.calls++
+		add(a.byKey, ev.ID, key)
+		add(a.payloads, ev.ID, hex.EncodeToString(sum[:8]))
+		a.mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	if time.Now().UnixNano() < a.down.Load() {
 		// Mid-deploy: half refused connections (reset), half 503.
 		if a.r.IntN(2) == 0 {
@@ -147,6 +164,9 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	f := a.pick()
 	poisoned := a.poison.Load() && string(ev.Data) == `{"poison":true}`
 	a.mu.Unlock()
+	if a.dropped(w, ev) || a.storm(w, ev) {
+		return
+	}
 	switch f {
 	case call503:
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -172,6 +192,10 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	if !a.applied[key] {
 		a.applied[key] = true
 		a.effects = append(a.effects, ev.apply())
+		a.w.applies = append(a.w.applies, timedApply{key: ev.PartitionKey, arrived: arrived, at: time.Now()})
+		if a.w.data[ev.ID] == "" {
+			a.w.data[ev.ID] = string(ev.Data)
+		}
 	}
 	a.mu.Unlock()
 	if f == callLostAnswer {

@@ -18,10 +18,13 @@ import (
 )
 
 // ServeScenarios are the scenarios of the serve target (docs/design.md §17): random
-// kills, and kills at each fault point of the agent path.
+// kills, kills at each fault point of the agent path, and the workloads
+// of serve_workloads.go (a Retry-After storm, a lying HEAD, a dropped
+// message) with random kills. Every scenario also posts racing copies and
+// cross-key business-key pairs.
 func ServeScenarios() []string {
-	return []string{"random", "fault:" + string(fault.AfterDecisionClaim), "fault:" + string(fault.AfterLedgerPending),
-		"fault:" + string(fault.AfterAgentAnswer), "fault:" + string(fault.DuringRedrive)}
+	return append([]string{"random", "fault:" + string(fault.AfterDecisionClaim), "fault:" + string(fault.AfterLedgerPending),
+		"fault:" + string(fault.AfterAgentAnswer), "fault:" + string(fault.DuringRedrive)}, workloadScenarios...)
 }
 
 // serveToken is the admin token of the serve processes.
@@ -99,6 +102,12 @@ type serveWorkload struct {
 	// ("source/id") in the order its producer posts them (a versioned
 	// key's order is its versions').
 	order map[string][]string
+	// races: ids posted with several payloads at once; pairs: two ids
+	// of one business key posted at once (serve_workloads.go).
+	races []raceGroup
+	pairs [][2]serveEvent
+	// victims: the events the dropped-message scenario drops.
+	victims map[string]serveEvent
 }
 
 // generateServe builds the serve workload: messages events over keys
@@ -154,6 +163,7 @@ func generateServe(seed uint64, messages, keys int) serveWorkload {
 			wl.order[rkey] = append(wl.order[rkey], "chaos/"+rid)
 		}
 	}
+	wl.addRaces(seed, max(10, messages/20))
 	return wl
 }
 
@@ -169,6 +179,16 @@ type serveRun struct {
 	addrs  [2]string
 	kills  int
 	client *http.Client
+	// victims: the events to drop (dropped-message); restarts is held
+	// by killLoop's restarts and by a drop (no serve restarts while one
+	// is dropped); droppedRows: the queue rows deleted for each.
+	victims     map[string]serveEvent
+	restarts    sync.Mutex
+	droppedRows map[string]int
+	// acceptedAt: when each event id was first accepted; killedAt: when
+	// each SIGKILL was seen (the storm's oracle).
+	acceptedAt map[string]time.Time
+	killedAt   []time.Time
 }
 
 func (h *harness) serveScenario(ctx context.Context, name string) (res Result) {
@@ -188,9 +208,21 @@ func (h *harness) serveScenario(ctx context.Context, name string) (res Result) {
 	}
 	defer agent.Close()
 	wl := generateServe(h.opt.Seed, h.opt.Messages, h.opt.Keys)
-	res.ExpectedEffects = len(wl.originals)
-	s := &serveRun{h: h, name: name, db: db, agent: agent, res: &res,
+	s := &serveRun{h: h, name: name, db: db, agent: agent, res: &res, droppedRows: map[string]int{}, acceptedAt: map[string]time.Time{},
 		client: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	switch name {
+	case stormScenario:
+		for _, k := range stormKeys {
+			agent.w.stormLeft[k] = stormPerKey
+		}
+	case dropScenario:
+		wl.pickVictims()
+		s.victims = wl.victims
+		for id := range wl.victims {
+			agent.w.victims[id] = true
+		}
+	}
+	res.ExpectedEffects = len(wl.originals) - len(wl.victims)
 	defer s.client.Transport.(*http.Transport).CloseIdleConnections()
 	for i := range s.procs {
 		if err := s.startServe(ctx, i); err != nil {
@@ -214,6 +246,7 @@ func (s *serveRun) startServe(ctx context.Context, i int) error {
 	args := []string{"serve", "--db", s.db, "--addr", "127.0.0.1:0", "--agent-url", s.agent.url,
 		"--admin-token", serveToken, "--agent-timeout", "2s", "--lease", "2s", "--max-attempts", "8",
 		"--retry-backoff", "100ms", "--max-retry-backoff", "2s", "--request-wait", "20s", "--log-level", "warn"}
+	args = append(args, s.extraServeArgs()...)
 	var env []string
 	if f := strings.TrimPrefix(s.name, "fault:"); f != s.name && s.kills < s.h.opt.Kills {
 		n := 1 + s.h.r.IntN(6)
@@ -267,6 +300,7 @@ func (s *serveRun) post(ctx context.Context, body []byte) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusAccepted {
+				s.accepted(body)
 				return nil
 			}
 			if resp.StatusCode < 500 {
@@ -286,6 +320,18 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 	var chaos sync.WaitGroup
 	chaos.Go(func() { s.killLoop(pctx) })
 	chaos.Go(func() {
+		switch s.name {
+		case lieScenario:
+			select {
+			case <-pctx.Done():
+			case <-time.After(time.Duration(1000+s.h.r.IntN(1000)) * time.Millisecond):
+				s.agent.lie(lieFor)
+				s.h.progress("%s: the agent answers HEAD 200 and POST 503 for %s", s.name, lieFor)
+			}
+			return
+		case stormScenario, dropScenario:
+			return // no outage: the circuit would pause every key
+		}
 		// Two outages of the agent of 3 s each: a deploy's restart.
 		for range 2 {
 			select {
@@ -297,8 +343,16 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 			s.h.progress("%s: agent outage of 3s", s.name)
 		}
 	})
+	if len(s.victims) > 0 {
+		chaos.Go(func() { s.dropLoop(pctx) })
+	}
 	var prod sync.WaitGroup
-	errs := make(chan error, len(wl.byKey))
+	errs := make(chan error, len(wl.byKey)+1)
+	prod.Go(func() {
+		if err := s.postRaces(ctx, wl); err != nil {
+			errs <- err
+		}
+	})
 	for _, evs := range wl.byKey {
 		prod.Go(func() {
 			for _, ev := range evs {
@@ -353,7 +407,7 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 			lastPending, stall = n, time.Now()
 		}
 		if time.Since(stall) > 2*time.Minute {
-			return fmt.Errorf("stalled with %d events not final", n)
+			return fmt.Errorf("stalled with %d events not final (parked: %s)", n, s.heldKeys(ctx))
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("timed out with %d events not final", n)
@@ -369,7 +423,7 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 // scenarios the processes kill themselves at the fault point), and
 // restarts every dead one, armed again while kills remain.
 func (s *serveRun) killLoop(ctx context.Context) {
-	random := s.name == "random"
+	random := s.name == "random" || isWorkloadScenario(s.name)
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
@@ -384,6 +438,7 @@ func (s *serveRun) killLoop(ctx context.Context) {
 				p.kill()
 			}
 		}
+		s.restarts.Lock()
 		for j := range s.procs {
 			s.mu.Lock()
 			p := s.procs[j]
@@ -393,14 +448,19 @@ func (s *serveRun) killLoop(ctx context.Context) {
 			}
 			if p.killedBySIGKILL() {
 				s.kills++
+				s.mu.Lock()
+				s.killedAt = append(s.killedAt, time.Now())
+				s.mu.Unlock()
 			} else {
 				s.res.fail("serve-%d exited on its own: %v: %s", j, p.err, lastLines(p.output.String()))
 			}
 			if err := s.startServe(ctx, j); err != nil && ctx.Err() == nil {
 				s.res.fail("restart: %v", err)
+				s.restarts.Unlock()
 				return
 			}
 		}
+		s.restarts.Unlock()
 	}
 }
 
@@ -496,6 +556,9 @@ func (s *serveRun) verify(ctx context.Context, wl serveWorkload) {
 	rows.Close()
 	for _, ev := range wl.originals {
 		o := outcome[ev.id]
+		if _, dropped := wl.victims[ev.id]; dropped {
+			continue // verifyDropped
+		}
 		switch {
 		case o == "applied" && byID[ev.id] == 1:
 		case o == "semantic_duplicate" && ev.bk != "" && byID[ev.id] == 0:
@@ -513,5 +576,6 @@ func (s *serveRun) verify(ctx context.Context, wl serveWorkload) {
 			s.res.fail("business key %s: %d effects at the agent for %v", bk, applied, ids)
 		}
 	}
+	s.verifyWorkloads(ctx, st, wl, outcome)
 	s.checkHistory(ctx, st, wl)
 }
