@@ -1,0 +1,243 @@
+package seqbox_test
+
+// Deterministic tests written for planted bugs that too few checks caught
+// (issue 36 item 9; the table of bug classes, the checks that catch each
+// and their times is docs/mutation.md). Each fails with its bug planted
+// and passes without.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/reach"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+func unkeyedWithBusinessKey(id, bk string) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"source":"crm","type":"t","businesskey":%q}`, id, bk)
+}
+
+// An unkeyed event (no partitionkey) whose business key another identity
+// is being decided for waits for it, as a keyed one does, and ends a
+// semantic duplicate without reaching the model; and an unkeyed event
+// being decided makes a keyed one of its business key wait.
+func TestUnkeyedEventWaitsForABusinessKeyInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, next []byte
+	}{
+		{"unkeyed behind keyed", withBusinessKey("a", "k1", "followup:1"), unkeyedWithBusinessKey("b", "followup:1")},
+		{"keyed behind unkeyed", unkeyedWithBusinessKey("a", "followup:1"), withBusinessKey("b", "k2", "followup:1")},
+		{"unkeyed behind unkeyed", unkeyedWithBusinessKey("a", "followup:1"), unkeyedWithBusinessKey("b", "followup:1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t)
+			a := newAgent()
+			release := make(chan struct{})
+			a.block["a"] = release
+			b.cfg.Decide = a.decide
+			c := b.consumer(t)
+			ctx := context.Background()
+			first := make(chan []seqboxtype.Result, 1)
+			go func() {
+				ds, err := c.Deliver(ctx, tc.first, 1)
+				require.NoError(t, err)
+				first <- ds
+			}()
+			require.Equal(t, "a", <-a.started)
+			ds, err := c.Deliver(ctx, tc.next, 1)
+			require.NoError(t, err)
+			require.Equal(t, []string{"b:retry"}, outcomes(ds), "b must wait while a, of its business key, is decided: %s", ds[0].Reason)
+			require.Contains(t, ds[0].Reason, `business key "followup:1" is being decided`, "b waits for the business key, not for a claim of its own")
+			require.Equal(t, []string{"a"}, a.called(), "b reached the model while a, of its business key, was being decided")
+			close(release)
+			require.Equal(t, []string{"a:applied"}, outcomes(<-first))
+			ds, err = c.Deliver(ctx, tc.next, 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{"b:semantic_duplicate"}, outcomes(ds))
+			require.Equal(t, []string{"a"}, a.called())
+		})
+	}
+}
+
+// A message whose handler failed transiently is not acknowledged in its
+// batch's transaction (the embedded queue in the store's own file acks
+// there): it stays at the broker, leased until its nack, and applies on
+// its redelivery. Acked with the batch, it would be gone for good while
+// its retry row waits for a redelivery that never comes.
+func TestRetriedMessageStaysAtTheBrokerWithAnAckInTheTransaction(t *testing.T) {
+	b := setup(t)
+	q := openQueue(t, b.path, 30*time.Second) // the store's own file: acks go in the batch's transaction
+	var calls atomic.Int32
+	record := replay.RecordHandler(b.cfg.Name)
+	b.cfg.Transport, b.cfg.Logger = q, quietLogger
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		if calls.Add(1) == 1 {
+			return errors.New("the CRM answered 503")
+		}
+		return record(ctx, tx, ev)
+	}
+	type seen struct {
+		outcome seqboxtype.Outcome
+		depth   int
+	}
+	results := make(chan seen, 16)
+	b.cfg.Observer = func(d seqboxtype.Result) {
+		// Told right after the commit, before the delivery is settled.
+		results <- seen{d.Outcome, unacked(t, q)}
+	}
+	publishTasks(t, q, "m")
+	c := b.consumer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	defer func() { cancel(); <-errc }()
+	first := <-results
+	require.Equal(t, seqboxtype.Retry, first.outcome)
+	require.Equal(t, 1, first.depth, "a retried message was acknowledged with its batch: nothing will redeliver it")
+	require.Equal(t, seqboxtype.Applied, (<-results).outcome)
+	require.Equal(t, 1, b.effects(t, "m"))
+}
+
+// Without Decide too, a message that failed transiently holds its key's
+// turn while it retries: the key's next event, versioned or not, parks
+// behind it instead of overtaking it, and applies after it.
+func TestRetryingMessageHoldsItsTurnWithoutDecide(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		v1, v2 []byte
+	}{
+		{"first versions of a new key", keyed("v1", "opp", 1), keyed("v2", "opp", 2)},
+		{"no objectversion", unversioned("v1", "opp"), unversioned("v2", "opp")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t)
+			var calls atomic.Int32
+			record := replay.RecordHandler(b.cfg.Name)
+			var applied []string
+			b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+				if ev.ID == "v1" && calls.Add(1) == 1 {
+					return errors.New("the CRM answered 503")
+				}
+				applied = append(applied, ev.ID)
+				return record(ctx, tx, ev)
+			}
+			c := b.consumer(t)
+			ctx := context.Background()
+			ds, err := c.Deliver(ctx, tc.v1, 1)
+			require.NoError(t, err)
+			require.Equal(t, []string{"v1:retry"}, outcomes(ds))
+			ds, err = c.Deliver(ctx, tc.v2, 1)
+			require.NoError(t, err)
+			require.Equal(t, []string{"v2:held"}, outcomes(ds), "v2 must wait behind v1, which is retrying: %s", ds[0].Reason)
+			ds, err = c.Deliver(ctx, tc.v1, 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds))
+			require.Equal(t, []string{"v1", "v2"}, applied)
+		})
+	}
+}
+
+// An operator's skip of a dead letter whose redrive is being decided right
+// now is refused with ErrBeingDecided: the dead letter stays unresolved,
+// the redrive applies its message, and only then does the blocked
+// successor reach the model. A skip that went through would let the
+// successor reach the agent while its predecessor is there.
+func TestSkipIsRefusedWhileTheRedriveIsDecided(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	var refuse sync.Map
+	refuse.Store("v1", true)
+	b.cfg.Decide = refusing(a, &refuse)
+	c := b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"v1:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
+	require.Equal(t, []string{"v2:blocked"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
+	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	refuse.Delete("v1")
+	release := make(chan struct{})
+	a.mu.Lock()
+	a.block["v1"] = release
+	a.mu.Unlock()
+	redriven := make(chan []seqboxtype.Result, 1)
+	go func() {
+		ds, err := c.Redrive(ctx, dls[0].Seq)
+		require.NoError(t, err)
+		redriven <- ds
+	}()
+	require.Equal(t, "v1", <-a.started, "the redrive is at the agent")
+	_, err = c.Skip(ctx, dls[0].Seq, "alice", "gave up waiting")
+	require.ErrorIs(t, err, seqbox.ErrBeingDecided, "a skip while the redrive is being decided")
+	close(release)
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-redriven))
+	require.Equal(t, []string{"v1", "v2"}, a.called())
+}
+
+// A batch whose optimistic run has to undo one delivery (its handler
+// failed) runs again with savepoints; in that run every other delivery is
+// recorded in the inbox as in the first: a redelivery of one of them is a
+// duplicate, and its handler ran once.
+func TestBatchRerunRecordsEveryIdentity(t *testing.T) {
+	b := setup(t)
+	record := replay.RecordHandler(b.cfg.Name)
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		if ev.ID == "m2" {
+			return errors.New("the CRM answered 503")
+		}
+		return record(ctx, tx, ev)
+	}
+	c := b.consumer(t)
+	ctx := context.Background()
+	out, err := c.DeliverBatch(ctx, [][]byte{unversioned("m1", "a"), unversioned("m2", "b"), unversioned("m3", "c")})
+	require.NoError(t, err)
+	require.Equal(t, []string{"m1:applied"}, outcomes(out[0]))
+	require.Equal(t, []string{"m2:retry"}, outcomes(out[1]))
+	require.Equal(t, []string{"m3:applied"}, outcomes(out[2]))
+	for _, id := range []string{"m1", "m3"} {
+		ds, err := c.Deliver(ctx, unversioned(id, map[string]string{"m1": "a", "m3": "c"}[id]), 2)
+		require.NoError(t, err)
+		require.Equal(t, []string{id + ":duplicate"}, outcomes(ds), "%s was applied in the batch's rerun: its identity must be in the inbox", id)
+		require.Equal(t, 1, b.effects(t, id))
+	}
+	require.Equal(t, int64(2), b.inboxRows(t), "m1 and m3; m2, retrying, has none yet")
+}
+
+// An identity is kept for Retention, not for the broker's redelivery
+// window only: purged once that window is over, a dead letter redriven
+// within DLQRetention+RedriveWindow, or a copy a slow producer re-sends,
+// would look new and apply twice. Past the redelivery window (and before
+// Retention) the purge leaves it, and a copy is a duplicate; past
+// Retention it is gone.
+func TestRetentionKeepsIdentitiesPastTheRedeliveryWindow(t *testing.T) {
+	b := setup(t)
+	clock := newFoundClock()
+	b.cfg.Now = clock.Now
+	b.cfg.RedeliveryWindow = time.Hour
+	b.cfg.DLQRetention, b.cfg.RedriveWindow = 12*time.Hour, 12*time.Hour
+	b.cfg.Retention = 48 * time.Hour
+	c := b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"m:applied"}, outcomes(mustDeliver(t, c, unversioned("m", "opp"), 1)))
+	clock.add(25 * time.Hour) // past the redelivery window, within Retention
+	n, err := reach.Purge(c, ctx, 100)
+	require.NoError(t, err)
+	require.Zero(t, n, "an identity purged within Retention")
+	require.Equal(t, []string{"m:duplicate"}, outcomes(mustDeliver(t, c, unversioned("m", "opp"), 2)))
+	require.Equal(t, 1, b.effects(t, "m"))
+	clock.add(24 * time.Hour) // past Retention
+	n, err = reach.Purge(c, ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+}
