@@ -22,6 +22,7 @@ func serveCmd() *cobra.Command {
 	var o serve.Options
 	var gap, holdExpiry, onDead, logLevel, logFormat string
 	var maxAttempts int
+	var firstVersion int64
 	var backoff, maxBackoff, holdTimeout, maxAge, maxBlock time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
@@ -56,6 +57,12 @@ wins.`,
 				Retention: o.Policy.Retention, RedeliveryWindow: o.Policy.RedeliveryWindow,
 				DLQRetention: o.Policy.DLQRetention, RedriveWindow: o.Policy.RedriveWindow,
 				Retry: seqbox.RetryPolicy{MaxAttempts: maxAttempts, InitialBackoff: backoff, MaxBackoff: maxBackoff}}
+			switch {
+			case firstVersion < -1:
+				return fmt.Errorf("serve: --first-version %d: must be a version (0 or more), or -1 for the first version seen", firstVersion)
+			case firstVersion >= 0:
+				o.Policy.FirstVersion = &firstVersion
+			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("serve: --log-level %q: want debug, info, warn or error", logLevel)
@@ -137,6 +144,7 @@ wins.`,
 	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "bound of the drain on SIGTERM")
 	fl.StringVar(&gap, "gap-policy", "hold", "hold|advance: what a version gap does")
 	fl.DurationVar(&holdTimeout, "hold-timeout", 5*time.Minute, "bound of a hold")
+	fl.Int64Var(&firstVersion, "first-version", -1, "version every new key starts at: a later one that arrives first is held until it comes (-1: the first version seen is the baseline, and an older one after it is stale)")
 	fl.StringVar(&holdExpiry, "hold-expiry", "block", "block|advance: what a hold that timed out does")
 	fl.StringVar(&onDead, "on-dead-letter", "block", "block|release: what a dead letter does to its key")
 	fl.DurationVar(&maxBlock, "max-block", 0, "release a key blocked longer than this, with an alert (0: never)")
