@@ -93,6 +93,7 @@ func TestRapidModelPostgres(t *testing.T) {
 			lease:        rapid.SampledFrom([]time.Duration{2 * time.Second, 6 * time.Second}).Draw(rt, "lease"),
 			extend:       rapid.Bool().Draw(rt, "extendLeases"),
 			holdTimeout:  pgHoldTimeout,
+			slowCommit:   rapid.SampledFrom([]time.Duration{0, 100 * time.Millisecond, 100 * time.Millisecond}).Draw(rt, "slowCommit"),
 		}
 		slots := rapid.IntRange(2, 3).Draw(rt, "processes")
 		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), true)
@@ -165,7 +166,7 @@ func runModelPG(t *rapid.T, tb testing.TB, cfg rConfig, nslots int, events []*rE
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.step(t, "config: %s processes=%d; events: %v", cfg, nslots, events)
+	w.step(t, "config: %s processes=%d slowCommit=%s; events: %v", cfg, nslots, cfg.slowCommit, events)
 
 	// live is the process in slot, started (again) if it died.
 	live := func(t *rapid.T, slot int) *process {

@@ -100,6 +100,10 @@ type rConfig struct {
 	// after the one before, as a real clock's.
 	frozenClock bool
 	holdTimeout time.Duration
+	// slowCommit (PostgreSQL): every commit of the pipeline waits this
+	// long first (a disk that stalls), widening the window in which
+	// another process's transaction runs beside it.
+	slowCommit time.Duration
 }
 
 func (c rConfig) String() string {
@@ -561,6 +565,9 @@ func (w *world) hook(p *process) fault.Hook {
 	return func(pt fault.Point) error {
 		if p.dead.Load() {
 			return fault.ErrCrash
+		}
+		if pt == fault.BeforeCommit && w.cfg.slowCommit > 0 {
+			time.Sleep(w.cfg.slowCommit)
 		}
 		if w.noCrash.Load() {
 			return nil
