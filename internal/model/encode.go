@@ -87,9 +87,15 @@ func (e *encoder) encode(s *State, n int, b []byte) []byte {
 		} else {
 			id.Owner = -1 // only a pending row's owner matters
 		}
+		if !id.Turn {
+			id.TurnMsg = -1 // only a held turn's binding matters
+		}
+		if !id.Decided {
+			id.DecFor = -1
+		}
 		b = append(b, byte(id.Status), bit(id.Turn), id.TurnSeq, id.Attempts, byte(id.Hash), id.ParkSeq, bit(id.Decided),
 			byte(id.Claim), byte(id.Ledger), byte(id.Owner), id.InFlight, id.Remote, id.Effects, id.Asks, id.Credit,
-			bit(id.Passed)|bit(id.Overtaken)<<1)
+			bit(id.Passed)|bit(id.Overtaken)<<1, byte(id.TurnMsg), byte(id.DecFor), byte(id.Sent))
 	}
 	for k := range m.keys {
 		key := s.Key[k]
@@ -100,12 +106,12 @@ func (e *encoder) encode(s *State, n int, b []byte) []byte {
 		if wk.Phase == idle {
 			wk = worker{}
 		}
-		b = append(b, byte(wk.Phase), byte(wk.Copy), byte(wk.Msg), byte(wk.Answer))
+		b = append(b, byte(wk.Phase), byte(wk.Copy), byte(wk.Msg), byte(wk.Answer), wk.Seq)
 	}
 	for i := range m.msgs {
 		b = append(b, bit(s.Collided[i]))
 	}
-	return append(b, s.Crashes, s.Expiries, s.Failures, s.Ops, s.Violation.Code, byte(s.Violation.A), byte(s.Violation.B))
+	return append(b, s.Crashes, s.Expiries, s.Failures, s.Ops, s.Losses, s.Violation.Code, byte(s.Violation.A), byte(s.Violation.B))
 }
 
 func bit(b bool) byte {

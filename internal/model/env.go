@@ -6,6 +6,15 @@ package model
 func (m *Model) brokerSteps(s *State, emit func(step, *State)) {
 	for c := range m.copies {
 		cs := s.Copy[c]
+		if i := m.msgs[m.copies[c].msg].id; s.Losses > 0 && (cs == queued || cs == orphan || cs >= leased) &&
+			s.ID[i].Turn && s.ID[i].Status == none {
+			// The broker loses a copy of a message that holds its key's
+			// turn: it never comes back (a worker still on it goes on).
+			try(s, step{kind: stLose, x: int8(c)}, emit, func(t *State) {
+				t.Losses--
+				t.Copy[c] = lost
+			})
+		}
 		if cs == orphan || (cs >= leased && s.Expiries > 0) {
 			try(s, step{kind: stLeaseExpire, x: int8(c)}, emit, func(t *State) {
 				if cs != orphan {
@@ -27,7 +36,7 @@ func (m *Model) remoteSteps(s *State, emit func(step, *State)) {
 		}
 		try(s, step{kind: stDrop, x: int8(i)}, emit, func(t *State) { t.ID[i].InFlight-- })
 		answers := []answer{answerOK}
-		if m.msgs[i].poison {
+		if m.msgs[s.ID[i].Sent].poison { // the payload the agent received
 			answers = []answer{answerPermanent}
 		}
 		if s.Failures > 0 {
@@ -101,16 +110,109 @@ func (m *Model) clockSteps(s *State, emit func(step, *State)) {
 		return
 	}
 	for k := range m.keys {
-		if m.holdDue(s, k) {
-			try(s, step{kind: stHoldExpire, x: int8(k)}, emit, func(t *State) {
-				t.Key[k].Blocked = blockedByHold
-				for i := range m.ids {
-					if m.msgs[i].key == k && t.ID[i].Status == held {
-						t.ID[i].Status = blocked
-					}
-				}
+		if s.keyLocked(m, k) {
+			continue // the sweep's transaction waits for the key's lock
+		}
+		if j := m.deadTurn(s, k); j >= 0 && !m.mut(TurnWithoutWayOut) {
+			// The sweep: a held message's hold runs out over a turn whose
+			// message was not seen for the broker's redelivery window and
+			// has no live claim; the turn ends (a skipped dead letter) and
+			// the hold expiry goes on (HoldExpiry block: the key blocks).
+			m.reach(gEndTurn)
+			try(s, step{kind: stEndTurn, x: int8(j)}, emit, func(t *State) {
+				m.endTurn(t, j)
+				m.blockByHold(t, k)
 			})
 		}
+		if m.holdDue(s, k) {
+			try(s, step{kind: stHoldExpire, x: int8(k)}, emit, func(t *State) { m.blockByHold(t, k) })
+		}
+	}
+}
+
+// blockByHold blocks key k for its expired hold: its held messages wait
+// for an operator (HoldExpiry block).
+func (m *Model) blockByHold(s *State, k int) {
+	s.Key[k].Blocked = blockedByHold
+	for i := range m.ids {
+		if m.msgs[i].key == k && s.ID[i].Status == held {
+			s.ID[i].Status = blocked
+		}
+	}
+}
+
+// keyLocked: PostgreSQL, and a worker's open transaction holds key k's
+// lock (it read, and has not committed).
+func (s *State) keyLocked(m *Model, k int) bool {
+	for w := range m.workers {
+		if s.Worker[w].Phase == reserve && m.msgs[s.Worker[w].Msg].key == k {
+			return true
+		}
+	}
+	return false
+}
+
+// alive: a copy of identity i is still in the broker's hands (queued,
+// leased, or orphaned and coming back).
+func (s *State) alive(m *Model, i int) bool {
+	for c := range m.copies {
+		if m.msgs[m.copies[c].msg].id == i && s.Copy[c] != acked && s.Copy[c] != lost {
+			return true
+		}
+	}
+	return false
+}
+
+// lostAny: the broker lost a copy of identity i.
+func (s *State) lostAny(m *Model, i int) bool {
+	for c := range m.copies {
+		if m.msgs[m.copies[c].msg].id == i && s.Copy[c] == lost {
+			return true
+		}
+	}
+	return false
+}
+
+// turnHolder is the identity holding key k's turn, -1 if none.
+func (s *State) turnHolder(m *Model, k int) int {
+	for j := range m.ids {
+		if m.msgs[j].key == k && s.ID[j].Turn && !s.ID[j].Status.final() {
+			return j
+		}
+	}
+	return -1
+}
+
+// deadTurn is the identity holding key k's turn whose hold-expiry sweep
+// may end it (turn_end.go): a held message waits on the free key, and the
+// holder, nothing of it kept but its turn, was not seen for the broker's
+// redelivery window (no copy of it is in the broker's hands: the window
+// is longer than any redelivery) and has no live decision claim; -1 if
+// none.
+func (m *Model) deadTurn(s *State, k int) int {
+	if s.Key[k].Blocked != 0 || s.nextParked(m, k) < 0 {
+		return -1
+	}
+	j := s.turnHolder(m, k)
+	if j < 0 || s.ID[j].Status != none || s.alive(m, j) {
+		return -1
+	}
+	if s.ID[j].Claim >= claimLive {
+		m.reach(gEndTurnClaimLive)
+		return -1
+	}
+	return j
+}
+
+// endTurn ends identity j's turn, which will not come back: a dead letter
+// resolved as skipped, the identity recorded dead-lettered (final: should
+// a copy come back after all, it is a duplicate).
+func (m *Model) endTurn(s *State, j int) {
+	m.checkFirstOutcome(s, j)
+	id := &s.ID[j]
+	id.Status, id.Turn = skipped, false
+	if id.Hash < 0 {
+		id.Hash = id.TurnMsg
 	}
 }
 
@@ -132,53 +234,101 @@ func (m *Model) holdDue(s *State, k int) bool {
 	if s.Key[k].Blocked != 0 || s.nextParked(m, k) < 0 {
 		return false
 	}
-	return !s.turnHeld(m, k)
+	if s.turnHeld(m, k) {
+		m.reach(gHoldTurnHeld)
+		return false
+	}
+	return true
 }
 
 // operatorSteps: redrive or skip a dead letter, release a key whose hold
-// ran out, within the Ops budget.
+// ran out, or end a key's turn (keys release of a key that is not
+// blocked), within the Ops budget.
 func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
 	if s.Ops == 0 {
 		return
 	}
 	for i := range m.ids {
-		if s.ID[i].Status != dead {
-			continue
-		}
-		try(s, step{kind: stRedrive, x: int8(i)}, emit, func(t *State) {
-			t.Ops--
-			id := &t.ID[i]
-			id.Status, id.Attempts = ready, 0
-			id.credit() // a redrive asks again
-			m.takeTurn(t, i)
-		})
 		k := m.msgs[i].key
-		if k >= 0 && s.Key[k].Blocked == blockedBy(i) && s.ID[i].Claim < claimLive {
-			// (Skip refuses while a redrive decides it: ErrBeingDecided.)
+		if k >= 0 && s.keyLocked(m, k) {
+			continue // the operator's transaction waits for the key's lock
+		}
+		if s.ID[i].Status == dead {
+			try(s, step{kind: stRedrive, x: int8(i)}, emit, func(t *State) {
+				t.Ops--
+				id := &t.ID[i]
+				id.Status, id.Attempts = ready, 0
+				id.credit() // a redrive asks again
+				m.takeTurn(t, i, int(id.Hash))
+			})
+		}
+		// A dead letter blocking its key stays open while its redrive
+		// runs (ready): it can be skipped then too, unless its decision
+		// is being asked right now (ErrBeingDecided).
+		if m.b.DeadLetterRelease && s.ID[i].Status == dead {
+			// A dead letter that blocks nothing is resolved alone.
 			try(s, step{kind: stSkip, x: int8(i)}, emit, func(t *State) {
 				t.Ops--
 				t.ID[i].Status = skipped
-				m.unblock(t, k)
-				if v := m.msgs[i].ver; v > 0 {
-					m.skipTo(t, k, v)
-				}
-				m.drain(t, k)
 			})
 		}
+		open := s.ID[i].Status == dead || s.ID[i].Status == ready
+		if !open || k < 0 || s.Key[k].Blocked != blockedBy(i) {
+			continue
+		}
+		if s.ID[i].Claim >= claimLive && !m.mut(SkipWhileDeciding) {
+			m.reach(gSkipBeingDecided)
+			continue
+		}
+		try(s, step{kind: stSkip, x: int8(i)}, emit, func(t *State) {
+			t.Ops--
+			t.ID[i].Status, t.ID[i].Turn = skipped, false
+			m.unblock(t, k)
+			if v := m.msgs[i].ver; v > 0 {
+				m.skipTo(t, k, v)
+			}
+			m.drain(t, k)
+		})
 	}
 	for k := range m.keys {
+		if s.keyLocked(m, k) {
+			continue
+		}
+		if s.Key[k].Blocked == 0 && !m.mut(TurnWithoutWayOut) && s.nextParked(m, k) >= 0 {
+			// keys release of a key held behind a turn: the turn ends
+			// (a skipped dead letter, naming who and why), the gap up to
+			// the next parked version is recorded, the key unparks.
+			if j := s.turnHolder(m, k); j >= 0 && s.ID[j].Status == none && !s.busyOn(m, j) {
+				if s.ID[j].Claim >= claimLive {
+					m.reach(gEndTurnClaimLive)
+				} else {
+					m.reach(gReleaseTurn)
+					try(s, step{kind: stReleaseTurn, x: int8(k)}, emit, func(t *State) {
+						t.Ops--
+						m.endTurn(t, j)
+						m.releaseKey(t, k)
+					})
+				}
+			}
+		}
 		if s.Key[k].Blocked != blockedByHold {
 			continue
 		}
 		try(s, step{kind: stRelease, x: int8(k)}, emit, func(t *State) {
 			t.Ops--
-			m.unblock(t, k)
-			if n := t.nextParked(m, k); n >= 0 {
-				if v := m.msgs[t.ID[n].Hash].ver; v > 0 {
-					m.skipTo(t, k, v-1)
-				}
-			}
-			m.drain(t, k)
+			m.releaseKey(t, k)
 		})
 	}
+}
+
+// releaseKey unblocks key k, records the gap up to its next parked
+// version and unparks it.
+func (m *Model) releaseKey(s *State, k int) {
+	m.unblock(s, k)
+	if n := s.nextParked(m, k); n >= 0 {
+		if v := m.msgs[s.ID[n].Hash].ver; v > 0 {
+			m.skipTo(s, k, v-1)
+		}
+	}
+	m.drain(s, k)
 }

@@ -28,25 +28,31 @@ const (
 	vSettledTwice
 	vDeadlock
 	vNeverSettles
+	vTwoPayloads
+	vDecisionElsewhere
+	vAppliedNotReceived
 )
 
 var violationText = map[uint8]string{
-	vEffectTwice:      "at most one effect per identity: %[1]s applied twice",
-	vBusinessKeyTwice: "at most one effect per business key: %[1]s's effect happened, and so did the one of %[2]s",
-	vSettledTwice:     "one outcome per identity: %[1]s, already %[2]s, reached another",
-	vRemoteTwice:      "at most one remote effect per logical action: the remote side applied %[1]s's call twice",
-	vAppliedUnsent:    "applied only what the agent did: %[1]s applied, but the agent never received it",
-	vOutOfOrder:       "per key, effects follow the version order: %[1]s applied after %[2]s",
-	vSilentSkip:       "a version is skipped only through a recorded gap, skip or stale outcome: %[1]s applied over a missing version with no record",
-	vLostStale:        "a crash never turns an event stale: %[1]s took its turn, then ended stale with no gap decision",
-	vTwoInTurn:        "one event per key at a time: %[1]s passed its gate while %[2]s had not settled",
-	vAskedTwice:       "the model is asked at most once per identity unless a call failed or was lost, and that was recorded: %[1]s asked again",
-	vAskedOutOfTurn:   "order at the agent: the agent was asked about %[1]s while %[2]s had not settled",
-	vBusinessKeyAsked: "once at the agent: %[1]s reached the agent while the business key %[2]s was in flight or done there",
-	vAckBeforeCommit:  "ACK only after COMMIT: a copy of %[1]s was acknowledged with nothing committed for it",
-	vForeignBlock:     "a poison message blocks only its own key: key %[1]s is blocked by %[2]s",
-	vDeadlock:         "nothing lost: no step is possible, yet %[1]s has no final outcome",
-	vNeverSettles:     "liveness: from here no run settles %[1]s, whatever the scheduler and the operator do",
+	vEffectTwice:        "at most one effect per identity: %[1]s applied twice",
+	vBusinessKeyTwice:   "at most one effect per business key: %[1]s's effect happened, and so did the one of %[2]s",
+	vSettledTwice:       "one outcome per identity: %[1]s, already %[2]s, reached another",
+	vRemoteTwice:        "at most one remote effect per logical action: the remote side applied %[1]s's call twice",
+	vAppliedUnsent:      "applied only what the agent did: %[1]s applied, but the agent never received it",
+	vOutOfOrder:         "per key, effects follow the version order: %[1]s applied after %[2]s",
+	vSilentSkip:         "a version is skipped only through a recorded gap, skip or stale outcome: %[1]s applied over a missing version with no record",
+	vLostStale:          "a crash never turns an event stale: %[1]s took its turn, then ended stale with no gap decision",
+	vTwoInTurn:          "one event per key at a time: %[1]s passed its gate while %[2]s had not settled",
+	vAskedTwice:         "the model is asked at most once per identity unless a call failed or was lost, and that was recorded: %[1]s asked again",
+	vAskedOutOfTurn:     "order at the agent: the agent was asked about %[1]s while %[2]s had not settled",
+	vBusinessKeyAsked:   "once at the agent: %[1]s reached the agent while the business key %[2]s was in flight or done there",
+	vAckBeforeCommit:    "ACK only after COMMIT: a copy of %[1]s was acknowledged with nothing committed for it",
+	vForeignBlock:       "a poison message blocks only its own key: key %[1]s is blocked by %[2]s",
+	vDeadlock:           "nothing lost: no step is possible, yet %[1]s has no final outcome",
+	vNeverSettles:       "liveness: from here no run settles %[1]s, whatever the scheduler and the operator do",
+	vTwoPayloads:        "one identity, one payload at the agent: %[1]s was sent under the identity whose agent already received %[2]s",
+	vDecisionElsewhere:  "bound to the payload: %[1]s applied with the decision made for %[2]s",
+	vAppliedNotReceived: "the envelope applied is the one the agent received: %[1]s applied, the agent received %[2]s",
 }
 
 // describe words the violation with the scenario's names.
@@ -79,14 +85,24 @@ func (s *State) fail(code uint8, a, b int) {
 	}
 }
 
-// checkApply runs when msg's effect is applied.
-func (m *Model) checkApply(s *State, msg message) {
+// checkApply runs when msg's effect is applied; mi is msg's index (the
+// copy's payload).
+func (m *Model) checkApply(s *State, msg message, mi int) {
 	i := msg.id
-	if s.ID[i].Effects > 1 {
+	id := &s.ID[i]
+	if id.Effects > 1 {
 		s.fail(vEffectTwice, i, -1)
 	}
-	if s.ID[i].Remote == 0 {
-		s.fail(vAppliedUnsent, i, -1)
+	if !m.b.Plain {
+		if id.Remote == 0 {
+			s.fail(vAppliedUnsent, i, -1)
+		}
+		if id.Decided && int(id.DecFor) != mi {
+			s.fail(vDecisionElsewhere, mi, int(id.DecFor))
+		}
+		if id.Sent >= 0 && int(id.Sent) != mi {
+			s.fail(vAppliedNotReceived, mi, int(id.Sent))
+		}
 	}
 	if msg.bk >= 0 {
 		for j := range m.ids {
@@ -148,10 +164,13 @@ func (m *Model) checkOneAtATime(s *State, k, i int) {
 }
 
 // checkAsk runs when the agent is asked about identity i.
-func (m *Model) checkAsk(s *State, i int) {
+func (m *Model) checkAsk(s *State, i, mi int) {
 	id := &s.ID[i]
 	if id.Credit == 0 {
 		s.fail(vAskedTwice, i, -1)
+	}
+	if id.Sent >= 0 && int(id.Sent) != mi {
+		s.fail(vTwoPayloads, mi, int(id.Sent))
 	}
 	msg := m.msgs[i]
 	if msg.key >= 0 {
@@ -213,12 +232,12 @@ func (m *Model) checkState(s *State) {
 // workers idle, unless it awaits an operator's decision.
 func (m *Model) unsettled(s *State) int {
 	for i := range m.ids {
-		if !s.ID[i].Status.final() && !m.awaitingOperator(s, i, 0) {
+		if !s.ID[i].Status.final() && !m.awaitingOperator(s, i, 0) && !m.lostBeforeKept(s, i) {
 			return i
 		}
 	}
 	for c := range m.copies {
-		if i := m.msgs[m.copies[c].msg].id; s.Copy[c] != acked && !m.awaitingOperator(s, i, 0) {
+		if i := m.msgs[m.copies[c].msg].id; s.Copy[c] != acked && s.Copy[c] != lost && !m.awaitingOperator(s, i, 0) {
 			return i
 		}
 	}
@@ -238,6 +257,9 @@ func (m *Model) awaitingOperator(s *State, i, depth int) bool {
 	if k := m.msgs[i].key; (id.Status == held || id.Status == blocked) && k >= 0 && s.Key[k].Blocked != 0 {
 		return true
 	}
+	if id.Status == none && id.Turn && !s.alive(m, i) && !s.busyOn(m, i) && s.lostAny(m, i) {
+		return true // its message was lost holding its turn: keys release ends it
+	}
 	b := m.msgs[i].bk
 	if b < 0 || id.Status.final() || depth > m.ids {
 		return false
@@ -248,4 +270,11 @@ func (m *Model) awaitingOperator(s *State, i, depth int) bool {
 		}
 	}
 	return false
+}
+
+// lostBeforeKept: the broker lost identity i's copies before anything of
+// it but a turn was kept, and its turn is gone: nothing is left to settle.
+func (m *Model) lostBeforeKept(s *State, i int) bool {
+	id := &s.ID[i]
+	return id.Status == none && !id.Turn && s.lostAny(m, i) && !s.alive(m, i) && !s.busyOn(m, i)
 }

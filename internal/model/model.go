@@ -10,6 +10,7 @@ type Model struct {
 	workers int
 	keys    int
 	mutant  Mutant
+	reached [nGuards]int
 }
 
 // New builds the model of the protocol within b, with mutant switched on
@@ -44,8 +45,9 @@ func (m *Model) Initial() State {
 	}
 	for i := range s.ID {
 		s.ID[i].Hash, s.ID[i].Owner, s.ID[i].Credit = -1, -1, 1
+		s.ID[i].TurnMsg, s.ID[i].DecFor, s.ID[i].Sent = -1, -1, -1
 	}
-	s.Crashes, s.Expiries = uint8(m.b.Crashes), uint8(m.b.Expiries)
+	s.Crashes, s.Expiries, s.Losses = uint8(m.b.Crashes), uint8(m.b.Expiries), uint8(m.b.Losses)
 	s.Failures, s.Ops = uint8(m.b.Failures), uint8(m.b.Ops)
 	return s
 }
@@ -58,6 +60,8 @@ const (
 	stPickup
 	stAckEarly
 	stRun
+	stHandlerFail
+	stReserve
 	stClaim
 	stLedger
 	stAnswer
@@ -76,6 +80,9 @@ const (
 	stRedrive
 	stSkip
 	stRelease
+	stLose
+	stEndTurn
+	stReleaseTurn
 )
 
 // step is one transition: who took it and on what.

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"sort"
 	"strings"
 	"testing"
 
@@ -37,28 +38,124 @@ func TestEveryMutantIsCaught(t *testing.T) {
 		})
 	}
 	for _, must := range []Mutant{"ack-before-commit", "no-inbox-insert", "gate-skipped", "turn-ends-on-nack",
-		"decide-before-semantic-check", "ledger-no-pending"} {
+		"decide-before-semantic-check", "ledger-no-pending",
+		// Issue 36, classes 1 to 4, and the holes it found.
+		"business-key-check-unlocked", "decision-not-bound", "turn-not-bound", "turn-without-way-out",
+		"stale-check-skipped", "skip-records-no-gap", "skip-while-deciding", "unpark-past-turn"} {
 		require.True(t, names[must], "mutant %s is listed", must)
 	}
 }
 
-// The protocol itself holds within the bounds each mutant is caught in,
-// so each is caught for what it breaks.
-func TestTheProtocolHoldsWhereEachMutantIsCaught(t *testing.T) {
+// ciBoundSets are every bounds CI explores: the CI bounds, each mutant's
+// (Mutant.Needs), and the scenario variants that take the paths no
+// mutant needs (ScenarioBounds).
+func ciBoundSets() []Bounds {
+	var out []Bounds
 	seen := map[Bounds]bool{}
-	for _, mu := range Mutants() {
-		b := mu.Needs(ciBounds())
-		if seen[b] {
-			continue
+	add := func(b Bounds) {
+		if !seen[b] {
+			seen[b] = true
+			out = append(out, b)
 		}
-		seen[b] = true
+	}
+	add(ciBounds())
+	for _, mu := range Mutants() {
+		add(mu.Needs(ciBounds()))
+	}
+	for _, b := range ScenarioBounds() {
+		add(b)
+	}
+	return out
+}
+
+// The protocol itself holds within the bounds each mutant is caught in,
+// and the scenario variants, so each mutant is caught for what it breaks;
+// and every guard the model encodes is reached in one of them, so each
+// is checked: a guard nobody reaches is not.
+func TestTheProtocolHoldsWhereEachMutantIsCaught(t *testing.T) {
+	reached := map[string]int{}
+	for _, b := range ciBoundSets() {
 		m, err := New(b, "")
 		require.NoError(t, err)
 		r := m.Check(Options{Liveness: true})
-		require.Empty(t, r.Violation, "bounds of %s:\n%s", mu, strings.Join(r.Trace, "\n"))
+		require.Empty(t, r.Violation, "bounds %+v:\n%s", b, strings.Join(r.Trace, "\n"))
 		require.True(t, r.Complete)
-		t.Logf("bounds of %s: states=%d depth=%d in %s", mu, r.States, r.Depth, r.Elapsed)
+		t.Logf("%s: states=%d depth=%d in %s", b.Describe(), r.States, r.Depth, r.Elapsed)
+		for g, n := range m.Reached() {
+			reached[g] += n
+		}
 	}
+	var unreached []string
+	for g, n := range reached {
+		if n == 0 {
+			unreached = append(unreached, g)
+		}
+	}
+	sort.Strings(unreached)
+	require.Empty(t, unreached, "guards no bound CI runs reaches: each is unchecked")
+	require.Len(t, reached, int(nGuards))
+}
+
+// Issue 36 class 1: on PostgreSQL under READ COMMITTED, two events of
+// one business key read it free at the same instant and both reach the
+// agent, unless the business key's lock makes the check and the turn one
+// step. The store without the lock breaks "a business key never reaches
+// the agent twice"; with it (and on SQLite) the protocol holds.
+func TestABusinessKeyCheckedWithoutItsLockReachesTheAgentTwice(t *testing.T) {
+	b := BusinessKeyCheckUnlocked.Needs(ciBounds())
+	require.True(t, b.Postgres)
+	m, err := New(b, BusinessKeyCheckUnlocked)
+	require.NoError(t, err)
+	r := m.Check(Options{})
+	require.Equal(t, "once at the agent: bk-dup reached the agent while the business key b0 (under k0/v1) was in flight or done there", r.Violation)
+	require.Contains(t, strings.Join(r.Trace, "\n"), "runs the pipeline for bk-dup: its business key read free; its turn is written when the transaction commits")
+	locked, err := New(b, "")
+	require.NoError(t, err)
+	require.Empty(t, locked.Check(Options{Liveness: true}).Violation)
+}
+
+// Issue 36 classes 2 and 3: a copy of an identity with another payload
+// is a collision; without the binding it is applied with the decision
+// made for the first copy, or sent to the agent under its identity.
+func TestACopyWithAnotherPayloadIsBoundOut(t *testing.T) {
+	for mu, want := range map[Mutant]string{
+		DecisionNotBound: "bound to the payload: k0/v1' applied with the decision made for k0/v1",
+		TurnNotBound:     "one identity, one payload at the agent: k0/v1' was sent under the identity whose agent already received k0/v1",
+	} {
+		m, err := New(mu.Needs(ciBounds()), mu)
+		require.NoError(t, err)
+		require.Equal(t, want, m.Check(Options{}).Violation, mu)
+	}
+}
+
+// Issue 36 class 4: a turn whose message the broker lost holds its key's
+// successors for good without the turn-ending rule (a stall, or no step
+// at all); with it the sweep ends the turn.
+func TestATurnWhoseMessageIsLostHasAWayOut(t *testing.T) {
+	b := TurnWithoutWayOut.Needs(ciBounds())
+	m, err := New(b, TurnWithoutWayOut)
+	require.NoError(t, err)
+	require.Contains(t, m.Check(Options{Liveness: true}).Violation, "k0/v2 has no final outcome")
+	fixed, err := New(b, "")
+	require.NoError(t, err)
+	require.Empty(t, fixed.Check(Options{Liveness: true}).Violation)
+	require.Positive(t, fixed.Reached()[guardText[gEndTurn]])
+}
+
+// A finding of the model (issue 36, class 4, not fixed): an unkeyed event
+// lost while its turn holds a business key is ended by nothing: the sweep
+// ends only a turn a held message of its partition key waits behind, and
+// keys release names a partition key. Its business key's other events
+// wait for good; without an operator releasing *their* key (which skips a
+// healthy event) nothing settles them. This test pins the stall; when the
+// library gets a way out for such a turn, the model gets its rule and
+// this test its opposite.
+func TestALostUnkeyedTurnHoldsItsBusinessKeyForGood(t *testing.T) {
+	m, err := New(LostBusinessKeyBounds(), "")
+	require.NoError(t, err)
+	r := m.Check(Options{Liveness: true})
+	require.Equal(t, "liveness: from here no run settles k0/v2, whatever the scheduler and the operator do", r.Violation)
+	require.Contains(t, r.Trace[len(r.Trace)-2], "the broker loses copy 3 (bk-dup) for good")
 }
 
 func TestTheCounterexampleIsTheShortestAndReadsAsSteps(t *testing.T) {

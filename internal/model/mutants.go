@@ -30,6 +30,16 @@ const (
 	ReconcileTooEarly         Mutant = "reconcile-too-early"
 	HoldWithoutDeadline       Mutant = "hold-without-deadline"
 	PoisonBlocksAllKeys       Mutant = "poison-blocks-all-keys"
+	// Issue 36: the classes the model's abstractions hid, and the holes
+	// in what it compared.
+	BusinessKeyCheckUnlocked Mutant = "business-key-check-unlocked"
+	DecisionNotBound         Mutant = "decision-not-bound"
+	TurnNotBound             Mutant = "turn-not-bound"
+	TurnWithoutWayOut        Mutant = "turn-without-way-out"
+	StaleCheckSkipped        Mutant = "stale-check-skipped"
+	SkipRecordsNoGap         Mutant = "skip-records-no-gap"
+	UnparkPastTurn           Mutant = "unpark-past-turn"
+	SkipWhileDeciding        Mutant = "skip-while-deciding"
 )
 
 // mutants says what each one does.
@@ -50,6 +60,14 @@ var mutants = map[Mutant]string{
 	ReconcileTooEarly:         "a reconcile's 'not applied' is trusted while a request may still be in flight",
 	HoldWithoutDeadline:       "a hold never times out",
 	PoisonBlocksAllKeys:       "a dead letter blocks every key, not only its own",
+	BusinessKeyCheckUnlocked:  "PostgreSQL: the business-key check reads and the turn is written at the commit, with no lock between (READ COMMITTED); issue 36 class 1",
+	DecisionNotBound:          "a copy with another payload uses the decision recorded for the first copy; issue 36 class 2",
+	TurnNotBound:              "a copy with another payload takes the first copy's turn and is decided and dispatched; issue 36 class 3",
+	TurnWithoutWayOut:         "a turn whose message never comes back is never ended (no sweep, no keys release); issue 36 class 4",
+	StaleCheckSkipped:         "the ordering gate does not settle a passed version stale",
+	SkipRecordsNoGap:          "a skip or release moves the key past versions without recording the gap",
+	UnparkPastTurn:            "unparking lets the next parked message out while a predecessor holds the key's turn",
+	SkipWhileDeciding:         "a dead letter is skipped while its redrive's decision is being asked",
 }
 
 // Mutants lists every mutant's name, sorted.
@@ -91,6 +109,19 @@ func (m Mutant) Needs(b Bounds) Bounds {
 		b.Gap = true
 	case PoisonBlocksAllKeys:
 		b.Keys, b.Versions, b.BusinessKey = max(b.Keys, 2), 1, false
+	case BusinessKeyCheckUnlocked:
+		b.BusinessKey, b.Postgres, b.Ops = true, true, 0
+	case DecisionNotBound, TurnNotBound:
+		b.Collision = true
+	case TurnWithoutWayOut:
+		b.Losses = max(b.Losses, 1)
+	case StaleCheckSkipped, SkipRecordsNoGap:
+		b = PoisonMidBounds()
+	case SkipWhileDeciding:
+		b = PoisonMidBounds()
+		b.Ops = 2
+	case UnparkPastTurn:
+		b = ReleaseBounds()
 	}
 	return b
 }

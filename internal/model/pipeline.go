@@ -11,10 +11,14 @@ func (m *Model) pipeline(s *State, w int) {
 	i := msg.id
 	id := &s.ID[i]
 	fromParked := wk.Copy < 0
+	passed := id.Passed
 	// 2. The inbox row: the primary key decides.
 	if !m.mut(NoInboxInsert) && (id.Status != none && !(fromParked && id.Status == ready)) {
 		if int(id.Hash) != int(wk.Msg) {
+			m.reach(gInboxCollision)
 			s.Collided[wk.Msg] = true
+		} else {
+			m.reach(gInboxDuplicate)
 		}
 		wk.Phase = finish // duplicate or collision
 		return
@@ -24,15 +28,19 @@ func (m *Model) pipeline(s *State, w int) {
 		key := &s.Key[k]
 		switch {
 		case key.Blocked != 0 && key.Blocked != blockedBy(i):
+			m.reach(gGateBlocked)
 			m.park(s, w, blocked)
 			return
-		case msg.ver > 0 && key.Ver > 0 && msg.ver <= int(key.Ver):
+		case msg.ver > 0 && key.Ver > 0 && msg.ver <= int(key.Ver) && !m.mut(StaleCheckSkipped):
+			m.reach(gGateStale)
 			m.settle(s, w, stale) // passed already: it waits behind no turn
 			return
 		case s.turnElsewhere(m, k, i):
+			m.reach(gGateTurnElsewhere)
 			m.park(s, w, held)
 			return
 		case msg.ver > 0 && key.Ver > 0 && msg.ver > int(key.Ver)+1:
+			m.reach(gGateGap)
 			m.park(s, w, held) // a gap
 			return
 		}
@@ -45,28 +53,115 @@ func (m *Model) pipeline(s *State, w int) {
 	// (after the gate, as the library has it: a key's turn comes first).
 	if msg.bk >= 0 && !(m.mut(DecideBeforeSemanticCheck) && !id.Decided) {
 		if s.bkApplied(m, msg.bk, i) {
+			m.reach(gBKApplied)
 			m.settle(s, w, semDup)
 			return
 		}
 		if !m.mut(BusinessKeyNotReserved) && s.bkInFlight(m, msg.bk, i) {
-			m.takeTurn(s, i)
+			m.reach(gBKInFlight)
+			if m.takeTurn(s, i, int(wk.Msg)) {
+				m.reach(gTurnBound)
+				m.collide(s, w)
+				return
+			}
 			m.nack(s, w, false)
 			return
 		}
 		if s.bkUncertain(m, msg.bk, i) {
 			// Its effect may have happened under a dead letter: only an
 			// operator can tell; asking again could do it twice.
+			m.reach(gBKUncertain)
 			m.deadLetter(s, w)
 			return
 		}
 	}
-	// 5. The decision: recorded, or asked outside the transaction.
+	// 5. The decision: recorded, or asked outside the transaction. Both
+	// belong to the copy they were made for: another payload under the
+	// identity is a collision (docs/design.md §10.2).
+	if m.b.Plain {
+		if msg.poison {
+			m.deadLetter(s, w) // the handler fails for good
+			return
+		}
+		m.apply(s, w)
+		return
+	}
+	if id.Decided && int(id.DecFor) != int(wk.Msg) && !m.mut(DecisionNotBound) {
+		m.reach(gDecisionBound)
+		m.collide(s, w)
+		return
+	}
 	if !id.Decided {
-		m.takeTurn(s, i)
+		if m.b.Postgres && msg.bk >= 0 {
+			// READ COMMITTED: the business key was read free; the turn
+			// is written when the transaction commits, a step later.
+			// Without the lock (the mutant) its place among the turns is
+			// the clock of this read.
+			wk.Phase, wk.Seq = reserve, s.nextTurnSeq(m)
+			id.Passed = passed // nothing of it is committed yet
+			return
+		}
+		if m.takeTurn(s, i, int(wk.Msg)) {
+			m.reach(gTurnBound)
+			m.collide(s, w)
+			return
+		}
 		wk.Phase = claim
 		return
 	}
 	m.apply(s, w)
+}
+
+// reserveCommit is the commit of a PostgreSQL transaction that read its
+// business key free: the turn row is written.
+func (m *Model) reserveCommit(s *State, w int) {
+	wk := &s.Worker[w]
+	i := m.msgs[wk.Msg].id
+	if k := m.msgs[wk.Msg].key; k >= 0 && !s.ID[i].Passed {
+		m.checkOneAtATime(s, k, i) // its gate passed at the read
+		s.ID[i].Passed = true
+	}
+	seq := wk.Seq
+	if !m.mut(BusinessKeyCheckUnlocked) {
+		seq = 0 // under the lock, commit order: after the latest turn
+	}
+	if m.takeTurnAt(s, i, int(wk.Msg), seq) {
+		m.reach(gTurnBound)
+		m.collide(s, w)
+		return
+	}
+	wk.Phase, wk.Seq = claim, 0
+}
+
+// locked: PostgreSQL, and another worker's open transaction holds a lock
+// msg needs: its partition key's (the key's row, always) or its business
+// key's (the fix of issue 36 class 1; the mutant takes none).
+func (m *Model) locked(s *State, w int, msg message) bool {
+	if !m.b.Postgres {
+		return false
+	}
+	for o := range m.workers {
+		if o == w || s.Worker[o].Phase != reserve {
+			continue
+		}
+		other := m.msgs[s.Worker[o].Msg]
+		if msg.key >= 0 && other.key == msg.key {
+			return true
+		}
+		if msg.bk >= 0 && other.bk == msg.bk && !m.mut(BusinessKeyCheckUnlocked) {
+			m.reach(gBKLockWait)
+			return true
+		}
+	}
+	return false
+}
+
+// collide ends a copy whose identity's turn or decision belongs to
+// another copy, with another payload: a collision, parked for
+// investigation; nothing of it is decided, sent or applied.
+func (m *Model) collide(s *State, w int) {
+	s.Collided[s.Worker[w].Msg] = true
+	s.Worker[w].Phase, s.Worker[w].Seq = finish, 0
 }
 
 // apply runs the effect, advances the key and drains (steps 5 to 7).
@@ -76,7 +171,7 @@ func (m *Model) apply(s *State, w int) {
 	id := &s.ID[msg.id]
 	m.checkFirstOutcome(s, msg.id)
 	id.Effects++
-	m.checkApply(s, msg)
+	m.checkApply(s, msg, int(wk.Msg))
 	id.Status, id.Hash, id.Turn = applied, wk.Msg, false
 	wk.Phase = finish
 	if msg.key < 0 {
@@ -87,6 +182,7 @@ func (m *Model) apply(s *State, w int) {
 		key.Ver, key.LastApplied = int8(msg.ver), int8(msg.ver)
 	}
 	if key.Blocked == blockedBy(msg.id) {
+		m.reach(gRedriveApplied)
 		m.unblock(s, msg.key) // its redrive applied
 	}
 	m.drain(s, msg.key)
@@ -126,19 +222,38 @@ func (m *Model) park(s *State, w int, st status) {
 	wk.Phase = finish
 }
 
-// takeTurn writes the identity's turn row (unless a mutant forgets it).
-func (m *Model) takeTurn(s *State, i int) {
+// takeTurn writes the identity's turn row (unless a mutant forgets it),
+// bound to message msg's payload, after the latest turn. It reports
+// whether the turn is bound to another copy, with another payload: then
+// nothing changes.
+func (m *Model) takeTurn(s *State, i, msg int) bool { return m.takeTurnAt(s, i, msg, 0) }
+
+// takeTurnAt is takeTurn at place seq among the turns (0: after the
+// latest).
+func (m *Model) takeTurnAt(s *State, i, msg int, seq uint8) bool {
 	id := &s.ID[i]
-	if id.Turn || m.mut(TurnNotDurable) {
-		return
+	if id.Turn && int(id.TurnMsg) != msg && !m.mut(TurnNotBound) {
+		return true
 	}
+	if id.Turn || m.mut(TurnNotDurable) {
+		return false
+	}
+	if seq == 0 {
+		seq = s.nextTurnSeq(m)
+	}
+	id.Turn, id.TurnSeq, id.TurnMsg = true, seq, int8(msg)
+	return false
+}
+
+// nextTurnSeq is the place after the latest turn.
+func (s *State) nextTurnSeq(m *Model) uint8 {
 	var seq uint8
 	for j := range m.ids {
 		if s.ID[j].Turn {
 			seq = max(seq, s.ID[j].TurnSeq)
 		}
 	}
-	id.Turn, id.TurnSeq = true, seq+1
+	return seq + 1
 }
 
 // drain lets the key's next parked message out (step 7): the oldest
@@ -148,24 +263,29 @@ func (m *Model) takeTurn(s *State, i int) {
 func (m *Model) drain(s *State, k int) {
 	for {
 		key := &s.Key[k]
-		if key.Blocked != 0 || s.turnHeld(m, k) {
+		next := s.nextParked(m, k)
+		if key.Blocked != 0 || next < 0 {
 			return
 		}
-		next := s.nextParked(m, k)
-		if next < 0 {
-			return
+		if s.turnElsewhere(m, k, next) { // its own turn (a retry row) is no predecessor's
+			m.reach(gDrainTurnHeld)
+			if !m.mut(UnparkPastTurn) {
+				return
+			}
 		}
 		v := m.msgs[s.ID[next].Hash].ver
 		if v > 0 && key.Ver > 0 && v > int(key.Ver)+1 {
+			m.reach(gDrainGap)
 			return // still a gap: it waits, its hold running
 		}
 		if v > 0 && key.Ver > 0 && v <= int(key.Ver) {
+			m.reach(gDrainStale)
 			m.checkStale(s, next)
 			s.ID[next].Status, s.ID[next].Turn = stale, false
 			continue
 		}
 		s.ID[next].Status = ready
-		m.takeTurn(s, next)
+		m.takeTurn(s, next, int(s.ID[next].Hash))
 		return
 	}
 }
@@ -186,7 +306,7 @@ func (m *Model) skipTo(s *State, k, v int) {
 	if v <= int(key.Ver) {
 		return
 	}
-	for u := int(key.Ver) + 1; u <= v; u++ {
+	for u := int(key.Ver) + 1; u <= v && !m.mut(SkipRecordsNoGap); u++ {
 		key.Gaps |= 1 << u
 	}
 	key.Ver = int8(v)

@@ -45,6 +45,26 @@ type Bounds struct {
 	// Poison makes the last event of the last key fail permanently at the
 	// remote side.
 	Poison bool
+	// PoisonVersion, when set, makes the first key's version PoisonVersion
+	// the poison event instead (with --poison): not the key's last
+	// version, so a later version applies after it and order, gaps and
+	// skips have a second applied version to compare.
+	PoisonVersion int
+	// Postgres is the store kind: PostgreSQL under READ COMMITTED, where a
+	// transaction's reads and its commit are separate steps against other
+	// transactions (the business-key check reads, the turn is written at
+	// the commit), serialised only by the business key's lock. Without it
+	// the store is SQLite: one writer, each transaction one step.
+	Postgres bool
+	// Losses is how many broker copies may be lost for good (never
+	// redelivered: a broker that drops one, a Deliver caller that gives up).
+	Losses int
+	// DeadLetterRelease is OnDeadLetter=release: a dead letter does not
+	// block its key; the key moves on over it with a recorded gap.
+	DeadLetterRelease bool
+	// Plain is the plain handler path: no Decide, no agent; the handler's
+	// effect is in the transaction, and its failure is a retry.
+	Plain bool
 }
 
 // DefaultBounds are `seqbox model check` without bound flags: one key of
@@ -61,6 +81,47 @@ func DefaultBounds() Bounds {
 func SmallBounds() Bounds {
 	b := DefaultBounds()
 	b.BusinessKey, b.Failures = false, 0
+	return b
+}
+
+// PoisonMidBounds are CI's bounds where the poison event is not the
+// versioned key's last version: three versions, the second poison, so a
+// version applies after its dead letter is skipped or redriven, and
+// order, gaps and skips have a second applied version to compare.
+func PoisonMidBounds() Bounds {
+	b := SmallBounds()
+	b.Versions, b.PoisonVersion, b.Crashes = 3, 2, 0
+	return b
+}
+
+// ScenarioBounds are the variants CI explores besides the CI bounds and
+// the mutants' own: the plain handler path with a handler failure; a
+// handler failing after its decision; PostgreSQL's store with a business
+// key and every operator action; the poison event not the key's last version with a redrive to decide.
+func ScenarioBounds() []Bounds {
+	plain := SmallBounds()
+	plain.Plain, plain.Failures = true, 1
+	handler := SmallBounds()
+	handler.Failures, handler.Poison = 1, false
+	pg := SmallBounds()
+	pg.BusinessKey, pg.Postgres, pg.Versions = true, true, 1
+	return []Bounds{plain, handler, pg, PoisonMidBounds(), ReleaseBounds()}
+}
+
+// ReleaseBounds are OnDeadLetter=release with three versions, the first
+// poison: a redrive of the released dead letter takes a turn on a key
+// that moved on.
+func ReleaseBounds() Bounds {
+	b := PoisonMidBounds()
+	b.PoisonVersion, b.DeadLetterRelease = 1, true
+	return b
+}
+
+// LostBusinessKeyBounds: an unkeyed event with a business key may be
+// lost by the broker while it holds its turn, and no operator acts.
+func LostBusinessKeyBounds() Bounds {
+	b := SmallBounds()
+	b.BusinessKey, b.Losses, b.Crashes, b.Ops = true, 1, 0, 0
 	return b
 }
 
@@ -90,7 +151,8 @@ func (b Bounds) Validate() error {
 		v, lo, h int
 	}{{"keys", b.Keys, 1, maxKeys}, {"versions", b.Versions, 1, 4}, {"events", b.Events, 1, 4}, {"workers", b.Workers, 1, maxWorkers},
 		{"crashes", b.Crashes, 0, 5}, {"expiries", b.Expiries, 0, 5}, {"failures", b.Failures, 0, 5},
-		{"ops", b.Ops, 0, 5}, {"max-attempts", b.MaxAttempts, 1, 5}} {
+		{"ops", b.Ops, 0, 5}, {"max-attempts", b.MaxAttempts, 1, 5}, {"losses", b.Losses, 0, 2},
+		{"poison-version", b.PoisonVersion, 0, b.Versions}} {
 		if f.v < f.lo || f.v > f.h {
 			return fmt.Errorf("model: --%s %d is out of range %d..%d", f.name, f.v, f.lo, f.h)
 		}
@@ -145,7 +207,10 @@ func (b Bounds) messages() []message {
 		out[0].bk = 0
 		out = append(out, message{id: len(out), key: -1, bk: 0, name: "bk-dup"})
 	}
-	if b.Poison {
+	switch {
+	case b.Poison && b.PoisonVersion > 0:
+		out[b.PoisonVersion-1].poison = true
+	case b.Poison:
 		out[len(out)-1-btoi(b.BusinessKey)].poison = true
 	}
 	if b.Collision {
@@ -193,6 +258,20 @@ func (b Bounds) Describe() string {
 	}
 	if b.Resend {
 		parts = append(parts, msgs[0].name+" again (re-send)")
+	}
+	store := "store SQLite (one writer)"
+	if b.Postgres {
+		store = "store PostgreSQL (READ COMMITTED, business-key lock)"
+	}
+	parts = append(parts, store)
+	if b.Losses > 0 {
+		parts = append(parts, fmt.Sprintf("the broker may lose %d copy(ies)", b.Losses))
+	}
+	if b.Plain {
+		parts = append(parts, "plain handler (no Decide)")
+	}
+	if b.DeadLetterRelease {
+		parts = append(parts, "OnDeadLetter=release")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -12,7 +12,7 @@ type State struct {
 	// Collided marks a message recorded as a collision (by message).
 	Collided [maxMsgs]bool
 	// Fault budgets left.
-	Crashes, Expiries, Failures, Ops uint8
+	Crashes, Expiries, Failures, Ops, Losses uint8
 	// Violation is the invariant a step broke (0: none).
 	Violation violation
 }
@@ -24,6 +24,7 @@ const (
 	queued copyState = iota // available to any receiver
 	orphan                  // leased to a worker that died: back when the lease runs out
 	acked                   // gone for good
+	lost                    // dropped by the broker: never redelivered
 	leased                  // leased + w: leased to live worker w
 )
 
@@ -89,7 +90,11 @@ type identity struct {
 	// Hash is the message whose payload the inbox or parked row recorded.
 	Hash    int8
 	ParkSeq uint8 // arrival order among a key's parked messages
+	// TurnMsg is the message (payload) the turn row is bound to, while
+	// Turn holds; DecFor the one the recorded decision was made for.
+	TurnMsg int8
 	Decided bool
+	DecFor  int8
 	Claim   claimState
 	Ledger  ledgerState
 	Owner   int8 // the ledger row's live caller
@@ -101,6 +106,9 @@ type identity struct {
 	// 3), passed its gate, overtaken by a recorded gap decision.
 	Effects, Asks, Credit uint8
 	Passed, Overtaken     bool
+	// Sent is a ghost: the message whose payload the agent received under
+	// this identity (-1: none yet).
+	Sent int8
 }
 
 // credit allows one more ask: a call failed or was lost, and that was
@@ -129,6 +137,7 @@ const (
 	idle     phase = iota
 	ackEarly       // mutant ack-before-commit: acks first
 	run            // runs the pipeline's transaction
+	reserve        // PostgreSQL: the business key was read free; the turn is written at the commit
 	claim          // takes the decision claim
 	ledger         // reads and writes the ledger row, and sends the request
 	await          // waits for the answer
@@ -153,6 +162,9 @@ type worker struct {
 	Copy   int8 // the broker copy; -1: a message let out of the parked table
 	Msg    int8
 	Answer answer
+	// Seq is the place among turns a reserve phase will write (read
+	// when the business key was checked).
+	Seq uint8
 }
 
 // busyOn reports whether a live worker is working on identity i.

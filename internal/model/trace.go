@@ -18,7 +18,8 @@ var answerText = [...]string{answerOK: "applies it and answers", answerFail: "re
 func (m *Model) stepText(st step, s, t *State) string {
 	w := fmt.Sprintf("worker %d", st.w+1)
 	var name string
-	if st.kind != stLeaseExpire && st.kind != stReceive && st.kind != stHoldExpire && st.kind != stRelease {
+	if st.kind != stLeaseExpire && st.kind != stReceive && st.kind != stHoldExpire && st.kind != stRelease &&
+		st.kind != stLose && st.kind != stReleaseTurn {
 		name = m.msgs[st.x].name
 	}
 	if wk := s.Worker[max(st.w, 0)]; st.kind >= stRun && st.kind <= stFinish && st.kind != stAnswer && st.kind != stDrop {
@@ -67,6 +68,19 @@ func (m *Model) stepText(st step, s, t *State) string {
 		return fmt.Sprintf("%s records the answer for %s: ledger %s%s%s", w, name, ledgerText[t.ID[i].Ledger], decided, m.after(t, int(st.w)))
 	case stFinish:
 		return fmt.Sprintf("%s acknowledges %s", w, name)
+	case stHandlerFail:
+		return fmt.Sprintf("%s runs the pipeline for %s: the handler fails (transient); rolled back, attempt counted, turn kept%s", w, name, m.after(t, int(st.w)))
+	case stReserve:
+		if t.Collided[s.Worker[st.w].Msg] && !s.Collided[s.Worker[st.w].Msg] {
+			return fmt.Sprintf("%s commits %s's transaction: its turn belongs to another payload, a collision", w, name)
+		}
+		return fmt.Sprintf("%s commits %s's transaction: turn row written (place %d)", w, name, t.ID[i].TurnSeq)
+	case stLose:
+		return fmt.Sprintf("the broker loses copy %d (%s) for good", st.x+1, m.msgs[m.copies[st.x].msg].name)
+	case stEndTurn:
+		return fmt.Sprintf("the sweep: %s was not seen for the redelivery window and has no live claim; its turn ends (a skipped dead letter) and the hold expiry blocks its key", name)
+	case stReleaseTurn:
+		return fmt.Sprintf("the operator releases key k%d: the turn of its holder ends (a skipped dead letter)", st.x)
 	case stCrash:
 		return fmt.Sprintf("%s is killed (SIGKILL) while on %s", w, name)
 	case stLeaseExpire:
@@ -100,6 +114,10 @@ func (m *Model) runText(s, t *State, w int) string {
 	switch {
 	case t.Collided[s.Worker[w].Msg] && !s.Collided[s.Worker[w].Msg]:
 		return "collision"
+	case t.Worker[w].Phase == reserve:
+		return "its business key read free; its turn is written when the transaction commits"
+	case t.Collided[s.Worker[w].Msg] && s.Collided[s.Worker[w].Msg]:
+		return "collision again"
 	case t.Worker[w].Phase == claim:
 		return "its turn; stopped to be decided outside the transaction" + turnNote(s, t, msg.id)
 	case after.Status != s.ID[msg.id].Status:

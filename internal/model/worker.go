@@ -40,8 +40,29 @@ func (m *Model) workerSteps(s *State, w int, emit func(step, *State)) {
 		st.kind = stAckEarly
 		try(s, st, emit, func(t *State) { m.ack(t, w); t.Worker[w].Phase = run })
 	case run:
+		if m.locked(s, w, m.msgs[wk.Msg]) {
+			return // it waits for the other's commit
+		}
 		st.kind = stRun
-		try(s, st, emit, func(t *State) { m.pipeline(t, w) })
+		t := *s
+		m.pipeline(&t, w)
+		emit(st, &t)
+		if t.ID[i].Effects > s.ID[i].Effects && s.Failures > 0 {
+			// The handler fails transiently after its decision (or on
+			// the plain path): the transaction rolls back to the
+			// delivery's savepoint, the attempt is counted on the turn
+			// row, which holds the key's turn, and the copy goes back.
+			m.reach(gHandlerFails)
+			st.kind = stHandlerFail
+			try(s, st, emit, func(t *State) {
+				t.Failures--
+				m.takeTurn(t, i, int(wk.Msg))
+				m.nack(t, w, true)
+			})
+		}
+	case reserve:
+		st.kind = stReserve
+		try(s, st, emit, func(t *State) { m.reserveCommit(t, w) })
 	case claim:
 		st.kind = stClaim
 		try(s, st, emit, func(t *State) { m.claim(t, w, i) })
@@ -70,11 +91,17 @@ func (m *Model) workerSteps(s *State, w int, emit func(step, *State)) {
 func (m *Model) claim(s *State, w, i int) {
 	id := &s.ID[i]
 	switch {
-	case id.Decided, id.Status.final() && !id.Turn: // decided, or settled elsewhere
+	case id.Decided:
+		m.reach(gClaimDecided)
+		s.Worker[w].Phase = run
+	case id.Status.final() && !id.Turn: // settled elsewhere
+		m.reach(gClaimSettled)
 		s.Worker[w].Phase = run
 	case id.Claim != unclaimed:
+		m.reach(gClaimElsewhere)
 		m.nack(s, w, false) // in flight elsewhere: come back later
 	case m.bkTaken(s, i):
+		m.reach(gClaimBKTaken)
 		m.nack(s, w, false) // its business key, looked at again: the run again says
 	default:
 		id.Claim = claimLive + claimState(w)
@@ -99,6 +126,7 @@ func (m *Model) bkTaken(s *State, i int) bool {
 func (m *Model) ledger(s *State, w, i int) {
 	id := &s.ID[i]
 	if id.Claim != claimLive+claimState(w) {
+		m.reach(gLedgerClaimLost)
 		m.nack(s, w, false) // its claim was taken over before it asked: the new owner decides
 		return
 	}
@@ -111,22 +139,27 @@ func (m *Model) ledger(s *State, w, i int) {
 	}
 	switch l {
 	case succeeded:
-		id.Decided = true
+		m.reach(gLedgerSucceeded)
+		id.Decided, id.DecFor = true, s.Worker[w].Msg
 		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
 	case pending:
+		m.reach(gLedgerLive)
 		m.unclaim(s, w, i)
 		m.nack(s, w, false) // InFlightError: a wait, not a failure
 	case pendingDead, uncertainFresh, uncertainOld:
 		switch {
 		case id.Remote > 0: // reconciled: it applied
-			id.Ledger, id.Decided = succeeded, true
+			m.reach(gLedgerReconciledApplied)
+			id.Ledger, id.Decided, id.DecFor = succeeded, true, s.Worker[w].Msg
 			m.unclaim(s, w, i)
 			s.Worker[w].Phase = run
 		case l == uncertainOld || m.mut(ReconcileTooEarly): // reconciled: it did not
+			m.reach(gLedgerReconciledNot)
 			id.Ledger, id.Owner = pending, int8(w)
 			m.ask(s, w, i)
 		default: // a request may still be in flight: still uncertain
+			m.reach(gLedgerStillUncertain)
 			if id.Ledger == pendingDead {
 				id.Ledger = uncertainFresh
 				id.credit()
@@ -144,8 +177,9 @@ func (m *Model) ledger(s *State, w, i int) {
 // ask sends the request right after the pending row commits (a crash
 // between the two is a crash after a request lost on the way).
 func (m *Model) ask(s *State, w, i int) {
-	m.checkAsk(s, i)
+	m.checkAsk(s, i, int(s.Worker[w].Msg))
 	id := &s.ID[i]
+	id.Sent = s.Worker[w].Msg
 	id.Asks = min(id.Asks+1, 2)
 	id.Credit = max(id.Credit, 1) - 1
 	id.InFlight++
@@ -164,13 +198,14 @@ func (m *Model) record(s *State, w, i int) {
 		// The ledger row and then the decision: a crash between the two
 		// leaves a succeeded row, which the next attempt takes as the
 		// decision (the ledger step's first case), so they are one step.
-		id.Ledger, id.Decided = succeeded, true
+		id.Ledger, id.Decided, id.DecFor = succeeded, true, s.Worker[w].Msg
 		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
 	case answerPermanent:
 		id.Ledger = failed
 		id.credit() // answered: it did not happen
 		if id.Claim != claimLive+claimState(w) {
+			m.reach(gRecordClaimLost)
 			m.nack(s, w, false) // its claim was taken over: the new owner decides
 			return
 		}
@@ -188,6 +223,9 @@ func (m *Model) record(s *State, w, i int) {
 // was late) waits instead, for the new owner decides now.
 func (m *Model) failAttempt(s *State, w, i int) {
 	held := s.ID[i].Claim == claimLive+claimState(w)
+	if !held {
+		m.reach(gTimeoutClaimLost)
+	}
 	m.unclaim(s, w, i)
 	m.nack(s, w, held)
 }
@@ -201,6 +239,7 @@ func (m *Model) nack(s *State, w int, counted bool) {
 	i := m.msgs[wk.Msg].id
 	id := &s.ID[i]
 	if counted && id.Status.final() {
+		m.reach(gNackSettled)
 		wk.Phase = finish // settled meanwhile: the failure is a duplicate's
 		return
 	}
@@ -227,9 +266,21 @@ func (m *Model) deadLetter(s *State, w int) {
 	id := &s.ID[msg.id]
 	wk.Phase = finish
 	if id.Status.final() {
+		m.reach(gDeadLetterSettled)
 		return // settled meanwhile: the failure is a duplicate's
 	}
 	id.Status, id.Hash, id.Turn = dead, wk.Msg, false
+	if m.b.DeadLetterRelease && msg.key >= 0 {
+		// OnDeadLetter=release: the key moves on; were it the key's next
+		// version, the gap is recorded; its successors are unparked.
+		key := &s.Key[msg.key]
+		if msg.ver > 0 && (key.Ver == 0 || msg.ver == int(key.Ver)+1) {
+			m.skipTo(s, msg.key, msg.ver)
+			id.Overtaken = true
+		}
+		m.drain(s, msg.key)
+		return
+	}
 	for k := range m.keys {
 		if (k == msg.key || m.mut(PoisonBlocksAllKeys)) && s.Key[k].Blocked == 0 {
 			s.Key[k].Blocked = blockedBy(msg.id)
