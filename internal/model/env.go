@@ -124,10 +124,26 @@ func (m *Model) clockSteps(s *State, emit func(step, *State)) {
 				m.blockByHold(t, k)
 			})
 		}
+		if n := s.nextParked(m, k); n >= 0 && s.Key[k].Blocked == 0 && m.nextInLine(s, k, n) && s.turnElsewhere(m, k, n) {
+			// The sweep: the hold of a message next in line (no gap)
+			// that waits behind a predecessor's turn passes; unparking
+			// looks at the turn first and lets nothing out.
+			m.reach(gDrainTurnHeld)
+			if m.mut(UnparkPastTurn) {
+				try(s, step{kind: stSweepUnpark, x: int8(k)}, emit, func(t *State) { m.drain(t, k) })
+			}
+		}
 		if m.holdDue(s, k) {
 			try(s, step{kind: stHoldExpire, x: int8(k)}, emit, func(t *State) { m.blockByHold(t, k) })
 		}
 	}
+}
+
+// nextInLine: parked identity n of key k may run by its version alone:
+// unversioned (arrival order), a baseline, exactly next or already passed.
+func (m *Model) nextInLine(s *State, k, n int) bool {
+	v, ver := m.msgs[s.ID[n].Hash].ver, int(s.Key[k].Ver)
+	return v == 0 || ver == 0 || v <= ver+1
 }
 
 // blockByHold blocks key k for its expired hold: its held messages wait

@@ -83,6 +83,7 @@ const (
 	stLose
 	stEndTurn
 	stReleaseTurn
+	stSweepUnpark
 )
 
 // step is one transition: who took it and on what.

@@ -120,8 +120,7 @@ func (m Mutant) Needs(b Bounds) Bounds {
 	case SkipWhileDeciding:
 		b = PoisonMidBounds()
 		b.Ops = 2
-	case UnparkPastTurn:
-		b = ReleaseBounds()
+
 	}
 	return b
 }

@@ -105,16 +105,9 @@ func ScenarioBounds() []Bounds {
 	handler.Failures, handler.Poison = 1, false
 	pg := SmallBounds()
 	pg.BusinessKey, pg.Postgres, pg.Versions = true, true, 1
-	return []Bounds{plain, handler, pg, PoisonMidBounds(), ReleaseBounds()}
-}
-
-// ReleaseBounds are OnDeadLetter=release with three versions, the first
-// poison: a redrive of the released dead letter takes a turn on a key
-// that moved on.
-func ReleaseBounds() Bounds {
-	b := PoisonMidBounds()
-	b.PoisonVersion, b.DeadLetterRelease = 1, true
-	return b
+	release := SmallBounds()
+	release.DeadLetterRelease, release.Ops = true, 2
+	return []Bounds{plain, handler, pg, PoisonMidBounds(), release}
 }
 
 // LostBusinessKeyBounds: an unkeyed event with a business key may be

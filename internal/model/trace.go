@@ -19,7 +19,7 @@ func (m *Model) stepText(st step, s, t *State) string {
 	w := fmt.Sprintf("worker %d", st.w+1)
 	var name string
 	if st.kind != stLeaseExpire && st.kind != stReceive && st.kind != stHoldExpire && st.kind != stRelease &&
-		st.kind != stLose && st.kind != stReleaseTurn {
+		st.kind != stLose && st.kind != stReleaseTurn && st.kind != stSweepUnpark {
 		name = m.msgs[st.x].name
 	}
 	if wk := s.Worker[max(st.w, 0)]; st.kind >= stRun && st.kind <= stFinish && st.kind != stAnswer && st.kind != stDrop {
@@ -79,6 +79,8 @@ func (m *Model) stepText(st step, s, t *State) string {
 		return fmt.Sprintf("the broker loses copy %d (%s) for good", st.x+1, m.msgs[m.copies[st.x].msg].name)
 	case stEndTurn:
 		return fmt.Sprintf("the sweep: %s was not seen for the redelivery window and has no live claim; its turn ends (a skipped dead letter) and the hold expiry blocks its key", name)
+	case stSweepUnpark:
+		return fmt.Sprintf("the sweep: a hold on key k%d passes; it unparks the key", st.x)
 	case stReleaseTurn:
 		return fmt.Sprintf("the operator releases key k%d: the turn of its holder ends (a skipped dead letter)", st.x)
 	case stCrash:
