@@ -129,7 +129,7 @@ func TestRapidModel(t *testing.T) {
 			frozenClock:  rapid.Bool().Draw(rt, "frozenClock"),
 			holdTimeout:  rHoldTimeout,
 		}
-		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), rapid.Bool().Draw(rt, "businessKeyPair"))
+		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), rapid.IntRange(0, 1).Draw(rt, "businessKeyPairs"))
 		dir, err := os.MkdirTemp(base, "run")
 		if err != nil {
 			rt.Fatal(err)

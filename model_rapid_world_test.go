@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sort"
@@ -100,9 +101,9 @@ type rConfig struct {
 	// after the one before, as a real clock's.
 	frozenClock bool
 	holdTimeout time.Duration
-	// slowCommit (PostgreSQL): every commit of the pipeline waits this
-	// long first (a disk that stalls), widening the window in which
-	// another process's transaction runs beside it.
+	// slowCommit (PostgreSQL): every commit of the pipeline waits up to
+	// twice this long first (a disk that stalls), widening the window in
+	// which another process's transaction runs beside it.
 	slowCommit time.Duration
 }
 
@@ -273,10 +274,10 @@ func fakeNow() string {
 // scenario builds the run's events: a versioned key k0 and an unversioned
 // key k1 with n events each, the first of k0 asking for business key bk0;
 // an event with a new identity and no partition key asking for bk0 too;
-// when poison, k1's last event is refused by the agent; and when pair,
-// two events of keys ka and kb asking for business key bk1. Every event
+// when poison, k1's last event is refused by the agent; and pairs pairs
+// of events of keys kaI and kbI asking for business key bkI. Every event
 // also has another payload under its id (rEvent.other).
-func scenario(n int, poison, pair bool) []*rEvent {
+func scenario(n int, poison bool, pairs int) []*rEvent {
 	var out []*rEvent
 	add := func(e *rEvent) {
 		e.idx = len(out)
@@ -315,11 +316,12 @@ func scenario(n int, poison, pair bool) []*rEvent {
 		add(&rEvent{id: fmt.Sprintf("k1-e%d", i), key: "k1", poison: poison && i == n})
 	}
 	add(&rEvent{id: "bk-dup", bk: "bk0"})
-	if pair {
+	for i := 1; i <= pairs; i++ {
 		// Two events of other ids and other partition keys sharing one
-		// business key, published at the same instant (pairAction).
-		add(&rEvent{id: "bx-a", key: "ka", bk: "bk1"})
-		add(&rEvent{id: "bx-b", key: "kb", bk: "bk1"})
+		// business key, published at the same instant (the "pair"
+		// action of TestRapidModelPostgres).
+		add(&rEvent{id: fmt.Sprintf("bx%d-a", i), key: fmt.Sprintf("ka%d", i), bk: fmt.Sprintf("bk%d", i)})
+		add(&rEvent{id: fmt.Sprintf("bx%d-b", i), key: fmt.Sprintf("kb%d", i), bk: fmt.Sprintf("bk%d", i)})
 	}
 	return out
 }
@@ -567,7 +569,10 @@ func (w *world) hook(p *process) fault.Hook {
 			return fault.ErrCrash
 		}
 		if pt == fault.BeforeCommit && w.cfg.slowCommit > 0 {
-			time.Sleep(w.cfg.slowCommit)
+			// Up to twice slowCommit, drawn per commit: of two
+			// transactions racing, the one that began first may commit
+			// last.
+			time.Sleep(rand.N(2 * w.cfg.slowCommit))
 		}
 		if w.noCrash.Load() {
 			return nil
