@@ -45,6 +45,7 @@ var Dialect = sqlstore.Dialect{
 	CacheStatements: true,
 	OneWriter:       true,
 	WriterTurn:      Turn,
+	Waiting:         contended,
 	Retry:           RetryBusy,
 	StorageFull:     StorageFull,
 	ListTables:      ListTables,

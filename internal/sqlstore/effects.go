@@ -85,7 +85,7 @@ func (t *Executor) EffectSettle(ctx context.Context, p store.EffectSettleParams)
 		args = append(args, s)
 		marks[i] = fmt.Sprintf("$%d", len(args))
 	}
-	_, err := t.db.ExecContext(ctx, `UPDATE seqbox_effects SET state = $1, ref = $2, last_error = $3, updated_at = $4`+set+`
+	_, err := t.exec(ctx, `UPDATE seqbox_effects SET state = $1, ref = $2, last_error = $3, updated_at = $4`+set+`
 		WHERE idempotency_key = $5 AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
 	return err
 }

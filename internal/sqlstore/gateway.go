@@ -115,7 +115,7 @@ func (t *Executor) inTx(ctx context.Context, fn func(e *Executor) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	e := *t
-	e.db, e.tx, e.unlock = tx, tx, nil
+	e.db, e.tx, e.unlock, e.group = tx, tx, nil, nil
 	if err := fn(&e); err != nil {
 		_ = tx.Rollback()
 		return err

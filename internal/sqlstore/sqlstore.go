@@ -39,6 +39,9 @@ type Dialect struct {
 	// Retry, when set, runs the open's migration and retries it while the
 	// database is busy with another process's writes.
 	Retry func(ctx context.Context, fn func() error) error
+	// Waiting, when set, is told when a grouped write (groupCommit) finds
+	// the writer's turn taken and waits for it (the driver's tests).
+	Waiting func()
 	// WriterTurn, with OneWriter, returns the turn that this process's
 	// writers of the database named where share (every pool on one SQLite
 	// file, the embedded queue's included); nil: a turn per store.
@@ -101,6 +104,8 @@ type Store struct {
 	stmts *stmtCache
 	// writer is the turn of this process's one writer (OneWriter).
 	writer chan struct{}
+	// group commits the pool's single writes together (OneWriter).
+	group *groupCommit
 	// location names the database (SQLite: the file; PostgreSQL: host,
 	// database and schema), for transports that acknowledge in the
 	// store's transaction.
@@ -178,6 +183,9 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 	s.writer = make(chan struct{}, 1)
 	if d.WriterTurn != nil {
 		s.writer = d.WriterTurn(where)
+	}
+	if d.OneWriter {
+		s.group = newGroupCommit(s)
 	}
 	opened.Store(db, d)
 	return s, nil
@@ -502,6 +510,8 @@ func (s *Store) executor(tx *sql.Tx) *Executor {
 	e := &Executor{db: s.db, pool: s.db, lockRow: s.dialect.LockRow, serialWriters: s.dialect.OneWriter, arrays: s.dialect.Arrays, positional: s.dialect.Positional, storageFull: s.dialect.StorageFull, stmts: s.stmts}
 	if tx != nil {
 		e.db, e.tx = tx, tx
+	} else {
+		e.group = s.group
 	}
 	return e
 }
@@ -511,6 +521,9 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	if s.group != nil {
+		s.group.close()
+	}
 	opened.Delete(s.db)
 	s.stmts.close()
 	return s.db.Close()

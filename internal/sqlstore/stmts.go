@@ -77,6 +77,9 @@ func (t *Executor) stmt(ctx context.Context, q string) *sql.Stmt {
 
 // exec runs q, prepared when the store caches.
 func (t *Executor) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if t.group != nil {
+		return t.group.exec(ctx, q, args)
+	}
 	q, args = t.spell(q, args)
 	if st := t.stmt(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)

@@ -42,6 +42,9 @@ type Executor struct {
 	// unlock gives the writer's turn back at commit or rollback (nil
 	// when the store does not serialize writers).
 	unlock func()
+	// group, on the pool of a store with one writer, commits exec's
+	// writes together with other callers' (groupCommit).
+	group *groupCommit
 	// pipeline, in a transaction that pipelines (pipeTx), sends
 	// statements together, one round trip for all (Dialect.Pipeline);
 	// nil elsewhere.
