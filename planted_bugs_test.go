@@ -241,3 +241,26 @@ func TestRetentionKeepsIdentitiesPastTheRedeliveryWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 }
+
+// A decision is bound to its payload in a batch too: copy 1 was decided
+// and its handler failed (its decision stays recorded); copy 2, with
+// another payload, comes first in a batch that also holds copy 1 again.
+// Copy 2 is a collision, copy 1 applies with the decision made for it,
+// and the handler never sees copy 2's payload.
+func TestDecisionIsBoundToItsPayloadInABatch(t *testing.T) {
+	b := setup(t)
+	a := &payloadAgent{}
+	apps := &applications{failFirst: map[string]bool{"r1": true}}
+	b.cfg.Decide, b.cfg.Handler = a.decide, apps.handler
+	c := b.consumer(t)
+	ctx := context.Background()
+	ds, err := c.Deliver(ctx, refund("r1", 10), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"r1:retry"}, outcomes(ds), ds[0].Reason)
+	out, err := c.DeliverBatch(ctx, [][]byte{refund("r1", 1000), refund("r1", 10)})
+	require.NoError(t, err)
+	require.Equal(t, []string{"r1:collision"}, outcomes(out[0]), "copy 2 carries another payload than the decision was made for: %s", out[0][0].Reason)
+	require.Equal(t, []string{"r1:applied"}, outcomes(out[1]), out[1][0].Reason)
+	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
+	require.Equal(t, []string{`{"amount":10}`}, a.seen())
+}
