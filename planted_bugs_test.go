@@ -264,3 +264,35 @@ func TestDecisionIsBoundToItsPayloadInABatch(t *testing.T) {
 	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
 	require.Equal(t, []string{`{"amount":10}`}, a.seen())
 }
+
+// A turn is bound to its payload: copy 1's decision failed (the model
+// answered 503), so its turn stays, bound to copy 1's payload, with no
+// decision recorded. Copy 2, with another payload, is a collision: it
+// takes no turn of its own, and the model is never asked about it.
+func TestTurnIsBoundToItsPayloadAfterAFailedDecision(t *testing.T) {
+	b := setup(t)
+	a := &payloadAgent{}
+	var failed atomic.Bool
+	apps := &applications{}
+	b.cfg.Handler = apps.handler
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		if !failed.Swap(true) {
+			return nil, errors.New("503 from the model")
+		}
+		return a.decide(ctx, ev)
+	}
+	c := b.consumer(t)
+	ctx := context.Background()
+	ds, err := c.Deliver(ctx, refund("r1", 10), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"r1:retry"}, outcomes(ds), ds[0].Reason)
+	ds, err = c.Deliver(ctx, refund("r1", 1000), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"r1:collision"}, outcomes(ds), "copy 2 carries another payload than the turn was taken for: %s", ds[0].Reason)
+	require.Empty(t, a.seen(), "the model was asked about copy 2")
+	ds, err = c.Deliver(ctx, refund("r1", 10), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"r1:applied"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{`{"amount":10}`}, a.seen())
+	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
+}
