@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
@@ -154,5 +155,42 @@ func TestSlowLiveDecideKeepsItsTurnAgainstRelease(t *testing.T) {
 		m.answer()
 		require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done))
 		require.Equal(t, int32(2), m.asked.Load())
+	})
+}
+
+// The sweep ends the turn of a message that never came back (docs/design.md
+// §10.1, turn_end.go) only when no decision claim of it is alive: a slow
+// Decide that outlives the broker's redelivery window keeps its turn, its
+// key's successor stays held behind it, and both apply in order once it
+// answers.
+func TestSweepLeavesTheTurnOfASlowLiveDecide(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &slowModel{release: make(chan struct{})}
+		cfg, closeStore := slowDecideConfig(t, m)
+		defer closeStore()
+		defer m.answer()
+		cfg.RedeliveryWindow, cfg.DLQRetention, cfg.RedriveWindow, cfg.Retention = time.Minute, time.Hour, time.Hour, 3*time.Hour
+		cfg.HoldTimeout = 30 * time.Second // v2's hold expires: the sweep looks at the turn it waits behind
+		c, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		ctx := context.Background()
+		done := make(chan []seqboxtype.Result, 1)
+		go func() {
+			ds, err := c.Deliver(ctx, unversioned("v1", "opp"), 1)
+			require.NoError(t, err)
+			done <- ds
+		}()
+		synctest.Wait()
+		ds, err := c.Deliver(ctx, unversioned("v2", "opp"), 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{"v2:held"}, outcomes(ds))
+		time.Sleep(2*time.Minute + 500*time.Millisecond) // past the redelivery window, v1's Decide still running
+		swept, err := reach.Sweep(c, ctx)
+		require.NoError(t, err)
+		require.NotContains(t, outcomes(swept), "v1:dead_lettered", "the sweep ended the turn of a message being decided")
+		require.NotContains(t, outcomes(swept), "v2:applied", "the sweep let v2 overtake v1, which is being decided")
+		require.Equal(t, int32(1), m.asked.Load())
+		m.answer()
+		require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done), "v1's turn was ended while it was being decided")
 	})
 }
