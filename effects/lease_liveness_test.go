@@ -174,3 +174,51 @@ func TestSlowCallLeaseIsRenewedForItsSpan(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
+
+// A caller that was slow, not dead: every renewal of its lease was lost,
+// so another attempt took its row for a dead caller's and turned it
+// uncertain. Its answer, when it comes, is still this call's (the same
+// call count, uncertain only for the lease): it is recorded succeeded and
+// returned, not refused as if an operator had settled the row. (Kills the
+// mutation survivors of effects/ledger.go's "from uncertain too" and
+// ours(); docs/mutation.md.)
+func TestSlowCallerWhoseLeaseRanOutKeepsItsAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+		require.NoError(t, err)
+		defer st.Close()
+		remote := &slowCall{release: make(chan struct{})}
+		defer remote.answer()
+		cfg := effects.Config{Heartbeat: time.Second, Timeout: time.Hour}
+		caller, err := effects.New(&lossyStore{Store: st, drop: func(int) bool { return true }}, cfg)
+		require.NoError(t, err)
+		other, err := effects.New(st, cfg)
+		require.NoError(t, err)
+		id := seqboxtype.Identity{Consumer: "c", Source: "crm", ID: "m"}
+		type result struct {
+			ref string
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			ref, err := caller.DoFor(ctx, id, "crm.create_task", remote.call)
+			done <- result{ref, err}
+		}()
+		synctest.Wait()
+		time.Sleep(3*time.Second + 500*time.Millisecond) // its lease ran out
+		_, err = other.DoFor(ctx, id, "crm.create_task", remote.call)
+		var uncertain *effects.UncertainError
+		require.ErrorAs(t, err, &uncertain, "a pending row whose lease ran out is uncertain")
+		remote.answer()
+		r := <-done
+		require.NoError(t, r.err, "the slow caller's own answer is refused")
+		require.Equal(t, "ref-1", r.ref)
+		es, err := other.List(ctx, effects.Filter{Consumer: "c"})
+		require.NoError(t, err)
+		require.Len(t, es, 1)
+		require.Equal(t, effects.Succeeded, es[0].State)
+		require.Equal(t, "ref-1", es[0].Ref)
+		require.Equal(t, int32(1), remote.calls.Load())
+	})
+}
