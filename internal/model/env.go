@@ -146,9 +146,19 @@ func (m *Model) nextInLine(s *State, k, n int) bool {
 	return v == 0 || ver == 0 || v <= ver+1
 }
 
-// blockByHold blocks key k for its expired hold: its held messages wait
-// for an operator (HoldExpiry block).
+// blockByHold ends key k's expired hold as HoldExpiry says: block (its
+// held messages wait for an operator) or advance (the gap up to the next
+// parked version is recorded and the key unparks).
 func (m *Model) blockByHold(s *State, k int) {
+	if m.b.HoldAdvance {
+		if n := s.nextParked(m, k); n >= 0 {
+			if v := m.msgs[s.ID[n].Hash].ver; v > 0 {
+				m.skipTo(s, k, v-1)
+			}
+		}
+		m.drain(s, k)
+		return
+	}
 	s.Key[k].Blocked = blockedByHold
 	for i := range m.ids {
 		if m.msgs[i].key == k && s.ID[i].Status == held {

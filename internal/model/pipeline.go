@@ -39,7 +39,7 @@ func (m *Model) pipeline(s *State, w int) {
 			m.reach(gGateTurnElsewhere)
 			m.park(s, w, held)
 			return
-		case msg.ver > 0 && key.Ver > 0 && msg.ver > int(key.Ver)+1:
+		case msg.ver > 0 && key.Ver > 0 && msg.ver > int(key.Ver)+1 && !m.b.GapAdvance:
 			m.reach(gGateGap)
 			m.park(s, w, held) // a gap
 			return
@@ -170,6 +170,9 @@ func (m *Model) apply(s *State, w int) {
 	msg := m.msgs[wk.Msg]
 	id := &s.ID[msg.id]
 	m.checkFirstOutcome(s, msg.id)
+	if m.b.GapAdvance && msg.key >= 0 && msg.ver > 0 && s.Key[msg.key].Ver > 0 {
+		m.skipTo(s, msg.key, msg.ver-1) // GapPolicy=advance: the gap is recorded as it applies
+	}
 	id.Effects++
 	m.checkApply(s, msg, int(wk.Msg))
 	id.Status, id.Hash, id.Turn = applied, wk.Msg, false
@@ -274,7 +277,7 @@ func (m *Model) drain(s *State, k int) {
 			}
 		}
 		v := m.msgs[s.ID[next].Hash].ver
-		if v > 0 && key.Ver > 0 && v > int(key.Ver)+1 {
+		if v > 0 && key.Ver > 0 && v > int(key.Ver)+1 && !m.b.GapAdvance {
 			m.reach(gDrainGap)
 			return // still a gap: it waits, its hold running
 		}

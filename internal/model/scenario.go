@@ -62,6 +62,12 @@ type Bounds struct {
 	// DeadLetterRelease is OnDeadLetter=release: a dead letter does not
 	// block its key; the key moves on over it with a recorded gap.
 	DeadLetterRelease bool
+	// HoldAdvance is HoldExpiry=advance: an expired hold records the gap
+	// and the key moves on, instead of blocking.
+	HoldAdvance bool
+	// GapAdvance is GapPolicy=advance: a version after a gap is not held;
+	// it applies with the gap recorded.
+	GapAdvance bool
 	// Plain is the plain handler path: no Decide, no agent; the handler's
 	// effect is in the transaction, and its failure is a retry.
 	Plain bool
@@ -107,7 +113,11 @@ func ScenarioBounds() []Bounds {
 	pg.BusinessKey, pg.Postgres, pg.Versions = true, true, 1
 	release := SmallBounds()
 	release.DeadLetterRelease, release.Ops = true, 2
-	return []Bounds{plain, handler, pg, PoisonMidBounds(), release}
+	holdAdvance := SmallBounds()
+	holdAdvance.HoldAdvance, holdAdvance.Gap, holdAdvance.Losses = true, true, 1
+	gapAdvance := PoisonMidBounds()
+	gapAdvance.GapAdvance, gapAdvance.Gap = true, true
+	return []Bounds{plain, handler, pg, PoisonMidBounds(), release, holdAdvance, gapAdvance}
 }
 
 // LostBusinessKeyBounds: an unkeyed event with a business key may be
@@ -265,6 +275,12 @@ func (b Bounds) Describe() string {
 	}
 	if b.DeadLetterRelease {
 		parts = append(parts, "OnDeadLetter=release")
+	}
+	if b.HoldAdvance {
+		parts = append(parts, "HoldExpiry=advance")
+	}
+	if b.GapAdvance {
+		parts = append(parts, "GapPolicy=advance")
 	}
 	return strings.Join(parts, "; ")
 }
