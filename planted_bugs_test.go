@@ -296,3 +296,36 @@ func TestTurnIsBoundToItsPayloadAfterAFailedDecision(t *testing.T) {
 	require.Equal(t, []string{`{"amount":10}`}, a.seen())
 	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
 }
+
+// The sweep's way out for a turn (turn_end.go) is for a message gone for
+// good, never for one being decided: with the clock past the redelivery
+// window and the successor's hold, while v1 is still at the model under a
+// live claim, the sweep leaves v1's turn and v2 stays behind it. (Clock
+// injected through Config.Now; the claim's heartbeat is an hour, so its
+// life, three heartbeats, is what keeps it.)
+func TestSweepKeepsATurnWhoseClaimIsLive(t *testing.T) {
+	b := setup(t)
+	clock := newFoundClock()
+	a := newAgent()
+	release := make(chan struct{})
+	a.block["v1"] = release
+	b.cfg.Decide, b.cfg.Now = a.decide, clock.Now
+	b.cfg.ClaimHeartbeat = time.Hour
+	b.cfg.RedeliveryWindow, b.cfg.DLQRetention, b.cfg.RedriveWindow, b.cfg.Retention = time.Hour, 12*time.Hour, 12*time.Hour, 48*time.Hour
+	b.cfg.HoldTimeout = 30 * time.Minute
+	c := b.consumer(t)
+	ctx := context.Background()
+	done := make(chan []seqboxtype.Result, 1)
+	go func() { done <- mustDeliver(t, c, unversioned("v1", "opp"), 1) }()
+	require.Equal(t, "v1", <-a.started)
+	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, unversioned("v2", "opp"), 1)))
+	clock.add(2 * time.Hour) // past the window and v2's hold; v1's claim lives 3h
+	swept, err := reach.Sweep(c, ctx)
+	require.NoError(t, err)
+	require.Empty(t, outcomes(swept), "the sweep touched the key of a message being decided")
+	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	require.NoError(t, err)
+	require.Empty(t, dls, "a dead letter for a message being decided")
+	close(release)
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done), "v1's turn was ended while it was being decided: its decision is lost")
+}
