@@ -3,11 +3,23 @@ package seqbox
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
-// The business-key reservation (docs/design.md §10.2). With Decide, an
+// Locks taken before a delivery's savepoint (docs/design.md §10.1, §10.2).
+// A message that stops to be decided rolls its writes back to its
+// savepoint and then takes its key's turn; PostgreSQL lets go a lock taken
+// after a savepoint when it is rolled back to, so a lock the turn relies
+// on must be taken before it.
+//
+// The partition key's turn. Its row lock (lockKey) orders the
+// transactions of one key: without it held through TurnTake, another
+// process's transaction did not see the uncommitted turn and decided and
+// applied the key's next event first (lockTurnKey).
+//
+// The business-key reservation. With Decide, an
 // event's business key is reserved by the turn it takes before its
 // decision is asked for; the check that no other identity holds one
 // (BusinessKeyInFlight) and that turn (TurnTake) must be one step against
@@ -46,4 +58,16 @@ func (p *pipeline) lockBusinessKey(ctx context.Context, tx *batchTx, ev seqboxty
 		return nil
 	}
 	return tx.lockBusinessKey(ctx, p.cfg.Name, ev.BusinessKey)
+}
+
+// lockTurnKey locks ev's partition key before its delivery's savepoint,
+// for a consumer with Decide on a store whose write transactions run side
+// by side (PostgreSQL), so that the turn it may take holds the key's lock
+// to the commit. SQLite runs one writer at a time and needs none.
+func (p *pipeline) lockTurnKey(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) error {
+	if p.cfg.Decide == nil || ev.PartitionKey == "" || p.serialWriters {
+		return nil
+	}
+	_, err := p.lockKey(ctx, tx, ev.PartitionKey, now)
+	return err
 }

@@ -46,7 +46,7 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	}
 	c := cfg.WithDefaults()
 	tr := newTracing(c.TracerProvider, c.Name)
-	cons := &Consumer{cfg: c, p: &pipeline{cfg: c, tr: tr}, tr: tr, kind: store.HandlerApplication, process: processName()}
+	cons := &Consumer{cfg: c, p: &pipeline{cfg: c, tr: tr, serialWriters: oneWriter(c.Store)}, tr: tr, kind: store.HandlerApplication, process: processName()}
 	cons.sizer = newBatchSizer(c)
 	cons.claimant = cons.process + "/" + randomSuffix()
 	cons.decider = newDecider(cons)

@@ -31,9 +31,10 @@ package seqbox_test
 // queue on PostgreSQL (as members of a consumer group own partitions), so
 // the test chooses which process a copy goes to: a racing copy, or the
 // other half of a business-key pair, lands in another process than its
-// twin. (The events of k0 and k1 keep to one process each unless
-// SEQBOX_KNOWN_BUGS=1: see pgAcrossKeys.) The queue is in the store's schema (its ack commits with the
-// inbox) or in another schema (acked after the commit), drawn per run.
+// twin, and a key's events go to any process (it found one key's turn
+// taken in two processes at once: one_turn_per_key_postgres_test.go). The
+// queue is in the store's schema (its ack commits with the inbox) or in
+// another schema (acked after the commit), drawn per run.
 //
 // Run it (SEQBOX_TEST_POSTGRES_URL set; source /tmp/pgenv.sh or
 // eval "$(.ci/postgres-start)"):
@@ -51,7 +52,6 @@ package seqbox_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -73,16 +73,6 @@ var pgTiming = rTiming{heartbeat: 200 * time.Millisecond, decide: 6 * time.Secon
 
 // pgHoldTimeout is how long a held event waits for its predecessor.
 const pgHoldTimeout = 6 * time.Second
-
-// pgAcrossKeys: the events of one partition key (k0, k1) go to any
-// process, as copies of unkeyed and pair events always do. By default
-// each of k0 and k1 goes to one process (as a broker partitioned by key
-// delivers it): with several identities of one key in two processes at
-// once, the current code lets both take the key's turn and reach the
-// agent (KNOWN BUG, one_turn_per_key_postgres_test.go), and this test
-// would fail on it. SEQBOX_KNOWN_BUGS=1 routes them anywhere; remove the
-// default with the fix.
-var pgAcrossKeys = os.Getenv("SEQBOX_KNOWN_BUGS") != ""
 
 // pgDrain bounds the final drain, in real time.
 const pgDrain = 60 * time.Second
@@ -178,7 +168,7 @@ func runModelPG(t *rapid.T, tb testing.TB, cfg rConfig, nslots int, events []*rE
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.step(t, "config: %s processes=%d slowCommit=%s keysAcrossProcesses=%v; events: %v", cfg, nslots, cfg.slowCommit, pgAcrossKeys, events)
+	w.step(t, "config: %s processes=%d slowCommit=%s; events: %v", cfg, nslots, cfg.slowCommit, events)
 
 	// live is the process in slot, started (again) if it died.
 	live := func(t *rapid.T, slot int) *process {
@@ -210,9 +200,6 @@ func runModelPG(t *rapid.T, tb testing.TB, cfg rConfig, nslots int, events []*rE
 		return rapid.IntRange(0, 2).Draw(t, label) == 0
 	}
 	pub := func(t *rapid.T, e *rEvent, other bool, slot int) {
-		if !pgAcrossKeys && (e.key == "k0" || e.key == "k1") {
-			slot = int(e.key[1]-'0') % nslots // the key's process (see pgAcrossKeys)
-		}
 		if err := w.publishTo(ctx, w.pubs[slot], e, other); err != nil {
 			t.Fatal(err)
 		}

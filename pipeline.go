@@ -94,6 +94,9 @@ type pipeline struct {
 	hooks fault.Hook
 	// tr starts the process spans.
 	tr tracing
+	// serialWriters: the store runs one write transaction at a time
+	// (SQLite), so no lock needs taking before a savepoint.
+	serialWriters bool
 	// directTx is set once a Handler asserted that its tx is a *sql.Tx
 	// and met a queuedTx: its batches no longer queue writes.
 	directTx atomic.Bool
@@ -135,6 +138,9 @@ func (p *pipeline) processMessage(ctx context.Context, tx *batchTx, in input) (r
 	ev, perr := in.event(p.cfg.VolatileAttributes)
 	if perr == nil && in.oversized == nil {
 		if err := p.lockBusinessKey(ctx, tx, ev); err != nil {
+			return reached{}, err
+		}
+		if err := p.lockTurnKey(ctx, tx, ev, now); err != nil {
 			return reached{}, err
 		}
 	}
