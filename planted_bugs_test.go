@@ -329,3 +329,21 @@ func TestSweepKeepsATurnWhoseClaimIsLive(t *testing.T) {
 	close(release)
 	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done), "v1's turn was ended while it was being decided: its decision is lost")
 }
+
+// A versioned semantic duplicate still moves its key to its version (only
+// the effect is suppressed): the key's successors are not held behind it,
+// and a later copy of that version under another identity is stale, not
+// the key's new baseline. (Kills a mutation survivor of apply.go;
+// docs/mutation.md.)
+func TestSemanticDuplicateMovesItsKeysVersion(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	b.cfg.Decide = a.decide
+	c := b.consumer(t)
+	require.Equal(t, []string{"a:applied"}, outcomes(mustDeliver(t, c, keyedBK("a", "k1", 1, "followup:1"), 1)))
+	require.Equal(t, []string{"b:semantic_duplicate"}, outcomes(mustDeliver(t, c, keyedBK("b", "k2", 5, "followup:1"), 1)))
+	require.Equal(t, []string{"late:stale"}, outcomes(mustDeliver(t, c, keyed("late", "k2", 4), 1)),
+		"k2 moved to version 5 with its semantic duplicate")
+	require.Equal(t, []string{"next:applied"}, outcomes(mustDeliver(t, c, keyed("next", "k2", 6), 1)))
+	require.Equal(t, []string{"a", "next"}, a.called())
+}
