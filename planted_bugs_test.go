@@ -347,3 +347,19 @@ func TestSemanticDuplicateMovesItsKeysVersion(t *testing.T) {
 	require.Equal(t, []string{"next:applied"}, outcomes(mustDeliver(t, c, keyed("next", "k2", 6), 1)))
 	require.Equal(t, []string{"a", "next"}, a.called())
 }
+
+// A message delivered more than four times its attempts without ever
+// settling (each attempt killed its process before a failure could be
+// recorded) is dead-lettered as a crash loop instead of being run again;
+// one at exactly that bound still runs. (Kills the mutation survivors of
+// apply.go's crash-loop guard; docs/mutation.md.)
+func TestCrashLoopIsDeadLettered(t *testing.T) {
+	b := setup(t) // MaxAttempts 3: the bound is 12 deliveries
+	c := b.consumer(t)
+	ds := mustDeliver(t, c, unversioned("at-bound", "k1"), 12)
+	require.Equal(t, []string{"at-bound:applied"}, outcomes(ds), ds[0].Reason)
+	ds = mustDeliver(t, c, unversioned("looping", "k2"), 13)
+	require.Equal(t, []string{"looping:dead_lettered"}, outcomes(ds))
+	require.Contains(t, ds[0].Reason, "without settling")
+	require.Zero(t, b.effects(t, "looping"))
+}
