@@ -363,3 +363,25 @@ func TestCrashLoopIsDeadLettered(t *testing.T) {
 	require.Contains(t, ds[0].Reason, "without settling")
 	require.Zero(t, b.effects(t, "looping"))
 }
+
+// An unkeyed message that failed and then applied leaves no retry row
+// behind: its attempts are over. (Kills a mutation survivor of apply.go,
+// whose RetryClear ran for keyed messages only; docs/mutation.md.)
+func TestUnkeyedRetryIsClearedWhenItApplies(t *testing.T) {
+	b := setup(t)
+	var calls atomic.Int32
+	record := replay.RecordHandler(b.cfg.Name)
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		if calls.Add(1) == 1 {
+			return errors.New("the CRM answered 503")
+		}
+		return record(ctx, tx, ev)
+	}
+	c := b.consumer(t)
+	msg := []byte(`{"id":"u","source":"crm","type":"t"}`)
+	require.Equal(t, []string{"u:retry"}, outcomes(mustDeliver(t, c, msg, 1)))
+	require.Equal(t, []string{"u:applied"}, outcomes(mustDeliver(t, c, msg, 2)))
+	var n int
+	require.NoError(t, b.store.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_retries WHERE consumer = $1`, b.cfg.Name).Scan(&n))
+	require.Zero(t, n, "the applied message's retry row was left behind")
+}
