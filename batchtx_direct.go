@@ -133,6 +133,16 @@ func (b *batchTx) lockBusinessKey(ctx context.Context, consumer, businessKey str
 	return nil
 }
 
+// TurnBoundTo is store.Executor.TurnBoundTo.
+func (b *batchTx) TurnBoundTo(ctx context.Context, p store.MessageRef) (string, error) {
+	return b.tx.TurnBoundTo(ctx, p)
+}
+
+// TurnHeld is store.Executor.TurnHeld.
+func (b *batchTx) TurnHeld(ctx context.Context, p store.MessageRef) (bool, error) {
+	return b.tx.TurnHeld(ctx, p)
+}
+
 // BusinessKeyInFlight is store.Executor.BusinessKeyInFlight.
 func (b *batchTx) BusinessKeyInFlight(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
 	return b.tx.BusinessKeyInFlight(ctx, p)

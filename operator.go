@@ -245,13 +245,16 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 // releases keys blocked longer than MaxBlock, with an alert. Run calls it
 // every second; call it yourself when driving Deliver directly.
 func (c *Consumer) sweep(ctx context.Context) ([]seqboxtype.Result, error) {
+	out, err := c.endStaleTurns(ctx)
+	if err != nil {
+		return out, err
+	}
 	now := c.cfg.Now()
 	op := c.cfg.Store.Executor()
 	due, err := op.ParkedListDue(ctx, store.ParkedListDueParams{Consumer: c.cfg.Name, Now: now})
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	var out []seqboxtype.Result
 	for _, h := range due {
 		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 			return c.p.expireHold(ctx, tx, h, now)

@@ -152,3 +152,27 @@ func TestCopyWithAnotherPayloadRacingTheDecisionIsACollision(t *testing.T) {
 	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
 	require.Equal(t, []string{`{"amount":10}`}, a.seen())
 }
+
+// Found by the state-machine test: a copy waiting for its business key
+// binds its identity's turn to its payload; a copy of that identity with
+// another payload must be a collision on every later path too, here the
+// semantic duplicate it would reach once the other identity applied, not
+// only where it would be decided.
+func TestCopyOfAWaitingIdentityIsACollisionOnEveryPath(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	a.fail["a1"] = 1
+	b.cfg.Decide = a.decide
+	c := b.consumer(t)
+	bk := func(id, key string, amount int) []byte {
+		return fmt.Appendf(nil, `{"id":%q,"source":"crm","type":"t","partitionkey":%q,"businesskey":"bk1","data":{"amount":%d}}`, id, key, amount)
+	}
+	require.Equal(t, []string{"a1:retry"}, outcomes(mustDeliver(t, c, bk("a1", "ka", 1), 1)))
+	ds := mustDeliver(t, c, bk("b1", "kb", 2), 1)
+	require.Equal(t, []string{"b1:retry"}, outcomes(ds), "b1 waits for a1's business key: %s", ds[0].Reason)
+	require.Equal(t, []string{"a1:applied"}, outcomes(mustDeliver(t, c, bk("a1", "ka", 1), 2)))
+	ds = mustDeliver(t, c, bk("b1", "kb", 3), 1)
+	require.Equal(t, []string{"b1:collision"}, outcomes(ds), "b1's turn is bound to its first copy: %s", ds[0].Reason)
+	ds = mustDeliver(t, c, bk("b1", "kb", 2), 2)
+	require.Equal(t, []string{"b1:semantic_duplicate"}, outcomes(ds), ds[0].Reason)
+}

@@ -177,6 +177,16 @@ func (p *pipeline) processMessage(ctx context.Context, tx *batchTx, in input) (r
 			d, err := p.seenBefore(ctx, tx, ev, d, now)
 			return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
 		}
+		// New to the inbox, but its identity's turn may be bound to
+		// another copy (taken while it waited or retried): then this copy
+		// is a collision whatever it would reach next (a semantic
+		// duplicate, stale, expired, applied).
+		if bound, err := p.turnBoundElsewhere(ctx, tx, ev); err != nil || bound != "" {
+			if err != nil {
+				return reached{}, err
+			}
+			return p.boundElsewhere(ctx, dl.with(d, ev, store.KeyState{}), bound, "its key's turn")
+		}
 		if err := p.hooks.At(fault.AfterInboxInsert); err != nil {
 			return reached{}, err
 		}

@@ -88,6 +88,20 @@ func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Even
 	return bound, nil
 }
 
+// turnBoundElsewhere returns the payload hash of another copy that ev's
+// identity's turn is bound to ("" when none is, or it is ev's own), for a
+// consumer with Decide (only its messages take turns bound to a payload).
+func (p *pipeline) turnBoundElsewhere(ctx context.Context, tx *batchTx, ev seqboxtype.Event) (string, error) {
+	if p.cfg.Decide == nil {
+		return "", nil
+	}
+	bound, err := tx.TurnBoundTo(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
+	if err != nil || bound == "" || bound == ev.Hash {
+		return "", err
+	}
+	return bound, nil
+}
+
 // boundElsewhere ends a copy whose identity's turn or decision (what)
 // belongs to another copy, with payload hash other: it is a collision,
 // parked for investigation, and nothing of it is decided, dispatched or

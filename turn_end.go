@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,10 @@ import (
 //   - the broker's redelivery window passed since it was last seen and no
 //     decision claim of it is alive: the sweep ends it, and the hold
 //     expiry then goes as HoldExpiry says (deadTurn, expireHold);
+//   - the broker's redelivery window passed since it was last seen and no
+//     decision claim of it is alive, whatever waits behind it (another
+//     identity of its business key, which no key's hold covers, or
+//     nothing): the sweep ends it (endStaleTurns);
 //   - an operator releases its key (ReleaseKey), naming who and why,
 //     unless it is being decided right now.
 
@@ -66,4 +71,49 @@ func (p *pipeline) endTurn(ctx context.Context, tx *batchTx, r store.RetryRow, k
 	}
 	return tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID, PartitionKey: key,
 		Outcome: seqboxtype.DeadLettered, Reason: reason, NextAction: "none: its successors go on; the dead letter is resolved as skipped", At: now})
+}
+
+// staleTurnsPerSweep bounds the turns one sweep ends.
+const staleTurnsPerSweep = 100
+
+// endStaleTurns ends the turns of messages gone for good (deadTurn): not
+// seen for the broker's redelivery window, with no decision alive. A held
+// successor of a keyed one then goes by its hold expiry; another identity
+// of its business key, waiting for it, goes ahead on its next delivery.
+func (c *Consumer) endStaleTurns(ctx context.Context) ([]seqboxtype.Result, error) {
+	now := c.cfg.Now()
+	stale, err := c.cfg.Store.Executor().TurnListStale(ctx, store.TurnListStaleParams{Consumer: c.cfg.Name,
+		Before: now.Add(-c.cfg.RedeliveryWindow), Limit: staleTurnsPerSweep})
+	if err != nil {
+		return nil, err
+	}
+	var out []seqboxtype.Result
+	for _, r := range stale {
+		if dead, err := c.p.deadTurn(ctx, r, now); err != nil || !dead {
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
+		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
+			if r.PartitionKey != "" {
+				// Under the key's lock, and only if it still holds the
+				// key's turn: it may have come back meanwhile.
+				if _, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: r.PartitionKey}); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return nil, err
+				}
+			}
+			held, err := tx.TurnHeld(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: r.Source, ID: r.ID})
+			if err != nil || !held {
+				return nil, err
+			}
+			return nil, c.p.endTurn(ctx, tx, r, r.PartitionKey, "sweep", fmt.Sprintf(
+				"not seen for the broker's redelivery window (%s), and no decision of it alive", c.cfg.RedeliveryWindow), now)
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
 }

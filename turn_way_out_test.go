@@ -110,3 +110,38 @@ func TestReleaseRefusesATurnBeingDecided(t *testing.T) {
 	close(a.block["v1"])
 	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done))
 }
+
+// Found by the model (issue 36): an event with no partition key but a
+// business key, lost while it holds its turn, held that business key for
+// good; no key's hold covers it. Past the redelivery window the sweep ends
+// its turn, and the other identity of the business key goes ahead.
+func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	a.fail["u1"] = 1
+	clock := newFoundClock()
+	b.cfg.Now, b.cfg.Decide, b.cfg.RedeliveryWindow = clock.Now, a.decide, time.Hour
+	c := b.consumer(t)
+	unkeyedBK := func(id string) []byte {
+		return []byte(`{"id":"` + id + `","source":"crm","type":"t","businesskey":"refund:9"}`)
+	}
+	require.Equal(t, []string{"u1:retry"}, outcomes(mustDeliver(t, c, unkeyedBK("u1"), 1)))
+	ds := mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 1)
+	require.Equal(t, []string{"k1:retry"}, outcomes(ds), "k1 waits for u1, which holds refund:9: %s", ds[0].Reason)
+
+	// u1 never comes back; k1 does, on its backoff, and waits again.
+	clock.add(50 * time.Minute)
+	ds = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 2)
+	require.Equal(t, []string{"k1:retry"}, outcomes(ds), ds[0].Reason)
+	clock.add(20 * time.Minute) // past u1's redelivery window, not k1's
+	_, err := reach.Sweep(c, context.Background())
+	require.NoError(t, err)
+	ds = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 3)
+	require.Equal(t, []string{"k1:applied"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"u1", "k1"}, a.called())
+	dls, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	require.Equal(t, "u1", dls[0].ID)
+	require.Equal(t, seqboxtype.DeadLetterSkipped, dls[0].State)
+}

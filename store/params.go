@@ -140,6 +140,13 @@ type KeyListBlockedBeforeParams struct {
 	Before   time.Time
 }
 
+// TurnListStaleParams are Executor.TurnListStale's.
+type TurnListStaleParams struct {
+	Consumer string
+	Before   time.Time
+	Limit    int
+}
+
 // ParkedListDueParams are Executor.ParkedListDue's.
 type ParkedListDueParams struct {
 	Consumer string

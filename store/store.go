@@ -215,9 +215,16 @@ type Executor interface {
 	// that has not settled since (it is not in the inbox, or is there as
 	// held, blocked or pending); ErrNotFound when none.
 	RetryOnKey(ctx context.Context, p KeyRef) (RetryRow, error)
+	// TurnListStale lists, oldest first and at most Limit, the retry rows
+	// (turns) of identities that have not settled and were last seen
+	// before Before, with their partition key and bound payload hash.
+	TurnListStale(ctx context.Context, p TurnListStaleParams) ([]RetryRow, error)
 	// TurnHeld reports whether the identity has a retry row (its key's
 	// turn, TurnTake, or a counted failure).
 	TurnHeld(ctx context.Context, p MessageRef) (bool, error)
+	// TurnBoundTo returns the payload hash the identity's turn is bound to
+	// ("" when it holds none, or one bound to no payload).
+	TurnBoundTo(ctx context.Context, p MessageRef) (string, error)
 	// GapCovers reports whether a recorded gap decision of the key passed
 	// over version Version.
 	GapCovers(ctx context.Context, p GapCoversParams) (bool, error)

@@ -137,6 +137,25 @@ func (m *Model) clockSteps(s *State, emit func(step, *State)) {
 			try(s, step{kind: stHoldExpire, x: int8(k)}, emit, func(t *State) { m.blockByHold(t, k) })
 		}
 	}
+	if m.mut(TurnWithoutWayOut) {
+		return
+	}
+	for j := range m.ids {
+		// The sweep ends any other turn whose message was not seen for the
+		// broker's redelivery window and has no live claim (turn_end.go,
+		// endStaleTurns): an unkeyed one that holds a business key, or a
+		// keyed one nothing is held behind. A keyed one with a held
+		// message behind it goes by the hold expiry above.
+		id := &s.ID[j]
+		if !id.Turn || id.Status != none || id.Claim >= claimLive || s.alive(m, j) {
+			continue
+		}
+		if k := m.msgs[j].key; k >= 0 && (s.keyLocked(m, k) || s.nextParked(m, k) >= 0 || s.Key[k].Blocked != 0) {
+			continue
+		}
+		m.reach(gEndStaleTurn)
+		try(s, step{kind: stEndTurn, x: int8(j)}, emit, func(t *State) { m.endTurn(t, j) })
+	}
 }
 
 // nextInLine: parked identity n of key k may run by its version alone:

@@ -214,6 +214,18 @@ func (o *Executor) TurnHeld(ctx context.Context, p store.MessageRef) (bool, erro
 	return err == nil, err
 }
 
+// TurnBoundTo returns the payload hash the identity's retry row is bound
+// to, "" when none.
+func (o *Executor) TurnBoundTo(ctx context.Context, p store.MessageRef) (string, error) {
+	var hash string
+	err := o.queryRow(ctx, `SELECT payload_hash FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
+		p.Consumer, p.Source, p.ID).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return hash, err
+}
+
 // GapCovers reports whether a gap row of the key covers the version.
 func (o *Executor) GapCovers(ctx context.Context, p store.GapCoversParams) (bool, error) {
 	var one int

@@ -403,6 +403,28 @@ func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryR
 	return r, err
 }
 
+// TurnListStale lists the unsettled retry rows last seen before p.Before.
+func (t *Executor) TurnListStale(ctx context.Context, p store.TurnListStaleParams) ([]store.RetryRow, error) {
+	rows, err := t.query(ctx, `SELECT r.source, r.id, r.partitionkey, r.last_error, r.last_at, r.payload_hash FROM seqbox_retries r
+		WHERE r.consumer = $1 AND r.last_at < $2 AND `+unsettled+`
+		ORDER BY r.last_at LIMIT $3`, p.Consumer, micros(p.Before), p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.RetryRow
+	for rows.Next() {
+		r := store.RetryRow{Consumer: p.Consumer}
+		var last int64
+		if err := rows.Scan(&r.Source, &r.ID, &r.PartitionKey, &r.Error, &last, &r.PayloadHash); err != nil {
+			return nil, err
+		}
+		r.At = time.UnixMicro(last).UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 // DeadLetterInsert stores the original envelope.
 func (t *Executor) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, error) {
 	var seq int64
