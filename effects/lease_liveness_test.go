@@ -167,7 +167,7 @@ func TestSlowCallLeaseIsRenewedForItsSpan(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, es, 1)
 			require.NotNil(t, es[0].LeaseUntil)
-			ahead := es[0].LeaseUntil.Sub(time.Now())
+			ahead := time.Until(*es[0].LeaseUntil)
 			require.Greater(t, ahead, 2*time.Second, "the lease of a live call is renewed three heartbeats ahead; %s left", ahead)
 		}
 		remote.answer()

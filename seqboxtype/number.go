@@ -21,25 +21,6 @@ import (
 // RFC 8785 writes it with the same digits.
 const maxExactDigits = 15
 
-// plainShortInteger reports whether lit is an integer of at most
-// maxExactDigits digits, with no fraction or exponent: the common case,
-// exact without converting it.
-func plainShortInteger(lit []byte) bool {
-	digits := lit
-	if len(digits) > 0 && digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || len(digits) > maxExactDigits {
-		return false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // hashedNumber judges a JSON number literal the scanner has accepted by
 // grammar. It returns the text RFC 8785 writes for it: the shortest
 // decimal that reads back as the same double (strconv.FormatFloat(f,
