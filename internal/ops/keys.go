@@ -56,7 +56,7 @@ type KeyReport struct {
 	HoldUntil *string `json:"hold_until"`
 	// Turn is the message whose turn it is on the key, which the held
 	// messages wait behind (nil when none holds it).
-	Turn   *TurnHolder `json:"turn"`
+	Turn   *TurnHolder `json:"turn,omitempty"`
 	Action string      `json:"action"`
 
 	since, holdUntil time.Time
