@@ -2,7 +2,6 @@ package seqbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,10 +16,10 @@ import (
 //   - the broker's redelivery window passed since it was last seen and no
 //     decision claim of it is alive: the sweep ends it, and the hold
 //     expiry then goes as HoldExpiry says (deadTurn, expireHold);
-//   - the broker's redelivery window passed since it was last seen and no
-//     decision claim of it is alive, whatever waits behind it (another
-//     identity of its business key, which no key's hold covers, or
-//     nothing): the sweep ends it (endStaleTurns);
+//   - for a message with no partition key (whose turn only reserves its
+//     business key, which no key's hold covers): the broker's redelivery
+//     window passed since it was last seen and no decision claim of it is
+//     alive: the sweep ends it (endStaleTurns);
 //   - an operator releases its key (ReleaseKey), naming who and why,
 //     unless it is being decided right now.
 
@@ -76,10 +75,13 @@ func (p *pipeline) endTurn(ctx context.Context, tx *batchTx, r store.RetryRow, k
 // staleTurnsPerSweep bounds the turns one sweep ends.
 const staleTurnsPerSweep = 100
 
-// endStaleTurns ends the turns of messages gone for good (deadTurn): not
-// seen for the broker's redelivery window, with no decision alive. A held
-// successor of a keyed one then goes by its hold expiry; another identity
-// of its business key, waiting for it, goes ahead on its next delivery.
+// endStaleTurns ends the turns of unkeyed messages gone for good
+// (deadTurn): not seen for the broker's redelivery window, with no
+// decision alive. Another identity of its business key, waiting for it,
+// goes ahead on its next delivery. A keyed turn is ended by its held
+// successor's hold expiry (expireHold) or an operator's release: a keyed
+// message waiting in this process for a slot to be decided in shows no
+// claim yet, and its successors wait for it meanwhile, as they should.
 func (c *Consumer) endStaleTurns(ctx context.Context) ([]seqboxtype.Result, error) {
 	now := c.cfg.Now()
 	stale, err := c.cfg.Store.Executor().TurnListStale(ctx, store.TurnListStaleParams{Consumer: c.cfg.Name,
@@ -89,6 +91,9 @@ func (c *Consumer) endStaleTurns(ctx context.Context) ([]seqboxtype.Result, erro
 	}
 	var out []seqboxtype.Result
 	for _, r := range stale {
+		if r.PartitionKey != "" {
+			continue
+		}
 		if dead, err := c.p.deadTurn(ctx, r, now); err != nil || !dead {
 			if err != nil {
 				return out, err
@@ -96,13 +101,8 @@ func (c *Consumer) endStaleTurns(ctx context.Context) ([]seqboxtype.Result, erro
 			continue
 		}
 		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
-			if r.PartitionKey != "" {
-				// Under the key's lock, and only if it still holds the
-				// key's turn: it may have come back meanwhile.
-				if _, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: r.PartitionKey}); err != nil && !errors.Is(err, store.ErrNotFound) {
-					return nil, err
-				}
-			}
+			// Only if it still holds its turn: it may have come back
+			// meanwhile.
 			held, err := tx.TurnHeld(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: r.Source, ID: r.ID})
 			if err != nil || !held {
 				return nil, err

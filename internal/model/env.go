@@ -141,16 +141,12 @@ func (m *Model) clockSteps(s *State, emit func(step, *State)) {
 		return
 	}
 	for j := range m.ids {
-		// The sweep ends any other turn whose message was not seen for the
-		// broker's redelivery window and has no live claim (turn_end.go,
-		// endStaleTurns): an unkeyed one that holds a business key, or a
-		// keyed one nothing is held behind. A keyed one with a held
-		// message behind it goes by the hold expiry above.
+		// The sweep ends an unkeyed turn (it reserves only its business
+		// key) whose message was not seen for the broker's redelivery
+		// window and has no live claim (turn_end.go, endStaleTurns). A
+		// keyed one goes by its held successor's hold expiry above.
 		id := &s.ID[j]
-		if !id.Turn || id.Status != none || id.Claim >= claimLive || s.alive(m, j) {
-			continue
-		}
-		if k := m.msgs[j].key; k >= 0 && (s.keyLocked(m, k) || s.nextParked(m, k) >= 0 || s.Key[k].Blocked != 0) {
+		if m.msgs[j].key >= 0 || !id.Turn || id.Status != none || id.Claim >= claimLive || s.alive(m, j) {
 			continue
 		}
 		m.reach(gEndStaleTurn)

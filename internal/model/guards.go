@@ -42,7 +42,7 @@ const (
 	gDrainStale                           // unparking settles a passed version stale
 	gEndTurnClaimLive                     // a dead-looking turn is not ended while its decision claim is live
 	gEndTurn                              // the sweep ends a turn whose message never came back
-	gEndStaleTurn                         // the sweep ends a lost turn nothing is held behind (a business key's)
+	gEndStaleTurn                         // the sweep ends a lost unkeyed turn (a business key's)
 	gReleaseTurn                          // an operator ends a key's turn
 	gRedriveApplied                       // a redrive's apply unblocks its key
 	nGuards
@@ -64,7 +64,7 @@ var guardText = [nGuards]string{
 	gHoldTurnHeld: "hold: no expiry over a turn", gSkipBeingDecided: "skip: refused while being decided",
 	gDrainTurnHeld: "unpark: waits for a predecessor's turn", gDrainGap: "unpark: stops at a gap", gDrainStale: "unpark: passed version stale",
 	gEndTurnClaimLive: "turn end: refused while its claim is live", gEndTurn: "turn end: the sweep ends a lost message's turn",
-	gEndStaleTurn: "turn end: the sweep ends a lost turn nothing is held behind",
+	gEndStaleTurn: "turn end: the sweep ends a lost unkeyed turn",
 	gReleaseTurn:  "turn end: an operator releases a key's turn", gRedriveApplied: "redrive: its apply unblocks the key",
 }
 

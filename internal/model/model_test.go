@@ -65,6 +65,7 @@ func ciBoundSets() []Bounds {
 	for _, b := range ScenarioBounds() {
 		add(b)
 	}
+	add(LostBusinessKeyBounds()) // an unkeyed turn lost with its business key
 	return out
 }
 
