@@ -22,11 +22,19 @@ import (
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// wrote is told each write (a test waiting for a line waits on it).
+	wrote chan struct{}
 }
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{wrote: make(chan struct{}, 1)} }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
 	return s.b.Write(p)
 }
 
@@ -45,6 +53,7 @@ func (s *syncBuffer) String() string {
 func TestServeFirstVersionHoldsALaterVersionAcceptedFirst(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
+	received := make(chan struct{}, 64)
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.WriteHeader(http.StatusOK) // the circuit's HEAD probe
@@ -56,12 +65,13 @@ func TestServeFirstVersionHoldsALaterVersionAcceptedFirst(t *testing.T) {
 		mu.Lock()
 		got = append(got, ev.ID)
 		mu.Unlock()
+		received <- struct{}{}
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer agent.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := newSyncBuffer()
 	cmd := serveCmd()
 	cmd.SetArgs([]string{"--db", filepath.Join(t.TempDir(), "seqbox.db"), "--addr", "127.0.0.1:0",
 		"--agent-url", agent.URL, "--first-version", "1", "--log-level", "warn"})
@@ -83,21 +93,19 @@ func TestServeFirstVersionHoldsALaterVersionAcceptedFirst(t *testing.T) {
 
 	listening := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == ""; {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("serve ended before listening: %v\n%s", err, out.String())
-		default:
-		}
+	for timeout := time.After(30 * time.Second); base == ""; {
 		if m := listening.FindStringSubmatch(out.String()); m != nil {
 			base = m[1]
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("serve ended before listening: %v\n%s", err, out.String())
+		case <-out.wrote:
+		case <-timeout:
 			t.Fatalf("serve did not listen\n%s", out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 
 	// Version 2 of each key is accepted (202) before its version 1.
@@ -123,20 +131,16 @@ func TestServeFirstVersionHoldsALaterVersionAcceptedFirst(t *testing.T) {
 	post(1)
 
 	want := 2 * len(keys)
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= want {
-			break
-		}
-		if time.Now().After(deadline) {
+	timeout := time.After(60 * time.Second)
+	for range want {
+		select {
+		case <-received:
+		case <-timeout:
 			mu.Lock()
 			defer mu.Unlock()
 			t.Fatalf("the agent received %v, want all %d events: a version accepted before its predecessor was lost\n%s",
 				got, want, out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	mu.Lock()
 	defer mu.Unlock()
