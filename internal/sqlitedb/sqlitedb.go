@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/internal/sqlstore"
@@ -347,12 +348,23 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 		}
 	}
 	db := sql.OpenDB(pc)
+	// Keep the connections a busy moment opened: database/sql keeps two
+	// idle by default, and each new SQLite connection parses the schema
+	// and runs its pragmas again. Under the agent path's concurrent reads
+	// (a decider's checks, the ledger's) that churn was a third of the
+	// process's CPU (docs/benchmarks.md §17). An idle one closes after a
+	// minute.
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, refusal(t, err)
 	}
 	return db, nil
 }
+
+// maxIdleConns is how many connections a pool keeps open while idle.
+const maxIdleConns = 64
 
 // inspectExclusive decides, through a read-only connection that creates no
 // -wal, -shm or -journal file, whether an exclusive open may take the
