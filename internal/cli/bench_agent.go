@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 
 	"github.com/seqbox/seqbox/internal/bench"
 	"github.com/seqbox/seqbox/internal/pgdb"
@@ -10,6 +12,7 @@ import (
 
 func benchAgentCmd() *cobra.Command {
 	var o bench.AgentOptions
+	var cpuProfile string
 	c := &cobra.Command{
 		Use:   "agent",
 		Short: "The agent path (seqbox serve's pipeline, or Config.Decide with effects.Ledger) against an agent in this process, beside the core",
@@ -42,6 +45,17 @@ func benchAgentCmd() *cobra.Command {
 			}
 			defer cleanup()
 			o.DB = db
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("bench agent: --cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("bench agent: --cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			res, err := bench.Agent(cmd.Context(), o)
 			if err != nil {
 				return fmt.Errorf("bench agent: %w", err)
@@ -62,6 +76,7 @@ func benchAgentCmd() *cobra.Command {
 	fl.DurationVar(&o.Latency, "latency", 0, "how long the agent takes to answer")
 	fl.IntVar(&o.Concurrency, "concurrency", 64, "agent calls in flight at most (--agent-concurrency, Config.DecideConcurrency)")
 	fl.IntVar(&o.Chain, "chain", 20, "events of the one-key chain (instant agent)")
+	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fl.IntVar(&o.CoreMessages, "core-messages", 5000, "messages of the core's run (core_per_s)")
 	return c
 }
