@@ -109,6 +109,11 @@ func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) (string,
 	return b.tx.TurnTake(ctx, p)
 }
 
+// DecisionClaim is store.Executor.DecisionClaim.
+func (b *batchTx) DecisionClaim(ctx context.Context, p store.DecisionClaimParams) (store.DecisionClaim, error) {
+	return b.tx.DecisionClaim(ctx, p)
+}
+
 // Business keys. The identities a batch inserted are recorded as applied
 // until their delivery says otherwise, which is what these read.
 

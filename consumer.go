@@ -50,6 +50,7 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	cons.sizer = newBatchSizer(c)
 	cons.claimant = cons.process + "/" + randomSuffix()
 	cons.decider = newDecider(cons)
+	cons.p.claimOwner = cons.decider.owner
 	if ta, ok := c.Transport.(transport.TxAcker); ok {
 		if st, ok := c.Store.(interface{ Location() string }); ok && ta.Location() != "" && ta.Location() == st.Location() {
 			cons.txAck = ta

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
+		"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +36,19 @@ type undecided struct {
 	after bool
 	// span is the process span that stopped it: its decision's parent.
 	span trace.SpanContext
+	// grp is the received batch it belongs to, when Run's decidePipe
+	// runs it (nil elsewhere).
+	grp *pipeGroup
+	// claim is the decision's claim its transaction took with its turn
+	// (zero when it took none).
+	claim preClaim
+}
+
+// preClaim is a decision's claim taken in the transaction that stopped
+// its message, with its turn: one commit before the call, not two.
+type preClaim struct {
+	owner string
+	at    time.Time
 }
 
 // decider runs Config.Decide for undecided messages: one call per identity
@@ -49,7 +61,6 @@ type decider struct {
 	slots chan struct{}
 	mu    sync.Mutex
 	calls map[store.Identity]*decision
-	n     atomic.Uint64
 }
 
 // decision is one Decide in flight in this process.
@@ -64,7 +75,7 @@ func newDecider(c *Consumer) *decider {
 
 // decide decides ev unless its decision is recorded, and returns why it
 // could not: the error then fails the message in the pipeline.
-func (d *decider) decide(ctx context.Context, ev seqboxtype.Event) error {
+func (d *decider) decide(ctx context.Context, ev seqboxtype.Event, pre preClaim) error {
 	id := store.Identity{Source: ev.Source, ID: ev.ID}
 	d.mu.Lock()
 	if call, ok := d.calls[id]; ok {
@@ -84,7 +95,7 @@ func (d *decider) decide(ctx context.Context, ev seqboxtype.Event) error {
 	call := &decision{done: make(chan struct{})}
 	d.calls[id] = call
 	d.mu.Unlock()
-	call.err = d.decideOnce(ctx, ev)
+	call.err = d.decideOnce(ctx, ev, pre)
 	d.mu.Lock()
 	delete(d.calls, id)
 	d.mu.Unlock()
@@ -92,9 +103,17 @@ func (d *decider) decide(ctx context.Context, ev seqboxtype.Event) error {
 	return call.err
 }
 
-// decideOnce takes a slot, claims the identity, asks Decide and records
-// the decision.
-func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
+// owner names this decider's claims. One name serves all of them: a claim
+// is one identity's, and this decider asks for an identity one call at a
+// time (decide), so the name only tells processes apart, and two copies
+// of a message in this process, each claiming in its own transaction,
+// find the claim theirs.
+func (d *decider) owner() string { return d.c.claimant }
+
+// decideOnce takes a slot, claims the identity (unless pre, its
+// message's transaction, claimed it a moment ago), asks Decide and records
+// the decision, dropping the claim with the record.
+func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preClaim) error {
 	cfg := d.c.cfg
 	ref := store.MessageRef{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID}
 	op := cfg.Store.Executor()
@@ -107,26 +126,37 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 		return ctx.Err()
 	}
 	defer func() { <-d.slots }()
-	owner := d.c.claimant + "/" + strconv.FormatUint(d.n.Add(1), 10)
 	ttl := claimTTL(cfg)
-	now := cfg.Now()
-	claim, err := op.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner, Now: now, Until: now.Add(ttl)})
-	if err != nil {
-		return err
-	}
-	if !claim.Claimed {
-		// Another process is deciding it, and its heartbeat is alive: come
-		// back when the decision is likely recorded, or its claim ran out.
-		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	owner, claimedAt := pre.owner, pre.at
+	// A claim younger than a heartbeat has two left before it can run
+	// out: it is still this decider's. An older one is taken again (or
+	// found taken over).
+	if fresh := owner != "" && cfg.Now().Sub(claimedAt) < cfg.ClaimHeartbeat; !fresh {
+		if owner == "" {
+			owner = d.owner()
+		}
+		claimedAt = cfg.Now()
+		claim, err := op.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner, Now: claimedAt, Until: claimedAt.Add(ttl)})
+		if err != nil {
+			return err
+		}
+		if !claim.Claimed {
+			// Another process is deciding it, and its heartbeat is alive: come
+			// back when the decision is likely recorded, or its claim ran out.
+			return &decisionInFlight{wait: d.c.p.waitForOthers()}
+		}
 	}
 	if err := d.c.hooks.At(fault.AfterDecisionClaim); err != nil {
 		return err
 	}
 	var lost atomic.Bool
 	stop := d.heartbeat(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner}, &lost)
+	recorded := false
 	defer func() {
 		stop()
-		_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
+		if !recorded {
+			_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
+		}
 	}()
 	// Recorded while the claim was being taken: nothing to ask.
 	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
@@ -157,12 +187,15 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 	// Still its claim? A decider stalled past three heartbeats since it
 	// claimed has been taken over; the new owner asks, not this one
 	// (internal/model found the late ask reaching the agent out of order).
-	if ok, err := op.DecisionClaimExtend(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
-		Owner: owner, Until: cfg.Now().Add(ttl)}); err != nil || !ok {
-		if err != nil {
-			return err
+	// Within a heartbeat of the claim it cannot have been: no write.
+	if cfg.Now().Sub(claimedAt) >= cfg.ClaimHeartbeat || lost.Load() {
+		if ok, err := op.DecisionClaimExtend(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
+			Owner: owner, Until: cfg.Now().Add(ttl)}); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return &decisionInFlight{wait: d.c.p.waitForOthers()}
 		}
-		return &decisionInFlight{wait: d.c.p.waitForOthers()}
 	}
 	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
 	defer cancel()
@@ -185,7 +218,8 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event) error {
 		out = []byte{} // decided, with nothing to say: an empty decision
 	}
 	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
-		Decision: out, PayloadHash: ev.Hash, At: cfg.Now()})
+		Decision: out, PayloadHash: ev.Hash, At: cfg.Now(), Owner: owner})
+	recorded = err == nil
 	return err
 }
 

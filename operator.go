@@ -91,7 +91,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 		if own == nil {
 			break
 		}
-		decideErr = c.decider.decide(trace.ContextWithSpanContext(ctx, own.span), own.ev)
+		decideErr = c.decider.decide(trace.ContextWithSpanContext(ctx, own.span), own.ev, own.claim)
 	}
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.Redrives.WithLabelValues(c.cfg.Name).Inc()

@@ -97,6 +97,9 @@ type pipeline struct {
 	// serialWriters: the store runs one write transaction at a time
 	// (SQLite), so no lock needs taking before a savepoint.
 	serialWriters bool
+	// claimOwner names a new claim of the consumer's decider, for the
+	// claim a stopped message's transaction takes with its turn.
+	claimOwner func() string
 	// directTx is set once a Handler asserted that its tx is a *sql.Tx
 	// and met a queuedTx: its batches no longer queue writes.
 	directTx atomic.Bool

@@ -37,6 +37,17 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
+	// With Decide, the messages a batch stops to be decided go to the
+	// pipe, and its worker goes on with other keys.
+	var pipe *decidePipe
+	if c.cfg.Decide != nil {
+		pipe = newDecidePipe(ctx, c)
+		wg.Go(func() {
+			if err := pipe.run(ctx); err != nil && fault.IsCrash(err) {
+				cancel(err)
+			}
+		})
+	}
 	for range c.cfg.Workers {
 		wg.Go(func() {
 			for {
@@ -44,10 +55,13 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 				if b == nil {
 					return
 				}
-				if err := c.runDeliveries(ctx, b, func(keys []string) { s.unpinEarly(b, keys) }); err != nil && fault.IsCrash(err) {
+				handed, err := c.runDeliveries(ctx, b, s, pipe)
+				if err != nil && fault.IsCrash(err) {
 					cancel(err)
 				}
-				s.done(b)
+				if !handed {
+					s.done(b)
+				}
 			}
 		})
 	}
@@ -106,9 +120,13 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	return recvErr
 }
 
-// runDeliveries applies one batch and settles it at the broker.
-// unpin unpins keys whose part of the batch is settled early.
-func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys []string)) error {
+// runDeliveries applies one batch and settles it at the broker; keys
+// whose part of the batch is settled early are unpinned in s at once.
+// The messages it stopped to be decided are decided and run again: in
+// pipe when there is one (handed: the pipe ends the batch in s), else
+// here.
+func (c *Consumer) runDeliveries(ctx context.Context, b *batch, s *scheduler, pipe *decidePipe) (handed bool, err error) {
+	unpin := func(keys []string) { s.unpinEarly(b, keys) }
 	ds := b.deliveries
 	ins := make([]input, len(ds))
 	for i, d := range ds {
@@ -120,7 +138,7 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 	}
 	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
 	if err != nil || len(us) == 0 {
-		return err
+		return false, err
 	}
 	// Some deliveries stopped to be decided; the keys settled already
 	// are free for other workers meanwhile.
@@ -135,8 +153,12 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, unpin func(keys 
 		}
 	}
 	unpin(settled)
+	if pipe != nil {
+		pipe.add(us, unpin, func() { s.done(b) })
+		return true, nil
+	}
 	_, err = c.decideAndApply(ctx, us, unpin)
-	return err
+	return false, err
 }
 
 // deliveryKey is the scheduling key: the partition key, or a unique key for

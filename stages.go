@@ -86,58 +86,82 @@ func final(ds []seqboxtype.Result) []seqboxtype.Result {
 
 // stager decides messages concurrently and hands them out in stages as
 // their decisions come in. A key's messages never overtake each other: one
-// waits for every earlier one of its key.
+// waits for every earlier one of its key. A stager of one call
+// (decideAndApply) ends once nothing is left; a long-lived one (Run's
+// decidePipe) waits for more.
 type stager struct {
 	ctx context.Context
 	c   *Consumer
-	mu  sync.Mutex
-	// items are every message added; finished marks those decided;
-	// pending are the indexes not handed out yet, in order of addition.
-	items    []*undecided
-	finished map[int]bool
-	pending  []int
-	notify   chan struct{}
-	wg       sync.WaitGroup
+	// live: wait for more once nothing is left, and hand out what is
+	// ready at once (the pipe's one applier gathers what comes in while
+	// it commits).
+	live bool
+	mu   sync.Mutex
+	// pending are the messages not handed out yet, in order of addition;
+	// undecided counts those whose decision is still being asked.
+	pending   []*stageItem
+	undecided int
+	// perKey counts the pending messages of each key.
+	perKey map[string]int
+	notify    chan struct{}
+	wg        sync.WaitGroup
+}
+
+// stageItem is one message in a stager; decided once its Decide is
+// through (or it had nothing to decide).
+type stageItem struct {
+	u       undecided
+	decided bool
 }
 
 func newStager(ctx context.Context, c *Consumer) *stager {
-	return &stager{ctx: ctx, c: c, finished: map[int]bool{}, notify: make(chan struct{}, 1)}
+	return &stager{ctx: ctx, c: c, notify: make(chan struct{}, 1), perKey: map[string]int{}}
 }
 
 // add starts deciding us.
 func (st *stager) add(us []undecided) {
+	if len(us) == 0 {
+		return
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, u := range us {
-		i := len(st.items)
-		it := u
-		st.items = append(st.items, &it)
-		st.pending = append(st.pending, i)
-		if it.after {
+		it := &stageItem{u: u}
+		st.pending = append(st.pending, it)
+		st.perKey[u.key]++
+		if u.after {
 			// Nothing to decide: it goes with or after its predecessor.
-			st.finished[i] = true
+			it.decided = true
 			continue
 		}
+		st.undecided++
 		st.wg.Go(func() {
-			err := st.c.decider.decide(trace.ContextWithSpanContext(st.ctx, it.span), it.ev)
+			err := st.c.decider.decide(trace.ContextWithSpanContext(st.ctx, it.u.span), it.u.ev, it.u.claim)
 			st.mu.Lock()
-			it.in.decideErr = err
-			st.finished[i] = true
+			it.u.in.decideErr = err
+			it.decided = true
+			st.undecided--
 			st.mu.Unlock()
-			select {
-			case st.notify <- struct{}{}:
-			default:
-			}
+			st.wake()
 		})
+	}
+	st.wake()
+}
+
+// wake tells next that something changed.
+func (st *stager) wake() {
+	select {
+	case st.notify <- struct{}{}:
+	default:
 	}
 }
 
 // next blocks until some messages may run again and returns them, or nil
-// once none is left (or the context ended).
+// once none is left (a stager of one call) or the context ended.
 func (st *stager) next() []undecided {
 	for {
 		st.mu.Lock()
-		if len(st.pending) == 0 {
+		if len(st.pending) == 0 && !st.live {
 			st.mu.Unlock()
 			return nil
 		}
@@ -151,35 +175,23 @@ func (st *stager) next() []undecided {
 			}
 			continue
 		}
-		// One is in: gather the others that come in meanwhile.
-		timer := time.NewTimer(decideGrace)
-	gather:
-		for {
-			st.mu.Lock()
-			all := len(st.finished) == len(st.items)
-			st.mu.Unlock()
-			if all {
-				break
-			}
-			select {
-			case <-st.notify:
-			case <-timer.C:
-				break gather
-			}
+		if !st.live {
+			st.gather()
 		}
-		timer.Stop()
 		st.mu.Lock()
 		var stage []undecided
-		var rest []int
+		var rest []*stageItem
 		blocked := map[string]bool{}
-		for _, i := range st.pending {
-			it := st.items[i]
-			if !st.finished[i] || blocked[it.key] {
-				blocked[it.key] = true
-				rest = append(rest, i)
+		for _, it := range st.pending {
+			if !it.decided || blocked[it.u.key] {
+				blocked[it.u.key] = true
+				rest = append(rest, it)
 				continue
 			}
-			stage = append(stage, *it)
+			stage = append(stage, it.u)
+			if st.perKey[it.u.key]--; st.perKey[it.u.key] == 0 {
+				delete(st.perKey, it.u.key)
+			}
 		}
 		st.pending = rest
 		st.mu.Unlock()
@@ -189,16 +201,37 @@ func (st *stager) next() []undecided {
 	}
 }
 
+// gather waits, once one message is in, for the others that come in
+// within decideGrace, so that they commit together.
+func (st *stager) gather() {
+	timer := time.NewTimer(decideGrace)
+	defer timer.Stop()
+	for {
+		st.mu.Lock()
+		all := st.undecided == 0
+		st.mu.Unlock()
+		if all {
+			return
+		}
+		select {
+		case <-st.notify:
+		case <-timer.C:
+			return
+		case <-st.ctx.Done():
+			return
+		}
+	}
+}
+
 // readyLocked reports whether some pending message is decided and not
 // behind an undecided one of its key.
 func (st *stager) readyLocked() bool {
 	blocked := map[string]bool{}
-	for _, i := range st.pending {
-		it := st.items[i]
-		if st.finished[i] && !blocked[it.key] {
+	for _, it := range st.pending {
+		if it.decided && !blocked[it.u.key] {
 			return true
 		}
-		blocked[it.key] = true
+		blocked[it.u.key] = true
 	}
 	return false
 }
@@ -207,12 +240,7 @@ func (st *stager) readyLocked() bool {
 func (st *stager) waiting(key string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for _, i := range st.pending {
-		if st.items[i].key == key {
-			return true
-		}
-	}
-	return false
+	return st.perKey[key] > 0
 }
 
 // wait waits for every decision goroutine.

@@ -32,10 +32,30 @@ func (p *pipeline) awaitDecision(ctx context.Context, dl *delivery) (reached, er
 		}
 		return p.boundElsewhere(ctx, dl, bound, "its key's turn")
 	}
+	claim, err := p.preClaim(ctx, tx, ev, now)
+	if err != nil {
+		return reached{}, err
+	}
 	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey,
-		span: trace.SpanContextFromContext(ctx)})
+		span: trace.SpanContextFromContext(ctx), claim: claim})
 	d.Outcome, d.Reason = outcomeDeciding, "its decision is being asked"
 	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
+}
+
+// preClaim claims, in the transaction that takes ev's turn, the right to
+// decide it, so that its decider need not commit a claim of its own before
+// the call. Claimed elsewhere and alive: nothing; the decider finds out.
+func (p *pipeline) preClaim(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) (preClaim, error) {
+	if p.claimOwner == nil {
+		return preClaim{}, nil
+	}
+	owner := p.claimOwner()
+	c, err := tx.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
+		Owner: owner, Now: now, Until: now.Add(claimTTL(p.cfg))})
+	if err != nil || !c.Claimed {
+		return preClaim{}, err
+	}
+	return preClaim{owner: owner, at: now}, nil
 }
 
 // afterPredecessor stops a message whose key's turn belongs to one this

@@ -221,6 +221,9 @@ type DecisionRecordParams struct {
 	// PayloadHash is the hash of the copy the decision was made for.
 	PayloadHash string
 	At          time.Time
+	// Owner, when set, is the claim the decision was made under: it is
+	// dropped in the same commit as the record.
+	Owner string
 }
 
 // Decision is an agent decision recorded under an identity.

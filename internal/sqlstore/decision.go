@@ -31,10 +31,31 @@ func (t *Executor) DecisionGet(ctx context.Context, p store.MessageRef) (store.D
 const insertDecision = `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at, payload_hash)
 	VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (consumer, source, id) DO NOTHING`
 
+const dropClaim = `DELETE FROM seqbox_decision_claims WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $4`
+
 // DecisionRecord stores a decision unless one is recorded, and returns the
-// recorded one.
+// recorded one. With an Owner, that owner's claim is dropped in the same
+// commit: one write after the call, not two.
 func (o *Executor) DecisionRecord(ctx context.Context, p store.DecisionRecordParams) (store.Decision, error) {
-	if _, err := o.exec(ctx, insertDecision, p.Consumer, p.Source, p.ID, p.Decision, micros(p.At), p.PayloadHash); err != nil {
+	args := []any{p.Consumer, p.Source, p.ID, p.Decision, micros(p.At), p.PayloadHash}
+	var err error
+	switch {
+	case p.Owner == "":
+		_, err = o.exec(ctx, insertDecision, args...)
+	case o.group != nil:
+		// One grouped job: the record and the drop commit together.
+		_, err = o.group.exec(ctx, insertDecision, args, groupStmt{q: dropClaim, args: []any{p.Consumer, p.Source, p.ID, p.Owner}})
+	case o.tx != nil || o.serialWriters:
+		if _, err = o.exec(ctx, insertDecision, args...); err == nil {
+			_, err = o.exec(ctx, dropClaim, p.Consumer, p.Source, p.ID, p.Owner)
+		}
+	default:
+		// PostgreSQL's pool: one statement, one commit.
+		_, err = o.exec(ctx, `WITH dropped AS (DELETE FROM seqbox_decision_claims
+			WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $7)
+			`+insertDecision, append(args, p.Owner)...)
+	}
+	if err != nil {
 		return store.Decision{}, err
 	}
 	return o.readDecision(ctx, p.Consumer, p.Source, p.ID)
@@ -86,8 +107,7 @@ func (o *Executor) DecisionClaim(ctx context.Context, p store.DecisionClaimParam
 
 // DecisionUnclaim drops an owner's claim.
 func (o *Executor) DecisionUnclaim(ctx context.Context, p store.DecisionUnclaimParams) error {
-	_, err := o.exec(ctx, `DELETE FROM seqbox_decision_claims
-		WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $4`, p.Consumer, p.Source, p.ID, p.Owner)
+	_, err := o.exec(ctx, dropClaim, p.Consumer, p.Source, p.ID, p.Owner)
 	return err
 }
 

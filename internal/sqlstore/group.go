@@ -26,14 +26,23 @@ type groupCommit struct {
 	done chan struct{}
 }
 
-// groupJob is one write waiting for its group's commit.
+// groupJob is one write waiting for its group's commit: one statement,
+// or several that commit together or not at all (then), under one
+// savepoint; res is the first statement's.
 type groupJob struct {
 	ctx  context.Context
 	q    string
 	args []any
+	then []groupStmt
 	res  groupResult
 	err  error
 	done chan struct{}
+}
+
+// groupStmt is a statement of a job after its first.
+type groupStmt struct {
+	q    string
+	args []any
 }
 
 // groupResult is a write's sql.Result, read before the commit.
@@ -67,9 +76,9 @@ func newGroupCommit(s *Store) *groupCommit {
 // exec runs q in the next group's transaction and returns once that
 // committed (or failed). Once handed over, the write is waited for
 // whatever ctx does: it may commit.
-func (g *groupCommit) exec(ctx context.Context, q string, args []any) (sql.Result, error) {
+func (g *groupCommit) exec(ctx context.Context, q string, args []any, then ...groupStmt) (sql.Result, error) {
 	g.once.Do(func() { go g.run() })
-	j := &groupJob{ctx: ctx, q: q, args: args, done: make(chan struct{})}
+	j := &groupJob{ctx: ctx, q: q, args: args, then: then, done: make(chan struct{})}
 	select {
 	case g.jobs <- j:
 	case <-ctx.Done():
@@ -156,6 +165,12 @@ func (g *groupCommit) commit(batch []*groupJob) {
 			continue
 		}
 		res, err := e.exec(context.WithoutCancel(j.ctx), j.q, j.args...)
+		for _, st := range j.then {
+			if err != nil {
+				break
+			}
+			_, err = e.exec(context.WithoutCancel(j.ctx), st.q, st.args...)
+		}
 		if err == nil {
 			j.res.affected, j.res.err = res.RowsAffected()
 			_, err = e.tx.ExecContext(ctx, "RELEASE g")

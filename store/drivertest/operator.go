@@ -32,6 +32,7 @@ var operatorTests = []driverTest{
 	{"SeenAndKeyVersion", testOperatorSeen},
 	{"DecisionGet", testOperatorDecision},
 	{"DecisionClaim", testOperatorClaimDecision},
+	{"DecisionRecordDropsItsClaim", testOperatorRecordDropsClaim},
 	{"InboxPurge", testOperatorPurgeInbox},
 }
 
@@ -558,6 +559,33 @@ func testOperatorClaimDecision(t *testing.T, st store.Store) {
 	c, err := o.op.DecisionClaim(o.ctx, store.DecisionClaimParams{Consumer: o.consumer, Source: "crm", ID: "2", Owner: "b", Now: at(15), Until: at(25)})
 	require.NoError(t, err)
 	require.True(t, c.Claimed, "claims are per identity")
+}
+
+// DecisionRecord with an Owner drops that owner's claim in the same
+// commit, and only that owner's: a claim taken over stays its new owner's,
+// and a record already there stays as it was.
+func testOperatorRecordDropsClaim(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	claimed := func(id, owner string, now int) bool {
+		c, err := o.op.DecisionClaim(o.ctx, store.DecisionClaimParams{Consumer: o.consumer, Source: "crm", ID: id, Owner: owner, Now: at(now), Until: at(now + 10)})
+		require.NoError(t, err)
+		return c.Claimed
+	}
+	record := func(id, owner, value string) store.Decision {
+		d, err := o.op.DecisionRecord(o.ctx, store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: id,
+			Decision: []byte(value), PayloadHash: "h", At: at(2), Owner: owner})
+		require.NoError(t, err)
+		return d
+	}
+	require.True(t, claimed("1", "a", 1))
+	require.Equal(t, []byte("yes"), record("1", "a", "yes").Value)
+	require.True(t, claimed("1", "b", 2), "a's claim went with its record")
+	require.Equal(t, []byte("yes"), record("1", "b", "no").Value, "the first record stays")
+	require.True(t, claimed("1", "c", 3), "b's claim went with its (refused) record")
+
+	require.True(t, claimed("2", "b", 1))
+	require.Equal(t, []byte("late"), record("2", "a", "late").Value)
+	require.False(t, claimed("2", "c", 2), "not a's claim: b still holds it")
 }
 
 // InboxPurge deletes, oldest first and at most batch at a time, the
