@@ -103,8 +103,8 @@ type stager struct {
 	undecided int
 	// perKey counts the pending messages of each key.
 	perKey map[string]int
-	notify    chan struct{}
-	wg        sync.WaitGroup
+	notify chan struct{}
+	wg     sync.WaitGroup
 }
 
 // stageItem is one message in a stager; decided once its Decide is
