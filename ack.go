@@ -89,6 +89,9 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 			us[i].delivery, us[i].key = ds[us[i].origin], keys[us[i].origin]
 		}
 	}
+	if ac, ok := c.txAck.(transport.TxAckCommitter); ok && ackedInTx {
+		ac.AckCommitted()
+	}
 	if err := c.hooks.At(fault.AfterCommit); err != nil {
 		return nil, nil, err
 	}

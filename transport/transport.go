@@ -102,6 +102,17 @@ type TxAcker interface {
 	AckIn(ctx context.Context, exec Execer, ds []Delivery) error
 }
 
+// TxAckCommitter is a TxAcker told when a transaction it acknowledged in
+// has committed: the embedded queue then wakes its idle receivers, as a
+// group's next message became ready with that commit (on PostgreSQL a
+// receiver woken by AckIn itself looks before the commit, sees nothing,
+// and waits for its next poll).
+type TxAckCommitter interface {
+	TxAcker
+	// AckCommitted says that acknowledgements AckIn made have committed.
+	AckCommitted()
+}
+
 // Publisher puts messages on a transport.
 type Publisher interface {
 	Publish(ctx context.Context, body []byte) error

@@ -197,6 +197,10 @@ func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport
 	return err
 }
 
+// AckCommitted implements transport.TxAckCommitter: the acknowledgements
+// AckIn made have committed, so a group's next message is ready now.
+func (q *Queue) AckCommitted() { q.wakeReceivers() }
+
 // create makes the queue's table if needed, running every file of
 // migrations/ in order; on PostgreSQL it lands in seqbox's schema
 // (pgSchema), next to the store's tables.

@@ -1,0 +1,52 @@
+package seqbox_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/internal/waitfor"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/postgres"
+	"github.com/seqbox/seqbox/transport/embedded"
+)
+
+// On PostgreSQL a group's next message becomes ready when the transaction
+// that acknowledged its predecessor commits. The receiver woken by AckIn
+// looked before that commit and found nothing; it is woken again once the
+// commit is through (transport.TxAckCommitter), so a key's chain does not
+// wait for the queue's poll. The poll here is an hour: only a wake-up can
+// bring m2 in.
+func TestGroupsNextMessageIsReceivedAfterTheAckCommitsOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.URL(t)
+	st, err := postgres.Open(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+	q, err := embedded.Open(ctx, u, embedded.Config{Name: "wake-after-commit", PollInterval: time.Hour, Wait: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { q.Close() })
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: "wake-after-commit", Store: st, Transport: q,
+		Handler: replay.RecordHandler("wake-after-commit")})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(runCtx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-errc)
+	}()
+	applied := func(id string) bool {
+		seen, err := st.Executor().InboxSeen(ctx, store.MessageRef{Consumer: "wake-after-commit", Source: "crm", ID: id})
+		return err == nil && seen.Outcome == "applied"
+	}
+	require.NoError(t, q.PublishGrouped(ctx, [][]byte{keyed("m1", "k", 1), keyed("m2", "k", 2)}, []string{"k", "k"}))
+	waitfor.That(t, 20*time.Second, "m1 applied", func() bool { return applied("m1") })
+	waitfor.That(t, 20*time.Second, "m2 received and applied without waiting for an hour's poll", func() bool { return applied("m2") })
+}
