@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"sync"
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/transport"
@@ -19,6 +20,8 @@ import (
 type decidePipe struct {
 	c  *Consumer
 	st *stager
+	// mu guards the groups' counts, shared by the appliers.
+	mu sync.Mutex
 }
 
 // pipeGroup is what one received batch left in the pipe: how many of its
@@ -48,11 +51,28 @@ func (p *decidePipe) add(us []undecided, unpin func(keys []string), done func())
 	p.st.add(us)
 }
 
-// run applies stages until ctx ends or a crash; it returns the crash.
-// Whatever is still in the pipe then is left to its leases, as a worker
-// stopped mid-batch leaves its batch.
-func (p *decidePipe) run(ctx context.Context) error {
+// run applies stages on appliers goroutines until ctx ends or a crash;
+// it returns the first crash. Whatever is still in the pipe then is left
+// to its leases, as a worker stopped mid-batch leaves its batch. Stages
+// applied side by side never share a key: a key's next message enters the
+// pipe only once the stage before it is through.
+func (p *decidePipe) run(ctx context.Context, appliers int) error {
 	defer p.st.wait()
+	errs := make(chan error, appliers)
+	for range appliers {
+		go func() { errs <- p.apply(ctx) }()
+	}
+	var first error
+	for range appliers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// apply runs stages one after the other.
+func (p *decidePipe) apply(ctx context.Context) error {
 	for stage := p.st.next(); stage != nil; stage = p.st.next() {
 		ds := make([]transport.Delivery, len(stage))
 		ins := make([]input, len(stage))
@@ -66,11 +86,13 @@ func (p *decidePipe) run(ctx context.Context) error {
 		}
 		// Any other failure was logged and its deliveries nacked by
 		// commitAndSettle: they come back through the queue.
+		p.mu.Lock()
 		for i := range more {
 			g := stage[more[i].origin].grp
 			more[i].grp = g
 			g.left++
 		}
+		p.mu.Unlock()
 		p.st.add(more)
 		p.through(stage)
 	}
@@ -86,6 +108,8 @@ func (p *decidePipe) through(stage []undecided) {
 	}
 	var frees []free
 	at := map[*pipeGroup]int{}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, u := range stage {
 		g := u.grp
 		g.left--

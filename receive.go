@@ -42,8 +42,14 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	var pipe *decidePipe
 	if c.cfg.Decide != nil {
 		pipe = newDecidePipe(ctx, c)
+		// One applier where writers take turns (SQLite): a second would
+		// only wait for the first. Elsewhere, one per worker.
+		appliers := c.cfg.Workers
+		if oneWriter(c.cfg.Store) {
+			appliers = 1
+		}
 		wg.Go(func() {
-			if err := pipe.run(ctx); err != nil && fault.IsCrash(err) {
+			if err := pipe.run(ctx, appliers); err != nil && fault.IsCrash(err) {
 				cancel(err)
 			}
 		})
