@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/seqbox/seqbox/internal/fault"
@@ -12,11 +13,13 @@ import (
 // agent path"): a worker whose batch stopped messages to be decided hands
 // them here and goes on with other keys, instead of holding its batch
 // until the slowest decision is in. The pipe asks each Decide at once (up
-// to DecideConcurrency in flight, the decider's slots) and one applier
-// runs the decided ones again, all that came in while it committed the
-// last stage, in one transaction: group commit across batches. A key's
+// to DecideConcurrency in flight, the decider's slots), and its appliers
+// run the decided ones again, all that came in while the last stage
+// committed, in one transaction: group commit across batches. A key's
 // messages stay in order (the stager), and a key stays pinned to its batch
-// until nothing of it is left here.
+// until nothing of it is left here. A key's next message, when received
+// already, runs in the same transaction as the one before it (adopt): the
+// commit that ends a turn starts the next.
 type decidePipe struct {
 	c  *Consumer
 	st *stager
@@ -25,13 +28,15 @@ type decidePipe struct {
 }
 
 // pipeGroup is what one received batch left in the pipe: how many of its
-// messages are not through yet, and what to tell its scheduler.
+// messages are not through yet, and its scheduler's side.
 type pipeGroup struct {
 	left int
 	// unpin frees keys of the batch that have nothing left in the pipe;
-	// done ends the batch once nothing of it is left.
+	// done ends the batch once nothing of it is left; adopt takes the
+	// next delivery received for one of its keys into the batch.
 	unpin func(keys []string)
 	done  func()
+	adopt func(key string) (transport.Delivery, *parsedEnvelope, bool)
 }
 
 func newDecidePipe(ctx context.Context, c *Consumer) *decidePipe {
@@ -40,13 +45,13 @@ func newDecidePipe(ctx context.Context, c *Consumer) *decidePipe {
 	return &decidePipe{c: c, st: st}
 }
 
-// add hands the pipe the messages a batch stopped to be decided; unpin
-// and done are the batch's, called as its keys and then the whole batch
-// are through.
-func (p *decidePipe) add(us []undecided, unpin func(keys []string), done func()) {
-	g := &pipeGroup{left: len(us), unpin: unpin, done: done}
+// add hands the pipe the messages a batch stopped to be decided, with
+// the batch's side (g, whose count it sets).
+func (p *decidePipe) add(us []undecided, g pipeGroup) {
+	grp := &g
+	grp.left = len(us)
 	for i := range us {
-		us[i].grp = g
+		us[i].grp = grp
 	}
 	p.st.add(us)
 }
@@ -77,9 +82,11 @@ func (p *decidePipe) apply(ctx context.Context) error {
 		ds := make([]transport.Delivery, len(stage))
 		ins := make([]input, len(stage))
 		keys := make([]string, len(stage))
+		grps := make([]*pipeGroup, len(stage))
 		for j, u := range stage {
-			ds[j], ins[j], keys[j] = u.delivery, u.rerun(), u.key
+			ds[j], ins[j], keys[j], grps[j] = u.delivery, u.rerun(), u.key, u.grp
 		}
+		ds, ins, keys, grps = p.adoptSuccessors(ds, ins, keys, grps)
 		_, more, err := p.c.commitAndSettle(ctx, ds, ins, keys)
 		if err != nil && (fault.IsCrash(err) || ctx.Err() != nil) {
 			return err
@@ -88,20 +95,47 @@ func (p *decidePipe) apply(ctx context.Context) error {
 		// commitAndSettle: they come back through the queue.
 		p.mu.Lock()
 		for i := range more {
-			g := stage[more[i].origin].grp
+			g := grps[more[i].origin]
 			more[i].grp = g
 			g.left++
 		}
 		p.mu.Unlock()
 		p.st.add(more)
-		p.through(stage)
+		p.through(keys, grps)
 	}
 	return nil
 }
 
-// through counts a stage's messages out of their batches, unpinning keys
-// with nothing left and ending batches with nothing left.
-func (p *decidePipe) through(stage []undecided) {
+// adoptSuccessors appends, after the last message of each key in the
+// stage, that key's next delivery if its batch's scheduler holds one
+// received already; it joins the batch's group.
+func (p *decidePipe) adoptSuccessors(ds []transport.Delivery, ins []input, keys []string, grps []*pipeGroup) ([]transport.Delivery, []input, []string, []*pipeGroup) {
+	last := map[string]int{}
+	for j, key := range keys {
+		last[key] = j
+	}
+	n := len(keys)
+	for j := range n {
+		key, g := keys[j], grps[j]
+		if last[key] != j || g.adopt == nil || !strings.HasPrefix(key, "k:") {
+			continue
+		}
+		d, pe, ok := g.adopt(key)
+		if !ok {
+			continue
+		}
+		p.mu.Lock()
+		g.left++
+		p.mu.Unlock()
+		ds, ins, keys, grps = append(ds, d), append(ins, deliveryInput(d, pe)), append(keys, key), append(grps, g)
+	}
+	return ds, ins, keys, grps
+}
+
+// through counts a stage's messages (keys[i] of group grps[i]) out of
+// their batches, unpinning keys with nothing left and ending batches with
+// nothing left.
+func (p *decidePipe) through(keys []string, grps []*pipeGroup) {
 	type free struct {
 		g    *pipeGroup
 		keys []string
@@ -110,19 +144,19 @@ func (p *decidePipe) through(stage []undecided) {
 	at := map[*pipeGroup]int{}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, u := range stage {
-		g := u.grp
+	for i, key := range keys {
+		g := grps[i]
 		g.left--
-		if p.st.waiting(u.key) {
+		if p.st.waiting(key) {
 			continue
 		}
-		i, ok := at[g]
+		j, ok := at[g]
 		if !ok {
-			i = len(frees)
-			at[g] = i
+			j = len(frees)
+			at[g] = j
 			frees = append(frees, free{g: g})
 		}
-		frees[i].keys = append(frees[i].keys, u.key)
+		frees[j].keys = append(frees[j].keys, key)
 	}
 	for _, f := range frees {
 		f.g.unpin(f.keys)

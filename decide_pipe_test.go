@@ -3,11 +3,13 @@ package seqbox_test
 import (
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -54,4 +56,55 @@ func TestSlowDecisionDoesNotHoldTheWorker(t *testing.T) {
 	waitfor.That(t, 20*time.Second, "a applied once decided", func() bool { return b.effects(t, "a") == 1 })
 	cancel()
 	require.NoError(t, <-errc)
+}
+
+// A key's next message, received while the one before it is decided, runs
+// in the transaction that applies that one: the commit that ends a turn
+// takes the next (three transactions for two versions: v1's turn, v1's
+// apply with v2's turn, v2's apply), instead of the key going back to a
+// worker whose own transaction takes v2's turn (four).
+func TestNextMessageOfAKeyRunsInItsPredecessorsCommit(t *testing.T) {
+	b := setup(t)
+	q := openQueue(t, filepath.Join(filepath.Dir(b.path), "queue.db"), time.Minute)
+	release := make(chan struct{})
+	started := make(chan string, 4)
+	b.cfg.Transport, b.cfg.Workers = q, 1
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		started <- ev.ID
+		if ev.ID == "v1" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return []byte("plan for " + ev.ID), nil
+	}
+	c := b.consumer(t)
+	var commits atomic.Int32
+	fault.Install(c, func(p fault.Point) error {
+		if p == fault.BeforeCommit {
+			commits.Add(1)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, q.Publish(ctx, keyed("v1", "k", 1)))
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	require.Equal(t, "v1", <-started)
+	require.NoError(t, q.Publish(ctx, keyed("v2", "k", 2)))
+	waitfor.That(t, 20*time.Second, "v2 received while v1 is decided", func() bool {
+		_, leased, err := q.Depth(ctx)
+		return err == nil && leased == 2
+	})
+	require.Equal(t, int32(1), commits.Load(), "v1's turn")
+	close(release)
+	waitfor.That(t, 20*time.Second, "v2 applied", func() bool { return b.effects(t, "v2") == 1 })
+	require.Equal(t, "v2", <-started)
+	cancel()
+	require.NoError(t, <-errc)
+	require.Equal(t, int32(3), commits.Load(), "v1's turn; v1 applied with v2's turn; v2 applied")
+	require.Equal(t, 1, b.effects(t, "v1"))
 }

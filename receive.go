@@ -136,11 +136,11 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, s *scheduler, pi
 	ds := b.deliveries
 	ins := make([]input, len(ds))
 	for i, d := range ds {
-		ins[i] = input{raw: d.Body(), attempt: d.Attempt()}
-		ins[i].traceParent, ins[i].traceState = brokerTrace(d)
-		if i < len(b.parsed) && b.parsed[i] != nil {
-			ins[i].ev, ins[i].perr, ins[i].parsed = b.parsed[i].ev, b.parsed[i].err, true
+		var pe *parsedEnvelope
+		if i < len(b.parsed) {
+			pe = b.parsed[i]
 		}
+		ins[i] = deliveryInput(d, pe)
 	}
 	_, us, err := c.commitAndSettle(ctx, ds, ins, b.dkeys)
 	if err != nil || len(us) == 0 {
@@ -160,11 +160,23 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, s *scheduler, pi
 	}
 	unpin(settled)
 	if pipe != nil {
-		pipe.add(us, unpin, func() { s.done(b) })
+		pipe.add(us, pipeGroup{unpin: unpin, done: func() { s.done(b) },
+			adopt: func(key string) (transport.Delivery, *parsedEnvelope, bool) { return s.adopt(b, key) }})
 		return true, nil
 	}
 	_, err = c.decideAndApply(ctx, us, unpin)
 	return false, err
+}
+
+// deliveryInput is the pipeline's input for a received delivery, with
+// its envelope when the receiver parsed it (pe, else nil).
+func deliveryInput(d transport.Delivery, pe *parsedEnvelope) input {
+	in := input{raw: d.Body(), attempt: d.Attempt()}
+	in.traceParent, in.traceState = brokerTrace(d)
+	if pe != nil {
+		in.ev, in.perr, in.parsed = pe.ev, pe.err, true
+	}
+	return in
 }
 
 // deliveryKey is the scheduling key: the partition key, or a unique key for

@@ -266,6 +266,31 @@ func (s *scheduler) unpinEarly(b *batch, keys []string) {
 	s.cond.Broadcast()
 }
 
+// adopt hands b the next delivery received for key, which b has pinned,
+// as if b had taken it: the decide pipe runs a key's next message in the
+// transaction that ends its predecessor, instead of unpinning the key for
+// a worker to take it and commit its turn in a transaction of its own.
+func (s *scheduler) adopt(b *batch, key string) (transport.Delivery, *parsedEnvelope, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.pending[key]
+	if len(q) == 0 || !s.busy[key] || b.unpinned[key] {
+		return nil, nil, false
+	}
+	d := q[0]
+	if len(q) == 1 {
+		delete(s.pending, key)
+	} else {
+		s.pending[key] = q[1:]
+	}
+	pe := s.parsed[d]
+	delete(s.parsed, d)
+	b.deliveries = append(b.deliveries, d)
+	b.dkeys = append(b.dkeys, key)
+	b.parsed = append(b.parsed, pe)
+	return d, pe, true
+}
+
 // unpin frees a key; with more deliveries it goes to the back of the line.
 func (s *scheduler) unpin(key string) {
 	delete(s.busy, key)
