@@ -172,7 +172,7 @@ func TestAgentCallThatNeverLeftIsNotUncertain(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	l, err := effects.New(st, effects.Config{})
 	require.NoError(t, err)
-	a := &dispatcher{url: agent.URL, consumer: "gw", client: newAgentClient(5 * time.Second), now: time.Now,
+	a := &dispatcher{url: agent.URL, consumer: "gw", client: newAgentClient(5*time.Second, 1), now: time.Now,
 		metrics: newGatewayMetrics(prometheus.NewRegistry()), ledger: l}
 	a.circuit = newCircuit(time.Now, a.probe, nil)
 	raw := []byte(`{"specversion":"1.0","id":"h1","source":"crm","type":"t","partitionkey":"k\n1"}`)

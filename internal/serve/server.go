@@ -97,7 +97,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		now = opt.Policy.Now
 	}
 	s.series = newOutcomeSeries(now)
-	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout), hook: opt.Hook, log: opt.Logger}
+	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout, opt.AgentConcurrency), hook: opt.Hook, log: opt.Logger}
 	s.circuit = newCircuit(now, disp.probe, s.circuitChanged)
 	disp.circuit = s.circuit
 	// The dispatcher logs each failed agent call itself, with the event's
