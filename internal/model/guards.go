@@ -21,6 +21,7 @@ const (
 	gTurnBound                            // the turn belongs to another copy (payload)
 	gDecisionBound                        // the decision was made for another copy (payload)
 	gHandlerFails                         // the handler fails after its decision, or on the plain path
+	gClaimPreTaken                        // the decider finds the claim its turn's transaction took
 	gClaimDecided                         // the decider finds the decision recorded
 	gClaimSettled                         // the decider finds the identity settled elsewhere
 	gClaimElsewhere                       // the claim is held by another decider
@@ -54,7 +55,7 @@ var guardText = [nGuards]string{
 	gBKApplied: "business key: applied elsewhere", gBKInFlight: "business key: in flight elsewhere",
 	gBKUncertain: "business key: touched by a settled identity", gBKLockWait: "business key: lock held (PostgreSQL)",
 	gTurnBound: "turn: bound to another payload", gDecisionBound: "decision: made for another payload",
-	gHandlerFails: "handler: fails after its decision / plain path", gClaimDecided: "claim: already decided",
+	gHandlerFails: "handler: fails after its decision / plain path", gClaimPreTaken: "claim: taken with the turn", gClaimDecided: "claim: already decided",
 	gClaimSettled: "claim: settled elsewhere", gClaimElsewhere: "claim: held elsewhere", gClaimBKTaken: "claim: business key taken (second look)",
 	gLedgerClaimLost: "ledger: claim taken over before the ask", gLedgerSucceeded: "ledger: succeeded",
 	gLedgerLive: "ledger: live pending row (wait)", gLedgerReconciledApplied: "ledger: reconciled, applied",

@@ -106,10 +106,24 @@ func (m *Model) pipeline(s *State, w int) {
 			m.collide(s, w)
 			return
 		}
+		m.preClaim(s, w, i)
 		wk.Phase = claim
 		return
 	}
 	m.apply(s, w)
+}
+
+// preClaim is the decision's claim taken in the transaction that takes
+// the turn (turn.go, preClaim): free, it becomes w's; held (alive, by
+// another decider), it stays theirs, and the claim step finds that. The
+// claim step and the ledger step still look at the claim: the code skips
+// its re-check within a heartbeat of the claim, when no expiry can have
+// come between (a bound on time the model does not keep), so checking it
+// here explores more, not less.
+func (m *Model) preClaim(s *State, w, i int) {
+	if s.ID[i].Claim == unclaimed {
+		s.ID[i].Claim = claimLive + claimState(w)
+	}
 }
 
 // reserveCommit is the commit of a PostgreSQL transaction that read its
@@ -130,6 +144,7 @@ func (m *Model) reserveCommit(s *State, w int) {
 		m.collide(s, w)
 		return
 	}
+	m.preClaim(s, w, i)
 	wk.Phase, wk.Seq = claim, 0
 }
 

@@ -87,21 +87,30 @@ func (m *Model) workerSteps(s *State, w int, emit func(step, *State)) {
 	}
 }
 
-// claim takes the identity's decision claim, or waits for its owner.
+// claim is the decider's step before the call: its claim, taken with the
+// turn (preClaim) or taken now, or a wait for another owner. A decider
+// that stops here without asking drops the claim it holds.
 func (m *Model) claim(s *State, w, i int) {
 	id := &s.ID[i]
+	own := id.Claim == claimLive+claimState(w)
+	if own {
+		m.reach(gClaimPreTaken)
+	}
 	switch {
 	case id.Decided:
 		m.reach(gClaimDecided)
+		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
 	case id.Status.final() && !id.Turn: // settled elsewhere
 		m.reach(gClaimSettled)
+		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
-	case id.Claim != unclaimed:
+	case id.Claim != unclaimed && !own:
 		m.reach(gClaimElsewhere)
 		m.nack(s, w, false) // in flight elsewhere: come back later
 	case m.bkTaken(s, i):
 		m.reach(gClaimBKTaken)
+		m.unclaim(s, w, i)
 		m.nack(s, w, false) // its business key, looked at again: the run again says
 	default:
 		id.Claim = claimLive + claimState(w)
