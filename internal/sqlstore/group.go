@@ -13,14 +13,21 @@ import (
 // records, the ledger's pending rows and results, their heartbeats) many
 // in one transaction, on a store with one writer (SQLite). There each
 // commit is an fsync taken in turn, so an agent path that writes a few
-// rows per event around its call was bound by commits, not by work: one
-// writer goroutine now takes every write waiting, runs each under a
-// savepoint of its own (one's failure is its own), commits once, and
-// tells each caller its result after that commit. A lone write goes at
-// once, as before: nothing waits for company.
+// rows per event around its call was bound by commits, not by work. The
+// writes wait in a queue; whichever store transaction begins next takes
+// them all (Store.Begin, carry): a batch's transaction, or, when none
+// comes, the group's own writer goroutine. Each write runs under a
+// savepoint of its own (one's failure is its own), and its caller learns
+// its result once that transaction committed; should it roll back, the
+// writes go back to the queue for the next one. A lone write goes at once
+// as before: nothing waits for company.
 type groupCommit struct {
-	s    *Store
-	jobs chan *groupJob
+	s  *Store
+	mu sync.Mutex
+	q  []*groupJob
+	// closed: the store is closing; no write is queued any more.
+	closed bool
+	more   chan struct{}
 	once sync.Once
 	stop chan struct{}
 	done chan struct{}
@@ -70,21 +77,25 @@ const groupBeginPatience = 2 * time.Minute
 var errStoreClosed = errors.New("sqlstore: the store is closed")
 
 func newGroupCommit(s *Store) *groupCommit {
-	return &groupCommit{s: s, jobs: make(chan *groupJob), stop: make(chan struct{}), done: make(chan struct{})}
+	return &groupCommit{s: s, more: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// exec runs q in the next group's transaction and returns once that
-// committed (or failed). Once handed over, the write is waited for
+// exec runs q in the next store transaction that begins and returns once
+// that committed (or failed). Once queued, the write is waited for
 // whatever ctx does: it may commit.
 func (g *groupCommit) exec(ctx context.Context, q string, args []any, then ...groupStmt) (sql.Result, error) {
 	g.once.Do(func() { go g.run() })
 	j := &groupJob{ctx: ctx, q: q, args: args, then: then, done: make(chan struct{})}
-	select {
-	case g.jobs <- j:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-g.stop:
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
 		return nil, errStoreClosed
+	}
+	g.q = append(g.q, j)
+	g.mu.Unlock()
+	select {
+	case g.more <- struct{}{}:
+	default:
 	}
 	<-j.done
 	if j.err != nil {
@@ -93,76 +104,119 @@ func (g *groupCommit) exec(ctx context.Context, q string, args []any, then ...gr
 	return j.res, nil
 }
 
-// close stops the writer goroutine once the writes handed over are done.
+// take empties the queue, up to maxGroupWrites.
+func (g *groupCommit) take() []*groupJob {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := min(len(g.q), maxGroupWrites)
+	out := g.q[:n:n]
+	g.q = g.q[n:]
+	if len(g.q) == 0 {
+		g.q = nil
+	}
+	return out
+}
+
+// requeue puts jobs back at the head of the queue, for the next
+// transaction.
+func (g *groupCommit) requeue(jobs []*groupJob) {
+	for _, j := range jobs {
+		j.res, j.err = groupResult{}, nil
+	}
+	g.mu.Lock()
+	g.q = append(jobs[:len(jobs):len(jobs)], g.q...)
+	g.mu.Unlock()
+	select {
+	case g.more <- struct{}{}:
+	default:
+	}
+}
+
+// finish tells each job its result: the transaction that ran them ended
+// with err (nil: committed).
+func finish(jobs []*groupJob, err error) {
+	for _, j := range jobs {
+		if j.err == nil && err != nil {
+			j.err = err
+		}
+		close(j.done)
+	}
+}
+
+// close stops the writer goroutine; writes still queued fail.
 func (g *groupCommit) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 	close(g.stop)
 	g.once.Do(func() { close(g.done) }) // never started
 	<-g.done
+	finish(g.take(), errStoreClosed)
 }
 
-// run takes the writes waiting, commits them together, and again.
+// run is the writer of last resort: when writes wait and no transaction
+// began to carry them, it begins one (Store.Begin takes them) and commits.
 func (g *groupCommit) run() {
 	defer close(g.done)
 	for {
-		var first *groupJob
 		select {
-		case first = <-g.jobs:
+		case <-g.more:
 		case <-g.stop:
+			// Whatever is still queued fails: the store is closing.
+			finish(g.take(), errStoreClosed)
 			return
 		}
-		batch := []*groupJob{first}
-	more:
-		for len(batch) < maxGroupWrites {
-			select {
-			case j := <-g.jobs:
-				batch = append(batch, j)
-			default:
-				break more
-			}
+		g.mu.Lock()
+		waiting := len(g.q) > 0
+		g.mu.Unlock()
+		if !waiting {
+			continue
 		}
-		g.commit(batch)
+		// Bounded: a caller that writes on the pool while it holds the
+		// writer's turn itself (a ledger call in a Handler, inside its
+		// batch) would otherwise stop every grouped write for good.
+		if w := g.s.dialect.Waiting; w != nil && len(g.s.writer) == cap(g.s.writer) {
+			w()
+		}
+		bctx, cancel := context.WithTimeout(context.Background(), groupBeginPatience)
+		tx, err := g.s.Begin(bctx)
+		cancel()
+		if err != nil {
+			finish(g.take(), err)
+			continue
+		}
+		e := tx.(*Executor)
+		if len(e.carried) == 0 {
+			_ = tx.Rollback() // a batch's transaction took them first
+			continue
+		}
+		_ = tx.Commit() // tells the carried writes
 	}
 }
 
-// commit runs batch in one transaction, each write under a savepoint,
-// and tells every job its result once the transaction ended.
-func (g *groupCommit) commit(batch []*groupJob) {
-	defer func() {
-		for _, j := range batch {
-			close(j.done)
-		}
-	}()
+// carry runs the queued writes in e, a transaction that just began, each
+// under a savepoint; e tells them their results when it commits, or
+// queues them again when it rolls back. It fails only when the
+// transaction is left in a state no savepoint explains: the writes then
+// have their error, and the transaction must be rolled back.
+func (g *groupCommit) carry(e *Executor) error {
+	jobs := g.take()
+	if len(jobs) == 0 {
+		return nil
+	}
 	ctx := context.Background()
-	fail := func(err error) {
-		for _, j := range batch {
-			if j.err == nil {
-				j.err = err
-			}
-		}
-	}
-	// Bounded: a caller that writes on the pool while it holds the
-	// writer's turn itself (a ledger call in a Handler, inside its batch)
-	// would otherwise stop every grouped write for good.
-	if w := g.s.dialect.Waiting; w != nil && len(g.s.writer) == cap(g.s.writer) {
-		w()
-	}
-	bctx, cancel := context.WithTimeout(ctx, groupBeginPatience)
-	tx, err := g.s.Begin(bctx)
-	cancel()
-	if err != nil {
-		fail(err)
-		return
-	}
-	e := tx.(*Executor)
-	ran := 0
-	for _, j := range batch {
+	var keep []*groupJob
+	for _, j := range jobs {
 		if err := j.ctx.Err(); err != nil {
 			j.err = err // given up on before it ran: nothing written
+			close(j.done)
 			continue
 		}
+		keep = append(keep, j)
 		if _, err := e.tx.ExecContext(ctx, "SAVEPOINT g"); err != nil {
-			j.err = err
-			continue
+			finish(keep, err)
+			g.requeue(pending(jobs, j))
+			return err
 		}
 		res, err := e.exec(context.WithoutCancel(j.ctx), j.q, j.args...)
 		for _, st := range j.then {
@@ -174,7 +228,6 @@ func (g *groupCommit) commit(batch []*groupJob) {
 		if err == nil {
 			j.res.affected, j.res.err = res.RowsAffected()
 			_, err = e.tx.ExecContext(ctx, "RELEASE g")
-			ran++
 		} else {
 			j.err = err
 			if _, rerr := e.tx.ExecContext(ctx, "ROLLBACK TO g"); rerr == nil {
@@ -186,17 +239,22 @@ func (g *groupCommit) commit(batch []*groupJob) {
 		}
 		if err != nil {
 			// The transaction is in a state no savepoint explains: none
-			// of the batch is committed.
-			_ = tx.Rollback()
-			fail(err)
-			return
+			// of the carried writes is committed.
+			finish(keep, err)
+			g.requeue(pending(jobs, j))
+			return err
 		}
 	}
-	if ran == 0 {
-		_ = tx.Rollback()
-		return
+	e.carried = keep
+	return nil
+}
+
+// pending is the jobs after j.
+func pending(jobs []*groupJob, j *groupJob) []*groupJob {
+	for i, x := range jobs {
+		if x == j {
+			return jobs[i+1:]
+		}
 	}
-	if err := tx.Commit(); err != nil {
-		fail(err)
-	}
+	return nil
 }

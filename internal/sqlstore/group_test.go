@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seqbox/seqbox/internal/sqlstore"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
@@ -76,4 +78,47 @@ func TestGroupedWriteGivenUpWritesNothing(t *testing.T) {
 	_, err = op.EffectInsertPending(ctx, store.EffectInsertPendingParams{Consumer: "c", Source: "s", ID: "1", Action: "a",
 		IdempotencyKey: "k", At: time.Unix(1, 0), LeaseUntil: time.Unix(2, 0)})
 	require.Error(t, err, "a closed store writes nothing")
+}
+
+// A store transaction that begins while writes wait on the pool carries
+// them: they commit with it, in its one fsync, and their callers return
+// only then. One that rolls back gives them back to the queue, and the
+// next transaction commits them. (The group's own writer is kept from
+// starting, so only the transactions can carry them.)
+func TestBatchTransactionsCarryTheQueuedWrites(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	sqlstore.NoGroupWriter(st)
+	op := st.Executor()
+	at := time.Unix(1_800_000_000, 0)
+	done := make(chan error, 1)
+	go func() {
+		_, err := op.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: "c", Source: "s", ID: "1", Decision: []byte("yes"), PayloadHash: "h", At: at})
+		done <- err
+	}()
+	waitfor.That(t, 10*time.Second, "the write queued", func() bool { return sqlstore.QueuedWrites(st) == 1 })
+
+	tx, err := st.Begin(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, sqlstore.QueuedWrites(st), "the transaction took the write")
+	require.NoError(t, tx.Rollback())
+	require.Equal(t, 1, sqlstore.QueuedWrites(st), "rolled back: the write waits again")
+	select {
+	case err := <-done:
+		t.Fatalf("the write returned (%v) before any transaction committed it", err)
+	default:
+	}
+	_, err = op.DecisionGet(ctx, store.MessageRef{Consumer: "c", Source: "s", ID: "1"})
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing committed yet")
+
+	tx, err = st.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: "c", Key: "k", At: at}))
+	require.NoError(t, tx.Commit())
+	require.NoError(t, <-done, "committed with the batch")
+	d, err := op.DecisionGet(ctx, store.MessageRef{Consumer: "c", Source: "s", ID: "1"})
+	require.NoError(t, err)
+	require.Equal(t, []byte("yes"), d.Value)
 }

@@ -45,6 +45,12 @@ type Executor struct {
 	// group, on the pool of a store with one writer, commits exec's
 	// writes together with other callers' (groupCommit).
 	group *groupCommit
+	// carried are the pool's queued writes this transaction runs too
+	// (groupCommit.carry): told their results when it commits, queued
+	// again when it rolls back.
+	carried []*groupJob
+	// carrier is the group whose writes go back to its queue on rollback.
+	carrier *groupCommit
 	// pipeline, in a transaction that pipelines (pipeTx), sends
 	// statements together, one round trip for all (Dialect.Pipeline);
 	// nil elsewhere.
@@ -77,7 +83,12 @@ func (t *Executor) SavepointRelease(ctx context.Context, name string) error {
 // Commit commits the batch.
 func (t *Executor) Commit() error {
 	defer t.endTurn()
-	return t.storageError("commit", t.tx.Commit())
+	err := t.storageError("commit", t.tx.Commit())
+	if len(t.carried) > 0 {
+		finish(t.carried, err)
+		t.carried = nil
+	}
+	return err
 }
 
 func (t *Executor) endTurn() {
@@ -102,7 +113,12 @@ func (t *Executor) storageError(op string, err error) error {
 // Rollback abandons the batch.
 func (t *Executor) Rollback() error {
 	defer t.endTurn()
-	return t.tx.Rollback()
+	err := t.tx.Rollback()
+	if len(t.carried) > 0 {
+		t.carrier.requeue(t.carried)
+		t.carried = nil
+	}
+	return err
 }
 
 // InboxInsert inserts an identity; the primary key arbitrates.
