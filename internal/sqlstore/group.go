@@ -28,9 +28,9 @@ type groupCommit struct {
 	// closed: the store is closing; no write is queued any more.
 	closed bool
 	more   chan struct{}
-	once sync.Once
-	stop chan struct{}
-	done chan struct{}
+	once   sync.Once
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // groupJob is one write waiting for its group's commit: one statement,
