@@ -42,6 +42,12 @@ const (
 // message or two at low rates, and at half of PostgreSQL's maximum about
 // a third of the machine (docs/benchmarks.md §13).
 func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o PurgeOptions, rec *recorder) *feed {
+	return startFeedOf(ctx, q, func(i int) []byte { return Body(source, "l", run+"l", i, o.Keys) }, o, rec)
+}
+
+// startFeedOf is startFeed publishing body(0), body(1), ... (o.Keys
+// unused): a stream whose identities and keys the caller chooses.
+func startFeedOf(ctx context.Context, q *embedded.Queue, body func(i int) []byte, o PurgeOptions, rec *recorder) *feed {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &feed{cancel: cancel, done: make(chan struct{})}
 	backlog := int64(max(1000, 4*o.Workers*o.ConsumerBatch))
@@ -50,7 +56,7 @@ func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o Pur
 		from := int(f.published.Load())
 		bodies := make([][]byte, n)
 		for i := range bodies {
-			bodies[i] = Body(source, "l", run+"l", from+i, o.Keys)
+			bodies[i] = body(from + i)
 		}
 		if err := q.PublishBatch(ctx, bodies); err != nil {
 			return err

@@ -97,10 +97,7 @@ func Purge(ctx context.Context, o PurgeOptions, w io.Writer) (PurgeResult, error
 		o.Rows, seedTime.Seconds(), rate(int64(o.Rows), seedTime), held, note)
 
 	times := &purgeTimes{}
-	purger, err := seqbox.NewConsumer(seqbox.Config{Name: Consumer, Store: timedStore{Store: e.st, times: times},
-		Handler: replay.RecordHandlerOn(e.st.DB(), Consumer), Now: clock,
-		// The bench prints what it removed; the purge's own line would repeat it.
-		Logger: slog.New(slog.DiscardHandler)})
+	purger, err := newPurger(e, clock, times)
 	if err != nil {
 		return res, err
 	}
@@ -156,6 +153,15 @@ func Purge(ctx context.Context, o PurgeOptions, w io.Writer) (PurgeResult, error
 	return res, checkPurge(w, res, before, after, int64(held), l.rec.applied.Load(), warns, first)
 }
 
+// newPurger is the bench consumer for its retention purge (reach.Purge,
+// as `seqbox purge` runs it) at clock, its purge batches timed in times.
+func newPurger(e *env, clock func() time.Time, times *purgeTimes) (*seqbox.Consumer, error) {
+	return seqbox.NewConsumer(seqbox.Config{Name: Consumer, Store: timedStore{Store: e.st, times: times},
+		Handler: replay.RecordHandlerOn(e.st.DB(), Consumer), Now: clock,
+		// The bench prints what it removed; the purge's own line would repeat it.
+		Logger: slog.New(slog.DiscardHandler)})
+}
+
 // settle does, untimed, what the database would do on its own soon after
 // a bulk load, so that it does not land in the baseline window: a WAL
 // checkpoint on SQLite; VACUUM ANALYZE and a checkpoint on PostgreSQL. It
@@ -199,14 +205,20 @@ func printPurge(w io.Writer, res PurgeResult, batches []time.Duration) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "latency: p50/p99/max = receive→commit per message; begin = the consumer's store.Begin per batch (SQLite: the wait for the write lock)")
+	printPurgeLine(w, res, batches)
+	fmt.Fprintf(w, "during purge vs baseline: throughput x%.2f, p99 receive→commit x%.2f\n",
+		ratio(rate(res.During.Messages, res.During.Elapsed), rate(res.Baseline.Messages, res.Baseline.Elapsed)),
+		ratio(float64(res.During.Latency.P99), float64(res.Baseline.Latency.P99)))
+}
+
+// printPurgeLine prints what the purge removed, how fast, and its
+// batches' durations: whether they slow down as it advances.
+func printPurgeLine(w io.Writer, res PurgeResult, batches []time.Duration) {
 	first, last := tenths(batches)
 	fmt.Fprintf(w, "purge: removed=%d seconds=%.3f rows/s=%.0f batches=%d batch_p50_ms=%s batch_p99_ms=%s batch_max_ms=%s first10pct_batch_ms=%s last10pct_batch_ms=%s\n",
 		res.Removed, res.Elapsed.Seconds(), rate(res.Removed, res.Elapsed), res.Batches.N,
 		ms(res.Batches.P50, res.Batches.N), ms(res.Batches.P99, res.Batches.N), ms(res.Batches.Max, res.Batches.N),
 		ms(first, len(batches)), ms(last, len(batches)))
-	fmt.Fprintf(w, "during purge vs baseline: throughput x%.2f, p99 receive→commit x%.2f\n",
-		ratio(rate(res.During.Messages, res.During.Elapsed), rate(res.Baseline.Messages, res.Baseline.Elapsed)),
-		ratio(float64(res.During.Latency.P99), float64(res.Baseline.Latency.P99)))
 }
 
 // tenths returns the mean of the first and of the last tenth of ds (at

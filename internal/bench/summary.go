@@ -32,7 +32,8 @@ type SummaryOptions struct {
 // at a step, or done.
 type Phase struct {
 	// Name is the phase: "raw limit", "seqbox end to end", "naive",
-	// "latency at half rate" or "seqbox over 1 to 1,000,000 keys".
+	// "latency at half rate" or "seqbox over 1 to 1,000,000 keys"; in
+	// a prefill run, "empty inbox", "seed", "full inbox" or "purge".
 	Name string
 	// Step is what the phase runs now, when it has steps.
 	Step string
@@ -181,19 +182,40 @@ func Summary(ctx context.Context, o SummaryOptions, w io.Writer) error {
 // maxRate publishes n messages of stream run beforehand (untimed) and
 // returns the rate at which seqbox applies them, end to end.
 func maxRate(ctx context.Context, e *env, run string, n, keys, workers, batch int) (float64, error) {
-	if err := publish(ctx, e.q, Bodies("bench", run+"-", run, n, keys)); err != nil {
-		return 0, err
+	r, err := saturated(ctx, e, Bodies("bench", run+"-", run, n, keys), workers, batch)
+	return rate(int64(n), r.Elapsed), err
+}
+
+// saturatedResult is what saturated measured: the messages applied
+// (Messages) from the consumer's start to the last one's commit, with
+// their receive→commit latencies, and the consumer's other outcomes and
+// warnings.
+type saturatedResult struct {
+	Mode
+	other int64
+	warns int
+}
+
+// saturated publishes bodies beforehand (untimed), then consumes them
+// with a consumer of its own and measures it until all are applied.
+func saturated(ctx context.Context, e *env, bodies [][]byte, workers, batch int) (saturatedResult, error) {
+	var r saturatedResult
+	if err := publish(ctx, e.q, bodies); err != nil {
+		return r, err
 	}
 	l, err := startLive(ctx, e, workers, batch)
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	waitErr := l.waitApplied(ctx, int64(n))
-	elapsed := time.Since(l.start)
+	waitErr := l.waitApplied(ctx, int64(len(bodies)))
+	r.Elapsed = time.Since(l.start)
 	if err := stopLive(l, waitErr); err != nil {
-		return 0, err
+		return r, err
 	}
-	return rate(int64(n), elapsed), nil
+	_, lats := l.rec.window(time.Time{}, time.Now())
+	r.Messages, r.Latency, r.other = l.rec.applied.Load(), LatencyOf(lats), l.rec.other.Load()
+	r.warns, _ = l.warn.summary()
+	return r, nil
 }
 
 // stopLive stops a consumer, preferring the error that stopped the wait.
@@ -259,10 +281,14 @@ func naiveOne(ctx context.Context, db *sql.DB, run, id string) error {
 
 // atRateResult is what atRate measured: the receive→commit and the
 // publish→commit latencies of the messages that committed in the window,
-// and the rate applied.
+// and the rate applied; and, over the whole run, the messages applied,
+// the other outcomes and the consumer's warnings.
 type atRateResult struct {
 	lat, e2e Latency
 	got      float64
+	applied  int64
+	other    int64
+	warns    int
 }
 
 // atRate feeds the queue at target messages per second for d (after a
@@ -270,11 +296,17 @@ type atRateResult struct {
 // commit and publish→commit latencies of the messages that committed in
 // that window and the rate applied.
 func atRate(ctx context.Context, e *env, run string, target, keys, workers, batch int, d time.Duration) (atRateResult, error) {
+	source := "bench-" + run
+	return atRateOf(ctx, e, func(i int) []byte { return Body(source, "l", run+"l", i, keys) }, target, workers, batch, d)
+}
+
+// atRateOf is atRate on the stream body(0), body(1), ...
+func atRateOf(ctx context.Context, e *env, body func(i int) []byte, target, workers, batch int, d time.Duration) (atRateResult, error) {
 	l, err := startLive(ctx, e, workers, batch)
 	if err != nil {
 		return atRateResult{}, err
 	}
-	f := startFeed(ctx, e.q, "bench-"+run, run, PurgeOptions{Rate: target, Keys: keys, Workers: workers, ConsumerBatch: batch}, l.rec)
+	f := startFeedOf(ctx, e.q, body, PurgeOptions{Rate: target, Workers: workers, ConsumerBatch: batch}, l.rec)
 	sleepCtx(ctx, time.Second)
 	from := time.Now()
 	sleepCtx(ctx, d)
@@ -295,7 +327,9 @@ func atRate(ctx context.Context, e *env, run string, target, keys, workers, batc
 		return atRateResult{}, fmt.Errorf("feed: %d publishes failed, first: %s", failures, first)
 	}
 	n, lats := l.rec.window(from, to)
-	return atRateResult{lat: LatencyOf(lats), e2e: LatencyOf(l.rec.e2eWindow(from, to)), got: rate(n, to.Sub(from))}, ctx.Err()
+	warns, _ := l.warn.summary()
+	return atRateResult{lat: LatencyOf(lats), e2e: LatencyOf(l.rec.e2eWindow(from, to)), got: rate(n, to.Sub(from)),
+		applied: l.rec.applied.Load(), other: l.rec.other.Load(), warns: warns}, ctx.Err()
 }
 
 // splitSQL splits a schema on ";" into its statements.

@@ -13,8 +13,9 @@ import (
 
 func benchCmd() *cobra.Command {
 	var o bench.SummaryOptions
+	var prefill int
 	c := &cobra.Command{
-		Use:   "bench [--quick] [--db URL]",
+		Use:   "bench [--quick | --prefill N] [--db URL]",
 		Short: "Measure seqbox against the raw limit of its database and the naive design; throughput and purge in detail",
 		Long: "Without a subcommand, one run side by side on one database: the raw limit (the rows seqbox writes\n" +
 			"per message as plain batched writes, the best over batch sizes and 1-4 writers), seqbox end to end\n" +
@@ -30,39 +31,60 @@ func benchCmd() *cobra.Command {
 			"bench: ratio_vs_raw=X ratio_vs_naive=Y msgs_per_s=Z p99_ms=W\n\n" +
 			"bench prints numbers; its subcommands check correctness (every message applied exactly once, the\n" +
 			"purge removed exactly the expired identities), never speed. Run it on the database you deploy on.\n\n" +
-			"Progress goes to stderr: a line as each phase ends, and on a terminal the step that runs.",
+			"Progress goes to stderr: a line as each phase ends, and on a terminal the step that runs.\n\n" +
+			"With --prefill N it runs `seqbox bench prefill --rows N` instead (see its help): the core on the empty\n" +
+			"inbox and on one pre-filled with N live identities, and the retention purge against the ingest.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Scratch = o.DB == ""
-			db, cleanup, err := benchDB(o.DB)
-			if err != nil {
-				return err
+			if cmd.Flags().Changed("prefill") {
+				if prefill < 1 {
+					return fmt.Errorf("bench: --prefill %d: must be at least 1", prefill)
+				}
+				if o.Quick {
+					return fmt.Errorf("bench: --prefill and --quick: --prefill runs bench prefill instead of the summary; size it with bench prefill's flags")
+				}
+				po := prefillDefaults()
+				po.DB, po.Rows = o.DB, prefill
+				return runPrefill(cmd, po)
 			}
-			defer cleanup()
-			o.DB = db
-			// Each phase's end on stderr, and on a terminal its steps
-			// as a line rewritten in place: a run takes minutes.
-			prog := &progress{w: cmd.ErrOrStderr(), terminal: isTerminal(cmd.ErrOrStderr())}
-			o.OnPhase = prog.onPhase
-			stop := make(chan struct{})
-			ticked := make(chan struct{})
-			go func() {
-				defer close(ticked)
-				prog.tick(stop)
-			}()
-			defer func() {
-				close(stop)
-				<-ticked
-				prog.clear()
-			}()
-			return bench.Summary(cmd.Context(), o, cmd.OutOrStdout())
+			o.Scratch = o.DB == ""
+			return withProgress(cmd, o.DB, func(db string, onPhase func(bench.Phase)) error {
+				o.DB, o.OnPhase = db, onPhase
+				return bench.Summary(cmd.Context(), o, cmd.OutOrStdout())
+			})
 		},
 	}
 	c.Flags().BoolVar(&o.Quick, "quick", false, "a smaller run, well under a minute")
 	c.Flags().StringVar(&o.DB, "db", "", "SQLite file or postgres:// URL (default: a temporary SQLite file)")
-	c.AddCommand(benchThroughputCmd(), benchPurgeCmd())
+	c.Flags().IntVar(&prefill, "prefill", 0, "instead of the summary, run `bench prefill --rows N` (its other flags at their defaults) on --db")
+	c.AddCommand(benchThroughputCmd(), benchPurgeCmd(), benchPrefillCmd())
 	c.AddCommand(benchIngestCmd(), benchLatencyCmd(), benchAgentCmd())
 	return c
+}
+
+// withProgress runs a bench on db (benchDB's) with its progress on
+// stderr: each phase's end, and on a terminal its steps as a line
+// rewritten in place (a run takes minutes). run gets the database and
+// the callback for the bench's OnPhase.
+func withProgress(cmd *cobra.Command, db string, run func(db string, onPhase func(bench.Phase)) error) error {
+	db, cleanup, err := benchDB(db)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	prog := &progress{w: cmd.ErrOrStderr(), terminal: isTerminal(cmd.ErrOrStderr())}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		prog.tick(stop)
+	}()
+	defer func() {
+		close(stop)
+		<-ticked
+		prog.clear()
+	}()
+	return run(db, prog.onPhase)
 }
 
 func benchThroughputCmd() *cobra.Command {
