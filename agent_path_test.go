@@ -367,7 +367,7 @@ func TestDecideConcurrencyIsBounded(t *testing.T) {
 	}
 	require.Len(t, a.called(), 40)
 	require.LessOrEqual(t, a.maxInflight, 3)
-	require.Equal(t, seqbox.DefaultDecideConcurrency, 8)
+	require.Equal(t, 64, seqbox.DefaultDecideConcurrency)
 }
 
 // Class 8: an empty message (a Kafka tombstone) is rejected, not retried

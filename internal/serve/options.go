@@ -46,7 +46,7 @@ type Options struct {
 	// uncertain. Default 30s.
 	AgentTimeout time.Duration
 	// AgentConcurrency bounds the agent calls in flight at once. Default
-	// seqbox.DefaultDecideConcurrency (8).
+	// seqbox.DefaultDecideConcurrency (64).
 	AgentConcurrency int
 	// RequestWait is how long an admin action waits for the consumer to
 	// execute its operator request. Default 30s.
