@@ -11,7 +11,8 @@ const (
 	// sweepEvery is how often Run ends holds that reached HoldTimeout and
 	// keys blocked past MaxBlock.
 	sweepEvery = time.Second
-	// gaugesEvery is how often Run refreshes the gauges from the store.
+	// gaugesEvery is how often Run refreshes the gauges from the store,
+	// at most (gaugesWait).
 	gaugesEvery = 15 * time.Second
 	// purgeEvery is how often Run removes identities whose retention ended.
 	// The first purge comes one period after Run starts.
@@ -41,13 +42,14 @@ func (c *Consumer) Maintain(ctx context.Context) error {
 }
 
 // maintainLoop is Run's upkeep: sweep every second, gauges every 15
-// seconds, retention every hour. Failures are logged; the next tick tries
-// again.
+// seconds (or less often, gaugesWait), retention every hour. Failures are
+// logged; the next tick tries again.
 func (c *Consumer) maintainLoop(ctx context.Context) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	started := time.Now()
 	var refreshed time.Time
+	wait := gaugesEvery
 	purged := started
 	for {
 		select {
@@ -57,11 +59,12 @@ func (c *Consumer) maintainLoop(ctx context.Context) {
 			if _, err := c.sweep(ctx); err != nil && ctx.Err() == nil {
 				c.cfg.Logger.Warn("seqbox: sweep failed", "consumer", c.cfg.Name, "err", err)
 			}
-			if c.cfg.Metrics != nil && time.Since(refreshed) >= gaugesEvery {
+			if c.cfg.Metrics != nil && time.Since(refreshed) >= wait {
 				refreshed = time.Now()
 				if err := c.refreshMetrics(ctx); err != nil && ctx.Err() == nil {
 					c.cfg.Logger.Warn("seqbox: metrics refresh failed", "consumer", c.cfg.Name, "err", err)
 				}
+				wait = gaugesWait(time.Since(refreshed))
 			}
 			if time.Since(purged) >= purgeEvery {
 				purged = time.Now()
@@ -72,3 +75,12 @@ func (c *Consumer) maintainLoop(ctx context.Context) {
 		}
 	}
 }
+
+// gaugesWait is how long Run waits before it refreshes the gauges again,
+// after a refresh that took took: gaugesEvery, or a hundred times took if
+// that is longer. Counting the inbox reads each of its rows, and with a
+// retention's worth of identities (30 days at 100 events/s is 260 million)
+// one count takes a minute; it runs in the loop that sweeps every second,
+// so the sweep is late by as much. Refreshed no more often than this, the
+// count costs at most a hundredth of the loop's time.
+func gaugesWait(took time.Duration) time.Duration { return max(gaugesEvery, 100*took) }
