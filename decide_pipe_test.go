@@ -12,7 +12,37 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/transport/embedded"
 )
+
+// pipeRig is a consumer with one worker on an embedded queue whose Decide
+// reports each event it is asked for on started and holds the one named
+// slow until release is closed.
+type pipeRig struct {
+	b       *bundle
+	q       *embedded.Queue
+	started chan string
+	release chan struct{}
+}
+
+func newPipeRig(t *testing.T, slow string) *pipeRig {
+	t.Helper()
+	r := &pipeRig{b: setup(t), started: make(chan string, 4), release: make(chan struct{})}
+	r.q = openQueue(t, filepath.Join(filepath.Dir(r.b.path), "queue.db"), time.Minute)
+	r.b.cfg.Transport, r.b.cfg.Workers = r.q, 1
+	r.b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		r.started <- ev.ID
+		if ev.ID == slow {
+			select {
+			case <-r.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return []byte("plan for " + ev.ID), nil
+	}
+	return r
+}
 
 // A slow decision holds its own key, not the worker that took it: with one
 // worker, a key received after a message whose Decide is still running is
@@ -20,22 +50,8 @@ import (
 // Before the pipe the worker waited in its batch until the slow decision
 // was in, so b stayed unread behind it.
 func TestSlowDecisionDoesNotHoldTheWorker(t *testing.T) {
-	b := setup(t)
-	q := openQueue(t, filepath.Join(filepath.Dir(b.path), "queue.db"), time.Minute)
-	release := make(chan struct{})
-	started := make(chan string, 4)
-	b.cfg.Transport, b.cfg.Workers = q, 1
-	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
-		started <- ev.ID
-		if ev.ID == "a" {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		return []byte("plan for " + ev.ID), nil
-	}
+	r := newPipeRig(t, "a")
+	b, q, started, release := r.b, r.q, r.started, r.release
 	c := b.consumer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -64,22 +80,8 @@ func TestSlowDecisionDoesNotHoldTheWorker(t *testing.T) {
 // apply with v2's turn, v2's apply), instead of the key going back to a
 // worker whose own transaction takes v2's turn (four).
 func TestNextMessageOfAKeyRunsInItsPredecessorsCommit(t *testing.T) {
-	b := setup(t)
-	q := openQueue(t, filepath.Join(filepath.Dir(b.path), "queue.db"), time.Minute)
-	release := make(chan struct{})
-	started := make(chan string, 4)
-	b.cfg.Transport, b.cfg.Workers = q, 1
-	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
-		started <- ev.ID
-		if ev.ID == "v1" {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		return []byte("plan for " + ev.ID), nil
-	}
+	r := newPipeRig(t, "v1")
+	b, q, started, release := r.b, r.q, r.started, r.release
 	c := b.consumer(t)
 	var commits atomic.Int32
 	fault.Install(c, func(p fault.Point) error {
