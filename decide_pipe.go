@@ -23,6 +23,9 @@ import (
 type decidePipe struct {
 	c  *Consumer
 	st *stager
+	// crashed stops Run at once when an applier meets an injected crash
+	// (its other appliers would wait for more work until Run ends).
+	crashed func(error)
 	// mu guards the groups' counts, shared by the appliers.
 	mu sync.Mutex
 }
@@ -39,10 +42,10 @@ type pipeGroup struct {
 	adopt func(key string) (transport.Delivery, *parsedEnvelope, bool)
 }
 
-func newDecidePipe(ctx context.Context, c *Consumer) *decidePipe {
+func newDecidePipe(ctx context.Context, c *Consumer, crashed func(error)) *decidePipe {
 	st := newStager(ctx, c)
 	st.live = true
-	return &decidePipe{c: c, st: st}
+	return &decidePipe{c: c, st: st, crashed: crashed}
 }
 
 // add hands the pipe the messages a batch stopped to be decided, with
@@ -56,24 +59,23 @@ func (p *decidePipe) add(us []undecided, g pipeGroup) {
 	p.st.add(us)
 }
 
-// run applies stages on appliers goroutines until ctx ends or a crash;
-// it returns the first crash. Whatever is still in the pipe then is left
-// to its leases, as a worker stopped mid-batch leaves its batch. Stages
-// applied side by side never share a key: a key's next message enters the
-// pipe only once the stage before it is through.
-func (p *decidePipe) run(ctx context.Context, appliers int) error {
+// run applies stages on appliers goroutines until ctx ends; an applier
+// that meets a crash tells crashed at once, which ends ctx. Whatever is
+// still in the pipe then is left to its leases, as a worker stopped
+// mid-batch leaves its batch. Stages applied side by side never share a
+// key: a key's next message enters the pipe only once the stage before it
+// is through.
+func (p *decidePipe) run(ctx context.Context, appliers int) {
 	defer p.st.wait()
-	errs := make(chan error, appliers)
+	var wg sync.WaitGroup
 	for range appliers {
-		go func() { errs <- p.apply(ctx) }()
+		wg.Go(func() {
+			if err := p.apply(ctx); err != nil && fault.IsCrash(err) {
+				p.crashed(err)
+			}
+		})
 	}
-	var first error
-	for range appliers {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	wg.Wait()
 }
 
 // apply runs stages one after the other.

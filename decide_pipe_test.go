@@ -9,9 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
 
@@ -109,4 +113,32 @@ func TestNextMessageOfAKeyRunsInItsPredecessorsCommit(t *testing.T) {
 	require.NoError(t, <-errc)
 	require.Equal(t, int32(3), commits.Load(), "v1's turn; v1 applied with v2's turn; v2 applied")
 	require.Equal(t, 1, b.effects(t, "v1"))
+}
+
+// A crash injected in a stage's commit stops Run at once, with the
+// crash, on PostgreSQL too, where the pipe has an applier per worker: the
+// other appliers, idle, used to wait for more work, and Run with them.
+func TestCrashInAStageStopsRunOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.URL(t)
+	st, err := postgres.Open(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+	q, err := embedded.Open(ctx, u, embedded.Config{Name: "stage-crash"})
+	require.NoError(t, err)
+	t.Cleanup(func() { q.Close() })
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: "stage-crash", Store: st, Transport: q, Workers: 4,
+		Handler: replay.RecordHandler("stage-crash"),
+		Decide:  func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("plan"), nil }})
+	require.NoError(t, err)
+	var commits atomic.Int32
+	fault.Install(c, func(p fault.Point) error {
+		if p == fault.BeforeCommit && commits.Add(1) == 2 { // the turn's commit, then the stage's
+			return fault.ErrCrash
+		}
+		return nil
+	})
+	require.NoError(t, q.Publish(ctx, keyed("m1", "k", 1)))
+	runCrashing(t, c)
 }

@@ -41,18 +41,14 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	// pipe, and its worker goes on with other keys.
 	var pipe *decidePipe
 	if c.cfg.Decide != nil {
-		pipe = newDecidePipe(ctx, c)
+		pipe = newDecidePipe(ctx, c, func(err error) { cancel(err) })
 		// One applier where writers take turns (SQLite): a second would
 		// only wait for the first. Elsewhere, one per worker.
 		appliers := c.cfg.Workers
 		if oneWriter(c.cfg.Store) {
 			appliers = 1
 		}
-		wg.Go(func() {
-			if err := pipe.run(ctx, appliers); err != nil && fault.IsCrash(err) {
-				cancel(err)
-			}
-		})
+		wg.Go(func() { pipe.run(ctx, appliers) })
 	}
 	for range c.cfg.Workers {
 		wg.Go(func() {
