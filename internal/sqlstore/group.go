@@ -118,12 +118,17 @@ func (g *groupCommit) take() []*groupJob {
 }
 
 // requeue puts jobs back at the head of the queue, for the next
-// transaction.
+// transaction (once the store is closing, they fail).
 func (g *groupCommit) requeue(jobs []*groupJob) {
 	for _, j := range jobs {
 		j.res, j.err = groupResult{}, nil
 	}
 	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		finish(jobs, errStoreClosed)
+		return
+	}
 	g.q = append(jobs[:len(jobs):len(jobs)], g.q...)
 	g.mu.Unlock()
 	select {
@@ -185,8 +190,7 @@ func (g *groupCommit) run() {
 			finish(g.take(), err)
 			continue
 		}
-		e := tx.(*Executor)
-		if len(e.carried) == 0 {
+		if e, ok := tx.(*Executor); !ok || len(e.carried) == 0 {
 			_ = tx.Rollback() // a batch's transaction took them first
 			continue
 		}

@@ -471,10 +471,9 @@ func (s *Store) Begin(ctx context.Context) (store.ExecutorTx, error) {
 		}
 		return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
 	}
-	if s.group != nil {
+	if e, ok := tx.(*Executor); ok && s.group != nil {
 		// This transaction holds the one writer's turn: it commits the
 		// writes waiting on the pool too (groupCommit).
-		e := tx.(*Executor)
 		e.carrier = s.group
 		if err := s.group.carry(e); err != nil {
 			_ = e.Rollback()
