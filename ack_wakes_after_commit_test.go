@@ -24,17 +24,7 @@ import (
 // bring m2 in.
 func TestGroupsNextMessageIsReceivedAfterTheAckCommitsOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	u := pgtest.URL(t)
-	st, err := postgres.Open(ctx, u)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
-	q, err := embedded.Open(ctx, u, embedded.Config{Name: "wake-after-commit", PollInterval: time.Hour, Wait: time.Hour})
-	require.NoError(t, err)
-	t.Cleanup(func() { q.Close() })
-	c, err := seqbox.NewConsumer(seqbox.Config{Name: "wake-after-commit", Store: st, Transport: q,
-		Handler: replay.RecordHandler("wake-after-commit")})
-	require.NoError(t, err)
+	c, st, q := pgQueued(t, "wake-after-commit", embedded.Config{PollInterval: time.Hour, Wait: time.Hour}, seqbox.Config{})
 	runCtx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(runCtx) }()
@@ -49,4 +39,25 @@ func TestGroupsNextMessageIsReceivedAfterTheAckCommitsOnPostgres(t *testing.T) {
 	require.NoError(t, q.PublishGrouped(ctx, [][]byte{keyed("m1", "k", 1), keyed("m2", "k", 2)}, []string{"k", "k"}))
 	waitfor.That(t, 20*time.Second, "m1 applied", func() bool { return applied("m1") })
 	waitfor.That(t, 20*time.Second, "m2 received and applied without waiting for an hour's poll", func() bool { return applied("m2") })
+}
+
+// pgQueued opens a PostgreSQL store and an embedded queue in it, both
+// named name, and a consumer of them with the record handler; cfg sets
+// the rest of the consumer's config.
+func pgQueued(t *testing.T, name string, qcfg embedded.Config, cfg seqbox.Config) (*seqbox.Consumer, store.Store, *embedded.Queue) {
+	t.Helper()
+	ctx := context.Background()
+	u := pgtest.URL(t)
+	st, err := postgres.Open(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+	qcfg.Name = name
+	q, err := embedded.Open(ctx, u, qcfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { q.Close() })
+	cfg.Name, cfg.Store, cfg.Transport, cfg.Handler = name, st, q, replay.RecordHandler(name)
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	return c, st, q
 }

@@ -11,11 +11,8 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/pgtest"
-	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
-	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/transport/embedded"
 )
 
@@ -120,18 +117,8 @@ func TestNextMessageOfAKeyRunsInItsPredecessorsCommit(t *testing.T) {
 // other appliers, idle, used to wait for more work, and Run with them.
 func TestCrashInAStageStopsRunOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	u := pgtest.URL(t)
-	st, err := postgres.Open(ctx, u)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
-	q, err := embedded.Open(ctx, u, embedded.Config{Name: "stage-crash"})
-	require.NoError(t, err)
-	t.Cleanup(func() { q.Close() })
-	c, err := seqbox.NewConsumer(seqbox.Config{Name: "stage-crash", Store: st, Transport: q, Workers: 4,
-		Handler: replay.RecordHandler("stage-crash"),
-		Decide:  func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("plan"), nil }})
-	require.NoError(t, err)
+	c, _, q := pgQueued(t, "stage-crash", embedded.Config{}, seqbox.Config{Workers: 4,
+		Decide: func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("plan"), nil }})
 	var commits atomic.Int32
 	fault.Install(c, func(p fault.Point) error {
 		if p == fault.BeforeCommit && commits.Add(1) == 2 { // the turn's commit, then the stage's
