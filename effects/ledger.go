@@ -93,7 +93,7 @@ type Config struct {
 // Ledger records external calls in the store's database (the
 // seqbox_effects table the store's migrations create).
 type Ledger struct {
-	ex  store.Executor
+	ex  store.Effects
 	cfg Config
 }
 

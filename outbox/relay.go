@@ -50,7 +50,7 @@ type Config struct {
 
 // Relay publishes the outbox.
 type Relay struct {
-	ex    store.Executor
+	ex    store.Outbox
 	pub   transport.Publisher
 	cfg   Config
 	owner string

@@ -114,6 +114,22 @@ type ExecutorTx interface {
 // Methods named Many take many rows in one statement, or a few in bounded
 // chunks.
 type Executor interface {
+	Inbox
+	Keys
+	ParkedMessages
+	Turns
+	DeadLetters
+	Audit
+	Decisions
+	Consumers
+	Requests
+	Effects
+	Outbox
+	Gateway
+}
+
+// Inbox is the inbox's identities and the business keys they applied.
+type Inbox interface {
 	// InboxInsert inserts an identity; false means it already existed (the
 	// primary key decided, never a prior query).
 	InboxInsert(ctx context.Context, r InboxRow) (bool, error)
@@ -143,7 +159,10 @@ type Executor interface {
 	// BusinessKeyClaim inserts (consumer, businesskey); false means another
 	// identity already applied that effect.
 	BusinessKeyClaim(ctx context.Context, p BusinessKeyClaimParams) (bool, error)
+}
 
+// Keys is the ordering state of keys: versions, blocks, and the views of them.
+type Keys interface {
 	// KeyLock reads the ordering state of a key and locks it until the end
 	// of the transaction; ErrNotFound if never seen.
 	KeyLock(ctx context.Context, p KeyRef) (KeyState, error)
@@ -176,7 +195,10 @@ type Executor interface {
 	KeyViewList(ctx context.Context, p KeyViewListParams) ([]KeyView, error)
 	// KeyListBlockedBefore lists keys blocked since before Before.
 	KeyListBlockedBefore(ctx context.Context, p KeyListBlockedBeforeParams) ([]KeyState, error)
+}
 
+// ParkedMessages is the messages parked behind their key: held for a gap, blocked behind a failure.
+type ParkedMessages interface {
 	// ParkedInsert stores a message durably so the broker copy can be
 	// acked.
 	ParkedInsert(ctx context.Context, p Parked) error
@@ -202,7 +224,10 @@ type Executor interface {
 	// out its backoff). Detail replaces the row's detail, so that the
 	// stuck-keys view says why it waits now.
 	ParkedRehold(ctx context.Context, p ParkedReholdParams) error
+}
 
+// Turns is the failed attempts and the key's turns they hold, and the gaps passed over.
+type Turns interface {
 	// RetryRecord counts a failed attempt and returns the running total
 	// and the first error seen.
 	RetryRecord(ctx context.Context, r RetryRow) (RetryCount, error)
@@ -228,10 +253,23 @@ type Executor interface {
 	// GapCovers reports whether a recorded gap decision of the key passed
 	// over version Version.
 	GapCovers(ctx context.Context, p GapCoversParams) (bool, error)
-	// DecisionClaimLive reports whether someone is deciding the identity
-	// right now: a claim that has not run out at Now.
-	DecisionClaimLive(ctx context.Context, p DecisionClaimParams) (bool, error)
+	// GapInsert records a known gap in a key's version history.
+	GapInsert(ctx context.Context, g Gap) error
+	// GapList lists the recorded gaps of a key.
+	GapList(ctx context.Context, p KeyRef) ([]Gap, error)
+	// TurnTake gives an identity its key's turn before its decision is
+	// asked for: a retry row with no attempt counted, so that the key's
+	// successors wait behind it (RetryOnKey) and its business key is
+	// reserved (BusinessKeyInFlight) until it settles (RetryClear). A row
+	// already there keeps its attempts. The turn is bound to the payload
+	// hash of the copy that took it first: TurnTake returns the hash it is
+	// bound to, and a copy with another hash does not change the row (it
+	// is a collision).
+	TurnTake(ctx context.Context, p TurnTakeParams) (boundTo string, err error)
+}
 
+// DeadLetters is the dead-letter queue.
+type DeadLetters interface {
 	// DeadLetterInsert stores the original envelope with the reason, and
 	// returns the row's sequence number.
 	DeadLetterInsert(ctx context.Context, d DeadLetter) (int64, error)
@@ -244,7 +282,10 @@ type Executor interface {
 	// is how it was resolved; Resolution says it in words (who, why, what
 	// came of a redrive).
 	DeadLetterResolve(ctx context.Context, p DeadLetterResolveParams) error
+}
 
+// Audit is the record of outcomes that applied nothing, and the counts of a consumer's rows.
+type Audit interface {
 	// AuditInsert records a non-applied outcome. A duplicate is counted on
 	// its inbox row rather than added as a row, and a collision is
 	// recorded once per colliding payload: delivering again what was
@@ -253,13 +294,15 @@ type Executor interface {
 	// AuditList lists audit rows for a consumer (and key, when not empty),
 	// newest last, at most Limit.
 	AuditList(ctx context.Context, p AuditListParams) ([]AuditRow, error)
-	// GapInsert records a known gap in a key's version history.
-	GapInsert(ctx context.Context, g Gap) error
-	// GapList lists the recorded gaps of a key.
-	GapList(ctx context.Context, p KeyRef) ([]Gap, error)
 	// Counts reports row counts for a consumer.
 	Counts(ctx context.Context, consumer string) (Counts, error)
+}
 
+// Decisions is the agent path's decisions, their claims, and the business keys a decision reserves.
+type Decisions interface {
+	// DecisionClaimLive reports whether someone is deciding the identity
+	// right now: a claim that has not run out at Now.
+	DecisionClaimLive(ctx context.Context, p DecisionClaimParams) (bool, error)
 	// DecisionGet reads the agent decision recorded for an identity,
 	// with the payload hash of the copy it was made for; ErrNotFound when
 	// none.
@@ -276,15 +319,6 @@ type Executor interface {
 	// DecisionClaimExtend moves Owner's claim on to Until (the claimant's
 	// heartbeat); false when Owner no longer holds it.
 	DecisionClaimExtend(ctx context.Context, p DecisionClaimParams) (bool, error)
-	// TurnTake gives an identity its key's turn before its decision is
-	// asked for: a retry row with no attempt counted, so that the key's
-	// successors wait behind it (RetryOnKey) and its business key is
-	// reserved (BusinessKeyInFlight) until it settles (RetryClear). A row
-	// already there keeps its attempts. The turn is bound to the payload
-	// hash of the copy that took it first: TurnTake returns the hash it is
-	// bound to, and a copy with another hash does not change the row (it
-	// is a collision).
-	TurnTake(ctx context.Context, p TurnTakeParams) (boundTo string, err error)
 	// BusinessKeyLock, in a transaction, makes the business key's check
 	// (BusinessKeyInFlight) and the turn that reserves it (TurnTake) one
 	// step against other transactions, until this one ends: where write
@@ -305,7 +339,10 @@ type Executor interface {
 	BusinessKeyTouched(ctx context.Context, p BusinessKeyRef) (Identity, error)
 	// DecisionUnclaim drops Owner's claim on an identity.
 	DecisionUnclaim(ctx context.Context, p DecisionUnclaimParams) error
+}
 
+// Consumers is the consumers' registrations and heartbeats.
+type Consumers interface {
 	// ConsumerRegister records (or refreshes) a consumer's registration:
 	// its policies, handler kind and heartbeat. The last writer wins.
 	ConsumerRegister(ctx context.Context, r Registration) error
@@ -316,7 +353,10 @@ type Executor interface {
 	ConsumerGet(ctx context.Context, consumer string) (Registration, error)
 	// ConsumerList lists every registered consumer, by name.
 	ConsumerList(ctx context.Context) ([]Registration, error)
+}
 
+// Requests is the operator requests a consumer runs (docs/design.md, "Operator requests and registration").
+type Requests interface {
 	// RequestInsert records an operator request in state RequestPending and
 	// returns its sequence number. Requests wait for the consumer that owns
 	// the handler (docs/design.md §9): the CLI and the admin API write them; only
@@ -335,7 +375,10 @@ type Executor interface {
 	// RequestCancel moves a pending request to RequestCancelled; false
 	// means a consumer took it first.
 	RequestCancel(ctx context.Context, p RequestCancelParams) (bool, error)
+}
 
+// Effects is the effects ledger (package effects).
+type Effects interface {
 	// EffectGet reads the ledger row of an idempotency key; ErrNotFound
 	// when none.
 	EffectGet(ctx context.Context, idempotencyKey string) (EffectRow, error)
@@ -358,7 +401,10 @@ type Executor interface {
 	// EffectCountUncertain counts, by consumer and action, the uncertain
 	// rows and the pending ones whose lease ran out by now.
 	EffectCountUncertain(ctx context.Context, now time.Time) ([]EffectUncertainCount, error)
+}
 
+// Outbox is the outbox and its relay's lease (package outbox).
+type Outbox interface {
 	// OutboxInsert adds an event to the outbox and returns its Seq.
 	OutboxInsert(ctx context.Context, e OutboxEvent) (int64, error)
 	// OutboxListReady lists at most Limit unpublished events in Seq
@@ -381,7 +427,10 @@ type Executor interface {
 	OutboxLeaseTake(ctx context.Context, p OutboxLeaseParams) (bool, error)
 	// OutboxLeaseRelease gives up Owner's lease Name.
 	OutboxLeaseRelease(ctx context.Context, p OutboxLeaseParams) error
+}
 
+// Gateway is what seqbox serve keeps beside the inbox: the envelopes of applied events and the tombstones of purged ones.
+type Gateway interface {
 	// GatewayEnvelopeInsert keeps the envelope of an applied event,
 	// unless one is kept for the identity.
 	GatewayEnvelopeInsert(ctx context.Context, e GatewayEnvelope) error
