@@ -61,6 +61,11 @@ func (b *batchTx) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int
 	return b.tx.DeadLetterInsert(ctx, d)
 }
 
+// DeadLetterGet is store.Executor.DeadLetterGet.
+func (b *batchTx) DeadLetterGet(ctx context.Context, p store.DeadLetterRef) (store.DeadLetter, error) {
+	return b.tx.DeadLetterGet(ctx, p)
+}
+
 // DeadLetterResolve is store.Executor.DeadLetterResolve.
 func (b *batchTx) DeadLetterResolve(ctx context.Context, p store.DeadLetterResolveParams) error {
 	return b.tx.DeadLetterResolve(ctx, p)

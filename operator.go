@@ -49,7 +49,15 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 		switch ds[0].Outcome {
 		case seqboxtype.Applied:
 		case seqboxtype.DeadLettered, seqboxtype.Rejected:
-			st, resolution = seqboxtype.DeadLetterRedriveFailed, "redrive_failed" // a new DLQ row holds it
+			// Failed again: the identity's open row, this one, took the
+			// failure and keeps its number (DeadLetterInsert). A failure
+			// recorded under no identity (rejected before one was read)
+			// made a row of its own, which holds it now.
+			now, err := tx.DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: dl.Seq})
+			if err != nil || (now.State == seqboxtype.DeadLetterOpen && now.Redrives > dl.Redrives) {
+				return ds, err
+			}
+			st, resolution = seqboxtype.DeadLetterRedriveFailed, "redrive_failed"
 		default:
 			resolution += ": " + string(ds[0].Outcome)
 		}

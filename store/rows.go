@@ -105,6 +105,11 @@ type DeadLetter struct {
 	State      seqboxtype.DeadLetter
 	Resolution string
 	ResolvedAt *time.Time
+	// Redrives counts the redrives after which the message failed again
+	// and came back to this row, which keeps its number; History says
+	// each, oldest first (read only: DeadLetterInsert writes them).
+	Redrives int
+	History  []string
 }
 
 // AuditRow is the evidence of one non-applied outcome.

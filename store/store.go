@@ -271,7 +271,12 @@ type Turns interface {
 // DeadLetters is the dead-letter queue.
 type DeadLetters interface {
 	// DeadLetterInsert stores the original envelope with the reason, and
-	// returns the row's sequence number.
+	// returns the row's sequence number. When the identity (source and id
+	// both given) has an open row of the same payload hash (a redrive of it
+	// failed again), that row takes the failure instead
+	// and keeps its number: its attempts add up, its reason, last error
+	// and time are the new ones, Redrives counts one more, and History
+	// gains a line saying so.
 	DeadLetterInsert(ctx context.Context, d DeadLetter) (int64, error)
 	// DeadLetterGet reads one DLQ row by its sequence number.
 	DeadLetterGet(ctx context.Context, p DeadLetterRef) (DeadLetter, error)

@@ -98,7 +98,7 @@ func TestKeysFailedRedriveKeepsBlockedSince(t *testing.T) {
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
-	), failedAgain(t, "2", "dlq", "redrive", "1", "--db", db))
+	), failedAgain(t, "1", "dlq", "redrive", "1", "--db", db))
 	reps := keyReports(t, "keys", "list", "--db", db, "--json")
 	require.Len(t, reps, 1)
 	require.Equal(t, true, reps[0]["blocked"])

@@ -79,13 +79,13 @@ func ok(t *testing.T, args ...string) string {
 }
 
 // failedAgain runs a redrive whose message fails again: it requires exit
-// status 1 and one stderr line naming the new dead letter (as dlq seq),
+// status 1 and one stderr line naming its dead letter (still dlq seq),
 // and returns the results printed on stdout.
 func failedAgain(t *testing.T, seq string, args ...string) string {
 	t.Helper()
 	r := exe(t, "", args...)
 	require.Equal(t, 1, r.code, "seqbox %s: stderr %q", strings.Join(args, " "), r.stderr)
-	require.Regexp(t, `^seqbox: dlq redrive: source=".*" id=".*" failed again and is dead-lettered as dlq `+seq+`: .*\n$`, r.stderr)
+	require.Regexp(t, `^seqbox: dlq redrive: source=".*" id=".*" failed again and is dead-lettered \(still dlq `+seq+`\): .*\n$`, r.stderr)
 	return r.stdout
 }
 

@@ -204,41 +204,50 @@ func TestDLQRedriveOfPermanentFailure(t *testing.T) {
 	db := replayK2(t)
 
 	// The record handler fails data.fail=permanent every time: the
-	// redriven message is dead-lettered again, under a new DLQ row, and
-	// the key stays blocked behind it. The command prints the result,
-	// names the new dead letter on stderr and exits 1.
+	// redriven message is dead-lettered again, on its own DLQ row, which
+	// keeps its number (its attempts add up), and the key stays blocked
+	// behind it. The command prints the result, names the dead letter on
+	// stderr and exits 1.
 	redriven := time.Now()
 	r := exe(t, "", "dlq", "redrive", "1", "--db", db)
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
 	), r.stdout)
-	require.Equal(t, lines(`seqbox: dlq redrive: source="crm" id="k2-v2" failed again and is dead-lettered as dlq 2: `+
+	require.Equal(t, lines(`seqbox: dlq redrive: source="crm" id="k2-v2" failed again and is dead-lettered (still dlq 1): `+
 		`permanent failure: permanent: record: data.fail=permanent`), r.stderr)
 	require.Equal(t, 1, r.code)
 
-	// The new row is stamped by the consumer's clock (no --now).
+	// The row's time is the new failure's, stamped by the consumer's clock
+	// (no --now).
 	require.Equal(t, lines(
 		dlqHeader,
-		"1    crm     k2-v2  K2            2              permanent failure  1         2026-01-02T03:04:05Z  redrive_failed",
-		"2    crm     k2-v2  K2            2              permanent failure  1         "+wallTime+"  -",
+		"1    crm     k2-v2  K2            2              permanent failure  2         "+wallTime+"  -",
 	), wallTimes(t, redriven, ok(t, "dlq", "list", "--all", "--db", db)))
 	require.Equal(t, lines(
 		dlqHeader,
-		"2    crm     k2-v2  K2            2              permanent failure  1         "+wallTime+"  -",
+		"1    crm     k2-v2  K2            2              permanent failure  2         "+wallTime+"  -",
 	), wallTimes(t, redriven, ok(t, "dlq", "list", "--db", db)))
 
-	// The advice now points at the open row. (Since when the key is
-	// blocked is TestKeysFailedRedriveKeepsBlockedSince's concern.)
+	// The advice still points at row 1. (Since when the key is blocked is
+	// TestKeysFailedRedriveKeepsBlockedSince's concern.)
 	reps := keyReports(t, "keys", "list", "--db", db, "--json")
 	require.Len(t, reps, 1)
 	reps[0]["since"] = nil
 	require.Equal(t, map[string]any{"partitionkey": "K2", "status": "blocked", "version": 1.0, "expected": 2.0,
 		"lowest_parked": 3.0, "held": 0.0, "blocked": true, "blocked_messages": 1.0, "since": nil,
 		"reason": "dead-lettered k2-v2: permanent failure", "hold_until": nil,
-		"blocked_by": map[string]any{"source": "crm", "id": "k2-v2", "dlq_seq": 2.0},
-		"action":     k2Advice(db, "2")}, reps[0])
-	require.Equal(t, `seqbox: dlq redrive: dlq 1: dead letter already resolved (redrive_failed)`, fails(t, "dlq", "redrive", "1", "--db", db))
+		"blocked_by": map[string]any{"source": "crm", "id": "k2-v2", "dlq_seq": 1.0},
+		"action":     k2Advice(db, "1")}, reps[0])
+	// A third failure, through a second redrive: still row 1, three
+	// attempts, and its history says both.
+	failedAgain(t, "1", "dlq", "redrive", "1", "--db", db)
+	require.Equal(t, lines(
+		dlqHeader,
+		"1    crm     k2-v2  K2            2              permanent failure  3         "+wallTime+"  -",
+	), wallTimes(t, redriven, ok(t, "dlq", "list", "--all", "--db", db)))
+	show := ok(t, "dlq", "show", "1", "--db", db)
+	require.Equal(t, 2, strings.Count(show, ": failed again after a redrive (1 more attempts): permanent failure"), show)
 
 	// Nothing was applied: v3 is still parked and one effect exists.
 	out := ok(t, "replay", "--db", db, "--now", now, "--state", fixture(t, "k2.jsonl"))
@@ -281,8 +290,9 @@ func TestDLQRedriveRetriesTransientFailure(t *testing.T) {
 		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"dead_lettered",`+
 			`"reason":"attempts exhausted (3 of 3): record: data.fail=transient"}`,
 	), ok(t, "dlq", "redrive", "2", "--db", db))
-	out = ok(t, "dlq", "show", "3", "--db", db)
-	require.Contains(t, out, "reason:        attempts exhausted (3 of 3)\nattempts:      3\n")
+	// Dead-lettered again, on the same row: its attempts add up.
+	out = ok(t, "dlq", "show", "2", "--db", db)
+	require.Contains(t, out, "reason:        attempts exhausted (3 of 3)\nattempts:      4\n")
 	require.Contains(t, out, "first_error:   record: data.fail=transient\nlast_error:    record: data.fail=transient\n")
 
 	// The malformed line's bytes are kept and shown as they came.

@@ -115,25 +115,25 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 	require.Equal(t, retarget(fails(t, "keys", "release", "K", "--by", "a", "--reason", "b", "--db", db)),
 		fails(t, "keys", "release", "K", "--by", "a", "--reason", "b", "--server", s.url, "--admin-token", serveToken))
 
-	// k2 fails every time: the redrive dead-letters it again, under row 2,
-	// and the request records who asked and why.
+	// k2 fails every time: the redrive dead-letters it again, still as row
+	// 1, and the request records who asked and why.
 	s.admin(t, "GET", "/v1/admin/requests/1", "", 404)
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2","partitionkey":"K","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
-	), failedAgain(t, "2", "dlq", "redrive", "1", "--by", "bob", "--reason", "retry after the fix", "--server", s.url, "--admin-token", serveToken))
+	), failedAgain(t, "1", "dlq", "redrive", "1", "--by", "bob", "--reason", "retry after the fix", "--server", s.url, "--admin-token", serveToken))
 	req := s.admin(t, "GET", "/v1/admin/requests/1", "", 200)
 	require.Equal(t, []any{"redrive", "1", "bob", "retry after the fix", "done"},
 		[]any{req["action"], req["target"], req["by"], req["reason"], req["state"]})
 	same()
-	require.Contains(t, remote("keys", "show", "K"), "blocked_by:       source=crm id=k2 dlq=2\n")
+	require.Contains(t, remote("keys", "show", "K"), "blocked_by:       source=crm id=k2 dlq=1\n")
 
-	// Skip row 2 and release G: the keys clear and what was parked applies.
+	// Skip row 1 and release G: the keys clear and what was parked applies.
 	require.Equal(t, lines(`{"source":"crm","id":"k3","partitionkey":"K","objectversion":3,"outcome":"applied","reason":""}`),
-		remote("dlq", "skip", "2", "--by", "alice", "--reason", "refunded by hand"))
+		remote("dlq", "skip", "1", "--by", "alice", "--reason", "refunded by hand"))
 	require.Equal(t, lines(`{"source":"crm","id":"g3","partitionkey":"G","objectversion":3,"outcome":"applied","reason":""}`),
 		remote("keys", "release", "G", "--by", "carol", "--reason", "v2 was never sent"))
-	for seq, want := range map[string][]any{"2": {"skip", "2", "alice", "refunded by hand"}, "3": {"release", "G", "carol", "v2 was never sent"}} {
+	for seq, want := range map[string][]any{"2": {"skip", "1", "alice", "refunded by hand"}, "3": {"release", "G", "carol", "v2 was never sent"}} {
 		req := s.admin(t, "GET", "/v1/admin/requests/"+seq, "", 200)
 		require.Equal(t, want, []any{req["action"], req["target"], req["by"], req["reason"]})
 	}
@@ -144,8 +144,8 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 	same()
 
 	// A resolved row cannot be resolved again; the gateway says why.
-	require.Equal(t, "seqbox: dlq redrive: the gateway at "+s.url+" answered 409 Conflict: dlq 2 is already resolved: skipped by alice: refunded by hand",
-		fails(t, "dlq", "redrive", "2", "--server", s.url, "--admin-token", serveToken))
+	require.Equal(t, "seqbox: dlq redrive: the gateway at "+s.url+" answered 409 Conflict: dlq 1 is already resolved: skipped by alice: refunded by hand",
+		fails(t, "dlq", "redrive", "1", "--server", s.url, "--admin-token", serveToken))
 	require.Equal(t, "seqbox: keys release: key \"G\" is not blocked (status ok)",
 		fails(t, "keys", "release", "G", "--by", "a", "--reason", "b", "--server", s.url, "--admin-token", serveToken))
 }

@@ -467,7 +467,8 @@ func (c *adminClient) unreadable(err error) error {
 func deadLetterOf(v serve.DeadLetterView, consumer string) (store.DeadLetter, error) {
 	d := store.DeadLetter{Seq: v.Seq, Consumer: consumer, Source: v.Source, ID: v.ID, PartitionKey: v.PartitionKey,
 		ObjectVersion: v.ObjectVersion, PayloadHash: v.PayloadHash, Reason: v.Reason, Attempts: v.Attempts,
-		FirstError: v.FirstError, LastError: v.LastError, State: seqboxtype.DeadLetter(v.State), Resolution: v.Resolution}
+		FirstError: v.FirstError, LastError: v.LastError, State: seqboxtype.DeadLetter(v.State), Resolution: v.Resolution,
+		Redrives: v.Redrives, History: v.History}
 	var err error
 	if d.DeadAt, err = stampOf("dead_at", v.DeadAt); err != nil {
 		return d, err

@@ -130,11 +130,12 @@ func newestFor(dls []store.DeadLetter, d seqboxtype.Result) int64 {
 
 // failedAgain ends a redrive whose message failed again: the results are
 // printed, and this says on stderr that the message is dead-lettered once
-// more (as dlq seq, when known) and why; the command exits with status 1.
+// more (still as dlq seq, which keeps its number, when known) and why; the
+// command exits with status 1.
 func failedAgain(cmd *cobra.Command, ds []seqboxtype.Result, seq int64) error {
 	as := ""
 	if seq > 0 {
-		as = " as dlq " + strconv.FormatInt(seq, 10)
+		as = " (still dlq " + strconv.FormatInt(seq, 10) + ")"
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s: source=%q id=%q failed again and is dead-lettered%s: %s\n",
 		cmd.Root().Name(), subcommandPath(cmd), ds[0].Source, ds[0].ID, as, ds[0].Reason)

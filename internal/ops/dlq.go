@@ -34,6 +34,10 @@ type DeadLetterDetail struct {
 	ResolvedAt     *string `json:"resolved_at"`
 	Envelope       string  `json:"envelope"`
 	EnvelopeBase64 []byte  `json:"envelope_base64"`
+	// Redrives and History: the redrives after which the message failed
+	// again on this row, which kept its number.
+	Redrives int      `json:"redrives"`
+	History  []string `json:"history"`
 }
 
 func deadLetterLine(d store.DeadLetter) DeadLetterLine {
@@ -71,7 +75,8 @@ func WriteDeadLetter(w io.Writer, d store.DeadLetter, asJSON bool) error {
 	}
 	if asJSON {
 		det := DeadLetterDetail{DeadLetterLine: deadLetterLine(d), Consumer: d.Consumer, PayloadHash: d.PayloadHash,
-			FirstError: d.FirstError, LastError: d.LastError, Envelope: string(d.Envelope), EnvelopeBase64: d.Envelope}
+			FirstError: d.FirstError, LastError: d.LastError, Envelope: string(d.Envelope), EnvelopeBase64: d.Envelope,
+			Redrives: d.Redrives, History: d.History}
 		if d.ResolvedAt != nil {
 			det.ResolvedAt = jsonTime(*d.ResolvedAt)
 		}
@@ -92,8 +97,21 @@ func WriteDeadLetter(w io.Writer, d store.DeadLetter, asJSON bool) error {
 	f.add("dead_at", timeText(d.DeadAt))
 	f.add("resolution", d.Resolution)
 	f.add("resolved_at", resolved)
+	if d.Redrives > 0 {
+		f.add("redrives", strconv.Itoa(d.Redrives))
+	}
 	if err := f.flush(); err != nil {
 		return err
+	}
+	if len(d.History) > 0 {
+		if _, err := io.WriteString(w, "history:\n"); err != nil {
+			return err
+		}
+		for _, h := range d.History {
+			if _, err := fmt.Fprintf(w, "  %s\n", Visible(h)); err != nil {
+				return err
+			}
+		}
 	}
 	note := ""
 	if !utf8.Valid(d.Envelope) {

@@ -35,9 +35,10 @@ type ActionResult struct {
 	TakenBy   string              `json:"taken_by"`
 	Error     string              `json:"error,omitempty"`
 	Decisions []seqboxtype.Result `json:"decisions"`
-	// DeadLetter is the new open DLQ row of a redriven message that
-	// failed again (its first decision is dead_lettered): the redrive ran,
-	// but the message is dead-lettered once more, as this seq.
+	// DeadLetter is the open DLQ row of a redriven message that failed
+	// again (its first decision is dead_lettered): the redrive ran, but
+	// the message is dead-lettered once more, still as this seq (a dead
+	// letter keeps its number across redrives).
 	DeadLetter *int64 `json:"dead_letter,omitempty"`
 }
 

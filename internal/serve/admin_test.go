@@ -97,16 +97,17 @@ func TestAdminRedriveAndSkip(t *testing.T) {
 			body = r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/skip", `{"by":7}`, 400)
 			require.Equal(t, "by", body["field"])
 
-			// Redriving the same poison fails again (a new DLQ row), the key stays blocked.
+			// Redriving the same poison fails again (on the same DLQ row,
+			// which stays open), the key stays blocked.
 			res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"alice","reason":"try again"}`, 200)
 			require.Equal(t, "done", res["state"])
 			require.Equal(t, "alice", res["by"])
 			require.Equal(t, "dead_lettered", list(t, res, "decisions")[0]["outcome"])
-			r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", ``, 409) // resolved already
 
 			dls := list(t, r.admin(t, "GET", "/v1/admin/dlq", "", 200), "dead_letters")
 			require.Len(t, dls, 1)
 			seq2 := int64(dls[0]["seq"].(float64))
+			require.Equal(t, seq, seq2, "a dead letter keeps its number")
 			r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq2)+"/skip", ``, 400)
 			res = r.call2(t, "POST", "/v1/admin/dlq/"+itoa(seq2)+"/skip", map[string]string{"Seqbox-By": "bob", "Seqbox-Reason": "refunded by hand"}, 200)
 			ds := list(t, res, "decisions")
@@ -244,14 +245,24 @@ func TestAdminOverviewCountsIngestRejections(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A redrive whose message fails again names the new dead letter.
-func TestAdminRedriveFailingAgainNamesTheNewDeadLetter(t *testing.T) {
+// A dead letter redriven three times, failing each time, keeps its
+// number: each redrive names it, its attempts add up, and its history
+// has a line per failed redrive.
+func TestAdminRedriveFailingAgainKeepsTheNumber(t *testing.T) {
 	r := start(t, Options{})
 	seq := blockKey(t, r, "K")
-	res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"alice","reason":"try again"}`, 200)
-	require.Equal(t, "dead_lettered", list(t, res, "decisions")[0]["outcome"])
+	first := r.admin(t, "GET", "/v1/admin/dlq/"+itoa(seq), "", 200)
+	for i := 1; i <= 3; i++ {
+		res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"alice","reason":"try again"}`, 200)
+		require.Equal(t, "dead_lettered", list(t, res, "decisions")[0]["outcome"])
+		require.Equal(t, float64(seq), res["dead_letter"], "redrive %d", i)
+	}
 	dls := list(t, r.admin(t, "GET", "/v1/admin/dlq", "", 200), "dead_letters")
 	require.Len(t, dls, 1)
-	require.Equal(t, dls[0]["seq"], res["dead_letter"])
-	require.NotEqual(t, float64(seq), res["dead_letter"])
+	require.Equal(t, float64(seq), dls[0]["seq"])
+	dl := r.admin(t, "GET", "/v1/admin/dlq/"+itoa(seq), "", 200)
+	require.Equal(t, []any{"open", 3.0, first["attempts"].(float64) + 3}, []any{dl["state"], dl["redrives"], dl["attempts"]})
+	require.Len(t, dl["history"], 3)
+	all := list(t, r.admin(t, "GET", "/v1/admin/dlq?all=true", "", 200), "dead_letters")
+	require.Len(t, all, 1, "no other row was made")
 }

@@ -215,15 +215,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.shot("2-stuck-keys")
 	b.shotOf("3-collision-diff", c)
 
-	// Redrive K while the agent still refuses it: a failure, naming the new
-	// dead letter.
+	// Redrive K while the agent still refuses it: a failure, naming its
+	// dead letter, which keeps its number.
 	dls := d.openDLQ(t)
 	status := act(b, row("K")+` button.redrive`, "alice", "agent deployed", "bad", "redrive of dead letter "+itoa(dls["K-1"]))
 	again := d.openDLQ(t)["K-1"]
-	require.NotEqual(t, dls["K-1"], again)
-	require.Contains(t, status, "redrive of dead letter "+itoa(dls["K-1"])+" ran, but the message failed again and is dead-lettered as dead letter "+itoa(again))
-	require.Equal(t, "redrive_failed", d.admin(t, "GET", "/v1/admin/dlq/"+itoa(dls["K-1"]), "", 200)["state"], "the first dead letter is resolved as a failed redrive")
-	b.do("the new dead letter listed", chromedp.WaitVisible(css(`#dlq tbody tr[data-seq="`+itoa(again)+`"]`)))
+	require.Equal(t, dls["K-1"], again, "a dead letter keeps its number across a failed redrive")
+	require.Contains(t, status, "redrive of dead letter "+itoa(dls["K-1"])+" ran, but the message failed again and is dead-lettered (still dead letter "+itoa(again)+")")
+	dl := d.admin(t, "GET", "/v1/admin/dlq/"+itoa(again), "", 200)
+	require.Equal(t, []any{"open", 1.0}, []any{dl["state"], dl["redrives"]}, "the dead letter stays open, one failed redrive on its history")
+	b.do("the dead letter still listed", chromedp.WaitVisible(css(`#dlq tbody tr[data-seq="`+itoa(again)+`"]`)))
 	b.shot("4-redrive-failed-again")
 
 	// Fixed: redrive it from the DLQ table; who is remembered.

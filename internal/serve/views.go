@@ -113,13 +113,17 @@ type DeadLetterView struct {
 	Resolution    string   `json:"resolution"`
 	ResolvedAt    *string  `json:"resolved_at"`
 	PayloadHash   string   `json:"payload_hash"`
-	Envelope      *Payload `json:"envelope,omitempty"`
+	// Redrives and History: the redrives after which the message failed
+	// again on this row, which kept its number.
+	Redrives int      `json:"redrives"`
+	History  []string `json:"history"`
+	Envelope *Payload `json:"envelope,omitempty"`
 }
 
 func deadLetterView(d store.DeadLetter, full bool) DeadLetterView {
 	v := DeadLetterView{Seq: d.Seq, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, ObjectVersion: d.ObjectVersion,
 		Reason: d.Reason, Attempts: d.Attempts, FirstError: d.FirstError, LastError: d.LastError, DeadAt: stamp(d.DeadAt),
-		State: string(d.State), Resolution: d.Resolution, PayloadHash: d.PayloadHash}
+		State: string(d.State), Resolution: d.Resolution, PayloadHash: d.PayloadHash, Redrives: d.Redrives, History: d.History}
 	if d.ResolvedAt != nil {
 		v.ResolvedAt = stamp(*d.ResolvedAt)
 	}

@@ -16,3 +16,6 @@ func QueuedWrites(st store.Store) int {
 	defer g.mu.Unlock()
 	return len(g.q)
 }
+
+// LatestSchemaVersion is the version the last migration brings a database to.
+var LatestSchemaVersion = migrations[len(migrations)-1].Version

@@ -58,7 +58,7 @@ func serveTheOldWay(t *testing.T, q interface {
 // once they are taken over).
 func requireGatewayMoved(t *testing.T, st store.Store, left func() string) {
 	t.Helper()
-	require.Equal(t, "owner=application\nschema_version=12\n", meta(t, st.DB()))
+	require.Equal(t, latestMeta, meta(t, st.DB()))
 	rows, err := ddltest.Rows(context.Background(), st.DB(),
 		`SELECT 'envelope ' || ident || ' ' || consumer || ' ' || source || ' ' || id || ' ' || envelope || ' ' || applied_at || ' [' || businesskey || ']'
 			FROM seqbox_gateway_envelopes
@@ -222,7 +222,7 @@ func TestSQLiteApplicationGatewayTablesUntouched(t *testing.T) {
 			st, err := sqlite.Open(context.Background(), path)
 			require.NoError(t, err)
 			defer st.Close()
-			require.Equal(t, "owner=application\nschema_version=12\n", meta(t, st.DB()))
+			require.Equal(t, latestMeta, meta(t, st.DB()))
 			require.Equal(t, schemaBefore, sqliteObjects(t, st.DB(), "gateway%"))
 			require.Equal(t, rowsBefore, gatewayRows(t, st.DB(), exists(st.DB())))
 			requireSeqboxGatewayEmpty(t, st.DB())
@@ -260,7 +260,7 @@ func TestPostgresApplicationGatewayTablesUntouched(t *testing.T) {
 			st, err := postgres.Open(ctx, u)
 			require.NoError(t, err)
 			defer st.Close()
-			require.Equal(t, "owner=application\nschema_version=12\n", meta(t, pool))
+			require.Equal(t, latestMeta, meta(t, pool))
 			require.Equal(t, schemaBefore, dump())
 			require.Equal(t, rowsBefore, gatewayRows(t, pool, exists))
 			requireSeqboxGatewayEmpty(t, st.DB())

@@ -12,7 +12,7 @@ import (
 )
 
 const dlqColumns = `seq, consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
-	first_error, last_error, dead_at, state, resolution, resolved_at`
+	first_error, last_error, dead_at, state, resolution, resolved_at, redrives, history`
 
 // rowScanner is a *sql.Row or *sql.Rows.
 type rowScanner interface{ Scan(...any) error }
@@ -38,8 +38,12 @@ func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 	var d store.DeadLetter
 	var ver, resolved sql.NullInt64
 	var dead int64
+	var history string
 	err := row.Scan(&d.Seq, &d.Consumer, &d.Source, &d.ID, &d.PartitionKey, &ver, &d.PayloadHash, &d.Envelope,
-		&d.Reason, &d.Attempts, &d.FirstError, &d.LastError, &dead, &d.State, &d.Resolution, &resolved)
+		&d.Reason, &d.Attempts, &d.FirstError, &d.LastError, &dead, &d.State, &d.Resolution, &resolved, &d.Redrives, &history)
+	if history != "" {
+		d.History = strings.Split(history, "\n")
+	}
 	d.ObjectVersion = ptrInt(ver)
 	d.DeadAt = time.UnixMicro(dead).UTC()
 	if resolved.Valid {

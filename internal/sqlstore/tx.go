@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -444,7 +445,17 @@ func (t *Executor) TurnListStale(ctx context.Context, p store.TurnListStaleParam
 // DeadLetterInsert stores the original envelope.
 func (t *Executor) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, error) {
 	var seq int64
-	err := t.queryRow(ctx, `INSERT INTO seqbox_dlq
+	line := fmt.Sprintf("%s: failed again after a redrive (%d more attempts): %s", d.DeadAt.UTC().Format(time.RFC3339Nano), d.Attempts,
+		strings.ReplaceAll(d.Reason, "\n", " "))
+	err := t.queryRow(ctx, `UPDATE seqbox_dlq SET attempts = attempts + $4, reason = $5, last_error = $6, dead_at = $7,
+		redrives = redrives + 1, history = CASE WHEN history = '' THEN $8 ELSE history || $9 || $8 END
+		WHERE seq = (SELECT MIN(seq) FROM seqbox_dlq WHERE consumer = $1 AND source = $2 AND id = $3 AND state = 'open'
+			AND payload_hash = $10 AND $2 <> '' AND $3 <> '')
+		RETURNING seq`, d.Consumer, d.Source, d.ID, d.Attempts, d.Reason, d.LastError, micros(d.DeadAt), line, "\n", d.PayloadHash).Scan(&seq)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return seq, err
+	}
+	err = t.queryRow(ctx, `INSERT INTO seqbox_dlq
 		(consumer, source, id, partitionkey, objectversion, payload_hash, envelope, reason, attempts,
 		 first_error, last_error, dead_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq`,
 		d.Consumer, d.Source, d.ID, d.PartitionKey, optInt(d.ObjectVersion), d.PayloadHash, d.Envelope, d.Reason,

@@ -99,3 +99,65 @@ func testResolveDeadLetter(t *testing.T, st store.Store) {
 	dls, resolution, resolved = e.dlqState(seq2)
 	require.Equal(t, []any{seqboxtype.DeadLetterRedriveFailed, "redrive_failed", ptr(at(13))}, []any{dls, resolution, resolved})
 }
+
+// DeadLetterInsert of an identity whose row is open (its redrive failed
+// again) gives that row the failure and keeps its number: attempts add
+// up, the reason, last error and time are the new ones, the first error
+// and envelope stay, and History says it. Once the row is resolved, the
+// identity's next failure is a row of its own.
+func testDeadLetterKeepsItsNumber(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	first := deadLetter(e.consumer, "1", 1)
+	other := deadLetter(e.consumer, "2", 2)
+	seq, err := tx.DeadLetterInsert(ctx, first)
+	require.NoError(t, err)
+	otherSeq, err := tx.DeadLetterInsert(ctx, other)
+	require.NoError(t, err)
+
+	again := first
+	again.Attempts, again.Reason, again.LastError, again.DeadAt = 3, "max attempts reached\nafter a redrive", "timeout", at(20)
+	again.FirstError, again.Envelope = "not kept", []byte("not kept")
+	seq2, err := tx.DeadLetterInsert(ctx, again)
+	require.NoError(t, err)
+	require.Equal(t, seq, seq2, "the identity's open row keeps its number")
+	again.DeadAt, again.Reason = at(21), "handler failed permanently"
+	seq3, err := tx.DeadLetterInsert(ctx, again)
+	require.NoError(t, err)
+	require.Equal(t, seq, seq3)
+
+	got, err := tx.DeadLetterGet(ctx, store.DeadLetterRef{Consumer: e.consumer, Seq: seq})
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.DeadLetterOpen, got.State)
+	require.Equal(t, []any{first.Attempts + 3 + 3, "handler failed permanently", first.FirstError, "timeout", at(21), first.Envelope, 2},
+		[]any{got.Attempts, got.Reason, got.FirstError, got.LastError, got.DeadAt, got.Envelope, got.Redrives})
+	require.Equal(t, []string{
+		at(20).Format(time.RFC3339Nano) + ": failed again after a redrive (3 more attempts): max attempts reached after a redrive",
+		at(21).Format(time.RFC3339Nano) + ": failed again after a redrive (3 more attempts): handler failed permanently",
+	}, got.History)
+	o, err := tx.DeadLetterGet(ctx, store.DeadLetterRef{Consumer: e.consumer, Seq: otherSeq})
+	require.NoError(t, err)
+	require.Equal(t, []any{other.Attempts, 0, []string(nil)}, []any{o.Attempts, o.Redrives, o.History}, "another identity's row is untouched")
+
+	require.NoError(t, tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: e.consumer, Seq: seq, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by ana: obsolete", At: at(30)}))
+	seq4, err := tx.DeadLetterInsert(ctx, first)
+	require.NoError(t, err)
+	require.Greater(t, seq4, otherSeq, "a resolved row is not reopened")
+	other.Consumer = e.consumer + "/other"
+	seq5, err := tx.DeadLetterInsert(ctx, other)
+	require.NoError(t, err)
+	require.NotEqual(t, otherSeq, seq5, "another consumer's identity is its own")
+	other.Consumer, other.PayloadHash = e.consumer, "sha256:another payload"
+	seq6, err := tx.DeadLetterInsert(ctx, other)
+	require.NoError(t, err)
+	require.NotEqual(t, otherSeq, seq6, "another payload of the identity is a row of its own")
+	// Rows of no identity (envelopes rejected before one was read) are
+	// each their own.
+	none := deadLetter(e.consumer, "", 7)
+	none.Source = ""
+	seq7, err := tx.DeadLetterInsert(ctx, none)
+	require.NoError(t, err)
+	seq8, err := tx.DeadLetterInsert(ctx, none)
+	require.NoError(t, err)
+	require.NotEqual(t, seq7, seq8, "rows of no identity are never merged")
+}

@@ -111,6 +111,7 @@ var txTests = []driverTest{
 	{"RetryOnKey", testRetryingOnKey},
 	{"DeadLetter", testDeadLetter},
 	{"DeadLetterResolve", testResolveDeadLetter},
+	{"DeadLetterKeepsItsNumber", testDeadLetterKeepsItsNumber},
 	{"AuditDuplicate", testAuditDuplicate},
 	{"AuditOnce", testAuditOnce},
 	{"GapInsert", testRecordGap},

@@ -48,13 +48,14 @@ function setStatus(kind, text) {
 }
 
 // describeResult says what an executed action did; ok is false when a
-// redriven message failed again (and names its new dead letter).
+// redriven message failed again (and names its dead letter, which keeps
+// its number).
 function describeResult(action, target, res) {
   const a = ACTIONS[action];
   const first = res.decisions[0];
   const head = `request ${res.request}: ${action} of ${a.noun} ${target}`;
   if (first && (first.outcome === "dead_lettered" || first.outcome === "rejected") && action === "redrive") {
-    const as = res.dead_letter ? " as dead letter " + res.dead_letter : "";
+    const as = res.dead_letter ? " (still dead letter " + res.dead_letter + ")" : "";
     return { ok: false, text: `${head} ran, but the message failed again and is dead-lettered${as}: ${first.reason}` };
   }
   const outcomes = res.decisions.map((d) => d.outcome).join(", ") || "nothing to apply";
