@@ -64,7 +64,7 @@ func slowDecideConfig(t *testing.T, m *slowModel) (cfg seqbox.Config, close func
 	return seqbox.Config{
 		Name: "test", Store: st, Handler: replay.RecordHandler("test"), Decide: m.decide,
 		ClaimHeartbeat: time.Second, DecideTimeout: 10 * time.Minute,
-		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}},
 	}, func() { _ = st.Close() }
 }
 

@@ -13,63 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// GapPolicy says what happens when a key's next version is missing.
-type GapPolicy string
-
-const (
-	// GapHold parks the newer event until the gap closes or HoldTimeout
-	// passes (the default).
-	GapHold GapPolicy = "hold"
-	// GapAdvance records the gap and applies the newer event: for events
-	// that carry the object's full state.
-	GapAdvance GapPolicy = "advance"
-)
-
-// HoldExpiry says what happens when a hold reaches HoldTimeout.
-type HoldExpiry string
-
-const (
-	// HoldExpiryBlock blocks the key for reconciliation (the default).
-	HoldExpiryBlock HoldExpiry = "block"
-	// HoldExpiryAdvance records the gap and applies the held events.
-	HoldExpiryAdvance HoldExpiry = "advance"
-)
-
-// DeadLetterPolicy says what happens to an ordered key's successors when
-// one of its messages is dead-lettered.
-type DeadLetterPolicy string
-
-const (
-	// DeadLetterBlock blocks the key: successors park as blocked until an
-	// operator redrives or skips (the default).
-	DeadLetterBlock DeadLetterPolicy = "block"
-	// DeadLetterRelease records a known gap and lets the key continue.
-	DeadLetterRelease DeadLetterPolicy = "release"
-)
-
-// RetryPolicy bounds how often a transient failure is retried.
-type RetryPolicy struct {
-	// MaxAttempts counts every delivery, the first included. Default 5.
-	MaxAttempts int
-	// InitialBackoff is the nack delay after the first failure; it doubles
-	// per attempt. Default 1s.
-	InitialBackoff time.Duration
-	// MaxBackoff caps the delay. Default 5m.
-	MaxBackoff time.Duration
-}
-
-// Backoff returns the redelivery delay after the given failed attempt.
-func (r RetryPolicy) Backoff(attempt int) time.Duration {
-	d := r.InitialBackoff
-	for i := 1; i < attempt && d < r.MaxBackoff; i++ {
-		d *= 2
-	}
-	if d > r.MaxBackoff {
-		d = r.MaxBackoff
-	}
-	return d
-}
-
 // Config configures a Consumer. Name, Store, Transport and Handler are
 // required; everything else has a default that favours correctness.
 type Config struct {
@@ -142,35 +85,10 @@ type Config struct {
 	// whatever their latency (throughput first), nothing held.
 	TargetLatency time.Duration
 
-	// Retry bounds transient failures.
-	Retry RetryPolicy
-	// GapPolicy decides what a version gap does. Default GapHold.
-	GapPolicy GapPolicy
-	// HoldTimeout bounds a hold. Default 5m.
-	HoldTimeout time.Duration
-	// HoldExpiry decides what a hold that timed out does. Default block.
-	HoldExpiry HoldExpiry
-	// FirstVersion, when set, is the version every new key must start at;
-	// otherwise a key's first version seen is its baseline.
-	FirstVersion *int64
-	// OnDeadLetter decides what a dead-lettered ordered message does to its
-	// successors. Default block.
-	OnDeadLetter DeadLetterPolicy
-	// MaxBlock bounds how long a key may stay blocked before the key is
-	// released with a recorded gap and an alert. Zero: no bound.
-	MaxBlock time.Duration
-	// MaxAge is the business deadline: an event whose time is older than
-	// MaxAge is expired. Zero: no deadline.
-	MaxAge time.Duration
-
-	// Retention is how long inbox identities are kept. Default 30 days.
-	Retention time.Duration
-	// RedeliveryWindow is the longest the broker may redeliver a message.
-	// Default 14 days (the longest SQS retention).
-	RedeliveryWindow time.Duration
-	// DLQRetention and RedriveWindow: a dead-lettered message can come
-	// back this long after it failed. Retention must cover their sum.
-	DLQRetention, RedriveWindow time.Duration
+	// Policies are how the consumer orders, retries and retains: GapPolicy,
+	// HoldTimeout, Retry, Retention and the rest, set as cfg.GapPolicy
+	// (embedded). Consumers of one name must share them.
+	Policies
 
 	// VolatileAttributes are left out of the payload hash in addition to
 	// seqboxtype.DefaultVolatileAttributes() (publishedat, traceparent, ...).
@@ -233,39 +151,7 @@ func (c *Config) WithDefaults() Config {
 	if out.TargetLatency == 0 {
 		out.TargetLatency = DefaultTargetLatency
 	}
-	if out.Retry.MaxAttempts <= 0 {
-		out.Retry.MaxAttempts = 5
-	}
-	if out.Retry.InitialBackoff <= 0 {
-		out.Retry.InitialBackoff = time.Second
-	}
-	if out.Retry.MaxBackoff <= 0 {
-		out.Retry.MaxBackoff = 5 * time.Minute
-	}
-	if out.GapPolicy == "" {
-		out.GapPolicy = GapHold
-	}
-	if out.HoldTimeout <= 0 {
-		out.HoldTimeout = 5 * time.Minute
-	}
-	if out.HoldExpiry == "" {
-		out.HoldExpiry = HoldExpiryBlock
-	}
-	if out.OnDeadLetter == "" {
-		out.OnDeadLetter = DeadLetterBlock
-	}
-	if out.Retention <= 0 {
-		out.Retention = 30 * 24 * time.Hour
-	}
-	if out.RedeliveryWindow <= 0 {
-		out.RedeliveryWindow = 14 * 24 * time.Hour
-	}
-	if out.DLQRetention <= 0 {
-		out.DLQRetention = 14 * 24 * time.Hour
-	}
-	if out.RedriveWindow <= 0 {
-		out.RedriveWindow = 24 * time.Hour
-	}
+	out.Policies = out.Policies.withDefaults()
 	out.VolatileAttributes = append(seqboxtype.DefaultVolatileAttributes(), c.VolatileAttributes...)
 	if out.Now == nil {
 		out.Now = time.Now

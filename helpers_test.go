@@ -34,7 +34,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
 	return &bundle{path: path, store: st, cfg: seqbox.Config{
 		Name: "test", Store: st, Handler: replay.RecordHandler("test"),
-		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}},
 	}}
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/handlerkind"
 	"github.com/seqbox/seqbox/internal/handoff"
-	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -24,6 +23,5 @@ func init() {
 	reach.DeliverOversized = func(c any, ctx context.Context, o handoff.Oversized) ([]seqboxtype.Result, error) {
 		return c.(*Consumer).deliverOversized(ctx, o)
 	}
-	reach.ApplyPolicies = func(p policy.Policies, cfg any) error { return applyPolicies(p, cfg.(*Config)) }
 	reach.RefreshMetrics = func(c any, ctx context.Context) error { return c.(*Consumer).refreshMetrics(ctx) }
 }

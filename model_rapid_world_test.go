@@ -515,10 +515,9 @@ func (w *world) startIn(ctx context.Context, slot int) (*process, error) {
 		Handler:       w.handler,
 		DecideTimeout: tm.decide, ClaimHeartbeat: tm.heartbeat,
 		Workers: w.cfg.workers, BatchSize: w.cfg.batch,
-		Retry:       seqbox.RetryPolicy{MaxAttempts: w.cfg.maxAttempts, InitialBackoff: tm.backoff, MaxBackoff: tm.maxBackoff},
-		HoldTimeout: w.cfg.holdTimeout,
-		Now:         w.now,
-		Logger:      rapidQuiet,
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: w.cfg.maxAttempts, InitialBackoff: tm.backoff, MaxBackoff: tm.maxBackoff}, HoldTimeout: w.cfg.holdTimeout},
+		Now:      w.now,
+		Logger:   rapidQuiet,
 		Observer: func(r seqboxtype.Result) {
 			n := w.outcomes.Add(1)
 			if n <= 50 || n%100 == 0 {

@@ -42,7 +42,7 @@ func newPGRace(t *testing.T, name string) *pgRace {
 	r := &pgRace{st: stA, agent: newAgent()}
 	consumer := func(st store.Store) *seqbox.Consumer {
 		c, err := seqbox.NewConsumer(seqbox.Config{Name: name, Store: st, Handler: replay.RecordHandler(name), Decide: r.agent.decide,
-			Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}})
+			Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}}})
 		require.NoError(t, err)
 		return c
 	}

@@ -39,7 +39,7 @@ func queuedSetupURL(t *testing.T) (store.Store, seqbox.Config, string) {
 	_, err = st.DB().ExecContext(ctx, `CREATE TABLE qt (id TEXT PRIMARY KEY, n INT NOT NULL DEFAULT 0, b BYTEA, at TIMESTAMPTZ)`)
 	require.NoError(t, err)
 	return st, seqbox.Config{Name: "queued", Store: st,
-		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}}, u
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}}}, u
 }
 
 func queuedBatch(ids ...string) [][]byte {

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -35,11 +34,11 @@ func running(t *testing.T, c *seqbox.Consumer) (stop func() error) {
 }
 
 // registration reads the consumer's registration.
-func registration(t *testing.T, b *bundle) (store.Registration, policy.Policies) {
+func registration(t *testing.T, b *bundle) (store.Registration, seqbox.Policies) {
 	t.Helper()
 	r, err := b.store.Executor().ConsumerGet(context.Background(), b.cfg.Name)
 	require.NoError(t, err)
-	p, err := policy.Registered(r)
+	p, err := seqbox.RegisteredPolicies(r)
 	require.NoError(t, err)
 	return r, p
 }
@@ -107,7 +106,7 @@ func TestRegisterRefusesALiveConsumerWithOtherPolicies(t *testing.T) {
 	stopAdvance := running(t, advance)
 	require.Eventually(t, func() bool {
 		_, p := registration(t, b)
-		return p.GapPolicy == string(seqbox.GapAdvance)
+		return p.GapPolicy == seqbox.GapAdvance
 	}, 10*time.Second, 5*time.Millisecond, "the stopped registration is replaced")
 	_, err = advance.Deliver(ctx, keyed("e4", "K", 3), 1)
 	require.NoError(t, err)
@@ -137,7 +136,7 @@ func TestRegisterReplacesAStaleRegistration(t *testing.T) {
 	_, err = second.Deliver(ctx, keyed("e2", "K", 2), 1)
 	require.NoError(t, err)
 	_, p := registration(t, b)
-	require.Equal(t, "1h0m0s", p.MaxAge)
+	require.Equal(t, time.Hour, p.MaxAge)
 
 	// A heartbeat fresh within LiveWithin is live; an older one is not.
 	for _, c := range []struct {
@@ -154,6 +153,6 @@ func TestRegisterReplacesAStaleRegistration(t *testing.T) {
 		}
 		require.NoError(t, err, "heartbeat %s old", c.age)
 		_, p := registration(t, b)
-		require.Equal(t, "2h0m0s", p.MaxAge)
+		require.Equal(t, 2*time.Hour, p.MaxAge)
 	}
 }

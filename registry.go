@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -56,8 +54,8 @@ func (c *Consumer) registerWith(ctx context.Context, running bool, tx *sql.Tx) e
 	if !running && c.registered.Load() {
 		return nil
 	}
-	ours := c.cfg.policies()
-	pol, err := json.Marshal(ours)
+	ours := c.cfg.Policies
+	pol, err := ours.registration()
 	if err != nil {
 		return err
 	}
@@ -137,15 +135,16 @@ func (e *policyConflict) Error() string {
 func (e *policyConflict) Is(target error) bool { return target == ErrPolicyConflict }
 
 // checkPolicies refuses to replace prev, the registration in place, when
-// it is live and its policies differ from ours.
-func (c *Consumer) checkPolicies(prev store.Registration, ours policy.Policies, now time.Time) error {
+// it is live and its policies differ from ours. A policy prev does not
+// record (registered by an older seqbox) agrees with ours.
+func (c *Consumer) checkPolicies(prev store.Registration, ours Policies, now time.Time) error {
 	age := now.Sub(prev.HeartbeatAt)
 	if prev.HeartbeatAt.IsZero() || age >= LiveWithin {
 		return nil // never ran, or stopped: replaced
 	}
 	conflict := &policyConflict{consumer: c.cfg.Name, process: prev.Process, age: max(age, 0)}
-	theirs, err := policy.Registered(prev)
-	if err != nil {
+	theirs := ours
+	if err := theirs.readRegistration(prev); err != nil {
 		conflict.policy, conflict.ours, conflict.theirs = "policies", "readable", "unreadable ("+err.Error()+")"
 		return conflict
 	}
@@ -154,49 +153,6 @@ func (c *Consumer) checkPolicies(prev store.Registration, ours policy.Policies, 
 		return nil
 	}
 	return conflict
-}
-
-// policyMismatch names the first registered policy in which ours and
-// theirs differ, with both values ("" when they agree). Durations compare
-// by value; a policy theirs does not record (registered by an older
-// seqbox) agrees with any value.
-func policyMismatch(ours, theirs policy.Policies) (name, a, b string) {
-	version := func(v *int64) string {
-		if v == nil {
-			return "none"
-		}
-		return strconv.FormatInt(*v, 10)
-	}
-	for _, p := range []struct {
-		name, ours, theirs string
-		duration           bool
-	}{
-		{"gap_policy", string(ours.GapPolicy), string(theirs.GapPolicy), false},
-		{"hold_timeout", ours.HoldTimeout, theirs.HoldTimeout, true},
-		{"hold_expiry", string(ours.HoldExpiry), string(theirs.HoldExpiry), false},
-		{"first_version", version(ours.FirstVersion), version(theirs.FirstVersion), false},
-		{"on_dead_letter", string(ours.OnDeadLetter), string(theirs.OnDeadLetter), false},
-		{"max_block", ours.MaxBlock, theirs.MaxBlock, true},
-		{"max_age", ours.MaxAge, theirs.MaxAge, true},
-		{"max_attempts", strconv.Itoa(ours.MaxAttempts), strconv.Itoa(theirs.MaxAttempts), false},
-		{"retention", ours.Retention, theirs.Retention, true},
-		{"redelivery_window", ours.RedeliveryWindow, theirs.RedeliveryWindow, true},
-		{"dlq_retention", ours.DLQRetention, theirs.DLQRetention, true},
-		{"redrive_window", ours.RedriveWindow, theirs.RedriveWindow, true},
-	} {
-		if p.ours == p.theirs || p.theirs == "" {
-			continue
-		}
-		if p.duration {
-			x, errX := time.ParseDuration(p.ours)
-			y, errY := time.ParseDuration(p.theirs)
-			if errX == nil && errY == nil && x == y {
-				continue
-			}
-		}
-		return p.name, p.ours, p.theirs
-	}
-	return "", "", ""
 }
 
 // checkRegistration registers the consumer as running, as Run does first, and

@@ -80,7 +80,7 @@ func downstream(t *testing.T, s *stage, q *embedded.Queue) (map[string][]int64, 
 	var mu sync.Mutex
 	dups := 0
 	first := int64(1)
-	c, err := seqbox.NewConsumer(seqbox.Config{Name: "shipping", Store: s.st, Transport: q, FirstVersion: &first,
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: "shipping", Store: s.st, Transport: q, Policies: seqbox.Policies{FirstVersion: &first},
 		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			v, _ := ev.Version()
 			_, err := tx.ExecContext(ctx, `INSERT INTO shipped (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)

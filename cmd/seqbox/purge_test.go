@@ -43,9 +43,9 @@ func shortRetentionDB(t *testing.T) string {
 	defer st.Close()
 	past := time.Now().Add(-3 * time.Hour)
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "short", Store: st,
-		Retention: 2 * time.Hour, RedeliveryWindow: time.Hour, DLQRetention: time.Hour, RedriveWindow: 30 * time.Minute,
-		Now:     func() time.Time { return past },
-		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
+		Policies: seqbox.Policies{Retention: 2 * time.Hour, RedeliveryWindow: time.Hour, DLQRetention: time.Hour, RedriveWindow: 30 * time.Minute},
+		Now:      func() time.Time { return past },
+		Handler:  func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b"} {
 		_, err := c.Deliver(ctx, []byte(`{"specversion":"1.0","id":"`+id+`","source":"s","type":"t"}`), 1)

@@ -72,8 +72,8 @@ func main() {
 	}
 	worker, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "crm-task-worker", Store: st, Transport: queue, Workers: 1,
-		Retry:  seqbox.RetryPolicy{MaxAttempts: 5, InitialBackoff: 50 * time.Millisecond},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 5, InitialBackoff: 50 * time.Millisecond}},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		// The external call runs outside the inbox transaction, through
 		// the ledger; its result (the task id) is the recorded decision.
 		Decide: func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {

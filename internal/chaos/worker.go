@@ -81,12 +81,14 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 	cfg := seqbox.Config{
 		Name: name, Store: st, Handler: h,
 		Workers: opt.Workers, BatchSize: opt.Batch,
-		Retry:       seqbox.RetryPolicy{MaxAttempts: 30, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
-		HoldTimeout: time.Hour,
-		// The workload's keys start at version 1; without this, a key
-		// whose v2 arrived first would take v2 as its baseline.
-		FirstVersion: &firstVersion,
-		ExtendEvery:  opt.Lease / 3, ExtendBy: opt.Lease,
+		Policies: seqbox.Policies{
+			Retry:       seqbox.RetryPolicy{MaxAttempts: 30, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+			HoldTimeout: time.Hour,
+			// The workload's keys start at version 1; without this, a key
+			// whose v2 arrived first would take v2 as its baseline.
+			FirstVersion: &firstVersion,
+		},
+		ExtendEvery: opt.Lease / 3, ExtendBy: opt.Lease,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
 	if opt.NowOffset != 0 {

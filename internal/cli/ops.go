@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
-	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
@@ -41,7 +41,7 @@ func (f *opFlags) register(c *cobra.Command, withJSON bool) {
 type session struct {
 	db    string
 	reg   store.Registration
-	pol   policy.Policies
+	pol   seqbox.Policies
 	store store.Store
 	close func()
 }
@@ -73,7 +73,7 @@ func (f *opFlags) open(ctx context.Context) (*session, error) {
 		closeStore()
 		return nil, err
 	}
-	pol, err := policy.Registered(reg)
+	pol, err := seqbox.RegisteredPolicies(reg)
 	if err != nil {
 		closeStore()
 		return nil, err

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -44,7 +44,7 @@ removed.`,
 			if err != nil {
 				return err
 			}
-			pol, err := policy.Registered(reg)
+			pol, err := seqbox.RegisteredPolicies(reg)
 			if err != nil {
 				return fmt.Errorf("purge: %w; nothing was removed", err)
 			}
@@ -52,13 +52,10 @@ removed.`,
 				return fmt.Errorf("purge: consumer %q: its registration records no %s (it registered with an older seqbox), so its retention cannot be checked against them; run the consumer once with this seqbox and purge again; nothing was removed",
 					reg.Consumer, strings.Join(missing, ", "))
 			}
-			cfg := seqbox.Config{Name: reg.Consumer, Store: st, Logger: consumerLogger(),
+			cfg := seqbox.Config{Name: reg.Consumer, Store: st, Logger: consumerLogger(), Policies: pol,
 				Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 					return errors.New("purge applies nothing")
 				}}
-			if err := reach.ApplyPolicies(pol, &cfg); err != nil {
-				return fmt.Errorf("purge: consumer %q: %w; nothing was removed", reg.Consumer, err)
-			}
 			// NewConsumer validates the registered retention against the
 			// registered windows, as docs/design.md §5 says, before anything goes.
 			c, err := seqbox.NewConsumer(cfg)
@@ -83,13 +80,16 @@ removed.`,
 // unregisteredWindows names the windows a registration does not record:
 // those the retention is validated against (docs/design.md §5). Defaults in their
 // place would check the retention against windows the consumer never had.
-func unregisteredWindows(p policy.Policies) []string {
+func unregisteredWindows(p seqbox.Policies) []string {
 	var missing []string
-	for _, w := range []struct{ name, v string }{
+	for _, w := range []struct {
+		name string
+		v    time.Duration
+	}{
 		{"retention", p.Retention}, {"redelivery_window", p.RedeliveryWindow},
 		{"dlq_retention", p.DLQRetention}, {"redrive_window", p.RedriveWindow},
 	} {
-		if w.v == "" {
+		if w.v == 0 {
 			missing = append(missing, w.name)
 		}
 	}

@@ -14,51 +14,41 @@ import (
 // policyFlags are the consumer policies replay and the operator commands
 // share.
 type policyFlags struct {
-	db, consumer, gapPolicy, onDeadLetter, holdExpiry, now string
-	maxAttempts                                            int
-	maxAge, holdTimeout, maxBlock                          time.Duration
-	firstVersion                                           int64
+	db, consumer, now string
+	pol               seqbox.Policies
+	firstVersion      int64
 }
 
 func (f *policyFlags) register(c *cobra.Command, defaultDB string) {
 	fl := c.Flags()
+	def := seqbox.DefaultPolicies()
 	fl.StringVar(&f.db, "db", defaultDB, "SQLite file or postgres:// URL (default for replay: a temporary SQLite file)")
 	fl.StringVar(&f.consumer, "consumer", "replay", "consumer name: part of every identity")
-	fl.StringVar(&f.gapPolicy, "gap-policy", "hold", "version gap: hold or advance")
-	fl.StringVar(&f.onDeadLetter, "on-dead-letter", "block", "ordered key after a dead letter: block or release")
-	fl.StringVar(&f.holdExpiry, "hold-expiry", "block", "when a hold times out: block or advance")
-	fl.IntVar(&f.maxAttempts, "max-attempts", 5, "deliveries before a transient failure is dead-lettered")
-	fl.DurationVar(&f.maxAge, "max-age", 0, "business deadline: events older than this are expired (0: none)")
-	fl.DurationVar(&f.holdTimeout, "hold-timeout", 5*time.Minute, "how long a version gap is held")
-	fl.DurationVar(&f.maxBlock, "max-block", 0, "release a key blocked longer than this, with an alert (0: never)")
+	fl.StringVar((*string)(&f.pol.GapPolicy), "gap-policy", string(def.GapPolicy), "version gap: hold or advance")
+	fl.StringVar((*string)(&f.pol.OnDeadLetter), "on-dead-letter", string(def.OnDeadLetter), "ordered key after a dead letter: block or release")
+	fl.StringVar((*string)(&f.pol.HoldExpiry), "hold-expiry", string(def.HoldExpiry), "when a hold times out: block or advance")
+	fl.IntVar(&f.pol.Retry.MaxAttempts, "max-attempts", def.Retry.MaxAttempts, "deliveries before a transient failure is dead-lettered")
+	fl.DurationVar(&f.pol.MaxAge, "max-age", def.MaxAge, "business deadline: events older than this are expired (0: none)")
+	fl.DurationVar(&f.pol.HoldTimeout, "hold-timeout", def.HoldTimeout, "how long a version gap is held")
+	fl.DurationVar(&f.pol.MaxBlock, "max-block", def.MaxBlock, "release a key blocked longer than this, with an alert (0: never)")
 	fl.Int64Var(&f.firstVersion, "first-version", -1, "version every new key must start at (-1: first seen is the baseline)")
 	fl.StringVar(&f.now, "now", "", "fixed current time, RFC 3339 (deterministic runs)")
 }
 
 func (f *policyFlags) config() (seqbox.Config, error) {
-	cfg := seqbox.Config{
-		Name:         f.consumer,
-		GapPolicy:    seqbox.GapPolicy(f.gapPolicy),
-		OnDeadLetter: seqbox.DeadLetterPolicy(f.onDeadLetter),
-		HoldExpiry:   seqbox.HoldExpiry(f.holdExpiry),
-		Retry:        seqbox.RetryPolicy{MaxAttempts: f.maxAttempts},
-		MaxAge:       f.maxAge,
-		HoldTimeout:  f.holdTimeout,
-		MaxBlock:     f.maxBlock,
-		Logger:       consumerLogger(),
-	}
-	if f.maxAttempts < 1 {
-		return cfg, fmt.Errorf("--max-attempts %d: must be at least 1", f.maxAttempts)
+	cfg := seqbox.Config{Name: f.consumer, Policies: f.pol, Logger: consumerLogger()}
+	if f.pol.Retry.MaxAttempts < 1 {
+		return cfg, fmt.Errorf("--max-attempts %d: must be at least 1", f.pol.Retry.MaxAttempts)
 	}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--max-age", f.maxAge}, {"--hold-timeout", f.holdTimeout}, {"--max-block", f.maxBlock}} {
+	}{{"--max-age", f.pol.MaxAge}, {"--hold-timeout", f.pol.HoldTimeout}, {"--max-block", f.pol.MaxBlock}} {
 		if d.v < 0 {
 			return cfg, fmt.Errorf("%s %s: must not be negative", d.flag, d.v)
 		}
 	}
-	if f.holdTimeout == 0 {
+	if f.pol.HoldTimeout == 0 {
 		return cfg, fmt.Errorf("--hold-timeout 0s: a hold needs a positive bound")
 	}
 	if f.firstVersion < -1 {

@@ -151,10 +151,7 @@ func live(r store.Registration) bool {
 // with its registered policies.
 func runInProcess(ctx context.Context, st store.Store, s *session) error {
 	cfg := seqbox.Config{Name: s.reg.Consumer, Store: st,
-		Logger: consumerLogger()}
-	if err := reach.ApplyPolicies(s.pol, &cfg); err != nil {
-		return err
-	}
+		Logger: consumerLogger(), Policies: s.pol}
 	c, err := replay.NewConsumer(cfg)
 	if err != nil {
 		return err

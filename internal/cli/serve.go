@@ -20,10 +20,8 @@ import (
 // serveCmd is `seqbox serve`: the HTTP gateway of docs/design.md §17.
 func serveCmd() *cobra.Command {
 	var o serve.Options
-	var gap, holdExpiry, onDead, logLevel, logFormat string
-	var maxAttempts int
+	var logLevel, logFormat string
 	var firstVersion int64
-	var backoff, maxBackoff, holdTimeout, maxAge, maxBlock time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP gateway: CloudEvents ingest, dispatch to an agent, admin API, metrics, dashboard",
@@ -52,11 +50,6 @@ wins.`,
 			if err := envDefaults(cmd.Flags()); err != nil {
 				return err
 			}
-			o.Policy = seqbox.Config{GapPolicy: seqbox.GapPolicy(gap), HoldExpiry: seqbox.HoldExpiry(holdExpiry),
-				OnDeadLetter: seqbox.DeadLetterPolicy(onDead), HoldTimeout: holdTimeout, MaxAge: maxAge, MaxBlock: maxBlock,
-				Retention: o.Policy.Retention, RedeliveryWindow: o.Policy.RedeliveryWindow,
-				DLQRetention: o.Policy.DLQRetention, RedriveWindow: o.Policy.RedriveWindow,
-				Retry: seqbox.RetryPolicy{MaxAttempts: maxAttempts, InitialBackoff: backoff, MaxBackoff: maxBackoff}}
 			switch {
 			case firstVersion < -1:
 				return fmt.Errorf("serve: --first-version %d: must be a version (0 or more), or -1 for the first version seen", firstVersion)
@@ -142,20 +135,22 @@ wins.`,
 	fl.DurationVar(&o.Lease, "lease", 15*time.Second, "the embedded queue's visibility timeout (extended while an event is being applied)")
 	fl.DurationVar(&o.PurgeEvery, "purge-every", time.Hour, "how often retention purges expired identities (negative: never)")
 	fl.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "bound of the drain on SIGTERM")
-	fl.StringVar(&gap, "gap-policy", "hold", "hold|advance: what a version gap does")
-	fl.DurationVar(&holdTimeout, "hold-timeout", 5*time.Minute, "bound of a hold")
+	// The consumer's policies, defaults from seqbox.DefaultPolicies.
+	pol, def := &o.Policy.Policies, seqbox.DefaultPolicies()
+	fl.StringVar((*string)(&pol.GapPolicy), "gap-policy", string(def.GapPolicy), "hold|advance: what a version gap does")
+	fl.DurationVar(&pol.HoldTimeout, "hold-timeout", def.HoldTimeout, "bound of a hold")
 	fl.Int64Var(&firstVersion, "first-version", -1, "version every new key starts at: a later one that arrives first is held until it comes (-1: the first version seen is the baseline, and an older one after it is stale)")
-	fl.StringVar(&holdExpiry, "hold-expiry", "block", "block|advance: what a hold that timed out does")
-	fl.StringVar(&onDead, "on-dead-letter", "block", "block|release: what a dead letter does to its key")
-	fl.DurationVar(&maxBlock, "max-block", 0, "release a key blocked longer than this, with an alert (0: never)")
-	fl.DurationVar(&maxAge, "max-age", 0, "business deadline: older events are expired (0: none)")
-	fl.IntVar(&maxAttempts, "max-attempts", 5, "deliveries of a failing event before it is dead-lettered")
-	fl.DurationVar(&backoff, "retry-backoff", time.Second, "delay after the first failure; doubles per attempt")
-	fl.DurationVar(&maxBackoff, "max-retry-backoff", 5*time.Minute, "cap of the retry delay")
-	fl.DurationVar(&o.Policy.Retention, "retention", 30*24*time.Hour, "how long inbox identities are kept")
-	fl.DurationVar(&o.Policy.RedeliveryWindow, "redelivery-window", 14*24*time.Hour, "longest the queue may redeliver; retention must cover it")
-	fl.DurationVar(&o.Policy.DLQRetention, "dlq-retention", 14*24*time.Hour, "how long dead letters are kept; retention must cover it plus --redrive-window")
-	fl.DurationVar(&o.Policy.RedriveWindow, "redrive-window", 24*time.Hour, "how long after its DLQ retention a message may be redriven")
+	fl.StringVar((*string)(&pol.HoldExpiry), "hold-expiry", string(def.HoldExpiry), "block|advance: what a hold that timed out does")
+	fl.StringVar((*string)(&pol.OnDeadLetter), "on-dead-letter", string(def.OnDeadLetter), "block|release: what a dead letter does to its key")
+	fl.DurationVar(&pol.MaxBlock, "max-block", def.MaxBlock, "release a key blocked longer than this, with an alert (0: never)")
+	fl.DurationVar(&pol.MaxAge, "max-age", def.MaxAge, "business deadline: older events are expired (0: none)")
+	fl.IntVar(&pol.Retry.MaxAttempts, "max-attempts", def.Retry.MaxAttempts, "deliveries of a failing event before it is dead-lettered")
+	fl.DurationVar(&pol.Retry.InitialBackoff, "retry-backoff", def.Retry.InitialBackoff, "delay after the first failure; doubles per attempt")
+	fl.DurationVar(&pol.Retry.MaxBackoff, "max-retry-backoff", def.Retry.MaxBackoff, "cap of the retry delay")
+	fl.DurationVar(&pol.Retention, "retention", def.Retention, "how long inbox identities are kept")
+	fl.DurationVar(&pol.RedeliveryWindow, "redelivery-window", def.RedeliveryWindow, "longest the queue may redeliver; retention must cover it")
+	fl.DurationVar(&pol.DLQRetention, "dlq-retention", def.DLQRetention, "how long dead letters are kept; retention must cover it plus --redrive-window")
+	fl.DurationVar(&pol.RedriveWindow, "redrive-window", def.RedriveWindow, "how long after its DLQ retention a message may be redriven")
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&logFormat, "log-format", "text", "text (key=value) or json, one record a line on stderr")
 	return c

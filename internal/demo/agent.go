@@ -210,8 +210,8 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 		// No lease extension: a slow decision outlasts its lease, and the
 		// message goes to the other worker mid-decision.
 		ExtendEvery: time.Hour, DecideTimeout: 4 * agentLease,
-		Retry:  seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Decide: func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			return askModel(ctx, modelURL, ev.ID)
 		},

@@ -169,7 +169,7 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 		// next one waits this long for it, so keep it near the call's
 		// own timeout.
 		DecideTimeout: 2 * externalTimeout,
-		Retry:         seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
+		Policies:      seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 400 * time.Millisecond}},
 		Decide: func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			ref, err := ledger.Do(ctx, externalAction, create(ev))
 			return []byte(ref), err

@@ -209,8 +209,9 @@ func RunOutboxWorker(ctx context.Context, db, role string, w io.Writer) error {
 	var mu sync.Mutex
 	first := int64(1)
 	cfg := seqbox.Config{
-		Name: role, Store: st, Transport: broker{queue}, Workers: 2, BatchSize: 4, FirstVersion: &first,
-		ExtendEvery: outboxLease / 3, ExtendBy: outboxLease, HoldTimeout: time.Minute,
+		Name: role, Store: st, Transport: broker{queue}, Workers: 2, BatchSize: 4,
+		Policies:    seqbox.Policies{FirstVersion: &first, HoldTimeout: time.Minute},
+		ExtendEvery: outboxLease / 3, ExtendBy: outboxLease,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Observer: func(d seqboxtype.Result) {
 			mu.Lock()

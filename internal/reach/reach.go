@@ -9,7 +9,6 @@ import (
 	"context"
 
 	"github.com/seqbox/seqbox/internal/handoff"
-	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -32,8 +31,3 @@ var (
 	// RefreshMetrics sets the gauges from the store.
 	RefreshMetrics func(c any, ctx context.Context) error
 )
-
-// ApplyPolicies sets the policy fields of cfg (a *seqbox.Config) from a
-// registration's, so that a consumer the CLI builds orders and retries as
-// the registered one did.
-var ApplyPolicies func(p policy.Policies, cfg any) error

@@ -197,7 +197,7 @@ func TestNonLoopbackNeedsAToken(t *testing.T) {
 // age) is when the held message was parked, and the overview's oldest
 // stuck is that same time, although the block came a hold timeout later.
 func TestAdminSinceSurvivesAHoldTurningIntoABlock(t *testing.T) {
-	r := start(t, Options{Policy: seqbox.Config{HoldTimeout: 300 * time.Millisecond}})
+	r := start(t, Options{Policy: seqbox.Config{Policies: seqbox.Policies{HoldTimeout: 300 * time.Millisecond}}})
 	r.post(t, ev("g1", "G", 1, ""))
 	r.post(t, ev("g3", "G", 3, ""))
 	eventually(t, "G blocked by the expired hold", func() bool {

@@ -53,8 +53,8 @@ func TestAgentRetryAfterDelaysItsKeyOnly(t *testing.T) {
 				}
 				w.WriteHeader(http.StatusOK)
 			})
-			r := start(t, Options{AgentURL: agent.URL, Policy: seqbox.Config{Retry: seqbox.RetryPolicy{
-				InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Minute}}})
+			r := start(t, Options{AgentURL: agent.URL, Policy: seqbox.Config{Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{
+				InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Minute}}}})
 			r.post(t, `{"specversion":"1.0","id":"a1","source":"crm","type":"t","partitionkey":"k1","objectversion":1}`)
 			// a1's answer is recorded: whatever it did to the circuit is done.
 			eventually(t, "a1's call recorded", func() bool {

@@ -171,5 +171,5 @@ func TestAgentConcurrencyIsBounded(t *testing.T) {
 
 // policyWithAttempts is a policy whose messages get n attempts.
 func policyWithAttempts(n int) seqbox.Config {
-	return seqbox.Config{Retry: seqbox.RetryPolicy{MaxAttempts: n}}
+	return seqbox.Config{Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: n}}}
 }

@@ -227,7 +227,7 @@ func TestAgentGapAndRedrive(t *testing.T) {
 // business deadline, is decided without calling the agent.
 func TestAgentNotCalledForSemanticDuplicatesOrExpired(t *testing.T) {
 	agent := newFakeAgent(t, nil)
-	r := start(t, Options{AgentURL: agent.URL, Policy: seqbox.Config{MaxAge: time.Hour}})
+	r := start(t, Options{AgentURL: agent.URL, Policy: seqbox.Config{Policies: seqbox.Policies{MaxAge: time.Hour}}})
 	r.post(t, `{"specversion":"1.0","id":"bk1","source":"crm","type":"t","businesskey":"followup:1"}`)
 	eventually(t, "bk1", func() bool { return r.outcome(t, "bk1") == "applied" })
 	r.post(t, `{"specversion":"1.0","id":"bk2","source":"crm","type":"t","businesskey":"followup:1"}`)

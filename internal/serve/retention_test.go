@@ -16,8 +16,8 @@ import (
 func TestRetentionPurgeAndEarlyPurgeMetric(t *testing.T) {
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	r := start(t, Options{Policy: seqbox.Config{Now: now, Retention: 3 * time.Hour, RedeliveryWindow: time.Hour,
-		DLQRetention: time.Hour, RedriveWindow: time.Hour}})
+	r := start(t, Options{Policy: seqbox.Config{Now: now, Policies: seqbox.Policies{Retention: 3 * time.Hour, RedeliveryWindow: time.Hour,
+		DLQRetention: time.Hour, RedriveWindow: time.Hour}}})
 	r.post(t, ev("p1", "P", 1, ""))
 	eventually(t, "applied", func() bool { return r.effects(t) == 1 })
 	offset.Store(int64(4 * time.Hour))
@@ -37,7 +37,7 @@ func TestRetentionPurgeAndEarlyPurgeMetric(t *testing.T) {
 	})
 	require.EqualValues(t, 1, r.metricValue(t, `seqbox_purged_rows_total{consumer="gateway"}`))
 
-	_, err = New(t.Context(), Options{DB: t.TempDir() + "/x.db", Policy: seqbox.Config{Retention: time.Hour}})
+	_, err = New(t.Context(), Options{DB: t.TempDir() + "/x.db", Policy: seqbox.Config{Policies: seqbox.Policies{Retention: time.Hour}}})
 	require.ErrorIs(t, err, seqbox.ErrInvalidConfig)
 	require.ErrorContains(t, err, "Retention")
 }

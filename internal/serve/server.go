@@ -162,15 +162,15 @@ func (s *Server) zeroSeries() {
 // fillPolicyDefaults gives the retention windows seqbox's defaults
 // explicitly, so that the retention endpoint can show them.
 func fillPolicyDefaults(c *seqbox.Config) {
-	set := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
+	def := seqbox.DefaultPolicies()
+	for _, w := range []struct{ v, def *time.Duration }{
+		{&c.Retention, &def.Retention}, {&c.RedeliveryWindow, &def.RedeliveryWindow},
+		{&c.DLQRetention, &def.DLQRetention}, {&c.RedriveWindow, &def.RedriveWindow},
+	} {
+		if *w.v == 0 {
+			*w.v = *w.def
 		}
 	}
-	set(&c.Retention, 30*24*time.Hour)
-	set(&c.RedeliveryWindow, 14*24*time.Hour)
-	set(&c.DLQRetention, 14*24*time.Hour)
-	set(&c.RedriveWindow, 24*time.Hour)
 }
 
 func (s *Server) consumerNow() time.Time {

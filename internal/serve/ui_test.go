@@ -42,7 +42,7 @@ func newDashboardSetup(t *testing.T) *dashboardSetup {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(agent.Close)
-	d.running = start(t, Options{AgentURL: agent.URL, Policy: seqbox.Config{HoldTimeout: 300 * time.Millisecond}})
+	d.running = start(t, Options{AgentURL: agent.URL, Policy: seqbox.Config{Policies: seqbox.Policies{HoldTimeout: 300 * time.Millisecond}}})
 
 	d.post(t, ev("g1", "G", 1, `{"status":"created"}`))
 	d.post(t, ev("g3", "G", 3, `{"status":"shipped"}`))

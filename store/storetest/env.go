@@ -44,10 +44,10 @@ func newEnv(t *testing.T, st store.Store, name string) *env {
 	ctx := context.Background()
 	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
 	return &env{t: t, ctx: ctx, st: st, cfg: seqbox.Config{
-		Name:    name,
-		Store:   st,
-		Handler: replay.RecordHandler(name),
-		Retry:   seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond},
+		Name:     name,
+		Store:    st,
+		Handler:  replay.RecordHandler(name),
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}},
 	}}
 }
 

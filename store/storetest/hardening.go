@@ -14,7 +14,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/handoff"
-	"github.com/seqbox/seqbox/internal/policy"
 	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -280,12 +279,11 @@ func hardRegistration(t *testing.T, open Factory) {
 	require.True(t, regs[0].HeartbeatAt.IsZero(), "a consumer that never ran has no heartbeat")
 	require.Equal(t, "replayed", regs[1].Consumer)
 	require.Equal(t, store.HandlerRecord, regs[1].HandlerKind)
-	pol, err := policy.Registered(regs[0])
+	pol, err := seqbox.RegisteredPolicies(regs[0])
 	require.NoError(t, err)
-	require.Equal(t, string(seqbox.GapAdvance), pol.GapPolicy)
+	require.Equal(t, seqbox.GapAdvance, pol.GapPolicy)
 	require.Equal(t, int64(1), *pol.FirstVersion)
-	var cfg seqbox.Config
-	require.NoError(t, reach.ApplyPolicies(pol, &cfg))
+	cfg := seqbox.Config{Policies: pol}
 	require.Equal(t, 5*time.Minute, cfg.HoldTimeout)
 }
 

@@ -35,8 +35,9 @@ func (e *effects) consumer(t *testing.T, tr transport.Transport, change func(*se
 	first := int64(1)
 	cfg := seqbox.Config{
 		Name: "kafkatest", Store: e.Store(), Transport: tr, Handler: transporttest.Record,
-		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute, FirstVersion: &first,
-		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		Workers: 4, BatchSize: 16,
+		Policies: seqbox.Policies{HoldTimeout: time.Minute, FirstVersion: &first,
+			Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}},
 		Observer: func(d seqboxtype.Result) {
 			e.mu.Lock()
 			e.outcomes[d.Outcome]++

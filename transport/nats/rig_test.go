@@ -27,9 +27,10 @@ func (r *rig) consumer(t *testing.T, tr transport.Transport, lease time.Duration
 	first := int64(1)
 	cfg := seqbox.Config{
 		Name: "nats-test", Store: r.Store(), Transport: tr, Handler: transporttest.Record,
-		Workers: 4, BatchSize: 16, HoldTimeout: 5 * time.Minute, FirstVersion: &first,
+		Workers: 4, BatchSize: 16,
+		Policies: seqbox.Policies{HoldTimeout: 5 * time.Minute, FirstVersion: &first,
+			Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}},
 		ExtendEvery: lease / 4, ExtendBy: lease,
-		Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 	}
 	if change != nil {
 		change(&cfg)

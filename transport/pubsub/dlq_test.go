@@ -36,7 +36,7 @@ func TestDeadLetterIntoSeqbox(t *testing.T) {
 	var calls atomic.Int64
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "loans", Store: st, Transport: open(t, cfg),
-		Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond},
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}},
 		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error {
 			calls.Add(1)
 			return errors.New("downstream is down")

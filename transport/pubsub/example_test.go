@@ -64,8 +64,8 @@ func Example() {
 	var seen []string
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "order-sync", Store: st, Transport: tr,
-		Retry:   seqbox.RetryPolicy{MaxAttempts: cfg.RetryMaxAttempts},
-		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: cfg.RetryMaxAttempts}},
+		Handler:  func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
 		Observer: func(d seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()

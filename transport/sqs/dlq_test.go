@@ -68,7 +68,7 @@ func TestDeadLetter(t *testing.T) {
 			calls.Add(1)
 			return errors.New("downstream is down")
 		},
-		Retry: seqbox.RetryPolicy{MaxAttempts: maxAttempts, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond},
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: maxAttempts, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func Example() {
 		Name: "crm-followup", Store: st, Transport: tr,
 		// Extend the lease well before the queue's visibility timeout.
 		ExtendEvery: tr.Lease() / 3, ExtendBy: tr.Lease(),
-		Retry: seqbox.RetryPolicy{MaxAttempts: 5},
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 5}},
 		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_tasks VALUES ($1)`, ev.PartitionKey)
 			return err

@@ -69,13 +69,15 @@ func (r *EffectsStore) consumer(t testing.TB, b Broker, tr transport.Transport, 
 	t.Helper()
 	cfg := seqbox.Config{
 		Name: "transporttest", Store: r.st, Transport: tr, Handler: Record,
-		Workers: 4, BatchSize: 16, HoldTimeout: time.Minute,
+		Workers: 4, BatchSize: 16,
 		ExtendEvery: b.Lease / 4, ExtendBy: b.Lease,
-		// Every key starts at version 1: on a broker that reorders, a
-		// first delivery of v2 is held for v1 instead of becoming the
-		// baseline.
-		FirstVersion: &firstVersion,
-		Retry:        seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		Policies: seqbox.Policies{HoldTimeout: time.Minute,
+			// Every key starts at version 1: on a broker that reorders, a
+			// first delivery of v2 is held for v1 instead of becoming the
+			// baseline.
+			FirstVersion: &firstVersion,
+			Retry:        seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		},
 	}
 	if change != nil {
 		change(&cfg)
