@@ -21,9 +21,10 @@ type waiter interface {
 	Wait() time.Duration
 }
 
-// apply runs steps 3, 5 and 6 of docs/design.md §5 for an event that passed the
-// gate: claim the business key, run the handler under its own savepoint,
-// advance the key version by compare-and-set and mark the identity applied.
+// apply runs docs/design.md §5, "Business key", "Handler", "Advance" and
+// "Record and unpark", for an event that passed the gate: claim the
+// business key, run the handler under its own savepoint, advance the key
+// version by compare-and-set and mark the identity applied.
 func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
 	key := ev.PartitionKey
@@ -51,8 +52,9 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 	}
 	if w := waiter(nil); errors.As(herr, &w) {
 		// A call of it is running in a live caller (effects.InFlightError):
-		// waiting for it is no failure (internal/model found attempts
-		// spent on it dead-lettering a message under a live call).
+		// waiting for it is no failure and spends no attempt, so a live
+		// call never dead-letters its message (the model's guard "ledger:
+		// live pending row (wait)", internal/model).
 		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), min(w.Wait(), p.cfg.Retry.MaxBackoff))
 	}
 	if herr == nil {

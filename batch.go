@@ -12,8 +12,10 @@ import (
 	"github.com/seqbox/seqbox/transport"
 )
 
-// runBatch runs the inputs in one transaction, a savepoint each, and
-// commits. It returns the results per input, in input order, and the
+// runBatch runs the inputs in one transaction and commits: optimistically
+// (no savepoints) unless the consumer has Decide, and again with a
+// savepoint each when the optimistic run must undo a delivery's writes
+// (errRerun). It returns the results per input, in input order, and the
 // messages it stopped to be decided (awaitDecision). beforeCommit, when
 // set, runs last in the transaction with the results.
 func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(transport.Execer, [][]seqboxtype.Result) error) ([][]seqboxtype.Result, []undecided, error) {

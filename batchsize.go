@@ -56,10 +56,10 @@ func newBatchSizer(cfg Config) *batchSizer {
 	// It starts at BatchSize and learns from the first batch on. A
 	// smaller start protects nothing: it binds only when more is ready
 	// than it allows, and a backlog lifts the cap to BatchSize anyway as
-	// soon as its oldest delivery has waited the target. What it did cost
-	// was the first batch of every worker after a start, when a restarted
-	// consumer meets its backlog: 64 each instead of the full batch, on
-	// PostgreSQL 8% of bench/peers' run (docs/benchmarks.md §11).
+	// soon as its oldest delivery has waited the target. What it would
+	// cost is the first batch of every worker after a start, when a
+	// restarted consumer meets its backlog (docs/benchmarks-history.md
+	// §11).
 	return &batchSizer{budget: cfg.TargetLatency / 2, target: cfg.TargetLatency, max: cfg.BatchSize,
 		cap: float64(cfg.BatchSize)}
 }

@@ -56,9 +56,9 @@ func sizesFrom(z *batchSizer, batches int, ready func(i int) int, fixed, perMess
 // A batch's fixed part (its round trips, its commit) is paid whatever its
 // size, so the cap keeps only the part per message within the budget.
 // On a busy machine the fixed part of a batch grows to most of the
-// budget; sized by its whole time a batch shrank to what fitted beside
-// it, more batches paid it, and the machine got busier still
-// (docs/benchmarks.md §13).
+// budget; a cap sized by a batch's whole time would shrink batches to
+// what fits beside it, so that more batches pay it and the machine gets
+// busier still (docs/benchmarks-history.md §13).
 func TestBatchSizerBudgetsThePartPerMessage(t *testing.T) {
 	cycle := func(i int) int { return 10 + 37*i%150 } // 10…159 ready, varied
 

@@ -1,6 +1,6 @@
 package seqbox_test
 
-// Claims follow liveness (shared/DESIGN.md §4, docs/design.md §10.2): a
+// Claims follow liveness (docs/design.md §10.2): a
 // decision claim is renewed every ClaimHeartbeat while its Decide runs, so
 // a slow but live Decide keeps it for as long as it takes, and only a
 // claim whose heartbeat stopped is taken over. These tests run a Decide

@@ -110,11 +110,11 @@ type Config struct {
 }
 
 // DefaultDecideConcurrency is Config.DecideConcurrency's default: 64, by
-// measurement (docs/benchmarks.md §17). Against an agent that answers in
-// 300 ms, 64 calls in flight gave 7.5 times the rate of 8 (195 against 26
-// events/s) at 0.91 of the ideal, and an instant agent no more at 256 than
-// at 64; a model API's limit allows that many, while an agent that
-// allows fewer says so with --agent-concurrency (or 429 and Retry-After).
+// measurement (docs/benchmarks.md, "The agent path: seqbox bench agent"):
+// against an agent that answers in 300 ms, 64 calls in flight keep about
+// 0.9 of the ideal rate, and an instant agent gains nothing beyond 64; a
+// model API's limit allows that many, while an agent that allows fewer
+// says so with --agent-concurrency (or 429 and Retry-After).
 const DefaultDecideConcurrency = 64
 
 // DefaultTargetLatency is Config.TargetLatency's default.

@@ -10,8 +10,10 @@ import (
 )
 
 // Consumer applies events from a transport through the inbox pipeline:
-// receive, one transaction per batch (a savepoint per delivery), COMMIT,
-// then ACK.
+// receive, one transaction per batch, COMMIT, then ACK. A batch runs
+// without savepoints; one that must undo a delivery's writes (a failed
+// handler, a lost key race) reruns with a savepoint per delivery, and a
+// consumer with Decide always does.
 type Consumer struct {
 	cfg Config
 	p   *pipeline

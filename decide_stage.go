@@ -163,15 +163,17 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 		return err
 	}
 	// Final elsewhere (dead-lettered and skipped, say) while this copy
-	// waited: asking now would reach the agent out of its key's order
-	// (internal/model found it). Its run again ends a duplicate.
+	// waited: asking now would reach the agent out of its key's order (the
+	// model's guard "claim: settled elsewhere", internal/model). Its run
+	// again ends a duplicate.
 	if final, err := finalElsewhere(ctx, op, ref); final || err != nil {
 		return err
 	}
 	// Its business key, looked at again now that it is about to ask: a
 	// redriven identity of the same key may have taken it since this copy
-	// passed the pipeline (internal/model found it). Its run again says
-	// what to do: wait, semantic_duplicate, or dead letter.
+	// passed the pipeline (the model's guard "claim: business key taken
+	// (second look)", internal/model). Its run again says what to do: wait,
+	// semantic_duplicate, or dead letter.
 	if busy, err := businessKeyTaken(ctx, op, cfg.Name, ev); busy || err != nil {
 		if err != nil {
 			return err
@@ -185,8 +187,9 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 		return nil
 	}
 	// Still its claim? A decider stalled past three heartbeats since it
-	// claimed has been taken over; the new owner asks, not this one
-	// (internal/model found the late ask reaching the agent out of order).
+	// claimed has been taken over; the new owner asks, not this one, so no
+	// late ask reaches the agent out of order (the model's guard "ledger:
+	// claim taken over before the ask", internal/model).
 	// Within a heartbeat of the claim it cannot have been: no write.
 	if cfg.Now().Sub(claimedAt) >= cfg.ClaimHeartbeat || lost.Load() {
 		if ok, err := op.DecisionClaimExtend(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,

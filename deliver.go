@@ -77,7 +77,8 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 }
 
 // DeliverBatch runs several messages through the pipeline in one
-// transaction, a savepoint each, and commits once: the caller's own batch
+// transaction (as Run's batches do: a savepoint each only when a failure
+// makes it rerun), and commits once: the caller's own batch
 // (an HTTP batch, a page of a backfill) at the cost of one fsync. It
 // returns each message's decisions, in input order; the first decision of
 // each is its own. All are first deliveries.

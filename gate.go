@@ -21,7 +21,7 @@ type gateResult struct {
 	after bool
 }
 
-// gate is step 4 of docs/design.md §5 for an event with a partition key. It
+// gate is the ordering gate (docs/design.md §6) for an event with a partition key. It
 // returns nil when the event may be applied now, or the decision it reached
 // (after parking the event where the decision says so).
 func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtype.Event, ks store.KeyState, now time.Time) (*gateResult, error) {

@@ -3,7 +3,7 @@ package seqbox_test
 // The library bugs TestRapidModel (model_rapid_test.go) found, each cut
 // down to a deterministic test of its own: Deliver, Sweep and the operator
 // actions driven by hand on a clock the test sets. Each asserts what the
-// contract (shared docs/design.md §4-§4, docs/design.md "The agent path") asks
+// contract (docs/design.md, "Outcomes" and "The agent path") asks
 // for. All six are fixed, and their tests guard the fixes.
 
 import (

@@ -16,8 +16,8 @@ import (
 // -0, an escape, a control character, a name outside ASCII, nesting past
 // plainNesting) goes to jcs.Transform, which decodes and re-encodes every
 // value. Both give the same bytes wherever canonicalPlain answers
-// (FuzzCanonicalPlainIsJCS); canonicalPlain costs a fraction of the time
-// (docs/benchmarks.md §9).
+// (FuzzCanonicalPlainIsJCS); canonicalPlain decodes and re-encodes no
+// value (docs/benchmarks-history.md §9).
 func canonical(doc []byte) ([]byte, error) {
 	if out, ok := canonicalPlain(doc); ok {
 		return out, nil

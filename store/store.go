@@ -294,7 +294,7 @@ type Audit interface {
 	// AuditInsert records a non-applied outcome. A duplicate is counted on
 	// its inbox row rather than added as a row, and a collision is
 	// recorded once per colliding payload: delivering again what was
-	// already recorded adds no row (docs/design.md §17).
+	// already recorded adds no row (docs/design.md §14).
 	AuditInsert(ctx context.Context, a AuditRow) error
 	// AuditList lists audit rows for a consumer (and key, when not empty),
 	// newest last, at most Limit.

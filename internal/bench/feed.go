@@ -37,10 +37,11 @@ const (
 // At a rate, each tick (10 ms) publishes the messages due by then in one
 // transaction, as a producer that batches its sends does, and it
 // publishes again at once only to catch up a shortfall larger than one
-// publish carries (feedDue). It used to publish again as soon as a
-// publish returned, whatever was due by then: a transaction for every
-// message or two at low rates, and at half of PostgreSQL's maximum about
-// a third of the machine (docs/benchmarks.md §13).
+// publish carries (feedDue; TestFeedPublishesOnceATick). Publishing again
+// as soon as a publish returns, whatever is due by then, would make a
+// transaction of every message or two at low rates, and take much of the
+// machine at half of PostgreSQL's maximum (docs/benchmarks-history.md
+// §13).
 func startFeed(ctx context.Context, q *embedded.Queue, source, run string, o PurgeOptions, rec *recorder) *feed {
 	return startFeedOf(ctx, q, func(i int) []byte { return Body(source, "l", run+"l", i, o.Keys) }, o, rec)
 }

@@ -226,10 +226,10 @@ func rawValues(row string, n int) string {
 
 // rawRowsTx writes messages [from, to) in one transaction on SQLite with
 // multi-row statements, rawChunk messages each; a statement the
-// transaction runs again (every full chunk) is prepared once. A
-// prepared single-row statement per row, which this replaced, gave about
-// half the rate (docs/benchmarks.md §16): each statement pays its fixed
-// cost once per row there, once per 128 rows here.
+// transaction runs again (every full chunk) is prepared once: a
+// statement pays its fixed cost once per 128 rows here, where a prepared
+// single-row statement would pay it once per row
+// (docs/benchmarks-history.md §16).
 func rawRowsTx(ctx context.Context, db *sql.DB, t rawTables, run string, from, to, keys int) error {
 	b := newRawBatch(run, from, to, keys)
 	tx, err := db.BeginTx(ctx, nil)

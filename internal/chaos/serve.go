@@ -17,7 +17,7 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// ServeScenarios are the scenarios of the serve target (docs/design.md §17): random
+// ServeScenarios are the scenarios of the serve target (docs/design.md §10.5): random
 // kills, kills at each fault point of the agent path, and the workloads
 // of serve_workloads.go (a Retry-After storm, a lying HEAD, a dropped
 // message) with random kills. Every scenario also posts racing copies and

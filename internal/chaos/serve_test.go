@@ -71,7 +71,7 @@ func runServe(t *testing.T, db string, scenarios ...string) string {
 	return log.String()
 }
 
-// The harness over the gateway (docs/design.md §17), bounded: two competing serve
+// The harness over the gateway (docs/design.md §10.5), bounded: two competing serve
 // processes on one SQLite file, a faulty agent, SIGKILLs at random and at
 // the agent path's fault points; the oracle reads the agent's side.
 func TestServeTargetSQLite(t *testing.T) {

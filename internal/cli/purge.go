@@ -57,7 +57,7 @@ removed.`,
 					return errors.New("purge applies nothing")
 				}}
 			// NewConsumer validates the registered retention against the
-			// registered windows, as docs/design.md §5 says, before anything goes.
+			// registered windows, as docs/design.md §13 says, before anything goes.
 			c, err := seqbox.NewConsumer(cfg)
 			if err != nil {
 				return fmt.Errorf("purge: consumer %q: its registered policies are refused: %w; nothing was removed", reg.Consumer, err)
@@ -78,7 +78,7 @@ removed.`,
 }
 
 // unregisteredWindows names the windows a registration does not record:
-// those the retention is validated against (docs/design.md §5). Defaults in their
+// those the retention is validated against (docs/design.md §13). Defaults in their
 // place would check the retention against windows the consumer never had.
 func unregisteredWindows(p seqbox.Policies) []string {
 	var missing []string

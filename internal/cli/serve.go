@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// serveCmd is `seqbox serve`: the HTTP gateway of docs/design.md §17.
+// serveCmd is `seqbox serve`: the HTTP gateway of docs/design.md §16.
 func serveCmd() *cobra.Command {
 	var o serve.Options
 	var logLevel, logFormat string

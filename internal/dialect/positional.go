@@ -14,9 +14,10 @@ import (
 // Why: modernc.org/sqlite binds each parameter after asking SQLite for its
 // name, and SQLite finds the name of parameter i by a walk of the list of
 // named parameters. A statement with n named parameters ($n is a name to
-// SQLite) is n²/2 steps to bind: a batch's multi-row INSERT of 128 rows of
-// 15 columns spent more CPU binding than executing (docs/benchmarks.md
-// §9). Anonymous parameters are not in that list.
+// SQLite) is n²/2 steps to bind, so that a batch's multi-row INSERT (128
+// rows of 15 columns) would spend more CPU binding than executing
+// (docs/benchmarks-history.md §9). Anonymous parameters are not in that
+// list.
 //
 // q is returned unchanged, with args, when it has no $n, when it already
 // uses another kind of placeholder (?, ?n, :name, @name, $name), or when a

@@ -9,7 +9,7 @@ type violation struct {
 	A, B int8
 }
 
-// The invariants (issue 19; docs/design.md §4 to §4).
+// The invariants (issue 19; docs/design.md §18.2, "The invariants").
 const (
 	okay uint8 = iota
 	vEffectTwice

@@ -23,7 +23,7 @@ func (m *Model) pipeline(s *State, w int) {
 		wk.Phase = finish // duplicate or collision
 		return
 	}
-	// 3. The ordering gate (docs/design.md §5 step 4).
+	// 3. The ordering gate (docs/design.md §5, "Ordering gate").
 	if k := msg.key; k >= 0 && !m.mut(GateSkipped) && !(m.mut(DecideBeforeGate) && !id.Decided) {
 		key := &s.Key[k]
 		switch {
@@ -49,7 +49,7 @@ func (m *Model) pipeline(s *State, w int) {
 			id.Passed = true
 		}
 	}
-	// 4. The business key (docs/design.md §5 step 3): applied elsewhere, or being decided elsewhere
+	// 4. The business key (docs/design.md §5, "Business key"): applied elsewhere, or being decided elsewhere
 	// (after the gate, as the library has it: a key's turn comes first).
 	if msg.bk >= 0 && !(m.mut(DecideBeforeSemanticCheck) && !id.Decided) {
 		if s.bkApplied(m, msg.bk, i) {

@@ -52,7 +52,7 @@ type Verdict struct {
 // only for an event that is next on its key, passed the inbox and the
 // business-key check, and whose key's turn it holds: order, once-only and
 // the gate are the pipeline's; the dispatcher adds the HTTP contract of
-// docs/design.md §10 (no redirects, failure classes, Retry-After, the circuit).
+// docs/design.md §10.3 (no redirects, failure classes, Retry-After, the circuit).
 type dispatcher struct {
 	url      string
 	consumer string
@@ -71,9 +71,10 @@ type dispatcher struct {
 // redirect (a 3xx is the answer, and the dispatch fails with it), so the
 // event and its Idempotency-Key never go anywhere but --agent-url. It
 // keeps a connection open for each call that may be in flight
-// (concurrency): with the default two, every call beyond them dialled a
-// new connection and closed it after, which cost a 300 ms agent at 256
-// calls in flight 27 ms a call (docs/benchmarks.md §17).
+// (concurrency), so that no call beyond http.Transport's default two
+// dials a connection of its own and closes it after
+// (TestAgentClientReusesAConnectionPerCallInFlight;
+// docs/benchmarks-history.md §19).
 func newAgentClient(timeout time.Duration, concurrency int) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = concurrency, concurrency

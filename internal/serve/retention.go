@@ -22,7 +22,7 @@ type retentionStatus struct {
 // Retention is GET /v1/admin/retention.
 type Retention struct {
 	Consumer string `json:"consumer"`
-	// The windows docs/design.md §5 validates: Retention must cover the broker's
+	// The windows docs/design.md §13 validates: Retention must cover the broker's
 	// redelivery window, and DLQ retention plus the redrive window.
 	Retention        string  `json:"retention"`
 	RedeliveryWindow string  `json:"redelivery_window"`

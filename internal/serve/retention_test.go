@@ -12,7 +12,7 @@ import (
 // Retention purges expired identities and the gateway's envelopes; an
 // identity that comes back after its purge is applied again and counted
 // in seqbox_purged_before_redelivery_total. A retention shorter than the
-// redelivery window is refused (docs/design.md §5).
+// redelivery window is refused (docs/design.md §13).
 func TestRetentionPurgeAndEarlyPurgeMetric(t *testing.T) {
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// routes wires every endpoint of docs/design.md §17.
+// routes wires every endpoint of docs/design.md §16.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	ingest := bearer{token: []byte(s.opt.IngestToken), realm: "seqbox-ingest"}

@@ -289,7 +289,7 @@ func (s *Server) circuitChanged(open bool, why string, pause time.Duration) {
 // publishGrouped queues ingested events in the embedded queue grouped by
 // partition key: a key's events are received one at a time, in the order
 // they were accepted, each once the one before it settled, by whichever
-// serve process (docs/design.md §10, order at the agent). Without that, a
+// serve process (docs/design.md §10.4). Without that, a
 // competing process could take a key's second event while the first
 // waits in another's hands, and the second would become the key's
 // baseline, the first stale.

@@ -351,9 +351,9 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 	// Keep the connections a busy moment opened: database/sql keeps two
 	// idle by default, and each new SQLite connection parses the schema
 	// and runs its pragmas again. Under the agent path's concurrent reads
-	// (a decider's checks, the ledger's) that churn was a third of the
-	// process's CPU (docs/benchmarks.md §17). An idle one closes after a
-	// minute.
+	// (a decider's checks, the ledger's) that churn would take much of the
+	// process's CPU (docs/benchmarks-history.md §19, "CPU profiles"). An
+	// idle one closes after a minute.
 	db.SetMaxIdleConns(maxIdleConns)
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {

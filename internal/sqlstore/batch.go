@@ -202,10 +202,10 @@ const (
 // insertedAll runs the insert q of n rows and reports whether it
 // inserted every one, the common case: a batch of new identities. Else
 // it undoes the insert (a savepoint) so that the caller runs it again
-// with RETURNING, to learn which rows were there before. Reading the
-// RETURNING rows cost about a third of the inbox's insert on SQLite
-// (docs/benchmarks.md §16). Only in a transaction: the savepoint must
-// stay on one connection.
+// with RETURNING, to learn which rows were there before: the common case
+// reads no rows back, a large part of the insert's cost on SQLite
+// (docs/benchmarks-history.md §16). Only in a transaction: the savepoint
+// must stay on one connection.
 func (t *Executor) insertedAll(ctx context.Context, q string, args []any, n int) (bool, error) {
 	if _, err := t.exec(ctx, "SAVEPOINT seqbox_inbox_insert"); err != nil {
 		return false, err

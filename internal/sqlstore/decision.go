@@ -189,9 +189,11 @@ func (o *Executor) BusinessKeyLock(ctx context.Context, p store.BusinessKeyRef) 
 // took BusinessKeyLock its answer holds until the transaction ends.
 func (o *Executor) BusinessKeyInFlight(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
 	var id store.Identity
-	// Of two identities waiting on each other, one goes first. Who goes first (internal/model found both rules): one that made a
-	// call that took effect or may have (a redriven one) goes before one
-	// that made none; otherwise the earlier turn goes first.
+	// Of two identities waiting on each other, one goes first: one that
+	// made a call that took effect or may have (a redriven one) goes
+	// before one that made none; otherwise the earlier turn goes first
+	// (the model's guards "business key: in flight elsewhere" and
+	// "business key: touched by a settled identity", internal/model).
 	const touched = `EXISTS (SELECT 1 FROM seqbox_effects e WHERE e.consumer = $1 AND e.source = %s AND e.id = %s
 			AND e.state IN ('pending', 'uncertain', 'succeeded'))`
 	theirs, mine := fmt.Sprintf(touched, "r.source", "r.id"), fmt.Sprintf(touched, "$3", "$4")

@@ -143,11 +143,11 @@ func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
 		// Nor a sequential scan. The receive and the lease extension update
 		// the rows they locked by tuple id (see leaseStatement). A queue
 		// table autovacuum has not yet visited has no statistics, so the
-		// planner took it for a few pages and, instead of fetching the
+		// planner may take it for a few pages and, instead of fetching the
 		// batch's tuples by id (a Tid Scan), read the whole table, with
-		// the visibility check of every deleted row still on its pages:
-		// every receive, 1,744 of 1,744 in five seconds at 1,000 msgs/s
-		// (docs/benchmarks.md §14).
+		// the visibility check of every deleted row still on its pages, at
+		// every receive (TestPostgresLeasePlanOnAFreshQueue;
+		// docs/benchmarks-history.md §14).
 		db, err := pgdb.OpenWith(ctx, path, map[string]string{"enable_bitmapscan": "off", "enable_seqscan": "off"})
 		if err != nil {
 			return nil, err
@@ -630,12 +630,10 @@ type ackStatement struct {
 //   - On SQLite, one statement for the whole batch, each row found by its
 //     seq: the seqs one JSON array and the receives' tokens another, which
 //     json_each unpacks. SQLite's driver parses a statement again at every
-//     call, and a batch's deliveries come from several receives: a
-//     statement per token was several parses per batch, and the ack took
-//     28% of BenchmarkRunBatch/sqlite's batch CPU (docs/benchmarks.md
-//     §15).
-//     (Before that, a placeholder per seq had been a parse of up to 512 of
-//     them: §11.)
+//     call, and a batch's deliveries come from several receives: one
+//     statement is one parse per batch, where a statement per token would
+//     be several, and a placeholder per seq a parse of up to 512 of them
+//     (docs/benchmarks-history.md §15).
 //
 // On SQLite a row whose seq is one of held's and whose lease is one of
 // held's tokens, but not the pair held names, goes too. That row is a
