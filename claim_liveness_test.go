@@ -20,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
@@ -185,7 +184,7 @@ func TestSweepLeavesTheTurnOfASlowLiveDecide(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"v2:held"}, outcomes(ds))
 		time.Sleep(2*time.Minute + 500*time.Millisecond) // past the redelivery window, v1's Decide still running
-		swept, err := reach.Sweep(c, ctx)
+		swept, err := c.Sweep(ctx)
 		require.NoError(t, err)
 		require.NotContains(t, outcomes(swept), "v1:dead_lettered", "the sweep ended the turn of a message being decided")
 		require.NotContains(t, outcomes(swept), "v2:applied", "the sweep let v2 overtake v1, which is being decided")

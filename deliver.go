@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
@@ -96,12 +95,22 @@ func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]seqboxt
 	return c.deliverAll(ctx, ins)
 }
 
-// deliverOversized records an input larger than MaxEventSize as rejected,
-// with its size in the reason, under the identity of its hash (delivered
-// again, it is rejected again without a second DLQ row). The DLQ keeps its
-// prefix. Replay uses it so that one huge line is one outcome, in bounded
-// memory, and never the end of a run.
-func (c *Consumer) deliverOversized(ctx context.Context, o handoff.Oversized) ([]seqboxtype.Result, error) {
+// Oversized is an input too large to hold whole, such as a line of a file
+// far over seqboxtype.MaxEventSize: its first bytes, its full size, and
+// the SHA-256 of all of it.
+type Oversized struct {
+	Prefix []byte
+	Size   int64
+	SHA256 [32]byte
+}
+
+// DeliverOversized records an input too large to hand over whole as
+// rejected, with its size in the reason, under the identity of its hash:
+// delivered again, it is rejected again without a second dead letter. The
+// DLQ keeps its Prefix. A reader of a stream (replay's file of lines) uses
+// it so that one huge input is one outcome, in bounded memory, and never
+// the end of the stream.
+func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]seqboxtype.Result, error) {
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}

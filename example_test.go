@@ -198,3 +198,48 @@ func ExampleConfig_tracerProvider() {
 	// Output:
 	// process crm-followup 4bf92f3577b34da6a3ce929d0e0e4736 parent 00f067aa0ba902b7 applied
 }
+
+// Sweep ends the holds whose HoldTimeout passed: here HoldExpiry=advance
+// records the gap and applies the held version. Run sweeps every second;
+// a consumer driven by Deliver calls Sweep, or Maintain, which sweeps
+// with the rest of the upkeep.
+func ExampleConsumer_Sweep() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "seqbox-example-")
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "app.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	consumer, err := seqbox.NewConsumer(seqbox.Config{
+		Name: "orders", Store: st,
+		Policies: seqbox.Policies{HoldTimeout: time.Minute, HoldExpiry: seqbox.HoldExpiryAdvance},
+		Now:      func() time.Time { return now },
+		Handler:  func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range []int{1, 3} { // version 2 never comes
+		msg := fmt.Sprintf(`{"specversion":"1.0","id":"ord-%d","source":"erp","type":"order.updated","partitionkey":"PED-1","objectversion":%d}`, v, v)
+		ds, err := consumer.Deliver(ctx, []byte(msg), 1)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %s\n", ds[0].ID, ds[0].Outcome)
+	}
+	now = now.Add(2 * time.Minute)
+	swept, err := consumer.Sweep(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, d := range swept {
+		fmt.Printf("swept %s: %s\n", d.ID, d.Outcome)
+	}
+	// Output:
+	// ord-1: applied
+	// ord-3: held
+	// swept ord-3: applied
+}

@@ -29,15 +29,13 @@ const (
 // A consumer driven by Deliver, DeliverBatch or DeliverTx instead of Run
 // calls Maintain every second or so; a consumer that calls Run needs
 // nothing more. Each step runs even when an earlier one failed; the error
-// joins their failures.
+// joins their failures. The steps are Sweep, RunRequests, RefreshMetrics
+// and Purge, each callable alone.
 func (c *Consumer) Maintain(ctx context.Context) error {
-	_, sweepErr := c.sweep(ctx)
-	_, requestsErr := c.runRequests(ctx)
-	var gaugesErr error
-	if c.cfg.Metrics != nil {
-		gaugesErr = c.refreshMetrics(ctx)
-	}
-	_, purgeErr := c.purge(ctx, DefaultPurgeBatch)
+	_, sweepErr := c.Sweep(ctx)
+	_, requestsErr := c.RunRequests(ctx)
+	gaugesErr := c.RefreshMetrics(ctx)
+	_, purgeErr := c.Purge(ctx, DefaultPurgeBatch)
 	return errors.Join(sweepErr, requestsErr, gaugesErr, purgeErr)
 }
 
@@ -56,19 +54,19 @@ func (c *Consumer) maintainLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := c.sweep(ctx); err != nil && ctx.Err() == nil {
+			if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil {
 				c.cfg.Logger.Warn("seqbox: sweep failed", "consumer", c.cfg.Name, "err", err)
 			}
 			if c.cfg.Metrics != nil && time.Since(refreshed) >= wait {
 				refreshed = time.Now()
-				if err := c.refreshMetrics(ctx); err != nil && ctx.Err() == nil {
+				if err := c.RefreshMetrics(ctx); err != nil && ctx.Err() == nil {
 					c.cfg.Logger.Warn("seqbox: metrics refresh failed", "consumer", c.cfg.Name, "err", err)
 				}
 				wait = gaugesWait(time.Since(refreshed))
 			}
 			if time.Since(purged) >= purgeEvery {
 				purged = time.Now()
-				if _, err := c.purge(ctx, DefaultPurgeBatch); err != nil && ctx.Err() == nil {
+				if _, err := c.Purge(ctx, DefaultPurgeBatch); err != nil && ctx.Err() == nil {
 					c.cfg.Logger.Warn("seqbox: retention purge failed", "consumer", c.cfg.Name, "err", err)
 				}
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 )
 
 // Metrics count committed outcomes by name and expose the stuck-work
@@ -40,7 +39,7 @@ func TestMetricsCountOutcomesAndStuckWork(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Deliveries.WithLabelValues("test", "dead_lettered")))
 
 	now = now.Add(90 * time.Second)
-	require.NoError(t, reach.RefreshMetrics(c, ctx))
+	require.NoError(t, c.RefreshMetrics(ctx))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.HeldMessages.WithLabelValues("test")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.BlockedKeys.WithLabelValues("test")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.DLQSize.WithLabelValues("test")))

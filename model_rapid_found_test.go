@@ -18,7 +18,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -115,7 +114,7 @@ func TestRapidFoundHoldExpiryAdvancesOverARetryingTurn(t *testing.T) {
 	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
 	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
 	clock.add(2 * time.Minute)
-	_, err := reach.Sweep(c, context.Background())
+	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	ds := mustDeliver(t, c, keyed("v1", "opp", 1), 2)
 	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds), "v1 holds its key's turn while it retries: %s", ds[0].Reason)
@@ -138,7 +137,7 @@ func TestRapidFoundHoldExpiryBlocksTheTurnHolder(t *testing.T) {
 	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
 	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, keyedBK("v1", "opp", 1, "bk0"), 1)))
 	clock.add(2 * time.Minute)
-	_, err := reach.Sweep(c, context.Background())
+	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	ds := mustDeliver(t, c, keyedBK("v1", "opp", 1, "bk0"), 2)
 	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds), "v1 holds its key's turn while it retries: %s", ds[0].Reason)
@@ -210,7 +209,7 @@ func TestRapidFoundLatecomerStallsAReleasedMessage(t *testing.T) {
 	require.Equal(t, []string{"v1:applied"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
 	require.Equal(t, []string{"v3:held"}, outcomes(mustDeliver(t, c, keyed("v3", "opp", 3), 1)))
 	clock.add(2 * time.Minute)
-	_, err := reach.Sweep(c, ctx) // the hold times out: the key is blocked for the gap
+	_, err := c.Sweep(ctx) // the hold times out: the key is blocked for the gap
 	require.NoError(t, err)
 	a.mu.Lock()
 	a.fail["v3"] = 1
@@ -322,7 +321,7 @@ func sweepEvery(t *testing.T, c *seqbox.Consumer, clock *foundClock, every time.
 	t.Helper()
 	for range n {
 		clock.add(every)
-		_, err := reach.Sweep(c, context.Background())
+		_, err := c.Sweep(context.Background())
 		require.NoError(t, err)
 	}
 }

@@ -53,10 +53,16 @@ func batchDone(m *Metrics, consumer string, n int, since time.Time) {
 	m.CommitLatency.WithLabelValues(consumer).Observe(time.Since(since).Seconds())
 }
 
-// refreshMetrics sets the gauges (held messages, blocked keys, age of the
-// oldest stuck message, DLQ size, inbox rows, gaps) from the store. Run
-// calls it every 15 seconds.
-func (c *Consumer) refreshMetrics(ctx context.Context) error {
+// RefreshMetrics sets the gauges of Config.Metrics (held messages,
+// blocked keys, age of the oldest stuck message, DLQ size, inbox rows,
+// gaps) from the store; without Metrics it does nothing. Run refreshes
+// them every 15 seconds (less often when counting takes long), Maintain
+// once; a program that serves /metrics may also refresh them on each
+// scrape.
+func (c *Consumer) RefreshMetrics(ctx context.Context) error {
+	if c.cfg.Metrics == nil {
+		return nil
+	}
 	counts, err := c.cfg.Store.Executor().Counts(ctx, c.cfg.Name)
 	if err != nil {
 		return err

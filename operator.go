@@ -249,10 +249,13 @@ func (p *pipeline) releaseKey(ctx context.Context, tx *batchTx, ks store.KeyStat
 	return p.unpark(ctx, tx, ks.Key)
 }
 
-// sweep ends holds that reached HoldTimeout (HoldExpiry decides) and
-// releases keys blocked longer than MaxBlock, with an alert. Run calls it
-// every second; call it yourself when driving Deliver directly.
-func (c *Consumer) sweep(ctx context.Context) ([]seqboxtype.Result, error) {
+// Sweep ends holds that reached HoldTimeout (HoldExpiry decides),
+// releases keys blocked longer than MaxBlock, with an alert, and ends the
+// turns of unkeyed messages gone for good (not redelivered within the
+// redelivery window, no decision alive). It returns the results it
+// committed. Run sweeps every second and Maintain once; a consumer driven
+// by Deliver that wants only this step of the upkeep calls Sweep.
+func (c *Consumer) Sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 	out, err := c.endStaleTurns(ctx)
 	if err != nil {
 		return out, err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"go.opentelemetry.io/otel/trace"
@@ -33,7 +32,7 @@ type input struct {
 	decideErr error
 	// oversized describes an input too large to hand over; raw is then its
 	// first bytes.
-	oversized *handoff.Oversized
+	oversized *Oversized
 	// unparkKey, when set, makes the input its key's unparking instead of a
 	// message: a message let out of the parked table runs again that way
 	// once decided (unparking takes it under the key's lock, if it is

@@ -15,14 +15,14 @@ import (
 // requestsEvery is how often Run looks for operator requests.
 const requestsEvery = 250 * time.Millisecond
 
-// runRequests executes the pending operator requests addressed to this
-// consumer (docs/design.md §9): a redrive, skip or release that the CLI or the
-// admin API recorded runs here, through this consumer's own pipeline and
-// handler, and its decisions are recorded on the request. Run calls it
-// continuously; a consumer driven by Deliver calls it itself. It returns
-// how many requests it executed. A request another process took first is
-// left to it.
-func (c *Consumer) runRequests(ctx context.Context) (int, error) {
+// RunRequests executes the pending operator requests addressed to this
+// consumer (docs/design.md §9): a redrive, skip or release that the CLI or
+// the admin API recorded runs here, through this consumer's own pipeline
+// and handler, and its results are recorded on the request. It returns how
+// many requests it executed; a request another process took first is left
+// to it. Run looks for requests every 250 ms and Maintain once; a consumer
+// driven by Deliver calls one of them.
+func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 	ctl := c.cfg.Store.Executor()
 	reqs, err := ctl.RequestListPending(ctx, c.cfg.Name)
 	if err != nil {
@@ -131,7 +131,7 @@ func (c *Consumer) controlLoop(ctx context.Context) {
 				c.cfg.Logger.Warn("seqbox: heartbeat failed", "consumer", c.cfg.Name, "err", err)
 			}
 		}
-		if _, err := c.runRequests(ctx); err != nil && ctx.Err() == nil {
+		if _, err := c.RunRequests(ctx); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Warn("seqbox: operator requests failed", "consumer", c.cfg.Name, "err", err)
 		}
 	}

@@ -16,13 +16,15 @@ const DefaultPurgeBatch = 500
 // purgePause is the gap between purge batches.
 const purgePause = 10 * time.Millisecond
 
-// purge removes inbox identities whose retention ended, batch at a time
-// (each batch its own short transaction), until none are left or ctx ends.
-// Held and blocked identities are never purged. It returns how many it
-// removed. Config.Retention was validated to cover the broker's
-// redelivery window and the DLQ's redrive window, so a purged identity can
-// no longer come back.
-func (c *Consumer) purge(ctx context.Context, batch int) (int64, error) {
+// Purge removes inbox identities whose retention ended, batch at a time
+// (each batch its own short transaction; batch <= 0 is DefaultPurgeBatch),
+// until none are left or ctx ends. Held and blocked identities are never
+// purged. It returns how many it removed. Config.Retention was validated
+// to cover the broker's redelivery window and the DLQ's redrive window, so
+// a purged identity can no longer come back. Run purges every hour and
+// Maintain once; a program that schedules retention itself (the gateway's
+// --purge-every, the CLI's purge) calls Purge.
+func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = DefaultPurgeBatch
 	}

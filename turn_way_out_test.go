@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -40,13 +39,13 @@ func TestTurnNeverRedeliveredIsCoveredByHoldExpiry(t *testing.T) {
 
 			// Within the redelivery window the turn holds: v1 may come back.
 			clock.add(2 * time.Minute)
-			ds, err := reach.Sweep(c, context.Background())
+			ds, err := c.Sweep(context.Background())
 			require.NoError(t, err)
 			require.Empty(t, ds, "v1 may still be redelivered: its turn holds")
 
 			// Past it, v1 never came back: the hold expires over it.
 			clock.add(time.Hour)
-			ds, err = reach.Sweep(c, context.Background())
+			ds, err = c.Sweep(context.Background())
 			require.NoError(t, err)
 			require.Equal(t, []string{"v2:applied"}, outcomes(ds), "v2 was held for good behind a turn nobody will end")
 			require.Equal(t, []string{"v1", "v2"}, a.called())
@@ -134,7 +133,7 @@ func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
 	ds = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 2)
 	require.Equal(t, []string{"k1:retry"}, outcomes(ds), ds[0].Reason)
 	clock.add(20 * time.Minute) // past u1's redelivery window, not k1's
-	_, err := reach.Sweep(c, context.Background())
+	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	ds = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 3)
 	require.Equal(t, []string{"k1:applied"}, outcomes(ds), ds[0].Reason)

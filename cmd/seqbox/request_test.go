@@ -14,7 +14,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/pgtest"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
@@ -150,7 +149,7 @@ func TestRedriveWithoutLiveConsumer(t *testing.T) {
 	r, err := st.Executor().RequestGet(ctx, 1)
 	require.NoError(t, err)
 	require.Equal(t, seqboxtype.RequestCancelled, r.State)
-	n, err := reach.RunRequests(c, ctx)
+	n, err := c.RunRequests(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a withdrawn request never runs")
 

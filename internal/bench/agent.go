@@ -19,7 +19,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -374,7 +373,7 @@ func startServe(ctx context.Context, o AgentOptions, agentURL string, watch *con
 	go func() { done <- srv.Serve(sctx, ln) }()
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-	op := reach.Store(srv.Consumer()).Executor()
+	op := srv.Store().Executor()
 	return &target{
 		send: func(ctx context.Context, bodies [][]byte) error {
 			return postAll(ctx, client, base, bodies)

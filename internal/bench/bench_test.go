@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
@@ -71,7 +70,7 @@ func TestSeedCountsAndPurge(t *testing.T) {
 	purger, err := seqbox.NewConsumer(seqbox.Config{Name: Consumer, Store: timedStore{Store: e.st, times: times},
 		Handler: replay.RecordHandler(Consumer), Now: func() time.Time { return now }})
 	require.NoError(t, err)
-	n, err := reach.Purge(purger, ctx, 20)
+	n, err := purger.Purge(ctx, 20)
 	require.NoError(t, err)
 	require.EqualValues(t, 50, n)
 	require.Len(t, times.all(), 3, "50 rows in batches of 20: 20, 20, 10")

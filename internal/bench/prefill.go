@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seqbox/seqbox/internal/reach"
 )
 
 // Cost as the work grows (issue 37): seqbox keeps every identity for its
@@ -133,7 +132,7 @@ func (r PrefillResult) Line() string {
 // settings: the core (embedded queue, record handler, per-message
 // Handler) on the inbox as it is, its saturated rate and its p99 at a
 // fixed rate (half that); then the same on the inbox after o.Rows live
-// identities were seeded in bulk; then the retention purge (reach.Purge,
+// identities were seeded in bulk; then the retention purge (Consumer.Purge,
 // as `seqbox purge` runs it) of the oldest half of them, alone, against
 // the rate at which the core adds identities to the full inbox. It prints a table, the
 // purge's figures, whether the purge keeps up, the check, and last the
@@ -215,7 +214,7 @@ func Prefill(ctx context.Context, o PrefillOptions, w io.Writer) (PrefillResult,
 	}
 	w0 := written(ctx, e)
 	t0 := time.Now()
-	res.Purge.Removed, err = reach.Purge(purger, ctx, o.PurgeBatch)
+	res.Purge.Removed, err = purger.Purge(ctx, o.PurgeBatch)
 	res.Purge.Elapsed = time.Since(t0)
 	if err != nil {
 		return res, fmt.Errorf("purge: %w", err)

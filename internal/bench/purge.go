@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 )
 
@@ -118,7 +117,7 @@ func Purge(ctx context.Context, o PurgeOptions, w io.Writer) (PurgeResult, error
 	b1 := time.Now()
 	var perr error
 	if werr == nil {
-		res.Removed, perr = reach.Purge(purger, ctx, o.Batch)
+		res.Removed, perr = purger.Purge(ctx, o.Batch)
 	}
 	p1 := time.Now()
 	failures, firstFailure := f.stop()
@@ -153,7 +152,7 @@ func Purge(ctx context.Context, o PurgeOptions, w io.Writer) (PurgeResult, error
 	return res, checkPurge(w, res, before, after, int64(held), l.rec.applied.Load(), warns, first)
 }
 
-// newPurger is the bench consumer for its retention purge (reach.Purge,
+// newPurger is the bench consumer for its retention purge (Consumer.Purge,
 // as `seqbox purge` runs it) at clock, its purge batches timed in times.
 func newPurger(e *env, clock func() time.Time, times *purgeTimes) (*seqbox.Consumer, error) {
 	return seqbox.NewConsumer(seqbox.Config{Name: Consumer, Store: timedStore{Store: e.st, times: times},

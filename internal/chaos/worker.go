@@ -12,7 +12,6 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -166,7 +165,7 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		if err != nil {
 			return err
 		}
-		n, err := reach.Purge(c, ctx, 100)
+		n, err := c.Purge(ctx, 100)
 		fmt.Fprintf(os.Stdout, "purged=%d\n", n)
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
@@ -62,7 +61,7 @@ removed.`,
 			if err != nil {
 				return fmt.Errorf("purge: consumer %q: its registered policies are refused: %w; nothing was removed", reg.Consumer, err)
 			}
-			n, err := reach.Purge(c, ctx, batch)
+			n, err := c.Purge(ctx, batch)
 			if err != nil {
 				return fmt.Errorf("purge: %d removed before: %w", n, err)
 			}

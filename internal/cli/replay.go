@@ -102,7 +102,7 @@ func replayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = replay.Run(ctx, c, in, cmd.OutOrStdout(), replay.Options{State: state})
+			_, err = replay.Run(ctx, c, st, in, cmd.OutOrStdout(), replay.Options{State: state})
 			return err
 		},
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -159,7 +158,7 @@ func runInProcess(ctx context.Context, st store.Store, s *session) error {
 	if err := replay.EnsureRecordTables(ctx, st.DB()); err != nil {
 		return fmt.Errorf("create record tables: %w", err)
 	}
-	_, err = reach.RunRequests(c, ctx)
+	_, err = c.RunRequests(ctx)
 	return err
 }
 

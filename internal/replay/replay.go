@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/internal/ops"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -43,11 +41,12 @@ func (c Counters) Line() string {
 	return b.String()
 }
 
-// Run replays the lines of r through c, writing decisions and counters to
-// w. A retry is redelivered at once until it applies or is dead-lettered.
-func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt Options) (Counters, error) {
+// Run replays the lines of r through c, whose store is st, writing
+// results and counters to w. A retry is redelivered at once until it
+// applies or is dead-lettered.
+func Run(ctx context.Context, c *seqbox.Consumer, st store.Store, r io.Reader, w io.Writer, opt Options) (Counters, error) {
 	cnt := Counters{ByOutcome: map[seqboxtype.Outcome]int64{}}
-	db := reach.Store(c).DB()
+	db := st.DB()
 	if err := EnsureRecordTables(ctx, db); err != nil {
 		return cnt, fmt.Errorf("create record tables: %w", err)
 	}
@@ -76,7 +75,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 		}
 		if l.oversized {
 			cnt.Deliveries++
-			ds, err := reach.DeliverOversized(c, ctx, handoff.Oversized{Prefix: l.bytes, Size: l.size, SHA256: l.sum})
+			ds, err := c.DeliverOversized(ctx, seqbox.Oversized{Prefix: l.bytes, Size: l.size, SHA256: l.sum})
 			if err != nil {
 				return cnt, err
 			}
@@ -99,7 +98,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 			}
 		}
 	}
-	ds, err := reach.Sweep(c, ctx)
+	ds, err := c.Sweep(ctx)
 	if err != nil {
 		return cnt, err
 	}
@@ -108,7 +107,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 	}
 	cnt.Accepted = cnt.ByOutcome[seqboxtype.Applied]
 	cnt.Duplicates = cnt.ByOutcome[seqboxtype.Duplicate]
-	counts, err := reach.Store(c).Executor().Counts(ctx, c.Name())
+	counts, err := st.Executor().Counts(ctx, c.Name())
 	if err != nil {
 		return cnt, err
 	}
@@ -120,7 +119,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, r io.Reader, w io.Writer, opt 
 		return cnt, err
 	}
 	if opt.State {
-		return cnt, writeState(ctx, c, w)
+		return cnt, writeState(ctx, c.Name(), st, w)
 	}
 	return cnt, nil
 }
@@ -133,15 +132,15 @@ type stateLine struct {
 	Held         int    `json:"held"`
 }
 
-func writeState(ctx context.Context, c *seqbox.Consumer, w io.Writer) error {
-	keys, err := reach.Store(c).Executor().KeyViewList(ctx, store.KeyViewListParams{Consumer: c.Name(), Stuck: false})
+func writeState(ctx context.Context, consumer string, s store.Store, w io.Writer) error {
+	keys, err := s.Executor().KeyViewList(ctx, store.KeyViewListParams{Consumer: consumer, Stuck: false})
 	if err != nil {
 		return err
 	}
 	enc := ops.NewJSONEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, k := range keys {
-		st, err := objectState(ctx, reach.Store(c), c.Name(), k.Key)
+		st, err := objectState(ctx, s, consumer, k.Key)
 		if err != nil {
 			return err
 		}

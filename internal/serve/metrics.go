@@ -12,7 +12,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
-	"github.com/seqbox/seqbox/internal/reach"
 )
 
 // gatewayMetrics are the gateway's own counters, next to the consumer's
@@ -129,7 +128,7 @@ func (s *Server) metricsHandler() http.Handler {
 		mu.Lock()
 		if time.Since(last) >= time.Second {
 			last = time.Now()
-			if err := reach.RefreshMetrics(s.consumer, r.Context()); err != nil {
+			if err := s.consumer.RefreshMetrics(r.Context()); err != nil {
 				s.opt.Logger.Warn("seqbox serve: metrics refresh failed", "err", err)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seqbox/seqbox/internal/reach"
 )
 
 // retentionStatus is what the last retention run did.
@@ -64,7 +63,7 @@ func (s *Server) retentionLoop(ctx context.Context) {
 
 // purge runs retention once.
 func (s *Server) purge(ctx context.Context) {
-	n, err := reach.Purge(s.consumer, ctx, 0)
+	n, err := s.consumer.Purge(ctx, 0)
 	var env int64
 	if err == nil {
 		now := s.consumerNow()

@@ -199,6 +199,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Consumer is the server's consumer.
 func (s *Server) Consumer() *seqbox.Consumer { return s.consumer }
 
+// Store is the store of the server's consumer and queue (--db).
+func (s *Server) Store() store.Store { return s.store }
+
 // Serve runs the consumer, the retention loop and the HTTP server on ln
 // until ctx ends, then shuts down gracefully: intake stops first (requests
 // in flight finish: a 202 is only sent once its events are committed),

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/handoff"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -121,7 +119,7 @@ func hardReplayTwice(t *testing.T, open Factory) {
 	c, err := replay.NewConsumer(seqbox.Config{Name: "twice", Store: st, Now: func() time.Time { return ordT0 }})
 	require.NoError(t, err)
 	var first strings.Builder
-	cnt, err := replay.Run(ctx, c, strings.NewReader(replayTwiceInput), &first, replay.Options{})
+	cnt, err := replay.Run(ctx, c, st, strings.NewReader(replayTwiceInput), &first, replay.Options{})
 	require.NoError(t, err)
 	require.Equal(t, int64(11), cnt.Deliveries, "every non-blank line is one delivery:\n%s", first.String())
 	for _, o := range []seqboxtype.Outcome{seqboxtype.Duplicate, seqboxtype.Collision, seqboxtype.SemanticDuplicate, seqboxtype.Stale,
@@ -131,7 +129,7 @@ func hardReplayTwice(t *testing.T, open Factory) {
 	before := rowCounts(t, st, "twice")
 
 	var second strings.Builder
-	cnt, err = replay.Run(ctx, c, strings.NewReader(replayTwiceInput), &second, replay.Options{})
+	cnt, err = replay.Run(ctx, c, st, strings.NewReader(replayTwiceInput), &second, replay.Options{})
 	require.NoError(t, err)
 	require.Zero(t, cnt.Accepted, "the second run applies nothing:\n%s", second.String())
 	require.Equal(t, int64(2), cnt.ByOutcome[seqboxtype.Rejected], "rejected lines are rejected again")
@@ -171,7 +169,7 @@ func hardDrainedRetrySwept(t *testing.T, open Factory) {
 	require.Contains(t, parked[0].Detail, "attempt 1 of 3 failed", "the detail says why it waits now, not the old gap text")
 
 	e.clock.Advance(time.Second) // past the backoff
-	ds, err := reach.Sweep(c, e.ctx)
+	ds, err := c.Sweep(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"o-3:applied"}, ordSummary(ds))
 	require.EqualValues(t, 2, calls.Load())
@@ -242,9 +240,9 @@ func hardOversizedTwice(t *testing.T, open Factory) {
 	b := setupInbox(t, open)
 	c := b.consumer()
 	prefix := []byte(`{"id":"big","source":"crm","type":"t","data":"` + strings.Repeat("a", 100))
-	o := handoff.Oversized{Prefix: prefix, Size: 5 << 20, SHA256: sha256.Sum256([]byte("the whole line"))}
+	o := seqbox.Oversized{Prefix: prefix, Size: 5 << 20, SHA256: sha256.Sum256([]byte("the whole line"))}
 	for range 2 {
-		ds, err := reach.DeliverOversized(c, context.Background(), o)
+		ds, err := c.DeliverOversized(context.Background(), o)
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
 		require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
@@ -348,7 +346,7 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	req, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "alice", Reason: "crm is back", RequestedAt: time.Now()})
 	require.NoError(t, err)
-	n, err := reach.RunRequests(c, ctx)
+	n, err := c.RunRequests(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	r, err := st.Executor().RequestGet(ctx, req)
@@ -365,7 +363,7 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	bad, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
 		Target: itoa(seq), RequestedBy: "alice", RequestedAt: time.Now()})
 	require.NoError(t, err)
-	_, err = reach.RunRequests(c, ctx)
+	_, err = c.RunRequests(ctx)
 	require.NoError(t, err)
 	r, err = st.Executor().RequestGet(ctx, bad)
 	require.NoError(t, err)
@@ -392,7 +390,7 @@ func hardRequestTakenOnce(t *testing.T, open Factory) {
 	errs := make(chan error, 2)
 	for _, c := range []*seqbox.Consumer{a, b} {
 		wg.Go(func() {
-			n, err := reach.RunRequests(c, ctx)
+			n, err := c.RunRequests(ctx)
 			if err != nil {
 				errs <- err
 			}
@@ -418,7 +416,7 @@ func hardRequestCancelled(t *testing.T, open Factory) {
 	ok, err := st.Executor().RequestCancel(ctx, store.RequestCancelParams{Seq: req, Why: "nobody took it", At: time.Now()})
 	require.NoError(t, err)
 	require.True(t, ok)
-	n, err := reach.RunRequests(c, ctx)
+	n, err := c.RunRequests(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	dl, err := st.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: "crm", Seq: seq})

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
@@ -204,7 +203,7 @@ func ordFirstVersion(t *testing.T, open Factory) {
 		c := e.consumer()
 		require.Equal(t, []string{"E3:held"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_cancelado"), 1)))
 		e.clock.Advance(2 * time.Minute)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E3:applied"}, ordSummary(ds))
 		e.requireObject(k, "pedido_cancelado", 3)
@@ -243,13 +242,13 @@ func ordMaxBlock(t *testing.T, open Factory) {
 		e.deliver(c, ordEvent("O1", other, 1, "pedido_criado"), 1)
 
 		e.clock.Advance(9 * time.Minute)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds, "not blocked long enough yet")
 		e.requireKey(k, ordV(1), true, 0, 1)
 
 		e.clock.Advance(2 * time.Minute)
-		ds, err = reach.Sweep(c, e.ctx)
+		ds, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E3:applied"}, ordSummary(ds))
 		require.Equal(t, []string{"2-2 by max_block"}, e.gapLines(k))
@@ -274,12 +273,12 @@ func ordMaxBlock(t *testing.T, open Factory) {
 		e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)
 		require.Equal(t, []string{"E3:held"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_pago"), 1)))
 		e.clock.Advance(2 * time.Minute)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireKey(k, ordV(1), true, 0, 1)
 		e.clock.Advance(11 * time.Minute)
-		ds, err = reach.Sweep(c, e.ctx)
+		ds, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E3:applied"}, ordSummary(ds))
 		require.Equal(t, []string{"2-2 by max_block"}, e.gapLines(k))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
@@ -150,7 +149,7 @@ func ordPermanentBlock(t *testing.T, open Factory) {
 		require.Empty(t, ds, "4 still waits for 3")
 		e.requireKey(k, ordV(2), false, 1, 0)
 		e.clock.Advance(10 * time.Minute) // far past HoldTimeout (1m)
-		ds, err = reach.Sweep(c, e.ctx)
+		ds, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E4:applied"}, ordSummary(ds), "a message re-held after a block must get a hold deadline")
 		require.Equal(t, []string{"2-2 by ana@ops", "3-3 by hold_expiry=advance"}, e.gapLines(k))
@@ -200,7 +199,7 @@ func ordPermanentBlock(t *testing.T, open Factory) {
 		// The hold deadline of a message now blocked does not apply: the
 		// block is the operator's to resolve.
 		e.clock.Advance(2 * time.Minute)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireKey(k, ordV(1), true, 0, 1)
@@ -324,7 +323,7 @@ func ordTransient(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E2:applied"}, ordSummary(e.deliver(c, raw2, 2)))
 		e.requireKey(k, ordV(2), false, 1, 0)
 		e.clock.Advance(10 * time.Minute) // far past HoldTimeout (1m)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E4:applied"}, ordSummary(ds),
 			"a message held for a gap must have a hold deadline even if it was first parked behind a retry")

@@ -6,7 +6,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
@@ -128,7 +127,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 		// Before the deadline the sweeper leaves the hold alone.
 		e.clock.Advance(30 * time.Second)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireKey(k, ordV(2), false, 1, 0)
@@ -147,7 +146,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 	t.Run("HoldExpiryBlock", func(t *testing.T) {
 		e, c := start(t, seqbox.HoldExpiryBlock)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds, "blocking applies nothing")
 		kv := e.requireKey(k, ordV(2), true, 0, 1)
@@ -203,7 +202,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 	t.Run("HoldExpiryAdvance", func(t *testing.T) {
 		e, c := start(t, seqbox.HoldExpiryAdvance)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"E4:applied"}, ordSummary(ds))
 		gs := e.gaps(k)
@@ -217,7 +216,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
 		require.Contains(t, ds[0].Reason, "version 3 is older than the committed version 4")
 		require.Equal(t, []string{"E4 held 4/2", "E3 stale 3/4"}, e.auditLines(k))
-		ds, err = reach.Sweep(c, e.ctx)
+		ds, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireNothingParked()

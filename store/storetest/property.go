@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
@@ -176,7 +175,7 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 	// backoffs pass, but never a hold timeout.
 	for range 10 {
 		e.clock.Advance(20 * time.Millisecond)
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		for _, x := range ds {
 			tally[x.Outcome]++

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/reach"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
@@ -58,7 +57,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 		require.Len(t, due, 1, "v3 is due")
 		// v2 closes the gap before the sweeper's transaction runs.
 		require.Equal(t, []string{"v2:applied", "v3:applied"}, ordSummary(e.deliver(c, ordEvent("v2", k, 2, "t"), 1)))
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds)
 		e.requireKey(k, ordV(3), false, 0, 0)
@@ -74,7 +73,7 @@ func exerciseSettle(t *testing.T, open Factory) {
 		raw6 := ordEvent("v6", k, 6, "t")
 		require.Equal(t, []string{"v6:retry"}, ordSummary(e.deliver(c, raw6, 1)))
 		e.clock.Advance(3 * time.Second) // v7's hold is due, but v6 is only retrying
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds, "no gap may be recorded for a version that is retrying")
 		require.Equal(t, []string{"v6:applied", "v7:applied"}, ordSummary(e.deliver(c, raw6, 2)))
@@ -89,11 +88,11 @@ func exerciseSettle(t *testing.T, open Factory) {
 		h.failOnce("v3")
 		ds := e.deliver(c, ordEvent("v2", k, 2, "t"), 1)
 		require.Equal(t, []string{"v2:applied", "v3:retry"}, ordSummary(ds), "one attempt, then it waits")
-		ds, err := reach.Sweep(c, e.ctx)
+		ds, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Empty(t, ds, "its backoff has not passed")
 		e.clock.Advance(time.Second)
-		ds, err = reach.Sweep(c, e.ctx)
+		ds, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"v3:applied"}, ordSummary(ds))
 		require.Equal(t, 2, h.calls["v3"])
