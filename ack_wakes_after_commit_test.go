@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/internal/waitfor"
@@ -44,7 +45,7 @@ func TestGroupsNextMessageIsReceivedAfterTheAckCommitsOnPostgres(t *testing.T) {
 // pgQueued opens a PostgreSQL store and an embedded queue in it, both
 // named name, and a consumer of them with the record handler; cfg sets
 // the rest of the consumer's config.
-func pgQueued(t *testing.T, name string, qcfg embedded.Config, cfg seqbox.Config) (*seqbox.Consumer, store.Store, *embedded.Queue) {
+func pgQueued(t *testing.T, name string, qcfg embedded.Config, cfg seqbox.Config, crash ...fault.Hook) (*seqbox.Consumer, store.Store, *embedded.Queue) {
 	t.Helper()
 	ctx := context.Background()
 	u := pgtest.URL(t)
@@ -57,6 +58,9 @@ func pgQueued(t *testing.T, name string, qcfg embedded.Config, cfg seqbox.Config
 	require.NoError(t, err)
 	t.Cleanup(func() { q.Close() })
 	cfg.Name, cfg.Store, cfg.Transport, cfg.Handler = name, st, q, replay.RecordHandler(name)
+	for _, h := range crash {
+		cfg = armed(cfg, h)
+	}
 	c, err := seqbox.NewConsumer(cfg)
 	require.NoError(t, err)
 	return c, st, q

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
-	"github.com/seqbox/seqbox/internal/handoff"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -168,7 +168,7 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Ev
 			logPanic(p.cfg, ev, err)
 		}
 	}()
-	ctx = handoff.WithTx(ctx, tx.tx) // outbox.Emit writes in it
+	ctx = own.WithTx(ctx, tx.tx) // outbox.Emit writes in it
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []seqboxtype.Event{ev})
 	}
@@ -210,7 +210,7 @@ func (p *pipeline) applyDeferred(ctx context.Context, tx *batchTx) (err error) {
 		}
 	}()
 	defer recoverHandler(&err)
-	return p.cfg.BatchHandler(handoff.WithTx(ctx, tx.tx), tx.SQL(), tx.deferred)
+	return p.cfg.BatchHandler(own.WithTx(ctx, tx.tx), tx.SQL(), tx.deferred)
 }
 
 // failed handles a handler error: retry with the attempt counted, or

@@ -3,7 +3,6 @@ package seqbox
 import (
 	"fmt"
 
-	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
@@ -19,5 +18,14 @@ func Conclude(outcome seqboxtype.Outcome, reason string) error {
 	if outcome != seqboxtype.Stale && outcome != seqboxtype.VersionConflict {
 		return Permanent(fmt.Errorf("seqbox.Conclude(%q): a handler may conclude with only %s or %s", outcome, seqboxtype.Stale, seqboxtype.VersionConflict))
 	}
-	return &handoff.Concluded{Outcome: outcome, Reason: reason}
+	return &concludedError{Outcome: outcome, Reason: reason}
 }
+
+// concludedError is the error Conclude returns: the handler ends the
+// message with Outcome (stale or version_conflict) for Reason.
+type concludedError struct {
+	Outcome seqboxtype.Outcome
+	Reason  string
+}
+
+func (e *concludedError) Error() string { return fmt.Sprintf("concluded %s: %s", e.Outcome, e.Reason) }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 
-	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/store"
 )
 
 // concluded ends a message its handler concluded (Conclude): the delivery's
 // writes roll back, the identity is kept with the outcome, the key moves
 // to the event's version, and the audit says why.
-func (p *pipeline) concluded(ctx context.Context, dl *delivery, se *handoff.Concluded) (reached, error) {
+func (p *pipeline) concluded(ctx context.Context, dl *delivery, se *concludedError) (reached, error) {
 	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
 	if err := tx.SavepointRollback(ctx, sp); err != nil {
 		return reached{}, err
@@ -40,7 +39,7 @@ func (p *pipeline) concluded(ctx context.Context, dl *delivery, se *handoff.Conc
 }
 
 // asConcluded reports a Conclude error.
-func asConcluded(err error) (*handoff.Concluded, bool) {
-	var se *handoff.Concluded
+func asConcluded(err error) (*concludedError, bool) {
+	var se *concludedError
 	return se, errors.As(err, &se)
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
@@ -17,8 +18,9 @@ import (
 type Consumer struct {
 	cfg Config
 	p   *pipeline
-	// kind is the registered handler kind (store.HandlerApplication unless
-	// seqbox's own commands mark it record).
+	// kind is the registered handler kind: store.HandlerApplication, or
+	// store.HandlerRecord when seqbox's own commands mark it so
+	// (own.Options.Record, see NewConsumer).
 	kind string
 	// process names this process in the registration and in the operator
 	// requests it takes.
@@ -33,7 +35,7 @@ type Consumer struct {
 	// txAck is the transport when it acknowledges in the store's own
 	// transaction (the embedded queue in the store's file).
 	txAck transport.TxAcker
-	// hooks: see pipeline.hooks.
+	// hooks: see pipeline.hooks (own.Options.Hook, see NewConsumer).
 	hooks fault.Hook
 	// tr starts the receive, settle and decide spans.
 	tr tracing
@@ -47,8 +49,18 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 		return nil, err
 	}
 	c := cfg.WithDefaults()
+	// seqbox's own commands, labs and suites set what an application
+	// cannot on the store they pass (internal/own): a crash hook at the
+	// fault points, the built-in record handler's kind. This is the only
+	// way into a Consumer besides its exported API.
+	var opt own.Options
+	c.Store, opt = own.Unwrap(c.Store)
 	tr := newTracing(c.TracerProvider, c.Name)
-	cons := &Consumer{cfg: c, p: &pipeline{cfg: c, tr: tr, serialWriters: oneWriter(c.Store)}, tr: tr, kind: store.HandlerApplication, process: processName()}
+	cons := &Consumer{cfg: c, p: &pipeline{cfg: c, tr: tr, serialWriters: oneWriter(c.Store), hooks: opt.Hook, retryAtOnce: opt.Record},
+		tr: tr, kind: store.HandlerApplication, process: processName(), hooks: opt.Hook}
+	if opt.Record {
+		cons.kind = store.HandlerRecord
+	}
 	cons.sizer = newBatchSizer(c)
 	cons.claimant = cons.process + "/" + randomSuffix()
 	cons.decider = newDecider(cons)

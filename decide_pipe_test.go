@@ -83,9 +83,8 @@ func TestSlowDecisionDoesNotHoldTheWorker(t *testing.T) {
 func TestNextMessageOfAKeyRunsInItsPredecessorsCommit(t *testing.T) {
 	r := newPipeRig(t, "v1")
 	b, q, started, release := r.b, r.q, r.started, r.release
-	c := b.consumer(t)
 	var commits atomic.Int32
-	fault.Install(c, func(p fault.Point) error {
+	c := b.armedConsumer(t, func(p fault.Point) error {
 		if p == fault.BeforeCommit {
 			commits.Add(1)
 		}
@@ -117,15 +116,15 @@ func TestNextMessageOfAKeyRunsInItsPredecessorsCommit(t *testing.T) {
 // other appliers, idle, used to wait for more work, and Run with them.
 func TestCrashInAStageStopsRunOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	c, _, q := pgQueued(t, "stage-crash", embedded.Config{}, seqbox.Config{Workers: 4,
-		Decide: func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("plan"), nil }})
 	var commits atomic.Int32
-	fault.Install(c, func(p fault.Point) error {
-		if p == fault.BeforeCommit && commits.Add(1) == 2 { // the turn's commit, then the stage's
-			return fault.ErrCrash
-		}
-		return nil
-	})
+	c, _, q := pgQueued(t, "stage-crash", embedded.Config{}, seqbox.Config{Workers: 4,
+		Decide: func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("plan"), nil }},
+		func(p fault.Point) error {
+			if p == fault.BeforeCommit && commits.Add(1) == 2 { // the turn's commit, then the stage's
+				return fault.ErrCrash
+			}
+			return nil
+		})
 	require.NoError(t, q.Publish(ctx, keyed("m1", "k", 1)))
 	runCrashing(t, c)
 }

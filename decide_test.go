@@ -108,8 +108,7 @@ func TestDecisionSurvivesACrashBeforeCommit(t *testing.T) {
 	for i := range 3 {
 		require.NoError(t, q.Publish(context.Background(), keyed(fmt.Sprintf("m%d", i), fmt.Sprintf("k%d", i), 1)))
 	}
-	crashing := b.consumer(t)
-	fault.Install(crashing, func(p fault.Point) error {
+	crashing := b.armedConsumer(t, func(p fault.Point) error {
 		// The first transaction takes the keys' turns; the one that
 		// applies the decisions dies.
 		if p == fault.BeforeCommit && m.calls.Load() == 3 {

@@ -3,7 +3,6 @@ package seqbox
 import (
 	"context"
 
-	"github.com/seqbox/seqbox/internal/handoff"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
@@ -15,6 +14,6 @@ type Decider func(ctx context.Context, ev seqboxtype.Event) ([]byte, error)
 // DecisionFrom returns the decision Config.Decide recorded for the event the
 // handler is applying.
 func DecisionFrom(ctx context.Context) ([]byte, bool) {
-	d, ok := ctx.Value(handoff.DecisionKey{}).([]byte)
+	d, ok := ctx.Value(decisionKey{}).([]byte)
 	return d, ok
 }

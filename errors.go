@@ -4,15 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/seqbox/seqbox/internal/handoff"
 )
 
 // ErrInvalidConfig is matched by every Config validation error.
-var ErrInvalidConfig = handoff.ErrInvalidConfig
+var ErrInvalidConfig = errors.New("invalid config")
 
+// invalidConfig names the field of a configuration that cannot be used,
+// and why.
 func invalidConfig(field, format string, args ...any) error {
-	return handoff.InvalidConfig(field, format, args...)
+	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 }
 
 // permanentError marks an error as not worth retrying.

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
@@ -41,6 +43,21 @@ func setup(t *testing.T) *bundle {
 func (b *bundle) consumer(t *testing.T) *seqbox.Consumer {
 	t.Helper()
 	c, err := seqbox.NewConsumer(b.cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// armed is cfg with a crash hook at the fault points: seqbox's own way
+// into a consumer, on the store it is given (internal/own).
+func armed(cfg seqbox.Config, hook fault.Hook) seqbox.Config {
+	cfg.Store = own.Wrap(cfg.Store, own.Options{Hook: hook})
+	return cfg
+}
+
+// armedConsumer is consumer with a crash hook (armed).
+func (b *bundle) armedConsumer(t *testing.T, hook fault.Hook) *seqbox.Consumer {
+	t.Helper()
+	c, err := seqbox.NewConsumer(armed(b.cfg, hook))
 	require.NoError(t, err)
 	return c
 }

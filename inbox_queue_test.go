@@ -215,9 +215,8 @@ func testQueueMidBatchCrash(t *testing.T) {
 		}
 		return nil
 	}
-	c, err := seqbox.NewConsumer(crashing)
+	c, err := seqbox.NewConsumer(armed(crashing, hook))
 	require.NoError(t, err)
-	fault.Install(c, hook)
 
 	publishTasks(t, q, "first")
 	errc := make(chan error, 1)
@@ -383,9 +382,8 @@ func testCrashWindow(t *testing.T, p fault.Point, shared bool) {
 	ids := taskIDs("evt", 3)
 	publishTasks(t, q, ids...)
 
-	c, err := seqbox.NewConsumer(b.cfg)
+	c, err := seqbox.NewConsumer(armed(b.cfg, crashingAt(p)))
 	require.NoError(t, err)
-	fault.Install(c, crashingAt(p))
 	runCrashing(t, c)
 
 	committed := b.effects(t, "")

@@ -233,7 +233,8 @@ func TestRapidFoundLatecomerStallsARedrivenSuccessor(t *testing.T) {
 	var refuse sync.Map
 	refuse.Store("v2", true)
 	b.cfg.Now, b.cfg.Decide = clock.Now, refusing(a, &refuse)
-	c := b.consumer(t)
+	var crash fault.Hook // set once the dead letter and the block are in place
+	c := b.armedConsumer(t, func(p fault.Point) error { return crash.At(p) })
 	ctx := context.Background()
 	require.Equal(t, []string{"v2:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
 	require.Equal(t, []string{"v3:blocked"}, outcomes(mustDeliver(t, c, keyed("v3", "opp", 3), 1)))
@@ -241,14 +242,14 @@ func TestRapidFoundLatecomerStallsARedrivenSuccessor(t *testing.T) {
 	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
 	claims := 0
-	fault.Install(c, func(p fault.Point) error {
+	crash = func(p fault.Point) error {
 		if p == fault.AfterDecisionClaim {
 			if claims++; claims == 2 { // v2's claim, then v3's: the process dies deciding v3
 				return fault.ErrCrash
 			}
 		}
 		return nil
-	})
+	}
 	_, _ = c.Redrive(ctx, dls[0].Seq)
 	next := b.consumer(t) // a new process
 	ds := mustDeliver(t, next, keyed("v1", "opp", 1), 1)

@@ -36,7 +36,7 @@ package seqbox_test
 // with fault.ErrCrash as the cause, so Run settles nothing at the broker,
 // and every remote call in flight ends its goroutine with runtime.Goexit,
 // so the ledger never hears the answer and its row stays pending), or at
-// an armed fault point of the engine (fault.Install: after the decision
+// an armed fault point of the engine (own.Options.Hook: after the decision
 // claim, before/after commit, mid-batch, during a redrive, ...). Either
 // way a NEW consumer with its own store and queue connections is opened
 // on the same files. (One difference from SIGKILL remains: a decider

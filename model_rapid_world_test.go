@@ -545,10 +545,9 @@ func (w *world) startIn(ctx context.Context, slot int) (*process, error) {
 	} else {
 		cfg.ExtendEvery = time.Hour // a slow decision outlives its lease
 	}
-	if p.c, err = seqbox.NewConsumer(cfg); err != nil {
+	if p.c, err = seqbox.NewConsumer(armed(cfg, w.hook(p))); err != nil {
 		return nil, err
 	}
-	fault.Install(p.c, w.hook(p))
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	go func() { p.done <- p.c.Run(p.ctx) }()
 	if w.pg {

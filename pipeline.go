@@ -88,8 +88,9 @@ type pipeline struct {
 	// at once instead of after its backoff: replay's rule for the record
 	// handler (docs/design.md §17).
 	retryAtOnce bool
-	// hooks, installed only by seqbox's own tests and chaos harness
-	// (internal/fault), crash the pipeline at its failure windows.
+	// hooks, set only by seqbox's own tests and chaos harness
+	// (own.Options.Hook, see NewConsumer), crash the pipeline at its
+	// failure windows (internal/fault).
 	hooks fault.Hook
 	// tr starts the process spans.
 	tr tracing

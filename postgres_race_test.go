@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/internal/waitfor"
@@ -25,6 +26,8 @@ type pgRace struct {
 	a, b  *seqbox.Consumer
 	st    store.Store
 	agent *agent
+	// hookA is A's crash hook, set by holdA.
+	hookA fault.Hook
 }
 
 func newPGRace(t *testing.T, name string) *pgRace {
@@ -46,7 +49,8 @@ func newPGRace(t *testing.T, name string) *pgRace {
 		require.NoError(t, err)
 		return c
 	}
-	r.a, r.b = consumer(stA), consumer(stB)
+	r.a = consumer(own.Wrap(stA, own.Options{Hook: func(p fault.Point) error { return r.hookA.At(p) }}))
+	r.b = consumer(stB)
 	return r
 }
 
@@ -60,7 +64,7 @@ func (r *pgRace) holdA(t *testing.T, rawA, rawB []byte) (doneA, doneB chan []seq
 	release = sync.OnceFunc(func() { close(held) })
 	t.Cleanup(release)
 	var once sync.Once
-	fault.Install(r.a, func(p fault.Point) error {
+	r.hookA = func(p fault.Point) error {
 		if p == fault.BeforeCommit {
 			once.Do(func() {
 				close(atCommit)
@@ -68,7 +72,7 @@ func (r *pgRace) holdA(t *testing.T, rawA, rawB []byte) (doneA, doneB chan []seq
 			})
 		}
 		return nil
-	})
+	}
 	deliver := func(c *seqbox.Consumer, raw []byte) chan []seqboxtype.Result {
 		done := make(chan []seqboxtype.Result, 1)
 		go func() {

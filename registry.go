@@ -15,17 +15,6 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// setHooks installs the crash hooks of seqbox's tests and chaos harness
-// (internal/fault), before the consumer runs.
-func (c *Consumer) setHooks(hook fault.Hook) { c.hooks, c.p.hooks = hook, hook }
-
-// setKind registers the consumer's handler kind (store.HandlerRecord for
-// seqbox's own record handler, which replay's rules then apply to).
-func (c *Consumer) setKind(kind string) {
-	c.kind = kind
-	c.p.retryAtOnce = kind == store.HandlerRecord
-}
-
 // heartbeatEvery is how often Run refreshes the consumer's heartbeat.
 const heartbeatEvery = HeartbeatEvery
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/outbox"
 	"github.com/seqbox/seqbox/store/sqlite"
@@ -49,15 +50,14 @@ func relayChild(path string) error {
 		return err
 	}
 	defer q.Close()
-	r, err := outbox.NewRelay(st, q, outbox.Config{Batch: 8, Parallel: 3, Lease: 200 * time.Millisecond})
-	if err != nil {
-		return err
-	}
 	hook, err := fault.FromEnv()
 	if err != nil {
 		return err
 	}
-	fault.InstallRelay(r, hook)
+	r, err := outbox.NewRelay(own.Wrap(st, own.Options{Hook: hook}), q, outbox.Config{Batch: 8, Parallel: 3, Lease: 200 * time.Millisecond})
+	if err != nil {
+		return err
+	}
 	// Rounds until the outbox is empty. A round publishes nothing while
 	// a killed relay's lease is still running: poll until one does (the
 	// lease ran out and this relay took it) or nothing is left.
@@ -107,9 +107,9 @@ func TestRelayKilledAtEachPoint(t *testing.T) {
 		point string
 		dups  bool // republications must reach the downstream inbox
 	}{
-		{string(outbox.AfterPublish) + ":1", true},
-		{string(outbox.AfterPublish) + ":3", true},
-		{string(outbox.AfterMark) + ":2", false},
+		{string(fault.RelayAfterPublish) + ":1", true},
+		{string(fault.RelayAfterPublish) + ":3", true},
+		{string(fault.RelayAfterMark) + ":2", false},
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "seqbox.db")

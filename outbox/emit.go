@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/handoff"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -35,7 +35,7 @@ func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
-	etx, err := handoff.Tx(ctx)
+	etx, err := own.Tx(ctx)
 	if err != nil {
 		return fmt.Errorf("%w (emit %s)", ErrNoTransaction, ev.ID)
 	}
@@ -68,5 +68,5 @@ func Emit(ctx context.Context, tx seqbox.Tx, event []byte) error {
 // a *sql.Tx opened on st.DB() with st.UnwrapTx, and pass its SQL() (or
 // that *sql.Tx) to Emit. A Handler's ctx carries its transaction already.
 func WithTx(ctx context.Context, tx store.ExecutorTx) context.Context {
-	return handoff.WithTx(ctx, tx)
+	return own.WithTx(ctx, tx)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
@@ -72,18 +73,6 @@ type Stats struct {
 // they are recorded and logged one by one, and their keys back off.
 var errRefused = errors.New("outbox: publish refused")
 
-// Crash points of the relay, for the chaos harness and the crash tests.
-const (
-	// AfterPublish: an event is published and not yet marked.
-	AfterPublish fault.Point = "relay_after_publish"
-	// AfterMark: a round's events are marked published.
-	AfterMark fault.Point = "relay_after_mark"
-)
-
-func init() {
-	fault.InstallRelay = func(r any, h fault.Hook) { r.(*Relay).hook = h }
-}
-
 // NewRelay returns a relay that publishes st's outbox to pub.
 func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, error) {
 	if st == nil || pub == nil {
@@ -132,7 +121,10 @@ func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, erro
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Relay{ex: st.Executor(), pub: pub, cfg: cfg, owner: hex.EncodeToString(b[:])}, nil
+	// The chaos harness and the crash tests pass a store carrying a crash
+	// hook (internal/own); nothing else reaches a Relay.
+	st, opt := own.Unwrap(st)
+	return &Relay{ex: st.Executor(), pub: pub, cfg: cfg, owner: hex.EncodeToString(b[:]), hook: opt.Hook}, nil
 }
 
 // Run publishes until ctx ends, taking the lease when it is free and
@@ -179,13 +171,13 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	done, failed := r.publish(ctx, events)
-	if err := fault.Hook(r.hook).At(AfterPublish); err != nil {
+	if err := r.hook.At(fault.RelayAfterPublish); err != nil {
 		return 0, err
 	}
 	if err := r.mark(ctx, done, failed); err != nil {
 		return 0, err
 	}
-	if err := fault.Hook(r.hook).At(AfterMark); err != nil {
+	if err := r.hook.At(fault.RelayAfterMark); err != nil {
 		return 0, err
 	}
 	r.published.Add(uint64(len(done)))

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
 )
 
 // Cost as the work grows (issue 37): seqbox keeps every identity for its

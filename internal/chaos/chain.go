@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/outbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -59,11 +60,10 @@ func runRelay(ctx context.Context, st store.Store, opt WorkerOptions, crash faul
 		return err
 	}
 	defer q.Close()
-	r, err := outbox.NewRelay(st, q, outbox.Config{Batch: 64, Lease: 2 * opt.Lease, Interval: 20 * time.Millisecond})
+	r, err := outbox.NewRelay(own.Wrap(st, own.Options{Hook: crash}), q, outbox.Config{Batch: 64, Lease: 2 * opt.Lease, Interval: 20 * time.Millisecond})
 	if err != nil {
 		return err
 	}
-	fault.InstallRelay(r, crash)
 	return r.Run(ctx)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -106,11 +107,9 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		return err
 	}
 	newConsumer := func() (*seqbox.Consumer, error) {
-		c, err := seqbox.NewConsumer(cfg)
-		if err == nil {
-			fault.Install(c, crash)
-		}
-		return c, err
+		armed := cfg
+		armed.Store = own.Wrap(cfg.Store, own.Options{Hook: crash})
+		return seqbox.NewConsumer(armed)
 	}
 	switch opt.Mode {
 	case "relay":

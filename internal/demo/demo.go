@@ -16,6 +16,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -112,18 +113,19 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 		Name: consumer, Store: st, Transport: broker{q}, Handler: replay.RecordHandler(consumer),
 		Workers: 1, BatchSize: len(messages), Observer: observe,
 	}
-	crashing, err := replay.NewConsumer(cfg)
-	if err != nil {
-		return res, err
-	}
 	// The lab's crash: every first attempt commits, then dies before its
 	// ACK.
-	fault.Install(crashing, func(p fault.Point) error {
+	crashCfg := cfg
+	crashCfg.Store = own.Wrap(st, own.Options{Hook: func(p fault.Point) error {
 		if p == fault.AfterCommit {
 			return fault.ErrCrash
 		}
 		return nil
-	})
+	}})
+	crashing, err := replay.NewConsumer(crashCfg)
+	if err != nil {
+		return res, err
+	}
 	if err := crashing.Run(ctx); !errors.Is(err, fault.ErrCrash) {
 		return res, fmt.Errorf("first worker: expected the injected crash, got %v", err)
 	}

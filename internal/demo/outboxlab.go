@@ -14,6 +14,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/outbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -41,7 +42,7 @@ const (
 // run dies at (SIGKILL).
 var outboxRoles = []struct{ role, fault string }{
 	{"billing", string(fault.AfterCommit) + ":2"},
-	{"relay", string(outbox.AfterPublish) + ":1"},
+	{"relay", string(fault.RelayAfterPublish) + ":1"},
 	{"ledger", string(fault.AfterCommit) + ":3"},
 }
 
@@ -238,22 +239,21 @@ func RunOutboxWorker(ctx context.Context, db, role string, w io.Writer) error {
 	default:
 		return fmt.Errorf("demo worker: --role %q: not billing, relay or ledger", role)
 	}
+	cfg.Store = own.Wrap(st, own.Options{Hook: crash})
 	c, err := seqbox.NewConsumer(cfg)
 	if err != nil {
 		return err
 	}
-	fault.Install(c, crash)
 	return c.RunUntilIdle(ctx, 3*time.Second)
 }
 
 // relayUntilIdle relays billing's outbox until nothing has been waiting
 // for a few seconds.
 func relayUntilIdle(ctx context.Context, st store.Store, pub *embedded.Queue, crash fault.Hook) error {
-	r, err := outbox.NewRelay(st, pub, outbox.Config{Batch: 8, Lease: 2 * outboxLease, Interval: 50 * time.Millisecond})
+	r, err := outbox.NewRelay(own.Wrap(st, own.Options{Hook: crash}), pub, outbox.Config{Batch: 8, Lease: 2 * outboxLease, Interval: 50 * time.Millisecond})
 	if err != nil {
 		return err
 	}
-	fault.InstallRelay(r, crash)
 	idleSince := time.Now()
 	for time.Since(idleSince) < 4*time.Second {
 		n, err := r.RunOnce(ctx)

@@ -1,8 +1,9 @@
 // Package fault injects crashes at the pipeline's failure windows, for the
 // chaos harness and the tests of the pipeline's failure windows. It is not
 // part of seqbox's API: a binary built on the library can only be made to
-// crash where its own code installs a hook, as the seqbox binary's chaos
-// worker does with FromEnv.
+// crash where seqbox's own code passes a hook to a Consumer or a Relay
+// (own.Options.Hook), as the seqbox binary's chaos worker does with
+// FromEnv.
 package fault
 
 import (
@@ -38,6 +39,13 @@ const (
 	AfterAgentAnswer   Point = "after_agent_answer"
 )
 
+// The failure windows of the outbox relay (docs/design.md §12): an event
+// is published and not yet marked; a round's events are marked published.
+const (
+	RelayAfterPublish Point = "relay_after_publish"
+	RelayAfterMark    Point = "relay_after_mark"
+)
+
 // Env names the environment variable the chaos worker reads: a consumer
 // process kills itself with SIGKILL at a fault point,
 // SEQBOX_FAULT=after_commit_before_ack at the first time that point is
@@ -62,14 +70,6 @@ func (h Hook) At(p Point) error {
 	}
 	return h(p)
 }
-
-// Install sets hook on consumer (a *seqbox.Consumer), before it runs.
-// Package seqbox provides it.
-var Install func(consumer any, hook Hook)
-
-// InstallRelay sets hook on relay (an *outbox.Relay), before it runs.
-// Package outbox provides it.
-var InstallRelay func(relay any, hook Hook)
 
 // FromEnv builds the hook Env describes, or nil when it is unset: at the
 // chosen point the process sends itself SIGKILL, so nothing after it runs,

@@ -13,10 +13,9 @@ import (
 	"sync"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/internal/handlerkind"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/seqboxtype"
-	"github.com/seqbox/seqbox/store"
 )
 
 // recordSchema is the record handler's business tables: one effect row per
@@ -134,10 +133,6 @@ func NewConsumer(cfg seqbox.Config) (*seqbox.Consumer, error) {
 	if cfg.Store != nil {
 		cfg.Handler = RecordHandlerOn(cfg.Store.DB(), cfg.Name)
 	}
-	c, err := seqbox.NewConsumer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	handlerkind.Set(c, store.HandlerRecord)
-	return c, nil
+	cfg.Store = own.Wrap(cfg.Store, own.Options{Record: true})
+	return seqbox.NewConsumer(cfg)
 }

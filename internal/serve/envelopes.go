@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seqbox/seqbox/internal/handoff"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -35,7 +35,7 @@ func newEnvelopes(consumer string) *envelopes {
 // record stores the applied envelope, inside the handler's transaction
 // (the store transaction the handler's ctx carries).
 func (e *envelopes) record(ctx context.Context, ev seqboxtype.Event, now time.Time) error {
-	tx, err := handoff.Tx(ctx)
+	tx, err := own.Tx(ctx)
 	if err != nil {
 		return fmt.Errorf("record the applied envelope: %w", err)
 	}

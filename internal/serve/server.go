@@ -17,7 +17,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/dbopen"
-	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -131,11 +131,11 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		}
 	}
 	cfg.Transport = tr
+	if opt.Hook != nil {
+		cfg.Store = own.Wrap(st, own.Options{Hook: opt.Hook})
+	}
 	if s.consumer, err = seqbox.NewConsumer(cfg); err != nil {
 		return fail(err)
-	}
-	if opt.Hook != nil {
-		fault.Install(s.consumer, opt.Hook)
 	}
 	s.zeroSeries()
 	s.publisher = newPublisher(s.publishGrouped)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -93,6 +95,12 @@ func (e *env) consumer(mutate ...func(*seqbox.Config)) *seqbox.Consumer {
 	c, err := seqbox.NewConsumer(cfg)
 	require.NoError(e.t, err)
 	return c
+}
+
+// withHook arms a consumer with a crash hook at the fault points: seqbox's
+// own way in, on the store it is given (internal/own).
+func withHook(hook fault.Hook) func(*seqbox.Config) {
+	return func(c *seqbox.Config) { c.Store = own.Wrap(c.Store, own.Options{Hook: hook}) }
 }
 
 // deliver runs one message and requires the pipeline not to fail.

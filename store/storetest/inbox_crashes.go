@@ -33,8 +33,7 @@ func exerciseFailureWindows(t *testing.T, open Factory) {
 			raw := simple(t, "evt-1")
 
 			var hits atomic.Int32
-			crashing := b.consumer()
-			fault.Install(crashing, crashAt(p, &hits))
+			crashing := b.consumer(withHook(crashAt(p, &hits)))
 			ds, err := crashing.Deliver(ctx, raw, 1)
 			require.ErrorIs(t, err, fault.ErrCrash)
 			require.True(t, fault.IsCrash(err))
@@ -104,11 +103,7 @@ func exerciseMidBatchCrash(t *testing.T, b *env) {
 	ft.script = [][]*fakeDelivery{{first}, batch}
 
 	var midBatch, beforeTx atomic.Int32
-	c := b.consumer(func(c *seqbox.Config) {
-		c.Transport = ft
-		c.Workers, c.BatchSize = 1, 8
-	})
-	fault.Install(c, func(p fault.Point) error {
+	hook := func(p fault.Point) error {
 		switch p {
 		case fault.BeforeTx:
 			// Hold the first batch (alone in it: the transport hands
@@ -127,7 +122,11 @@ func exerciseMidBatchCrash(t *testing.T, b *env) {
 			return fault.ErrCrash
 		}
 		return nil
-	})
+	}
+	c := b.consumer(func(c *seqbox.Config) {
+		c.Transport = ft
+		c.Workers, c.BatchSize = 1, 8
+	}, withHook(hook))
 	runCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	err := c.Run(runCtx)

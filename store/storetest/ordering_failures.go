@@ -340,8 +340,7 @@ func ordRestart(t *testing.T, open Factory) {
 		t.Run(string(point), func(t *testing.T) {
 			e := ordSetup(t, open)
 			crash := &ordCrasher{}
-			c := e.consumer()
-			fault.Install(c, crash.hook)
+			c := e.consumer(withHook(crash.hook))
 			e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)
 			e.deliver(c, ordEvent("E2", k, 2, "pedido_pago"), 1)
 
@@ -375,8 +374,7 @@ func ordRestart(t *testing.T, open Factory) {
 	t.Run("DuringDrain", func(t *testing.T) {
 		e := ordSetup(t, open)
 		crash := &ordCrasher{}
-		c := e.consumer()
-		fault.Install(c, crash.hook)
+		c := e.consumer(withHook(crash.hook))
 		e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)
 		require.Equal(t, []string{"E3:held"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_enviado"), 1)))
 		raw2 := ordEvent("E2", k, 2, "pedido_pago")
@@ -536,8 +534,7 @@ func ordLostConfirmation(t *testing.T, open Factory) {
 	}
 	c1 := e.consumer(func(c *seqbox.Config) {
 		c.Transport, c.Observer, c.Workers, c.BatchSize = q, seen1.observe, 1, 1
-	})
-	fault.Install(c1, crash.hook)
+	}, withHook(crash.hook))
 	err := run(c1, nil)
 	require.ErrorIs(t, err, fault.ErrCrash, "the consumer dies between commit and ack")
 	require.Equal(t, []string{"E3:applied"}, seen1.summary(), "the commit happened")
