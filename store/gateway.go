@@ -35,3 +35,34 @@ type GatewayTombstonePurgeParams struct {
 	// Before: tombstones of purges before it go.
 	Before time.Time
 }
+
+// GatewayCopy is one copy of an identity offered at the gateway's ingest:
+// its payload hash and when it came.
+type GatewayCopy struct {
+	Source, ID, PayloadHash string
+	At                      time.Time
+}
+
+// GatewayAcceptParams are Executor.GatewayAccept's: the copies one ingest
+// commit offers, in order (an identity may come more than once).
+type GatewayAcceptParams struct {
+	Consumer string
+	Copies   []GatewayCopy
+}
+
+// GatewayAccepted is what became of one offered copy: New when it is its
+// identity's first (now recorded, in the caller's transaction); else
+// First is the copy recorded before it.
+type GatewayAccepted struct {
+	New   bool
+	First GatewayCopy
+}
+
+// GatewayAcceptedPurgeParams are Executor.GatewayAcceptedPurge's.
+type GatewayAcceptedPurgeParams struct {
+	Consumer string
+	// Before: identities first accepted before it go, oldest first.
+	Before time.Time
+	// Limit bounds the rows one call removes.
+	Limit int
+}

@@ -456,4 +456,15 @@ type Gateway interface {
 	// GatewayTombstonePurge deletes the consumer's tombstones of purges
 	// before Before and reports how many.
 	GatewayTombstonePurge(ctx context.Context, p GatewayTombstonePurgeParams) (int64, error)
+	// GatewayAccept records, in order, the identities of the copies that
+	// are their identity's first at the gateway's ingest (the unique key
+	// decides a race), and says of each copy whether it was new or which
+	// copy came first: ingest answers a copy seen before as a duplicate
+	// (same payload hash) or a collision (another), and queues only the
+	// new ones, in the same transaction.
+	GatewayAccept(ctx context.Context, p GatewayAcceptParams) ([]GatewayAccepted, error)
+	// GatewayAcceptedPurge removes at most Limit of the consumer's
+	// accepted identities first seen before Before, oldest first, and
+	// reports how many.
+	GatewayAcceptedPurge(ctx context.Context, p GatewayAcceptedPurgeParams) (int64, error)
 }

@@ -290,7 +290,8 @@ func (s *serveRun) stopAll() {
 	}
 }
 
-// post sends one event to a live serve until one answers 202.
+// post sends one event to a live serve until one answers it: 202 or 200
+// (its identity is accepted), or 409 (a collision, refused).
 func (s *serveRun) post(ctx context.Context, body []byte) error {
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		s.mu.Lock()
@@ -299,9 +300,14 @@ func (s *serveRun) post(ctx context.Context, body []byte) error {
 		resp, err := s.client.Post("http://"+addr+"/v1/events", "application/cloudevents+json", bytes.NewReader(body))
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusAccepted {
+			switch resp.StatusCode {
+			case http.StatusAccepted, http.StatusOK:
+				// Queued now, or a copy queued before (an earlier attempt
+				// committed before its answer was lost).
 				s.accepted(body)
 				return nil
+			case http.StatusConflict:
+				return nil // a collision, refused and recorded at ingest
 			}
 			if resp.StatusCode < 500 {
 				return fmt.Errorf("ingest answered %s for %s", resp.Status, body)

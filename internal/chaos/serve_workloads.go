@@ -285,9 +285,14 @@ func (s *serveRun) postTo(ctx context.Context, i int, body []byte) error {
 		resp, err := s.client.Post("http://"+addr+"/v1/events", "application/cloudevents+json", bytes.NewReader(body))
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusAccepted {
+			switch resp.StatusCode {
+			case http.StatusAccepted, http.StatusOK:
+				// Queued now, or a copy queued before (an earlier attempt
+				// committed before its answer was lost).
 				s.accepted(body)
 				return nil
+			case http.StatusConflict:
+				return nil // a collision, refused and recorded at ingest
 			}
 			if resp.StatusCode < 500 {
 				return fmt.Errorf("ingest answered %s for %s", resp.Status, body)

@@ -154,7 +154,7 @@ func TestAdminCollisionsShowBothPayloads(t *testing.T) {
 	r := start(t, Options{})
 	r.post(t, ev("c1", "C", 1, `{"amount":10}`))
 	eventually(t, "c1 applied", func() bool { return r.effects(t) == 1 })
-	r.post(t, ev("c1", "C", 1, `{"amount":99}`))
+	r.postWant(t, ev("c1", "C", 1, `{"amount":99}`), http.StatusConflict)
 	var cs []map[string]any
 	eventually(t, "the collision", func() bool {
 		cs = list(t, r.admin(t, "GET", "/v1/admin/collisions", "", 200), "collisions")

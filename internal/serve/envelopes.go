@@ -108,9 +108,20 @@ func envelopeOf(ctx context.Context, ex store.Executor, consumer, source, id str
 }
 
 // purgeEnvelopes removes, batch at a time, the envelopes applied before
-// cutoff, leaving a tombstone each, and drops tombstones older than
+// cutoff, leaving a tombstone each, and the identities ingest accepted
+// before it (a copy posted after that is queued again, and the inbox or
+// its tombstone says what it is), and drops tombstones older than
 // tombCutoff. It returns how many envelopes it removed.
 func purgeEnvelopes(ctx context.Context, ex store.Executor, consumer string, cutoff, tombCutoff, now time.Time, batch int) (int64, error) {
+	for ctx.Err() == nil {
+		n, err := ex.GatewayAcceptedPurge(ctx, store.GatewayAcceptedPurgeParams{Consumer: consumer, Before: cutoff, Limit: batch})
+		if err != nil {
+			return 0, err
+		}
+		if n < int64(batch) {
+			break
+		}
+	}
 	var total int64
 	for ctx.Err() == nil {
 		n, err := ex.GatewayEnvelopePurge(ctx, store.GatewayEnvelopePurgeParams{Consumer: consumer, Before: cutoff, Now: now, Limit: batch})

@@ -110,8 +110,16 @@ func (r *running) call(t *testing.T, method, path, token string, headers map[str
 // post ingests one structured event and requires 202.
 func (r *running) post(t *testing.T, event string) {
 	t.Helper()
+	r.postWant(t, event, http.StatusAccepted)
+}
+
+// postWant ingests one structured event, requires the status want and
+// returns the body.
+func (r *running) postWant(t *testing.T, event string, want int) map[string]any {
+	t.Helper()
 	code, body, _ := r.call(t, "POST", "/v1/events", "", map[string]string{"Content-Type": mediaStructured}, event)
-	require.Equal(t, http.StatusAccepted, code, "%v", body)
+	require.Equal(t, want, code, "%v", body)
+	return body
 }
 
 // admin calls the admin API with the token and requires want.

@@ -28,25 +28,49 @@ func isBinary(h http.Header) bool {
 	return h.Get("Ce-Specversion") != "" || h.Get("Ce-Id") != ""
 }
 
-// Accepted is the 202 answer of POST /v1/events: every event of the
-// request, in request order, is durably queued.
+// Accepted is the answer of POST /v1/events once the request's events
+// are durable: 202 when it queued any, 200 when every one was a duplicate
+// of a copy accepted before (nothing queued).
 type Accepted struct {
-	Accepted int `json:"accepted"`
-	// Events lists each event's identity and status ("queued").
+	// Status is "queued" when every event was queued, "duplicate" when
+	// none was (each is a copy of one accepted before), and "partial" when
+	// a batch holds both (each event says which, collisions too).
+	Status string `json:"status"`
+	// Accepted counts the events queued; Duplicates those a copy of which
+	// was accepted before; Collisions those whose identity was accepted
+	// before with another payload (not queued).
+	Accepted   int `json:"accepted"`
+	Duplicates int `json:"duplicates"`
+	Collisions int `json:"collisions"`
+	// Events lists each event's identity and status, in request order.
 	Events []QueuedEvent `json:"events"`
 	// Note says what a retry of the same request does.
 	Note string `json:"note"`
 }
 
-// QueuedEvent is one event of an accepted request.
+// QueuedEvent is one event of an answered request: queued, duplicate (a
+// copy of it was accepted at FirstAcceptedAt; this one is not queued) or
+// collision (its identity was accepted at FirstAcceptedAt with another
+// payload, FirstPayloadHash; this one is not queued).
 type QueuedEvent struct {
-	Index  int    `json:"index"`
-	Source string `json:"source"`
-	ID     string `json:"id"`
-	Status string `json:"status"`
+	Index            int     `json:"index"`
+	Source           string  `json:"source"`
+	ID               string  `json:"id"`
+	Status           string  `json:"status"`
+	PayloadHash      string  `json:"payload_hash"`
+	FirstAcceptedAt  *string `json:"first_accepted_at,omitempty"`
+	FirstPayloadHash string  `json:"first_payload_hash,omitempty"`
 }
 
 const idempotentNote = "queued durably; the consumer's inbox deduplicates by (source, id), so retrying this request is safe"
+
+// The statuses of an ingested event.
+const (
+	statusQueued    = "queued"
+	statusDuplicate = "duplicate"
+	statusCollision = "collision"
+	statusPartial   = "partial"
+)
 
 // ingest is POST /v1/events.
 func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +80,8 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, *perr)
 		return
 	}
-	out := Accepted{Accepted: len(raws), Events: make([]QueuedEvent, len(raws)), Note: idempotentNote}
+	out := Accepted{Events: make([]QueuedEvent, len(raws)), Note: idempotentNote}
+	evs := make([]seqboxtype.Event, len(raws))
 	var bad []EventError
 	for i, raw := range raws {
 		if len(raw) > seqboxtype.MaxEventSize {
@@ -81,7 +106,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		raws[i] = canon
-		out.Events[i] = QueuedEvent{Index: i, Source: ev.Source, ID: ev.ID, Status: "queued"}
+		out.Events[i] = QueuedEvent{Index: i, Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash}
+		ev.Raw = canon
+		evs[i] = ev
 	}
 	if len(bad) > 0 {
 		s.metrics.ingestRequests.WithLabelValues(mode, "400").Inc()
@@ -97,7 +124,8 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	if err := s.publisher.Publish(r.Context(), raws); err != nil {
+	accepted, err := s.publisher.Publish(r.Context(), evs)
+	if err != nil {
 		if r.Context().Err() == nil {
 			s.ingestFailed.Store(&ingestFailure{err: err, at: time.Now()})
 		}
@@ -110,9 +138,44 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	if f := s.ingestFailed.Load(); f != nil {
 		s.ingestFailed.CompareAndSwap(f, nil)
 	}
-	s.metrics.ingestRequests.WithLabelValues(mode, "202").Inc()
-	s.metrics.ingestEvents.WithLabelValues(s.opt.Consumer, mode).Add(float64(len(raws)))
-	writeJSON(w, http.StatusAccepted, out)
+	for i, a := range accepted {
+		e := &out.Events[i]
+		switch {
+		case a.New:
+			e.Status = statusQueued
+			out.Accepted++
+			continue
+		case a.First.PayloadHash == e.PayloadHash:
+			e.Status = statusDuplicate
+			out.Duplicates++
+		default:
+			e.Status, e.FirstPayloadHash = statusCollision, a.First.PayloadHash
+			out.Collisions++
+		}
+		e.FirstAcceptedAt = stamp(a.First.At)
+	}
+	s.metrics.ingestEvents.WithLabelValues(s.opt.Consumer, mode).Add(float64(out.Accepted))
+	code := http.StatusAccepted
+	switch {
+	case out.Accepted == len(raws):
+		out.Status = statusQueued
+	case out.Accepted > 0:
+		out.Status = statusPartial
+	case out.Collisions > 0 && mode != "batch":
+		e := out.Events[0]
+		s.metrics.ingestRequests.WithLabelValues(mode, "409").Inc()
+		writeProblem(w, r, Problem{Type: ProblemCollision, Title: "Collision", Status: http.StatusConflict, Field: "id",
+			Detail: fmt.Sprintf("source=%q id=%q was accepted at %s with another payload (%s); this copy (%s) is a collision and was not queued: "+
+				"an identity names one payload, so give a new event a new id", e.Source, e.ID, *e.FirstAcceptedAt, e.FirstPayloadHash, e.PayloadHash),
+			Source: e.Source, ID: e.ID})
+		return
+	case out.Collisions > 0:
+		out.Status, code = statusPartial, http.StatusConflict
+	default:
+		out.Status, code = statusDuplicate, http.StatusOK
+	}
+	s.metrics.ingestRequests.WithLabelValues(mode, strconv.Itoa(code)).Inc()
+	writeJSON(w, code, out)
 }
 
 // readEvents reads the request's events in the mode its headers say. The

@@ -18,6 +18,9 @@ type Problem struct {
 	Index *int `json:"index,omitempty"`
 	// Errors lists every invalid event of a refused batch.
 	Errors []EventError `json:"errors,omitempty"`
+	// Source and ID name the identity a collision is about.
+	Source string `json:"source,omitempty"`
+	ID     string `json:"id,omitempty"`
 }
 
 // EventError is one invalid event of a batch.
@@ -36,6 +39,7 @@ const (
 	ProblemUnauthorized  = problemBase + "unauthorized"
 	ProblemNotFound      = problemBase + "not-found"
 	ProblemConflict      = problemBase + "conflict"
+	ProblemCollision     = problemBase + "collision"
 	ProblemBadRequest    = problemBase + "bad-request"
 	ProblemUnavailable   = problemBase + "unavailable"
 	ProblemRequestFailed = problemBase + "request-failed"

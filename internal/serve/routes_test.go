@@ -78,7 +78,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 	action := []string{"200", "400", "401", "404", "405", "409", "413", "500", "504"}
 	with := func(base []string, more ...string) []string { return append(slices.Clone(base), more...) }
 	want := map[string][]string{
-		"post /v1/events":                      {"202", "400", "401", "405", "413", "415", "503"},
+		"post /v1/events":                      {"200", "202", "400", "401", "405", "409", "413", "415", "503"},
 		"get /healthz":                         {"200", "405"},
 		"get /readyz":                          {"200", "405", "503"},
 		"get /metrics":                         {"200", "405"},

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -138,7 +137,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		return fail(err)
 	}
 	s.zeroSeries()
-	s.publisher = newPublisher(s.publishGrouped)
+	s.publisher = newPublisher(s.publishAccepting)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -289,22 +288,100 @@ func (s *Server) circuitChanged(open bool, why string, pause time.Duration) {
 	s.metrics.agentCircuitOpen.WithLabelValues(s.opt.Consumer).Set(v)
 }
 
-// publishGrouped queues ingested events in the embedded queue grouped by
-// partition key: a key's events are received one at a time, in the order
-// they were accepted, each once the one before it settled, by whichever
-// serve process (docs/design.md §10.4). Without that, a
-// competing process could take a key's second event while the first
-// waits in another's hands, and the second would become the key's
-// baseline, the first stale.
-func (s *Server) publishGrouped(ctx context.Context, bodies [][]byte) error {
-	groups := make([]string, len(bodies))
-	for i, b := range bodies {
-		var head struct {
-			PartitionKey string `json:"partitionkey"`
-		}
-		if json.Unmarshal(b, &head) == nil && head.PartitionKey != "" {
-			groups[i] = "k:" + head.PartitionKey
+// publishAccepting commits a group of ingest requests in one
+// transaction: it records the identities that are new (GatewayAccept: the
+// unique key decides a race with another request or serve process) and
+// queues only their events, so that a copy posted again is answered at
+// once and never queued twice. A duplicate is counted as the consumer
+// counts one; a collision is parked and audited as the consumer would
+// (the dashboard's collisions show it beside the first copy). The events
+// are queued grouped by partition key: a key's events are received one at
+// a time, in the order they were accepted, each once the one before it
+// settled, by whichever serve process (docs/design.md §10.4).
+// Without that, a competing process could take a key's second event
+// while the first waits in another's hands, and the second would become
+// the key's baseline, the first stale.
+func (s *Server) publishAccepting(ctx context.Context, group []*pubReq) error {
+	now := s.consumerNow().UTC()
+	var copies []store.GatewayCopy
+	for _, r := range group {
+		for _, ev := range r.evs {
+			copies = append(copies, store.GatewayCopy{Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash, At: now})
 		}
 	}
-	return s.queue.PublishGrouped(ctx, bodies, groups)
+	tx, err := s.store.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	accepted, err := tx.GatewayAccept(ctx, store.GatewayAcceptParams{Consumer: s.opt.Consumer, Copies: copies})
+	if err != nil {
+		return err
+	}
+	var bodies [][]byte
+	var groups []string
+	var met []seqboxtype.Result
+	i := 0
+	for _, r := range group {
+		r.accepted = accepted[i : i+len(r.evs)]
+		i += len(r.evs)
+		for j, ev := range r.evs {
+			a := r.accepted[j]
+			if a.New {
+				bodies = append(bodies, ev.Raw)
+				groups = append(groups, messageGroup(ev))
+				continue
+			}
+			d, err := s.recordSeenAtIngest(ctx, tx, ev, a.First, now)
+			if err != nil {
+				return err
+			}
+			met = append(met, d)
+		}
+	}
+	if err := s.queue.PublishGroupedIn(ctx, tx.SQL(), bodies, groups); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if len(bodies) > 0 {
+		s.queue.Published()
+	}
+	for _, d := range met {
+		s.consumerMetrics.Deliveries.WithLabelValues(s.opt.Consumer, string(d.Outcome)).Inc()
+		s.series.observe(d)
+	}
+	return nil
+}
+
+// messageGroup is the queue's message group of an event: its partition
+// key's, or none.
+func messageGroup(ev seqboxtype.Event) string {
+	if ev.PartitionKey == "" {
+		return ""
+	}
+	return "k:" + ev.PartitionKey
+}
+
+// recordSeenAtIngest records, in tx, an event whose identity ingest
+// accepted before (first): a duplicate as the consumer counts one (on the
+// identity's inbox row, once it has one), a collision parked and audited
+// as the consumer would. It returns the event's result.
+func (s *Server) recordSeenAtIngest(ctx context.Context, tx store.ExecutorTx, ev seqboxtype.Event, first store.GatewayCopy, now time.Time) (seqboxtype.Result, error) {
+	d := seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: 1,
+		Outcome: seqboxtype.Duplicate, Reason: "identity already accepted at ingest at " + first.At.Format(time.RFC3339Nano)}
+	next := "none"
+	if first.PayloadHash != ev.Hash {
+		d.Outcome = seqboxtype.Collision
+		d.Reason = fmt.Sprintf("identity already accepted at ingest with payload hash %.12s, this one has %.12s", first.PayloadHash, ev.Hash)
+		next = "investigate: the producer reused an identity for different content"
+		if err := tx.ParkedInsert(ctx, store.Parked{Consumer: s.opt.Consumer, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+			ObjectVersion: ev.ObjectVersion, Reason: seqboxtype.ParkCollision, Detail: d.Reason, Envelope: ev.Raw,
+			PayloadHash: ev.Hash, ParkedAt: now}); err != nil {
+			return d, err
+		}
+	}
+	return d, tx.AuditInsert(ctx, store.AuditRow{Consumer: s.opt.Consumer, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+		ReceivedVersion: ev.ObjectVersion, Outcome: d.Outcome, Reason: d.Reason, NextAction: next, At: now, PayloadHash: ev.Hash})
 }

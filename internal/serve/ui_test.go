@@ -57,7 +57,7 @@ func newDashboardSetup(t *testing.T) *dashboardSetup {
 	d.waitKeys(t, "K and S blocked behind dead letters, c1 applied", func(keys map[string]map[string]any) bool {
 		return keys["K"]["blocked_messages"] == float64(1) && keys["S"]["blocked_messages"] == float64(1) && d.outcome(t, "c1") == "applied"
 	})
-	d.post(t, ev("c1", "C", 1, `{"amount":99,"currency":"EUR","customer":{"id":"k-1","tier":"silver","vip":true}}`))
+	d.postWant(t, ev("c1", "C", 1, `{"amount":99,"currency":"EUR","customer":{"id":"k-1","tier":"silver","vip":true}}`), http.StatusConflict)
 	eventually(t, "the collision", func() bool {
 		return len(list(t, d.admin(t, "GET", "/v1/admin/collisions", "", 200), "collisions")) == 1
 	})

@@ -99,20 +99,20 @@ type KeyDetailView struct {
 
 // DeadLetterView is one DLQ row; Envelope only in GET dlq/{seq}.
 type DeadLetterView struct {
-	Seq           int64    `json:"seq"`
-	Source        string   `json:"source"`
-	ID            string   `json:"id"`
-	PartitionKey  string   `json:"partitionkey"`
-	ObjectVersion *int64   `json:"objectversion"`
-	Reason        string   `json:"reason"`
-	Attempts      int      `json:"attempts"`
-	FirstError    string   `json:"first_error"`
-	LastError     string   `json:"last_error"`
-	DeadAt        *string  `json:"dead_at"`
-	State         string   `json:"state"`
-	Resolution    string   `json:"resolution"`
-	ResolvedAt    *string  `json:"resolved_at"`
-	PayloadHash   string   `json:"payload_hash"`
+	Seq           int64   `json:"seq"`
+	Source        string  `json:"source"`
+	ID            string  `json:"id"`
+	PartitionKey  string  `json:"partitionkey"`
+	ObjectVersion *int64  `json:"objectversion"`
+	Reason        string  `json:"reason"`
+	Attempts      int     `json:"attempts"`
+	FirstError    string  `json:"first_error"`
+	LastError     string  `json:"last_error"`
+	DeadAt        *string `json:"dead_at"`
+	State         string  `json:"state"`
+	Resolution    string  `json:"resolution"`
+	ResolvedAt    *string `json:"resolved_at"`
+	PayloadHash   string  `json:"payload_hash"`
 	// Redrives and History: the redrives after which the message failed
 	// again on this row, which kept its number.
 	Redrives int      `json:"redrives"`

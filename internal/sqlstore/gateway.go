@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/seqbox/seqbox/store"
 )
@@ -121,4 +122,45 @@ func (t *Executor) inTx(ctx context.Context, fn func(e *Executor) error) error {
 		return err
 	}
 	return e.storageError("commit", tx.Commit())
+}
+
+// GatewayAccept records each copy that is its identity's first, one
+// statement a copy, and reads the first copy of the others.
+func (t *Executor) GatewayAccept(ctx context.Context, p store.GatewayAcceptParams) ([]store.GatewayAccepted, error) {
+	out := make([]store.GatewayAccepted, len(p.Copies))
+	for i, c := range p.Copies {
+		ident := gatewayIdent(p.Consumer, c.Source, c.ID)
+		res, err := t.exec(ctx, `INSERT INTO seqbox_gateway_accepted (ident, consumer, source, id, payload_hash, accepted_at)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, ident, p.Consumer, c.Source, c.ID, c.PayloadHash, micros(c.At))
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			out[i] = store.GatewayAccepted{New: true, First: c}
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		first := store.GatewayCopy{Source: c.Source, ID: c.ID}
+		var at int64
+		if err := t.queryRow(ctx, `SELECT payload_hash, accepted_at FROM seqbox_gateway_accepted WHERE ident = $1`, ident).
+			Scan(&first.PayloadHash, &at); err != nil {
+			return nil, fmt.Errorf("gateway accept %s/%s: %w", c.Source, c.ID, err)
+		}
+		first.At = time.UnixMicro(at).UTC()
+		out[i] = store.GatewayAccepted{First: first}
+	}
+	return out, nil
+}
+
+// GatewayAcceptedPurge removes the oldest accepted identities.
+func (t *Executor) GatewayAcceptedPurge(ctx context.Context, p store.GatewayAcceptedPurgeParams) (int64, error) {
+	res, err := t.exec(ctx, `DELETE FROM seqbox_gateway_accepted WHERE ident IN (
+		SELECT ident FROM seqbox_gateway_accepted WHERE consumer = $1 AND accepted_at < $2 ORDER BY accepted_at LIMIT $3)`,
+		p.Consumer, micros(p.Before), p.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }

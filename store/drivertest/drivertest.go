@@ -201,7 +201,7 @@ func (e *txEnv) ensureKeys(at time.Time, keys ...string) {
 var seqboxTables = []string{
 	"seqbox_inbox", "seqbox_business_keys", "seqbox_keys", "seqbox_parked", "seqbox_retries",
 	"seqbox_dlq", "seqbox_audit", "seqbox_gaps", "seqbox_decisions", "seqbox_effects",
-	"seqbox_gateway_envelopes", "seqbox_gateway_tombstones",
+	"seqbox_gateway_envelopes", "seqbox_gateway_tombstones", "seqbox_gateway_accepted",
 }
 
 // requireNothingLeft checks, through the pool, that no Tx test left a row

@@ -12,6 +12,7 @@ var gatewayTests = []driverTest{
 	{"GatewayEnvelope", testGatewayEnvelope},
 	{"GatewayEnvelopePurge", testGatewayEnvelopePurge},
 	{"GatewayTombstones", testGatewayTombstones},
+	{"GatewayAccept", testGatewayAccept},
 }
 
 // keepEnvelope keeps the envelope of id, applied at at(n).
@@ -109,4 +110,46 @@ func testOperatorGatewayPurge(t *testing.T, st store.Store) {
 	purged, err := o.op.GatewayTombstonePurge(o.ctx, store.GatewayTombstonePurgeParams{Consumer: o.consumer, Before: at(100)})
 	require.NoError(t, err)
 	require.Zero(t, purged)
+}
+
+// GatewayAccept records an identity's first copy and names it to every
+// later one, in the same call or another, whatever its payload; another
+// consumer's identity is its own; the purge removes the oldest first.
+func testGatewayAccept(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	cp := func(id, hash string, n int) store.GatewayCopy {
+		return store.GatewayCopy{Source: "s", ID: id, PayloadHash: hash, At: at(n)}
+	}
+	accept := func(consumer string, copies ...store.GatewayCopy) []store.GatewayAccepted {
+		t.Helper()
+		got, err := e.tx.GatewayAccept(e.ctx, store.GatewayAcceptParams{Consumer: consumer, Copies: copies})
+		require.NoError(t, err)
+		return got
+	}
+	require.Equal(t, []store.GatewayAccepted{
+		{New: true, First: cp("1", "h1", 1)},
+		{New: true, First: cp("2", "h2", 1)},
+		{First: cp("1", "h1", 1)},
+	}, accept(e.consumer, cp("1", "h1", 1), cp("2", "h2", 1), cp("1", "h1", 1)), "a copy repeated in one call meets the first")
+	require.Equal(t, []store.GatewayAccepted{
+		{First: cp("1", "h1", 1)},
+		{First: cp("2", "h2", 1)},
+		{New: true, First: cp("3", "h3", 3)},
+	}, accept(e.consumer, cp("1", "h1", 2), cp("2", "other", 2), cp("3", "h3", 3)), "later copies, of the same payload or another, meet the first")
+	require.Equal(t, []store.GatewayAccepted{{New: true, First: cp("1", "h9", 4)}}, accept(e.consumer+"x", cp("1", "h9", 4)),
+		"another consumer's identity is its own")
+
+	purge := func(before, limit int) int64 {
+		n, err := e.tx.GatewayAcceptedPurge(e.ctx, store.GatewayAcceptedPurgeParams{Consumer: e.consumer, Before: at(before), Limit: limit})
+		require.NoError(t, err)
+		return n
+	}
+	require.EqualValues(t, 1, purge(3, 1), "at most Limit")
+	require.EqualValues(t, 1, purge(3, 5), "only those accepted before Before")
+	require.Equal(t, []store.GatewayAccepted{{New: true, First: cp("1", "h1", 5)}, {First: cp("3", "h3", 3)}},
+		accept(e.consumer, cp("1", "h1", 5), cp("3", "h3", 6)), "a purged identity is new again")
+	n, err := e.tx.GatewayAcceptedPurge(e.ctx, store.GatewayAcceptedPurgeParams{Consumer: e.consumer + "x", Before: at(10), Limit: 10})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.EqualValues(t, 2, purge(10, 10))
 }

@@ -290,42 +290,66 @@ func (q *Queue) publishing(ctx context.Context, bodies [][]byte, groups []string
 }
 
 func (q *Queue) publishBatch(ctx context.Context, bodies [][]byte, groups []string) error {
-	now := q.cfg.Now().UnixMicro()
 	if q.lock != "" {
-		if len(bodies) == 0 {
-			return nil
-		}
-		// PostgreSQL: one statement, the bodies and groups as arrays,
-		// inserted in their order (seq follows it). A statement is atomic
-		// on its own, so it needs no BEGIN and COMMIT of its own: one
-		// round trip where a transaction around it took three.
-		if groups == nil {
-			groups = make([]string, len(bodies))
-		}
-		if _, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
-			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n) ORDER BY u.n`,
-			q.cfg.Name, now, bodies, groups); err != nil {
-			return fmt.Errorf("embedded queue: publish batch: %w", err)
-		}
-		return nil
+		// PostgreSQL: one statement is atomic on its own, so it needs no
+		// BEGIN and COMMIT of its own: one round trip where a transaction
+		// around it took three.
+		return q.insert(ctx, q.db, bodies, groups)
 	}
 	tx, err := q.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("embedded queue: publish batch: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	for i, b := range bodies {
-		group := ""
-		if groups != nil {
-			group = groups[i]
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ($1, $2, $3, $3, $4)`,
-			q.cfg.Name, b, now, group); err != nil {
-			return fmt.Errorf("embedded queue: publish batch: %w", err)
-		}
+	if err := q.insert(ctx, tx, bodies, groups); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("embedded queue: publish batch: %w", err)
+	}
+	return nil
+}
+
+// PublishGroupedIn is PublishGrouped inside the caller's transaction on the
+// queue's database (exec), which commits or rolls back the messages with
+// its own writes: the gateway records the identities it accepts with the
+// messages it queues. After the commit, the caller calls Published, which
+// wakes this process's idle receivers.
+func (q *Queue) PublishGroupedIn(ctx context.Context, exec transport.Execer, bodies [][]byte, groups []string) error {
+	if len(groups) != len(bodies) {
+		return fmt.Errorf("embedded queue: publish: %d groups for %d messages", len(groups), len(bodies))
+	}
+	return q.insert(ctx, exec, bodies, groups)
+}
+
+// Published wakes this process's idle receivers after a commit that
+// published (PublishGroupedIn).
+func (q *Queue) Published() { q.wakeReceivers() }
+
+// insert adds the messages in their order (seq follows it): on
+// PostgreSQL in one statement, the bodies and groups as arrays; on SQLite
+// a statement each.
+func (q *Queue) insert(ctx context.Context, exec transport.Execer, bodies [][]byte, groups []string) error {
+	if len(bodies) == 0 {
+		return nil
+	}
+	now := q.cfg.Now().UnixMicro()
+	if groups == nil {
+		groups = make([]string, len(bodies))
+	}
+	if q.lock != "" {
+		if _, err := exec.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
+			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n) ORDER BY u.n`,
+			q.cfg.Name, now, bodies, groups); err != nil {
+			return fmt.Errorf("embedded queue: publish batch: %w", err)
+		}
+		return nil
+	}
+	for i, b := range bodies {
+		if _, err := exec.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ($1, $2, $3, $3, $4)`,
+			q.cfg.Name, b, now, groups[i]); err != nil {
+			return fmt.Errorf("embedded queue: publish batch: %w", err)
+		}
 	}
 	return nil
 }
