@@ -34,9 +34,15 @@ type ActionResult struct {
 	Reason    string              `json:"reason"`
 	TakenBy   string              `json:"taken_by"`
 	Error     string              `json:"error,omitempty"`
+	// Results are the delivery results of the request, in order
+	// (docs/design.md §2: a result, not a decision, which is only the
+	// agent's answer).
+	Results []seqboxtype.Result `json:"results"`
+	// Decisions is Results under its old name, kept for one release as
+	// an alias: both members are present, equal.
 	Decisions []seqboxtype.Result `json:"decisions"`
 	// DeadLetter is the open DLQ row of a redriven message that failed
-	// again (its first decision is dead_lettered): the redrive ran, but
+	// again (its first result is dead_lettered): the redrive ran, but
 	// the message is dead-lettered once more, still as this seq (a dead
 	// letter keeps its number across redrives).
 	DeadLetter *int64 `json:"dead_letter,omitempty"`
@@ -167,7 +173,7 @@ func (s *Server) releaseKey(w http.ResponseWriter, r *http.Request) {
 }
 
 // act records an operator request for the server's own consumer (docs/design.md
-// §9), waits for its result and answers with it: 200 with the decisions
+// §9), waits for its result and answers with it: 200 with the results
 // when it ran, 409 when the consumer refused it, 504 when nobody took it
 // within RequestWait (the request is then cancelled).
 func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target string, a ActionRequest) {
@@ -196,8 +202,8 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target stri
 			Detail: fmt.Sprintf("request %d (%s %s): %s", seq, action, target, req.Error)})
 		return
 	}
-	if action == store.ActionRedrive && len(res.Decisions) > 0 && res.Decisions[0].Outcome == seqboxtype.DeadLettered {
-		if res.DeadLetter, err = s.newestDeadLetter(ctx, res.Decisions[0]); err != nil {
+	if action == store.ActionRedrive && len(res.Results) > 0 && res.Results[0].Outcome == seqboxtype.DeadLettered {
+		if res.DeadLetter, err = s.newestDeadLetter(ctx, res.Results[0]); err != nil {
 			s.serverError(w, r, err)
 			return
 		}
@@ -219,10 +225,11 @@ func (s *Server) newestDeadLetter(ctx context.Context, d seqboxtype.Result) (*in
 
 func resultOf(req store.OperatorRequest) ActionResult {
 	res := ActionResult{Request: req.Seq, Action: req.Action, Target: req.Target, State: string(req.State), By: req.RequestedBy,
-		Reason: req.Reason, TakenBy: req.TakenBy, Error: req.Error, Decisions: []seqboxtype.Result{}}
+		Reason: req.Reason, TakenBy: req.TakenBy, Error: req.Error, Results: []seqboxtype.Result{}}
 	if len(req.Result) > 0 {
-		_ = json.Unmarshal(req.Result, &res.Decisions)
+		_ = json.Unmarshal(req.Result, &res.Results)
 	}
+	res.Decisions = res.Results
 	return res
 }
 

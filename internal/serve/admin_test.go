@@ -102,7 +102,8 @@ func TestAdminRedriveAndSkip(t *testing.T) {
 			res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"alice","reason":"try again"}`, 200)
 			require.Equal(t, "done", res["state"])
 			require.Equal(t, "alice", res["by"])
-			require.Equal(t, "dead_lettered", list(t, res, "decisions")[0]["outcome"])
+			require.Equal(t, "dead_lettered", list(t, res, "results")[0]["outcome"])
+			require.Equal(t, res["results"], res["decisions"], "decisions is the old name of results, kept as an alias")
 
 			dls := list(t, r.admin(t, "GET", "/v1/admin/dlq", "", 200), "dead_letters")
 			require.Len(t, dls, 1)
@@ -110,7 +111,8 @@ func TestAdminRedriveAndSkip(t *testing.T) {
 			require.Equal(t, seq, seq2, "a dead letter keeps its number")
 			r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq2)+"/skip", ``, 400)
 			res = r.call2(t, "POST", "/v1/admin/dlq/"+itoa(seq2)+"/skip", map[string]string{"Seqbox-By": "bob", "Seqbox-Reason": "refunded by hand"}, 200)
-			ds := list(t, res, "decisions")
+			ds := list(t, res, "results")
+			require.Equal(t, res["results"], res["decisions"])
 			require.Equal(t, "applied", ds[len(ds)-1]["outcome"], "%v", ds)
 			req, err := r.store.Executor().RequestGet(context.Background(), int64(res["request"].(float64)))
 			require.NoError(t, err)
@@ -254,7 +256,7 @@ func TestAdminRedriveFailingAgainKeepsTheNumber(t *testing.T) {
 	first := r.admin(t, "GET", "/v1/admin/dlq/"+itoa(seq), "", 200)
 	for i := 1; i <= 3; i++ {
 		res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"alice","reason":"try again"}`, 200)
-		require.Equal(t, "dead_lettered", list(t, res, "decisions")[0]["outcome"])
+		require.Equal(t, "dead_lettered", list(t, res, "results")[0]["outcome"])
 		require.Equal(t, float64(seq), res["dead_letter"], "redrive %d", i)
 	}
 	dls := list(t, r.admin(t, "GET", "/v1/admin/dlq", "", 200), "dead_letters")

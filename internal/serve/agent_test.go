@@ -216,7 +216,7 @@ func TestAgentGapAndRedrive(t *testing.T) {
 	broken.Delete("r1")
 	res := r.admin(t, "POST", "/v1/admin/dlq/"+itoa(seq)+"/redrive", `{"by":"ops","reason":"agent fixed"}`, 200)
 	var outs []string
-	for _, d := range list(t, res, "decisions") {
+	for _, d := range list(t, res, "results") {
 		outs = append(outs, d["outcome"].(string))
 	}
 	require.Equal(t, []string{"applied", "applied"}, outs)

@@ -13,7 +13,7 @@ const seriesBucket = 5 * time.Second
 // seriesLen is how many buckets the chart keeps (10 minutes).
 const seriesLen = 120
 
-// outcomeSeries counts committed decisions per outcome, in total and per
+// outcomeSeries counts committed results per outcome, in total and per
 // time bucket, for the dashboard's overview and chart. It lives in memory:
 // Prometheus keeps the history.
 type outcomeSeries struct {
@@ -38,7 +38,7 @@ func newOutcomeSeries(now func() time.Time) *outcomeSeries {
 	return &outcomeSeries{totals: map[seqboxtype.Outcome]int64{}, now: now}
 }
 
-// observe counts one committed decision (Config.Observer).
+// observe counts one committed result (Config.Observer).
 func (o *outcomeSeries) observe(d seqboxtype.Result) {
 	start := o.now().Truncate(seriesBucket)
 	o.mu.Lock()

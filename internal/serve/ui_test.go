@@ -198,7 +198,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		require.Zero(t, at.Second(), "a time tick on a whole minute: %s", s)
 	}
 	require.Equal(t, "0", b.text(`#chart .axis-y text`))
-	require.Contains(t, b.text(`#chart .axis-y .axis-title`), "decisions per 5 s")
+	require.Contains(t, b.text(`#chart .axis-y .axis-title`), "results per 5 s")
 
 	// The collision's differing fields, marked on each side.
 	c := `.collision[data-id="c1"] `

@@ -52,13 +52,14 @@ function setStatus(kind, text) {
 // its number).
 function describeResult(action, target, res) {
   const a = ACTIONS[action];
-  const first = res.decisions[0];
+  const results = res.results || res.decisions || [];
+  const first = results[0];
   const head = `request ${res.request}: ${action} of ${a.noun} ${target}`;
   if (first && (first.outcome === "dead_lettered" || first.outcome === "rejected") && action === "redrive") {
     const as = res.dead_letter ? " (still dead letter " + res.dead_letter + ")" : "";
     return { ok: false, text: `${head} ran, but the message failed again and is dead-lettered${as}: ${first.reason}` };
   }
-  const outcomes = res.decisions.map((d) => d.outcome).join(", ") || "nothing to apply";
+  const outcomes = results.map((d) => d.outcome).join(", ") || "nothing to apply";
   return { ok: true, text: `${head} done (${outcomes}), by ${res.by}` };
 }
 

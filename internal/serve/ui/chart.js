@@ -1,6 +1,6 @@
 // The outcomes chart: one line per outcome seen, over the server's last
 // ten minutes, with a time axis (clock times, the browser's zone) and a
-// value axis (decisions per bucket).
+// value axis (results per bucket).
 "use strict";
 
 const OUTCOME_COLORS = {
@@ -34,7 +34,7 @@ function yAxis(top, bucketSeconds) {
     g.append(svg("text", { x: L - 6, y: y(n) + 4, "text-anchor": "end" }, n));
   }
   g.append(svg("text", { class: "axis-title", transform: `translate(14 ${(T + H - B) / 2}) rotate(-90)`, "text-anchor": "middle" },
-    "decisions per " + bucketSeconds + " s"));
+    "results per " + bucketSeconds + " s"));
   return g;
 }
 
@@ -63,7 +63,7 @@ function renderChart(series, bucketSeconds) {
   const top = Math.ceil(max / niceStep(max)) * niceStep(max);
   const x = (i) => L + (i * (W - L - R)) / Math.max(1, series.length - 1);
   const y = (n) => H - B - (n / top) * (H - T - B);
-  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "decisions per " + bucketSeconds + " seconds, by outcome" });
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "results per " + bucketSeconds + " seconds, by outcome" });
   root.append(yAxis(top, bucketSeconds), xAxis(series, x));
   for (const k of outcomes) {
     const line = svg("polyline", { points: series.map((p, i) => `${x(i).toFixed(1)},${y(p.counts[k] || 0).toFixed(1)}`).join(" "),
