@@ -26,14 +26,14 @@ type ActionRequest struct {
 
 // ActionResult is the answer of an executed admin action.
 type ActionResult struct {
-	Request   int64               `json:"request"`
-	Action    string              `json:"action"`
-	Target    string              `json:"target"`
-	State     string              `json:"state"`
-	By        string              `json:"by"`
-	Reason    string              `json:"reason"`
-	TakenBy   string              `json:"taken_by"`
-	Error     string              `json:"error,omitempty"`
+	Request int64  `json:"request"`
+	Action  string `json:"action"`
+	Target  string `json:"target"`
+	State   string `json:"state"`
+	By      string `json:"by"`
+	Reason  string `json:"reason"`
+	TakenBy string `json:"taken_by"`
+	Error   string `json:"error,omitempty"`
 	// Results are the delivery results of the request, in order
 	// (docs/design.md §2: a result, not a decision, which is only the
 	// agent's answer).

@@ -29,6 +29,7 @@ func (s *Server) adminRoutes() http.Handler {
 	mux.HandleFunc("GET /v1/admin/audit", s.audit)
 	mux.HandleFunc("GET /v1/admin/retention", s.retentionHandler)
 	mux.HandleFunc("GET /v1/admin/requests/{seq}", s.showRequest)
+	mux.HandleFunc("GET /v1/admin/consumers", s.listConsumers)
 	// No catch-all: an unknown path is the mux's 404 and a known one with
 	// another method its 405 with Allow, both problems.
 	return problemErrors(mux)

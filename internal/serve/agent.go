@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/seqbox/seqbox"
@@ -65,6 +66,8 @@ type dispatcher struct {
 	// chaos harness's serve target only).
 	hook fault.Hook
 	log  *slog.Logger
+	// inFlight counts the agent calls open now.
+	inFlight atomic.Int64
 }
 
 // newAgentClient is the dispatcher's HTTP client: it never follows a
@@ -206,6 +209,8 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 			a.log.Warn("seqbox serve: agent call failed", append(attrs, "idempotency_key", key, "err", err)...)
 		}
 	}()
+	a.inFlight.Add(1)
+	defer a.inFlight.Add(-1)
 	p := a.passFrom(ctx)
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(ev.Raw))

@@ -96,6 +96,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 		"get /v1/admin/audit":                  with(adminGet, "400"),
 		"get /v1/admin/retention":              adminGet,
 		"get /v1/admin/requests/{seq}":         with(adminGet, "400", "404"),
+		"get /v1/admin/consumers":              adminGet,
 		"get /v1/admin/effects":                with(adminGet, "400"),
 		"post /v1/admin/effects/{key}/resolve": {"200", "400", "401", "404", "405", "413", "500"},
 	}

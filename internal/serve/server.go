@@ -44,6 +44,9 @@ type Server struct {
 	metrics         *gatewayMetrics
 	// circuit pauses dispatch while the agent is down.
 	circuit *circuit
+	// disp calls the agent (its calls in flight are on the consumers
+	// page).
+	disp *dispatcher
 
 	// verdicts holds agent verdicts between the handler and the Observer,
 	// by store.Identity.
@@ -99,6 +102,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	disp := &dispatcher{url: opt.AgentURL, consumer: opt.Consumer, now: now, client: newAgentClient(opt.AgentTimeout, opt.AgentConcurrency), hook: opt.Hook, log: opt.Logger}
 	s.circuit = newCircuit(now, disp.probe, s.circuitChanged)
 	disp.circuit = s.circuit
+	s.disp = disp
 	// The dispatcher logs each failed agent call itself, with the event's
 	// key and version: the ledger's own line would repeat it.
 	quiet := slog.New(slog.DiscardHandler)
