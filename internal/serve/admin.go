@@ -122,13 +122,44 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // listKeys is GET /v1/admin/keys: the stuck keys (blocked or held), or
-// every key with ?all=true, oldest stuck first.
+// every key with ?all=true, oldest stuck first; ?search= keeps the keys
+// whose name holds it (case-insensitive; an exact match comes first), and
+// ?limit= the first that many (total says how many matched).
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
-	all := r.URL.Query().Get("all") == "true"
+	q := r.URL.Query()
+	var all bool
+	switch v := q.Get("all"); v {
+	case "", "false":
+	case "true":
+		all = true
+	default:
+		badQuery(w, r, "all", strconv.Quote(v)+" is not true or false")
+		return
+	}
+	search, bad := querySearch(q, "search")
+	if bad != "" {
+		badQuery(w, r, "search", bad)
+		return
+	}
+	limit, bad := queryLimit(q, 0, auditScan)
+	if bad != "" {
+		badQuery(w, r, "limit", bad)
+		return
+	}
 	reps, err := s.reporter().Keys(r.Context(), all)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
+	}
+	if search != "" {
+		needle := strings.ToLower(search)
+		kept := reps[:0]
+		for _, rep := range reps {
+			if strings.Contains(strings.ToLower(rep.PartitionKey), needle) {
+				kept = append(kept, rep)
+			}
+		}
+		reps = kept
 	}
 	now := s.consumerNow()
 	versions, err := s.blockerVersions(r.Context(), reps)
@@ -141,13 +172,20 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		items[i] = keyItem(withExpected(rep, versions), now)
 	}
 	sort.SliceStable(items, func(i, j int) bool {
+		if ei, ej := strings.EqualFold(items[i].PartitionKey, search), strings.EqualFold(items[j].PartitionKey, search); search != "" && ei != ej {
+			return ei
+		}
 		a, b := items[i].AgeSeconds, items[j].AgeSeconds
 		if a == nil || b == nil {
 			return a != nil
 		}
 		return *a > *b
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "keys": items})
+	total := len(items)
+	if limit > 0 && len(items) > limit {
+		items = items[:limit]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "keys": items, "total": total})
 }
 
 func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
@@ -319,82 +357,6 @@ func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []stor
 		}
 	}
 	return nil, outcome, nil
-}
-
-// auditScan bounds how many recent audit rows a search by id reads.
-const auditScan = 10000
-
-// IdentityView is what is recorded about one identity.
-type IdentityView struct {
-	Source       string   `json:"source"`
-	ID           string   `json:"id"`
-	InboxOutcome string   `json:"inbox_outcome"`
-	PayloadHash  string   `json:"payload_hash"`
-	AgentVerdict *string  `json:"agent_verdict"`
-	Envelope     *Payload `json:"envelope"`
-}
-
-// audit is GET /v1/admin/audit?object=KEY or ?id=ID[&source=SOURCE]:
-// the non-applied outcomes recorded for an object, or for an event id
-// (among the last auditScan rows) with what the inbox holds for it.
-func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	object, id, source := q.Get("object"), q.Get("id"), q.Get("source")
-	limit := 200
-	if l, err := strconv.Atoi(q.Get("limit")); err == nil && l > 0 && l <= auditScan {
-		limit = l
-	}
-	if (object == "") == (id == "") {
-		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "object",
-			Detail: "give exactly one of ?object=PARTITIONKEY or ?id=EVENTID (with &source=SOURCE to narrow it)"})
-		return
-	}
-	ctx := r.Context()
-	op := s.store.Executor()
-	rows := []AuditView{}
-	if object != "" {
-		as, err := op.AuditList(ctx, store.AuditListParams{Consumer: s.opt.Consumer, Key: object, Limit: limit})
-		if err != nil {
-			s.serverError(w, r, err)
-			return
-		}
-		for _, a := range as {
-			rows = append(rows, auditView(a))
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "object": object, "audit": rows})
-		return
-	}
-	as, err := op.AuditList(ctx, store.AuditListParams{Consumer: s.opt.Consumer, Key: "", Limit: auditScan})
-	if err != nil {
-		s.serverError(w, r, err)
-		return
-	}
-	sources := map[string]bool{}
-	if source != "" {
-		sources[source] = true
-	}
-	for _, a := range as {
-		if a.ID == id && (source == "" || a.Source == source) {
-			rows = append(rows, auditView(a))
-			sources[a.Source] = true
-		}
-	}
-	if len(rows) > limit {
-		rows = rows[len(rows)-limit:]
-	}
-	idents := []IdentityView{}
-	for src := range sources {
-		v, found, err := s.identity(ctx, src, id)
-		if err != nil {
-			s.serverError(w, r, err)
-			return
-		}
-		if found {
-			idents = append(idents, v)
-		}
-	}
-	sort.Slice(idents, func(i, j int) bool { return idents[i].Source < idents[j].Source })
-	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "id": id, "identities": idents, "audit": rows})
 }
 
 // identity reads what the inbox, the decisions and the gateway hold for

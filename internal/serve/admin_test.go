@@ -124,7 +124,7 @@ func TestAdminRedriveAndSkip(t *testing.T) {
 			require.NotEmpty(t, list(t, audit, "audit"))
 			byID := r.admin(t, "GET", "/v1/admin/audit?id=K-1", "", 200)
 			require.Len(t, list(t, byID, "identities"), 1)
-			r.admin(t, "GET", "/v1/admin/audit", "", 400)
+			r.admin(t, "GET", "/v1/admin/audit?object=K&id=K-1", "", 400)
 			r.admin(t, "GET", "/v1/admin/dlq/99999", "", 404)
 			r.admin(t, "GET", "/v1/admin/dlq/abc", "", 400)
 			r.admin(t, "GET", "/v1/admin/keys/nope", "", 404)

@@ -85,7 +85,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 		"get /v1/openapi.json":                 {"200", "405"},
 		"get /ui/":                             {"200", "401", "404", "405"},
 		"get /v1/admin/overview":               adminGet,
-		"get /v1/admin/keys":                   adminGet,
+		"get /v1/admin/keys":                   with(adminGet, "400"),
 		"get /v1/admin/keys/{key}":             with(adminGet, "404"),
 		"post /v1/admin/keys/{key}/release":    action,
 		"get /v1/admin/dlq":                    adminGet,
