@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,6 +73,26 @@ func TestAdminDisabledWithoutToken(t *testing.T) {
 		code, body, _ := r.call(t, "GET", p, "anything-anything", nil, "")
 		require.Equal(t, http.StatusUnauthorized, code)
 		require.Contains(t, body["detail"], "--admin-token", p)
+	}
+	// A browser gets a page, not JSON: how to turn the dashboard on,
+	// and nothing about this gateway.
+	for _, p := range []string{"/ui/", "/ui/app.js"} {
+		req, err := http.NewRequest("GET", r.url+p, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		page, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+		require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+		require.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'none'")
+		for _, s := range []string{"<h1>The seqbox dashboard is turned off</h1>", "--admin-token", "SEQBOX_ADMIN_TOKEN", "/ui/", "sessionStorage"} {
+			require.Contains(t, string(page), s)
+		}
+		require.NotContains(t, string(page), r.opt.DB, "the page tells nothing of this gateway")
 	}
 }
 

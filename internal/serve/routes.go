@@ -30,7 +30,7 @@ func (s *Server) routes() http.Handler {
 
 	ui := problemFiles(uiHandler())
 	if s.opt.AdminToken == "" {
-		ui = admin.wrap(ui) // disabled: always 401, with the way to enable it
+		ui = disabledUI(admin) // always 401, with the way to enable it: a page for a browser
 	}
 	mux.Handle("GET /ui/", ui)
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
