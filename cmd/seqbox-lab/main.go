@@ -10,4 +10,6 @@ import (
 	"github.com/seqbox/seqbox/internal/cli"
 )
 
-func main() { cli.Main(cli.Edition{Name: "seqbox-lab", StartBroker: lab.Start}) }
+func main() {
+	cli.Main(cli.Edition{Name: "seqbox-lab", StartBroker: lab.Start, WorkerTransports: lab.WorkerTransports})
+}

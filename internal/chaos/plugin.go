@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/seqbox/seqbox/transport"
@@ -57,10 +56,3 @@ func PublishRuns(ctx context.Context, bodies [][]byte, batch func(context.Contex
 // WorkerTransport opens the transport a chaos worker consumes from, for a
 // transport the harness does not link itself.
 type WorkerTransport func(ctx context.Context, opt WorkerOptions) (transport.Transport, error)
-
-var workerTransports sync.Map // name → WorkerTransport
-
-// RegisterWorkerTransport makes workers of this binary able to consume
-// from the named transport (seqbox-lab registers pubsub, whose client the
-// operator binary does not link).
-func RegisterWorkerTransport(name string, open WorkerTransport) { workerTransports.Store(name, open) }

@@ -34,8 +34,8 @@ func openTransport(ctx context.Context, opt WorkerOptions) (transport.Transport,
 			// safe; the join then waits longer than any rebalance can.
 			RebalanceTimeout: 3 * time.Second, JoinTimeout: time.Minute})
 	}
-	if open, ok := workerTransports.Load(opt.Transport); ok {
-		return open.(WorkerTransport)(ctx, opt)
+	if open, ok := opt.Transports[opt.Transport]; ok {
+		return open(ctx, opt)
 	}
 	if opt.Transport == "pubsub" {
 		return nil, fmt.Errorf("chaos worker: --transport pubsub: this binary does not link the Pub/Sub client; run seqbox-lab")

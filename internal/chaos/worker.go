@@ -43,6 +43,10 @@ type WorkerOptions struct {
 	// nats or kafka; Broker and Topic name the broker's address and the
 	// scenario's stream or topic.
 	Transport, Broker, Topic string
+	// Transports opens the transports this binary links beyond the
+	// harness's own, by name (seqbox-lab's pubsub: the operator binary
+	// does not link its client).
+	Transports map[string]WorkerTransport
 	// Name is the consumer's name: Consumer (default) or the outbox
 	// chain's second stage. Emit makes the first stage emit through its
 	// outbox.

@@ -123,12 +123,12 @@ status 1 if any failed.`,
 		}
 		return nil
 	}
-	c.AddCommand(chaosWorkerCmd())
+	c.AddCommand(chaosWorkerCmd(ed))
 	return c
 }
 
-func chaosWorkerCmd() *cobra.Command {
-	var opt chaos.WorkerOptions
+func chaosWorkerCmd(ed Edition) *cobra.Command {
+	opt := chaos.WorkerOptions{Transports: ed.WorkerTransports}
 	c := &cobra.Command{
 		Use:    "worker",
 		Short:  "One chaos process (started by chaos)",

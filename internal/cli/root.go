@@ -26,6 +26,9 @@ type Edition struct {
 	// run consumes from when no --broker is given (seqbox-lab's
 	// in-process emulators). Nil: a broker transport needs --broker.
 	StartBroker chaos.BrokerStarter
+	// WorkerTransports open the transports a chaos worker of this binary
+	// consumes from beyond the harness's own (seqbox-lab's pubsub).
+	WorkerTransports map[string]chaos.WorkerTransport
 }
 
 // Main runs the command line of ed's binary and exits: 0 on success, 2

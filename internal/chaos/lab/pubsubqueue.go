@@ -10,12 +10,14 @@ import (
 	pubsubtr "github.com/seqbox/seqbox/transport/pubsub"
 )
 
-// The Pub/Sub client is linked by seqbox-lab only, so its workers consume
-// from Pub/Sub and the operator binary does not download it.
-func init() {
-	chaos.RegisterWorkerTransport("pubsub", func(ctx context.Context, opt chaos.WorkerOptions) (transport.Transport, error) {
+// WorkerTransports are the transports seqbox-lab's chaos workers open
+// beyond the harness's own (cli.Edition.WorkerTransports): the Pub/Sub
+// client is linked by seqbox-lab only, and the operator binary does not
+// download it.
+var WorkerTransports = map[string]chaos.WorkerTransport{
+	"pubsub": func(ctx context.Context, opt chaos.WorkerOptions) (transport.Transport, error) {
 		return pubsubtr.Open(ctx, pubsubWorkerConfig(opt.Broker, opt.Topic, opt.Lease))
-	})
+	},
 }
 
 // pubsubProject is the emulator project the chaos topics live in.
