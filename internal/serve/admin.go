@@ -58,11 +58,16 @@ type Overview struct {
 	Counts        CountsView       `json:"counts"`
 	Outcomes      map[string]int64 `json:"outcomes"`
 	// AppliedPerSecond is the mean over the last minute.
-	AppliedPerSecond float64       `json:"applied_per_second"`
-	QueueReady       int           `json:"queue_ready"`
-	QueueLeased      int           `json:"queue_leased"`
-	BucketSeconds    int           `json:"bucket_seconds"`
-	Series           []SeriesPoint `json:"series"`
+	AppliedPerSecond float64 `json:"applied_per_second"`
+	QueueReady       int     `json:"queue_ready"`
+	QueueLeased      int     `json:"queue_leased"`
+	BucketSeconds    int     `json:"bucket_seconds"`
+	// WindowSeconds is how far back the chart reaches (ten minutes);
+	// Series holds the buckets of that window since the server started
+	// (StartedAt), none before: what happened then is not known here.
+	WindowSeconds int           `json:"window_seconds"`
+	StartedAt     string        `json:"started_at"`
+	Series        []SeriesPoint `json:"series"`
 	// RejectedAtIngest counts the events POST /v1/events refused with 400
 	// since the server started (seqbox_gateway_invalid_events_total): they
 	// were never queued, so Outcomes["rejected"] (envelopes the consumer
@@ -99,7 +104,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	totals, series := s.series.snapshot()
 	var applied int64
-	for _, p := range series[len(series)-int(time.Minute/seriesBucket):] {
+	for _, p := range series[max(0, len(series)-int(time.Minute/seriesBucket)):] {
 		applied += p.Counts["applied"]
 	}
 	handler := "record"
@@ -118,7 +123,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, Overview{Consumer: s.opt.Consumer, Handler: handler, UptimeSeconds: int64(time.Since(s.started).Seconds()),
 		Counts: cv, Outcomes: totals, AppliedPerSecond: float64(applied) / time.Minute.Seconds(), QueueReady: ready, QueueLeased: leased,
-		BucketSeconds: int(seriesBucket / time.Second), Series: series, RejectedAtIngest: rejected, Now: *stamp(s.consumerNow())})
+		BucketSeconds: int(seriesBucket / time.Second), WindowSeconds: int(seriesLen * seriesBucket / time.Second),
+		StartedAt: *stamp(s.series.since), Series: series, RejectedAtIngest: rejected, Now: *stamp(s.consumerNow())})
 }
 
 // listKeys is GET /v1/admin/keys: the stuck keys (blocked or held), or

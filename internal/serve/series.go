@@ -21,6 +21,9 @@ type outcomeSeries struct {
 	totals  map[seqboxtype.Outcome]int64
 	buckets []bucket
 	now     func() time.Time
+	// since is when the server started: nothing before it is known, so
+	// no bucket that ended before it is given (not even as zeros).
+	since time.Time
 }
 
 type bucket struct {
@@ -35,7 +38,7 @@ type SeriesPoint struct {
 }
 
 func newOutcomeSeries(now func() time.Time) *outcomeSeries {
-	return &outcomeSeries{totals: map[seqboxtype.Outcome]int64{}, now: now}
+	return &outcomeSeries{totals: map[seqboxtype.Outcome]int64{}, now: now, since: now()}
 }
 
 // observe counts one committed result (Config.Observer).
@@ -54,7 +57,8 @@ func (o *outcomeSeries) observe(d seqboxtype.Result) {
 }
 
 // snapshot returns the totals and the last seriesLen buckets, empty ones
-// included, oldest first.
+// included, oldest first, from the bucket the server started in: a
+// server up for less than the window has fewer points.
 func (o *outcomeSeries) snapshot() (map[string]int64, []SeriesPoint) {
 	end := o.now().Truncate(seriesBucket)
 	o.mu.Lock()
@@ -70,6 +74,9 @@ func (o *outcomeSeries) snapshot() (map[string]int64, []SeriesPoint) {
 	points := make([]SeriesPoint, 0, seriesLen)
 	for i := seriesLen - 1; i >= 0; i-- {
 		start := end.Add(-time.Duration(i) * seriesBucket)
+		if !start.Add(seriesBucket).After(o.since) {
+			continue
+		}
 		p := SeriesPoint{Start: start, Counts: map[string]int64{}}
 		if b, ok := byStart[start]; ok {
 			for oc, n := range b.counts {

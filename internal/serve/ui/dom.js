@@ -40,3 +40,42 @@ function svg(tag, props, text) {
 
 // v shows a value, or "-" for none.
 function v(x) { return x === null || x === undefined ? "-" : String(x); }
+
+// href of a page of the dashboard (the part after #).
+function pageHref(...parts) { return "#/" + parts.map((p) => encodeURIComponent(String(p))).join("/"); }
+
+// keyEl is a partition key as a link to its page; a key is never broken
+// across lines (.key keeps it whole).
+function keyEl(key) {
+  if (!key) return el("span", { class: "muted" }, "-");
+  return el("a", { class: "key", href: pageHref("key", key), dataset: { key } }, key);
+}
+
+// dlEl links to a dead letter's page.
+function dlEl(seq) {
+  return el("a", { class: "dl-link", href: pageHref("dlq", seq), dataset: { seq: String(seq) } }, String(seq));
+}
+
+// LONG is how many characters of a reason show before it collapses.
+const LONG = 140;
+
+// reasonEl shows a reason or an error: whole when short, else collapsed to
+// its first line or characters, the rest a click away.
+function reasonEl(text, cls) {
+  const s = text === null || text === undefined || text === "" ? "-" : String(text);
+  const firstLine = s.split("\n")[0];
+  if (s.length <= LONG && firstLine === s) return el("span", { class: cls || "" }, s);
+  const head = firstLine.length > LONG ? firstLine.slice(0, LONG).replace(/\s+\S*$/, "") : firstLine;
+  return el("details", { class: "long " + (cls || "") },
+    el("summary", { title: "show all " + s.length + " characters" }, head + " …"), el("div", { class: "full" }, s));
+}
+
+// outcomeEl is an outcome's name, colored as on the chart.
+function outcomeEl(outcome) {
+  return el("span", { class: "outcome outcome-" + outcome, dataset: { outcome } }, outcome);
+}
+
+// jsonView shows a value as indented JSON.
+function jsonView(value) {
+  return el("pre", { class: "json-pretty" }, JSON.stringify(value, null, 2));
+}
