@@ -44,7 +44,7 @@ func TestDLQRedriveThatEndsStaleResolvesTheRow(t *testing.T) {
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"stale",`+
 			`"reason":"version 2 is older than the committed version 3"}`,
-	), ok(t, "dlq", "redrive", "1", "--db", db))
+	), ok(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
 
 	require.Empty(t, openDLQ(t, "dlq", "list", "--db", db, "--json"),
 		"the redriven message ended stale; its DLQ row must be resolved")
@@ -72,7 +72,7 @@ func TestDLQResolvingOneRejectedEnvelopeLeavesTheOthersOpen(t *testing.T) {
 	t.Run("skip", func(t *testing.T) {
 		t.Parallel()
 		db := replayRejected(t)
-		require.Empty(t, ok(t, "dlq", "skip", "1", "--db", db, "--by", "ops", "--reason", "junk"))
+		require.Empty(t, ok(t, "dlq", "skip", "--output", "jsonl", "1", "--db", db, "--by", "ops", "--reason", "junk"))
 		require.Equal(t, map[int64]string{2: ""}, openDLQ(t, "dlq", "list", "--db", db, "--json"),
 			"skipping dlq 1 must leave dlq 2 open")
 	})
@@ -81,7 +81,7 @@ func TestDLQResolvingOneRejectedEnvelopeLeavesTheOthersOpen(t *testing.T) {
 		db := replayRejected(t)
 		require.Equal(t, lines(`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
 			`"reason":"invalid event: envelope: not a JSON object: invalid character 'o' in literal null (expecting 'u') (at byte 1)"}`),
-			ok(t, "dlq", "redrive", "1", "--db", db))
+			ok(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
 		// Row 1 is resolved and its bytes are rejected again as row 3; row 2
 		// was not touched and stays open.
 		require.Equal(t, map[int64]string{2: "", 3: ""}, openDLQ(t, "dlq", "list", "--db", db, "--json"),
@@ -98,7 +98,7 @@ func TestKeysFailedRedriveKeepsBlockedSince(t *testing.T) {
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
-	), failedAgain(t, "1", "dlq", "redrive", "1", "--db", db))
+	), failedAgain(t, "1", "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
 	reps := keyReports(t, "keys", "list", "--db", db, "--json")
 	require.Len(t, reps, 1)
 	require.Equal(t, true, reps[0]["blocked"])

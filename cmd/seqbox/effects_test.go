@@ -98,7 +98,8 @@ func TestEffectsServer(t *testing.T) {
 	key := uncertainCallIn(t, db, "gateway", "evt-9")
 	uncertainCallIn(t, db, "crm-worker", "evt-10")
 	remote := []string{"--server", s.url, "--admin-token", serveToken}
-	for _, args := range [][]string{{"effects", "list", "--json"}, {"effects", "list", "--state", "uncertain", "--json"}} {
+	for _, args := range [][]string{{"effects", "list", "--json"}, {"effects", "list", "--state", "uncertain", "--json"},
+		{"effects", "list", "--output", "json"}} {
 		require.Equal(t, ok(t, append(args, "--db", db)...), ok(t, append(args, remote...)...), "seqbox %s", strings.Join(args, " "))
 	}
 	require.Contains(t, ok(t, append([]string{"effects", "list"}, remote...)...), key)

@@ -130,14 +130,14 @@ func TestDLQBlockedKeyThenSkip(t *testing.T) {
 	// row would stay open while the key moved past it.
 	require.Equal(t, `seqbox: keys release: key "K2" is blocked behind dead-lettered message source="crm" id="k2-v2", `+
 		`not by a gap: `+k2Advice(db, "1"),
-		fails(t, "keys", "release", "K2", "--db", db, "--by", "alice", "--reason", "no"))
+		fails(t, "keys", "release", "--output", "jsonl", "K2", "--db", db, "--by", "alice", "--reason", "no"))
 
 	// Skip records the gap with who and why and releases v3. The replay
 	// consumer is not running: the CLI executes the request in-process.
 	skipped := time.Now()
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2-v3","partitionkey":"K2","objectversion":3,"outcome":"applied","reason":""}`,
-	), ok(t, "dlq", "skip", "1", "--db", db, "--by", "alice", "--reason", "v2 superseded by v3"))
+	), ok(t, "dlq", "skip", "--output", "jsonl", "1", "--db", db, "--by", "alice", "--reason", "v2 superseded by v3"))
 
 	require.Equal(t, lines(
 		"SEQ  SOURCE  ID  PARTITIONKEY  OBJECTVERSION  REASON  ATTEMPTS  DEAD_AT  RESOLUTION",
@@ -182,9 +182,9 @@ func TestDLQBlockedKeyThenSkip(t *testing.T) {
 
 	// A resolved dead letter cannot be skipped or redriven again.
 	require.Equal(t, "seqbox: dlq skip: dlq 1: dead letter already resolved (skipped by alice: v2 superseded by v3)",
-		fails(t, "dlq", "skip", "1", "--db", db, "--by", "alice", "--reason", "again"))
+		fails(t, "dlq", "skip", "--output", "jsonl", "1", "--db", db, "--by", "alice", "--reason", "again"))
 	require.Equal(t, "seqbox: dlq redrive: dlq 1: dead letter already resolved (skipped by alice: v2 superseded by v3)",
-		fails(t, "dlq", "redrive", "1", "--db", db))
+		fails(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
 
 	// The object reached v3 through the release, and replaying the file
 	// again applies nothing.
@@ -209,7 +209,7 @@ func TestDLQRedriveOfPermanentFailure(t *testing.T) {
 	// behind it. The command prints the result, names the dead letter on
 	// stderr and exits 1.
 	redriven := time.Now()
-	r := exe(t, "", "dlq", "redrive", "1", "--db", db)
+	r := exe(t, "", "dlq", "redrive", "--output", "jsonl", "1", "--db", db)
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2-v2","partitionkey":"K2","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
@@ -241,7 +241,7 @@ func TestDLQRedriveOfPermanentFailure(t *testing.T) {
 		"action":     k2Advice(db, "1")}, reps[0])
 	// A third failure, through a second redrive: still row 1, three
 	// attempts, and its history says both.
-	failedAgain(t, "1", "dlq", "redrive", "1", "--db", db)
+	failedAgain(t, "1", "dlq", "redrive", "--output", "jsonl", "1", "--db", db)
 	require.Equal(t, lines(
 		dlqHeader,
 		"1    crm     k2-v2  K2            2              permanent failure  3         "+wallTime+"  -",
@@ -289,7 +289,7 @@ func TestDLQRedriveRetriesTransientFailure(t *testing.T) {
 		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"retry","reason":"attempt 2 of 3 failed: record: data.fail=transient"}`,
 		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"dead_lettered",`+
 			`"reason":"attempts exhausted (3 of 3): record: data.fail=transient"}`,
-	), ok(t, "dlq", "redrive", "2", "--db", db))
+	), ok(t, "dlq", "redrive", "--output", "jsonl", "2", "--db", db))
 	// Dead-lettered again, on the same row: its attempts add up.
 	out = ok(t, "dlq", "show", "2", "--db", db)
 	require.Contains(t, out, "reason:        attempts exhausted (3 of 3)\nattempts:      4\n")
@@ -301,7 +301,7 @@ func TestDLQRedriveRetriesTransientFailure(t *testing.T) {
 	// Redriving it can only reject it again.
 	require.Equal(t, lines(`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
 		`"reason":"invalid event: envelope: not a JSON object: invalid character 'h' in literal true (expecting 'r') (at byte 1)"}`),
-		ok(t, "dlq", "redrive", "1", "--db", db))
+		ok(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
 }
 
 func TestKeysHeldGapThenRelease(t *testing.T) {
@@ -334,7 +334,7 @@ func TestKeysHeldGapThenRelease(t *testing.T) {
 			"waiting for version 2 (got 3)  wait for version 2 until 2999-01-02T03:05:05Z"),
 		ok(t, "keys", "list", "--db", future))
 	require.Equal(t, `seqbox: keys release: key "K3" is not blocked (status held)`,
-		fails(t, "keys", "release", "K3", "--db", db, "--by", "bob", "--reason", "too early"))
+		fails(t, "keys", "release", "--output", "jsonl", "K3", "--db", db, "--by", "bob", "--reason", "too early"))
 
 	// Replay runs the sweeper at the end: two minutes on, the hold has
 	// timed out and, with --hold-expiry block, the key blocks on the gap.
@@ -367,11 +367,11 @@ func TestKeysHeldGapThenRelease(t *testing.T) {
 		`"envelope":`+jsonString(t, fixtureLine(t, "gap.jsonl", 2))+`}`, showJSON[1])
 
 	require.Equal(t, "seqbox: keys release: --by and --reason are required: the gap decision must be attributable",
-		fails(t, "keys", "release", "K3", "--db", db, "--by", "bob"))
+		fails(t, "keys", "release", "--output", "jsonl", "K3", "--db", db, "--by", "bob"))
 	released := time.Now()
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k3-v3","partitionkey":"K3","objectversion":3,"outcome":"applied","reason":""}`,
-	), ok(t, "keys", "release", "K3", "--db", db, "--by", "bob", "--reason", "v2 lost upstream"))
+	), ok(t, "keys", "release", "--output", "jsonl", "K3", "--db", db, "--by", "bob", "--reason", "v2 lost upstream"))
 
 	out = ok(t, "keys", "show", "K3", "--db", db)
 	require.Contains(t, out, "status:           ok\nversion:          3\n")
@@ -396,19 +396,19 @@ func TestOperatorErrors(t *testing.T) {
 		{"db required", []string{"dlq", "list"}, "seqbox: --db is required: the database the consumer uses"},
 		{"db required for keys", []string{"keys", "show", "K2"}, "seqbox: --db is required: the database the consumer uses"},
 		{"unknown seq", []string{"dlq", "show", "42", "--db", db}, `seqbox: dlq 42: not found (consumer "replay")`},
-		{"unknown seq redrive", []string{"dlq", "redrive", "42", "--db", db}, `seqbox: dlq redrive: dlq 42: not found (consumer "replay")`},
-		{"unknown seq skip", []string{"dlq", "skip", "42", "--db", db, "--by", "a", "--reason", "b"},
+		{"unknown seq redrive", []string{"dlq", "redrive", "--output", "jsonl", "42", "--db", db}, `seqbox: dlq redrive: dlq 42: not found (consumer "replay")`},
+		{"unknown seq skip", []string{"dlq", "skip", "--output", "jsonl", "42", "--db", db, "--by", "a", "--reason", "b"},
 			`seqbox: dlq skip: dlq 42: not found (consumer "replay")`},
 		{"unknown consumer", []string{"dlq", "show", "1", "--db", db, "--consumer", "billing"},
 			`seqbox: --consumer "billing": no such consumer in ` + db + `; it has "replay"`},
 		{"unknown key", []string{"keys", "show", "NOPE", "--db", db}, `seqbox: key "NOPE": not found (consumer "replay")`},
-		{"unknown key release", []string{"keys", "release", "NOPE", "--db", db, "--by", "a", "--reason", "b"},
+		{"unknown key release", []string{"keys", "release", "--output", "jsonl", "NOPE", "--db", db, "--by", "a", "--reason", "b"},
 			`seqbox: keys release: key "NOPE": not found (consumer "replay")`},
 		{"bad seq", []string{"dlq", "show", "one", "--db", db},
 			`seqbox: dlq show: SEQ "one" is not a DLQ sequence number (see seqbox dlq list)`},
-		{"skip without reason", []string{"dlq", "skip", "1", "--db", db, "--by", "alice"},
+		{"skip without reason", []string{"dlq", "skip", "--output", "jsonl", "1", "--db", db, "--by", "alice"},
 			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
-		{"skip without who", []string{"dlq", "skip", "1", "--db", db, "--reason", "why"},
+		{"skip without who", []string{"dlq", "skip", "--output", "jsonl", "1", "--db", db, "--reason", "why"},
 			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
 		{"bad flag", []string{"dlq", "list", "--db", db, "--bogus"}, "seqbox: dlq list: unknown flag: --bogus (see seqbox dlq list --help)"},
 		{"bad root flag", []string{"--bogus"}, "seqbox: unknown flag: --bogus (see seqbox --help)"},
@@ -417,23 +417,23 @@ func TestOperatorErrors(t *testing.T) {
 			"seqbox: keys list: unknown flag: --on-dead-letter (see seqbox keys list --help)"},
 		{"no gap policy flag", []string{"dlq", "list", "--db", db, "--gap-policy", "advance"},
 			"seqbox: dlq list: unknown flag: --gap-policy (see seqbox dlq list --help)"},
-		{"no attempts flag", []string{"dlq", "redrive", "1", "--db", db, "--max-attempts", "3"},
+		{"no attempts flag", []string{"dlq", "redrive", "--output", "jsonl", "1", "--db", db, "--max-attempts", "3"},
 			"seqbox: dlq redrive: unknown flag: --max-attempts (see seqbox dlq redrive --help)"},
-		{"no clock flag", []string{"dlq", "skip", "1", "--db", db, "--by", "a", "--reason", "b", "--now", now},
+		{"no clock flag", []string{"dlq", "skip", "--output", "jsonl", "1", "--db", db, "--by", "a", "--reason", "b", "--now", now},
 			"seqbox: dlq skip: unknown flag: --now (see seqbox dlq skip --help)"},
-		{"no hold flag", []string{"keys", "release", "K2", "--db", db, "--by", "a", "--reason", "b", "--hold-timeout", "1m"},
+		{"no hold flag", []string{"keys", "release", "--output", "jsonl", "K2", "--db", db, "--by", "a", "--reason", "b", "--hold-timeout", "1m"},
 			"seqbox: keys release: unknown flag: --hold-timeout (see seqbox keys release --help)"},
-		{"wait must be positive", []string{"dlq", "redrive", "1", "--db", db, "--wait", "0s"},
+		{"wait must be positive", []string{"dlq", "redrive", "--output", "jsonl", "1", "--db", db, "--wait", "0s"},
 			"seqbox: dlq redrive: --wait 0s: must be positive"},
-		{"json on an action", []string{"dlq", "redrive", "1", "--db", db, "--json"},
+		{"json on an action", []string{"dlq", "redrive", "--output", "jsonl", "1", "--db", db, "--json"},
 			"seqbox: dlq redrive: unknown flag: --json (see seqbox dlq redrive --help)"},
 		{"unknown subcommand", []string{"dlq", "purge"}, `seqbox: unknown command "purge" for "seqbox dlq" (see seqbox dlq --help)`},
 		{"unknown keys subcommand", []string{"keys", "drop"}, `seqbox: unknown command "drop" for "seqbox keys" (see seqbox keys --help)`},
-		{"placeholders pasted as they are", []string{"keys", "release", "K", "--by", "WHO", "--reason", "WHY", "--db", "x.db"},
+		{"placeholders pasted as they are", []string{"keys", "release", "--output", "jsonl", "K", "--by", "WHO", "--reason", "WHY", "--db", "x.db"},
 			`seqbox: keys release: --by WHO --reason WHY are placeholders: say who decides and why (they are recorded)`},
 		{"misspelt keys subcommand", []string{"keys", "lsit"}, `seqbox: unknown command "lsit" for "seqbox keys"; did you mean "list"? (see seqbox keys --help)`},
 		{"show needs a seq", []string{"dlq", "show", "--db", db}, "seqbox: dlq show: expects one SEQ argument, got 0"},
-		{"release needs one key", []string{"keys", "release", "A", "B", "--db", db, "--by", "a", "--reason", "b"},
+		{"release needs one key", []string{"keys", "release", "--output", "jsonl", "A", "B", "--db", db, "--by", "a", "--reason", "b"},
 			"seqbox: keys release: expects one KEY argument, got 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

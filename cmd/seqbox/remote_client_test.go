@@ -95,7 +95,7 @@ func TestRemoteNeverFollowsRedirects(t *testing.T) {
 					" with Location " + gw.URL + "/elsewhere" + advice},
 				{[]string{"dlq", "show", "1", "--consumer", "gateway"}, "seqbox: dlq show: the gateway at " + gw.URL + " answered " + status +
 					" with Location " + other.URL + "/v1/admin/overview" + advice},
-				{[]string{"dlq", "redrive", "1", "--by", "bob", "--reason", "fixed"}, "seqbox: dlq redrive: the gateway at " + gw.URL + " answered " + status +
+				{[]string{"dlq", "redrive", "--output", "jsonl", "1", "--by", "bob", "--reason", "fixed"}, "seqbox: dlq redrive: the gateway at " + gw.URL + " answered " + status +
 					" with Location " + other.URL + "/v1/admin/dlq/1/redrive" + advice},
 			} {
 				require.Equal(t, c.want, fails(t, append(c.args, "--server", gw.URL, "--admin-token", serveToken)...))
@@ -155,9 +155,9 @@ func TestRemoteRefusesAnswersOfAnotherShape(t *testing.T) {
 			`is not the admin API's: want a JSON object with "parked", "gaps" and "audit" arrays, got an object without "parked"`},
 		{"dlq show null", []string{"dlq", "show", "1"}, "GET /v1/admin/dlq/1", `null`,
 			`is not the admin API's: want a JSON object, got null`},
-		{"redrive {}", []string{"dlq", "redrive", "1"}, "POST /v1/admin/dlq/1/redrive", `{}`,
+		{"redrive {}", []string{"dlq", "redrive", "--output", "jsonl", "1"}, "POST /v1/admin/dlq/1/redrive", `{}`,
 			`is not the admin API's: want a JSON object with a "decisions" array, got an object without "decisions"`},
-		{"redrive null decisions", []string{"dlq", "redrive", "1"}, "POST /v1/admin/dlq/1/redrive", `{"request":1,"state":"done","decisions":null}`,
+		{"redrive null decisions", []string{"dlq", "redrive", "--output", "jsonl", "1"}, "POST /v1/admin/dlq/1/redrive", `{"request":1,"state":"done","decisions":null}`,
 			`is not the admin API's: want a JSON object with a "decisions" array, got "decisions" as null`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

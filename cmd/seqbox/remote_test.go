@@ -88,12 +88,14 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 		for _, args := range [][]string{
 			{"dlq", "list"}, {"dlq", "list", "--json"}, {"dlq", "list", "--all"}, {"dlq", "list", "--all", "--json"},
 			{"dlq", "show", "1"}, {"dlq", "show", "1", "--json"},
+			{"dlq", "list", "--output", "json"}, {"dlq", "list", "--all", "-o", "json"}, {"dlq", "show", "1", "--output", "json"},
 		} {
 			require.Equal(t, local(args...), remote(args...), "seqbox %s", strings.Join(args, " "))
 		}
 		for _, args := range [][]string{
 			{"keys", "list"}, {"keys", "list", "--json"}, {"keys", "list", "--all"}, {"keys", "list", "--all", "--json"},
 			{"keys", "show", "K"}, {"keys", "show", "K", "--json"}, {"keys", "show", "G"}, {"keys", "show", "G", "--json"},
+			{"keys", "list", "--output", "json"}, {"keys", "list", "--all", "--output", "json"}, {"keys", "show", "K", "--output", "json"},
 		} {
 			require.Equal(t, retarget(local(args...)), remote(args...), "seqbox %s", strings.Join(args, " "))
 		}
@@ -112,8 +114,8 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 
 	// A key blocked behind a dead letter is released by resolving it, as
 	// on the database path.
-	require.Equal(t, retarget(fails(t, "keys", "release", "K", "--by", "a", "--reason", "b", "--db", db)),
-		fails(t, "keys", "release", "K", "--by", "a", "--reason", "b", "--server", s.url, "--admin-token", serveToken))
+	require.Equal(t, retarget(fails(t, "keys", "release", "--output", "jsonl", "K", "--by", "a", "--reason", "b", "--db", db)),
+		fails(t, "keys", "release", "--output", "jsonl", "K", "--by", "a", "--reason", "b", "--server", s.url, "--admin-token", serveToken))
 
 	// k2 fails every time: the redrive dead-letters it again, still as row
 	// 1, and the request records who asked and why.
@@ -121,7 +123,7 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 	require.Equal(t, lines(
 		`{"source":"crm","id":"k2","partitionkey":"K","objectversion":2,"outcome":"dead_lettered",`+
 			`"reason":"permanent failure: permanent: record: data.fail=permanent"}`,
-	), failedAgain(t, "1", "dlq", "redrive", "1", "--by", "bob", "--reason", "retry after the fix", "--server", s.url, "--admin-token", serveToken))
+	), failedAgain(t, "1", "dlq", "redrive", "--output", "jsonl", "1", "--by", "bob", "--reason", "retry after the fix", "--server", s.url, "--admin-token", serveToken))
 	req := s.admin(t, "GET", "/v1/admin/requests/1", "", 200)
 	require.Equal(t, []any{"redrive", "1", "bob", "retry after the fix", "done"},
 		[]any{req["action"], req["target"], req["by"], req["reason"], req["state"]})
@@ -130,9 +132,9 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 
 	// Skip row 1 and release G: the keys clear and what was parked applies.
 	require.Equal(t, lines(`{"source":"crm","id":"k3","partitionkey":"K","objectversion":3,"outcome":"applied","reason":""}`),
-		remote("dlq", "skip", "1", "--by", "alice", "--reason", "refunded by hand"))
+		remote("dlq", "skip", "--output", "jsonl", "1", "--by", "alice", "--reason", "refunded by hand"))
 	require.Equal(t, lines(`{"source":"crm","id":"g3","partitionkey":"G","objectversion":3,"outcome":"applied","reason":""}`),
-		remote("keys", "release", "G", "--by", "carol", "--reason", "v2 was never sent"))
+		remote("keys", "release", "--output", "jsonl", "G", "--by", "carol", "--reason", "v2 was never sent"))
 	for seq, want := range map[string][]any{"2": {"skip", "1", "alice", "refunded by hand"}, "3": {"release", "G", "carol", "v2 was never sent"}} {
 		req := s.admin(t, "GET", "/v1/admin/requests/"+seq, "", 200)
 		require.Equal(t, want, []any{req["action"], req["target"], req["by"], req["reason"]})
@@ -145,9 +147,9 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 
 	// A resolved row cannot be resolved again; the gateway says why.
 	require.Equal(t, "seqbox: dlq redrive: the gateway at "+s.url+" answered 409 Conflict: dlq 1 is already resolved: skipped by alice: refunded by hand",
-		fails(t, "dlq", "redrive", "1", "--server", s.url, "--admin-token", serveToken))
+		fails(t, "dlq", "redrive", "--output", "jsonl", "1", "--server", s.url, "--admin-token", serveToken))
 	require.Equal(t, "seqbox: keys release: key \"G\" is not blocked (status ok)",
-		fails(t, "keys", "release", "G", "--by", "a", "--reason", "b", "--server", s.url, "--admin-token", serveToken))
+		fails(t, "keys", "release", "--output", "jsonl", "G", "--by", "a", "--reason", "b", "--server", s.url, "--admin-token", serveToken))
 }
 
 // keysHeaderRemote is the header of an empty keys list.
@@ -170,9 +172,9 @@ func TestRemoteServerRefusesWithoutTheToken(t *testing.T) {
 		{[]string{"dlq", "show", "1"}, "dlq show: dlq 1"},
 		{[]string{"keys", "list", "--json"}, "keys list"},
 		{[]string{"keys", "show", "K"}, `keys show: key "K"`},
-		{[]string{"dlq", "redrive", "1"}, "dlq redrive"},
-		{[]string{"dlq", "skip", "1", "--by", "mallory", "--reason", "because"}, "dlq skip"},
-		{[]string{"keys", "release", "G", "--by", "mallory", "--reason", "because"}, `keys release: key "G"`},
+		{[]string{"dlq", "redrive", "--output", "jsonl", "1"}, "dlq redrive"},
+		{[]string{"dlq", "skip", "--output", "jsonl", "1", "--by", "mallory", "--reason", "because"}, "dlq skip"},
+		{[]string{"keys", "release", "--output", "jsonl", "G", "--by", "mallory", "--reason", "because"}, `keys release: key "G"`},
 	} {
 		args := append(c.args, "--server", s.url)
 		require.Equal(t, "seqbox: "+c.cmd+": "+missing, fails(t, args...))
@@ -196,7 +198,7 @@ func TestRemoteServerFlagErrors(t *testing.T) {
 	}{
 		{"db and server", []string{"dlq", "list", "--db", db, "--server", s.url},
 			"seqbox: dlq list: --db and --server are mutually exclusive: give --db to read the database, or --server to ask a running seqbox serve"},
-		{"db and server on an action", append([]string{"keys", "release", "G", "--by", "a", "--reason", "b", "--server", s.url, "--db", db}, tok...),
+		{"db and server on an action", append([]string{"keys", "release", "--output", "jsonl", "G", "--by", "a", "--reason", "b", "--server", s.url, "--db", db}, tok...),
 			"seqbox: keys release: --db and --server are mutually exclusive: give --db to read the database, or --server to ask a running seqbox serve"},
 		{"token without server", []string{"keys", "list", "--db", db, "--admin-token", serveToken},
 			"seqbox: --admin-token is for --server: the database path needs no token"},
@@ -206,11 +208,11 @@ func TestRemoteServerFlagErrors(t *testing.T) {
 			`seqbox: --consumer "billing": the gateway at ` + s.url + ` serves consumer "gateway"`},
 		{"unknown seq", append([]string{"dlq", "show", "42", "--server", s.url}, tok...),
 			"seqbox: dlq show: dlq 42: the gateway at " + s.url + " answered 404 Not Found: not found"},
-		{"unknown seq redrive", append([]string{"dlq", "redrive", "42", "--server", s.url}, tok...),
+		{"unknown seq redrive", append([]string{"dlq", "redrive", "--output", "jsonl", "42", "--server", s.url}, tok...),
 			"seqbox: dlq redrive: the gateway at " + s.url + " answered 404 Not Found: dlq 42: not found"},
 		{"unknown key", append([]string{"keys", "show", "NOPE", "--server", s.url}, tok...),
 			`seqbox: keys show: key "NOPE": the gateway at ` + s.url + " answered 404 Not Found: not found"},
-		{"skip needs who and why", append([]string{"dlq", "skip", "1", "--server", s.url}, tok...),
+		{"skip needs who and why", append([]string{"dlq", "skip", "--output", "jsonl", "1", "--server", s.url}, tok...),
 			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,7 +232,7 @@ func TestRemoteServerUnreachable(t *testing.T) {
 	require.NoError(t, ln.Close())
 	for _, args := range [][]string{
 		{"dlq", "list"},
-		{"keys", "release", "K", "--by", "a", "--reason", "b"},
+		{"keys", "release", "--output", "jsonl", "K", "--by", "a", "--reason", "b"},
 	} {
 		line := fails(t, append(args, "--server", "http://"+addr, "--admin-token", serveToken)...)
 		require.True(t, strings.HasPrefix(line, "seqbox: "+args[0]+" "+args[1]+": the gateway at http://"+addr+" does not answer: "), line)

@@ -99,7 +99,7 @@ func testRedriveRunsInTheOwningConsumer(t *testing.T, db string) {
 	require.Contains(t, keys, "seqbox dlq redrive "+strconv.FormatInt(seq, 10)+" --db ")
 
 	crmDown.Store(false)
-	out := ok(t, "dlq", "redrive", strconv.FormatInt(seq, 10), "--db", db, "--consumer", "crm-followup",
+	out := ok(t, "dlq", "redrive", "--output", "jsonl", strconv.FormatInt(seq, 10), "--db", db, "--consumer", "crm-followup",
 		"--by", "alice", "--reason", "crm fixed")
 	require.Equal(t, lines(
 		`{"source":"crm","id":"evt-1","partitionkey":"opp-1","objectversion":1,"outcome":"applied","reason":""}`,
@@ -142,7 +142,7 @@ func TestRedriveWithoutLiveConsumer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
 
-	line := fails(t, "dlq", "redrive", "1", "--db", db, "--wait", "300ms")
+	line := fails(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db, "--wait", "300ms")
 	require.Contains(t, line, `no live consumer "billing" took request 1 within 300ms`)
 	require.Contains(t, line, "it has never run")
 	require.Contains(t, line, "cancelled")

@@ -25,14 +25,14 @@ func dlqListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.listDLQ(all, f.json) })
+				return f.remote(cmd, func(c *adminClient) error { return c.listDLQ(all, f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				dls, err := s.store.Executor().DeadLetterList(cmd.Context(), store.DeadLetterListParams{Consumer: s.reg.Consumer, All: all})
 				if err != nil {
 					return err
 				}
-				return ops.WriteDeadLetters(cmd.OutOrStdout(), dls, f.json)
+				return ops.WriteDeadLetters(cmd.OutOrStdout(), dls, f.out)
 			})
 		},
 	}
@@ -53,14 +53,14 @@ func dlqShowCmd() *cobra.Command {
 				return err
 			}
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.showDLQ(seq, f.json) })
+				return f.remote(cmd, func(c *adminClient) error { return c.showDLQ(seq, f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				dl, err := s.store.Executor().DeadLetterGet(cmd.Context(), store.DeadLetterRef{Consumer: s.reg.Consumer, Seq: seq})
 				if err != nil {
 					return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
 				}
-				return ops.WriteDeadLetter(cmd.OutOrStdout(), dl, f.json)
+				return ops.WriteDeadLetter(cmd.OutOrStdout(), dl, f.out)
 			})
 		},
 	}
@@ -72,15 +72,16 @@ func dlqRedriveCmd() *cobra.Command {
 	var f actionFlags
 	c := &cobra.Command{
 		Use:   "redrive SEQ",
-		Short: "Ask the consumer to send a dead letter back through its pipeline; print every result as replay does",
+		Short: "Ask the consumer to send a dead letter back through its pipeline; say what came of it",
 		Long: `Ask the consumer that owns the dead letter to send it back through its own
 pipeline and handler, under its original identity. If it blocked its key, the
 key is released and the messages parked behind it apply after it, in version
 order. A transient failure is redriven again, up to the consumer's attempts.
 
 The request is recorded in the database with who asked and why; a running
-consumer executes it within a second and the results print as JSON lines,
-in the format of seqbox replay. A database that seqbox replay or demo wrote
+consumer executes it within a second and one sentence says what came of
+it (--output json: one JSON object with the results; --output jsonl: a
+result a line, in the format of seqbox replay). A database that seqbox replay or demo wrote
 has no consumer of its own running: the command executes the request
 itself. When no live consumer takes the request within --wait, it is
 cancelled and the command fails saying so.
@@ -121,9 +122,9 @@ func dlqSkipCmd() *cobra.Command {
 		Long: `Ask the consumer that owns the dead letter to resolve it without applying it.
 The skipped version is recorded as a known gap with who decided and why; the
 key is released and the messages parked behind it apply in version order,
-through the consumer's own handler. Each result prints as a JSON line, in
-the format of seqbox replay. See seqbox dlq redrive --help for how the
-request reaches the consumer.`,
+through the consumer's own handler. One sentence says what came of it
+(--output json or jsonl for scripts). See seqbox dlq redrive --help for how
+the request reaches the consumer.`,
 		Args: oneArg("SEQ"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := parseSeq("dlq skip", args[0])

@@ -87,14 +87,14 @@ func effectsListCmd() *cobra.Command {
 				return fmt.Errorf("effects list: --limit %d: at least 1", limit)
 			}
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.listEffects(action, state, limit, f.json) })
+				return f.remote(cmd, func(c *adminClient) error { return c.listEffects(action, state, limit, f.out) })
 			}
 			return f.ledger(cmd.Context(), store.ReadOnly, func(l *effects.Ledger, consumer string) error {
 				rows, err := l.List(cmd.Context(), effects.Filter{Consumer: consumer, Action: action, State: effects.State(state), Limit: limit})
 				if err != nil {
 					return fmt.Errorf("effects list: %w", err)
 				}
-				return writeEffects(cmd.OutOrStdout(), rows, f.json, time.Now())
+				return writeEffects(cmd.OutOrStdout(), rows, f.out, time.Now())
 			})
 		},
 	}
@@ -106,16 +106,10 @@ func effectsListCmd() *cobra.Command {
 	return c
 }
 
-// writeEffects prints ledger rows as a table or JSON lines.
-func writeEffects(w io.Writer, rows []effects.Effect, asJSON bool, now time.Time) error {
-	if asJSON {
-		enc := ops.NewJSONEncoder(w)
-		for _, r := range rows {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+// writeEffects prints ledger rows as a table or JSON.
+func writeEffects(w io.Writer, rows []effects.Effect, out ops.Format, now time.Time) error {
+	if out.Structured() {
+		return ops.WriteRows(w, out, rows)
 	}
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "no external calls recorded")
@@ -145,13 +139,13 @@ func effectsResolveCmd() *cobra.Command {
 			}
 			key := args[0]
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.resolveEffect(key, res) })
+				return f.remote(cmd, func(c *adminClient) error { return c.resolveEffect(key, res, f.out) })
 			}
 			return f.ledger(cmd.Context(), store.Adopt, func(l *effects.Ledger, consumer string) error {
 				if err := ops.ResolveEffect(cmd.Context(), l, consumer, key, res); err != nil {
 					return fmt.Errorf("effects resolve: %w", err)
 				}
-				return resolved(cmd.OutOrStdout(), key, res)
+				return resolved(cmd.OutOrStdout(), f.out, key, res)
 			})
 		},
 	}
@@ -164,14 +158,21 @@ func effectsResolveCmd() *cobra.Command {
 	return c
 }
 
-// resolved is the line a resolution prints.
-func resolved(w io.Writer, key string, res ops.Resolution) error {
+// resolved is what a resolution prints: a sentence, or the resolution
+// as one JSON object.
+func resolved(w io.Writer, out ops.Format, key string, res ops.Resolution) error {
+	if out.Structured() {
+		return ops.NewJSONEncoder(w).Encode(struct {
+			IdempotencyKey string `json:"idempotency_key"`
+			ops.Resolution
+		}{key, res})
+	}
 	_, err := fmt.Fprintf(w, "%s resolved %s by %s\n", key, res.State, res.By)
 	return err
 }
 
 // listEffects is effects list --server: the gateway consumer's calls.
-func (c *adminClient) listEffects(action, state string, limit int, asJSON bool) error {
+func (c *adminClient) listEffects(action, state string, limit int, out ops.Format) error {
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if action != "" {
 		q.Set("action", action)
@@ -186,11 +187,11 @@ func (c *adminClient) listEffects(action, state string, limit int, asJSON bool) 
 	if res.Consumer == "" {
 		return c.unreadable(errors.New("its list of external calls names no consumer"))
 	}
-	return writeEffects(c.cmd.OutOrStdout(), res.Effects, asJSON, time.Now())
+	return writeEffects(c.cmd.OutOrStdout(), res.Effects, out, time.Now())
 }
 
 // resolveEffect is effects resolve --server.
-func (c *adminClient) resolveEffect(key string, res ops.Resolution) error {
+func (c *adminClient) resolveEffect(key string, res ops.Resolution, out ops.Format) error {
 	var got serve.EffectResolved
 	if err := c.call(http.MethodPost, "/v1/admin/effects/"+url.PathEscape(key)+"/resolve", fmt.Sprintf("call %q", key), res, &got, readTimeout); err != nil {
 		return err
@@ -198,5 +199,5 @@ func (c *adminClient) resolveEffect(key string, res ops.Resolution) error {
 	if got.IdempotencyKey != key || got.State != res.State {
 		return c.unreadable(fmt.Errorf("it resolved %q to %q, not %q to %q", got.IdempotencyKey, got.State, key, res.State))
 	}
-	return resolved(c.cmd.OutOrStdout(), key, res)
+	return resolved(c.cmd.OutOrStdout(), out, key, res)
 }

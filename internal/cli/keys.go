@@ -22,14 +22,14 @@ func keysListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.listKeys(all, f.json) })
+				return f.remote(cmd, func(c *adminClient) error { return c.listKeys(all, f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				reps, err := s.reporter().Keys(cmd.Context(), all)
 				if err != nil {
 					return err
 				}
-				return ops.WriteKeys(cmd.OutOrStdout(), reps, f.json)
+				return ops.WriteKeys(cmd.OutOrStdout(), reps, f.out)
 			})
 		},
 	}
@@ -46,14 +46,14 @@ func keysShowCmd() *cobra.Command {
 		Args:  oneArg("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.showKey(args[0], f.json) })
+				return f.remote(cmd, func(c *adminClient) error { return c.showKey(args[0], f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
 				d, err := s.reporter().Key(cmd.Context(), args[0])
 				if err != nil {
 					return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
 				}
-				return ops.WriteKey(cmd.OutOrStdout(), d, f.json)
+				return ops.WriteKey(cmd.OutOrStdout(), d, f.out)
 			})
 		},
 	}
@@ -65,12 +65,12 @@ func keysReleaseCmd() *cobra.Command {
 	var f actionFlags
 	c := &cobra.Command{
 		Use:   "release KEY --by WHO --reason WHY",
-		Short: "Ask the consumer to unblock a key blocked by a version gap; print every result as replay does",
+		Short: "Ask the consumer to unblock a key blocked by a version gap; say what came of it",
 		Long: `Ask the consumer that owns the key to unblock it when a version gap blocks it
 (a hold that timed out with hold expiry block). The missing versions are
 recorded as a known gap with who decided and why, and the parked messages
-apply in version order through the consumer's own handler. Each result
-prints as a JSON line, in the format of seqbox replay. See seqbox dlq
+apply in version order through the consumer's own handler. One sentence
+says what came of it (--output json or jsonl for scripts). See seqbox dlq
 redrive --help for how the request reaches the consumer.`,
 		Args: oneArg("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {

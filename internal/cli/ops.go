@@ -18,22 +18,43 @@ import (
 // policies are not among them: they come from its registration.
 type opFlags struct {
 	db, consumer string
-	json         bool
+	// output is --output as given; json is the older --json (JSON lines);
+	// out is the format they say, set before the command runs.
+	output string
+	json   bool
+	out    ops.Format
 	// server and token reach a running gateway instead of --db
 	// (remote.go).
 	server, token string
 }
 
-// register adds --db and --consumer to c; withJSON adds --json for
-// commands that print rows rather than decisions.
+// register adds --db, --consumer, --server, --admin-token and --output
+// to c; withJSON adds the older --json (hidden: --output jsonl) for the
+// commands that had it.
 func (f *opFlags) register(c *cobra.Command, withJSON bool) {
 	fl := c.Flags()
+	fl.StringVarP(&f.output, "output", "o", string(ops.Text), "text (tables and sentences, for people), json (one JSON document, for scripts) or jsonl (one JSON object per line)")
+	c.PreRunE = func(*cobra.Command, []string) error {
+		out, err := ops.ParseFormat(f.output)
+		if err != nil {
+			return err
+		}
+		if f.json {
+			if c.Flags().Changed("output") && out != ops.JSONLines {
+				return fmt.Errorf("--json is --output jsonl: it cannot go with --output %s", out)
+			}
+			out = ops.JSONLines
+		}
+		f.out = out
+		return nil
+	}
 	fl.StringVar(&f.db, "db", "", "the consumer's database: a SQLite file path or a postgres:// URL (required unless --server)")
 	fl.StringVar(&f.consumer, "consumer", "", "the consumer's name (default: the only consumer registered in the database)")
 	fl.StringVar(&f.server, "server", "", "talk to a running seqbox serve at this URL (its admin API) instead of opening --db")
 	fl.StringVar(&f.token, "admin-token", "", "the gateway's admin token for --server, sent as a Bearer token (default: $"+AdminTokenEnv+")")
 	if withJSON {
-		fl.BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
+		fl.BoolVar(&f.json, "json", false, "the same as --output jsonl")
+		_ = fl.MarkHidden("json")
 	}
 }
 

@@ -314,12 +314,12 @@ func allQuery(all bool) string {
 }
 
 // listDLQ is dlq list --server.
-func (c *adminClient) listDLQ(all, asJSON bool) error {
+func (c *adminClient) listDLQ(all bool, out ops.Format) error {
 	dls, err := c.deadLetters(all)
 	if err != nil {
 		return err
 	}
-	return ops.WriteDeadLetters(c.cmd.OutOrStdout(), dls, asJSON)
+	return ops.WriteDeadLetters(c.cmd.OutOrStdout(), dls, out)
 }
 
 // deadLetters reads the gateway consumer's dead letters (all: resolved
@@ -347,7 +347,7 @@ func (c *adminClient) deadLetters(all bool) ([]store.DeadLetter, error) {
 }
 
 // showDLQ is dlq show --server.
-func (c *adminClient) showDLQ(seq int64, asJSON bool) error {
+func (c *adminClient) showDLQ(seq int64, out ops.Format) error {
 	var v serve.DeadLetterView
 	if err := c.call(http.MethodGet, "/v1/admin/dlq/"+strconv.FormatInt(seq, 10), fmt.Sprintf("dlq %d", seq), nil, &v, readTimeout); err != nil {
 		return err
@@ -361,12 +361,12 @@ func (c *adminClient) showDLQ(seq int64, asJSON bool) error {
 	if err != nil {
 		return c.unreadable(err)
 	}
-	return ops.WriteDeadLetter(c.cmd.OutOrStdout(), d, asJSON)
+	return ops.WriteDeadLetter(c.cmd.OutOrStdout(), d, out)
 }
 
 // listKeys is keys list --server, in key order as the database path
 // prints them (the API sorts by age).
-func (c *adminClient) listKeys(all, asJSON bool) error {
+func (c *adminClient) listKeys(all bool, out ops.Format) error {
 	var res struct {
 		Keys []serve.KeyItem `json:"keys"`
 	}
@@ -381,7 +381,7 @@ func (c *adminClient) listKeys(all, asJSON bool) error {
 		}
 	}
 	slices.SortStableFunc(reps, func(a, b ops.KeyReport) int { return strings.Compare(a.PartitionKey, b.PartitionKey) })
-	return ops.WriteKeys(c.cmd.OutOrStdout(), reps, asJSON)
+	return ops.WriteKeys(c.cmd.OutOrStdout(), reps, out)
 }
 
 // key reads one key in full.
@@ -402,12 +402,12 @@ func (c *adminClient) key(key string) (ops.KeyDetail, error) {
 }
 
 // showKey is keys show --server.
-func (c *adminClient) showKey(key string, asJSON bool) error {
+func (c *adminClient) showKey(key string, out ops.Format) error {
 	d, err := c.key(key)
 	if err != nil {
 		return err
 	}
-	return ops.WriteKey(c.cmd.OutOrStdout(), d, asJSON)
+	return ops.WriteKey(c.cmd.OutOrStdout(), d, out)
 }
 
 // act posts an action with who asks and why, and prints the decisions
@@ -423,7 +423,7 @@ func (c *adminClient) act(path string, f *actionFlags) error {
 	if res.State != "done" {
 		return fmt.Errorf("%s: request %d is %s: %s", subcommandPath(c.cmd), res.Request, res.State, res.Error)
 	}
-	if err := ops.WriteResults(c.cmd.OutOrStdout(), res.Decisions); err != nil {
+	if err := ops.WriteActed(c.cmd.OutOrStdout(), f.out, ops.Acted{Action: res.Action, Target: res.Target, Request: res.Request, Results: res.Decisions}); err != nil {
 		return err
 	}
 	if !strings.HasSuffix(path, "/redrive") || !deadAgain(res.Decisions) {

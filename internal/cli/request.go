@@ -59,7 +59,7 @@ func (f *actionFlags) check(cmd string, attributed bool) error {
 }
 
 // request records an operator request for the consumer and prints the
-// decisions it produced. A consumer with an application handler executes
+// results it produced (ops.WriteActed). A consumer with an application handler executes
 // it in its own Run; one registered with the built-in record handler (a
 // replay's database) and not running is driven here, in-process.
 func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target string) error {
@@ -97,7 +97,7 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 	if err != nil {
 		return err
 	}
-	if err := ops.WriteResults(cmd.OutOrStdout(), ds); err != nil {
+	if err := ops.WriteActed(cmd.OutOrStdout(), f.out, ops.Acted{Action: action, Target: target, Request: seq, Results: ds}); err != nil {
 		return err
 	}
 	if action != store.ActionRedrive || !deadAgain(ds) {

@@ -46,15 +46,14 @@ func deadLetterLine(d store.DeadLetter) DeadLetterLine {
 		Resolution: d.Resolution}
 }
 
-// WriteDeadLetters prints DLQ rows oldest first: a table, or one JSON
-// object per line.
-func WriteDeadLetters(w io.Writer, dls []store.DeadLetter, asJSON bool) error {
-	if asJSON {
+// WriteDeadLetters prints DLQ rows oldest first: a table, or JSON.
+func WriteDeadLetters(w io.Writer, dls []store.DeadLetter, out Format) error {
+	if out.Structured() {
 		lines := make([]DeadLetterLine, len(dls))
 		for i, d := range dls {
 			lines[i] = deadLetterLine(d)
 		}
-		return writeJSONLines(w, lines)
+		return WriteRows(w, out, lines)
 	}
 	t := newTable(w, "SEQ", "SOURCE", "ID", "PARTITIONKEY", "OBJECTVERSION", "REASON", "ATTEMPTS", "DEAD_AT", "RESOLUTION")
 	for _, d := range dls {
@@ -68,12 +67,12 @@ func WriteDeadLetters(w io.Writer, dls []store.DeadLetter, asJSON bool) error {
 // envelope comes last, after an "envelope (N bytes):" line, followed by a
 // newline, with what would not show as itself escaped (Visible); the JSON
 // form carries its exact bytes in envelope_base64.
-func WriteDeadLetter(w io.Writer, d store.DeadLetter, asJSON bool) error {
+func WriteDeadLetter(w io.Writer, d store.DeadLetter, out Format) error {
 	var resolved string
 	if d.ResolvedAt != nil {
 		resolved = timeText(*d.ResolvedAt)
 	}
-	if asJSON {
+	if out.Structured() {
 		det := DeadLetterDetail{DeadLetterLine: deadLetterLine(d), Consumer: d.Consumer, PayloadHash: d.PayloadHash,
 			FirstError: d.FirstError, LastError: d.LastError, Envelope: string(d.Envelope), EnvelopeBase64: d.Envelope,
 			Redrives: d.Redrives, History: d.History}

@@ -276,10 +276,10 @@ func (r Reporter) holdAdvice(rep KeyReport) string {
 	return s
 }
 
-// WriteKeys prints key reports: a table, or one JSON object per line.
-func WriteKeys(w io.Writer, reps []KeyReport, asJSON bool) error {
-	if asJSON {
-		return writeJSONLines(w, reps)
+// WriteKeys prints key reports: a table, or JSON.
+func WriteKeys(w io.Writer, reps []KeyReport, out Format) error {
+	if out.Structured() {
+		return WriteRows(w, out, reps)
 	}
 	t := newTable(w, "PARTITIONKEY", "STATUS", "VERSION", "EXPECTED", "LOWEST_PARKED", "HELD", "BLOCKED_MESSAGES",
 		"SINCE", "REASON", "ACTION")
@@ -330,11 +330,12 @@ type (
 	}
 )
 
-// WriteKey prints one key in full. In JSON every line has a kind: one
-// "key" line, then "parked", "gap" and "audit" lines.
-func WriteKey(w io.Writer, d KeyDetail, asJSON bool) error {
-	if asJSON {
-		return writeKeyJSON(w, d)
+// WriteKey prints one key in full. In JSON lines every line has a kind:
+// one "key" line, then "parked", "gap" and "audit" lines; in JSON they are
+// one object: the key's fields, with "parked", "gaps" and "audit" arrays.
+func WriteKey(w io.Writer, d KeyDetail, out Format) error {
+	if out.Structured() {
+		return writeKeyJSON(w, d, out)
 	}
 	r := d.KeyReport
 	f := newFields(w)
@@ -413,21 +414,43 @@ func section(w io.Writer, title string, n int) error {
 	return err
 }
 
-func writeKeyJSON(w io.Writer, d KeyDetail) error {
-	lines := []any{keyLine{Kind: "key", KeyReport: d.KeyReport}}
+func writeKeyJSON(w io.Writer, d KeyDetail, out Format) error {
+	doc := keyDocument{KeyReport: d.KeyReport, Parked: []parkedLine{}, Gaps: []gapLine{}, Audit: []auditLine{}}
 	for _, p := range d.Parked {
-		lines = append(lines, parkedLine{Kind: "parked", Seq: p.Seq, Source: p.Source, ID: p.ID,
+		doc.Parked = append(doc.Parked, parkedLine{Kind: "parked", Seq: p.Seq, Source: p.Source, ID: p.ID,
 			ObjectVersion: p.ObjectVersion, Reason: string(p.Reason), Detail: p.Detail, ParkedAt: jsonTime(p.ParkedAt),
 			HoldUntil: jsonTime(p.HoldUntil), Envelope: string(p.Envelope)})
 	}
 	for _, g := range d.Gaps {
-		lines = append(lines, gapLine{Kind: "gap", FromVersion: g.FromVersion, ToVersion: g.ToVersion,
+		doc.Gaps = append(doc.Gaps, gapLine{Kind: "gap", FromVersion: g.FromVersion, ToVersion: g.ToVersion,
 			DecidedBy: g.DecidedBy, Reason: g.Reason, At: jsonTime(g.At)})
 	}
 	for _, a := range d.Audit {
-		lines = append(lines, auditLine{Kind: "audit", Seq: a.Seq, At: jsonTime(a.At), Source: a.Source, ID: a.ID,
+		doc.Audit = append(doc.Audit, auditLine{Kind: "audit", Seq: a.Seq, At: jsonTime(a.At), Source: a.Source, ID: a.ID,
 			ReceivedVersion: a.ReceivedVersion, CurrentVersion: a.CurrentVersion, Outcome: string(a.Outcome),
 			Reason: a.Reason, NextAction: a.NextAction})
 	}
+	if out == JSON {
+		return newEncoder(w).Encode(doc)
+	}
+	lines := []any{keyLine{Kind: "key", KeyReport: d.KeyReport}}
+	for _, p := range doc.Parked {
+		lines = append(lines, p)
+	}
+	for _, g := range doc.Gaps {
+		lines = append(lines, g)
+	}
+	for _, a := range doc.Audit {
+		lines = append(lines, a)
+	}
 	return writeJSONLines(w, lines)
+}
+
+// keyDocument is `seqbox keys show --output json`: the key's fields, and
+// what is parked behind it, its gaps and its audit trail.
+type keyDocument struct {
+	KeyReport
+	Parked []parkedLine `json:"parked"`
+	Gaps   []gapLine    `json:"gaps"`
+	Audit  []auditLine  `json:"audit"`
 }

@@ -27,13 +27,13 @@ func TestKeyAtMaxVersionExpectsNone(t *testing.T) {
 	require.Equal(t, ptr(math.MaxInt64), reps[1].Expected)
 
 	var b bytes.Buffer
-	require.NoError(t, WriteKeys(&b, reps, false))
+	require.NoError(t, WriteKeys(&b, reps, Text))
 	require.NotContains(t, b.String(), "-9223372036854775808")
 	lines := strings.Split(b.String(), "\n")
 	require.Equal(t, []string{"M", "ok", "9223372036854775807", "-", "-"}, strings.Fields(lines[1])[:5])
 
 	b.Reset()
-	require.NoError(t, WriteKeys(&b, reps[:1], true))
+	require.NoError(t, WriteKeys(&b, reps[:1], JSONLines))
 	var line map[string]any
 	require.NoError(t, json.Unmarshal(b.Bytes(), &line))
 	require.Contains(t, line, "expected")

@@ -69,7 +69,7 @@ func TestReporterAdvice(t *testing.T) {
 	require.NoError(t, err)
 
 	var b bytes.Buffer
-	require.NoError(t, WriteKeys(&b, reps, false))
+	require.NoError(t, WriteKeys(&b, reps, Text))
 	require.Equal(t, ""+
 		"PARTITIONKEY  STATUS   VERSION  EXPECTED  LOWEST_PARKED  HELD  BLOCKED_MESSAGES  SINCE                 REASON                                   ACTION\n"+
 		"order 7's     blocked  4        5         6              0     1                 2026-01-02T03:04:05Z  hold timed out                           seqbox keys release 'order 7'\\''s' --by WHO --reason WHY --db /tmp/x/seqbox.db --consumer c\n"+
