@@ -12,6 +12,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,13 @@ func TestRemoteCommandsMatchTheDatabase(t *testing.T) {
 			{"keys", "list", "--output", "json"}, {"keys", "list", "--all", "--output", "json"}, {"keys", "show", "K", "--output", "json"},
 		} {
 			require.Equal(t, retarget(local(args...)), remote(args...), "seqbox %s", strings.Join(args, " "))
+		}
+		// The consumers, their heartbeat aside (it moves while they run).
+		beat := regexp.MustCompile(`"heartbeat_at":"[^"]*"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+		for _, args := range [][]string{{"consumers", "list"}, {"consumers", "list", "--output", "json"}} {
+			l, r := local(args...), remote(args...)
+			require.Contains(t, l, "gateway")
+			require.Equal(t, beat.ReplaceAllString(l, "T"), beat.ReplaceAllString(r, "T"), "seqbox %s", strings.Join(args, " "))
 		}
 	}
 
