@@ -65,20 +65,22 @@ func startServe(t *testing.T, env []string, args ...string) *server {
 	s.cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
 	s.cmd.Env = append(environ(), env...)
 	s.cmd.Dir = t.TempDir()
-	stdout, err := s.cmd.StdoutPipe()
+	stderr, err := s.cmd.StderrPipe()
 	require.NoError(t, err)
-	s.cmd.Stderr = safeBuffer{s, &s.stderr}
+	s.cmd.Stdout = safeBuffer{s, &s.out}
 	require.NoError(t, s.cmd.Start())
+	// serve logs through slog only, on stderr: its "listening on" record
+	// names the address.
 	lines := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(stderr)
 		first := true
 		for sc.Scan() {
-			if first {
+			_, _ = safeBuffer{s, &s.stderr}.Write([]byte(sc.Text() + "\n"))
+			if first && strings.Contains(sc.Text(), "seqbox serve: listening on ") {
 				lines <- sc.Text()
 				first = false
 			}
-			_, _ = safeBuffer{s, &s.out}.Write([]byte(sc.Text() + "\n"))
 		}
 		close(lines)
 	}()
@@ -100,9 +102,9 @@ func startServe(t *testing.T, env []string, args ...string) *server {
 	select {
 	case line, ok := <-lines:
 		require.True(t, ok, "serve exited before listening: %s", s.stderrText())
-		u, found := strings.CutPrefix(line, "seqbox serve: listening on ")
-		require.True(t, found, "first line %q", line)
-		s.url = strings.Fields(u)[0]
+		_, u, found := strings.Cut(line, "seqbox serve: listening on ")
+		require.True(t, found, "line %q", line)
+		s.url = strings.FieldsFunc(u, func(r rune) bool { return r == '"' || r == ' ' })[0]
 	case <-time.After(60 * time.Second):
 		t.Fatalf("serve did not start: %s", s.stderrText())
 	}
@@ -262,7 +264,8 @@ func TestServeEndToEnd(t *testing.T) {
 			require.Equal(t, 200, code)
 
 			require.Equal(t, 0, s.stop(t, syscall.SIGTERM), s.stderrText())
-			require.Contains(t, s.stdoutText(), "stopped cleanly")
+			require.Contains(t, s.stderrText(), "seqbox serve: stopped cleanly")
+			require.Empty(t, s.stdoutText(), "serve writes nothing but its slog records, on stderr")
 		})
 	}
 }
@@ -290,7 +293,7 @@ func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
 func TestServeFlagsFromEnvironment(t *testing.T) {
 	s := startServe(t, []string{"SEQBOX_ADMIN_TOKEN=" + serveToken, "SEQBOX_CONSUMER=from-env", "SEQBOX_DB=" + filepath.Join(t.TempDir(), "e.db"),
 		"SEQBOX_MAX_BODY=2048"})
-	waitUntil(t, "the listening line", func() bool { return strings.Contains(s.stdoutText(), "consumer from-env") })
+	waitUntil(t, "the listening line", func() bool { return strings.Contains(s.stderrText(), "consumer=from-env") })
 	ov := s.admin(t, "GET", "/v1/admin/overview", "", 200)
 	require.Equal(t, "from-env", ov["consumer"])
 	code, body := s.do(t, "POST", "/v1/events", "", map[string]string{"Content-Type": "application/cloudevents+json"},

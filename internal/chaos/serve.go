@@ -245,7 +245,7 @@ func (h *harness) serveScenario(ctx context.Context, name string) (res Result) {
 func (s *serveRun) startServe(ctx context.Context, i int) error {
 	args := []string{"serve", "--db", s.db, "--addr", "127.0.0.1:0", "--agent-url", s.agent.url,
 		"--admin-token", serveToken, "--agent-timeout", "2s", "--lease", "2s", "--max-attempts", "8",
-		"--retry-backoff", "100ms", "--max-retry-backoff", "2s", "--request-wait", "20s", "--log-level", "warn"}
+		"--retry-backoff", "100ms", "--max-retry-backoff", "2s", "--request-wait", "20s", "--log-level", "info"}
 	args = append(args, s.extraServeArgs()...)
 	var env []string
 	if f := strings.TrimPrefix(s.name, "fault:"); f != s.name && s.kills < s.h.opt.Kills {
@@ -264,7 +264,7 @@ func (s *serveRun) startServe(ctx context.Context, i int) error {
 		out := p.output.String()
 		if j := strings.Index(out, "listening on http://"); j >= 0 {
 			rest := out[j+len("listening on http://"):]
-			if k := strings.IndexByte(rest, ' '); k > 0 {
+			if k := strings.IndexAny(rest, "\" \n"); k > 0 {
 				s.mu.Lock()
 				s.procs[i], s.addrs[i] = p, rest[:k]
 				s.mu.Unlock()

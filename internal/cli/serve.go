@@ -108,12 +108,13 @@ wins.`,
 			if o.AgentURL != "" {
 				handler = "agent " + o.AgentURL
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "seqbox serve: listening on http://%s (consumer %s, handler %s)\n",
-				ln.Addr(), srv.Consumer().Name(), handler)
+			// The address is in the message, so that a script finds it with
+			// grep whatever the log format.
+			o.Logger.Info("seqbox serve: listening on http://"+ln.Addr().String(), "consumer", srv.Consumer().Name(), "handler", handler)
 			if err := srv.Serve(ctx, ln); err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "seqbox serve: stopped cleanly")
+			o.Logger.Info("seqbox serve: stopped cleanly")
 			return nil
 		},
 	}
