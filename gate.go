@@ -14,6 +14,9 @@ type gateResult struct {
 	Outcome    seqboxtype.Outcome
 	Reason     string
 	NextAction string
+	// beforeBaseline: a stale version below the key's baseline, the first
+	// version seen (no FirstVersion configured).
+	beforeBaseline bool
 	// unpark: the key's version moved, so parked successors may be ready.
 	unpark bool
 	// after: the key's turn belongs to a message this batch stopped to be
@@ -36,7 +39,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 		// Passed already: no turn of the key can make it apply, so it does
 		// not wait behind one (the state-machine test found latecomers
 		// parked behind a turn, stalling the key).
-		return p.passed(ctx, tx, ev, v, *ks.Version, now)
+		return p.passed(ctx, tx, ev, v, ks, now)
 	}
 	if in.parked == nil && ks.HasRetries {
 		r, retrying, err := tx.retryOnKey(ctx, name, key)
@@ -92,7 +95,14 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 // passed is the gate's answer for a version at or below the committed
 // one: stale, or version_conflict when another identity committed that
 // very version (a gap decision passing over it is no such identity).
-func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev seqboxtype.Event, v, committed int64, now time.Time) (*gateResult, error) {
+func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev seqboxtype.Event, v int64, ks store.KeyState, now time.Time) (*gateResult, error) {
+	committed := *ks.Version
+	if b := ks.Baseline; v < committed && p.cfg.FirstVersion == nil && b != nil && v < *b {
+		return &gateResult{Outcome: seqboxtype.Stale, beforeBaseline: true,
+			NextAction: "none: set FirstVersion (serve --first-version) when the key's versions start at a known number",
+			Reason: fmt.Sprintf("version %d arrived after version %d became the key's baseline: with no first version configured, "+
+				"a new key starts at the first version seen, and lower versions are stale", v, *b)}, nil
+	}
 	if v < committed {
 		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: a newer version is already committed",
 			Reason: fmt.Sprintf("version %d is older than the committed version %d", v, committed)}, nil

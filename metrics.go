@@ -6,20 +6,24 @@ import "github.com/prometheus/client_golang/prometheus"
 // Create them once with NewMetrics and register them where you serve
 // /metrics; every series is labelled by consumer.
 type Metrics struct {
-	Deliveries      *prometheus.CounterVec
-	KeyConflicts    *prometheus.CounterVec
-	Gaps            *prometheus.GaugeVec
-	Redrives        *prometheus.CounterVec
-	MaxBlockAlerts  *prometheus.CounterVec
-	CommitLatency   *prometheus.HistogramVec
-	BatchSize       *prometheus.HistogramVec
-	HeldMessages    *prometheus.GaugeVec
-	BlockedKeys     *prometheus.GaugeVec
-	OldestStuckAge  *prometheus.GaugeVec
-	DLQSize         *prometheus.GaugeVec
-	InboxRows       *prometheus.GaugeVec
-	PurgedRows      *prometheus.CounterVec
-	ContractFailure *prometheus.CounterVec
+	Deliveries     *prometheus.CounterVec
+	KeyConflicts   *prometheus.CounterVec
+	Gaps           *prometheus.GaugeVec
+	Redrives       *prometheus.CounterVec
+	MaxBlockAlerts *prometheus.CounterVec
+	// StaleBeforeBaseline counts stale events whose version is lower than
+	// their key's baseline, the first version seen (no FirstVersion
+	// configured): they arrived after a later version started the key.
+	StaleBeforeBaseline *prometheus.CounterVec
+	CommitLatency       *prometheus.HistogramVec
+	BatchSize           *prometheus.HistogramVec
+	HeldMessages        *prometheus.GaugeVec
+	BlockedKeys         *prometheus.GaugeVec
+	OldestStuckAge      *prometheus.GaugeVec
+	DLQSize             *prometheus.GaugeVec
+	InboxRows           *prometheus.GaugeVec
+	PurgedRows          *prometheus.CounterVec
+	ContractFailure     *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil:
@@ -37,6 +41,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "DLQ messages redriven."}, c),
 		MaxBlockAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_max_block_exceeded_total",
 			Help: "Keys released because they stayed blocked longer than MaxBlock."}, c),
+		StaleBeforeBaseline: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_stale_before_baseline_total",
+			Help: "Stale events whose version is lower than their key's baseline, the first version seen (no FirstVersion configured): they came after a later version started the key."}, c),
 		CommitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_receive_to_commit_seconds",
 			Help: "Time from receiving a batch to its commit.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, c),
 		BatchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_batch_size",
@@ -57,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Envelopes rejected as invalid."}, c),
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.Deliveries, m.KeyConflicts, m.Gaps, m.Redrives, m.MaxBlockAlerts,
+		for _, col := range []prometheus.Collector{m.Deliveries, m.KeyConflicts, m.Gaps, m.Redrives, m.MaxBlockAlerts, m.StaleBeforeBaseline,
 			m.CommitLatency, m.BatchSize, m.HeldMessages, m.BlockedKeys, m.OldestStuckAge, m.DLQSize, m.InboxRows,
 			m.PurgedRows, m.ContractFailure} {
 			reg.MustRegister(col)

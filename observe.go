@@ -23,6 +23,10 @@ func observe(m *Metrics, consumer string, ds []seqboxtype.Result) {
 			if d.KeyConflict {
 				m.KeyConflicts.WithLabelValues(consumer).Inc()
 			}
+		case seqboxtype.Stale:
+			if d.BeforeBaseline {
+				m.StaleBeforeBaseline.WithLabelValues(consumer).Inc()
+			}
 		}
 	}
 }

@@ -213,7 +213,7 @@ func (p *pipeline) processMessage(ctx context.Context, tx *batchTx, in input) (r
 		}
 		if err != nil || gate != nil {
 			if err == nil && gate.Outcome != "" {
-				d.Outcome, d.Reason = gate.Outcome, gate.Reason
+				d.Outcome, d.Reason, d.BeforeBaseline = gate.Outcome, gate.Reason, gate.beforeBaseline
 				err = p.record(ctx, tx, ev, d, ks.Version, gate.NextAction, now)
 			}
 			unparkKey := ""

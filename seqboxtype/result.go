@@ -17,6 +17,10 @@ type Result struct {
 	// KeyConflict marks a Retry caused by a concurrent key conflict (another
 	// consumer moved the key first): redelivered at once, counted apart.
 	KeyConflict bool `json:"-"`
+	// BeforeBaseline marks a Stale whose version is lower than its key's
+	// baseline, the first version seen: with no FirstVersion configured,
+	// it arrived after a later version started the key. Counted apart.
+	BeforeBaseline bool `json:"-"`
 	// RetryAfter, when set, is how long a Retry waits that is nobody's
 	// failure (its decision is in flight elsewhere): not counted as an
 	// attempt.

@@ -47,6 +47,10 @@ type KeyState struct {
 	Consumer, Key string
 	// Version is the last committed object version (nil: none yet).
 	Version *int64
+	// Baseline is the first version the key committed or passed over,
+	// kept from then on (nil: none yet, or committed before seqbox kept
+	// it).
+	Baseline *int64
 	Blocked bool
 	// BlockedSource and BlockedID name the message the key is blocked
 	// behind (empty for a gap block).

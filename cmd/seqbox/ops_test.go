@@ -159,6 +159,7 @@ func TestDLQBlockedKeyThenSkip(t *testing.T) {
 		"version:          3",
 		"expected:         4",
 		"lowest_parked:    -",
+		"first_version:    version 1, the first seen, started the key (no first version configured); a lower version that came later is stale",
 		"held:             0",
 		"blocked:          false",
 		"blocked_messages: 0",

@@ -488,7 +488,7 @@ func deadLetterOf(v serve.DeadLetterView, consumer string) (store.DeadLetter, er
 
 // keyDetailOf is a key of the API as the Reporter builds it.
 func keyDetailOf(v serve.KeyDetailView, server string) (ops.KeyDetail, error) {
-	d := ops.KeyDetail{KeyReport: v.KeyReport}
+	d := ops.KeyDetail{KeyReport: v.KeyReport, FirstVersion: v.FirstVersion}
 	if err := d.FromServer(server); err != nil {
 		return d, err
 	}

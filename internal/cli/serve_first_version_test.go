@@ -74,7 +74,7 @@ func TestServeFirstVersionHoldsALaterVersionAcceptedFirst(t *testing.T) {
 	out := newSyncBuffer()
 	cmd := serveCmd()
 	cmd.SetArgs([]string{"--db", filepath.Join(t.TempDir(), "seqbox.db"), "--addr", "127.0.0.1:0",
-		"--agent-url", agent.URL, "--first-version", "1", "--log-level", "warn"})
+		"--agent-url", agent.URL, "--first-version", "1", "--log-level", "info"})
 	cmd.SetOut(out)
 	cmd.SetErr(out)
 	done := make(chan error, 1)

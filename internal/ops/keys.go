@@ -76,9 +76,11 @@ type TurnHolder struct {
 // KeyDetail is one key with everything recorded about it.
 type KeyDetail struct {
 	KeyReport
-	Parked []store.Parked
-	Gaps   []store.Gap
-	Audit  []store.AuditRow
+	// FirstVersion says where the key's versions start, and by which rule.
+	FirstVersion FirstVersionRule
+	Parked       []store.Parked
+	Gaps         []store.Gap
+	Audit        []store.AuditRow
 }
 
 // AuditLimit is how many audit rows KeyDetail carries, newest last.
@@ -152,6 +154,7 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 	if d.KeyReport, err = r.report(ctx, v, dlq, d.Parked); err != nil {
 		return d, err
 	}
+	d.FirstVersion = firstVersionRule(r.FirstVersion, v.Baseline)
 	if d.Gaps, err = r.Op.GapList(ctx, store.KeyRef{Consumer: r.Consumer, Key: key}); err != nil {
 		return d, err
 	}
@@ -295,6 +298,7 @@ type (
 	keyLine struct {
 		Kind string `json:"kind"`
 		KeyReport
+		FirstVersion FirstVersionRule `json:"first_version"`
 	}
 	parkedLine struct {
 		Kind          string  `json:"kind"`
@@ -344,6 +348,7 @@ func WriteKey(w io.Writer, d KeyDetail, out Format) error {
 	f.add("version", version(r.Version))
 	f.add("expected", version(r.Expected))
 	f.add("lowest_parked", version(r.LowestParked))
+	f.add("first_version", d.FirstVersion.Says)
 	f.add("held", strconv.Itoa(r.Held))
 	f.add("blocked", strconv.FormatBool(r.Blocked))
 	f.add("blocked_messages", strconv.Itoa(r.BlockedMessages))
@@ -415,7 +420,7 @@ func section(w io.Writer, title string, n int) error {
 }
 
 func writeKeyJSON(w io.Writer, d KeyDetail, out Format) error {
-	doc := keyDocument{KeyReport: d.KeyReport, Parked: []parkedLine{}, Gaps: []gapLine{}, Audit: []auditLine{}}
+	doc := keyDocument{KeyReport: d.KeyReport, FirstVersion: d.FirstVersion, Parked: []parkedLine{}, Gaps: []gapLine{}, Audit: []auditLine{}}
 	for _, p := range d.Parked {
 		doc.Parked = append(doc.Parked, parkedLine{Kind: "parked", Seq: p.Seq, Source: p.Source, ID: p.ID,
 			ObjectVersion: p.ObjectVersion, Reason: string(p.Reason), Detail: p.Detail, ParkedAt: jsonTime(p.ParkedAt),
@@ -433,7 +438,7 @@ func writeKeyJSON(w io.Writer, d KeyDetail, out Format) error {
 	if out == JSON {
 		return newEncoder(w).Encode(doc)
 	}
-	lines := []any{keyLine{Kind: "key", KeyReport: d.KeyReport}}
+	lines := []any{keyLine{Kind: "key", KeyReport: d.KeyReport, FirstVersion: d.FirstVersion}}
 	for _, p := range doc.Parked {
 		lines = append(lines, p)
 	}
@@ -450,7 +455,37 @@ func writeKeyJSON(w io.Writer, d KeyDetail, out Format) error {
 // what is parked behind it, its gaps and its audit trail.
 type keyDocument struct {
 	KeyReport
-	Parked []parkedLine `json:"parked"`
-	Gaps   []gapLine    `json:"gaps"`
-	Audit  []auditLine  `json:"audit"`
+	FirstVersion FirstVersionRule `json:"first_version"`
+	Parked       []parkedLine     `json:"parked"`
+	Gaps         []gapLine        `json:"gaps"`
+	Audit        []auditLine      `json:"audit"`
+}
+
+// FirstVersionRule is where a key's versions start: a FirstVersion the
+// consumer configured, or, without one, the first version seen (the
+// key's baseline; a lower version that comes after it is stale).
+type FirstVersionRule struct {
+	// Rule is "configured" or "first_seen".
+	Rule string `json:"rule"`
+	// Version is the configured first version, or the key's baseline
+	// (nil while the key has none, or kept none: it committed before
+	// seqbox kept baselines).
+	Version *int64 `json:"version"`
+	// Says is the rule in words, for people.
+	Says string `json:"says"`
+}
+
+// firstVersionRule is the rule for a key whose baseline is baseline under
+// the consumer's FirstVersion policy.
+func firstVersionRule(configured, baseline *int64) FirstVersionRule {
+	if configured != nil {
+		return FirstVersionRule{Rule: "configured", Version: configured,
+			Says: fmt.Sprintf("configured: the key starts at version %d; a later version that comes first is held until it arrives", *configured)}
+	}
+	r := FirstVersionRule{Rule: "first_seen", Version: baseline,
+		Says: "the first version seen starts the key (no first version configured); a lower version that comes later is stale"}
+	if baseline != nil {
+		r.Says = fmt.Sprintf("version %d, the first seen, started the key (no first version configured); a lower version that came later is stale", *baseline)
+	}
+	return r
 }

@@ -205,7 +205,8 @@ func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	v := KeyDetailView{KeyItem: keyItem(withExpected(d.KeyReport, versions), s.consumerNow()), Parked: []ParkedView{}, Gaps: []GapView{}, Audit: []AuditView{}}
+	v := KeyDetailView{KeyItem: keyItem(withExpected(d.KeyReport, versions), s.consumerNow()), FirstVersion: d.FirstVersion,
+		Parked: []ParkedView{}, Gaps: []GapView{}, Audit: []AuditView{}}
 	for _, p := range d.Parked {
 		v.Parked = append(v.Parked, parkedView(p))
 	}

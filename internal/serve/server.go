@@ -153,7 +153,7 @@ func (s *Server) zeroSeries() {
 	for _, o := range seqboxtype.Outcomes() {
 		m.Deliveries.WithLabelValues(name, string(o))
 	}
-	for _, v := range []*prometheus.CounterVec{m.KeyConflicts, m.Redrives, m.MaxBlockAlerts, m.PurgedRows, m.ContractFailure,
+	for _, v := range []*prometheus.CounterVec{m.KeyConflicts, m.Redrives, m.MaxBlockAlerts, m.PurgedRows, m.ContractFailure, m.StaleBeforeBaseline,
 		s.metrics.purgedEarly} {
 		v.WithLabelValues(name)
 	}

@@ -92,9 +92,11 @@ type AuditView struct {
 // KeyDetailView is GET /v1/admin/keys/{key}.
 type KeyDetailView struct {
 	KeyItem
-	Parked []ParkedView `json:"parked"`
-	Gaps   []GapView    `json:"gaps"`
-	Audit  []AuditView  `json:"audit"`
+	// FirstVersion says where the key's versions start, and by which rule.
+	FirstVersion ops.FirstVersionRule `json:"first_version"`
+	Parked       []ParkedView         `json:"parked"`
+	Gaps         []GapView            `json:"gaps"`
+	Audit        []AuditView          `json:"audit"`
 }
 
 // DeadLetterView is one DLQ row; Envelope only in GET dlq/{seq}.

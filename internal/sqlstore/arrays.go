@@ -226,7 +226,7 @@ func keyAdvanceStatement(p store.KeyAdvanceManyParams) store.Statement {
 		}
 		keys, prev, next = append(keys, m.Key), append(prev, pv), append(next, m.Next)
 	}
-	return store.Statement{Query: `UPDATE seqbox_keys k SET version = u.next, updated_at = $2
+	return store.Statement{Query: `UPDATE seqbox_keys k SET version = u.next, updated_at = $2, baseline = COALESCE(k.baseline, u.next)
 		FROM unnest($3::text[], $4::bigint[], $5::bigint[]) AS u(key, prev, next)
 		WHERE k.consumer = $1 AND k.partitionkey = u.key AND COALESCE(k.version, -1) = u.prev`,
 		Args: []any{p.Consumer, micros(p.At), keys, prev, next}}

@@ -310,7 +310,8 @@ func advanceText(n int) string {
 		fmt.Fprintf(&prev, " WHEN $%d THEN CAST($%d AS BIGINT)", key, p)
 		fmt.Fprintf(&next, " WHEN $%d THEN CAST($%d AS BIGINT)", key, x)
 	}
-	s := `UPDATE seqbox_keys SET version = CASE partitionkey` + next.String() + ` END, updated_at = $2
+	s := `UPDATE seqbox_keys SET version = CASE partitionkey` + next.String() + ` END, updated_at = $2,
+		baseline = COALESCE(baseline, CASE partitionkey` + next.String() + ` END)
 		WHERE consumer = $1 AND partitionkey IN (` + keys.String() + `)
 			AND COALESCE(version, -1) = CASE partitionkey` + prev.String() + ` END`
 	texts.Store(k{n}, s)

@@ -75,11 +75,11 @@ const keyViewQuery = `SELECT k.consumer, k.partitionkey, k.version, k.blocked, k
 	COALESCE(SUM(CASE WHEN p.reason = 'held' THEN 1 ELSE 0 END), 0),
 	COALESCE(SUM(CASE WHEN p.reason = 'blocked' THEN 1 ELSE 0 END), 0),
 	COUNT(p.seq), MIN(CASE WHEN p.reason IN ('held', 'blocked') THEN p.parked_at END),
-	MIN(CASE WHEN p.reason IN ('held', 'blocked') THEN p.objectversion END)
+	MIN(CASE WHEN p.reason IN ('held', 'blocked') THEN p.objectversion END), k.baseline
 	FROM seqbox_keys k LEFT JOIN seqbox_parked p ON p.consumer = k.consumer AND p.partitionkey = k.partitionkey
 	WHERE k.consumer = $1 AND ($2 = '' OR k.partitionkey = $2)
 	GROUP BY k.consumer, k.partitionkey, k.version, k.blocked, k.blocked_source, k.blocked_id,
-		k.blocked_reason, k.blocked_since, k.updated_at`
+		k.blocked_reason, k.blocked_since, k.updated_at, k.baseline`
 
 func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck bool) ([]store.KeyView, error) {
 	q := keyViewQuery
@@ -94,14 +94,14 @@ func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck boo
 	var out []store.KeyView
 	for rows.Next() {
 		var v store.KeyView
-		var ver, since, oldest, next sql.NullInt64
+		var ver, since, oldest, next, base sql.NullInt64
 		var blocked int
 		var updated int64
 		if err := rows.Scan(&v.Consumer, &v.Key, &ver, &blocked, &v.BlockedSource, &v.BlockedID, &v.BlockedReason,
-			&since, &updated, &v.Held, &v.BlockedCount, &v.Parked, &oldest, &next); err != nil {
+			&since, &updated, &v.Held, &v.BlockedCount, &v.Parked, &oldest, &next, &base); err != nil {
 			return nil, err
 		}
-		v.Version = ptrInt(ver)
+		v.Version, v.Baseline = ptrInt(ver), ptrInt(base)
 		v.Blocked = blocked != 0
 		v.BlockedSince = fromMicros(since)
 		v.UpdatedAt = time.UnixMicro(updated).UTC()

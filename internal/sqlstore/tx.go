@@ -201,17 +201,17 @@ func (t *Executor) BusinessKeyClaim(ctx context.Context, p store.BusinessKeyClai
 	return n == 1, err
 }
 
-const keyColumns = `consumer, partitionkey, version, blocked, blocked_source, blocked_id, blocked_reason, blocked_since, updated_at`
+const keyColumns = `consumer, partitionkey, version, blocked, blocked_source, blocked_id, blocked_reason, blocked_since, updated_at, baseline`
 
 func scanKey(row interface{ Scan(...any) error }) (store.KeyState, error) {
 	var k store.KeyState
-	var ver, since sql.NullInt64
+	var ver, since, base sql.NullInt64
 	var blocked int
 	var updated int64
-	if err := row.Scan(&k.Consumer, &k.Key, &ver, &blocked, &k.BlockedSource, &k.BlockedID, &k.BlockedReason, &since, &updated); err != nil {
+	if err := row.Scan(&k.Consumer, &k.Key, &ver, &blocked, &k.BlockedSource, &k.BlockedID, &k.BlockedReason, &since, &updated, &base); err != nil {
 		return k, err
 	}
-	k.Version = ptrInt(ver)
+	k.Version, k.Baseline = ptrInt(ver), ptrInt(base)
 	k.Blocked = blocked != 0
 	k.BlockedSince = fromMicros(since)
 	k.UpdatedAt = time.UnixMicro(updated).UTC()
@@ -272,7 +272,7 @@ func (t *Executor) KeyAdvance(ctx context.Context, p store.KeyAdvanceParams) (bo
 	if p.Prev != nil {
 		prev = *p.Prev
 	}
-	res, err := t.exec(ctx, `UPDATE seqbox_keys SET version = $3, updated_at = $5
+	res, err := t.exec(ctx, `UPDATE seqbox_keys SET version = $3, updated_at = $5, baseline = COALESCE(baseline, $3)
 		WHERE consumer = $1 AND partitionkey = $2 AND COALESCE(version, -1) = $4`, p.Consumer, p.Key, p.Next, prev, micros(p.At))
 	if err != nil {
 		return false, err

@@ -29,7 +29,7 @@ func testKeyAndEnsureKey(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	require.True(t, won)
 	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: e.consumer, Key: "order-1", At: at(4)}))
-	want.Version, want.UpdatedAt = ptr(int64(5)), at(3)
+	want.Version, want.Baseline, want.UpdatedAt = ptr(int64(5)), ptr(int64(5)), at(3)
 	require.Equal(t, want, e.key("order-1"), "EnsureKey keeps the version")
 
 	_, err = tx.KeyLock(ctx, store.KeyRef{Consumer: e.consumer + "/other", Key: "order-1"})
@@ -82,7 +82,7 @@ func testAdvanceKey(t *testing.T, st store.Store) {
 	e.ensureKeys(at(0), "order-2")
 	require.False(t, advance(ptr(int64(0)), 1, 1), "0 is not the missing version")
 	require.True(t, advance(nil, 1, 2), "from no version")
-	want := store.KeyState{Consumer: e.consumer, Key: "order-1", Version: ptr(int64(1)), UpdatedAt: at(2)}
+	want := store.KeyState{Consumer: e.consumer, Key: "order-1", Version: ptr(int64(1)), Baseline: ptr(int64(1)), UpdatedAt: at(2)}
 	require.Equal(t, want, e.key("order-1"))
 
 	require.False(t, advance(nil, 2, 3), "the key has a version now")
@@ -132,7 +132,7 @@ func testAdvanceKeys(t *testing.T, st store.Store) {
 	for i := range n {
 		ks := store.KeyState{Consumer: e.consumer, Key: key(i), UpdatedAt: at(0)}
 		if i%3 == 0 {
-			ks.Version, ks.UpdatedAt = ptr(int64(i)), at(1)
+			ks.Version, ks.Baseline, ks.UpdatedAt = ptr(int64(i)), ptr(int64(i)), at(1)
 		}
 		m := store.KeyMove{Key: key(i), Next: int64(1000 + i)}
 		right := i%2 == 0
@@ -150,6 +150,9 @@ func testAdvanceKeys(t *testing.T, st store.Store) {
 		if right {
 			winners++
 			ks.Version, ks.UpdatedAt = ptr(m.Next), at(2)
+			if ks.Baseline == nil {
+				ks.Baseline = ptr(m.Next) // its first version; a later move keeps the first
+			}
 		}
 		want[key(i)] = ks
 	}
@@ -190,7 +193,7 @@ func testBlockKey(t *testing.T, st store.Store) {
 
 	require.NoError(t, tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: e.consumer, Key: "order-1", Source: "crm", ID: "m-5", Reason: "handler failed: boom", At: at(2)}))
 	want := store.KeyState{
-		Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), Blocked: true,
+		Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), Baseline: ptr(int64(4)), Blocked: true,
 		BlockedSource: "crm", BlockedID: "m-5", BlockedReason: "handler failed: boom",
 		BlockedSince: at(2), UpdatedAt: at(2),
 	}
@@ -202,7 +205,7 @@ func testBlockKey(t *testing.T, st store.Store) {
 	}, e.key("order-2"), "a gap block names no message")
 
 	require.NoError(t, tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: e.consumer, Key: "order-1", At: at(4)}))
-	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), UpdatedAt: at(4)},
+	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "order-1", Version: ptr(int64(4)), Baseline: ptr(int64(4)), UpdatedAt: at(4)},
 		e.key("order-1"))
 	require.True(t, e.key("order-2").Blocked, "another key stays blocked")
 
@@ -316,7 +319,7 @@ func testEnsureKeys(t *testing.T, st store.Store) {
 		for i := range n {
 			want := store.KeyState{Consumer: e.consumer, Key: key(i), UpdatedAt: at(3)}
 			if i%11 == 0 {
-				want.Version, want.UpdatedAt = ptr(int64(i)), at(2)
+				want.Version, want.Baseline, want.UpdatedAt = ptr(int64(i)), ptr(int64(i)), at(2)
 			}
 			require.Equal(t, want, got[key(i)])
 		}

@@ -136,7 +136,7 @@ func testLocks(t *testing.T, st store.Store, lock lockFunc) {
 	require.NoError(t, tx1.Commit())
 
 	got := second()
-	require.Equal(t, store.KeyState{Consumer: o.consumer, Key: "k", Version: ptr(int64(1)), UpdatedAt: at(2),
+	require.Equal(t, store.KeyState{Consumer: o.consumer, Key: "k", Version: ptr(int64(1)), Baseline: ptr(int64(1)), UpdatedAt: at(2),
 		HasParked: true, HasRetries: true}, got, "what the first transaction committed while the second waited")
 }
 

@@ -205,7 +205,7 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 		e.retry("c-quiet", "crm", "c8", "boom", 31) // retries are not part of the view
 	})
 	ks := func(key string, version *int64, updated time.Time) store.KeyState {
-		return store.KeyState{Consumer: o.consumer, Key: key, Version: version, UpdatedAt: updated}
+		return store.KeyState{Consumer: o.consumer, Key: key, Version: version, Baseline: version, UpdatedAt: updated}
 	}
 	blocked := ks("b-blocked", ptr(int64(5)), at(20))
 	blocked.Blocked, blocked.BlockedSource, blocked.BlockedID, blocked.BlockedReason, blocked.BlockedSince = true, "crm", "b6", "boom", at(20)

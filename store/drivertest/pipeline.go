@@ -121,7 +121,7 @@ func testPipelineKeyAdvance(t *testing.T, st store.Store) {
 	affected, err := pl.Pipeline(e.ctx, []store.Statement{pl.KeyAdvanceStatement(store.KeyAdvanceManyParams{Consumer: e.consumer, Moves: moves, At: at(2)})})
 	require.NoError(t, err)
 	require.Equal(t, []int64{2}, affected)
-	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "a", Version: ptr(int64(1)), UpdatedAt: at(2)}, e.key("a"))
+	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "a", Version: ptr(int64(1)), Baseline: ptr(int64(1)), UpdatedAt: at(2)}, e.key("a"))
 	require.Equal(t, store.KeyState{Consumer: e.consumer, Key: "b", UpdatedAt: at(1)}, e.key("b"))
 	require.Equal(t, ptr(int64(3)), e.key("c").Version)
 }

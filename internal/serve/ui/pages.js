@@ -83,6 +83,7 @@ function renderKey(d) {
     ...fact("version", v(k.version)),
     ...fact("waits for", ...waitsFor(k)),
     ...fact("expected next", v(k.expected)),
+    ...fact("first version", el("span", { class: "first-version", dataset: { rule: (k.first_version || {}).rule || "" } }, (k.first_version || {}).says || "")),
     ...fact("lowest parked", v(k.lowest_parked)),
     ...fact("held", String(k.held || 0)),
     ...fact("blocked", k.blocked ? "yes, " + k.blocked_messages + " message" + (k.blocked_messages === 1 ? "" : "s") + " parked behind the block" : "no"),
