@@ -51,7 +51,7 @@ type KeyState struct {
 	// kept from then on (nil: none yet, or committed before seqbox kept
 	// it).
 	Baseline *int64
-	Blocked bool
+	Blocked  bool
 	// BlockedSource and BlockedID name the message the key is blocked
 	// behind (empty for a gap block).
 	BlockedSource, BlockedID string
