@@ -3,6 +3,7 @@ package seqbox
 import (
 	"context"
 	"database/sql"
+	"fmt"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -14,6 +15,26 @@ type Tx interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// SQLTx returns the *sql.Tx a Handler's tx writes in, for code that takes
+// one (a library, an ORM). On a store that pipelines a batch's writes
+// (PostgreSQL), tx queues them: SQLTx sends what is queued first, so the
+// statements run in the order the handler made them, through either. Its
+// error is the queued writes' failure; return it, and the batch runs
+// again with a savepoint per delivery. Asserting tx.(*sql.Tx) also works,
+// but costs the batch a second run and stops the consumer's queuing.
+func SQLTx(tx Tx) (*sql.Tx, error) {
+	switch t := tx.(type) {
+	case *sql.Tx:
+		return t, nil
+	case *queuedTx:
+		if err := t.send(); err != nil {
+			return nil, err
+		}
+		return t.sql, nil
+	}
+	return nil, fmt.Errorf("seqbox: SQLTx: %T is not a Handler's Tx", tx)
 }
 
 // Handler applies one event. It runs inside the inbox transaction, after

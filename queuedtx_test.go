@@ -344,3 +344,44 @@ func TestQueuedWritesAndTheAckOverTheEmbeddedQueue(t *testing.T) {
 	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM qt`).Scan(&n))
 	require.Equal(t, 8, n, "seven effects and the row that was there")
 }
+
+// A handler that needs a *sql.Tx (a library taking one) asks SQLTx for
+// it: the writes it queued so far are sent first, so its statements and
+// the queued ones run in the order the handler made them, every handler
+// runs once, and the consumer goes on queuing.
+func TestSQLTxGivesTheHandlersTransaction(t *testing.T) {
+	st, cfg := queuedSetup(t)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		mu.Lock()
+		calls[ev.ID]++
+		mu.Unlock()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO qt (id) VALUES ($1)`, ev.ID+"-queued"); err != nil {
+			return err
+		}
+		stx, err := seqbox.SQLTx(tx)
+		if err != nil {
+			return err
+		}
+		// The queued row is there before this statement runs.
+		var n int
+		if err := stx.QueryRowContext(ctx, `SELECT COUNT(*) FROM qt WHERE id = $1`, ev.ID+"-queued").Scan(&n); err != nil || n != 1 {
+			return fmt.Errorf("the queued write was not sent first: %d rows, %v", n, err)
+		}
+		_, err = stx.ExecContext(ctx, `INSERT INTO qt (id) VALUES ($1)`, ev.ID+"-direct")
+		return err
+	}
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	out, err := c.DeliverBatch(context.Background(), queuedBatch("s1", "s2"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]seqboxtype.Outcome{"s1": seqboxtype.Applied, "s2": seqboxtype.Applied}, outcomeByID(out))
+	require.Equal(t, map[string]int{"s1": 1, "s2": 1}, calls, "no run again: the handler asked instead of asserting")
+	var n int
+	require.NoError(t, st.DB().QueryRow(`SELECT COUNT(*) FROM qt`).Scan(&n))
+	require.Equal(t, 4, n)
+
+	_, err = seqbox.SQLTx(struct{ seqbox.Tx }{})
+	require.ErrorContains(t, err, "not a Handler's Tx")
+}
