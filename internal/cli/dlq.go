@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
@@ -32,7 +34,7 @@ func dlqListCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return ops.WriteDeadLetters(cmd.OutOrStdout(), dls, f.out)
+				return writeDeadLetters(cmd.OutOrStdout(), dls, f.out)
 			})
 		},
 	}
@@ -60,7 +62,7 @@ func dlqShowCmd() *cobra.Command {
 				if err != nil {
 					return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
 				}
-				return ops.WriteDeadLetter(cmd.OutOrStdout(), dl, f.out)
+				return writeDeadLetter(cmd.OutOrStdout(), dl, f.out)
 			})
 		},
 	}
@@ -160,4 +162,26 @@ func openDeadLetter(cmd *cobra.Command, s *session, seq int64) error {
 		return fmt.Errorf("%s: dlq %d: %w (%s)", subcommandPath(cmd), seq, seqbox.ErrNotBlocking, dl.Resolution)
 	}
 	return nil
+}
+
+// writeDeadLetters prints dead letters: the table, or the admin API's
+// JSON view of each (serve.DeadLetterView), one view for every way out.
+func writeDeadLetters(w io.Writer, dls []store.DeadLetter, out ops.Format) error {
+	if !out.Structured() {
+		return ops.WriteDeadLetters(w, dls)
+	}
+	views := make([]serve.DeadLetterView, len(dls))
+	for i, d := range dls {
+		views[i] = serve.DeadLetterViewOf(d, false)
+	}
+	return ops.WriteRows(w, out, views)
+}
+
+// writeDeadLetter prints one dead letter in full: text, or the admin
+// API's JSON view with its envelope.
+func writeDeadLetter(w io.Writer, d store.DeadLetter, out ops.Format) error {
+	if !out.Structured() {
+		return ops.WriteDeadLetter(w, d)
+	}
+	return ops.NewJSONEncoder(w).Encode(serve.DeadLetterViewOf(d, true))
 }

@@ -319,7 +319,7 @@ func (c *adminClient) listDLQ(all bool, out ops.Format) error {
 	if err != nil {
 		return err
 	}
-	return ops.WriteDeadLetters(c.cmd.OutOrStdout(), dls, out)
+	return writeDeadLetters(c.cmd.OutOrStdout(), dls, out)
 }
 
 // deadLetters reads the gateway consumer's dead letters (all: resolved
@@ -361,7 +361,7 @@ func (c *adminClient) showDLQ(seq int64, out ops.Format) error {
 	if err != nil {
 		return c.unreadable(err)
 	}
-	return ops.WriteDeadLetter(c.cmd.OutOrStdout(), d, out)
+	return writeDeadLetter(c.cmd.OutOrStdout(), d, out)
 }
 
 // listKeys is keys list --server, in key order as the database path

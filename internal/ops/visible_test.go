@@ -33,7 +33,7 @@ func TestJSONEncoderEscapesHiddenCharacters(t *testing.T) {
 func TestDeadLetterEnvelopeIsEscaped(t *testing.T) {
 	var buf bytes.Buffer
 	env := []byte("{\"id\":\"\x1b[2J\u202e\"}")
-	require.NoError(t, WriteDeadLetter(&buf, store.DeadLetter{Seq: 1, Envelope: env}, Text))
+	require.NoError(t, WriteDeadLetter(&buf, store.DeadLetter{Seq: 1, Envelope: env}))
 	out := buf.String()
 	require.NotContains(t, out, "\x1b")
 	require.NotContains(t, out, "\u202e")

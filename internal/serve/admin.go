@@ -254,7 +254,7 @@ func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]DeadLetterView, len(dls))
 	for i, d := range dls {
-		out[i] = deadLetterView(d, false)
+		out[i] = DeadLetterViewOf(d, false)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "dead_letters": out})
 }
@@ -280,7 +280,7 @@ func (s *Server) showDLQ(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, deadLetterView(d, true))
+	writeJSON(w, http.StatusOK, DeadLetterViewOf(d, true))
 }
 
 // Collision is one identity that arrived with two different payloads.

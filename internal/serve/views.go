@@ -99,7 +99,9 @@ type KeyDetailView struct {
 	Audit        []AuditView          `json:"audit"`
 }
 
-// DeadLetterView is one DLQ row; Envelope only in GET dlq/{seq}.
+// DeadLetterView is one DLQ row, the one JSON view of it: the admin API's
+// and `seqbox dlq list|show --output json`'s. Envelope only in GET
+// dlq/{seq} and dlq show.
 type DeadLetterView struct {
 	Seq           int64   `json:"seq"`
 	Source        string  `json:"source"`
@@ -122,10 +124,15 @@ type DeadLetterView struct {
 	Envelope *Payload `json:"envelope,omitempty"`
 }
 
-func deadLetterView(d store.DeadLetter, full bool) DeadLetterView {
+// DeadLetterViewOf is d as the admin API and the CLI's JSON show it; full
+// adds its envelope.
+func DeadLetterViewOf(d store.DeadLetter, full bool) DeadLetterView {
 	v := DeadLetterView{Seq: d.Seq, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, ObjectVersion: d.ObjectVersion,
 		Reason: d.Reason, Attempts: d.Attempts, FirstError: d.FirstError, LastError: d.LastError, DeadAt: stamp(d.DeadAt),
 		State: string(d.State), Resolution: d.Resolution, PayloadHash: d.PayloadHash, Redrives: d.Redrives, History: d.History}
+	if v.History == nil {
+		v.History = []string{}
+	}
 	if d.ResolvedAt != nil {
 		v.ResolvedAt = stamp(*d.ResolvedAt)
 	}
