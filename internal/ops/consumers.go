@@ -23,11 +23,12 @@ type ConsumerLine struct {
 	Live        bool            `json:"live"`
 }
 
-// ConsumerLineOf is r as a ConsumerLine at now.
+// ConsumerLineOf is r as a ConsumerLine at now. Its policies are the
+// registered object, {} when it registered none.
 func ConsumerLineOf(r store.Registration, now time.Time, liveWithin time.Duration) ConsumerLine {
-	pol := json.RawMessage(r.Policies)
-	if !json.Valid(pol) {
-		pol = json.RawMessage("null")
+	pol := json.RawMessage(`{}`)
+	if len(r.Policies) > 0 && json.Valid(r.Policies) {
+		pol = json.RawMessage(r.Policies)
 	}
 	return ConsumerLine{Name: r.Consumer, HandlerKind: r.HandlerKind, Policies: pol, Process: r.Process,
 		StartedAt: jsonTime(r.StartedAt), HeartbeatAt: jsonTime(r.HeartbeatAt),

@@ -5,11 +5,11 @@ package serve
 // of its agent calls: GET /v1/admin/consumers.
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/ops"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -23,22 +23,12 @@ type ConsumersView struct {
 	Now string `json:"now"`
 }
 
-// ConsumerView is one registered consumer (store.Registration).
+// ConsumerView is one registered consumer: its registration as every
+// JSON view of it shows it (ops.ConsumerLine, which `seqbox consumers
+// list` prints too), and what this server adds.
 type ConsumerView struct {
-	Name        string `json:"name"`
-	HandlerKind string `json:"handler_kind"`
-	// Policies is the registered policies object, as the consumer wrote
-	// it ({} when it wrote none).
-	Policies json.RawMessage `json:"policies"`
-	// Process names the process that registered last (host:pid).
-	Process   string  `json:"process"`
-	StartedAt *string `json:"started_at"`
-	// HeartbeatAt is the last sign of life of a running consumer (null
-	// for one that only delivered and never ran).
-	HeartbeatAt         *string  `json:"heartbeat_at"`
+	ops.ConsumerLine
 	HeartbeatAgeSeconds *float64 `json:"heartbeat_age_seconds"`
-	// Live: the heartbeat is within seqbox.LiveWithin.
-	Live bool `json:"live"`
 	// ServedHere is true for the consumer this server runs (--consumer).
 	// The fields below are this server's, and only on that consumer: null
 	// elsewhere, or without --agent-url.
@@ -81,14 +71,9 @@ func (s *Server) listConsumers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) consumerView(reg store.Registration, now time.Time) ConsumerView {
-	v := ConsumerView{Name: reg.Consumer, HandlerKind: reg.HandlerKind, Policies: json.RawMessage(`{}`), Process: reg.Process,
-		StartedAt: stamp(reg.StartedAt), HeartbeatAt: stamp(reg.HeartbeatAt), ServedHere: reg.Consumer == s.opt.Consumer}
-	if len(reg.Policies) > 0 && json.Valid(reg.Policies) {
-		v.Policies = json.RawMessage(reg.Policies)
-	}
+	v := ConsumerView{ConsumerLine: ops.ConsumerLineOf(reg, now, seqbox.LiveWithin), ServedHere: reg.Consumer == s.opt.Consumer}
 	if !reg.HeartbeatAt.IsZero() {
 		age := now.Sub(reg.HeartbeatAt)
-		v.Live = age < seqbox.LiveWithin
 		secs := max(age, 0).Seconds()
 		v.HeartbeatAgeSeconds = &secs
 	}
