@@ -124,34 +124,136 @@ func (t *Executor) inTx(ctx context.Context, fn func(e *Executor) error) error {
 	return e.storageError("commit", tx.Commit())
 }
 
-// GatewayAccept records each copy that is its identity's first, one
-// statement a copy, and reads the first copy of the others.
+// GatewayAccept records each copy that is its identity's first and reads
+// the first copy of the others, set-based: the new identities in one
+// INSERT … ON CONFLICT DO NOTHING RETURNING (arrays on PostgreSQL, chunks
+// of rows on SQLite), the ones seen before in one read.
 func (t *Executor) GatewayAccept(ctx context.Context, p store.GatewayAcceptParams) ([]store.GatewayAccepted, error) {
+	idents := make([]string, len(p.Copies))
+	first := map[string]int{} // ident → its first copy in this call
+	var uniq []int
+	for i, c := range p.Copies {
+		idents[i] = gatewayIdent(p.Consumer, c.Source, c.ID)
+		if _, ok := first[idents[i]]; !ok {
+			first[idents[i]] = i
+			uniq = append(uniq, i)
+		}
+	}
+	inserted, err := t.acceptInsert(ctx, p, idents, uniq)
+	if err != nil {
+		return nil, err
+	}
+	var before []string
+	for _, i := range uniq {
+		if !inserted[idents[i]] {
+			before = append(before, idents[i])
+		}
+	}
+	seen, err := t.acceptedRead(ctx, before)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]store.GatewayAccepted, len(p.Copies))
 	for i, c := range p.Copies {
-		ident := gatewayIdent(p.Consumer, c.Source, c.ID)
-		res, err := t.exec(ctx, `INSERT INTO seqbox_gateway_accepted (ident, consumer, source, id, payload_hash, accepted_at)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, ident, p.Consumer, c.Source, c.ID, c.PayloadHash, micros(c.At))
-		if err != nil {
-			return nil, err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
+		id := idents[i]
+		switch f := first[id]; {
+		case inserted[id] && i == f:
 			out[i] = store.GatewayAccepted{New: true, First: c}
-			if err != nil {
-				return nil, err
+		case inserted[id]:
+			out[i] = store.GatewayAccepted{First: p.Copies[f]}
+		default:
+			got, ok := seen[id]
+			if !ok {
+				return nil, fmt.Errorf("gateway accept %s/%s: neither inserted nor found", c.Source, c.ID)
 			}
-			continue
+			got.Source, got.ID = c.Source, c.ID
+			out[i] = store.GatewayAccepted{First: got}
 		}
-		first := store.GatewayCopy{Source: c.Source, ID: c.ID}
-		var at int64
-		if err := t.queryRow(ctx, `SELECT payload_hash, accepted_at FROM seqbox_gateway_accepted WHERE ident = $1`, ident).
-			Scan(&first.PayloadHash, &at); err != nil {
-			return nil, fmt.Errorf("gateway accept %s/%s: %w", c.Source, c.ID, err)
-		}
-		first.At = time.UnixMicro(at).UTC()
-		out[i] = store.GatewayAccepted{First: first}
 	}
 	return out, nil
+}
+
+// acceptInsert inserts the copies at uniq (one per identity) and returns
+// the identities it inserted.
+func (t *Executor) acceptInsert(ctx context.Context, p store.GatewayAcceptParams, idents []string, uniq []int) (map[string]bool, error) {
+	inserted := make(map[string]bool, len(uniq))
+	read := func(rows *sql.Rows, err error) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			inserted[id] = true
+		}
+		return rows.Err()
+	}
+	if len(uniq) == 0 {
+		return inserted, nil
+	}
+	if t.arrays {
+		ids, sources, names, hashes, ats := make([]string, len(uniq)), make([]string, len(uniq)), make([]string, len(uniq)),
+			make([]string, len(uniq)), make([]int64, len(uniq))
+		for j, i := range uniq {
+			c := p.Copies[i]
+			ids[j], sources[j], names[j], hashes[j], ats[j] = idents[i], c.Source, c.ID, c.PayloadHash, micros(c.At)
+		}
+		return inserted, read(t.query(ctx, `INSERT INTO seqbox_gateway_accepted (ident, consumer, source, id, payload_hash, accepted_at)
+			SELECT u.ident, $1, u.source, u.id, u.hash, u.at FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+				AS u(ident, source, id, hash, at)
+			ON CONFLICT DO NOTHING RETURNING ident`, p.Consumer, ids, sources, names, hashes, ats))
+	}
+	err := eachChunk(len(uniq), func(lo, hi int) error {
+		args := make([]any, 0, 1+(hi-lo)*5)
+		args = append(args, p.Consumer)
+		for _, i := range uniq[lo:hi] {
+			c := p.Copies[i]
+			args = append(args, idents[i], c.Source, c.ID, c.PayloadHash, micros(c.At))
+		}
+		return read(t.query(ctx, rowsText(`INSERT INTO seqbox_gateway_accepted (ident, consumer, source, id, payload_hash, accepted_at)
+			VALUES {{ROWS}} ON CONFLICT DO NOTHING RETURNING ident`, "($a, $1, $b, $c, $d, $e)", 1, hi-lo), args...))
+	})
+	return inserted, err
+}
+
+// acceptedRead reads the first copies of identities accepted before.
+func (t *Executor) acceptedRead(ctx context.Context, idents []string) (map[string]store.GatewayCopy, error) {
+	out := make(map[string]store.GatewayCopy, len(idents))
+	read := func(rows *sql.Rows, err error) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var c store.GatewayCopy
+			var at int64
+			if err := rows.Scan(&id, &c.PayloadHash, &at); err != nil {
+				return err
+			}
+			c.At = time.UnixMicro(at).UTC()
+			out[id] = c
+		}
+		return rows.Err()
+	}
+	if len(idents) == 0 {
+		return out, nil
+	}
+	if t.arrays {
+		return out, read(t.query(ctx, `SELECT ident, payload_hash, accepted_at FROM seqbox_gateway_accepted WHERE ident = ANY($1::text[])`, idents))
+	}
+	err := eachChunk(len(idents), func(lo, hi int) error {
+		args := make([]any, 0, hi-lo)
+		for _, id := range idents[lo:hi] {
+			args = append(args, id)
+		}
+		return read(t.query(ctx, rowsText(`SELECT ident, payload_hash, accepted_at FROM seqbox_gateway_accepted WHERE ident IN ({{ROWS}})`,
+			"$a", 0, hi-lo), args...))
+	})
+	return out, err
 }
 
 // GatewayAcceptedPurge removes the oldest accepted identities.

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/seqbox/seqbox/store"
@@ -152,4 +153,18 @@ func testGatewayAccept(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	require.EqualValues(t, 2, purge(10, 10))
+
+	// Many copies at once, past a chunk, each identity three times: the
+	// first of each is new, the others meet it.
+	var many []store.GatewayCopy
+	for round := range 3 {
+		for i := range 300 {
+			many = append(many, cp(fmt.Sprintf("m%d", i), fmt.Sprintf("h%d", i), 20+round))
+		}
+	}
+	got := accept(e.consumer, many...)
+	for i, a := range got {
+		want := store.GatewayAccepted{New: i < 300, First: many[i%300]}
+		require.Equal(t, want, a, "copy %d", i)
+	}
 }
