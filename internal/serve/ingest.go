@@ -105,9 +105,8 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 			bad = append(bad, EventError{Index: i, Field: field, Detail: detail})
 			continue
 		}
-		raws[i] = canon
 		out.Events[i] = QueuedEvent{Index: i, Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash}
-		ev.Raw = canon
+		ev.Raw = canon // what is queued: the canonical envelope
 		evs[i] = ev
 	}
 	if len(bad) > 0 {
