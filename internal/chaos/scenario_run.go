@@ -98,7 +98,7 @@ func (s *scenarioRun) phases(ctx context.Context) error {
 	for _, m := range s.h.wl.Phase1 {
 		bodies = append(bodies, m.Body)
 	}
-	if err := s.q.PublishBatch(ctx, bodies); err != nil {
+	if err := s.publish(ctx, bodies); err != nil {
 		return err
 	}
 	s.h.progress("%s: published %d messages", s.name, len(bodies))
@@ -146,10 +146,30 @@ func (s *scenarioRun) phases(ctx context.Context) error {
 	for _, m := range s.h.wl.Phase2 {
 		bodies = append(bodies, m.Body)
 	}
-	if err := s.q.PublishBatch(ctx, bodies); err != nil {
+	if err := s.publish(ctx, bodies); err != nil {
 		return err
 	}
 	return s.supervise(ctx, "phase 2")
+}
+
+// publish publishes bodies as a producer does: a failure the broker may
+// recover from (a stream that does not answer yet, under load) is tried
+// again, a few times, after a pause. A retry may store some messages
+// twice; the inbox absorbs the copies, which is what is under test.
+func (s *scenarioRun) publish(ctx context.Context, bodies [][]byte) error {
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		err := s.q.PublishBatch(ctx, bodies)
+		if err == nil || attempt == attempts || ctx.Err() != nil {
+			return err
+		}
+		s.h.progress("%s: publishing failed (attempt %d of %d), trying again: %v", s.name, attempt, attempts, err)
+		select {
+		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // supervise restarts dead consumers, deals the scenario's kills, and
