@@ -134,6 +134,10 @@ var ErrInTransaction = errors.New("effects: Do runs inside the inbox transaction
 type UncertainError struct {
 	IdempotencyKey string
 	Err            error
+	// Until, when set, is when a reconciliation that found nothing may
+	// let the call go again (the uncertain call may still be running at
+	// the remote side until then).
+	Until time.Time
 }
 
 func (e *UncertainError) Error() string {
@@ -205,62 +209,81 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 	if id.Consumer == "" || id.Source == "" || id.ID == "" {
 		return "", fmt.Errorf("effects: identity %+v is incomplete: consumer, source and id are required", id)
 	}
-	key := Key(id.Consumer, id.Source, id.ID, action)
-	ctx, span := startSpan(ctx, action, key)
+	ctx, span := startSpan(ctx, action, Key(id.Consumer, id.Source, id.ID, action))
 	defer func() { endSpan(span, err) }()
+	b, err := l.begin(ctx, id, action, l.cfg.Reconcile)
+	if err != nil || !b.Granted {
+		return b.Ref, err
+	}
+	return l.call(ctx, b.Effect, call)
+}
+
+// begin finds the row of (id, action) and takes it for a call when a
+// call may go now (Begun.Granted), following the ledger's states: a
+// succeeded row is returned as it is, a live pending one is an
+// *InFlightError, a dead caller's pending one turns uncertain, an
+// uncertain one is reconciled with reconcile (nil: an *UncertainError),
+// and a new or failed one is taken, counting a call.
+func (l *Ledger) begin(ctx context.Context, id seqboxtype.Identity, action string, reconcile Reconciler) (Begun, error) {
+	key := Key(id.Consumer, id.Source, id.ID, action)
 	for range 3 {
 		e, found, err := l.get(ctx, key)
 		if err != nil {
-			return "", err
+			return Begun{}, err
 		}
 		if !found {
-			e = Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key, Calls: 1}
+			e = Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key, State: Pending, Calls: 1}
 			inserted, err := l.insertPending(ctx, e)
 			if err != nil {
-				return "", err
+				return Begun{}, err
 			}
 			if !inserted {
 				continue // another member inserted it first: look again
 			}
-			return l.call(ctx, e, call)
+			return Begun{Effect: e, Granted: true}, nil
 		}
 		switch e.State {
 		case Succeeded:
-			return e.Ref, nil
+			return Begun{Effect: e}, nil
 		case Pending:
 			if l.live(e) {
 				// Its caller is alive and the call still runs: asking again
 				// now would be a second call, and turning it uncertain
 				// would lie about a call that may yet answer.
-				return "", &InFlightError{IdempotencyKey: key, Until: *e.LeaseUntil}
+				return Begun{}, &InFlightError{IdempotencyKey: key, Until: *e.LeaseUntil}
 			}
 			// A call that never reported back: its caller died after the
 			// request may have been sent. Nobody knows.
 			if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
-				return "", err
+				return Begun{}, err
 			}
 			continue
 		case Uncertain:
-			ref, again, err := l.reconcile(ctx, e)
-			if err != nil || !again {
-				return ref, err
+			ref, again, err := l.reconcile(ctx, e, reconcile)
+			if err != nil {
+				return Begun{}, err
+			}
+			if !again {
+				e.State, e.Ref = Succeeded, ref
+				return Begun{Effect: e}, nil
 			}
 			continue
 		case Failed:
 			claimed, err := l.transition(ctx, key, Failed, Pending)
 			if err != nil {
-				return "", err
+				return Begun{}, err
 			}
 			if claimed {
+				e.State = Pending
 				e.Calls++ // the transition counted this call
-				return l.call(ctx, e, call)
+				return Begun{Effect: e, Granted: true}, nil
 			}
 			continue
 		default:
-			return "", fmt.Errorf("effects: %s is in unknown state %q", key, e.State)
+			return Begun{}, fmt.Errorf("effects: %s is in unknown state %q", key, e.State)
 		}
 	}
-	return "", fmt.Errorf("effects: %s kept changing under this attempt; try again", key)
+	return Begun{}, fmt.Errorf("effects: %s kept changing under this attempt; try again", key)
 }
 
 // checkAction refuses an empty action or one with control characters.
@@ -275,14 +298,25 @@ func checkAction(action string) error {
 }
 
 // call runs the call for a row this attempt holds as pending (its
-// e.Calls-th call), and records what came of it, unless the row stopped
-// being this call's meanwhile (refuse).
+// e.Calls-th call), and records what came of it (record).
 func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	stop := l.heartbeat(cctx, e.IdempotencyKey)
 	ref, err := safeCall(cctx, call, e.IdempotencyKey)
 	stop()
+	if err != nil && !IsNotApplied(err) && cctx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("no answer within %s: %w", l.cfg.Timeout, err)
+	}
+	return l.record(ctx, e, ref, err)
+}
+
+// record records what came of the e.Calls-th call of a row: succeeded
+// with ref when err is nil, failed when err is NotApplied (or Definite),
+// uncertain otherwise; unless the row stopped being this call's
+// meanwhile (refuse). It returns ref, or err (an *UncertainError for an
+// uncertain call).
+func (l *Ledger) record(ctx context.Context, e Effect, ref string, err error) (string, error) {
 	// The outcome is recorded even when ctx ends: it is what happened.
 	rctx := context.WithoutCancel(ctx)
 	to, lastError := Uncertain, ""
@@ -292,9 +326,6 @@ func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) 
 	case IsNotApplied(err):
 		to, lastError = Failed, err.Error()
 	default:
-		if cctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("no answer within %s: %w", l.cfg.Timeout, err)
-		}
 		lastError = err.Error()
 	}
 	// A caller whose heartbeat stopped (a frozen process) may answer after
@@ -393,18 +424,24 @@ func (l *Ledger) logFailure(ctx context.Context, e Effect, st State, err error) 
 		"action", e.Action, "idempotency_key", e.IdempotencyKey, "state", string(st), "err", err)
 }
 
-// reconcile asks Config.Reconcile about an uncertain call. It returns the
-// reference when the remote side has the effect, and again=true when the
-// remote side does not and this attempt may call again.
-func (l *Ledger) reconcile(ctx context.Context, e Effect) (ref string, again bool, err error) {
-	if l.cfg.Reconcile == nil {
+// reconcile asks rec (Config.Reconcile for Do) about an uncertain call.
+// It returns the reference when the remote side has the effect, and
+// again=true when the remote side does not and this attempt may call
+// again.
+func (l *Ledger) reconcile(ctx context.Context, e Effect, rec Reconciler) (ref string, again bool, err error) {
+	if rec == nil {
 		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey,
 			Err: fmt.Errorf("no Reconcile configured; resolve it with `seqbox effects resolve` (last error: %s)", e.LastError)}
 	}
-	r, err := l.cfg.Reconcile(ctx, e)
+	r, err := rec(ctx, e)
 	if err != nil {
 		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: fmt.Errorf("reconcile: %w", err)}
 	}
+	return l.reconciled(ctx, e, r)
+}
+
+// reconciled records what a reconciliation found for the uncertain row e.
+func (l *Ledger) reconciled(ctx context.Context, e Effect, r Reconciliation) (ref string, again bool, err error) {
 	if r.Applied {
 		if err := l.update(ctx, e.IdempotencyKey, Succeeded, r.Ref, "", true, Uncertain); err != nil {
 			return "", false, err
@@ -417,7 +454,7 @@ func (l *Ledger) reconcile(ctx context.Context, e Effect) (ref string, again boo
 		// effect twice. Ask again once a whole Timeout has passed since
 		// the row last turned uncertain (UpdatedAt; UncertainAt is the
 		// first time, which an earlier round may have set).
-		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey,
+		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey, Until: since.Add(l.cfg.Timeout),
 			Err: fmt.Errorf("the remote side has no effect yet, but the uncertain call may still be running there (uncertain since %s); asking again later", since.Format(time.RFC3339Nano))}
 	}
 	// The remote side has nothing: calling again with the same key is safe.

@@ -83,9 +83,12 @@ func (l *Ledger) lease() time.Duration { return 3 * l.cfg.Heartbeat }
 // heartbeat renews the lease of key's pending row every Heartbeat while
 // its call runs, until stop is called.
 func (l *Ledger) heartbeat(ctx context.Context, key string) (stop func()) {
-	return heartbeat.Start(ctx, l.cfg.Heartbeat, func(ctx context.Context) {
-		_ = l.ex.EffectRenewLease(ctx, store.EffectRenewLeaseParams{IdempotencyKey: key, Until: l.cfg.Now().Add(l.lease())})
-	})
+	return heartbeat.Start(ctx, l.cfg.Heartbeat, func(ctx context.Context) { _ = l.renew(ctx, key) })
+}
+
+// renew moves the lease of key's pending row one lease ahead.
+func (l *Ledger) renew(ctx context.Context, key string) error {
+	return l.ex.EffectRenewLease(ctx, store.EffectRenewLeaseParams{IdempotencyKey: key, Until: l.cfg.Now().Add(l.lease())})
 }
 
 // live reports whether a pending row's caller still vouches for it.

@@ -1,0 +1,128 @@
+package effects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+)
+
+// Begun is what Begin found or took for a call made by another process
+// (an agent behind seqbox serve): the row as it stands, and whether this
+// caller now holds it as pending.
+type Begun struct {
+	Effect
+	// Granted: the row is pending for this caller's call, number
+	// Effect.Calls; the caller makes the call with Effect.IdempotencyKey,
+	// renews the lease (Renew) every Heartbeat while it runs, and reports
+	// its answer (Record). Otherwise the row is succeeded and Effect.Ref
+	// is its reference: the call is not made again.
+	Granted bool
+}
+
+// Begin is the first half of Do for a call that another process makes:
+// it finds the row of (id, action) and follows the ledger's states as Do
+// does, without calling. A succeeded row is returned as it is; a new or
+// failed row is taken as pending for the caller (Granted); a live pending
+// row is an *InFlightError; an uncertain row (a pending one whose caller's
+// lease ran out included) is reconciled with reconcile, and without one
+// Begin returns an *UncertainError: the caller asks the remote side and
+// reports with Reconciled, or an operator resolves it.
+func (l *Ledger) Begin(ctx context.Context, id seqboxtype.Identity, action string, reconcile Reconciler) (Begun, error) {
+	if err := checkAction(action); err != nil {
+		return Begun{}, err
+	}
+	if id.Consumer == "" || id.Source == "" || id.ID == "" {
+		return Begun{}, fmt.Errorf("effects: identity %+v is incomplete: consumer, source and id are required", id)
+	}
+	return l.begin(ctx, id, action, reconcile)
+}
+
+// ErrNotYours is returned by Record and Renew for a call that does not
+// hold its row: no such row, or the row counted another call since (the
+// caller's lease ran out and another attempt took it).
+var ErrNotYours = errors.New("effects: the row is not this call's")
+
+// Record is the second half of Do for a call another process made: it
+// records the answer of the e.Calls-th call of the row e.IdempotencyKey
+// (succeeded with ref when callErr is nil, failed when callErr is
+// NotApplied or Definite, uncertain otherwise) and returns ref or callErr
+// as Do would. An answer that comes after the row was settled by someone
+// else is refused with a *ConflictError, as Do refuses it.
+func (l *Ledger) Record(ctx context.Context, e Effect, ref string, callErr error) (string, error) {
+	cur, found, err := l.get(ctx, e.IdempotencyKey)
+	if err != nil {
+		return "", err
+	}
+	if !found || cur.Calls != e.Calls {
+		return "", ErrNotYours
+	}
+	return l.record(ctx, cur, ref, callErr)
+}
+
+// Renew renews the lease of the e.Calls-th call's pending row, as Do's
+// heartbeat does, and returns the row. A row that is no longer that
+// call's pending one is ErrNotYours.
+func (l *Ledger) Renew(ctx context.Context, e Effect) (Effect, error) {
+	cur, found, err := l.get(ctx, e.IdempotencyKey)
+	if err != nil {
+		return Effect{}, err
+	}
+	if !found || cur.Calls != e.Calls || cur.State != Pending {
+		return cur, ErrNotYours
+	}
+	if err := l.renew(ctx, e.IdempotencyKey); err != nil {
+		return cur, fmt.Errorf("effects: renew %s: %w", e.IdempotencyKey, err)
+	}
+	return l.Get(ctx, e.IdempotencyKey)
+}
+
+// Reconciled records what another process's reconciliation found for an
+// uncertain row (a pending one whose caller's lease ran out included), as
+// Do records its Reconciler's answer: applied, the row is succeeded with
+// r.Ref; not applied, it is failed and the next Begin calls again, unless
+// the uncertain call may still be running at the remote side (less than
+// Timeout ago), which is an *UncertainError whose Until says when to ask
+// again. A row that is not uncertain is returned as it is.
+func (l *Ledger) Reconciled(ctx context.Context, key string, r Reconciliation) (Effect, error) {
+	e, found, err := l.get(ctx, key)
+	if err != nil {
+		return Effect{}, err
+	}
+	if !found {
+		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", key)
+	}
+	if e.State == Pending && !l.live(e) {
+		if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
+			return Effect{}, err
+		}
+		if e, _, err = l.get(ctx, key); err != nil {
+			return Effect{}, err
+		}
+	}
+	if e.State != Uncertain {
+		return e, nil
+	}
+	if _, _, err := l.reconciled(ctx, e, r); err != nil {
+		return e, err
+	}
+	return l.Get(ctx, key)
+}
+
+// Get reads the row of an idempotency key as the operator sees it (a
+// pending call whose caller's lease ran out is uncertain).
+func (l *Ledger) Get(ctx context.Context, key string) (Effect, error) {
+	e, found, err := l.get(ctx, key)
+	if err != nil {
+		return Effect{}, err
+	}
+	if !found {
+		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", key)
+	}
+	return l.seen(e), nil
+}
+
+// Heartbeat is how often the caller of a pending call renews its lease.
+func (l *Ledger) Heartbeat() time.Duration { return l.cfg.Heartbeat }
