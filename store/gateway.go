@@ -66,3 +66,13 @@ type GatewayAcceptedPurgeParams struct {
 	// Limit bounds the rows one call removes.
 	Limit int
 }
+
+// GatewaySecretParams are Executor.GatewaySecret's.
+type GatewaySecretParams struct {
+	// Name names the secret ("effects-token").
+	Name string
+	// Candidate is kept when the secret has none yet (hex of random
+	// bytes the caller drew).
+	Candidate string
+	At        time.Time
+}

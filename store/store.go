@@ -467,4 +467,7 @@ type Gateway interface {
 	// accepted identities first seen before Before, oldest first, and
 	// reports how many.
 	GatewayAcceptedPurge(ctx context.Context, p GatewayAcceptedPurgeParams) (int64, error)
+	// GatewaySecret returns the secret kept under Name, keeping Candidate
+	// first when there is none (the first writer wins a race).
+	GatewaySecret(ctx context.Context, p GatewaySecretParams) (string, error)
 }

@@ -59,6 +59,7 @@ type dispatcher struct {
 	consumer string
 	client   *http.Client
 	ledger   *effects.Ledger
+	tokens   *tokens
 	circuit  *circuit
 	metrics  *gatewayMetrics
 	now      func() time.Time
@@ -220,6 +221,7 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 	req.Header.Set("Content-Type", mediaStructured)
 	req.Header.Set(HeaderIdempotencyKey, key)
 	req.Header.Set(HeaderConsumer, a.consumer)
+	req.Header.Set(HeaderEffectsToken, a.tokens.mint(a.consumer, ev.Source, ev.ID, ev.Hash))
 	// The agent continues the event's trace: ctx carries the decision's
 	// span, a child of the producer's context (W3C trace context).
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
@@ -290,6 +292,12 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 		// it deduplicates by Idempotency-Key, so calling again is safe
 		// even behind a proxy that answered 503 after passing it on).
 		err := fmt.Errorf("agent unavailable: %s: %s", resp.Status, snippet(body))
+		if w := a.waits(ctx, ev, body, resp.Header.Get("Retry-After")); w > 0 {
+			// The agent waits for a call of its own event that runs or may
+			// still run elsewhere: no failure of the agent, nor of the event.
+			p.release()
+			return Verdict{}, effects.NotApplied(&agentWaitError{err: err, wait: w})
+		}
 		p.failure(err.Error())
 		return Verdict{}, effects.NotApplied(keyOnly(err))
 	default:

@@ -173,7 +173,7 @@ func TestAgentCallThatNeverLeftIsNotUncertain(t *testing.T) {
 	l, err := effects.New(st, effects.Config{})
 	require.NoError(t, err)
 	a := &dispatcher{url: agent.URL, consumer: "gw", client: newAgentClient(5*time.Second, 1), now: time.Now,
-		metrics: newGatewayMetrics(prometheus.NewRegistry()), ledger: l}
+		metrics: newGatewayMetrics(prometheus.NewRegistry()), ledger: l, tokens: &tokens{key: make([]byte, 32)}}
 	a.circuit = newCircuit(time.Now, a.probe, nil)
 	raw := []byte(`{"specversion":"1.0","id":"h1","source":"crm","type":"t","partitionkey":"k\n1"}`)
 	ev := seqboxtype.Event{Source: "crm", ID: "h1", PartitionKey: "k\n1", Raw: raw}

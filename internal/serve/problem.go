@@ -44,6 +44,9 @@ const (
 	ProblemUnavailable   = problemBase + "unavailable"
 	ProblemRequestFailed = problemBase + "request-failed"
 	ProblemMethod        = problemBase + "method-not-allowed"
+	ProblemForbidden     = problemBase + "forbidden"
+	ProblemEventFinal    = problemBase + "event-final"
+	ProblemAgentWaits    = problemBase + "agent-waits"
 )
 
 // writeProblem writes p with its status and content type.

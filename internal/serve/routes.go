@@ -21,6 +21,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("GET /v1/openapi.json", serveOpenAPI)
+	// The agent API: the event's token is its only credential.
+	mux.HandleFunc("POST /v1/events/{source}/{id}/steps/{name}", s.agentStep)
+	mux.HandleFunc("POST /v1/events/{source}/{id}/effects/{action}", s.agentEffect)
 
 	admin := bearer{token: []byte(s.opt.AdminToken), realm: "seqbox-admin",
 		disable: "the admin API is disabled: start seqbox serve with --admin-token (or SEQBOX_ADMIN_TOKEN) and send it as a Bearer token"}

@@ -78,27 +78,29 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 	action := []string{"200", "400", "401", "404", "405", "409", "413", "500", "504"}
 	with := func(base []string, more ...string) []string { return append(slices.Clone(base), more...) }
 	want := map[string][]string{
-		"post /v1/events":                      {"200", "202", "400", "401", "405", "409", "413", "415", "503"},
-		"get /healthz":                         {"200", "405"},
-		"get /readyz":                          {"200", "405", "503"},
-		"get /metrics":                         {"200", "405"},
-		"get /v1/openapi.json":                 {"200", "405"},
-		"get /ui/":                             {"200", "401", "404", "405"},
-		"get /v1/admin/overview":               adminGet,
-		"get /v1/admin/keys":                   with(adminGet, "400"),
-		"get /v1/admin/keys/{key}":             with(adminGet, "404"),
-		"post /v1/admin/keys/{key}/release":    action,
-		"get /v1/admin/dlq":                    adminGet,
-		"get /v1/admin/dlq/{seq}":              with(adminGet, "400", "404"),
-		"post /v1/admin/dlq/{seq}/redrive":     action,
-		"post /v1/admin/dlq/{seq}/skip":        action,
-		"get /v1/admin/collisions":             adminGet,
-		"get /v1/admin/audit":                  with(adminGet, "400"),
-		"get /v1/admin/retention":              adminGet,
-		"get /v1/admin/requests/{seq}":         with(adminGet, "400", "404"),
-		"get /v1/admin/consumers":              adminGet,
-		"get /v1/admin/effects":                with(adminGet, "400"),
-		"post /v1/admin/effects/{key}/resolve": {"200", "400", "401", "404", "405", "413", "500"},
+		"post /v1/events":                                {"200", "202", "400", "401", "405", "409", "413", "415", "503"},
+		"get /healthz":                                   {"200", "405"},
+		"get /readyz":                                    {"200", "405", "503"},
+		"get /metrics":                                   {"200", "405"},
+		"get /v1/openapi.json":                           {"200", "405"},
+		"get /ui/":                                       {"200", "401", "404", "405"},
+		"get /v1/admin/overview":                         adminGet,
+		"get /v1/admin/keys":                             with(adminGet, "400"),
+		"get /v1/admin/keys/{key}":                       with(adminGet, "404"),
+		"post /v1/admin/keys/{key}/release":              action,
+		"get /v1/admin/dlq":                              adminGet,
+		"get /v1/admin/dlq/{seq}":                        with(adminGet, "400", "404"),
+		"post /v1/admin/dlq/{seq}/redrive":               action,
+		"post /v1/admin/dlq/{seq}/skip":                  action,
+		"get /v1/admin/collisions":                       adminGet,
+		"get /v1/admin/audit":                            with(adminGet, "400"),
+		"get /v1/admin/retention":                        adminGet,
+		"get /v1/admin/requests/{seq}":                   with(adminGet, "400", "404"),
+		"get /v1/admin/consumers":                        adminGet,
+		"get /v1/admin/effects":                          with(adminGet, "400"),
+		"post /v1/admin/effects/{key}/resolve":           {"200", "400", "401", "404", "405", "413", "500"},
+		"post /v1/events/{source}/{id}/steps/{name}":     {"200", "400", "401", "403", "405", "409", "410", "413", "503"},
+		"post /v1/events/{source}/{id}/effects/{action}": {"200", "400", "401", "403", "405", "409", "410", "413", "503"},
 	}
 	got := map[string][]string{}
 	for path, ops := range doc.Paths {
@@ -133,7 +135,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 
 	// Every documented path answers a method it does not take with 405.
 	for path := range doc.Paths {
-		concrete := strings.NewReplacer("{key}", "K", "{seq}", "1").Replace(path)
+		concrete := strings.NewReplacer("{key}", "K", "{seq}", "1", "{source}", "S", "{id}", "I", "{name}", "N", "{action}", "A").Replace(path)
 		code, body, h := r.call(t, "PUT", concrete, testToken, nil, "")
 		require.Equal(t, http.StatusMethodNotAllowed, code, "PUT %s: %v", path, body)
 		require.Equal(t, "application/problem+json", h.Get("Content-Type"), path)

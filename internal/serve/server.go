@@ -47,6 +47,8 @@ type Server struct {
 	// disp calls the agent (its calls in flight are on the consumers
 	// page).
 	disp *dispatcher
+	// tokens mints and checks the agent API's Seqbox-Effects-Token.
+	tokens *tokens
 
 	// verdicts holds agent verdicts between the handler and the Observer,
 	// by store.Identity.
@@ -110,7 +112,10 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		return fail(err)
 	}
 	s.registry = s.newRegistry(s.ledger)
-	disp.ledger, disp.metrics = s.ledger, s.metrics
+	if s.tokens, err = loadTokens(ctx, st.Executor(), now()); err != nil {
+		return fail(err)
+	}
+	disp.ledger, disp.metrics, disp.tokens = s.ledger, s.metrics, s.tokens
 
 	cfg := opt.Policy
 	cfg.Name, cfg.Store, cfg.Metrics, cfg.Logger = opt.Consumer, st, s.consumerMetrics, opt.Logger

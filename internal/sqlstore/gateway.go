@@ -266,3 +266,16 @@ func (t *Executor) GatewayAcceptedPurge(ctx context.Context, p store.GatewayAcce
 	}
 	return res.RowsAffected()
 }
+
+// GatewaySecret returns the secret kept under a name, keeping the
+// candidate first when there is none (seqbox_gateway_secrets, migration
+// 16).
+func (t *Executor) GatewaySecret(ctx context.Context, p store.GatewaySecretParams) (string, error) {
+	if _, err := t.exec(ctx, `INSERT INTO seqbox_gateway_secrets (name, secret, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		p.Name, p.Candidate, micros(p.At)); err != nil {
+		return "", err
+	}
+	var secret string
+	err := t.queryRow(ctx, `SELECT secret FROM seqbox_gateway_secrets WHERE name = $1`, p.Name).Scan(&secret)
+	return secret, err
+}

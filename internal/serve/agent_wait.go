@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/seqboxtype"
+)
+
+// maxAgentWait bounds the wait an agent's agent-waits answer buys.
+const maxAgentWait = time.Minute
+
+// waits reads a 503's body: an agent-waits problem naming a step or an
+// effect of this event that the ledger shows running in a live caller,
+// or uncertain less than the ledger's Timeout ago (it may still be
+// running), is a wait of the event, spending no attempt (docs/agents.md,
+// "Waiting"). It returns how long, or 0 when the answer is no wait (any
+// other 503, or a row that shows no reason to wait: the gateway checks
+// the agent's word against the ledger, so an agent cannot hold an event
+// for ever without spending its attempts).
+func (a *dispatcher) waits(ctx context.Context, ev seqboxtype.Event, body []byte, retryAfter string) time.Duration {
+	var p struct {
+		Type   string `json:"type"`
+		Step   string `json:"step"`
+		Effect string `json:"effect"`
+	}
+	if json.Unmarshal(body, &p) != nil || p.Type != ProblemAgentWaits || (p.Step == "") == (p.Effect == "") {
+		return 0
+	}
+	action := p.Effect
+	if p.Step != "" {
+		action = stepPrefix + p.Step
+	}
+	e, err := a.ledger.Get(ctx, effects.Key(a.consumer, ev.Source, ev.ID, action))
+	if err != nil {
+		return 0
+	}
+	now := a.now()
+	switch {
+	case e.State == effects.Pending && e.LeaseUntil != nil && e.LeaseUntil.After(now):
+	case e.State == effects.Uncertain && e.UpdatedAt.Add(a.client.Timeout).After(now):
+	default:
+		return 0
+	}
+	w := time.Second
+	if after, ok := effects.ParseRetryAfter(retryAfter, now); ok {
+		w = after
+	}
+	return min(max(w, 100*time.Millisecond), maxAgentWait)
+}
+
+// agentWaitError is an agent's verified agent-waits answer: a wait of its
+// event, not a failure (Wait).
+type agentWaitError struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *agentWaitError) Error() string {
+	return "the agent waits for a call of this event: " + e.err.Error()
+}
+func (e *agentWaitError) Unwrap() error { return e.err }
+
+// Wait says the event comes back after the wait, its attempts untouched.
+func (e *agentWaitError) Wait() time.Duration { return e.wait }
