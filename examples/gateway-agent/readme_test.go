@@ -4,9 +4,7 @@ package gatewayagent
 
 import (
 	"bufio"
-	"errors"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -14,10 +12,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/pastetest"
 	"github.com/seqbox/seqbox/internal/shorttest"
 	"github.com/seqbox/seqbox/internal/waitfor"
 )
@@ -29,103 +27,6 @@ const (
 	endMarker   = "<!-- gateway quick start, the end: "
 )
 
-// readmeBlock is the ```sh block that follows marker in readme.
-func readmeBlock(t *testing.T, readme, marker string) string {
-	t.Helper()
-	_, after, ok := strings.Cut(readme, marker)
-	if !ok {
-		t.Fatalf("README.md has no %q marker before the gateway quick start's block", marker)
-	}
-	_, after, ok = strings.Cut(after, "\n```sh\n")
-	if !ok {
-		t.Fatalf("README.md has no ```sh block after %q", marker)
-	}
-	block, _, ok := strings.Cut(after, "\n```\n")
-	if !ok {
-		t.Fatalf("README.md's block after %q does not end", marker)
-	}
-	return block + "\n"
-}
-
-// need finds a program the quick start uses. Without it the test fails
-// under CI=true and is skipped elsewhere.
-func need(t *testing.T, name string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the gateway quick start needs %s, which is not on PATH: %v", name, err)
-		}
-		t.Skipf("the gateway quick start needs %s, which is not on PATH (CI fails here instead)", name)
-	}
-}
-
-// freePort is a loopback address nothing listens on now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// copyTree copies the checkout at src into dst: the quick start runs in
-// a clone of its own, and its seqbox.db stays there. It copies what git
-// tracks or would (nothing ignored, such as a seqbox.db left by pasting
-// the quick start in the checkout); without git, every file but .git and
-// databases.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	var files []string
-	if out, err := exec.Command("git", "-C", src, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output(); err == nil {
-		for _, f := range strings.Split(string(out), "\x00") {
-			if f != "" {
-				files = append(files, filepath.FromSlash(f))
-			}
-		}
-	} else {
-		err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return err
-			case d.IsDir() && d.Name() == ".git":
-				return filepath.SkipDir
-			case !d.Type().IsRegular() || strings.Contains(d.Name(), ".db"):
-				return nil
-			}
-			rel, err := filepath.Rel(src, path)
-			files = append(files, rel)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range files {
-		info, err := os.Lstat(filepath.Join(src, f))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // deleted in the work tree
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !info.Mode().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, f), b, info.Mode().Perm()); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestREADMEGatewayQuickStartRunsAsPasted pastes the README's gateway
 // quick start into bash, in a copy of the checkout, as a reader would:
 // the first block, then, once the agent printed the event, the second.
@@ -134,83 +35,22 @@ func copyTree(t *testing.T, src, dst string) {
 func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
 	shorttest.Skip(t, "the README's gateway quick start (it builds and runs seqbox serve)")
 	for _, p := range []string{"bash", "go", "python3", "curl", "openssl"} {
-		need(t, p)
+		pastetest.Need(t, "the gateway quick start", p)
 	}
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(raw)
-	start, end := readmeBlock(t, readme, startMarker), readmeBlock(t, readme, endMarker)
-
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clone := filepath.Join(t.TempDir(), "seqbox")
-	copyTree(t, root, clone)
-	gopath := t.TempDir()
-	modcache, gocache := goEnv(t, "GOMODCACHE"), goEnv(t, "GOCACHE")
-	gateway, agent := freePort(t), freePort(t)
-
-	bash := exec.Command("bash")
-	bash.Dir = clone
-	bash.Env = append(os.Environ(), "GOPATH="+gopath, "GOBIN=", "GOMODCACHE="+modcache, "GOCACHE="+gocache,
-		"GATEWAY="+gateway, "AGENT="+agent, "SEQBOX_ADMIN_TOKEN=")
-	// Its own process group: the background jobs are killed with it if
-	// the block does not stop them.
-	bash.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// What the blocks print goes to a file, read as it grows.
-	log, err := os.Create(filepath.Join(t.TempDir(), "printed"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	bash.Stdout, bash.Stderr = log, log
-	printed := func() string {
-		b, err := os.ReadFile(log.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	stdin, err := bash.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bash.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- bash.Wait() }()
-	defer func() {
-		_ = syscall.Kill(-bash.Process.Pid, syscall.SIGKILL)
-		if t.Failed() {
-			t.Logf("the blocks printed:\n%s", printed())
-		}
-	}()
-
-	if _, err := io.WriteString(stdin, start); err != nil {
-		t.Fatal(err)
-	}
+	blocks := pastetest.Blocks(t, filepath.Join("..", "..", "README.md"), startMarker, endMarker)
+	start, end := blocks[0], blocks[1]
+	clone, gopath, env := pastetest.Clone(t, filepath.Join("..", ".."))
+	gateway, agent := pastetest.FreePort(t), pastetest.FreePort(t)
+	bash := pastetest.StartBash(t, clone, append(env, "GATEWAY="+gateway, "AGENT="+agent, "SEQBOX_ADMIN_TOKEN=")...)
+	bash.Paste(start)
 	applied := "agent: applied deal.won to opp-1 version 1 (event evt-1 from crm)"
 	waitfor.That(t, 3*time.Minute, "the agent to print the event", func() bool {
-		return strings.Contains(printed(), applied)
+		return strings.Contains(bash.Printed(), applied)
 	})
-	if _, err := io.WriteString(stdin, end); err != nil {
-		t.Fatal(err)
-	}
-	stdin.Close()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("bash: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the blocks did not end within a minute of the second")
-	}
+	bash.Paste(end)
+	bash.End(time.Minute)
 
-	got := printed()
+	got := bash.Printed()
 	token := regexp.MustCompile(`(?m)^admin token: ([0-9a-f]{32})$`).FindStringSubmatch(got)
 	if token == nil {
 		t.Fatalf("the block did not show a 32-digit admin token:\n%s", got)
@@ -248,16 +88,6 @@ func TestREADMEGatewayQuickStartRunsAsPasted(t *testing.T) {
 	}
 	// The admin API refuses another token and takes the block's.
 	checkToken(t, clone, gopath, gateway, token[1])
-}
-
-// goEnv is one of the go command's settings.
-func goEnv(t *testing.T, name string) string {
-	t.Helper()
-	b, err := exec.Command("go", "env", name).Output()
-	if err != nil {
-		t.Fatalf("go env %s: %v", name, err)
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // checkToken starts the installed seqbox serve again on the quick start's

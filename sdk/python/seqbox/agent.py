@@ -1,0 +1,139 @@
+"""The agent contract of `seqbox serve --agent-url` (docs/gateway.md,
+docs/agents.md): a request in, an answer out, whatever serves HTTP."""
+
+import json
+import math
+import sys
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .context import Context
+from .errors import GatewayError, Permanent, Retry, Stale, Waiting
+
+PROBLEMS = "https://github.com/seqbox/seqbox/blob/main/docs/problems.md#"
+
+
+class Response:
+    """What the agent answers: a status, headers and a body."""
+
+    def __init__(self, status, body=b"", headers=None):
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+
+
+def _problem(status, kind, detail, **more):
+    body = {"type": more.pop("type", "about:blank"), "title": kind, "status": status, "detail": detail}
+    body.update(more)
+    return Response(status, json.dumps(body).encode(), {"Content-Type": "application/problem+json"})
+
+
+class Agent:
+    """An agent: handler(ctx) runs once the event is parsed, with ctx a
+    Context. It returns None (204) or a JSON value (200), or raises
+    Permanent (422), Retry (503 with Retry-After), Stale or
+    VersionConflict (409 with the outcome). gateways are the base URLs of
+    the gateway's agent API (one string or a list)."""
+
+    def __init__(self, handler, gateways, timeout=10.0, log=None):
+        self.handler = handler
+        self.gateways = [gateways] if isinstance(gateways, str) else list(gateways)
+        self.timeout = timeout
+        self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+
+    def handle(self, method, headers, body):
+        """Answers one request: headers is a mapping whose get() takes the
+        header names as the gateway writes them (any case for
+        http.server's and WSGI's, which this module adapts)."""
+        if method in ("GET", "HEAD"):
+            return Response(200, b"" if method == "HEAD" else b"seqbox agent\n", {"Content-Type": "text/plain"})
+        if method != "POST":
+            return _problem(405, "Method Not Allowed", "POST an event, GET or HEAD to probe")
+        try:
+            event = json.loads(body)
+            if not isinstance(event, dict) or not all(isinstance(event.get(a), str) for a in ("id", "source", "type")):
+                raise ValueError("not a CloudEvent with id, source and type")
+            ctx = Context(event, headers, self.gateways, self.timeout)
+        except (ValueError, UnicodeDecodeError) as e:
+            return _problem(400, "Bad Request", f"the body is not a structured CloudEvent: {e}")
+        try:
+            out = self.handler(ctx)
+        except Stale as e:
+            return _problem(409, "Conflict", str(e) or e.outcome, outcome=e.outcome)
+        except Permanent as e:
+            return _problem(422, "Unprocessable Content", str(e))
+        except Waiting as e:
+            resp = _problem(503, "Service Unavailable", str(e), type=PROBLEMS + "agent-waits", **{e.kind: e.name})
+            resp.headers["Retry-After"] = str(max(1, math.ceil(e.after)))
+            return resp
+        except Retry as e:
+            return _retry(str(e), e.after)
+        except GatewayError as e:
+            return _retry(str(e), 1)
+        except Exception as e:
+            self.log("seqbox agent: the handler failed on %s: %s" % (ctx.id, "".join(traceback.format_exception(e))))
+            return _problem(500, "Internal Server Error", f"{type(e).__name__}: {e}")
+        if out is None:
+            return Response(204)
+        return Response(200, json.dumps(out).encode(), {"Content-Type": "application/json"})
+
+    def wsgi(self, environ, start_response):
+        """The agent as a WSGI application (wsgiref, gunicorn, a
+        framework's mount point)."""
+        try:
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            size = 0
+        body = environ["wsgi.input"].read(size) if size else b""
+        headers = _Headers({k[5:].replace("_", "-"): v for k, v in environ.items() if k.startswith("HTTP_")})
+        resp = self.handle(environ["REQUEST_METHOD"], headers, body)
+        start_response(f"{resp.status} {_REASONS.get(resp.status, 'Status')}", list(resp.headers.items()))
+        return [resp.body]
+
+    def serve(self, host, port):
+        """Serves the agent over http.server on host:port, a thread per
+        request, until the process ends; returns the server (its
+        server_address has the port when port is 0)."""
+        agent = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self):
+                size = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(size) if size else b""
+                resp = agent.handle(self.command, _Headers(dict(self.headers.items())), body)
+                self.send_response(resp.status)
+                for k, v in resp.headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(resp.body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(resp.body)
+
+            do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _answer
+
+            def log_message(self, *args):
+                pass
+
+        return ThreadingHTTPServer((host, port), Handler)
+
+
+def _retry(detail, after):
+    resp = _problem(503, "Service Unavailable", detail)
+    resp.headers["Retry-After"] = str(max(1, math.ceil(after)))
+    return resp
+
+
+class _Headers(dict):
+    """Header names matched in any case."""
+
+    def __init__(self, items):
+        super().__init__({k.lower(): v for k, v in items.items()})
+
+    def get(self, name, default=None):
+        return super().get(name.lower(), default)
+
+
+_REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 405: "Method Not Allowed", 409: "Conflict",
+            422: "Unprocessable Content", 500: "Internal Server Error", 503: "Service Unavailable"}

@@ -1,0 +1,157 @@
+"""One event being handled: its attributes, and its memoised steps and
+once-only effects through the gateway (docs/agents.md)."""
+
+import json
+import threading
+
+from .errors import GatewayError, Permanent, Retry, Waiting
+from .gateway import EventAPI
+
+# How many times a step or effect goes round begin before it gives up for
+# this call (a row that keeps changing under it).
+_ROUNDS = 4
+
+
+class Context:
+    """The event the gateway dispatched, as the handler sees it.
+
+    event is the CloudEvent (a dict); id, source, type and data are its
+    attributes; key is its partition key and version its object version
+    (None without); idempotency_key is the same on every retry of the
+    event; consumer is the gateway's consumer.
+    """
+
+    def __init__(self, event, headers, gateways, timeout=10.0):
+        self.event = event
+        self.id = event["id"]
+        self.source = event["source"]
+        self.type = event["type"]
+        self.data = event.get("data")
+        self.key = headers.get("Seqbox-Partition-Key") or event.get("partitionkey")
+        version = headers.get("Seqbox-Object-Version")
+        self.version = int(version) if version else event.get("objectversion")
+        self.idempotency_key = headers.get("Idempotency-Key")
+        self.consumer = headers.get("Seqbox-Consumer")
+        self.token = headers.get("Seqbox-Effects-Token")
+        self._api = None
+        if self.token and gateways:
+            self._api = EventAPI(gateways, self.source, self.id, self.token, timeout)
+
+    def _gateway(self):
+        if self._api is None:
+            raise Permanent("no Seqbox-Effects-Token on this call, or no gateway URL configured: "
+                            "steps and effects need both")
+        return self._api
+
+    def step(self, name, fn):
+        """Returns the recorded result of the step name, or runs fn() once,
+        records its result (any JSON value) and returns it. The result is
+        returned as JSON gives it back, the same on every retry."""
+        api = self._gateway()
+        for _ in range(_ROUNDS):
+            row = api.call("step", name, {"op": "begin"})
+            if row["state"] == "succeeded":
+                return row.get("result")
+            if not row.get("granted"):
+                raise Waiting("step", name, row.get("retry_after_ms", 1000) / 1000)
+            call = row["call"]
+            try:
+                with _Heartbeat(api, "step", name, call, row["heartbeat_ms"]):
+                    result = fn()
+                encoded = json.loads(json.dumps(result))
+            except BaseException as e:
+                _record_quietly(api, "step", name, {"op": "record", "call": call, "state": "failed", "error": _text(e)})
+                raise
+            api.call("step", name, {"op": "record", "call": call, "state": "succeeded", "result": encoded})
+            return encoded
+        raise Retry(f"step {name!r} kept changing under this call")
+
+    def effect(self, action, fn, reconcile=None):
+        """Makes the call fn(idempotency_key) once for this event and
+        action, and returns its reference (a string; fn's return value).
+
+        A call already made returns its recorded reference without
+        calling. fn raising Permanent or Retry says the remote side did not
+        apply it (recorded failed); any other exception leaves it uncertain.
+        An uncertain call (this agent died mid-call, say) is never made
+        again blind: reconcile(idempotency_key) asks the remote side and
+        returns the reference it has, or None when it has nothing; without
+        reconcile, the event waits for an operator (`seqbox effects
+        resolve`)."""
+        api = self._gateway()
+        for _ in range(_ROUNDS):
+            row = api.call("effect", action, {"op": "begin"})
+            state, key = row["state"], row["idempotency_key"]
+            if state == "succeeded":
+                return row.get("ref", "")
+            if state == "uncertain":
+                if reconcile is None:
+                    raise Retry(f"effect {action!r} ({key}) is uncertain and this agent has no reconcile: "
+                                f"resolve it with `seqbox effects resolve {key}`", after=5)
+                if "retry_after_ms" not in row:
+                    found = reconcile(key)
+                    row = api.call("effect", action, {"op": "reconcile", "applied": found is not None,
+                                                      "ref": "" if found is None else str(found)})
+                    if row["state"] == "succeeded":
+                        return row.get("ref", "")
+                if row["state"] == "uncertain":
+                    raise Waiting("effect", action, row.get("retry_after_ms", 1000) / 1000)
+                continue  # failed: begin grants a new call under the same key
+            if not row.get("granted"):
+                raise Waiting("effect", action, row.get("retry_after_ms", 1000) / 1000)
+            call = row["call"]
+            try:
+                with _Heartbeat(api, "effect", action, call, row["heartbeat_ms"]):
+                    ref = fn(key)
+            except (Permanent, Retry) as e:
+                _record_quietly(api, "effect", action, {"op": "record", "call": call, "state": "failed", "error": _text(e)})
+                raise
+            except BaseException as e:
+                _record_quietly(api, "effect", action, {"op": "record", "call": call, "state": "uncertain", "error": _text(e)})
+                raise Retry(f"effect {action!r} ({key}) may or may not have taken effect: {_text(e)}") from e
+            ref = "" if ref is None else str(ref)
+            api.call("effect", action, {"op": "record", "call": call, "state": "succeeded", "ref": ref})
+            return ref
+        raise Retry(f"effect {action!r} kept changing under this call")
+
+
+def _record_quietly(api, kind, name, body):
+    """Records a failed or uncertain call; a record that does not get
+    through leaves the row pending, which turns uncertain once its lease
+    runs out: the error that is raised is the call's own."""
+    try:
+        api.call(kind, name, body)
+    except GatewayError:
+        pass
+
+
+def _text(e):
+    return (f"{type(e).__name__}: {e}")[:4000]
+
+
+class _Heartbeat:
+    """Renews a granted call's lease every heartbeat_ms while it runs, on a
+    thread of its own: a lease not renewed for three heartbeats belongs to
+    a dead caller."""
+
+    def __init__(self, api, kind, name, call, heartbeat_ms):
+        self.api, self.kind, self.name, self.call = api, kind, name, call
+        self.every = max(heartbeat_ms, 100) / 1000
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.wait(self.every):
+            try:
+                self.api.call(self.kind, self.name, {"op": "heartbeat", "call": self.call})
+            except Exception:
+                pass  # the record that follows says whether the call still holds its row
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        return False

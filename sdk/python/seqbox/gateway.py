@@ -1,0 +1,49 @@
+"""The gateway's agent API: the steps and effects of one event
+(docs/agents.md), over urllib."""
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from .errors import GatewayError
+
+TOKEN_HEADER = "Seqbox-Effects-Token"
+
+
+class EventAPI:
+    """The agent API of one event, reached with its Seqbox-Effects-Token.
+
+    gateways lists the gateway's base URLs (several serve processes on one
+    database are one gateway); a request that cannot connect to one tries
+    the next.
+    """
+
+    def __init__(self, gateways, source, event_id, token, timeout=10.0):
+        self.gateways = [g.rstrip("/") for g in gateways]
+        self.token = token
+        self.timeout = timeout
+        self.prefix = ("/v1/events/" + urllib.parse.quote(source, safe="") + "/" +
+                       urllib.parse.quote(event_id, safe=""))
+
+    def call(self, kind, name, body):
+        """POST one operation on the step ("step") or effect ("effect")
+        name, returning the row as the gateway answers it."""
+        path = f"{self.prefix}/{kind}s/{urllib.parse.quote(name, safe='')}"
+        data = json.dumps(body).encode()
+        last = None
+        for base in self.gateways:
+            req = urllib.request.Request(base + path, data=data, method="POST", headers={
+                "Content-Type": "application/json", TOKEN_HEADER: self.token})
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return json.loads(resp.read())
+            except urllib.error.HTTPError as e:
+                try:
+                    problem = json.loads(e.read() or b"{}")
+                except ValueError:
+                    problem = {}
+                raise GatewayError(f"{kind} {name}: {e.code} {problem.get('detail', '')}", e.code, problem) from None
+            except (urllib.error.URLError, OSError) as e:
+                last = e
+        raise GatewayError(f"{kind} {name}: no gateway answered: {last}")
