@@ -58,6 +58,11 @@ type EffectSettleParams struct {
 	At        time.Time
 	// Reconciled records At as the time a reconciliation answered.
 	Reconciled bool
+	// Calls, when non-zero, makes the write the calls-th call's own: the
+	// row must also have made exactly that many calls, and a row left
+	// alone (in another state, or called again since) answers
+	// ErrNotFound, so that the caller knows without reading it.
+	Calls int
 }
 
 // EffectRenewLeaseParams are Executor.EffectRenewLease's.

@@ -174,6 +174,12 @@ type ParkedReholdParams struct {
 	Detail string
 }
 
+// IdentitiesRef names many identities of one consumer.
+type IdentitiesRef struct {
+	Consumer string
+	IDs      []Identity
+}
+
 // InboxGetManyParams are Executor.InboxGetMany's.
 type InboxGetManyParams struct {
 	Consumer string

@@ -153,6 +153,8 @@ type Inbox interface {
 	InboxSetOutcomeMany(ctx context.Context, p InboxSetOutcomeManyParams) error
 	// InboxDelete forgets an identity (redrive of a dead-lettered message).
 	InboxDelete(ctx context.Context, p MessageRef) error
+	// InboxDeleteMany forgets many identities.
+	InboxDeleteMany(ctx context.Context, p IdentitiesRef) error
 	// InboxPurge deletes at most Limit identities whose retention ended
 	// before Now, and reports how many it deleted.
 	InboxPurge(ctx context.Context, p InboxPurgeParams) (int64, error)
@@ -250,6 +252,9 @@ type Turns interface {
 	// TurnBoundTo returns the payload hash the identity's turn is bound to
 	// ("" when it holds none, or one bound to no payload).
 	TurnBoundTo(ctx context.Context, p MessageRef) (string, error)
+	// TurnBoundToMany is TurnBoundTo for many identities at once: the map
+	// holds those that hold a turn.
+	TurnBoundToMany(ctx context.Context, p IdentitiesRef) (map[Identity]string, error)
 	// GapCovers reports whether a recorded gap decision of the key passed
 	// over version Version.
 	GapCovers(ctx context.Context, p GapCoversParams) (bool, error)
@@ -312,6 +317,9 @@ type Decisions interface {
 	// with the payload hash of the copy it was made for; ErrNotFound when
 	// none.
 	DecisionGet(ctx context.Context, p MessageRef) (Decision, error)
+	// DecisionGetMany is DecisionGet for many identities at once: the map
+	// holds those with a decision recorded.
+	DecisionGetMany(ctx context.Context, p IdentitiesRef) (map[Identity]Decision, error)
 	// DecisionRecord stores an agent decision unless one is already
 	// recorded, and returns the recorded one: concurrent deciders converge
 	// on the first, and a copy with another payload hash learns that the
@@ -396,7 +404,8 @@ type Effects interface {
 	EffectTransition(ctx context.Context, p EffectTransitionParams) (bool, error)
 	// EffectSettle records a call's outcome (To, Ref, LastError) on a row
 	// in one of the states From; a row in another state is left alone.
-	// The first time a row turns uncertain is kept.
+	// The first time a row turns uncertain is kept. With Calls, a row
+	// left alone answers ErrNotFound.
 	EffectSettle(ctx context.Context, p EffectSettleParams) error
 	// EffectRenewLease moves the lease of a pending row to Until (the
 	// caller's heartbeat); a row no longer pending is left alone.

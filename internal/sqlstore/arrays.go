@@ -247,17 +247,6 @@ func (t *Executor) inboxGetArrays(ctx context.Context, p store.InboxGetManyParam
 	return scanInboxRows(rows, p.Consumer, out)
 }
 
-// retryClearArrays is RetryClearMany in one statement.
-func (t *Executor) retryClearArrays(ctx context.Context, p store.RetryClearManyParams) error {
-	sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))
-	for i, id := range p.IDs {
-		sources[i], ids[i] = id.Source, id.ID
-	}
-	_, err := t.exec(ctx, `DELETE FROM seqbox_retries r USING unnest($2::text[], $3::text[]) AS u(s, i)
-		WHERE r.consumer = $1 AND r.source = u.s AND r.id = u.i`, p.Consumer, sources, ids)
-	return err
-}
-
 // sortedUnique returns keys sorted and without repeats.
 func sortedUnique(keys []string) []string {
 	keys = slices.Clone(keys)

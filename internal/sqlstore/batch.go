@@ -356,20 +356,39 @@ func scanInboxRows(rows *sql.Rows, consumer string, out map[store.Identity]store
 	return rows.Err()
 }
 
-// RetryClearMany forgets the attempts of many identities. Each identity is
-// a primary-key term of its own (OR), which both databases answer from
-// the primary key.
+// RetryClearMany forgets the attempts of many identities.
 func (t *Executor) RetryClearMany(ctx context.Context, p store.RetryClearManyParams) error {
-	if t.arrays && len(p.IDs) > 0 {
-		return t.retryClearArrays(ctx, p)
+	return t.deleteMany(ctx, "seqbox_retries", p.Consumer, p.IDs)
+}
+
+// InboxDeleteMany forgets many identities.
+func (t *Executor) InboxDeleteMany(ctx context.Context, p store.IdentitiesRef) error {
+	return t.deleteMany(ctx, "seqbox_inbox", p.Consumer, p.IDs)
+}
+
+// deleteMany deletes the rows of many identities from table: one
+// statement with arrays on PostgreSQL, else chunks in which each identity
+// is a primary-key term of its own (OR), which both databases answer from
+// the primary key.
+func (t *Executor) deleteMany(ctx context.Context, table, consumer string, ids []store.Identity) error {
+	if len(ids) == 0 {
+		return nil
 	}
-	consumer, ids := p.Consumer, p.IDs
+	if t.arrays {
+		sources, names := make([]string, len(ids)), make([]string, len(ids))
+		for i, id := range ids {
+			sources[i], names[i] = id.Source, id.ID
+		}
+		_, err := t.exec(ctx, `DELETE FROM `+table+` r USING unnest($2::text[], $3::text[]) AS u(s, i)
+			WHERE r.consumer = $1 AND r.source = u.s AND r.id = u.i`, consumer, sources, names)
+		return err
+	}
 	return eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{consumer}
 		for _, id := range ids[lo:hi] {
 			args = append(args, id.Source, id.ID)
 		}
-		_, err := t.exec(ctx, orText(`DELETE FROM seqbox_retries WHERE {{ROWS}}`, hi-lo), args...)
+		_, err := t.exec(ctx, orText(`DELETE FROM `+table+` WHERE {{ROWS}}`, hi-lo), args...)
 		return err
 	})
 }

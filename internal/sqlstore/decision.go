@@ -38,25 +38,30 @@ const dropClaim = `DELETE FROM seqbox_decision_claims WHERE consumer = $1 AND so
 // commit: one write after the call, not two.
 func (o *Executor) DecisionRecord(ctx context.Context, p store.DecisionRecordParams) (store.Decision, error) {
 	args := []any{p.Consumer, p.Source, p.ID, p.Decision, micros(p.At), p.PayloadHash}
+	var res sql.Result
 	var err error
 	switch {
 	case p.Owner == "":
-		_, err = o.exec(ctx, insertDecision, args...)
+		res, err = o.exec(ctx, insertDecision, args...)
 	case o.group != nil:
 		// One grouped job: the record and the drop commit together.
-		_, err = o.group.exec(ctx, insertDecision, args, groupStmt{q: dropClaim, args: []any{p.Consumer, p.Source, p.ID, p.Owner}})
+		res, err = o.group.exec(ctx, insertDecision, args, groupStmt{q: dropClaim, args: []any{p.Consumer, p.Source, p.ID, p.Owner}})
 	case o.tx != nil || o.serialWriters:
-		if _, err = o.exec(ctx, insertDecision, args...); err == nil {
+		if res, err = o.exec(ctx, insertDecision, args...); err == nil {
 			_, err = o.exec(ctx, dropClaim, p.Consumer, p.Source, p.ID, p.Owner)
 		}
 	default:
 		// PostgreSQL's pool: one statement, one commit.
-		_, err = o.exec(ctx, `WITH dropped AS (DELETE FROM seqbox_decision_claims
+		res, err = o.exec(ctx, `WITH dropped AS (DELETE FROM seqbox_decision_claims
 			WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $7)
 			`+insertDecision, append(args, p.Owner)...)
 	}
 	if err != nil {
 		return store.Decision{}, err
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		// Inserted: the recorded decision is this one, without a read.
+		return store.Decision{Value: p.Decision, PayloadHash: p.PayloadHash}, nil
 	}
 	return o.readDecision(ctx, p.Consumer, p.Source, p.ID)
 }
@@ -268,4 +273,68 @@ func (o *Executor) DecisionClaimLive(ctx context.Context, p store.DecisionClaimP
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// DecisionGetMany reads the decisions of many identities, a primary-key
+// term each (as InboxGetMany).
+func (t *Executor) DecisionGetMany(ctx context.Context, p store.IdentitiesRef) (map[store.Identity]store.Decision, error) {
+	out := make(map[store.Identity]store.Decision, len(p.IDs))
+	err := t.readMany(ctx, p, "decision, payload_hash", "seqbox_decisions", func(id store.Identity, rows *sql.Rows) error {
+		var d store.Decision
+		err := rows.Scan(&id.Source, &id.ID, &d.Value, &d.PayloadHash)
+		out[id] = d
+		return err
+	})
+	return out, err
+}
+
+// TurnBoundToMany reads the payload hashes the turns of many identities
+// are bound to.
+func (t *Executor) TurnBoundToMany(ctx context.Context, p store.IdentitiesRef) (map[store.Identity]string, error) {
+	out := make(map[store.Identity]string, len(p.IDs))
+	err := t.readMany(ctx, p, "payload_hash", "seqbox_retries", func(id store.Identity, rows *sql.Rows) error {
+		var hash string
+		err := rows.Scan(&id.Source, &id.ID, &hash)
+		out[id] = hash
+		return err
+	})
+	return out, err
+}
+
+// readMany reads columns of table for many identities: one statement
+// with arrays on PostgreSQL, else chunks of primary-key terms. scan reads
+// one row of (source, id, columns...).
+func (t *Executor) readMany(ctx context.Context, p store.IdentitiesRef, columns, table string, scan func(store.Identity, *sql.Rows) error) error {
+	if len(p.IDs) == 0 {
+		return nil
+	}
+	each := func(rows *sql.Rows, err error) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id store.Identity
+			if err := scan(id, rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	if t.arrays {
+		sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))
+		for i, id := range p.IDs {
+			sources[i], ids[i] = id.Source, id.ID
+		}
+		return each(t.query(ctx, `SELECT t.source, t.id, `+columns+` FROM `+table+` t
+			JOIN unnest($2::text[], $3::text[]) AS u(s, d) ON t.source = u.s AND t.id = u.d
+			WHERE t.consumer = $1`, p.Consumer, sources, ids))
+	}
+	return eachChunk(len(p.IDs), func(lo, hi int) error {
+		args := []any{p.Consumer}
+		for _, id := range p.IDs[lo:hi] {
+			args = append(args, id.Source, id.ID)
+		}
+		return each(t.query(ctx, orText(`SELECT source, id, `+columns+` FROM `+table+` WHERE {{ROWS}}`, hi-lo), args...))
+	})
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -85,9 +86,20 @@ func (t *Executor) EffectSettle(ctx context.Context, p store.EffectSettleParams)
 		args = append(args, s)
 		marks[i] = fmt.Sprintf("$%d", len(args))
 	}
-	_, err := t.exec(ctx, `UPDATE seqbox_effects SET state = $1, ref = $2, last_error = $3, updated_at = $4`+set+`
-		WHERE idempotency_key = $5 AND state IN (`+strings.Join(marks, ", ")+`)`, args...)
-	return err
+	where := ""
+	if p.Calls != 0 {
+		args = append(args, p.Calls)
+		where = fmt.Sprintf(" AND calls = $%d", len(args))
+	}
+	res, err := t.exec(ctx, `UPDATE seqbox_effects SET state = $1, ref = $2, last_error = $3, updated_at = $4`+set+`
+		WHERE idempotency_key = $5 AND state IN (`+strings.Join(marks, ", ")+`)`+where, args...)
+	if err != nil || p.Calls == 0 {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, store.ErrNotFound)
+	}
+	return nil
 }
 
 // EffectRenewLease moves a pending row's lease on.

@@ -117,6 +117,7 @@ var txTests = []driverTest{
 	{"GapInsert", testRecordGap},
 	{"DecisionGet", testDecision},
 	{"TurnTakeBound", testTurnTakeBound},
+	{"ManyReads", testManyReads},
 }
 
 // runAll runs tests as subtests of t; each one is parallel.

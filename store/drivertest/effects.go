@@ -86,6 +86,15 @@ func testEffectSettle(t *testing.T, st store.Store) {
 	}
 	settle(seqboxtype.EffectSucceeded, 2, false, seqboxtype.EffectFailed)
 	require.Equal(t, seqboxtype.EffectPending, e.effect(key).State, "not in From: left alone")
+	// With Calls, the write is that call's own, and a row it leaves alone
+	// says so.
+	other := store.EffectSettleParams{IdempotencyKey: key, From: []seqboxtype.Effect{seqboxtype.EffectPending},
+		To: seqboxtype.EffectSucceeded, At: at(2), Calls: 2}
+	require.ErrorIs(t, e.tx.EffectSettle(e.ctx, other), store.ErrNotFound, "the row made one call, not two")
+	require.Equal(t, seqboxtype.EffectPending, e.effect(key).State, "another call's answer: left alone")
+	other.From = []seqboxtype.Effect{seqboxtype.EffectFailed}
+	other.Calls = 1
+	require.ErrorIs(t, e.tx.EffectSettle(e.ctx, other), store.ErrNotFound, "not in From")
 	settle(seqboxtype.EffectUncertain, 2, false, seqboxtype.EffectPending)
 	settle(seqboxtype.EffectUncertain, 3, false, seqboxtype.EffectUncertain)
 	r := e.effect(key)

@@ -201,3 +201,65 @@ func testTurnTakeBound(t *testing.T, st store.Store) {
 	require.Equal(t, "h2", take("2", "h3", "", 3))
 	require.Equal(t, 2, e.retry("k", "crm", "2", "boom", 4), "the failure's attempts are kept")
 }
+
+// testManyReads checks the set-based reads of a consumer with Decide
+// (DecisionGetMany, TurnBoundToMany) against the one-by-one reads, over
+// more identities than one SQLite statement holds, and InboxDeleteMany
+// against the rows it leaves.
+func testManyReads(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	ref := store.IdentitiesRef{Consumer: e.consumer}
+	ds, err := tx.DecisionGetMany(ctx, ref)
+	require.NoError(t, err)
+	require.Empty(t, ds, "nothing asked")
+	require.NoError(t, tx.InboxDeleteMany(ctx, ref), "nothing to delete")
+	for i := range 300 {
+		id := store.Identity{Source: fmt.Sprintf("src-%d", i%2), ID: fmt.Sprintf("%03d", i)}
+		ref.IDs = append(ref.IDs, id)
+		switch i % 3 {
+		case 0:
+			_, err := tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: e.consumer, Source: id.Source, ID: id.ID,
+				Decision: []byte("d-" + id.ID), PayloadHash: "h-" + id.ID, At: at(i)})
+			require.NoError(t, err)
+		case 1:
+			_, err := tx.TurnTake(ctx, store.TurnTakeParams{Consumer: e.consumer, Source: id.Source, ID: id.ID,
+				PartitionKey: "k", PayloadHash: "h-" + id.ID, At: at(i)})
+			require.NoError(t, err)
+			ok, err := tx.InboxInsert(ctx, e.inboxRow(id.Source, id.ID, i))
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	// Another consumer's rows are never read.
+	_, err = tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: e.consumer + "/other", Source: "src-1", ID: "001", Decision: []byte("x"), At: at(0)})
+	require.NoError(t, err)
+
+	ds, err = tx.DecisionGetMany(ctx, ref)
+	require.NoError(t, err)
+	bound, err := tx.TurnBoundToMany(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, ds, 100)
+	require.Len(t, bound, 100)
+	for _, id := range ref.IDs {
+		r := store.MessageRef{Consumer: e.consumer, Source: id.Source, ID: id.ID}
+		one, err := tx.DecisionGet(ctx, r)
+		if errors.Is(err, store.ErrNotFound) {
+			require.NotContains(t, ds, id)
+		} else {
+			require.NoError(t, err)
+			require.Equal(t, one, ds[id], "%v as DecisionGet reads it", id)
+		}
+		hash, err := tx.TurnBoundTo(ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, hash, bound[id], "%v as TurnBoundTo reads it", id)
+	}
+
+	require.NoError(t, tx.InboxDeleteMany(ctx, store.IdentitiesRef{Consumer: e.consumer, IDs: ref.IDs[:150]}))
+	left, err := tx.InboxGetMany(ctx, store.InboxGetManyParams{Consumer: e.consumer, IDs: ref.IDs})
+	require.NoError(t, err)
+	require.Len(t, left, 50, "the rows not asked for stay")
+	for id := range left {
+		require.NotContains(t, ref.IDs[:150], id)
+	}
+}
