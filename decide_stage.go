@@ -117,8 +117,14 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	cfg := d.c.cfg
 	ref := store.MessageRef{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID}
 	op := cfg.Store.Executor()
-	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
-		return err // recorded meanwhile (nil), or the store failed
+	// Recorded meanwhile: no slot is spent on it. A message whose own
+	// transaction claimed it found no decision there, and no other
+	// process records one under its claim; the look after the claim
+	// below covers it.
+	if pre.owner == "" {
+		if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+			return err // recorded meanwhile (nil), or the store failed
+		}
 	}
 	select {
 	case d.slots <- struct{}{}:
