@@ -21,9 +21,10 @@ import (
 func (c *Consumer) runBatch(ctx context.Context, ins []input, beforeCommit func(transport.Execer, [][]seqboxtype.Result) error) ([][]seqboxtype.Result, []undecided, error) {
 	c.p.parseAll(ins)
 	failed := map[store.Identity]error{}
-	// A consumer with Decide runs with savepoints from the start: a
-	// message stopped to be decided rolls its own writes back.
-	optimistic := c.cfg.Decide == nil
+	// A consumer with Decide runs optimistically too when every message
+	// a batch may stop to be decided can undo its writes in place
+	// (pipeline.undoable); any other runs with savepoints from the start.
+	optimistic := c.cfg.Decide == nil || c.p.undoable(ins)
 	out, us, err := c.runBatchOnce(ctx, ins, beforeCommit, failed, optimistic)
 	if errors.Is(err, errRerun) {
 		out, us, err = c.runBatchOnce(ctx, ins, beforeCommit, failed, false)

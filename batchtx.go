@@ -65,12 +65,25 @@ type batchTx struct {
 	// inserted itself (for a second copy within the batch). A row leaves
 	// when the batch writes its outcome or deletes it.
 	existing map[store.Identity]store.InboxRow
+	// aheadDecisions and aheadBound hold, in an optimistic run of a
+	// consumer with Decide, what the prefetch read in one statement each
+	// for the identities it inserted (each sent once in the batch): the
+	// decision recorded (found false when none) and the payload hash the
+	// turn is bound to ("" when none). Each answers its identity's first
+	// DecisionGet or TurnBoundTo and is dropped then, or when a write
+	// changes the turn; later looks read the store.
+	aheadDecisions map[store.Identity]aheadDecision
+	aheadBound     map[store.Identity]string
 	// Deferred writes.
 	outcomes    map[store.Identity]int // index into outcomeRows
 	outcomeRows []store.OutcomeRow
 	moves       map[string]int // index into moveRows
 	moveRows    []store.KeyMove
 	clears      []store.Identity
+	// uninserted are the rows the prefetch inserted for messages that
+	// stopped before their handler (uninsert), deleted by the next flush:
+	// any read of the inbox or of a key's turn flushes first.
+	uninserted []store.Identity
 	// movedAt is when the last deferred move was made.
 	movedAt time.Time
 	// failed holds the handler errors of the batch's optimistic run,
@@ -239,6 +252,12 @@ func (b *batchTx) finish(ctx context.Context) error {
 
 // flush writes the deferred writes.
 func (b *batchTx) flush(ctx context.Context) error {
+	if len(b.uninserted) > 0 {
+		if err := b.tx.InboxDeleteMany(ctx, store.IdentitiesRef{Consumer: b.consumer, IDs: b.uninserted}); err != nil {
+			return err
+		}
+		b.uninserted = b.uninserted[:0]
+	}
 	if len(b.outcomeRows) > 0 {
 		if err := b.tx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{Consumer: b.consumer, Rows: b.outcomeRows}); err != nil {
 			return err
@@ -297,7 +316,7 @@ func (b *batchTx) InboxGet(ctx context.Context, p store.MessageRef) (store.Inbox
 		// first copy without a write: the batch has not changed it.
 		return r, nil
 	}
-	if !pending || p.Consumer != b.consumer {
+	if (!pending && len(b.uninserted) == 0) || p.Consumer != b.consumer {
 		return b.tx.InboxGet(ctx, p)
 	}
 	if err := b.flush(ctx); err != nil {
@@ -341,6 +360,23 @@ func (b *batchTx) InboxDelete(ctx context.Context, p store.MessageRef) error {
 		return err
 	}
 	return b.tx.InboxDelete(ctx, p)
+}
+
+// uninsert takes back, in an optimistic run, the inbox row the prefetch
+// inserted for an identity that stopped before its handler: the only
+// write of such a delivery (pipeline.undoable), which a savepoint would
+// otherwise roll back. An identity the prefetch did not insert, or one
+// sent twice in the batch (its later copy was answered from the row),
+// ends the run instead (errRerun).
+func (b *batchTx) uninsert(ctx context.Context, p store.MessageRef) error {
+	id := store.Identity{Source: p.Source, ID: p.ID}
+	_, repeated := b.existing[id]
+	if !b.provisional[id] || repeated || p.Consumer != b.consumer {
+		return errRerun
+	}
+	delete(b.provisional, id)
+	b.uninserted = append(b.uninserted, id)
+	return nil
 }
 
 // KeyLock serves a key state from memory when this transaction holds it.
@@ -436,6 +472,7 @@ func (b *batchTx) ParkedInsert(ctx context.Context, p store.Parked) error {
 
 // RetryRecord counts a failed attempt; the key now has a retry.
 func (b *batchTx) RetryRecord(ctx context.Context, r store.RetryRow) (store.RetryCount, error) {
+	delete(b.aheadBound, store.Identity{Source: r.Source, ID: r.ID})
 	if err := b.flush(ctx); err != nil {
 		return store.RetryCount{}, err
 	}
@@ -466,6 +503,7 @@ func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.R
 
 // RetryClear is deferred in an optimistic run.
 func (b *batchTx) RetryClear(ctx context.Context, p store.MessageRef) error {
+	delete(b.aheadBound, store.Identity{Source: p.Source, ID: p.ID})
 	if !b.optimistic || p.Consumer != b.consumer {
 		return b.tx.RetryClear(ctx, p)
 	}

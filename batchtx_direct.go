@@ -104,13 +104,35 @@ func (b *batchTx) ParkedStartHolds(ctx context.Context, p store.ParkedStartHolds
 	return b.tx.ParkedStartHolds(ctx, p)
 }
 
-// DecisionGet is store.Executor.DecisionGet.
+// aheadDecision is a decision the prefetch read (aheadDecisions).
+type aheadDecision struct {
+	d     store.Decision
+	found bool
+}
+
+// DecisionGet is store.Executor.DecisionGet, answered from the prefetch
+// the first time (aheadDecisions): only the decider, outside any
+// transaction, records decisions, and a record is never changed.
 func (b *batchTx) DecisionGet(ctx context.Context, p store.MessageRef) (store.Decision, error) {
+	id := store.Identity{Source: p.Source, ID: p.ID}
+	if a, ok := b.aheadDecisions[id]; ok && p.Consumer == b.consumer {
+		delete(b.aheadDecisions, id)
+		if !a.found {
+			return store.Decision{}, store.ErrNotFound
+		}
+		return a.d, nil
+	}
 	return b.tx.DecisionGet(ctx, p)
 }
 
-// TurnTake is store.Executor.TurnTake.
+// TurnTake is store.Executor.TurnTake; the key now has a turn, which the
+// gate of its later messages in the batch must see (HasRetries).
 func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) (string, error) {
+	delete(b.aheadBound, store.Identity{Source: p.Source, ID: p.ID})
+	if ks, ok := b.keys[p.PartitionKey]; ok && p.Consumer == b.consumer {
+		ks.HasRetries = true
+		b.keys[p.PartitionKey] = ks
+	}
 	return b.tx.TurnTake(ctx, p)
 }
 
@@ -143,8 +165,14 @@ func (b *batchTx) lockBusinessKey(ctx context.Context, consumer, businessKey str
 	return nil
 }
 
-// TurnBoundTo is store.Executor.TurnBoundTo.
+// TurnBoundTo is store.Executor.TurnBoundTo, answered from the prefetch
+// the first time (aheadBound), under the key locks it took first.
 func (b *batchTx) TurnBoundTo(ctx context.Context, p store.MessageRef) (string, error) {
+	id := store.Identity{Source: p.Source, ID: p.ID}
+	if hash, ok := b.aheadBound[id]; ok && p.Consumer == b.consumer {
+		delete(b.aheadBound, id)
+		return hash, nil
+	}
 	return b.tx.TurnBoundTo(ctx, p)
 }
 

@@ -93,6 +93,9 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 			return err
 		}
 	}
+	if err := p.readAhead(ctx, tx, rows, inserted, repeated); err != nil {
+		return err
+	}
 	// The rows inserted for identities that come again later in the
 	// batch answer those copies (batchTx.existing).
 	for i, r := range rows {
@@ -116,6 +119,42 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 		tx.keys[k] = ks
 	}
 	return err
+}
+
+// readAhead reads, for a consumer with Decide, the decisions and turns
+// of the identities the prefetch inserted (each sent once in the batch)
+// in one statement each, instead of a read per delivery
+// (batchTx.aheadDecisions, aheadBound). It runs after the key locks.
+func (p *pipeline) readAhead(ctx context.Context, tx *batchTx, rows []store.InboxRow, inserted []bool, repeated map[store.Identity]bool) error {
+	if p.cfg.Decide == nil {
+		return nil
+	}
+	ids := make([]store.Identity, 0, len(rows))
+	for i, r := range rows {
+		if id := (store.Identity{Source: r.Source, ID: r.ID}); inserted[i] && !repeated[id] {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	ref := store.IdentitiesRef{Consumer: p.cfg.Name, IDs: ids}
+	decisions, err := tx.tx.DecisionGetMany(ctx, ref)
+	if err != nil {
+		return err
+	}
+	bound, err := tx.tx.TurnBoundToMany(ctx, ref)
+	if err != nil {
+		return err
+	}
+	tx.aheadDecisions = make(map[store.Identity]aheadDecision, len(ids))
+	tx.aheadBound = make(map[store.Identity]string, len(ids))
+	for _, id := range ids {
+		d, found := decisions[id]
+		tx.aheadDecisions[id] = aheadDecision{d: d, found: found}
+		tx.aheadBound[id] = bound[id]
+	}
+	return nil
 }
 
 // asStored is r as the store returns it: its times to the microsecond,

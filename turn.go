@@ -63,13 +63,47 @@ func (p *pipeline) preClaim(ctx context.Context, tx *batchTx, ev seqboxtype.Even
 // once that one is through (the stager keeps a key's messages in order),
 // so in-order traffic is not parked behind its own batch-mates.
 func (p *pipeline) afterPredecessor(ctx context.Context, dl *delivery) (reached, error) {
-	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+	if err := p.undo(ctx, dl); err != nil {
 		return reached{}, err
 	}
 	dl.tx.undecided = append(dl.tx.undecided, undecided{in: dl.in, ev: dl.ev, origin: dl.tx.origin, key: "k:" + dl.ev.PartitionKey, after: true})
 	d := dl.d
 	d.Outcome, d.Reason = outcomeDeciding, "runs after its predecessor, which is being decided"
 	return p.conclude(ctx, dl.with(d, dl.ev, dl.ks), "", nil)
+}
+
+// undo takes back what a delivery wrote before it stopped to wait for
+// its decision or its predecessor: its savepoint, or, in an optimistic
+// run, the inbox row the prefetch inserted for it, which is then all it
+// wrote (undoable). Anything else ends the optimistic run (errRerun).
+func (p *pipeline) undo(ctx context.Context, dl *delivery) error {
+	if !dl.tx.optimistic {
+		return dl.tx.SavepointRollback(ctx, dl.sp)
+	}
+	return dl.tx.uninsert(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: dl.ev.Source, ID: dl.ev.ID})
+}
+
+// undoable reports whether a batch of a consumer with Decide can run
+// optimistically: each of its messages, should it stop before its
+// handler (awaitDecision, afterPredecessor, wait), has written nothing
+// but the inbox row the prefetch inserted for it, which batchTx.uninsert
+// takes back. A message let out of the parked table (it deletes its
+// parked row), a redrive (it reopens its identity and may unblock its
+// key), one with a business key (apply claims it before the decision is
+// looked up), one whose decision failed (its failure is recorded with a
+// savepoint), and, under GapAdvance, any (the gate records a gap before
+// it passes) write more: their batches run with savepoints.
+func (p *pipeline) undoable(ins []input) bool {
+	if p.cfg.GapPolicy == GapAdvance {
+		return false
+	}
+	for _, in := range ins {
+		if in.parked != nil || in.redrive || in.unparkKey != "" || in.decideErr != nil || in.oversized != nil ||
+			!in.parsed || in.ev.BusinessKey != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // decidingHold is how long a message let out of the parked table waits
@@ -83,7 +117,7 @@ func (p *pipeline) decidingHold() time.Duration { return 10 * p.cfg.ClaimHeartbe
 // the identity's turn is bound to another copy, with another payload
 // hash, it takes nothing and returns that hash.
 func (p *pipeline) keepTurn(ctx context.Context, dl *delivery, until time.Time, detail string) (boundTo string, err error) {
-	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+	if err := p.undo(ctx, dl); err != nil {
 		return "", err
 	}
 	if bound, err := p.takeTurn(ctx, dl.tx, dl.ev, dl.now); err != nil || bound != "" {
