@@ -181,7 +181,7 @@ func TestSlowCallLeaseIsRenewedForItsSpan(t *testing.T) {
 // call count, uncertain only for the lease): it is recorded succeeded and
 // returned, not refused as if an operator had settled the row. (Kills the
 // mutation survivors of effects/ledger.go's "from uncertain too" and
-// ours(); docs/mutation.md.)
+// of the call count record's settle checks; docs/mutation.md.)
 func TestSlowCallerWhoseLeaseRanOutKeepsItsAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

@@ -226,21 +226,26 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 // and a new or failed one is taken, counting a call.
 func (l *Ledger) begin(ctx context.Context, id seqboxtype.Identity, action string, reconcile Reconciler) (Begun, error) {
 	key := Key(id.Consumer, id.Source, id.ID, action)
+	fresh := Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key, State: Pending, Calls: 1}
+	// The first call of a key is the common case: its pending row is
+	// written without a look first, and a row that exists is read then.
+	if inserted, err := l.insertPending(ctx, fresh); err != nil || inserted {
+		return Begun{Effect: fresh, Granted: inserted}, err
+	}
 	for range 3 {
 		e, found, err := l.get(ctx, key)
 		if err != nil {
 			return Begun{}, err
 		}
 		if !found {
-			e = Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key, State: Pending, Calls: 1}
-			inserted, err := l.insertPending(ctx, e)
+			inserted, err := l.insertPending(ctx, fresh)
 			if err != nil {
 				return Begun{}, err
 			}
 			if !inserted {
 				continue // another member inserted it first: look again
 			}
-			return Begun{Effect: e, Granted: true}, nil
+			return Begun{Effect: fresh, Granted: true}, nil
 		}
 		switch e.State {
 		case Succeeded:
@@ -328,33 +333,44 @@ func (l *Ledger) record(ctx context.Context, e Effect, ref string, err error) (s
 	default:
 		lastError = err.Error()
 	}
-	// A caller whose heartbeat stopped (a frozen process) may answer after
-	// an operator resolved its call, or another attempt reconciled it and
-	// called again: its answer must not overwrite theirs.
-	if cur, found, gerr := l.get(rctx, e.IdempotencyKey); gerr == nil && found && !l.ours(cur, e.Calls) {
-		return "", l.refuse(rctx, cur, to, ref, err)
-	}
 	if err != nil {
 		l.logFailure(ctx, e, to, err)
 	}
-	// From uncertain too: a row turned uncertain only because this call's
-	// lease ran out (its caller was slow, not dead) is still this call's.
+	// The write is the call's own, in one conditional statement: the row
+	// still counts this call (Calls) and is pending, or uncertain only
+	// because this call's lease ran out (its caller was slow, not dead). A
+	// caller whose heartbeat stopped (a frozen process) may answer after
+	// an operator resolved its call, or another attempt reconciled it and
+	// called again: its answer must not overwrite theirs.
 	from := []State{Pending, Uncertain}
 	if to == Uncertain {
 		from = from[:1]
 	}
-	if serr := l.settle(rctx, e.IdempotencyKey, to, ref, lastError, from...); serr != nil {
+	serr := l.ex.EffectSettle(rctx, store.EffectSettleParams{IdempotencyKey: e.IdempotencyKey, From: from, To: to, Ref: ref,
+		LastError: lastError, At: l.cfg.Now(), Calls: e.Calls})
+	if errors.Is(serr, store.ErrNotFound) {
+		// Left alone: the row is not this call's any more (another call
+		// counted since, or settled for good by an operator or another
+		// attempt's reconciliation), and this answer is refused; unless another attempt turned it
+		// uncertain first, which is what this call says too.
+		cur, found, gerr := l.get(rctx, e.IdempotencyKey)
+		switch {
+		case gerr != nil:
+			serr = gerr
+		case !found:
+			serr = nil // purged meanwhile: nothing left to record on
+		case to == Uncertain && cur.State == Uncertain && cur.Calls == e.Calls:
+			serr = nil
+		default:
+			return "", l.refuse(rctx, cur, to, ref, err)
+		}
+	}
+	if serr != nil {
+		serr = fmt.Errorf("effects: record %s %s: %w", e.IdempotencyKey, to, serr)
 		if err == nil {
 			return "", fmt.Errorf("effects: %s succeeded remotely (ref %q) but could not be recorded (the next attempt reconciles it): %w", e.IdempotencyKey, ref, serr)
 		}
 		return "", errors.Join(err, serr)
-	}
-	// The write above is conditional: an operator who resolved the row
-	// between the look and the write wins, and this answer is refused.
-	if cur, found, gerr := l.get(rctx, e.IdempotencyKey); gerr == nil && found && (cur.State != to || cur.Calls != e.Calls) {
-		if !(to == Uncertain && cur.State == Uncertain) {
-			return "", l.refuse(rctx, cur, to, ref, err)
-		}
 	}
 	switch to {
 	case Succeeded:
@@ -363,13 +379,6 @@ func (l *Ledger) record(ctx context.Context, e Effect, ref string, err error) (s
 		return "", err
 	}
 	return "", &UncertainError{IdempotencyKey: e.IdempotencyKey, Err: err}
-}
-
-// ours reports whether a row is still the one a call (the calls-th) was
-// made for: no other attempt called since, and nobody settled it for good
-// (an operator's resolution, another attempt's reconciliation).
-func (l *Ledger) ours(cur Effect, calls int) bool {
-	return cur.Calls == calls && (cur.State == Pending || cur.State == Uncertain)
 }
 
 // ConflictError says a call answered after its row stopped being its
