@@ -115,3 +115,10 @@ func TestChaosUnknownTarget(t *testing.T) {
 	line := fails(t, "chaos", "--target", "agent")
 	require.Contains(t, line, `--target "agent": not consumer or serve`)
 }
+
+func TestChaosUnknownAgent(t *testing.T) {
+	line := fails(t, "chaos", "--target", "serve", "--agent", "cobol")
+	require.Contains(t, line, `--agent "cobol": not one of python (or give --agent-cmd)`)
+	line = fails(t, "chaos", "--agent", "python")
+	require.Contains(t, line, `--agent python: only with --target serve`)
+}

@@ -63,6 +63,10 @@ type Options struct {
 	// StartBroker, when set, starts a broker transport's broker if no
 	// BrokerAddr is given (seqbox-lab's in-process emulators).
 	StartBroker BrokerStarter
+	// AgentName and AgentCmd are the SDK agent of RunServeAgent: its
+	// name (the scenario is "agent:NAME") and its command (SDKAgents).
+	AgentName string
+	AgentCmd  []string
 }
 
 // Progress is where a running scenario stands.

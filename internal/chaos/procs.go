@@ -50,7 +50,13 @@ func (h *harness) start(name string, env []string, args ...string) (*proc, error
 
 // startProc starts self with args as a chaos process.
 func startProc(self string, log io.Writer, name string, env []string, args ...string) (*proc, error) {
-	cmd := exec.Command(self, args...)
+	return startCmd(log, name, env, self, args...)
+}
+
+// startCmd starts the program path with args as a chaos process (an SDK's
+// agent, a serve).
+func startCmd(log io.Writer, name string, env []string, path string, args ...string) (*proc, error) {
+	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	// A worker dies with the harness: a harness killed by a timeout must
 	// not leave consumers running against brokers and files.

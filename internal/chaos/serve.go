@@ -515,16 +515,24 @@ func (s *serveRun) redriveAll(ctx context.Context) error {
 // pending counts what is not final yet: queued messages, parked ones,
 // open dead letters and identities left pending.
 func (s *serveRun) pending(ctx context.Context) (int, error) {
-	return s.count(ctx, `SELECT
+	return s.count(ctx, pendingQuery)
+}
+
+// pendingQuery counts what is not final yet in a gateway's database.
+const pendingQuery = `SELECT
 		(SELECT COUNT(*) FROM seqbox_queue) +
 		(SELECT COUNT(*) FROM seqbox_parked WHERE reason IN ('held', 'blocked')) +
 		(SELECT COUNT(*) FROM seqbox_dlq WHERE state = 'open') +
-		(SELECT COUNT(*) FROM seqbox_inbox WHERE outcome = '')`)
-}
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE outcome = '')`
 
 // count runs a COUNT query on the scenario's database.
 func (s *serveRun) count(ctx context.Context, query string) (int, error) {
-	st, err := dbopen.StoreAccess(ctx, s.db, store.ReadOnly)
+	return dbCount(ctx, s.db, query)
+}
+
+// dbCount runs a COUNT query on the database db.
+func dbCount(ctx context.Context, db, query string) (int, error) {
+	st, err := dbopen.StoreAccess(ctx, db, store.ReadOnly)
 	if err != nil {
 		return 0, err
 	}

@@ -32,6 +32,9 @@ type Result struct {
 	HistoryViolations int
 	Failures          []string
 	Elapsed           time.Duration
+	// Note, when set, is a line of the scenario's own counts, printed
+	// under its row (an SDK agent's model calls and remote effects).
+	Note string
 }
 
 // Passed reports whether the scenario met every invariant.
@@ -67,6 +70,9 @@ func WriteRow(w io.Writer, r Result) {
 	}
 	fmt.Fprintf(w, "%-32s %10d %6d %9d %9d %10d %5d %6d %7d %8s %8s\n", r.Scenario, r.Deliveries, r.Kills,
 		r.ExpectedEffects, r.ActualEffects, r.DuplicateEffects, r.Lost, r.OrderViolations, r.HistoryViolations, verdict, r.Elapsed.Round(time.Millisecond))
+	if r.Note != "" {
+		fmt.Fprintf(w, "  %s: %s\n", r.Scenario, r.Note)
+	}
 }
 
 // WriteSummary prints the failures of rs and the final summary line, and

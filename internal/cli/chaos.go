@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 func chaosCmd(ed Edition) *cobra.Command {
 	opt := chaos.Options{StartBroker: ed.StartBroker}
-	var scenarios, procLog, target string
+	var scenarios, procLog, target, agentCmd string
 	var verbose bool
 	c := &cobra.Command{
 		Use:   "chaos",
@@ -61,6 +62,9 @@ status 1 if any failed.`,
 			run := chaos.Run
 			if target == "serve" {
 				run = chaos.RunServe
+			}
+			if opt.AgentName != "" {
+				run = chaos.RunServeAgent
 			}
 			// Each scenario's row prints when it ends; a small run takes
 			// minutes.
@@ -111,9 +115,24 @@ status 1 if any failed.`,
 	fl.StringVar(&opt.Transport, "transport", "embedded", "transport under test: "+strings.Join(chaos.Transports, ", ")+" ("+where+")")
 	fl.StringVar(&opt.BrokerAddr, "broker", "", "a running broker to test against: a nats:// URL, Kafka seed brokers host:port,..., or an SQS endpoint URL")
 	fl.StringVar(&target, "target", "consumer", "consumer: consumer processes over a transport; serve: two seqbox serve processes, a faulty agent and producers over HTTP (scenarios: "+strings.Join(chaos.ServeScenarios(), ", ")+")")
+	fl.StringVar(&opt.AgentName, "agent", "", "with --target serve: run an SDK's example agent as its own process instead of the harness's faulty agent ("+
+		strings.Join(slices.Sorted(maps.Keys(chaos.SDKAgents)), ", ")+"), SIGKILLed at random and right after a tool call; the oracle adds one model call per (event, step) and one remote effect per (event, action)")
+	fl.StringVar(&agentCmd, "agent-cmd", "", "with --agent: the agent's command instead of the SDK's, its {listen}, {gateways} and {remote} filled in (space-separated)")
 	c.PreRunE = func(*cobra.Command, []string) error {
 		if target != "consumer" && target != "serve" {
 			return fmt.Errorf("--target %q: not consumer or serve", target)
+		}
+		if opt.AgentName != "" {
+			if target != "serve" {
+				return fmt.Errorf("--agent %s: only with --target serve", opt.AgentName)
+			}
+			opt.AgentCmd = chaos.SDKAgents[opt.AgentName]
+			if agentCmd != "" {
+				opt.AgentCmd = strings.Fields(agentCmd)
+			}
+			if len(opt.AgentCmd) == 0 {
+				return fmt.Errorf("--agent %q: not one of %s (or give --agent-cmd)", opt.AgentName, strings.Join(slices.Sorted(maps.Keys(chaos.SDKAgents)), ", "))
+			}
 		}
 		if !slices.Contains(chaos.Transports, opt.Transport) {
 			return fmt.Errorf("--transport %q: not one of %s", opt.Transport, strings.Join(chaos.Transports, ", "))
