@@ -192,10 +192,14 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	if !a.applied[key] {
 		a.applied[key] = true
 		a.effects = append(a.effects, ev.apply())
-		a.w.applies = append(a.w.applies, timedApply{key: ev.PartitionKey, arrived: arrived, at: time.Now()})
 		if a.w.data[ev.ID] == "" {
 			a.w.data[ev.ID] = string(ev.Data)
 		}
+	}
+	if _, ok := a.w.answered[ev.ID]; !ok && f != callLostAnswer && f != callTooSlow {
+		// Its 200 reaches the gateway (a too slow one arrives after the
+		// gateway's timeout): the gateway knows the event applied.
+		a.w.answered[ev.ID] = timedApply{key: ev.PartitionKey, arrived: arrived, at: time.Now()}
 	}
 	a.mu.Unlock()
 	if f == callLostAnswer {

@@ -96,7 +96,10 @@ type agentWorkloads struct {
 	// key and arrival, in order.
 	arrivals map[string][]time.Time
 	calls    []timedApply
-	applies  []timedApply
+	// answered: each event id's first call that the agent applied (or
+	// found applied) and whose 200 reached the gateway: its arrival and
+	// its answer.
+	answered map[string]timedApply
 	// storm: refusals left per key, given per event, and those given.
 	stormLeft  map[string]int
 	stormGiven map[string]int
@@ -111,7 +114,7 @@ type agentWorkloads struct {
 }
 
 func (w *agentWorkloads) init() {
-	w.data, w.arrivals = map[string]string{}, map[string][]time.Time{}
+	w.data, w.arrivals, w.answered = map[string]string{}, map[string][]time.Time{}, map[string]timedApply{}
 	w.stormLeft, w.stormGiven = map[string]int{}, map[string]int{}
 	w.victims, w.hung, w.hit = map[string]bool{}, map[string]chan struct{}{}, make(chan string, 8)
 }
@@ -544,11 +547,10 @@ const stormSlack = 500 * time.Millisecond
 // the other keys. The oracle is causal, on the agent's clock: a refusal
 // starved the other keys if, between the refusal (plus stormSlack) and the
 // refused event's next call, no call of another key reached the agent
-// although an event of another key was ready all along: accepted before
-// the refusal, its key's previous event applied at the agent before it,
-// and its own first call arriving only after the refused event's next
-// call. Intervals with a SIGKILL of serve in or just before them are not
-// judged (the dead process's leases hide its messages for a while).
+// although an event of another key was ready all along (ready, below) and
+// its own first call arrived only after the refused event's next call.
+// Intervals with a SIGKILL of serve in or just before them are not judged
+// (the dead process's leases hide its messages for a while).
 func (s *serveRun) verifyStorm(wl serveWorkload) {
 	a := s.agent
 	a.mu.Lock()
@@ -564,17 +566,26 @@ func (s *serveRun) verifyStorm(wl serveWorkload) {
 		s.res.fail("retry-after storm: the agent refused nothing")
 		return
 	}
-	// When each event's effect was applied, from the receipt log.
-	appliedAt := map[string]time.Time{}
-	for i, e := range a.effects {
-		if i < len(a.w.applies) {
-			if _, ok := appliedAt[e.ID]; !ok {
-				appliedAt[e.ID] = a.w.applies[i].at
+	killedIn := func(from, to time.Time) bool {
+		for _, k := range kills {
+			if !k.Before(from) && k.Before(to) {
+				return true
 			}
 		}
+		return false
 	}
-	// ready reports an event of another key that was ready to go all
-	// through (from, to) and was first called after to.
+	// ready reports an event of another key that the gateway could have
+	// called all through (from, to) and that was first called only after
+	// to. It was accepted before from; its key's previous event was
+	// answered 200 before from (an effect whose answer was lost is not
+	// known to the gateway, which calls again after a backoff); no serve
+	// process was SIGKILLed since the call that answered its predecessor
+	// (or since its acceptance, for its key's first event), for a dead
+	// process's lease or decision claim holds what it had: a copy
+	// redelivered meanwhile waits out the claim (the decider's wait for a
+	// decision in flight elsewhere, DecideTimeout/8, 15 s); and its
+	// business key is its own (another event holding it makes it wait, as
+	// it should).
 	ready := func(from, to time.Time) string {
 		for _, evs := range wl.byKey {
 			var prev string
@@ -586,15 +597,15 @@ func (s *serveRun) verifyStorm(wl serveWorkload) {
 					break
 				}
 				acc, ok := accepted[ev.id]
-				calls := a.w.arrivals[ev.id]
-				okPrev := prev == ""
-				if t, done := appliedAt[prev]; done && t.Before(from) {
-					okPrev = true
+				since := acc
+				if prev != "" {
+					ans, answered := a.w.answered[prev]
+					ok = ok && answered && ans.at.Before(from)
+					since = ans.arrived
 				}
-				if ok && acc.Before(from) && okPrev && (len(calls) == 0 || calls[0].After(to)) {
-					if len(calls) > 0 {
-						return ev.id
-					}
+				ok = ok && acc.Before(from) && !killedIn(since, to) && len(wl.bkGroups[ev.bk]) <= 1
+				if calls := a.w.arrivals[ev.id]; ok && len(calls) > 0 && calls[0].After(to) {
+					return ev.id
 				}
 				prev = ev.id
 			}
