@@ -198,3 +198,68 @@ func TestAgentCallThatNeverLeftIsNotUncertain(t *testing.T) {
 	require.False(t, open, "calls that never left opened the circuit")
 	require.Zero(t, a.circuit.failures)
 }
+
+// A Retry-After holds its own key only, whenever another key's events
+// become ready: a1 (key k1) and b1..b3 (key k2) come in one ingest batch;
+// a1 is refused with Retry-After: 60 while b1's call is on its way (the
+// agent answers b1 only once it has refused a1), and b1's successors,
+// received only after b1 is acknowledged, become ready during a1's wait.
+// They reach the agent before a1 comes back. Signals only: a gateway that
+// waited out a1's Retry-After anywhere (its batch, its key's slot in the
+// scheduler, a decide slot, the circuit) would call a1 again first, a
+// minute later, and b3 after it.
+func TestAgentRetryAfterHoldsNoOtherKeysReadyEvent(t *testing.T) {
+	refused, again, b3 := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	calls := map[string]int{}
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var e struct{ ID string }
+		_ = json.Unmarshal(body, &e)
+		if r.Method != http.MethodPost {
+			return
+		}
+		mu.Lock()
+		n := calls[e.ID]
+		calls[e.ID]++
+		mu.Unlock()
+		switch {
+		case e.ID == "a1" && n == 0:
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusTooManyRequests)
+			close(refused)
+			return
+		case e.ID == "a1" && n == 1:
+			close(again)
+		case e.ID == "b1":
+			select {
+			case <-refused:
+			case <-r.Context().Done():
+				return
+			}
+		case e.ID == "b3" && n == 0:
+			close(b3)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(agent.Close)
+	r := start(t, Options{AgentURL: agent.URL, Policy: seqbox.Config{Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{
+		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Minute}}}})
+	batch := `[` +
+		`{"specversion":"1.0","id":"a1","source":"crm","type":"t","partitionkey":"k1","objectversion":1},` +
+		`{"specversion":"1.0","id":"b1","source":"crm","type":"t","partitionkey":"k2","objectversion":1},` +
+		`{"specversion":"1.0","id":"b2","source":"crm","type":"t","partitionkey":"k2","objectversion":2},` +
+		`{"specversion":"1.0","id":"b3","source":"crm","type":"t","partitionkey":"k2","objectversion":3}]`
+	code, body, _ := r.call(t, "POST", "/v1/events", "", map[string]string{"Content-Type": mediaBatch}, batch)
+	require.Equal(t, http.StatusAccepted, code, "%v", body)
+	select {
+	case <-b3:
+	case <-again:
+		t.Fatal("a1 was called again before b3, its key's successors ready all through a1's Retry-After: the refusal held another key")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, calls["a1"], "a1 is called again only after its Retry-After")
+	open, _ := r.circuit.state()
+	require.False(t, open, "a 429 opened the circuit")
+}
