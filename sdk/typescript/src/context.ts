@@ -1,0 +1,220 @@
+/**
+ * One event being handled: its attributes, and its memoised steps and
+ * once-only effects through the gateway (docs/agents.md).
+ * @module
+ */
+
+import { GatewayError, Permanent, Retry, Waiting } from "./errors.js";
+import { type CallKind, type CallOp, type CallRow, EventAPI } from "./gateway.js";
+import { withHeartbeat } from "./heartbeat.js";
+
+/**
+ * How many times a step or effect goes round begin before it gives up
+ * for this call (a row that keeps changing under it).
+ */
+const ROUNDS = 4;
+
+/** A structured CloudEvent as the gateway sends it. */
+export interface CloudEvent {
+  /** The producer's id of the event. */
+  id: string;
+  /** The producer: with id, the event's identity. */
+  source: string;
+  /** The event's type. */
+  type: string;
+  /** The event's payload. */
+  data?: unknown;
+  /** The ordering key: the business object. */
+  partitionkey?: string;
+  /** The object's version. */
+  objectversion?: number;
+  /** Every other attribute. */
+  [attribute: string]: unknown;
+}
+
+/** The options of {@link Context.effect}. */
+export interface EffectOptions {
+  /**
+   * Asks the remote side about an uncertain call by its idempotency key:
+   * resolves to the reference it has, or null (or undefined) when it has
+   * nothing.
+   */
+  reconcile?: (idempotencyKey: string) => unknown;
+}
+
+/**
+ * The event the gateway dispatched, as the handler sees it: its
+ * attributes and headers, {@link Context.step} and {@link Context.effect}.
+ */
+export class Context {
+  /** The CloudEvent. */
+  readonly event: CloudEvent;
+  /** The event's id. */
+  readonly id: string;
+  /** The event's source. */
+  readonly source: string;
+  /** The event's type. */
+  readonly type: string;
+  /** The event's data (undefined without). */
+  readonly data: unknown;
+  /** The event's partition key (null without). */
+  readonly key: string | null;
+  /** The event's object version (null without). */
+  readonly version: number | null;
+  /** The `Idempotency-Key` of the call: the same on every retry of the event. */
+  readonly idempotencyKey: string | null;
+  /** The gateway's consumer. */
+  readonly consumer: string | null;
+  /** The event's `Seqbox-Effects-Token` (null without). */
+  readonly token: string | null;
+  readonly #api: EventAPI | null;
+
+  /** The context of event, from the call's headers; gateways are the agent API's base URLs, timeout in seconds. */
+  constructor(event: CloudEvent, headers: Headers, gateways: readonly string[], timeout = 10) {
+    this.event = event;
+    this.id = event.id;
+    this.source = event.source;
+    this.type = event.type;
+    this.data = event.data;
+    this.key = headers.get("Seqbox-Partition-Key") || (typeof event.partitionkey === "string" ? event.partitionkey : null);
+    const version = headers.get("Seqbox-Object-Version");
+    this.version = version ? Number.parseInt(version, 10) : typeof event.objectversion === "number" ? event.objectversion : null;
+    this.idempotencyKey = headers.get("Idempotency-Key");
+    this.consumer = headers.get("Seqbox-Consumer");
+    this.token = headers.get("Seqbox-Effects-Token") || null;
+    this.#api = this.token && gateways.length > 0 ? new EventAPI(gateways, this.source, this.id, this.token, timeout) : null;
+  }
+
+  #gateway(): EventAPI {
+    if (this.#api === null) {
+      throw new Permanent("no Seqbox-Effects-Token on this call, or no gateway URL configured: steps and effects need both");
+    }
+    return this.#api;
+  }
+
+  /**
+   * Resolves to the recorded result of the step name, or runs fn() once,
+   * records its result (any JSON value; undefined is recorded as null)
+   * and resolves to it. The result is what JSON gives back, the same on
+   * every retry (a Date comes back a string).
+   */
+  async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+    const api = this.#gateway();
+    for (let round = 0; round < ROUNDS; round++) {
+      const row = await api.call("step", name, { op: "begin" });
+      if (row.state === "succeeded") {
+        return row.result as T;
+      }
+      if (!row.granted) {
+        throw new Waiting("step", name, (row.retry_after_ms ?? 1000) / 1000);
+      }
+      const call = row.call;
+      let encoded: T;
+      try {
+        const result = await withHeartbeat(api, "step", name, call, row.heartbeat_ms, fn);
+        encoded = JSON.parse(JSON.stringify(result ?? null)) as T;
+      } catch (e) {
+        await recordQuietly(api, "step", name, { op: "record", call, state: "failed", error: text(e) });
+        throw e;
+      }
+      await api.call("step", name, { op: "record", call, state: "succeeded", result: encoded });
+      return encoded;
+    }
+    throw new Retry(`step ${JSON.stringify(name)} kept changing under this call`);
+  }
+
+  /**
+   * Makes the call fn(idempotencyKey) once for this event and action, and
+   * resolves to its reference (fn's result as a string; "" for null or
+   * undefined).
+   *
+   * A call already made resolves to its recorded reference without
+   * calling. fn throwing {@link Permanent} or {@link Retry} says the
+   * remote side did not apply it (recorded failed); any other error
+   * leaves it uncertain and throws Retry. An uncertain call (this agent
+   * died mid-call, say) is never made again blind: options.reconcile asks
+   * the remote side; without it, the event waits for an operator
+   * (`seqbox effects resolve`).
+   */
+  async effect(action: string, fn: (idempotencyKey: string) => unknown, options: EffectOptions = {}): Promise<string> {
+    const api = this.#gateway();
+    for (let round = 0; round < ROUNDS; round++) {
+      let row = await api.call("effect", action, { op: "begin" });
+      const key = row.idempotency_key;
+      if (row.state === "succeeded") {
+        return row.ref ?? "";
+      }
+      if (row.state === "uncertain") {
+        const reconcile = options.reconcile;
+        if (reconcile === undefined) {
+          throw new Retry(
+            `effect ${JSON.stringify(action)} (${key}) is uncertain and this agent has no reconcile: ` +
+              `resolve it with \`seqbox effects resolve ${key}\``,
+            { after: 5 },
+          );
+        }
+        if (row.retry_after_ms === undefined) {
+          const found = await reconcile(key);
+          const applied = found !== null && found !== undefined;
+          row = await api.call("effect", action, { op: "reconcile", applied, ref: applied ? String(found) : "" });
+          if (row.state === "succeeded") {
+            return row.ref ?? "";
+          }
+        }
+        if (row.state === "uncertain") {
+          throw new Waiting("effect", action, (row.retry_after_ms ?? 1000) / 1000);
+        }
+        continue; // failed: begin grants a new call under the same key
+      }
+      if (!row.granted) {
+        throw new Waiting("effect", action, (row.retry_after_ms ?? 1000) / 1000);
+      }
+      const call = row.call;
+      let ref: unknown;
+      try {
+        ref = await withHeartbeat(api, "effect", action, call, row.heartbeat_ms, () => fn(key));
+      } catch (e) {
+        if (e instanceof Permanent || e instanceof Retry) {
+          await recordQuietly(api, "effect", action, { op: "record", call, state: "failed", error: text(e) });
+          throw e;
+        }
+        await recordQuietly(api, "effect", action, { op: "record", call, state: "uncertain", error: text(e) });
+        throw new Retry(`effect ${JSON.stringify(action)} (${key}) may or may not have taken effect: ${text(e)}`, { cause: e });
+      }
+      const recorded = ref === null || ref === undefined ? "" : String(ref);
+      await api.call("effect", action, { op: "record", call, state: "succeeded", ref: recorded });
+      return recorded;
+    }
+    throw new Retry(`effect ${JSON.stringify(action)} kept changing under this call`);
+  }
+}
+
+/**
+ * Records a failed or uncertain call; a record that does not get
+ * through leaves the row pending, which turns uncertain once its lease
+ * runs out: the error that is thrown is the call's own.
+ */
+async function recordQuietly(api: EventAPI, kind: CallKind, name: string, body: CallOp): Promise<CallRow | undefined> {
+  try {
+    return await api.call(kind, name, body);
+  } catch (e) {
+    if (e instanceof GatewayError) {
+      return undefined;
+    }
+    throw e;
+  }
+}
+
+/** The most bytes of an error text the ledger keeps (the gateway takes 4 KiB). */
+const MAX_ERROR_BYTES = 4000;
+
+/** An error as the ledger keeps it: its name and message, cut to MAX_ERROR_BYTES of UTF-8. */
+function text(e: unknown): string {
+  const s = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  const bytes = new TextEncoder().encode(s);
+  if (bytes.length <= MAX_ERROR_BYTES) {
+    return s;
+  }
+  // A character cut in two decodes as U+FFFD: drop it.
+  return new TextDecoder().decode(bytes.subarray(0, MAX_ERROR_BYTES - 3)).replace(/\uFFFD$/, "");
+}
