@@ -29,6 +29,7 @@ func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 		batch = DefaultPurgeBatch
 	}
 	var total int64
+	var from time.Time
 	defer func() {
 		if total > 0 {
 			c.cfg.Logger.Info("seqbox: retention purge removed expired identities", "consumer", c.cfg.Name,
@@ -39,9 +40,16 @@ func (c *Consumer) Purge(ctx context.Context, batch int) (int64, error) {
 		if err := c.hooks.At(fault.DuringPurge); err != nil {
 			return total, err
 		}
-		n, err := c.cfg.Store.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: c.cfg.Name, Now: c.cfg.Now(), Limit: batch})
+		// Each batch starts where the last one ended (InboxPurgeParams.From).
+		// An identity that was held when the purge passed its retention
+		// end waits for the next purge.
+		r, err := c.cfg.Store.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: c.cfg.Name, Now: c.cfg.Now(), Limit: batch, From: from})
 		if err != nil {
 			return total, err
+		}
+		n := r.Removed
+		if n > 0 {
+			from = r.Last
 		}
 		total += n
 		if c.cfg.Metrics != nil {

@@ -156,8 +156,9 @@ type Inbox interface {
 	// InboxDeleteMany forgets many identities.
 	InboxDeleteMany(ctx context.Context, p IdentitiesRef) error
 	// InboxPurge deletes at most Limit identities whose retention ended
-	// before Now, and reports how many it deleted.
-	InboxPurge(ctx context.Context, p InboxPurgeParams) (int64, error)
+	// before Now (and not before From), oldest first, and reports how
+	// many it deleted and the latest retention end among them.
+	InboxPurge(ctx context.Context, p InboxPurgeParams) (InboxPurgeResult, error)
 	// BusinessKeyClaim inserts (consumer, businesskey); false means another
 	// identity already applied that effect.
 	BusinessKeyClaim(ctx context.Context, p BusinessKeyClaimParams) (bool, error)

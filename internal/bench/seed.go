@@ -109,7 +109,7 @@ type timedExecutor struct {
 	times *purgeTimes
 }
 
-func (o timedExecutor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (int64, error) {
+func (o timedExecutor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (store.InboxPurgeResult, error) {
 	t0 := time.Now()
 	n, err := o.Executor.InboxPurge(ctx, p)
 	d := time.Since(t0)

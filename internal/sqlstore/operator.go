@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -255,7 +256,8 @@ func (o *Executor) KeyListBlockedBefore(ctx context.Context, p store.KeyListBloc
 	return out, rows.Err()
 }
 
-func (o *Executor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (int64, error) {
+func (o *Executor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (store.InboxPurgeResult, error) {
+	var res store.InboxPurgeResult
 	consumer,
 		// Attempts of an identity that settled are stale; they would come back
 		// to life (hold the key) once the identity is purged.
@@ -267,14 +269,40 @@ func (o *Executor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (in
 		SELECT r.source, r.id FROM seqbox_retries r WHERE r.consumer = $1 AND EXISTS (
 			SELECT 1 FROM seqbox_inbox i WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
 			AND i.retention_until < $2) LIMIT $3)`, consumer, micros(now), batch); err != nil {
-		return 0, err
+		return res, err
 	}
-	// Oldest first, through the retention index.
-	res, err := o.exec(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
-		SELECT source, id FROM seqbox_inbox WHERE consumer = $1 AND retention_until < $2
-		AND outcome NOT IN ('held', 'blocked') ORDER BY retention_until LIMIT $3)`, consumer, micros(now), batch)
+	// Oldest first from p.From, through the retention index.
+	rows, err := o.query(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
+		SELECT source, id FROM seqbox_inbox WHERE consumer = $1 AND retention_until < $2 AND retention_until >= $4
+		AND outcome NOT IN ('held', 'blocked') ORDER BY retention_until LIMIT $3) RETURNING retention_until`,
+		consumer, micros(now), batch, purgeFrom(p.From))
 	if err != nil {
-		return 0, err
+		return res, err
 	}
-	return res.RowsAffected()
+	defer rows.Close()
+	var last int64
+	for rows.Next() {
+		var until int64
+		if err := rows.Scan(&until); err != nil {
+			return res, err
+		}
+		res.Removed++
+		last = max(last, until)
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	if res.Removed > 0 {
+		res.Last = time.UnixMicro(last)
+	}
+	return res, nil
+}
+
+// purgeFrom is InboxPurgeParams.From in the inbox's microseconds; the
+// zero time starts at the oldest identity.
+func purgeFrom(from time.Time) int64 {
+	if from.IsZero() {
+		return math.MinInt64
+	}
+	return micros(from)
 }

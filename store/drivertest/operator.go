@@ -34,6 +34,7 @@ var operatorTests = []driverTest{
 	{"DecisionClaim", testOperatorClaimDecision},
 	{"DecisionRecordDropsItsClaim", testOperatorRecordDropsClaim},
 	{"InboxPurge", testOperatorPurgeInbox},
+	{"InboxPurgeFrom", testOperatorPurgeInboxFrom},
 }
 
 // opEnv is one Operator or Control test: its consumer name, which no
@@ -616,9 +617,9 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 	})
 	var purged []int64
 	for range 4 {
-		n, err := o.op.InboxPurge(o.ctx, store.InboxPurgeParams{Consumer: o.consumer, Now: at(5), Limit: 2})
+		r, err := o.op.InboxPurge(o.ctx, store.InboxPurgeParams{Consumer: o.consumer, Now: at(5), Limit: 2})
 		require.NoError(t, err)
-		purged = append(purged, n)
+		purged = append(purged, r.Removed)
 	}
 	require.Equal(t, []int64{2, 1, 0, 0}, purged)
 	for id, kept := range map[string]bool{"p1": false, "p2": false, "p3": false, "held": true, "blocked": true, "now": true, "later": true} {
@@ -637,4 +638,40 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 	require.NoError(t, rows.Err())
 	slices.Sort(retrying)
 	require.Equal(t, []string{"orphan"}, retrying, "a purged identity's attempts go with it")
+}
+
+// InboxPurge reports the latest retention end among what it removed,
+// and with From set leaves the identities whose retention ended before
+// From: a purge's next batch starts where the last one ended.
+func testOperatorPurgeInboxFrom(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	o.commit(func(e *txEnv) {
+		for id, retention := range map[string]int{"r1": 1, "r2": 2, "r3": 3, "r4": 4} {
+			r := e.inboxRow("crm", id, 1)
+			r.Outcome, r.RetentionUntil = "applied", at(retention)
+			_, err := e.tx.InboxInsert(e.ctx, r)
+			require.NoError(t, err)
+		}
+	})
+	purge := func(from time.Time, limit int) store.InboxPurgeResult {
+		r, err := o.op.InboxPurge(o.ctx, store.InboxPurgeParams{Consumer: o.consumer, Now: at(5), Limit: limit, From: from})
+		require.NoError(t, err)
+		return r
+	}
+	r := purge(at(2), 1)
+	require.Equal(t, int64(1), r.Removed)
+	require.True(t, r.Last.Equal(at(2)), "the oldest from From: r2, not r1; Last %v", r.Last)
+	r = purge(r.Last, 10)
+	require.Equal(t, int64(2), r.Removed)
+	require.True(t, r.Last.Equal(at(4)), "r3 and r4; Last %v", r.Last)
+	require.True(t, o.seen("r1"), "before From: kept")
+	for _, id := range []string{"r2", "r3", "r4"} {
+		require.False(t, o.seen(id), id)
+	}
+	r = purge(r.Last, 10)
+	require.Equal(t, store.InboxPurgeResult{}, r, "nothing from r4's retention on: none removed, no Last")
+	r = purge(time.Time{}, 10)
+	require.Equal(t, int64(1), r.Removed, "without From, from the oldest")
+	require.True(t, r.Last.Equal(at(1)))
+	require.False(t, o.seen("r1"))
 }

@@ -307,13 +307,13 @@ func exerciseRetention(t *testing.T, open Factory) {
 
 		purged, err := b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: t0.Add(29 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
-		require.Equal(t, int64(0), purged, "within retention nothing is purged")
+		require.Equal(t, int64(0), purged.Removed, "within retention nothing is purged")
 		now = t0.Add(29 * 24 * time.Hour)
 		require.Equal(t, seqboxtype.Duplicate, deliver(t, c, raw, 2).Outcome)
 
 		purged, err = b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: t0.Add(31 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
-		require.Equal(t, int64(1), purged)
+		require.Equal(t, int64(1), purged.Removed)
 		require.Equal(t, int64(0), b.counts().InboxRows)
 
 		// The identity is gone, so this redelivery cannot be recognised and
@@ -345,9 +345,9 @@ func exerciseRetention(t *testing.T, open Factory) {
 		after := t0.Add(retention + time.Hour)
 		var got []int64
 		for range 4 {
-			n, err := b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: after, Limit: 2})
+			r, err := b.st.Executor().InboxPurge(ctx, store.InboxPurgeParams{Consumer: b.cfg.Name, Now: after, Limit: 2})
 			require.NoError(t, err)
-			got = append(got, n)
+			got = append(got, r.Removed)
 		}
 		require.Equal(t, []int64{2, 2, 1, 0}, got, "at most batch rows per call, and the count of what was removed")
 		require.Equal(t, int64(0), b.counts().InboxRows)

@@ -41,9 +41,9 @@ func exerciseSettle(t *testing.T, open Factory) {
 		require.Equal(t, []string{"a:semantic_duplicate"}, ordSummary(e.deliver(c, rawA, 2)))
 		// Retention purges a's identity; its attempts must not come back and
 		// hold the key.
-		n, err := e.st.Executor().InboxPurge(e.ctx, store.InboxPurgeParams{Consumer: e.cfg.Name, Now: e.clock.Now().Add(365 * 24 * time.Hour), Limit: 100})
+		r, err := e.st.Executor().InboxPurge(e.ctx, store.InboxPurgeParams{Consumer: e.cfg.Name, Now: e.clock.Now().Add(365 * 24 * time.Hour), Limit: 100})
 		require.NoError(t, err)
-		require.EqualValues(t, 2, n)
+		require.EqualValues(t, 2, r.Removed)
 		require.Equal(t, []string{"c:applied"}, ordSummary(e.deliver(c, ordEvent("c", k, nil, "t"), 1)))
 	})
 	t.Run("SweepLeavesAHoldThatClosedMeanwhile", func(t *testing.T) {
