@@ -15,7 +15,7 @@ func benchCmd() *cobra.Command {
 	var o bench.SummaryOptions
 	var prefill int
 	c := &cobra.Command{
-		Use:   "bench [--quick | --prefill N] [--db URL]",
+		Use:   "bench [--quick] [--prefill N] [--db URL]",
 		Short: "Measure seqbox against the raw limit of its database and the naive design; throughput and purge in detail",
 		Long: "Without a subcommand, one run side by side on one database: the raw limit (the rows seqbox writes\n" +
 			"per message as plain batched writes, the best over batch sizes and 1-4 writers), seqbox end to end\n" +
@@ -33,17 +33,18 @@ func benchCmd() *cobra.Command {
 			"purge removed exactly the expired identities), never speed. Run it on the database you deploy on.\n\n" +
 			"Progress goes to stderr: a line as each phase ends, and on a terminal the step that runs.\n\n" +
 			"With --prefill N it runs `seqbox bench prefill --rows N` instead (see its help): the core on the empty\n" +
-			"inbox and on one pre-filled with N live identities, and the retention purge against the ingest.",
+			"inbox and on one pre-filled with N live identities side by side, and the retention purge against the\n" +
+			"ingest; with --quick as well, with 2,000 messages and 1 s at a fixed rate for each inbox.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("prefill") {
 				if prefill < 1 {
 					return fmt.Errorf("bench: --prefill %d: must be at least 1", prefill)
 				}
-				if o.Quick {
-					return fmt.Errorf("bench: --prefill and --quick: --prefill runs bench prefill instead of the summary; size it with bench prefill's flags")
-				}
 				po := prefillDefaults()
+				if o.Quick {
+					po = quickPrefill(po)
+				}
 				po.DB, po.Rows = o.DB, prefill
 				return runPrefill(cmd, po)
 			}
@@ -56,7 +57,7 @@ func benchCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&o.Quick, "quick", false, "a smaller run, well under a minute")
 	c.Flags().StringVar(&o.DB, "db", "", "SQLite file or postgres:// URL (default: a temporary SQLite file)")
-	c.Flags().IntVar(&prefill, "prefill", 0, "instead of the summary, run `bench prefill --rows N` (its other flags at their defaults) on --db")
+	c.Flags().IntVar(&prefill, "prefill", 0, "instead of the summary, run `bench prefill --rows N` (its other flags at their defaults, or --quick's) on --db")
 	c.AddCommand(benchThroughputCmd(), benchPurgeCmd(), benchPrefillCmd())
 	c.AddCommand(benchIngestCmd(), benchLatencyCmd(), benchAgentCmd())
 	return c

@@ -16,6 +16,13 @@ func prefillDefaults() bench.PrefillOptions {
 		Batch: seqbox.DefaultBatchSize, Keys: 100, PurgeBatch: seqbox.DefaultPurgeBatch}
 }
 
+// quickPrefill is o sized as `bench --prefill N --quick` runs it: a
+// tenth of the messages and a second at a fixed rate for each inbox.
+func quickPrefill(o bench.PrefillOptions) bench.PrefillOptions {
+	o.Messages, o.Duration = 2000, time.Second
+	return o
+}
+
 const prefillLong = "The cost of the inbox's size: seqbox keeps every identity for its retention (30 days at\n" +
 	"100 events/s is 260 million rows). On one database, with the same consumer settings throughout, it measures the\n" +
 	"core (embedded queue, inbox, gate, record handler, COMMIT, ack) on the inbox as it is (empty on the default\n" +
@@ -66,6 +73,7 @@ func benchPrefillCmd() *cobra.Command {
 	fl.IntVar(&o.Batch, "batch", o.Batch, "the consumer's BatchSize")
 	fl.IntVar(&o.Keys, "keys", o.Keys, "partition keys each measured stream spreads over")
 	fl.IntVar(&o.PurgeBatch, "purge-batch", o.PurgeBatch, "identities per purge transaction")
+	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each saturated run to PREFIX-empty.pprof and PREFIX-full.pprof (go tool pprof)")
 	return c
 }
 
