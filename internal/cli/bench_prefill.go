@@ -28,7 +28,8 @@ const prefillLong = "The cost of the inbox's size: seqbox keeps every identity f
 	"core (embedded queue, inbox, gate, record handler, COMMIT, ack) on the inbox as it is (empty on the default\n" +
 	"temporary SQLite file): its rate with --messages queued beforehand, and its p99 from receive to commit over\n" +
 	"--seconds at a fixed rate, half that. It then seeds --rows live identities in bulk (multi-row INSERTs generated\n" +
-	"in the database, 100,000 a transaction: 16 sources, UUID-shaped ids in random order, retention ending over the\n" +
+	"in the database, 100,000 a transaction on PostgreSQL, 1,000,000 on SQLite through a connection with a 2 GiB page\n" +
+	"cache: 16 sources, UUID-shaped ids in random order, retention ending over the\n" +
 	"next 30 days) and 100 held and 100 blocked ones already expired, and measures the core again, at the same fixed\n" +
 	"rate. Last, the retention purge as `seqbox purge` runs it, alone, at a clock 15 days ahead: it removes the\n" +
 	"oldest half of the seeded identities, and its rate is set against the core's on the full inbox (ingest).\n" +
