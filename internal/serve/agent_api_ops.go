@@ -105,6 +105,11 @@ func (s *Server) agentView(t agentCallTarget, e effects.Effect, v agentCallView)
 	if e.State == effects.Succeeded {
 		if t.kind == kindStep {
 			v.Result = json.RawMessage(e.Ref)
+			if !json.Valid(v.Result) {
+				// An operator resolved the step by hand with a reference
+				// that is not JSON: its result is that text.
+				v.Result, _ = json.Marshal(e.Ref)
+			}
 		} else {
 			v.Ref = e.Ref
 		}

@@ -146,3 +146,33 @@ func TestAgentAPIBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"ok":true}`, e.Ref)
 }
+
+// A step whose agent died is resolved by an operator (the dashboard's
+// effects view, the admin API) like any ledger row; the next call gets
+// the operator's reference as the step's result, JSON or not.
+func TestAgentStepResolvedByOperator(t *testing.T) {
+	results := make(chan any, 1)
+	a := newAPIAgent(t, func(c *apiCall, w http.ResponseWriter) {
+		b := c.do("step", "plan", `{}`)
+		if b["state"] == "succeeded" {
+			results <- b["result"]
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		// Granted (then "dead": no record, no heartbeat), or waiting.
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"type":"` + ProblemAgentWaits + `","status":503,"step":"plan"}`))
+	})
+	r := a.startWith(t, "")
+	r.post(t, ev("o1", "K", 1, ""))
+	key := effects.Key("gateway", "crm", "o1", "step:plan")
+	eventually(t, "the dead agent's step uncertain", func() bool {
+		e, err := r.ledger.Get(t.Context(), key)
+		return err == nil && e.State == effects.Uncertain
+	})
+	r.admin(t, "POST", "/v1/admin/effects/"+key+"/resolve", `{"state":"succeeded","ref":"refund 20","by":"ops","reason":"asked the model by hand"}`, 200)
+	require.Equal(t, "refund 20", <-results)
+	eventually(t, "o1 applied", func() bool { return r.outcome(t, "o1") == "applied" })
+}
