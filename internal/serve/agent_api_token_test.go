@@ -176,3 +176,22 @@ func TestAgentStepResolvedByOperator(t *testing.T) {
 	require.Equal(t, "refund 20", <-results)
 	eventually(t, "o1 applied", func() bool { return r.outcome(t, "o1") == "applied" })
 }
+
+// The token's key is kept in the database: a restarted gateway, or
+// another serve process on the same database, issues and accepts the
+// same token for the same event, on both stores.
+func TestEffectsTokenSurvivesRestart(t *testing.T) {
+	for name, db := range storeURLs(t) {
+		t.Run(name, func(t *testing.T) {
+			url := db(t)
+			first := start(t, Options{DB: url})
+			before := first.tokens.mint("gateway", "crm", "e1", "h")
+			first.stop()
+			second := start(t, Options{DB: url})
+			require.Equal(t, before, second.tokens.mint("gateway", "crm", "e1", "h"))
+			hash, err := second.tokens.check(before, "gateway", "crm", "e1")
+			require.NoError(t, err)
+			require.Equal(t, "h", hash)
+		})
+	}
+}
