@@ -283,6 +283,30 @@ type TurnTakeParams struct {
 	At          time.Time
 }
 
+// TurnTakeManyParams are Executor.TurnTakeMany's: turns of messages
+// without a business key, all taken At.
+type TurnTakeManyParams struct {
+	Consumer string
+	At       time.Time
+	Turns    []TurnRow
+}
+
+// TurnRow is one turn of TurnTakeMany.
+type TurnRow struct {
+	Source, ID   string
+	PartitionKey string
+	PayloadHash  string
+}
+
+// DecisionClaimManyParams are Executor.DecisionClaimMany's: claims of
+// many identities for one owner.
+type DecisionClaimManyParams struct {
+	Consumer   string
+	IDs        []Identity
+	Owner      string
+	Now, Until time.Time
+}
+
 // GapCoversParams are Executor.GapCovers's.
 type GapCoversParams struct {
 	Consumer, Key string

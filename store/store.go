@@ -253,6 +253,10 @@ type Turns interface {
 	// TurnBoundTo returns the payload hash the identity's turn is bound to
 	// ("" when it holds none, or one bound to no payload).
 	TurnBoundTo(ctx context.Context, p MessageRef) (string, error)
+	// TurnTakeMany is TurnTake for many messages without a business key:
+	// it returns, for each identity whose turn is bound to another
+	// payload (and left untouched), that payload's hash.
+	TurnTakeMany(ctx context.Context, p TurnTakeManyParams) (map[Identity]string, error)
 	// TurnBoundToMany is TurnBoundTo for many identities at once: the map
 	// holds those that hold a turn.
 	TurnBoundToMany(ctx context.Context, p IdentitiesRef) (map[Identity]string, error)
@@ -326,6 +330,10 @@ type Decisions interface {
 	// on the first, and a copy with another payload hash learns that the
 	// identity's decision was made for another payload.
 	DecisionRecord(ctx context.Context, p DecisionRecordParams) (Decision, error)
+	// DecisionClaimMany is DecisionClaim for many identities and one
+	// owner: it returns those it claimed (the others are claimed by
+	// another owner whose claim has not run out at Now).
+	DecisionClaimMany(ctx context.Context, p DecisionClaimManyParams) (map[Identity]bool, error)
 	// DecisionClaim claims the right to decide an identity until Until,
 	// for Owner: Claimed when no other owner holds an unexpired claim. The
 	// claim ends with DecisionUnclaim, or runs out.

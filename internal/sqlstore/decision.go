@@ -338,3 +338,114 @@ func (t *Executor) readMany(ctx context.Context, p store.IdentitiesRef, columns,
 		return each(t.query(ctx, orText(`SELECT source, id, `+columns+` FROM `+table+` WHERE {{ROWS}}`, hi-lo), args...))
 	})
 }
+
+// TurnTakeMany takes the turns of many messages without a business key
+// in multi-row statements, as TurnTake takes one (with first_at = At, as
+// turnFirstAt gives for no business key).
+func (t *Executor) TurnTakeMany(ctx context.Context, p store.TurnTakeManyParams) (map[store.Identity]string, error) {
+	turns := uniqueTurns(p.Turns)
+	taken := make(map[store.Identity]bool, len(turns))
+	const conflict = ` ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey,
+			payload_hash = excluded.payload_hash, last_at = excluded.last_at
+		WHERE seqbox_retries.payload_hash IN ('', excluded.payload_hash)
+		RETURNING source, id`
+	const columns = `INSERT INTO seqbox_retries
+		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at, payload_hash) `
+	var err error
+	if t.arrays && len(turns) > 0 {
+		cols := make([][]string, 4)
+		for _, r := range turns {
+			for i, v := range []string{r.Source, r.ID, r.PartitionKey, r.PayloadHash} {
+				cols[i] = append(cols[i], v)
+			}
+		}
+		err = t.readIdentities(ctx, taken, columns+`SELECT $1, u.s, u.i, u.k, '', 0, '', '', $2, $2, u.h
+			FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, i, k, h)`+conflict,
+			p.Consumer, micros(p.At), cols[0], cols[1], cols[2], cols[3])
+	} else {
+		err = eachChunk(len(turns), func(lo, hi int) error {
+			args := []any{p.Consumer, micros(p.At)}
+			for _, r := range turns[lo:hi] {
+				args = append(args, r.Source, r.ID, r.PartitionKey, r.PayloadHash)
+			}
+			return t.readIdentities(ctx, taken, rowsText(columns+`VALUES {{ROWS}}`+conflict,
+				"($1, $a, $b, $c, '', 0, '', '', $2, $2, $d)", 2, hi-lo), args...)
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	var others []store.Identity
+	for _, r := range turns {
+		if id := (store.Identity{Source: r.Source, ID: r.ID}); !taken[id] {
+			others = append(others, id)
+		}
+	}
+	// Bound to another copy: the rows stay as they are.
+	return t.TurnBoundToMany(ctx, store.IdentitiesRef{Consumer: p.Consumer, IDs: others})
+}
+
+// uniqueTurns is turns with each identity once (its first row): a
+// multi-row upsert may not touch one row twice.
+func uniqueTurns(turns []store.TurnRow) []store.TurnRow {
+	seen := make(map[store.Identity]bool, len(turns))
+	out := make([]store.TurnRow, 0, len(turns))
+	for _, r := range turns {
+		if id := (store.Identity{Source: r.Source, ID: r.ID}); !seen[id] {
+			seen[id] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// DecisionClaimMany claims many identities for one owner in multi-row
+// statements, as DecisionClaim claims one.
+func (t *Executor) DecisionClaimMany(ctx context.Context, p store.DecisionClaimManyParams) (map[store.Identity]bool, error) {
+	ids := make([]store.Identity, 0, len(p.IDs))
+	claimed := make(map[store.Identity]bool, len(p.IDs))
+	for _, id := range p.IDs {
+		if _, dup := claimed[id]; !dup {
+			claimed[id] = false
+			ids = append(ids, id)
+		}
+	}
+	clear(claimed)
+	const conflict = ` ON CONFLICT (consumer, source, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+		WHERE seqbox_decision_claims.owner = excluded.owner OR seqbox_decision_claims.expires_at <= $4
+		RETURNING source, id`
+	const columns = `INSERT INTO seqbox_decision_claims (consumer, source, id, owner, expires_at) `
+	if t.arrays && len(ids) > 0 {
+		sources, names := make([]string, len(ids)), make([]string, len(ids))
+		for i, id := range ids {
+			sources[i], names[i] = id.Source, id.ID
+		}
+		return claimed, t.readIdentities(ctx, claimed, columns+`SELECT $1, u.s, u.i, $2, $3 FROM unnest($5::text[], $6::text[]) AS u(s, i)`+conflict,
+			p.Consumer, p.Owner, micros(p.Until), micros(p.Now), sources, names)
+	}
+	return claimed, eachChunk(len(ids), func(lo, hi int) error {
+		args := []any{p.Consumer, p.Owner, micros(p.Until), micros(p.Now)}
+		for _, id := range ids[lo:hi] {
+			args = append(args, id.Source, id.ID)
+		}
+		return t.readIdentities(ctx, claimed, rowsText(columns+`VALUES {{ROWS}}`+conflict, "($1, $a, $b, $2, $3)", 4, hi-lo), args...)
+	})
+}
+
+// readIdentities runs q and marks each (source, id) row it returns in
+// into.
+func (t *Executor) readIdentities(ctx context.Context, into map[store.Identity]bool, q string, args ...any) error {
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id store.Identity
+		if err := rows.Scan(&id.Source, &id.ID); err != nil {
+			return err
+		}
+		into[id] = true
+	}
+	return rows.Err()
+}

@@ -118,6 +118,7 @@ var txTests = []driverTest{
 	{"DecisionGet", testDecision},
 	{"TurnTakeBound", testTurnTakeBound},
 	{"ManyReads", testManyReads},
+	{"TakeMany", testTakeMany},
 }
 
 // runAll runs tests as subtests of t; each one is parallel.

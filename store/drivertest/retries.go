@@ -263,3 +263,65 @@ func testManyReads(t *testing.T, st store.Store) {
 		require.NotContains(t, ref.IDs[:150], id)
 	}
 }
+
+// testTakeMany checks TurnTakeMany and DecisionClaimMany against what
+// TurnTake and DecisionClaim do one by one, over more rows than one
+// SQLite statement holds.
+func testTakeMany(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	got, err := tx.TurnTakeMany(ctx, store.TurnTakeManyParams{Consumer: e.consumer, At: at(1)})
+	require.NoError(t, err)
+	require.Empty(t, got, "nothing asked")
+	var turns []store.TurnRow
+	var ids []store.Identity
+	for i := range 300 {
+		id := store.Identity{Source: "crm", ID: fmt.Sprintf("%03d", i)}
+		ids = append(ids, id)
+		turns = append(turns, store.TurnRow{Source: id.Source, ID: id.ID, PartitionKey: "k", PayloadHash: "h-" + id.ID})
+		if i%3 == 0 { // held already by another copy
+			_, err := tx.TurnTake(ctx, store.TurnTakeParams{Consumer: e.consumer, Source: id.Source, ID: id.ID,
+				PartitionKey: "k", PayloadHash: "other", At: at(0)})
+			require.NoError(t, err)
+		}
+	}
+	turns = append(turns, turns[1]) // a repeat is taken once
+	got, err = tx.TurnTakeMany(ctx, store.TurnTakeManyParams{Consumer: e.consumer, At: at(2), Turns: turns})
+	require.NoError(t, err)
+	require.Len(t, got, 100)
+	for i, id := range ids {
+		bound, err := tx.TurnBoundTo(ctx, store.MessageRef{Consumer: e.consumer, Source: id.Source, ID: id.ID})
+		require.NoError(t, err)
+		if i%3 == 0 {
+			require.Equal(t, "other", got[id], "bound to another copy: its hash comes back")
+			require.Equal(t, "other", bound, "and its turn is left alone")
+			continue
+		}
+		require.NotContains(t, got, id)
+		require.Equal(t, "h-"+id.ID, bound)
+	}
+	require.Equal(t, 300, len(e.retrying()), "one turn each")
+
+	claims := store.DecisionClaimManyParams{Consumer: e.consumer, IDs: append(ids, ids[0]), Owner: "me", Now: at(5), Until: at(8)}
+	for i, id := range ids {
+		switch i % 3 {
+		case 0: // another owner's live claim
+			_, err = tx.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: e.consumer, Source: id.Source, ID: id.ID, Owner: "other", Now: at(4), Until: at(9)})
+		case 1: // another owner's claim that ran out
+			_, err = tx.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: e.consumer, Source: id.Source, ID: id.ID, Owner: "other", Now: at(1), Until: at(5)})
+		}
+		require.NoError(t, err)
+	}
+	claimed, err := tx.DecisionClaimMany(ctx, claims)
+	require.NoError(t, err)
+	require.Len(t, claimed, 200)
+	for i, id := range ids {
+		live, err := tx.DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: e.consumer, Source: id.Source, ID: id.ID, Now: at(7)})
+		require.NoError(t, err)
+		require.True(t, live)
+		require.Equal(t, i%3 != 0, claimed[id], "%v: claimed unless another owner's claim is alive", id)
+	}
+	again, err := tx.DecisionClaimMany(ctx, claims)
+	require.NoError(t, err)
+	require.Equal(t, claimed, again, "the owner's own claims are its again")
+}
