@@ -69,11 +69,21 @@ type batchTx struct {
 	// consumer with Decide, what the prefetch read in one statement each
 	// for the identities it inserted (each sent once in the batch): the
 	// decision recorded (found false when none) and the payload hash the
-	// turn is bound to ("" when none). Each answers its identity's first
-	// DecisionGet or TurnBoundTo and is dropped then, or when a write
-	// changes the turn; later looks read the store.
+	// turn is bound to ("" when none). A decision answers its identity's
+	// first DecisionGet and is dropped then (later looks read the store);
+	// a turn's hash is kept up to date by the batch's own writes to the
+	// turn (TurnTake, RetryClear; RetryRecord drops it), under the key
+	// locks the prefetch took first.
 	aheadDecisions map[store.Identity]aheadDecision
 	aheadBound     map[store.Identity]string
+	// turns and claims are the turns and decision claims an optimistic
+	// run of a consumer with Decide takes for the messages it stops,
+	// written in one statement each: the turns by the next flush (any
+	// read of the turns flushes first), the claims last (finish), and a
+	// claim another owner holds is then taken off its message (claimsTaken).
+	turns  []store.TurnRow
+	turnAt time.Time
+	claims []store.DecisionClaimParams
 	// Deferred writes.
 	outcomes    map[store.Identity]int // index into outcomeRows
 	outcomeRows []store.OutcomeRow
@@ -239,6 +249,12 @@ func (b *batchTx) finish(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := b.flushTurns(ctx); err != nil {
+		return err
+	}
+	if err := b.takeClaims(ctx); err != nil {
+		return err
+	}
 	if b.queue != nil && len(b.moveRows) > 0 {
 		n, err := b.queue.add(b.queue.pl.KeyAdvanceStatement(store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt}))
 		if err != nil {
@@ -252,12 +268,39 @@ func (b *batchTx) finish(ctx context.Context) error {
 
 // flush writes the deferred writes.
 func (b *batchTx) flush(ctx context.Context) error {
+	if err := b.flushTurns(ctx); err != nil {
+		return err
+	}
+	return b.flushMoves(ctx)
+}
+
+// flushTurns writes what the messages a run stopped to be decided
+// deferred: their inbox rows taken back, and their turns.
+func (b *batchTx) flushTurns(ctx context.Context) error {
 	if len(b.uninserted) > 0 {
 		if err := b.tx.InboxDeleteMany(ctx, store.IdentitiesRef{Consumer: b.consumer, IDs: b.uninserted}); err != nil {
 			return err
 		}
 		b.uninserted = b.uninserted[:0]
 	}
+	if len(b.turns) > 0 {
+		others, err := b.tx.TurnTakeMany(ctx, store.TurnTakeManyParams{Consumer: b.consumer, At: b.turnAt, Turns: b.turns})
+		if err != nil {
+			return err
+		}
+		if len(others) > 0 {
+			// Bound to another copy meanwhile, which the key's lock should
+			// have kept out: the run with savepoints settles it message by
+			// message.
+			return errRerun
+		}
+		b.turns = b.turns[:0]
+	}
+	return nil
+}
+
+// flushMoves writes the deferred outcomes, key moves and retry clears.
+func (b *batchTx) flushMoves(ctx context.Context) error {
 	if len(b.outcomeRows) > 0 {
 		if err := b.tx.InboxSetOutcomeMany(ctx, store.InboxSetOutcomeManyParams{Consumer: b.consumer, Rows: b.outcomeRows}); err != nil {
 			return err
@@ -503,7 +546,11 @@ func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.R
 
 // RetryClear is deferred in an optimistic run.
 func (b *batchTx) RetryClear(ctx context.Context, p store.MessageRef) error {
-	delete(b.aheadBound, store.Identity{Source: p.Source, ID: p.ID})
+	if id := (store.Identity{Source: p.Source, ID: p.ID}); p.Consumer == b.consumer {
+		if _, ok := b.aheadBound[id]; ok {
+			b.aheadBound[id] = ""
+		}
+	}
 	if !b.optimistic || p.Consumer != b.consumer {
 		return b.tx.RetryClear(ctx, p)
 	}

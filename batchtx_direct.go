@@ -126,19 +126,77 @@ func (b *batchTx) DecisionGet(ctx context.Context, p store.MessageRef) (store.De
 }
 
 // TurnTake is store.Executor.TurnTake; the key now has a turn, which the
-// gate of its later messages in the batch must see (HasRetries).
+// gate of its later messages in the batch must see (HasRetries). In an
+// optimistic run, a turn of a message without a business key whose turn
+// the prefetch read free or its own waits for the next flush, to be
+// written with the others in one statement (turns).
 func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) (string, error) {
-	delete(b.aheadBound, store.Identity{Source: p.Source, ID: p.ID})
 	if ks, ok := b.keys[p.PartitionKey]; ok && p.Consumer == b.consumer {
 		ks.HasRetries = true
 		b.keys[p.PartitionKey] = ks
 	}
+	id := store.Identity{Source: p.Source, ID: p.ID}
+	bound, known := b.aheadBound[id]
+	if b.optimistic && known && p.Consumer == b.consumer && p.BusinessKey == "" && (bound == "" || bound == p.PayloadHash) {
+		b.turns = append(b.turns, store.TurnRow{Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, PayloadHash: p.PayloadHash})
+		b.turnAt = p.At
+		b.aheadBound[id] = p.PayloadHash
+		return p.PayloadHash, nil
+	}
+	delete(b.aheadBound, id)
+	if err := b.flush(ctx); err != nil {
+		return "", err
+	}
 	return b.tx.TurnTake(ctx, p)
 }
 
-// DecisionClaim is store.Executor.DecisionClaim.
+// DecisionClaim is store.Executor.DecisionClaim. In an optimistic run it
+// is taken at the end of the run with the others in one statement
+// (claims), and answers claimed until then: the claim is read only after
+// the commit, by the message's decider, and one another owner held is
+// taken off the message first (takeClaims).
 func (b *batchTx) DecisionClaim(ctx context.Context, p store.DecisionClaimParams) (store.DecisionClaim, error) {
+	if b.optimistic && p.Consumer == b.consumer {
+		b.claims = append(b.claims, p)
+		return store.DecisionClaim{Claimed: true, Until: p.Until}, nil
+	}
 	return b.tx.DecisionClaim(ctx, p)
+}
+
+// takeClaims takes the run's deferred claims (DecisionClaim), in one
+// statement per owner, at the earliest time and until the earliest end
+// among them; a message whose claim another owner holds has its claim
+// taken off, and its decider claims for itself.
+func (b *batchTx) takeClaims(ctx context.Context) error {
+	for len(b.claims) > 0 {
+		owner := b.claims[0].Owner
+		p := store.DecisionClaimManyParams{Consumer: b.consumer, Owner: owner, Now: b.claims[0].Now, Until: b.claims[0].Until}
+		rest := b.claims[:0]
+		for _, c := range b.claims {
+			if c.Owner != owner {
+				rest = append(rest, c)
+				continue
+			}
+			p.IDs = append(p.IDs, store.Identity{Source: c.Source, ID: c.ID})
+			if c.Now.Before(p.Now) {
+				p.Now = c.Now
+			}
+			if c.Until.Before(p.Until) {
+				p.Until = c.Until
+			}
+		}
+		b.claims = rest
+		claimed, err := b.tx.DecisionClaimMany(ctx, p)
+		if err != nil {
+			return err
+		}
+		for i, u := range b.undecided {
+			if u.claim.owner == owner && !claimed[store.Identity{Source: u.ev.Source, ID: u.ev.ID}] {
+				b.undecided[i].claim = preClaim{}
+			}
+		}
+	}
+	return nil
 }
 
 // Business keys. The identities a batch inserted are recorded as applied
@@ -170,24 +228,35 @@ func (b *batchTx) lockBusinessKey(ctx context.Context, consumer, businessKey str
 func (b *batchTx) TurnBoundTo(ctx context.Context, p store.MessageRef) (string, error) {
 	id := store.Identity{Source: p.Source, ID: p.ID}
 	if hash, ok := b.aheadBound[id]; ok && p.Consumer == b.consumer {
-		delete(b.aheadBound, id)
 		return hash, nil
+	}
+	if err := b.flush(ctx); err != nil {
+		return "", err
 	}
 	return b.tx.TurnBoundTo(ctx, p)
 }
 
-// TurnHeld is store.Executor.TurnHeld.
+// TurnHeld is store.Executor.TurnHeld, after the deferred turns.
 func (b *batchTx) TurnHeld(ctx context.Context, p store.MessageRef) (bool, error) {
+	if err := b.flush(ctx); err != nil {
+		return false, err
+	}
 	return b.tx.TurnHeld(ctx, p)
 }
 
-// BusinessKeyInFlight is store.Executor.BusinessKeyInFlight.
+// BusinessKeyInFlight is store.Executor.BusinessKeyInFlight, after the deferred writes.
 func (b *batchTx) BusinessKeyInFlight(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
+	if err := b.flush(ctx); err != nil {
+		return store.Identity{}, err
+	}
 	return b.tx.BusinessKeyInFlight(ctx, p)
 }
 
-// BusinessKeyTouched is store.Executor.BusinessKeyTouched.
+// BusinessKeyTouched is store.Executor.BusinessKeyTouched, after the deferred writes.
 func (b *batchTx) BusinessKeyTouched(ctx context.Context, p store.BusinessKeyRef) (store.Identity, error) {
+	if err := b.flush(ctx); err != nil {
+		return store.Identity{}, err
+	}
 	return b.tx.BusinessKeyTouched(ctx, p)
 }
 

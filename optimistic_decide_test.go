@@ -11,6 +11,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 )
 
 // A batch of a consumer with Decide runs without savepoints (the
@@ -71,4 +72,31 @@ func TestOptimisticBatchStopsALaterMessageBehindItsKeysTurn(t *testing.T) {
 	require.Equal(t, 1, b.effects(t, "a"))
 	require.Equal(t, 1, b.effects(t, "b"))
 	require.Equal(t, 0, count("seqbox_retries", "b"), "b's turn ended with it")
+}
+
+// The claims an optimistic batch takes for the messages it stops are
+// taken together at its end; one another process holds, alive, is taken
+// off its message there, so that its decider claims for itself, finds
+// the other's claim and waits, and the agent is not asked twice.
+func TestOptimisticBatchLeavesAClaimAnotherProcessHolds(t *testing.T) {
+	b := setup(t)
+	var asked atomic.Int32
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		asked.Add(1)
+		return []byte("plan"), nil
+	}
+	c := b.consumer(t)
+	ctx := context.Background()
+	now := time.Now()
+	claim, err := b.store.Executor().DecisionClaim(ctx, store.DecisionClaimParams{Consumer: b.cfg.Name, Source: "crm", ID: "x",
+		Owner: "another-process", Now: now, Until: now.Add(time.Hour)})
+	require.NoError(t, err)
+	require.True(t, claim.Claimed)
+
+	res, err := c.DeliverBatch(ctx, [][]byte{unversioned("x", "k"), unversioned("y", "k2")})
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.Retry, res[0][0].Outcome, "x waits for the other process's decision: %+v", res[0][0])
+	require.Contains(t, res[0][0].Reason, "in flight elsewhere")
+	require.Equal(t, seqboxtype.Applied, res[1][0].Outcome)
+	require.Equal(t, int32(1), asked.Load(), "only y was asked for")
 }
