@@ -164,15 +164,13 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 			_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
 		}
 	}()
-	// Recorded while the claim was being taken: nothing to ask.
-	if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	// Final elsewhere (dead-lettered and skipped, say) while this copy
-	// waited: asking now would reach the agent out of its key's order (the
-	// model's guard "claim: settled elsewhere", internal/model). Its run
-	// again ends a duplicate.
-	if final, err := finalElsewhere(ctx, op, ref); final || err != nil {
+	// Recorded while the claim was being taken: nothing to ask. Final
+	// elsewhere (dead-lettered and skipped, say) while this copy waited:
+	// asking now would reach the agent out of its key's order (the
+	// model's guard "claim: settled elsewhere", internal/model); its run
+	// again ends a duplicate. One look reads both.
+	look, err := op.DecisionLook(ctx, ref)
+	if err != nil || look.Decided || finalElsewhere(look) {
 		return err
 	}
 	// Its business key, looked at again now that it is about to ask: a
@@ -234,20 +232,15 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 
 // finalElsewhere: the identity has a final outcome in the inbox and no
 // turn (a redrive takes one before it decides).
-func finalElsewhere(ctx context.Context, op store.Executor, ref store.MessageRef) (bool, error) {
-	seen, err := op.InboxSeen(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+func finalElsewhere(l store.DecisionLook) bool {
+	if !l.Seen {
+		return false
 	}
-	if err != nil {
-		return false, err
-	}
-	switch seen.Outcome {
+	switch l.Outcome {
 	case seqboxtype.Held, seqboxtype.Blocked, noOutcome: // parked, or left without an outcome by a crash
-		return false, nil
+		return false
 	}
-	turn, err := op.TurnHeld(ctx, ref)
-	return !turn, err
+	return !l.TurnHeld
 }
 
 // businessKeyTaken: another identity applied ev's business key, is

@@ -29,6 +29,19 @@ type Seen struct {
 	PayloadHash string
 }
 
+// DecisionLook is what a decider looks at right before it asks
+// (Executor.DecisionLook), read in one statement.
+type DecisionLook struct {
+	// Decided: a decision is recorded for the identity.
+	Decided bool
+	// Seen: the inbox holds the identity, with Outcome.
+	Seen    bool
+	Outcome seqboxtype.Outcome
+	// TurnHeld: the identity has a retry row (its key's turn, or a
+	// counted failure).
+	TurnHeld bool
+}
+
 // RetryCount is an identity's failed attempts so far (Executor.RetryRecord).
 type RetryCount struct {
 	Attempts int

@@ -330,6 +330,10 @@ type Decisions interface {
 	// on the first, and a copy with another payload hash learns that the
 	// identity's decision was made for another payload.
 	DecisionRecord(ctx context.Context, p DecisionRecordParams) (Decision, error)
+	// DecisionLook reads, in one statement, whether a decision is
+	// recorded for the identity, its inbox outcome and whether it holds
+	// a turn.
+	DecisionLook(ctx context.Context, p MessageRef) (DecisionLook, error)
 	// DecisionClaimMany is DecisionClaim for many identities and one
 	// owner: it returns those it claimed (the others are claimed by
 	// another owner whose claim has not run out at Now).

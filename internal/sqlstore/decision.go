@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/dialect"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -448,4 +449,16 @@ func (t *Executor) readIdentities(ctx context.Context, into map[store.Identity]b
 		into[id] = true
 	}
 	return rows.Err()
+}
+
+// DecisionLook reads a decider's look before its ask in one statement.
+func (o *Executor) DecisionLook(ctx context.Context, p store.MessageRef) (store.DecisionLook, error) {
+	var l store.DecisionLook
+	var outcome sql.NullString
+	const where = ` WHERE consumer = $1 AND source = $2 AND id = $3`
+	err := o.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM seqbox_decisions`+where+`),
+		(SELECT outcome FROM seqbox_inbox`+where+`),
+		EXISTS (SELECT 1 FROM seqbox_retries`+where+`)`, p.Consumer, p.Source, p.ID).Scan(&l.Decided, &outcome, &l.TurnHeld)
+	l.Seen, l.Outcome = outcome.Valid, seqboxtype.Outcome(outcome.String)
+	return l, err
 }

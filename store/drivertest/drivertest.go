@@ -119,6 +119,7 @@ var txTests = []driverTest{
 	{"TurnTakeBound", testTurnTakeBound},
 	{"ManyReads", testManyReads},
 	{"TakeMany", testTakeMany},
+	{"DecisionLook", testDecisionLook},
 }
 
 // runAll runs tests as subtests of t; each one is parallel.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -324,4 +325,38 @@ func testTakeMany(t *testing.T, st store.Store) {
 	again, err := tx.DecisionClaimMany(ctx, claims)
 	require.NoError(t, err)
 	require.Equal(t, claimed, again, "the owner's own claims are its again")
+}
+
+// testDecisionLook checks DecisionLook against DecisionGet, InboxSeen and
+// TurnHeld read one by one.
+func testDecisionLook(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	look := func(id string) store.DecisionLook {
+		t.Helper()
+		l, err := tx.DecisionLook(ctx, store.MessageRef{Consumer: e.consumer, Source: "crm", ID: id})
+		require.NoError(t, err)
+		return l
+	}
+	require.Equal(t, store.DecisionLook{}, look("1"), "nothing recorded")
+	_, err := tx.TurnTake(ctx, store.TurnTakeParams{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k", PayloadHash: "h", At: at(1)})
+	require.NoError(t, err)
+	require.Equal(t, store.DecisionLook{TurnHeld: true}, look("1"))
+	_, err = tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: e.consumer, Source: "crm", ID: "1", Decision: []byte("d"), PayloadHash: "h", At: at(2)})
+	require.NoError(t, err)
+	require.Equal(t, store.DecisionLook{Decided: true, TurnHeld: true}, look("1"))
+	r := e.inboxRow("crm", "1", 3)
+	r.Outcome = seqboxtype.DeadLettered
+	_, err = tx.InboxInsert(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, store.DecisionLook{Decided: true, Seen: true, Outcome: seqboxtype.DeadLettered, TurnHeld: true}, look("1"))
+	pending := e.inboxRow("crm", "2", 3)
+	pending.Outcome = ""
+	_, err = tx.InboxInsert(ctx, pending)
+	require.NoError(t, err)
+	require.Equal(t, store.DecisionLook{Seen: true}, look("2"), "left without an outcome")
+	other := store.MessageRef{Consumer: e.consumer + "/other", Source: "crm", ID: "1"}
+	l, err := tx.DecisionLook(ctx, other)
+	require.NoError(t, err)
+	require.Equal(t, store.DecisionLook{}, l, "another consumer's rows are not read")
 }
