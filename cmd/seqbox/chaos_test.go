@@ -118,7 +118,7 @@ func TestChaosUnknownTarget(t *testing.T) {
 
 func TestChaosUnknownAgent(t *testing.T) {
 	line := fails(t, "chaos", "--target", "serve", "--agent", "cobol")
-	require.Contains(t, line, `--agent "cobol": not one of python (or give --agent-cmd)`)
+	require.Contains(t, line, `--agent "cobol": not one of python, typescript (or give --agent-cmd)`)
 	line = fails(t, "chaos", "--agent", "python")
 	require.Contains(t, line, `--agent python: only with --target serve`)
 }

@@ -25,7 +25,15 @@ import (
 // comma-separated; the remote side's base URL), paths relative to the
 // checkout. Another SDK's agent is one more entry (or --agent-cmd).
 var SDKAgents = map[string][]string{
-	"python": {"python3", "sdk/python/examples/refund_agent.py", "{listen}", "{gateways}", "{remote}"},
+	"python":     {"python3", "sdk/python/examples/refund_agent.py", "{listen}", "{gateways}", "{remote}"},
+	"typescript": {"node", "sdk/typescript/dist/examples/refund-agent.js", "{listen}", "{gateways}", "{remote}"},
+}
+
+// SDKAgentBuilds are the commands that build an SDK's agent (run from
+// the checkout), named when its file is missing: the harness runs what
+// is there and builds nothing.
+var SDKAgentBuilds = map[string]string{
+	"typescript": "(cd sdk/typescript && npm ci && npm run build)",
 }
 
 // sdkRun is one scenario of an SDK's agent under chaos: two serve
@@ -147,6 +155,9 @@ func (s *sdkRun) agentArgs() ([]string, error) {
 		a = strings.NewReplacer("{listen}", s.agentAt, "{gateways}", gateways, "{remote}", s.remote.url).Replace(a)
 		if i > 0 && strings.Contains(a, "/") && !filepath.IsAbs(a) && !strings.Contains(a, "://") {
 			found, err := inCheckout(a)
+			if build, ok := SDKAgentBuilds[s.h.opt.AgentName]; ok && err != nil {
+				return nil, fmt.Errorf("%w (build it first: %s)", err, build)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/nodetest"
 	"github.com/seqbox/seqbox/internal/pastetest"
 	"github.com/seqbox/seqbox/internal/shorttest"
 	"github.com/seqbox/seqbox/internal/waitfor"
@@ -25,7 +26,7 @@ const (
 // writes into a GOPATH of the test's.
 func TestAgentsTypeScriptQuickStartRunsAsPasted(t *testing.T) {
 	shorttest.Skip(t, "docs/agents.md's TypeScript quick start (it builds and runs seqbox serve)")
-	needNode(t, "the TypeScript quick start")
+	nodetest.Need(t, "the TypeScript quick start")
 	for _, p := range []string{"bash", "go", "curl"} {
 		pastetest.Need(t, "the TypeScript quick start", p)
 	}
