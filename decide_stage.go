@@ -148,8 +148,10 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 		}
 		if !claim.Claimed {
 			// Another process is deciding it, and its heartbeat is alive: come
-			// back when the decision is likely recorded, or its claim ran out.
-			return &decisionInFlight{wait: d.c.p.waitForOthers()}
+			// back when the decision is likely recorded, or as soon as its
+			// claim runs out unrenewed (a dead decider's is taken over then,
+			// within its three heartbeats, not a whole waitForOthers later).
+			return &decisionInFlight{wait: d.c.p.claimWait(claim.Until)}
 		}
 	}
 	if err := d.c.hooks.At(fault.AfterDecisionClaim); err != nil {

@@ -100,3 +100,24 @@ func TestOptimisticBatchLeavesAClaimAnotherProcessHolds(t *testing.T) {
 	require.Equal(t, seqboxtype.Applied, res[1][0].Outcome)
 	require.Equal(t, int32(1), asked.Load(), "only y was asked for")
 }
+
+// A message whose decision another process claimed comes back as soon as
+// that claim runs out unrenewed (its decider died, say), not a whole
+// waitForOthers (DecideTimeout/8: 15 s by default) later.
+func TestWaiterComesBackWhenTheOthersClaimRunsOut(t *testing.T) {
+	b := setup(t)
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) { return []byte("plan"), nil }
+	c := b.consumer(t)
+	ctx := context.Background()
+	now := time.Now()
+	until := now.Add(3 * time.Second) // a dead decider's claim, three heartbeats from its last renewal
+	_, err := b.store.Executor().DecisionClaim(ctx, store.DecisionClaimParams{Consumer: b.cfg.Name, Source: "crm", ID: "x",
+		Owner: "a-dead-process", Now: now, Until: until})
+	require.NoError(t, err)
+
+	res, err := c.Deliver(ctx, unversioned("x", "k"), 1)
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.Retry, res[0].Outcome, "%+v", res[0])
+	require.LessOrEqual(t, res[0].RetryAfter, time.Until(until)+time.Second, "back once the claim ran out")
+	require.Greater(t, res[0].RetryAfter, time.Duration(0))
+}

@@ -223,6 +223,17 @@ func (p *pipeline) businessKeyTouched(ctx context.Context, tx *batchTx, ev seqbo
 		"(seqbox effects list); resolve that, then redrive this", ev.BusinessKey, other.Source, other.ID)), nil
 }
 
+// claimWait is how long a message waits for another process's claim
+// that runs out at until: until it runs out (just after), and no longer
+// than waitForOthers.
+func (p *pipeline) claimWait(until time.Time) time.Duration {
+	return min(p.waitForOthers(), max(until.Sub(p.cfg.Now())+claimMargin, 0))
+}
+
+// claimMargin is how long after another's claim ran out a waiter looks
+// again, so that the claim has run out by the store's clock too.
+const claimMargin = 50 * time.Millisecond
+
 // waitForOthers is how long a message waits for another process's
 // decision before it looks again: an eighth of DecideTimeout, and at least
 // a claim's life, so a dead decider's claim has run out by then.
