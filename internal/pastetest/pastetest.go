@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seqbox/seqbox/internal/waitfor"
 )
 
 // Block is the ```sh block that follows marker in doc (named docName in
@@ -229,4 +231,42 @@ func Clone(t *testing.T, root string) (dir, gopath string, env []string) {
 	dir, gopath = filepath.Join(t.TempDir(), "seqbox"), t.TempDir()
 	CopyTree(t, abs, dir)
 	return dir, gopath, []string{"GOPATH=" + gopath, "GOBIN=", "GOMODCACHE=" + GoEnv(t, "GOMODCACHE"), "GOCACHE=" + GoEnv(t, "GOCACHE")}
+}
+
+// Agent is a document's quick start for an example agent in front of
+// seqbox serve, in two blocks: the first starts both and sends an event,
+// the second stops them.
+type Agent struct {
+	// Doc is the document's path; Start and End mark its two blocks.
+	Doc, Start, End string
+	// Done is the line the agent prints once the event is done; the
+	// second block is pasted after it, waited for at most Wait.
+	Done string
+	Wait time.Duration
+	// Once are lines the output holds exactly once (Done is one too).
+	Once []string
+}
+
+// RunAgent pastes a's blocks into bash in a copy of the checkout at root,
+// as a reader does: the first, then, once the agent printed Done, the
+// second. Only the ports differ (GATEWAY and AGENT, which the blocks
+// read), and go install writes into a GOPATH of the test's.
+func RunAgent(t *testing.T, root string, a Agent) {
+	t.Helper()
+	blocks := Blocks(t, a.Doc, a.Start, a.End)
+	clone, _, env := Clone(t, root)
+	gateway, agent := FreePort(t), FreePort(t)
+	bash := StartBash(t, clone, append(env, "GATEWAY="+gateway, "AGENT="+agent)...)
+	bash.Paste(blocks[0])
+	waitfor.That(t, a.Wait, "the agent to print the event done", func() bool {
+		return strings.Contains(bash.Printed(), a.Done)
+	})
+	bash.Paste(blocks[1])
+	bash.End(time.Minute)
+	got := bash.Printed()
+	for _, want := range append(a.Once, a.Done) {
+		if strings.Count(got, want) != 1 {
+			t.Errorf("the output has %q %d times, want once:\n%s", want, strings.Count(got, want), got)
+		}
+	}
 }

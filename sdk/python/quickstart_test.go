@@ -13,7 +13,6 @@ import (
 
 	"github.com/seqbox/seqbox/internal/pastetest"
 	"github.com/seqbox/seqbox/internal/shorttest"
-	"github.com/seqbox/seqbox/internal/waitfor"
 )
 
 // TestPythonSDKSuite runs `python3 -m unittest discover sdk/python` from
@@ -45,32 +44,17 @@ const (
 )
 
 // TestAgentsPythonQuickStartRunsAsPasted pastes docs/agents.md's Python
-// quick start into bash, in a copy of the checkout: the first block,
-// then, once the agent printed the event done, the second. Only the
-// ports differ (GATEWAY and AGENT, which the block reads), and go
-// install writes into a GOPATH of the test's.
+// quick start into bash, in a copy of the checkout, as a reader does
+// (pastetest.RunAgent).
 func TestAgentsPythonQuickStartRunsAsPasted(t *testing.T) {
 	shorttest.Skip(t, "docs/agents.md's Python quick start (it builds and runs seqbox serve)")
 	for _, p := range []string{"bash", "go", "python3", "curl"} {
 		pastetest.Need(t, "the Python quick start", p)
 	}
-	blocks := pastetest.Blocks(t, filepath.Join("..", "..", "docs", "agents.md"), startMarker, endMarker)
-	start, end := blocks[0], blocks[1]
-	clone, _, env := pastetest.Clone(t, filepath.Join("..", ".."))
-	gateway, agent := pastetest.FreePort(t), pastetest.FreePort(t)
-	bash := pastetest.StartBash(t, clone, append(env, "GATEWAY="+gateway, "AGENT="+agent)...)
-	bash.Paste(start)
-	done := "agent: evt-1 done: refund refund-1, email email-2"
-	waitfor.That(t, 3*time.Minute, "the agent to print the event done", func() bool {
-		return strings.Contains(bash.Printed(), done)
+	pastetest.RunAgent(t, filepath.Join("..", ".."), pastetest.Agent{
+		Doc: filepath.Join("..", "..", "docs", "agents.md"), Start: startMarker, End: endMarker,
+		Done: "agent: evt-1 done: refund refund-1, email email-2", Wait: 3 * time.Minute,
+		Once: []string{"model: asked to plan evt-1", `refund: refund-1 {"amount": 20, "event": "evt-1", "key": "order-7", "order": "order-7"} (key sbx-`,
+			`email: email-2 {"event": "evt-1", "key": "order-7", "order": "order-7", "refund": "refund-1", "to": "customer@example.com"} (key sbx-`},
 	})
-	bash.Paste(end)
-	bash.End(time.Minute)
-	got := bash.Printed()
-	for _, want := range []string{"model: asked to plan evt-1", `refund: refund-1 {"amount": 20, "event": "evt-1", "key": "order-7", "order": "order-7"} (key sbx-`,
-		`email: email-2 {"event": "evt-1", "key": "order-7", "order": "order-7", "refund": "refund-1", "to": "customer@example.com"} (key sbx-`, done} {
-		if strings.Count(got, want) != 1 {
-			t.Errorf("the output has %q %d times, want once:\n%s", want, strings.Count(got, want), got)
-		}
-	}
 }
