@@ -38,6 +38,9 @@ func TestOutputFormats(t *testing.T) {
 	require.Equal(t, []any{"replay", "record", false}, []any{cs[0]["name"], cs[0]["handler_kind"], cs[0]["live"]})
 	require.Equal(t, "block", cs[0]["policies"].(map[string]any)["on_dead_letter"])
 	require.True(t, strings.HasPrefix(ok(t, "consumers", "list", "--db", db), "NAME    HANDLER  PROCESS"))
+	require.True(t, strings.HasPrefix(ok(t, "consumers", "list", "--db", db, "--consumer", "replay"), "NAME    HANDLER  PROCESS"))
+	require.Equal(t, `seqbox: --consumer "nobody": no such consumer in `+db+`; it has "replay"`,
+		fails(t, "consumers", "list", "--db", db, "--consumer", "nobody"), "an unknown consumer is named, as every command names it")
 
 	// An action: a sentence, or one JSON object.
 	r := exe(t, "", "dlq", "redrive", "1", "--db", db)

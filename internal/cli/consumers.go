@@ -41,12 +41,19 @@ func consumersListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f.consumer != "" {
+				// One consumer, named: an unknown name is an error that lists
+				// the consumers there are, as every other command says it.
+				r, err := findConsumer(cmd.Context(), st, f.db, f.consumer)
+				if err != nil {
+					return err
+				}
+				regs = []store.Registration{r}
+			}
 			now := time.Now()
 			lines := make([]ops.ConsumerLine, 0, len(regs))
 			for _, r := range regs {
-				if f.consumer == "" || r.Consumer == f.consumer {
-					lines = append(lines, ops.ConsumerLineOf(r, now, seqbox.LiveWithin))
-				}
+				lines = append(lines, ops.ConsumerLineOf(r, now, seqbox.LiveWithin))
 			}
 			return ops.WriteConsumers(cmd.OutOrStdout(), lines, f.out)
 		},
