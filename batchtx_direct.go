@@ -223,8 +223,9 @@ func (b *batchTx) lockBusinessKey(ctx context.Context, consumer, businessKey str
 	return nil
 }
 
-// TurnBoundTo is store.Executor.TurnBoundTo, answered from the prefetch
-// the first time (aheadBound), under the key locks it took first.
+// TurnBoundTo is store.Executor.TurnBoundTo, answered from what the
+// prefetch read under the key locks it took first, as the batch's own
+// turn writes keep it (aheadBound); else after the deferred writes.
 func (b *batchTx) TurnBoundTo(ctx context.Context, p store.MessageRef) (string, error) {
 	id := store.Identity{Source: p.Source, ID: p.ID}
 	if hash, ok := b.aheadBound[id]; ok && p.Consumer == b.consumer {
