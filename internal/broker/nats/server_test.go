@@ -76,8 +76,16 @@ func publish(t *testing.T, url, name string, replicas ...int) string {
 	if err != nil {
 		t.Fatalf("create stream: %v", err)
 	}
-	if _, err := js.Publish(ctx, name+".x", []byte("hello")); err != nil {
-		t.Fatalf("publish: %v", err)
+	// A replicated stream takes messages once its replicas elected a
+	// leader; until then a publication meets "no response from stream".
+	// It is published as a producer does, again on a failure, under one
+	// message id, so that the stream stores it once.
+	var perr error
+	if !waitfor.Until(20*time.Second, func() bool {
+		_, perr = js.Publish(ctx, name+".x", []byte("hello"), jetstream.WithMsgID(name+"-1"))
+		return perr == nil
+	}) {
+		t.Fatalf("publish: %v", perr)
 	}
 	info, err := st.Info(ctx)
 	if err != nil {
