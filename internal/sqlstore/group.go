@@ -199,7 +199,8 @@ func (g *groupCommit) run() {
 }
 
 // carry runs the queued writes in e, a transaction that just began, each
-// under a savepoint; e tells them their results when it commits, or
+// under a savepoint (its three statements prepared once, as the store's
+// own are: stmts.go); e tells them their results when it commits, or
 // queues them again when it rolls back. It fails only when the
 // transaction is left in a state no savepoint explains: the writes then
 // have their error, and the transaction must be rolled back.
@@ -217,7 +218,7 @@ func (g *groupCommit) carry(e *Executor) error {
 			continue
 		}
 		keep = append(keep, j)
-		if _, err := e.tx.ExecContext(ctx, "SAVEPOINT g"); err != nil {
+		if _, err := e.exec(ctx, "SAVEPOINT g"); err != nil {
 			finish(keep, err)
 			g.requeue(pending(jobs, j))
 			return err
@@ -231,11 +232,11 @@ func (g *groupCommit) carry(e *Executor) error {
 		}
 		if err == nil {
 			j.res.affected, j.res.err = res.RowsAffected()
-			_, err = e.tx.ExecContext(ctx, "RELEASE g")
+			_, err = e.exec(ctx, "RELEASE g")
 		} else {
 			j.err = err
-			if _, rerr := e.tx.ExecContext(ctx, "ROLLBACK TO g"); rerr == nil {
-				_, rerr = e.tx.ExecContext(ctx, "RELEASE g")
+			if _, rerr := e.exec(ctx, "ROLLBACK TO g"); rerr == nil {
+				_, rerr = e.exec(ctx, "RELEASE g")
 				err = rerr
 			} else {
 				err = rerr
