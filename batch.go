@@ -1,6 +1,7 @@
 package seqbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,79 @@ import (
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
+
+// commitAndSettle is a batch from start to end: it runs ins in one
+// transaction (runBatch: each input through the pipeline, then COMMIT),
+// then settles each delivery of ds (nil for an input that came with
+// none) at the transport (settle). keys are their scheduling keys. It
+// returns the results and the messages stopped to be decided, which are
+// not settled yet: they run again once decided.
+func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery, ins []input, keys []string) ([][]seqboxtype.Result, []undecided, error) {
+	if len(ins) == 0 {
+		return nil, nil, nil
+	}
+	var ackedInTx bool
+	out, us, err := c.runBatch(ctx, ins, c.ackInTx(ctx, ds, &ackedInTx))
+	if err != nil {
+		return c.batchFailed(ctx, ds, ins, keys, err)
+	}
+	for i := range us {
+		if us[i].in.parked == nil {
+			us[i].delivery, us[i].key = ds[us[i].origin], keys[us[i].origin]
+		}
+	}
+	if err := c.settle(ctx, ds, ins, out, ackedInTx); err != nil {
+		return nil, nil, err
+	}
+	return out, us, nil
+}
+
+// batchFailed answers a batch whose transaction failed with err: a crash
+// or shutdown leaves its deliveries for redelivery; any other failure of
+// a batch of several runs each delivery in a transaction of its own, so
+// that one the store refuses does not hold the others hostage; else its
+// deliveries are nacked.
+func (c *Consumer) batchFailed(ctx context.Context, ds []transport.Delivery, ins []input, keys []string, err error) ([][]seqboxtype.Result, []undecided, error) {
+	if fault.IsCrash(err) || ctx.Err() != nil {
+		return nil, nil, err // a crash or shutdown: leave them for redelivery
+	}
+	if len(ins) > 1 && !errors.Is(err, errKeyConflict) {
+		// One delivery may be what the store refuses: run each in a
+		// transaction of its own, so the others are not held hostage.
+		c.cfg.Logger.Error("seqbox: batch failed; retrying its deliveries one by one", "consumer", c.cfg.Name,
+			"deliveries", len(ins), "err", err)
+		var first error
+		out := make([][]seqboxtype.Result, len(ins))
+		var us []undecided
+		for i := range ins {
+			res, more, err := c.commitAndSettle(ctx, ds[i:i+1], ins[i:i+1], keys[i:i+1])
+			if err != nil {
+				if fault.IsCrash(err) || ctx.Err() != nil {
+					return nil, nil, err
+				}
+				first = cmp.Or(first, err)
+				continue
+			}
+			out[i] = res[0]
+			for _, u := range more {
+				u.origin = i
+				us = append(us, u)
+			}
+		}
+		return out, us, first
+	}
+	c.cfg.Logger.Error("seqbox: batch failed; nacking for redelivery", "consumer", c.cfg.Name, "deliveries", len(ins), "err", err)
+	delay := time.Second
+	if errors.Is(err, errKeyConflict) {
+		delay = keyConflictDelay
+	}
+	for _, d := range ds {
+		if d != nil {
+			_ = d.Nack(context.WithoutCancel(ctx), delay)
+		}
+	}
+	return nil, nil, err
+}
 
 // runBatch runs the inputs in one transaction and commits: optimistically
 // (no savepoints) unless the consumer has Decide, and again with a
