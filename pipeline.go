@@ -121,22 +121,18 @@ func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]seqbox
 	return append(r.results, more...), err
 }
 
-// process reaches the message's own result inside its process span,
-// which ends when tx does (batchTx.endSpans).
-func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (reached, error) {
-	ctx, span := p.tr.startProcess(ctx, &in, p.cfg.VolatileAttributes)
-	r, err := p.processMessage(ctx, tx, in)
-	id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}
-	if len(r.results) > 0 {
-		id = store.Identity{Source: r.results[0].Source, ID: r.results[0].ID}
-	}
-	tx.spans = append(tx.spans, openSpan{span: span, id: id, origin: tx.origin})
-	return r, err
-}
-
-// processMessage reaches the message's own result. It returns the key to
+// process reaches the message's own result, inside its process span
+// (which ends when tx does: batchTx.endSpans). It returns the key to
 // unpark when the key's version moved.
-func (p *pipeline) processMessage(ctx context.Context, tx *batchTx, in input) (reached, error) {
+func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reached, err error) {
+	ctx, span := p.tr.startProcess(ctx, &in, p.cfg.VolatileAttributes)
+	defer func() {
+		id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}
+		if len(r.results) > 0 {
+			id = store.Identity{Source: r.results[0].Source, ID: r.results[0].ID}
+		}
+		tx.spans = append(tx.spans, openSpan{span: span, id: id, origin: tx.origin})
+	}()
 	now := p.cfg.Now()
 	ev, perr := in.event(p.cfg.VolatileAttributes)
 	if perr == nil && in.oversized == nil {
