@@ -46,45 +46,21 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 			return p.conclude(ctx, dl.with(d, ev, ks), key, err)
 		}
 	}
-	herr := in.decideErr
-	if inFlight := (*decisionInFlight)(nil); errors.As(herr, &inFlight) {
-		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), inFlight.retryAfter())
-	}
-	if w := waiter(nil); errors.As(herr, &w) {
-		// A call of it is running in a live caller (effects.InFlightError):
-		// waiting for it is no failure and spends no attempt, so a live
-		// call never dead-letters its message (the model's guard "ledger:
-		// live pending row (wait)", internal/model).
-		return p.wait(ctx, dl.with(d, ev, ks), herr.Error(), min(w.Wait(), p.cfg.Retry.MaxBackoff))
+	var hctx context.Context
+	var herr error
+	if p.cfg.Decide == nil {
+		hctx, herr = ctx, p.crashLoop(in)
+	} else {
+		var stopped *reached
+		var err error
+		if hctx, herr, stopped, err = p.decided(ctx, dl.with(d, ev, ks)); stopped != nil || err != nil {
+			if stopped == nil {
+				return reached{}, err
+			}
+			return *stopped, err
+		}
 	}
 	if herr == nil {
-		reason, err := p.businessKeyBusy(ctx, tx, ev)
-		if err != nil {
-			return reached{}, err
-		}
-		if reason != "" {
-			return p.wait(ctx, dl.with(d, ev, ks), reason, p.waitForOthers())
-		}
-		if herr, err = p.businessKeyTouched(ctx, tx, ev); err != nil {
-			return reached{}, err
-		}
-	}
-	if herr == nil && in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
-		// Delivered again and again without ever settling: each attempt
-		// killed its process before a failure could be recorded.
-		herr = Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
-	}
-	if herr == nil {
-		hctx, decided, madeFor, err := p.decisionFor(ctx, tx, ev)
-		if err != nil {
-			return reached{}, err
-		}
-		if madeFor != "" {
-			return p.boundElsewhere(ctx, dl.with(d, ev, ks), madeFor, "a decision")
-		}
-		if !decided {
-			return p.awaitDecision(ctx, dl.with(d, ev, ks))
-		}
 		herr = tx.handle(hctx, ev, p.runHandler)
 	}
 	if herr != nil {
@@ -138,6 +114,16 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 // this many times MaxAttempts and failing again is dead-lettered, even if
 // its failures were never all recorded (each crashed its process).
 const crashLoopFactor = 4
+
+// crashLoop fails a message for good once it has been delivered
+// crashLoopFactor times MaxAttempts: each attempt killed its process
+// before a failure could be recorded.
+func (p *pipeline) crashLoop(in input) error {
+	if in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
+		return Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
+	}
+	return nil
+}
 
 // advance is the compare-and-set of step 6.
 func (p *pipeline) advance(ctx context.Context, tx *batchTx, key string, prev *int64, next int64, now time.Time) error {

@@ -2,8 +2,18 @@ package seqbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/heartbeat"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/transport"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Decider is the half of an agent's step that runs outside the transaction:
@@ -17,3 +27,294 @@ func DecisionFrom(ctx context.Context) ([]byte, bool) {
 	d, ok := ctx.Value(decisionKey{}).([]byte)
 	return d, ok
 }
+
+// undecided is a message the pipeline stopped before its handler because
+// no decision is recorded for it yet (docs/design.md, "The agent path").
+// Its transaction gave it its key's turn and rolled the rest back; it is
+// decided outside any transaction and then runs again as in.
+type undecided struct {
+	in input
+	ev seqboxtype.Event
+	// origin is the index, in the run that stopped it, of the input whose
+	// pass stopped it (itself, or the one whose unparking let it out).
+	origin int
+	// key is its scheduling key; delivery is the broker copy to settle
+	// when it runs again (nil for a message let out of the parked table,
+	// which runs again through its key's unparking).
+	key      string
+	delivery transport.Delivery
+	// after: not to be decided yet; it runs again once the message
+	// holding its key's turn in the same batch is through.
+	after bool
+	// span is the process span that stopped it: its decision's parent.
+	span trace.SpanContext
+	// grp is the received batch it belongs to, when Run's decidePipe
+	// runs it (nil elsewhere).
+	grp *pipeGroup
+	// claim is the decision's claim its transaction took with its turn
+	// (zero when it took none).
+	claim preClaim
+}
+
+// preClaim is a decision's claim taken in the transaction that stopped
+// its message, with its turn: one commit before the call, not two.
+type preClaim struct {
+	owner string
+	at    time.Time
+}
+
+// decider runs Config.Decide for undecided messages: one call per identity
+// at a time in this process (copies wait for the call in flight), at most
+// DecideConcurrency at once, each under a claim in the store that its
+// heartbeat keeps alive, so that no other process asks while it runs and a
+// dead decider's claim is taken over within a few heartbeats.
+type decider struct {
+	c     *Consumer
+	slots chan struct{}
+	mu    sync.Mutex
+	calls map[store.Identity]*decision
+}
+
+// decision is one Decide in flight in this process.
+type decision struct {
+	done chan struct{}
+	err  error
+}
+
+func newDecider(c *Consumer) *decider {
+	return &decider{c: c, slots: make(chan struct{}, c.cfg.DecideConcurrency), calls: map[store.Identity]*decision{}}
+}
+
+// decide decides ev unless its decision is recorded, and returns why it
+// could not: the error then fails the message in the pipeline.
+func (d *decider) decide(ctx context.Context, ev seqboxtype.Event, pre preClaim) error {
+	id := store.Identity{Source: ev.Source, ID: ev.ID}
+	d.mu.Lock()
+	if call, ok := d.calls[id]; ok {
+		d.mu.Unlock()
+		// A copy of a message being decided here: wait for that call
+		// instead of asking again.
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if call.err != nil {
+			return &decisionInFlight{wait: minDecisionWait}
+		}
+		return nil
+	}
+	call := &decision{done: make(chan struct{})}
+	d.calls[id] = call
+	d.mu.Unlock()
+	call.err = d.decideOnce(ctx, ev, pre)
+	d.mu.Lock()
+	delete(d.calls, id)
+	d.mu.Unlock()
+	close(call.done)
+	return call.err
+}
+
+// owner names this decider's claims. One name serves all of them: a claim
+// is one identity's, and this decider asks for an identity one call at a
+// time (decide), so the name only tells processes apart, and two copies
+// of a message in this process, each claiming in its own transaction,
+// find the claim theirs.
+func (d *decider) owner() string { return d.c.claimant }
+
+// decideOnce takes a slot, claims the identity (unless pre, its
+// message's transaction, claimed it a moment ago), asks Decide and records
+// the decision, dropping the claim with the record.
+func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preClaim) error {
+	cfg := d.c.cfg
+	ref := store.MessageRef{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID}
+	op := cfg.Store.Executor()
+	// Recorded meanwhile: no slot is spent on it. A message whose own
+	// transaction claimed it found no decision there, and no other
+	// process records one under its claim; the look after the claim
+	// below covers it.
+	if pre.owner == "" {
+		if _, err := op.DecisionGet(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+			return err // recorded meanwhile (nil), or the store failed
+		}
+	}
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.slots }()
+	ttl := claimTTL(cfg)
+	owner, claimedAt := pre.owner, pre.at
+	// A claim younger than a heartbeat has two left before it can run
+	// out: it is still this decider's. An older one is taken again (or
+	// found taken over).
+	if fresh := owner != "" && cfg.Now().Sub(claimedAt) < cfg.ClaimHeartbeat; !fresh {
+		if owner == "" {
+			owner = d.owner()
+		}
+		claimedAt = cfg.Now()
+		claim, err := op.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner, Now: claimedAt, Until: claimedAt.Add(ttl)})
+		if err != nil {
+			return err
+		}
+		if !claim.Claimed {
+			// Another process is deciding it, and its heartbeat is alive: come
+			// back when the decision is likely recorded, or as soon as its
+			// claim runs out unrenewed (a dead decider's is taken over then,
+			// within its three heartbeats, not a whole waitForOthers later).
+			return &decisionInFlight{wait: d.c.p.claimWait(claim.Until)}
+		}
+	}
+	if err := d.c.hooks.At(fault.AfterDecisionClaim); err != nil {
+		return err
+	}
+	var lost atomic.Bool
+	stop := d.heartbeat(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner}, &lost)
+	recorded := false
+	defer func() {
+		stop()
+		if !recorded {
+			_ = op.DecisionUnclaim(context.WithoutCancel(ctx), store.DecisionUnclaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID, Owner: owner})
+		}
+	}()
+	// Recorded while the claim was being taken: nothing to ask. Final
+	// elsewhere (dead-lettered and skipped, say) while this copy waited:
+	// asking now would reach the agent out of its key's order (the
+	// model's guard "claim: settled elsewhere", internal/model); its run
+	// again ends a duplicate. One look reads both.
+	look, err := op.DecisionLook(ctx, ref)
+	if err != nil || look.Decided || finalElsewhere(look) {
+		return err
+	}
+	// Its business key, looked at again now that it is about to ask: a
+	// redriven identity of the same key may have taken it since this copy
+	// passed the pipeline (the model's guard "claim: business key taken
+	// (second look)", internal/model). Its run again says what to do: wait,
+	// semantic_duplicate, or dead letter.
+	if busy, err := businessKeyTaken(ctx, op, cfg.Name, ev); busy || err != nil {
+		if err != nil {
+			return err
+		}
+		return &decisionInFlight{wait: d.c.p.waitForOthers()}
+	}
+	// Past its business deadline while it waited for a slot or a claim:
+	// not asked. Its run again finds no decision and ends it expired (the
+	// deadline is checked before the call, never after it).
+	if d.c.p.isExpired(ev, cfg.Now()) {
+		return nil
+	}
+	// Still its claim? A decider stalled past three heartbeats since it
+	// claimed has been taken over; the new owner asks, not this one, so no
+	// late ask reaches the agent out of order (the model's guard "ledger:
+	// claim taken over before the ask", internal/model).
+	// Within a heartbeat of the claim it cannot have been: no write.
+	if cfg.Now().Sub(claimedAt) >= cfg.ClaimHeartbeat || lost.Load() {
+		if ok, err := op.DecisionClaimExtend(ctx, store.DecisionClaimParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
+			Owner: owner, Until: cfg.Now().Add(ttl)}); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return &decisionInFlight{wait: d.c.p.waitForOthers()}
+		}
+	}
+	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
+	defer cancel()
+	dctx, span := d.c.tr.startDecide(dctx, ev)
+	out, err := callDecide(dctx, cfg.Decide, ev)
+	logPanic(cfg, ev, err)
+	endSpan(span, err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if lost.Load() {
+			// Its claim was taken over while it ran: the new owner decides,
+			// and this failure spends no attempt of the message.
+			return &decisionInFlight{wait: d.c.p.waitForOthers()}
+		}
+		return fmt.Errorf("decide: %w", err)
+	}
+	if out == nil {
+		out = []byte{} // decided, with nothing to say: an empty decision
+	}
+	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
+		Decision: out, PayloadHash: ev.Hash, At: cfg.Now(), Owner: owner})
+	recorded = err == nil
+	return err
+}
+
+// finalElsewhere: the identity has a final outcome in the inbox and no
+// turn (a redrive takes one before it decides).
+func finalElsewhere(l store.DecisionLook) bool {
+	if !l.Seen {
+		return false
+	}
+	switch l.Outcome {
+	case seqboxtype.Held, seqboxtype.Blocked, noOutcome: // parked, or left without an outcome by a crash
+		return false
+	}
+	return !l.TurnHeld
+}
+
+// businessKeyTaken: another identity applied ev's business key, is
+// deciding it ahead of ev, or settled after a call for it took effect or
+// may have.
+func businessKeyTaken(ctx context.Context, op store.Executor, consumer string, ev seqboxtype.Event) (bool, error) {
+	if ev.BusinessKey == "" {
+		return false, nil
+	}
+	ref := store.BusinessKeyRef{Consumer: consumer, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID}
+	for _, find := range []func(context.Context, store.BusinessKeyRef) (store.Identity, error){op.BusinessKeyInFlight, op.BusinessKeyTouched} {
+		if _, err := find(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+			return err == nil, err
+		}
+	}
+	return false, nil
+}
+
+// callDecide calls the user's Decider, turning a panic into a permanent
+// failure of the message rather than the end of the process.
+func callDecide(ctx context.Context, decide Decider, ev seqboxtype.Event) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = recovered("decide", r)
+		}
+	}()
+	return decide(ctx, ev)
+}
+
+// heartbeat renews a claim every ClaimHeartbeat until stop is called;
+// lost is set once the claim turns out taken over.
+func (d *decider) heartbeat(ctx context.Context, p store.DecisionClaimParams, lost *atomic.Bool) (stop func()) {
+	cfg := d.c.cfg
+	return heartbeat.Start(ctx, cfg.ClaimHeartbeat, func(ctx context.Context) {
+		p.Until = cfg.Now().Add(claimTTL(cfg))
+		if ok, err := cfg.Store.Executor().DecisionClaimExtend(ctx, p); err == nil && !ok {
+			lost.Store(true)
+			cfg.Logger.Warn("seqbox: a decision's claim was taken over while it ran (its heartbeat was late)",
+				"consumer", cfg.Name, "source", p.Source, "id", p.ID)
+		}
+	})
+}
+
+// claimTTL is how long a claim lives without a heartbeat: three of them.
+func claimTTL(cfg Config) time.Duration { return 3 * cfg.ClaimHeartbeat }
+
+// decisionInFlight: another consumer is deciding this identity right
+// now. The delivery comes back a while later, without counting as a
+// failure: by then the decision is recorded (and usually applied, so the
+// copy is a duplicate), or its claim ran out (its decider died) and this
+// delivery decides.
+type decisionInFlight struct{ wait time.Duration }
+
+func (e *decisionInFlight) Error() string {
+	return fmt.Sprintf("its decision is in flight elsewhere; waiting %s for it instead of asking again", e.wait.Round(time.Millisecond))
+}
+
+// retryAfter is how long to wait for a decision in flight, at least
+// minDecisionWait.
+func (e *decisionInFlight) retryAfter() time.Duration { return max(e.wait, minDecisionWait) }
+
+// minDecisionWait is the shortest wait for a decision in flight.
+const minDecisionWait = 100 * time.Millisecond

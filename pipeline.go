@@ -180,11 +180,13 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		// another copy (taken while it waited or retried): then this copy
 		// is a collision whatever it would reach next (a semantic
 		// duplicate, stale, expired, applied).
-		if bound, err := p.turnBoundElsewhere(ctx, tx, ev); err != nil || bound != "" {
-			if err != nil {
-				return reached{}, err
+		if p.cfg.Decide != nil {
+			if bound, err := p.turnBoundElsewhere(ctx, tx, ev); err != nil || bound != "" {
+				if err != nil {
+					return reached{}, err
+				}
+				return p.boundElsewhere(ctx, dl.with(d, ev, store.KeyState{}), bound, "its key's turn")
 			}
-			return p.boundElsewhere(ctx, dl.with(d, ev, store.KeyState{}), bound, "its key's turn")
 		}
 		if err := p.hooks.At(fault.AfterInboxInsert); err != nil {
 			return reached{}, err
