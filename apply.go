@@ -25,35 +25,34 @@ type waiter interface {
 // "Record and unpark", for an event that passed the gate: claim the
 // business key, run the handler under its own savepoint, advance the key
 // version by compare-and-set and mark the identity applied.
-func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
-	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
-	key := ev.PartitionKey
-	v, versioned := ev.Version()
-	if ev.BusinessKey != "" {
-		claimed, err := tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: p.cfg.Name, BusinessKey: ev.BusinessKey, Source: ev.Source, ID: ev.ID, At: now})
+func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
+	key := m.ev.PartitionKey
+	v, versioned := m.ev.Version()
+	if m.ev.BusinessKey != "" {
+		claimed, err := m.tx.BusinessKeyClaim(ctx, store.BusinessKeyClaimParams{Consumer: p.cfg.Name, BusinessKey: m.ev.BusinessKey, Source: m.ev.Source, ID: m.ev.ID, At: m.now})
 		if err != nil {
 			return reached{}, err
 		}
 		if !claimed {
-			d.Outcome = seqboxtype.SemanticDuplicate
-			d.Reason = fmt.Sprintf("business key %q was already applied under another identity", ev.BusinessKey)
-			err := p.record(ctx, tx, ev, d, ks.Version, "none: the effect already happened", now)
+			m.res.Outcome = seqboxtype.SemanticDuplicate
+			m.res.Reason = fmt.Sprintf("business key %q was already applied under another identity", m.ev.BusinessKey)
+			err := p.record(ctx, m.tx, m.ev, m.res, m.ks.Version, "none: the effect already happened", m.now)
 			if err == nil && versioned {
 				// The object still moved to this version; only the effect
 				// is suppressed, so successors are not held behind it.
-				err = p.advance(ctx, tx, key, ks.Version, v, now)
+				err = p.advance(ctx, m.tx, key, m.ks.Version, v, m.now)
 			}
-			return p.conclude(ctx, dl.with(d, ev, ks), key, err)
+			return p.conclude(ctx, m, key, err)
 		}
 	}
 	var hctx context.Context
 	var herr error
 	if p.cfg.Decide == nil {
-		hctx, herr = ctx, p.crashLoop(in)
+		hctx, herr = ctx, p.crashLoop(m.in)
 	} else {
 		var stopped *reached
 		var err error
-		if hctx, herr, stopped, err = p.decided(ctx, dl.with(d, ev, ks)); stopped != nil || err != nil {
+		if hctx, herr, stopped, err = p.decided(ctx, m); stopped != nil || err != nil {
 			if stopped == nil {
 				return reached{}, err
 			}
@@ -61,53 +60,53 @@ func (p *pipeline) apply(ctx context.Context, dl *delivery) (reached, error) {
 		}
 	}
 	if herr == nil {
-		herr = tx.handle(hctx, ev, p.runHandler)
+		herr = m.tx.handle(hctx, m.ev, p.runHandler)
 	}
 	if herr != nil {
 		if ctx.Err() != nil {
 			return reached{}, ctx.Err() // shutting down: leave it for redelivery
 		}
 		if se, ok := asConcluded(herr); ok {
-			return p.concluded(ctx, dl.with(d, ev, ks), se)
+			return p.concluded(ctx, m, se)
 		}
-		return p.failed(ctx, dl.with(d, ev, ks), herr)
+		return p.failed(ctx, m, herr)
 	}
 	if err := p.hooks.At(fault.AfterHandler); err != nil {
 		return reached{}, err
 	}
 	if versioned {
-		if err := p.advance(ctx, tx, key, ks.Version, v, now); err != nil {
+		if err := p.advance(ctx, m.tx, key, m.ks.Version, v, m.now); err != nil {
 			if !errors.Is(err, errKeyConflict) {
 				return reached{}, err
 			}
-			if err := tx.SavepointRollback(ctx, sp); err != nil {
+			if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
 				return reached{}, err
 			}
-			d.Outcome, d.Reason, d.KeyConflict = seqboxtype.Retry, err.Error(), true
-			return p.conclude(ctx, dl.with(d, ev, ks), "", nil)
+			m.res.Outcome, m.res.Reason, m.res.KeyConflict = seqboxtype.Retry, err.Error(), true
+			return p.conclude(ctx, m, "", nil)
 		}
 	}
-	processed := now
-	if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: seqboxtype.Applied, ProcessedAt: &processed}); err != nil {
+	processed := m.now
+	if err := m.tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID, Outcome: seqboxtype.Applied, ProcessedAt: &processed}); err != nil {
 		return reached{}, err
 	}
-	if key == "" || ks.HasRetries {
+	if key == "" || m.ks.HasRetries {
 		// Attempts were recorded for this key (or, unkeyed, may have been):
 		// this message's are over.
-		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID}); err != nil {
+		if err := m.tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID}); err != nil {
 			return reached{}, err
 		}
 	}
-	d.Outcome, d.Reason = seqboxtype.Applied, ""
-	if !ks.HasParked {
+	m.res.Outcome, m.res.Reason = seqboxtype.Applied, ""
+	if !m.ks.HasParked {
 		// Nothing waits behind it (the key was read under its lock): no
 		// unparking.
-		if err := tx.SavepointRelease(ctx, sp); err != nil {
+		if err := m.tx.SavepointRelease(ctx, m.sp); err != nil {
 			return reached{}, err
 		}
-		return reached{results: []seqboxtype.Result{d}}, nil
+		return reached{results: []seqboxtype.Result{m.res}}, nil
 	}
-	return p.conclude(ctx, dl.with(d, ev, ks), key, nil)
+	return p.conclude(ctx, m, key, nil)
 }
 
 // crashLoopFactor bounds deliveries that never reach an outcome: a message delivered
@@ -201,13 +200,12 @@ func (p *pipeline) applyDeferred(ctx context.Context, tx *batchTx) (err error) {
 
 // failed handles a handler error: retry with the attempt counted, or
 // dead-letter when the error is permanent or attempts are used up.
-func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reached, error) {
-	tx, in, ev, ks, d, sp, now := dl.tx, dl.in, dl.ev, dl.ks, dl.d, dl.sp, dl.now
-	if err := tx.SavepointRollback(ctx, sp); err != nil {
+func (p *pipeline) failed(ctx context.Context, m *message, herr error) (reached, error) {
+	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
 		return reached{}, err
 	}
-	rc, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
-		PartitionKey: ev.PartitionKey, Error: herr.Error(), At: now})
+	rc, err := m.tx.RetryRecord(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID,
+		PartitionKey: m.ev.PartitionKey, Error: herr.Error(), At: m.now})
 	attempts, first := rc.Attempts, rc.FirstError
 	if err != nil {
 		return reached{}, err
@@ -216,34 +214,34 @@ func (p *pipeline) failed(ctx context.Context, dl *delivery, herr error) (reache
 	// deliveries: those also grow with redeliveries that were not its fault
 	// (a batch-mate's store error, a shutdown, a lease that ran out).
 	if !IsPermanent(herr) && attempts < p.cfg.Retry.MaxAttempts {
-		d.Outcome = seqboxtype.Retry
-		d.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
-		d.Attempt = attempts
+		m.res.Outcome = seqboxtype.Retry
+		m.res.Reason = fmt.Sprintf("attempt %d of %d failed: %v", attempts, p.cfg.Retry.MaxAttempts, herr)
+		m.res.Attempt = attempts
 		backoff := p.cfg.Retry.Backoff(attempts)
 		if after, ok := RetryAfterOf(herr); ok && after > backoff {
 			// The remote side asked for a later retry: honoured within
 			// the backoff cap.
 			backoff = min(after, p.cfg.Retry.MaxBackoff)
-			d.RetryAfter = backoff
+			m.res.RetryAfter = backoff
 		}
-		err := tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
-			ReceivedVersion: ev.ObjectVersion, CurrentVersion: ks.Version, Outcome: seqboxtype.Retry, Reason: d.Reason,
-			NextAction: "redelivery after " + backoff.String(), At: now})
-		if err == nil && in.parked != nil {
-			err = tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: in.parked.Seq, Until: now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", d.Reason, backoff)})
+		err := m.tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID, PartitionKey: m.ev.PartitionKey,
+			ReceivedVersion: m.ev.ObjectVersion, CurrentVersion: m.ks.Version, Outcome: seqboxtype.Retry, Reason: m.res.Reason,
+			NextAction: "redelivery after " + backoff.String(), At: m.now})
+		if err == nil && m.in.parked != nil {
+			err = m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: m.in.parked.Seq, Until: m.now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", m.res.Reason, backoff)})
 		}
-		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
+		return p.conclude(ctx, m, "", err)
 	}
 	reason := "permanent failure"
 	if !IsPermanent(herr) {
 		reason = fmt.Sprintf("attempts exhausted (%d of %d)", attempts, p.cfg.Retry.MaxAttempts)
 	}
-	d.Outcome, d.Reason, d.Attempt = seqboxtype.DeadLettered, reason+": "+herr.Error(), attempts
-	unparkKey, err := p.deadLetter(ctx, dl, reason, attempts, first, herr.Error())
+	m.res.Outcome, m.res.Reason, m.res.Attempt = seqboxtype.DeadLettered, reason+": "+herr.Error(), attempts
+	unparkKey, err := p.deadLetter(ctx, m, reason, attempts, first, herr.Error())
 	if err == nil {
-		err = p.record(ctx, tx, ev, d, ks.Version, deadLetterNext(p.cfg, ev), now)
+		err = p.record(ctx, m.tx, m.ev, m.res, m.ks.Version, deadLetterNext(p.cfg, m.ev), m.now)
 	}
-	return p.conclude(ctx, dl.with(d, ev, ks), unparkKey, err)
+	return p.conclude(ctx, m, unparkKey, err)
 }
 
 func deadLetterNext(cfg Config, ev seqboxtype.Event) string {
@@ -255,47 +253,46 @@ func deadLetterNext(cfg Config, ev seqboxtype.Event) string {
 
 // deadLetter moves the original envelope to the DLQ, keeps the identity as
 // dead_lettered, and applies OnDeadLetter to the key.
-func (p *pipeline) deadLetter(ctx context.Context, dl *delivery, reason string, attempts int, first, last string) (string, error) {
-	tx, in, ev, ks, now := dl.tx, dl.in, dl.ev, dl.ks, dl.now
+func (p *pipeline) deadLetter(ctx context.Context, m *message, reason string, attempts int, first, last string) (string, error) {
 	name := p.cfg.Name
-	if in.parked != nil {
-		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
+	if m.in.parked != nil {
+		if err := m.tx.ParkedDelete(ctx, m.in.parked.Seq); err != nil {
 			return "", err
 		}
 	}
-	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{Consumer: name, Source: ev.Source, ID: ev.ID,
-		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, PayloadHash: ev.Hash, Envelope: ev.Raw,
-		Reason: reason, Attempts: attempts, FirstError: first, LastError: last, DeadAt: now}); err != nil {
+	if _, err := m.tx.DeadLetterInsert(ctx, store.DeadLetter{Consumer: name, Source: m.ev.Source, ID: m.ev.ID,
+		PartitionKey: m.ev.PartitionKey, ObjectVersion: m.ev.ObjectVersion, PayloadHash: m.ev.Hash, Envelope: m.ev.Raw,
+		Reason: reason, Attempts: attempts, FirstError: first, LastError: last, DeadAt: m.now}); err != nil {
 		return "", err
 	}
-	row := p.inboxRow(ev, now)
+	row := p.inboxRow(m.ev, m.now)
 	row.Outcome = seqboxtype.DeadLettered
-	inserted, err := tx.InboxInsert(ctx, row)
+	inserted, err := m.tx.InboxInsert(ctx, row)
 	if err == nil && !inserted {
-		err = tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: ev.Source, ID: ev.ID, Outcome: seqboxtype.DeadLettered, ProcessedAt: nil})
+		err = m.tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: m.ev.Source, ID: m.ev.ID, Outcome: seqboxtype.DeadLettered, ProcessedAt: nil})
 	}
 	if err == nil {
-		err = tx.RetryClear(ctx, store.MessageRef{Consumer: name, Source: ev.Source, ID: ev.ID})
+		err = m.tx.RetryClear(ctx, store.MessageRef{Consumer: name, Source: m.ev.Source, ID: m.ev.ID})
 	}
-	if err != nil || ev.PartitionKey == "" {
+	if err != nil || m.ev.PartitionKey == "" {
 		return "", err
 	}
-	if err := tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: name, Key: ev.PartitionKey, At: now}); err != nil {
+	if err := m.tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: name, Key: m.ev.PartitionKey, At: m.now}); err != nil {
 		return "", err
 	}
 	if p.cfg.OnDeadLetter == DeadLetterBlock {
-		since := now
-		if in.redrive && !ks.BlockedSince.IsZero() {
-			since = ks.BlockedSince // a failed redrive: still blocked since the first failure
+		since := m.now
+		if m.in.redrive && !m.ks.BlockedSince.IsZero() {
+			since = m.ks.BlockedSince // a failed redrive: still blocked since the first failure
 		}
-		if err := tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: name, Key: ev.PartitionKey, Source: ev.Source, ID: ev.ID, Reason: "dead-lettered " + ev.ID + ": " + reason, At: since}); err != nil {
+		if err := m.tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: name, Key: m.ev.PartitionKey, Source: m.ev.Source, ID: m.ev.ID, Reason: "dead-lettered " + m.ev.ID + ": " + reason, At: since}); err != nil {
 			return "", err
 		}
-		return "", tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: name, Key: ev.PartitionKey, From: seqboxtype.ParkHeld, To: seqboxtype.ParkBlocked, HoldUntil: time.Time{}})
+		return "", m.tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: name, Key: m.ev.PartitionKey, From: seqboxtype.ParkHeld, To: seqboxtype.ParkBlocked, HoldUntil: time.Time{}})
 	}
 	// release: a known gap, and the key goes on.
-	if v, ok := ev.Version(); ok && (ks.Version == nil || v == *ks.Version+1) {
-		return ev.PartitionKey, p.skipVersions(ctx, tx, ev.PartitionKey, ks.Version, v, v, "on_dead_letter=release", reason, now)
+	if v, ok := m.ev.Version(); ok && (m.ks.Version == nil || v == *m.ks.Version+1) {
+		return m.ev.PartitionKey, p.skipVersions(ctx, m.tx, m.ev.PartitionKey, m.ks.Version, v, v, "on_dead_letter=release", reason, m.now)
 	}
-	return ev.PartitionKey, nil
+	return m.ev.PartitionKey, nil
 }

@@ -26,45 +26,45 @@ const outcomeDeciding seqboxtype.Outcome = "deciding"
 // flight or its business key is busy (wait), when the identity's decision
 // belongs to another copy (a collision), or when none is recorded yet
 // (awaitDecision).
-func (p *pipeline) decided(ctx context.Context, dl *delivery) (hctx context.Context, herr error, stopped *reached, err error) {
+func (p *pipeline) decided(ctx context.Context, m *message) (hctx context.Context, herr error, stopped *reached, err error) {
 	stop := func(r reached, err error) (context.Context, error, *reached, error) { return nil, nil, &r, err }
-	herr = dl.in.decideErr
+	herr = m.in.decideErr
 	if inFlight := (*decisionInFlight)(nil); errors.As(herr, &inFlight) {
-		return stop(p.wait(ctx, dl, herr.Error(), inFlight.retryAfter()))
+		return stop(p.wait(ctx, m, herr.Error(), inFlight.retryAfter()))
 	}
 	if w := waiter(nil); errors.As(herr, &w) {
 		// A call of it is running in a live caller (effects.InFlightError):
 		// waiting for it is no failure and spends no attempt, so a live
 		// call never dead-letters its message (the model's guard "ledger:
 		// live pending row (wait)", internal/model).
-		return stop(p.wait(ctx, dl, herr.Error(), min(w.Wait(), p.cfg.Retry.MaxBackoff)))
+		return stop(p.wait(ctx, m, herr.Error(), min(w.Wait(), p.cfg.Retry.MaxBackoff)))
 	}
 	if herr == nil {
-		reason, err := p.businessKeyBusy(ctx, dl.tx, dl.ev)
+		reason, err := p.businessKeyBusy(ctx, m.tx, m.ev)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if reason != "" {
-			return stop(p.wait(ctx, dl, reason, p.waitForOthers()))
+			return stop(p.wait(ctx, m, reason, p.waitForOthers()))
 		}
-		if herr, err = p.businessKeyTouched(ctx, dl.tx, dl.ev); err != nil {
+		if herr, err = p.businessKeyTouched(ctx, m.tx, m.ev); err != nil {
 			return nil, nil, nil, err
 		}
 	}
 	if herr == nil {
-		herr = p.crashLoop(dl.in)
+		herr = p.crashLoop(m.in)
 	}
 	if herr != nil {
 		return ctx, herr, nil, nil
 	}
-	hctx, ok, madeFor, err := p.decisionFor(ctx, dl.tx, dl.ev)
+	hctx, ok, madeFor, err := p.decisionFor(ctx, m.tx, m.ev)
 	switch {
 	case err != nil:
 		return nil, nil, nil, err
 	case madeFor != "":
-		return stop(p.boundElsewhere(ctx, dl, madeFor, "a decision"))
+		return stop(p.boundElsewhere(ctx, m, madeFor, "a decision"))
 	case !ok:
-		return stop(p.awaitDecision(ctx, dl))
+		return stop(p.awaitDecision(ctx, m))
 	}
 	return hctx, nil, nil, nil
 }
@@ -139,14 +139,14 @@ func (p *pipeline) turnBoundElsewhere(ctx context.Context, tx *batchTx, ev seqbo
 // parked for investigation, and nothing of it is decided, dispatched or
 // applied. Its writes roll back, the inbox row too: the identity is the
 // other copy's, which applies under it in its own time.
-func (p *pipeline) boundElsewhere(ctx context.Context, dl *delivery, other, what string) (reached, error) {
-	if err := dl.tx.SavepointRollback(ctx, dl.sp); err != nil {
+func (p *pipeline) boundElsewhere(ctx context.Context, m *message, other, what string) (reached, error) {
+	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
 		return reached{}, err
 	}
-	d := dl.d
-	reason := fmt.Sprintf("%s of this identity belongs to a copy with payload hash %.12s, this one has %.12s", what, other, dl.ev.Hash)
-	d, err := p.collide(ctx, dl.tx, dl.ev, d, reason, dl.now)
-	return p.conclude(ctx, dl.with(d, dl.ev, dl.ks), "", err)
+	reason := fmt.Sprintf("%s of this identity belongs to a copy with payload hash %.12s, this one has %.12s", what, other, m.ev.Hash)
+	var err error
+	m.res, err = p.collide(ctx, m.tx, m.ev, m.res, reason, m.now)
+	return p.conclude(ctx, m, "", err)
 }
 
 // awaitDecision stops a message that passed the inbox, the business key
@@ -154,24 +154,23 @@ func (p *pipeline) boundElsewhere(ctx context.Context, dl *delivery, other, what
 // back, it takes its key's turn (so its successors wait behind it, in
 // this process and in any other, across a crash) and it is handed to the
 // caller to decide outside the transaction.
-func (p *pipeline) awaitDecision(ctx context.Context, dl *delivery) (reached, error) {
-	tx, in, ev, d, now := dl.tx, dl.in, dl.ev, dl.d, dl.now
+func (p *pipeline) awaitDecision(ctx context.Context, m *message) (reached, error) {
 	// Out of the parked table while it is decided; should this process
 	// die first, the sweep lets it out again once the hold passes.
-	if bound, err := p.keepTurn(ctx, dl, now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil || bound != "" {
+	if bound, err := p.keepTurn(ctx, m, m.now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil || bound != "" {
 		if err != nil {
 			return reached{}, err
 		}
-		return p.boundElsewhere(ctx, dl, bound, "its key's turn")
+		return p.boundElsewhere(ctx, m, bound, "its key's turn")
 	}
-	claim, err := p.preClaim(ctx, tx, ev, now)
+	claim, err := p.preClaim(ctx, m.tx, m.ev, m.now)
 	if err != nil {
 		return reached{}, err
 	}
-	tx.undecided = append(tx.undecided, undecided{in: in, ev: ev, origin: tx.origin, key: "k:" + ev.PartitionKey,
+	m.tx.undecided = append(m.tx.undecided, undecided{in: m.in, ev: m.ev, origin: m.tx.origin, key: "k:" + m.ev.PartitionKey,
 		span: trace.SpanContextFromContext(ctx), claim: claim})
-	d.Outcome, d.Reason = outcomeDeciding, "its decision is being asked"
-	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
+	m.res.Outcome, m.res.Reason = outcomeDeciding, "its decision is being asked"
+	return p.conclude(ctx, m, "", nil)
 }
 
 // preClaim claims, in the transaction that takes ev's turn, the right to
@@ -194,30 +193,28 @@ func (p *pipeline) preClaim(ctx context.Context, tx *batchTx, ev seqboxtype.Even
 // batch stopped to be decided: its writes roll back, and it runs again
 // once that one is through (the stager keeps a key's messages in order),
 // so in-order traffic is not parked behind its own batch-mates.
-func (p *pipeline) afterPredecessor(ctx context.Context, dl *delivery) (reached, error) {
-	if err := p.undo(ctx, dl); err != nil {
+func (p *pipeline) afterPredecessor(ctx context.Context, m *message) (reached, error) {
+	if err := p.undo(ctx, m); err != nil {
 		return reached{}, err
 	}
-	dl.tx.undecided = append(dl.tx.undecided, undecided{in: dl.in, ev: dl.ev, origin: dl.tx.origin, key: "k:" + dl.ev.PartitionKey, after: true})
-	d := dl.d
-	d.Outcome, d.Reason = outcomeDeciding, "runs after its predecessor, which is being decided"
-	return p.conclude(ctx, dl.with(d, dl.ev, dl.ks), "", nil)
+	m.tx.undecided = append(m.tx.undecided, undecided{in: m.in, ev: m.ev, origin: m.tx.origin, key: "k:" + m.ev.PartitionKey, after: true})
+	m.res.Outcome, m.res.Reason = outcomeDeciding, "runs after its predecessor, which is being decided"
+	return p.conclude(ctx, m, "", nil)
 }
 
 // wait sends a message back without counting an attempt: its decision is
 // in flight elsewhere, or another identity is deciding the effect its
 // business key asks for. It keeps its key's turn meanwhile, so nothing of
 // its key overtakes it.
-func (p *pipeline) wait(ctx context.Context, dl *delivery, reason string, after time.Duration) (reached, error) {
-	ev, d := dl.ev, dl.d
-	if bound, err := p.keepTurn(ctx, dl, dl.now.Add(after), reason); err != nil || bound != "" {
+func (p *pipeline) wait(ctx context.Context, m *message, reason string, after time.Duration) (reached, error) {
+	if bound, err := p.keepTurn(ctx, m, m.now.Add(after), reason); err != nil || bound != "" {
 		if err != nil {
 			return reached{}, err
 		}
-		return p.boundElsewhere(ctx, dl, bound, "its key's turn")
+		return p.boundElsewhere(ctx, m, bound, "its key's turn")
 	}
-	d.Outcome, d.Reason, d.RetryAfter = seqboxtype.Retry, reason, after
-	return p.conclude(ctx, dl.with(d, ev, dl.ks), "", nil)
+	m.res.Outcome, m.res.Reason, m.res.RetryAfter = seqboxtype.Retry, reason, after
+	return p.conclude(ctx, m, "", nil)
 }
 
 // claimWait is how long a message waits for another process's claim

@@ -60,16 +60,17 @@ func (in input) event(volatile []string) (seqboxtype.Event, error) {
 	return seqboxtype.ParseEventExcluding(in.raw, volatile)
 }
 
-// delivery is one message on its way through the pipeline: the
-// transaction, what came in and what it parsed to, its key's state as read
-// under the key's lock, the result reached so far, its savepoint and the
-// time it is decided at.
-type delivery struct {
+// message is the working record of one message on its way through the
+// pipeline, changed in place by each step: the transaction, what came in
+// and what it parsed to, its key's state as read under the key's lock,
+// the result reached so far, its savepoint and the time it is processed
+// at.
+type message struct {
 	tx  *batchTx
 	in  input
 	ev  seqboxtype.Event
 	ks  store.KeyState
-	d   seqboxtype.Result
+	res seqboxtype.Result
 	sp  string
 	now time.Time
 }
@@ -143,20 +144,20 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 			return reached{}, err
 		}
 	}
-	sp := tx.savepoint()
-	if err := tx.Savepoint(ctx, sp); err != nil {
+	m := &message{tx: tx, in: in, ev: ev, sp: tx.savepoint(), now: now}
+	if err := tx.Savepoint(ctx, m.sp); err != nil {
 		return reached{}, err
 	}
-	dl := &delivery{tx: tx, in: in, sp: sp, now: now}
 	if o := in.oversized; o != nil {
 		perr = &seqboxtype.InvalidEventError{Field: "envelope", Reason: fmt.Sprintf(
 			"%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)", o.Size, seqboxtype.MaxEventSize, len(in.raw))}
 	}
 	if perr != nil {
-		d, err := p.reject(ctx, tx, in, perr, now)
-		return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
+		var err error
+		m.res, err = p.reject(ctx, tx, in, perr, now)
+		return p.conclude(ctx, m, "", err)
 	}
-	d := seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
+	m.res = seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
 	if in.parked != nil {
 		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
@@ -173,8 +174,8 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 			return reached{}, err
 		}
 		if !inserted {
-			d, err := p.seenBefore(ctx, tx, ev, d, now)
-			return p.conclude(ctx, dl.with(d, ev, store.KeyState{}), "", err)
+			m.res, err = p.seenBefore(ctx, tx, ev, m.res, now)
+			return p.conclude(ctx, m, "", err)
 		}
 		// New to the inbox, but its identity's turn may be bound to
 		// another copy (taken while it waited or retried): then this copy
@@ -185,7 +186,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 				if err != nil {
 					return reached{}, err
 				}
-				return p.boundElsewhere(ctx, dl.with(d, ev, store.KeyState{}), bound, "its key's turn")
+				return p.boundElsewhere(ctx, m, bound, "its key's turn")
 			}
 		}
 		if err := p.hooks.At(fault.AfterInboxInsert); err != nil {
@@ -193,65 +194,58 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		}
 	}
 
-	var ks store.KeyState
 	if ev.PartitionKey != "" {
 		var err error
-		if ks, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
+		if m.ks, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
 			return reached{}, err
 		}
-		if ks.Blocked && in.redrive && ks.BlockedSource == ev.Source && ks.BlockedID == ev.ID {
+		if m.ks.Blocked && in.redrive && m.ks.BlockedSource == ev.Source && m.ks.BlockedID == ev.ID {
 			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ev.PartitionKey, At: now}); err != nil {
 				return reached{}, err
 			}
-			ks.Blocked = false
+			m.ks.Blocked = false
 		}
-		gate, err := p.gate(ctx, tx, in, ev, ks, now)
+		gate, err := p.gate(ctx, tx, in, ev, m.ks, now)
 		if err == nil && gate != nil && gate.after {
-			return p.afterPredecessor(ctx, dl.with(d, ev, ks))
+			return p.afterPredecessor(ctx, m)
 		}
 		if err != nil || gate != nil {
 			if err == nil && gate.Outcome != "" {
-				d.Outcome, d.Reason, d.BeforeBaseline = gate.Outcome, gate.Reason, gate.beforeBaseline
-				err = p.record(ctx, tx, ev, d, ks.Version, gate.NextAction, now)
+				m.res.Outcome, m.res.Reason, m.res.BeforeBaseline = gate.Outcome, gate.Reason, gate.beforeBaseline
+				err = p.record(ctx, tx, ev, m.res, m.ks.Version, gate.NextAction, now)
 			}
 			unparkKey := ""
 			if gate != nil && gate.unpark {
 				unparkKey = ev.PartitionKey
 			}
-			return p.conclude(ctx, dl.with(d, ev, ks), unparkKey, err)
+			return p.conclude(ctx, m, unparkKey, err)
 		}
 	} else if expired, err := p.expiredUndecided(ctx, tx, ev, now); err != nil || expired {
 		if err != nil {
 			return reached{}, err
 		}
-		d.Outcome, d.Reason = seqboxtype.Expired, p.expiredReason(ev)
-		err := p.record(ctx, tx, ev, d, nil, "none: past the business deadline", now)
-		return p.conclude(ctx, dl.with(d, ev, ks), "", err)
+		m.res.Outcome, m.res.Reason = seqboxtype.Expired, p.expiredReason(ev)
+		err := p.record(ctx, tx, ev, m.res, nil, "none: past the business deadline", now)
+		return p.conclude(ctx, m, "", err)
 	}
-	return p.apply(ctx, dl.with(d, ev, ks))
+	return p.apply(ctx, m)
 }
 
-// conclude closes the delivery's savepoint and returns its result, with
+// conclude closes the message's savepoint and returns its result, with
 // the key to unpark: any final outcome of a keyed message may
 // free the successors parked behind it (they may have waited for it while
 // it retried).
-func (p *pipeline) conclude(ctx context.Context, dl *delivery, key string, err error) (reached, error) {
+func (p *pipeline) conclude(ctx context.Context, m *message, key string, err error) (reached, error) {
 	if err != nil {
 		return reached{}, err
 	}
-	if err := dl.tx.SavepointRelease(ctx, dl.sp); err != nil {
+	if err := m.tx.SavepointRelease(ctx, m.sp); err != nil {
 		return reached{}, err
 	}
-	if key == "" && isFinal(dl.d.Outcome) {
-		key = dl.d.PartitionKey
+	if key == "" && isFinal(m.res.Outcome) {
+		key = m.res.PartitionKey
 	}
-	return reached{results: []seqboxtype.Result{dl.d}, unpark: key}, nil
-}
-
-// with records the result, event and key state reached so far.
-func (dl *delivery) with(d seqboxtype.Result, ev seqboxtype.Event, ks store.KeyState) *delivery {
-	dl.d, dl.ev, dl.ks = d, ev, ks
-	return dl
+	return reached{results: []seqboxtype.Result{m.res}, unpark: key}, nil
 }
 
 // isFinal reports whether an outcome ends a message's life on its key, so

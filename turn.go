@@ -12,11 +12,11 @@ import (
 // its decision or its predecessor: its savepoint, or, in an optimistic
 // run, the inbox row the prefetch inserted for it, which is then all it
 // wrote (undoable). Anything else ends the optimistic run (errRerun).
-func (p *pipeline) undo(ctx context.Context, dl *delivery) error {
-	if !dl.tx.optimistic {
-		return dl.tx.SavepointRollback(ctx, dl.sp)
+func (p *pipeline) undo(ctx context.Context, m *message) error {
+	if !m.tx.optimistic {
+		return m.tx.SavepointRollback(ctx, m.sp)
 	}
-	return dl.tx.uninsert(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: dl.ev.Source, ID: dl.ev.ID})
+	return m.tx.uninsert(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID})
 }
 
 // undoable reports whether a batch of a consumer with Decide can run
@@ -52,17 +52,17 @@ func (p *pipeline) decidingHold() time.Duration { return 10 * p.cfg.ClaimHeartbe
 // until, so that the sweep lets it out again should nothing else. When
 // the identity's turn is bound to another copy, with another payload
 // hash, it takes nothing and returns that hash.
-func (p *pipeline) keepTurn(ctx context.Context, dl *delivery, until time.Time, detail string) (boundTo string, err error) {
-	if err := p.undo(ctx, dl); err != nil {
+func (p *pipeline) keepTurn(ctx context.Context, m *message, until time.Time, detail string) (boundTo string, err error) {
+	if err := p.undo(ctx, m); err != nil {
 		return "", err
 	}
-	if bound, err := p.takeTurn(ctx, dl.tx, dl.ev, dl.now); err != nil || bound != "" {
+	if bound, err := p.takeTurn(ctx, m.tx, m.ev, m.now); err != nil || bound != "" {
 		return bound, err
 	}
-	if dl.in.parked == nil {
+	if m.in.parked == nil {
 		return "", nil
 	}
-	return "", dl.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: dl.in.parked.Seq, Until: until, Detail: detail})
+	return "", m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: m.in.parked.Seq, Until: until, Detail: detail})
 }
 
 // takeTurn records that ev holds its key's turn (and reserves its
