@@ -227,8 +227,8 @@ func (p *pipeline) failed(ctx context.Context, m *message, herr error) (reached,
 		err := m.tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID, PartitionKey: m.ev.PartitionKey,
 			ReceivedVersion: m.ev.ObjectVersion, CurrentVersion: m.ks.Version, Outcome: seqboxtype.Retry, Reason: m.res.Reason,
 			NextAction: "redelivery after " + backoff.String(), At: m.now})
-		if err == nil && m.in.parked != nil {
-			err = m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: m.in.parked.Seq, Until: m.now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", m.res.Reason, backoff)})
+		if row := m.in.parkedRow(); err == nil && row != nil {
+			err = m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: row.Seq, Until: m.now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", m.res.Reason, backoff)})
 		}
 		return p.conclude(ctx, m, "", err)
 	}
@@ -255,8 +255,8 @@ func deadLetterNext(cfg Config, ev seqboxtype.Event) string {
 // dead_lettered, and applies OnDeadLetter to the key.
 func (p *pipeline) deadLetter(ctx context.Context, m *message, reason string, attempts int, first, last string) (string, error) {
 	name := p.cfg.Name
-	if m.in.parked != nil {
-		if err := m.tx.ParkedDelete(ctx, m.in.parked.Seq); err != nil {
+	if row := m.in.parkedRow(); row != nil {
+		if err := m.tx.ParkedDelete(ctx, row.Seq); err != nil {
 			return "", err
 		}
 	}
@@ -282,7 +282,7 @@ func (p *pipeline) deadLetter(ctx context.Context, m *message, reason string, at
 	}
 	if p.cfg.OnDeadLetter == DeadLetterBlock {
 		since := m.now
-		if m.in.redrive && !m.ks.BlockedSince.IsZero() {
+		if m.in.redrive() && !m.ks.BlockedSince.IsZero() {
 			since = m.ks.BlockedSince // a failed redrive: still blocked since the first failure
 		}
 		if err := m.tx.KeyBlock(ctx, store.KeyBlockParams{Consumer: name, Key: m.ev.PartitionKey, Source: m.ev.Source, ID: m.ev.ID, Reason: "dead-lettered " + m.ev.ID + ": " + reason, At: since}); err != nil {

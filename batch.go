@@ -29,7 +29,7 @@ func (c *Consumer) commitAndSettle(ctx context.Context, ds []transport.Delivery,
 		return c.batchFailed(ctx, ds, ins, keys, err)
 	}
 	for i := range us {
-		if us[i].in.parked == nil {
+		if us[i].in.parkedRow() == nil {
 			us[i].delivery, us[i].key = ds[us[i].origin], keys[us[i].origin]
 		}
 	}

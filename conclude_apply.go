@@ -14,8 +14,8 @@ func (p *pipeline) concluded(ctx context.Context, m *message, se *concludedError
 	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
 		return reached{}, err
 	}
-	if m.in.parked != nil {
-		if err := m.tx.ParkedDelete(ctx, m.in.parked.Seq); err != nil {
+	if row := m.in.parkedRow(); row != nil {
+		if err := m.tx.ParkedDelete(ctx, row.Seq); err != nil {
 			return reached{}, err
 		}
 	}

@@ -15,7 +15,7 @@ func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]seqb
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
-	out, err := c.deliverAll(ctx, []input{{raw: raw, attempt: max(attempt, 1)}})
+	out, err := c.deliverAll(ctx, []input{{kind: received{}, raw: raw, attempt: max(attempt, 1)}})
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (c *Consumer) deliverAll(ctx context.Context, ins []input) ([][]seqboxtype.
 		return out, err
 	}
 	for i := range us {
-		if us[i].in.parked == nil {
+		if us[i].in.parkedRow() == nil {
 			us[i].key = "u:" + us[i].ev.Source + "\x00" + us[i].ev.ID
 			if us[i].ev.PartitionKey != "" {
 				us[i].key = "k:" + us[i].ev.PartitionKey
@@ -63,7 +63,7 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 	if err := c.registerWith(ctx, false, tx); err != nil {
 		return nil, err
 	}
-	ins := []input{{raw: raw, attempt: max(attempt, 1)}}
+	ins := []input{{kind: received{}, raw: raw, attempt: max(attempt, 1)}}
 	btx := &batchTx{tx: c.cfg.Store.UnwrapTx(tx)}
 	ds, err := c.p.deliver(ctx, btx, ins[0])
 	// The caller commits: the spans end with the results it is handed.
@@ -90,7 +90,7 @@ func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]seqboxt
 	}
 	ins := make([]input, len(raws))
 	for i, raw := range raws {
-		ins[i] = input{raw: raw, attempt: 1}
+		ins[i] = input{kind: received{}, raw: raw, attempt: 1}
 	}
 	return c.deliverAll(ctx, ins)
 }
@@ -114,7 +114,7 @@ func (c *Consumer) DeliverOversized(ctx context.Context, o Oversized) ([]seqboxt
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
 	}
-	out, _, err := c.runBatch(ctx, []input{{raw: o.Prefix, attempt: 1, oversized: &o}}, nil)
+	out, _, err := c.runBatch(ctx, []input{{kind: tooLarge{&o}, raw: o.Prefix, attempt: 1}}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -41,13 +41,13 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 		// parked behind a turn, stalling the key).
 		return p.passed(ctx, tx, ev, v, ks, now)
 	}
-	if in.parked == nil && ks.HasRetries {
+	if in.parkedRow() == nil && ks.HasRetries {
 		r, retrying, err := tx.retryOnKey(ctx, name, key)
 		if err != nil {
 			return nil, err
 		}
 		if retrying && (r.Source != ev.Source || r.ID != ev.ID) {
-			if in.parked == nil && tx.deciding(r.Source, r.ID) {
+			if in.parkedRow() == nil && tx.deciding(r.Source, r.ID) {
 				// Its predecessor is being decided in this very batch: it
 				// runs again after it, instead of parking.
 				return &gateResult{after: true}, nil

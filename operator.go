@@ -41,7 +41,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 	}
 	var decideErr error
 	redrive := func(tx *batchTx) ([]seqboxtype.Result, error) {
-		ds, err := c.p.deliver(ctx, tx, input{raw: dl.Envelope, attempt: 1, redrive: true, decideErr: decideErr})
+		ds, err := c.p.deliver(ctx, tx, input{kind: redriven{}, raw: dl.Envelope, attempt: 1, decideErr: decideErr})
 		if err != nil || ds[0].Outcome == seqboxtype.Retry || ds[0].Outcome == outcomeDeciding {
 			return ds, err // still open: redrive again, or once decided
 		}
@@ -80,7 +80,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 		var own *undecided
 		var others []undecided
 		for _, u := range us {
-			if u.in.redrive {
+			if u.in.redrive() {
 				own = &u
 			} else {
 				others = append(others, u)

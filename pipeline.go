@@ -17,28 +17,17 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// input is one message entering the pipeline.
+// input is one entry of a batch, in the batch's order: a message, or a
+// key's unparking. What kind it is, and what that kind carries, is its
+// kind's type (received, redriven, unparked, tooLarge, unparking); the
+// fields are what every kind has.
 type input struct {
+	kind    inputKind
 	raw     []byte
 	attempt int
-	// redrive: the message comes back from the DLQ and may pass its own
-	// dead-lettered identity and the block it caused.
-	redrive bool
-	// parked: the message comes out of the parked table (unparked); its identity
-	// is already recorded.
-	parked *store.Parked
 	// decideErr is why Config.Decide failed before the transaction; the
-	// delivery then fails like a handler error would.
+	// message then fails like a handler error would.
 	decideErr error
-	// oversized describes an input too large to hand over; raw is then its
-	// first bytes.
-	oversized *Oversized
-	// unparkKey, when set, makes the input its key's unparking instead of a
-	// message: a message let out of the parked table runs again that way
-	// once decided (unparking takes it under the key's lock, if it is
-	// still next), with decideErr going to the message named by decided.
-	unparkKey string
-	decided   store.Identity
 	// parsed: ev and perr hold the envelope parsed once: by Run's
 	// receiver (which schedules by its partitionkey), or by parseAll.
 	parsed bool
@@ -50,6 +39,68 @@ type input struct {
 	// span is the input's process span once its pass started it: the
 	// parent of its settle span.
 	span trace.SpanContext
+}
+
+// inputKind is one of the kinds of input below.
+type inputKind interface{ inputKind() }
+
+// received is a message from the transport, Deliver or replay: the
+// ordinary kind (a nil kind is received too).
+type received struct{}
+
+// redriven is a message back from the DLQ: it may pass its own
+// dead-lettered identity and the block it caused.
+type redriven struct{}
+
+// unparked is a message out of the parked table (row); its identity is
+// recorded already.
+type unparked struct{ row *store.Parked }
+
+// tooLarge is a message too large to hand over: raw is then its first
+// bytes, and it is rejected.
+type tooLarge struct{ o *Oversized }
+
+// unparking is not a message but its key's unparking: a message let out
+// of the parked table runs again this way once decided (unparking takes
+// it under the key's lock, if it is still next), with the input's
+// decideErr going to the message named by decided.
+type unparking struct {
+	key     string
+	decided store.Identity
+}
+
+func (received) inputKind()  {}
+func (redriven) inputKind()  {}
+func (unparked) inputKind()  {}
+func (tooLarge) inputKind()  {}
+func (unparking) inputKind() {}
+
+// parkedRow is the parked row an unparked message came out of, else nil.
+func (in input) parkedRow() *store.Parked {
+	if k, ok := in.kind.(unparked); ok {
+		return k.row
+	}
+	return nil
+}
+
+// redrive reports a message back from the DLQ.
+func (in input) redrive() bool {
+	_, ok := in.kind.(redriven)
+	return ok
+}
+
+// oversized describes a message too large to hand over, else nil.
+func (in input) oversized() *Oversized {
+	if k, ok := in.kind.(tooLarge); ok {
+		return k.o
+	}
+	return nil
+}
+
+// isMessage reports an input that is a message, not a key's unparking.
+func (in input) isMessage() bool {
+	_, ok := in.kind.(unparking)
+	return !ok
 }
 
 // event parses the envelope, once.
@@ -111,8 +162,8 @@ type pipeline struct {
 // are parked successors released by unparking. An error means the store
 // failed and the whole batch must be abandoned.
 func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]seqboxtype.Result, error) {
-	if in.unparkKey != "" {
-		return p.unparkCarrying(ctx, tx, in.unparkKey, &in)
+	if k, ok := in.kind.(unparking); ok {
+		return p.unparkCarrying(ctx, tx, k, in.decideErr)
 	}
 	r, err := p.process(ctx, tx, in)
 	if err != nil || r.unpark == "" {
@@ -136,7 +187,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 	}()
 	now := p.cfg.Now()
 	ev, perr := in.event(p.cfg.VolatileAttributes)
-	if perr == nil && in.oversized == nil {
+	if perr == nil && in.oversized() == nil {
 		if err := p.lockBusinessKey(ctx, tx, ev); err != nil {
 			return reached{}, err
 		}
@@ -148,7 +199,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 	if err := tx.Savepoint(ctx, m.sp); err != nil {
 		return reached{}, err
 	}
-	if o := in.oversized; o != nil {
+	if o := in.oversized(); o != nil {
 		perr = &seqboxtype.InvalidEventError{Field: "envelope", Reason: fmt.Sprintf(
 			"%d bytes, larger than the %d-byte limit (the DLQ keeps its first %d bytes)", o.Size, seqboxtype.MaxEventSize, len(in.raw))}
 	}
@@ -159,12 +210,12 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 	}
 	m.res = seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
-	if in.parked != nil {
-		if err := tx.ParkedDelete(ctx, in.parked.Seq); err != nil {
+	if row := in.parkedRow(); row != nil {
+		if err := tx.ParkedDelete(ctx, row.Seq); err != nil {
 			return reached{}, err
 		}
 	} else {
-		if in.redrive {
+		if in.redrive() {
 			if err := p.forgetDeadLettered(ctx, tx, ev); err != nil {
 				return reached{}, err
 			}
@@ -199,7 +250,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		if m.ks, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
 			return reached{}, err
 		}
-		if m.ks.Blocked && in.redrive && m.ks.BlockedSource == ev.Source && m.ks.BlockedID == ev.ID {
+		if m.ks.Blocked && in.redrive() && m.ks.BlockedSource == ev.Source && m.ks.BlockedID == ev.ID {
 			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: p.cfg.Name, Key: ev.PartitionKey, At: now}); err != nil {
 				return reached{}, err
 			}
@@ -326,11 +377,11 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 		}
 	}
 	sum := sha256.Sum256(in.raw)
-	if in.oversized != nil {
-		sum = in.oversized.SHA256
+	if o := in.oversized(); o != nil {
+		sum = o.SHA256
 	}
 	hash := hex.EncodeToString(sum[:])
-	if !in.redrive {
+	if !in.redrive() {
 		inserted, err := tx.InboxInsert(ctx, store.InboxRow{Consumer: p.cfg.Name, ID: "sha256:" + hash, PayloadHash: hash,
 			Outcome: seqboxtype.Rejected, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
 		if err != nil || !inserted {

@@ -13,7 +13,7 @@ import (
 func (p *pipeline) parseAll(ins []input) {
 	for i := range ins {
 		in := &ins[i]
-		if in.parked == nil && in.oversized == nil && in.unparkKey == "" && !in.parsed {
+		if in.parkedRow() == nil && in.oversized() == nil && in.isMessage() && !in.parsed {
 			in.ev, in.perr = p.parse(in.raw)
 			in.parsed = true
 		}
@@ -43,7 +43,7 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 	for i := range ins {
 		in := &ins[i]
 		// parseAll parsed every delivery that can take this path.
-		if !in.parsed || in.perr != nil || in.redrive || in.unparkKey != "" {
+		if !in.parsed || in.perr != nil || in.redrive() || !in.isMessage() {
 			continue
 		}
 		id := store.Identity{Source: in.ev.Source, ID: in.ev.ID}

@@ -167,7 +167,7 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, s *scheduler, pi
 // deliveryInput is the pipeline's input for a received delivery, with
 // its envelope when the receiver parsed it (pe, else nil).
 func deliveryInput(d transport.Delivery, pe *parsedEnvelope) input {
-	in := input{raw: d.Body(), attempt: d.Attempt()}
+	in := input{kind: received{}, raw: d.Body(), attempt: d.Attempt()}
 	in.traceParent, in.traceState = brokerTrace(d)
 	if pe != nil {
 		in.ev, in.perr, in.parsed = pe.ev, pe.err, true

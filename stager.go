@@ -21,8 +21,8 @@ const decideGrace = 50 * time.Millisecond
 // same delivery, or its key's unparking for a message let out of the parked
 // table (unparking takes it under the key's lock if it is still next).
 func (u *undecided) rerun() input {
-	if u.in.parked != nil {
-		return input{unparkKey: u.ev.PartitionKey, decided: store.Identity{Source: u.ev.Source, ID: u.ev.ID}, decideErr: u.in.decideErr}
+	if u.in.parkedRow() != nil {
+		return input{kind: unparking{key: u.ev.PartitionKey, decided: store.Identity{Source: u.ev.Source, ID: u.ev.ID}}, decideErr: u.in.decideErr}
 	}
 	return u.in
 }

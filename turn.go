@@ -34,7 +34,7 @@ func (p *pipeline) undoable(ins []input) bool {
 		return false
 	}
 	for _, in := range ins {
-		if in.parked != nil || in.redrive || in.unparkKey != "" || in.decideErr != nil || in.oversized != nil ||
+		if in.parkedRow() != nil || in.redrive() || !in.isMessage() || in.decideErr != nil || in.oversized() != nil ||
 			!in.parsed || in.ev.BusinessKey != "" {
 			return false
 		}
@@ -59,10 +59,11 @@ func (p *pipeline) keepTurn(ctx context.Context, m *message, until time.Time, de
 	if bound, err := p.takeTurn(ctx, m.tx, m.ev, m.now); err != nil || bound != "" {
 		return bound, err
 	}
-	if m.in.parked == nil {
+	row := m.in.parkedRow()
+	if row == nil {
 		return "", nil
 	}
-	return "", m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: m.in.parked.Seq, Until: until, Detail: detail})
+	return "", m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: row.Seq, Until: until, Detail: detail})
 }
 
 // takeTurn records that ev holds its key's turn (and reserves its

@@ -14,22 +14,23 @@ import (
 // unparks it again), and unparking stops there; with retryAtOnce (the
 // record handler of replay) it is unparked again at once.
 func (p *pipeline) unpark(ctx context.Context, tx *batchTx, key string) ([]seqboxtype.Result, error) {
-	return p.unparkCarrying(ctx, tx, key, nil)
+	return p.unparkCarrying(ctx, tx, unparking{key: key}, nil)
 }
 
-// unparkCarrying is unpark; carry, when set, is a decision's outcome for
-// the message it names (carry.decided): its error goes to that message if
+// unparkCarrying is u's unparking of u.key; decideErr, the outcome of the
+// decision of the message u names (u.decided), goes to that message if
 // unparking takes it.
-func (p *pipeline) unparkCarrying(ctx context.Context, tx *batchTx, key string, carry *input) ([]seqboxtype.Result, error) {
+func (p *pipeline) unparkCarrying(ctx context.Context, tx *batchTx, u unparking, decideErr error) ([]seqboxtype.Result, error) {
+	key, carry := u.key, u.decided != (store.Identity{})
 	var out []seqboxtype.Result
 	for {
 		next, err := p.nextParked(ctx, tx, key)
 		if err != nil || next == nil {
 			return out, err
 		}
-		in := input{raw: next.Envelope, attempt: 1, parked: next}
-		if carry != nil && carry.decided == (store.Identity{Source: next.Source, ID: next.ID}) {
-			in.decideErr, carry = carry.decideErr, nil
+		in := input{kind: unparked{row: next}, raw: next.Envelope, attempt: 1}
+		if carry && u.decided == (store.Identity{Source: next.Source, ID: next.ID}) {
+			in.decideErr, carry = decideErr, false
 		}
 		r, err := p.process(ctx, tx, in)
 		if err != nil {
