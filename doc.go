@@ -49,6 +49,26 @@
 // one message synchronously, for replay and HTTP ingest; DeliverTx runs it
 // in the caller's transaction.
 //
+// # Call chain
+//
+// One message through Consumer.Run, in call order (file: functions):
+//
+//	receive.go      run, scheduler.take, runDeliveries
+//	batch.go        commitAndSettle, runBatch, runBatchOnce: BEGIN
+//	prefetch.go     parseAll, prefetch: keys locked, identities inserted, set-based
+//	pipeline.go     deliver, process: locks, savepoint, inbox, turn, key lock
+//	gate.go         gate: blocked, stale, waiting behind a retry, gap
+//	apply.go        apply: business key, handler (tx.handle), advance, applied
+//	decide_path.go  decided, only with Decide: the decision, or stop to decide
+//	pipeline.go     conclude; unpark.go, unpark: parked successors now next
+//	apply.go        applyDeferred; batchtx.go, finish: the deferred writes
+//	batch.go        ackInTx (settle.go) with the queue in the store; COMMIT
+//	settle.go       settle: ack or nack each delivery
+//
+// A message stopped to be decided is decided outside any transaction
+// (decider.go), staged in key order (stager.go, decide_pipe.go) and runs
+// commitAndSettle again with its decision.
+//
 // # Words
 //
 // Each word has one meaning; docs/design.md §2 is the glossary. A delivery
