@@ -97,7 +97,7 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives operational messages. Default slog.Default().
 	Logger *slog.Logger
-	// Observer, when set, is told every decision after its commit.
+	// Observer, when set, is told every result after its commit.
 	Observer func(seqboxtype.Result)
 	// Metrics, when set, counts outcomes and latencies.
 	Metrics *Metrics

@@ -10,7 +10,7 @@ import (
 // Deliver runs one message through the whole pipeline in its own
 // transaction and commits. It is what replay and HTTP ingest use: the
 // caller acknowledges its own copy once Deliver returns without error
-// (unless the first decision is Retry). attempt is 1 for a first delivery.
+// (unless the first result is Retry). attempt is 1 for a first delivery.
 func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]seqboxtype.Result, error) {
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (c *Consumer) deliverAll(ctx context.Context, ins []input) ([][]seqboxtype.
 // and the effect in it. Nothing is committed here: the caller commits (and
 // then acknowledges its own copy) or rolls back, and a rollback forgets
 // the delivery entirely. An error means the transaction is no longer
-// usable: roll it back. Observer and Metrics see the decisions at once,
+// usable: roll it back. Observer and Metrics see the results at once,
 // before the caller's commit. A consumer with Config.Decide cannot use
 // it: the model call must stay outside any transaction.
 func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attempt int) ([]seqboxtype.Result, error) {
@@ -79,7 +79,7 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 // transaction (as Run's batches do: a savepoint each only when a failure
 // makes it rerun), and commits once: the caller's own batch
 // (an HTTP batch, a page of a backfill) at the cost of one fsync. It
-// returns each message's decisions, in input order; the first decision of
+// returns each message's results, in input order; the first result of
 // each is its own. All are first deliveries.
 func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]seqboxtype.Result, error) {
 	if err := c.register(ctx, false); err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// gateResult is a decision the ordering gate reached instead of applying.
+// gateResult is the outcome the ordering gate reached instead of applying.
 type gateResult struct {
 	Outcome    seqboxtype.Outcome
 	Reason     string
@@ -25,8 +25,8 @@ type gateResult struct {
 }
 
 // gate is the ordering gate (docs/design.md §6) for an event with a partition key. It
-// returns nil when the event may be applied now, or the decision it reached
-// (after parking the event where the decision says so).
+// returns nil when the event may be applied now, or the outcome it reached
+// (after parking the event where the outcome says so).
 func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtype.Event, ks store.KeyState, now time.Time) (*gateResult, error) {
 	name, key := p.cfg.Name, ev.PartitionKey
 	if ks.Blocked {
@@ -94,7 +94,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 
 // passed is the gate's answer for a version at or below the committed
 // one: stale, or version_conflict when another identity committed that
-// very version (a gap decision passing over it is no such identity).
+// very version (a recorded gap passing over it is no such identity).
 func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev seqboxtype.Event, v int64, ks store.KeyState, now time.Time) (*gateResult, error) {
 	committed := *ks.Version
 	if b := ks.Baseline; v < committed && p.cfg.FirstVersion == nil && b != nil && v < *b {
@@ -112,8 +112,8 @@ func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev seqboxtype.Event,
 		return nil, err
 	}
 	if skipped {
-		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: its version was skipped by a recorded gap decision",
-			Reason: fmt.Sprintf("version %d was passed over by a recorded gap decision (seqbox keys show %s)", v, ev.PartitionKey)}, nil
+		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: its version was skipped by a recorded gap",
+			Reason: fmt.Sprintf("version %d was passed over by a recorded gap (seqbox keys show %s)", v, ev.PartitionKey)}, nil
 	}
 	reason := fmt.Sprintf("version %d is already committed under another identity", v)
 	return &gateResult{Outcome: seqboxtype.VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},

@@ -144,7 +144,7 @@ func TestRapidFoundHoldExpiryBlocksTheTurnHolder(t *testing.T) {
 	require.Equal(t, []string{"dup:semantic_duplicate"}, outcomes(mustDeliver(t, c, withBusinessKey("dup", "", "bk0"), 1)))
 }
 
-// Bug 3 (fixed by 0804773: stale when a gap decision passed over it).
+// Bug 3 (fixed by 0804773: stale when a recorded gap passed over it).
 // OnDeadLetter=release records a gap at the dead letter's version;
 // redriving the dead letter then finds its version equal to the key's and
 // parks it as version_conflict, "already committed under another

@@ -9,7 +9,7 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// observe counts committed decisions.
+// observe counts committed results.
 func observe(m *Metrics, consumer string, ds []seqboxtype.Result) {
 	if m == nil {
 		return

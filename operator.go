@@ -112,7 +112,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 // successors are applied in version order.
 func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqboxtype.Result, error) {
 	if who == "" || why == "" {
-		return nil, fmt.Errorf("skip: who and why are required: the gap decision must be attributable")
+		return nil, fmt.Errorf("skip: who and why are required: the recorded gap must be attributable")
 	}
 	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
@@ -174,7 +174,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 // decided by who, and the parked messages apply in version order.
 func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]seqboxtype.Result, error) {
 	if who == "" || why == "" {
-		return nil, fmt.Errorf("release: who and why are required: the gap decision must be attributable")
+		return nil, fmt.Errorf("release: who and why are required: the recorded gap must be attributable")
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: key})

@@ -179,9 +179,9 @@ func TestSlowCallLeaseIsRenewedForItsSpan(t *testing.T) {
 // so another attempt took its row for a dead caller's and turned it
 // uncertain. Its answer, when it comes, is still this call's (the same
 // call count, uncertain only for the lease): it is recorded succeeded and
-// returned, not refused as if an operator had settled the row. (Kills the
+// returned, not refused as if an operator had recorded the row. (Kills the
 // mutation survivors of effects/ledger.go's "from uncertain too" and
-// of the call count record's settle checks; docs/mutation.md.)
+// of the call count record's checks; docs/mutation.md.)
 func TestSlowCallerWhoseLeaseRanOutKeepsItsAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

@@ -187,7 +187,7 @@ type Call func(ctx context.Context, idempotencyKey string) (ref string, err erro
 // error returned by call is recorded as failed when wrapped with Definite
 // or NotApplied, and as uncertain otherwise; Do then returns it (an
 // *UncertainError for uncertain ones). An answer that comes after the row
-// was settled by someone else (an operator's resolution of a caller that
+// was recorded by someone else (an operator's resolution of a caller that
 // looked dead) is refused with a *ConflictError.
 func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, error) {
 	id, ok := seqbox.IdentityFrom(ctx)
@@ -259,7 +259,7 @@ func (l *Ledger) begin(ctx context.Context, id seqboxtype.Identity, action strin
 			}
 			// A call that never reported back: its caller died after the
 			// request may have been sent. Nobody knows.
-			if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
+			if err := l.setState(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
 				return Begun{}, err
 			}
 			continue
@@ -346,11 +346,11 @@ func (l *Ledger) record(ctx context.Context, e Effect, ref string, err error) (s
 	if to == Uncertain {
 		from = from[:1]
 	}
-	serr := l.ex.EffectSettle(rctx, store.EffectSettleParams{IdempotencyKey: e.IdempotencyKey, From: from, To: to, Ref: ref,
+	serr := l.ex.EffectRecord(rctx, store.EffectRecordParams{IdempotencyKey: e.IdempotencyKey, From: from, To: to, Ref: ref,
 		LastError: lastError, At: l.cfg.Now(), Calls: e.Calls})
 	if errors.Is(serr, store.ErrNotFound) {
 		// Left alone: the row is not this call's any more (another call
-		// counted since, or settled for good by an operator or another
+		// counted since, or recorded for good by an operator or another
 		// attempt's reconciliation), and this answer is refused; unless another attempt turned it
 		// uncertain first, which is what this call says too.
 		cur, found, gerr := l.get(rctx, e.IdempotencyKey)
@@ -397,7 +397,7 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return fmt.Sprintf("effects: call %s answered (%s) after its row was settled %s by someone else (an operator, or another attempt): the ledger keeps %s, and the answer is refused",
+	return fmt.Sprintf("effects: call %s answered (%s) after its row was recorded %s by someone else (an operator, or another attempt): the ledger keeps %s, and the answer is refused",
 		e.IdempotencyKey, e.Answer, e.State, e.State)
 }
 
@@ -422,7 +422,7 @@ func (l *Ledger) refuse(ctx context.Context, cur Effect, to State, ref string, c
 		// Said on the row, its state and reference unchanged (a row that
 		// moved on meanwhile is left alone).
 		note := strings.TrimPrefix(cur.LastError+"; ", "; ") + "refused a late answer of an earlier call: " + answer
-		_ = l.settle(ctx, cur.IdempotencyKey, cur.State, cur.Ref, note, cur.State)
+		_ = l.setState(ctx, cur.IdempotencyKey, cur.State, cur.Ref, note, cur.State)
 	}
 	return c
 }

@@ -278,7 +278,7 @@ func TestRacingAttemptsCreateOneTask(t *testing.T) {
 		for i := range refs {
 			wg.Go(func() {
 				// A call in flight in a live caller answers InFlightError
-				// until it reports back; anything else settles it.
+				// until it reports back; anything else records it.
 				for range 1_000_000 {
 					ref, err := l.DoFor(context.Background(), msg, "crm.create_task", c.create())
 					if err == nil {

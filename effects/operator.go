@@ -47,7 +47,7 @@ func validState(s State) bool {
 	return false
 }
 
-// Resolve settles an uncertain call by hand, after an operator checked
+// Resolve records an uncertain call's outcome by hand, after an operator checked
 // the remote side: succeeded with its reference, or failed (the remote
 // side has nothing, so the next attempt calls again). why is kept as the
 // row's last error, with who. The resolution stands: should the caller of
@@ -73,12 +73,12 @@ func (l *Ledger) Resolve(ctx context.Context, key string, to State, ref, who, wh
 	if e.State != Uncertain {
 		return fmt.Errorf("effects: %s is %s, not uncertain: nothing to resolve", key, e.State)
 	}
-	// A dead caller's pending row is settled as an uncertain one (unless
+	// A dead caller's pending row is recorded as an uncertain one (unless
 	// its caller came back and reported meanwhile).
-	if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (its caller's heartbeat stopped)", Pending); err != nil {
+	if err := l.setState(ctx, key, Uncertain, "", "a pending call never reported back (its caller's heartbeat stopped)", Pending); err != nil {
 		return err
 	}
-	if err := l.settle(ctx, key, to, ref, fmt.Sprintf("resolved %s by %s: %s", to, who, why), Uncertain); err != nil {
+	if err := l.setState(ctx, key, to, ref, fmt.Sprintf("resolved %s by %s: %s", to, who, why), Uncertain); err != nil {
 		return err
 	}
 	// Both writes are conditional: a caller that reported back between

@@ -49,7 +49,7 @@ var ErrNotYours = errors.New("effects: the row is not this call's")
 // records the answer of the e.Calls-th call of the row e.IdempotencyKey
 // (succeeded with ref when callErr is nil, failed when callErr is
 // NotApplied or Definite, uncertain otherwise) and returns ref or callErr
-// as Do would. An answer that comes after the row was settled by someone
+// as Do would. An answer that comes after the row was recorded by someone
 // else is refused with a *ConflictError, as Do refuses it.
 func (l *Ledger) Record(ctx context.Context, e Effect, ref string, callErr error) (string, error) {
 	cur, found, err := l.get(ctx, e.IdempotencyKey)
@@ -95,7 +95,7 @@ func (l *Ledger) Reconciled(ctx context.Context, key string, r Reconciliation) (
 		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", key)
 	}
 	if e.State == Pending && !l.live(e) {
-		if err := l.settle(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
+		if err := l.setState(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
 			return Effect{}, err
 		}
 		if e, _, err = l.get(ctx, key); err != nil {

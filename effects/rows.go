@@ -58,17 +58,17 @@ func (l *Ledger) transition(ctx context.Context, key string, from, to State) (bo
 	return ok, nil
 }
 
-// settle records a call's outcome on a row in one of the states from; a
+// setState records a call's outcome on a row in one of the states from; a
 // row that moved elsewhere meanwhile (succeeded through another member)
 // is left alone. The first time a row turns uncertain is kept.
-func (l *Ledger) settle(ctx context.Context, key string, to State, ref, lastError string, from ...State) error {
+func (l *Ledger) setState(ctx context.Context, key string, to State, ref, lastError string, from ...State) error {
 	return l.update(ctx, key, to, ref, lastError, false, from...)
 }
 
-// update is settle; reconciled also records that a reconciliation
+// update is setState; reconciled also records that a reconciliation
 // answered.
 func (l *Ledger) update(ctx context.Context, key string, to State, ref, lastError string, reconciled bool, from ...State) error {
-	err := l.ex.EffectSettle(ctx, store.EffectSettleParams{IdempotencyKey: key, From: from, To: to, Ref: ref,
+	err := l.ex.EffectRecord(ctx, store.EffectRecordParams{IdempotencyKey: key, From: from, To: to, Ref: ref,
 		LastError: lastError, At: l.cfg.Now(), Reconciled: reconciled})
 	if err != nil {
 		return fmt.Errorf("effects: record %s %s: %w", key, to, err)

@@ -12,7 +12,7 @@ type Result struct {
 	Outcome       Outcome `json:"outcome"`
 	// Reason explains every outcome but applied.
 	Reason string `json:"reason"`
-	// Attempt is the delivery attempt the decision was reached on.
+	// Attempt is the delivery attempt the outcome was reached on.
 	Attempt int `json:"-"`
 	// KeyConflict marks a Retry caused by a concurrent key conflict (another
 	// consumer moved the key first): redelivered at once, counted apart.

@@ -58,7 +58,7 @@ type OperatorRequest struct {
 	// TakenBy names the consumer process that took the request.
 	TakenBy string
 	TakenAt time.Time
-	// Result is the JSON of the decisions the action produced.
+	// Result is the JSON of the results the action produced.
 	Result []byte
 	// Error is why a failed or cancelled request did not run.
 	Error  string

@@ -46,8 +46,8 @@ type EffectTransitionParams struct {
 	LeaseUntil time.Time
 }
 
-// EffectSettleParams are Executor.EffectSettle's.
-type EffectSettleParams struct {
+// EffectRecordParams are Executor.EffectRecord's.
+type EffectRecordParams struct {
 	IdempotencyKey string
 	// From lists the states the row may be in; in any other, it is left
 	// alone.

@@ -133,7 +133,7 @@ type AuditRow struct {
 	PayloadHash string
 }
 
-// Gap is a recorded decision to move past missing versions of a key.
+// Gap is the record of moving past missing versions of a key.
 type Gap struct {
 	Consumer, Key string
 	// FromVersion and ToVersion bound the missing range, inclusive.
@@ -158,7 +158,7 @@ type Counts struct {
 	InboxRows, Applied, Parked, Held, Blocked, DeadLetters, Keys int64
 	// BlockedKeys counts keys blocked behind a failed message or a gap.
 	BlockedKeys int64
-	// Gaps counts recorded gap decisions.
+	// Gaps counts recorded gaps.
 	Gaps int64
 	// OldestStuck is when the longest-stuck key got stuck: the earliest of
 	// the blocked keys' BlockedSince and the held or blocked messages'

@@ -240,11 +240,11 @@ type Turns interface {
 	RetryClearMany(ctx context.Context, p RetryClearManyParams) error
 	// RetryOnKey returns the identity whose turn it is on a key: the
 	// oldest retry row (attempts counted, or a turn taken) of an identity
-	// that has not settled since (it is not in the inbox, or is there as
+	// that has not reached a final outcome since (it is not in the inbox, or is there as
 	// held, blocked or pending); ErrNotFound when none.
 	RetryOnKey(ctx context.Context, p KeyRef) (RetryRow, error)
 	// TurnListStale lists, oldest first and at most Limit, the retry rows
-	// (turns) of identities that have not settled and were last seen
+	// (turns) of identities that have not reached a final outcome and were last seen
 	// before Before, with their partition key and bound payload hash.
 	TurnListStale(ctx context.Context, p TurnListStaleParams) ([]RetryRow, error)
 	// TurnHeld reports whether the identity has a retry row (its key's
@@ -260,7 +260,7 @@ type Turns interface {
 	// TurnBoundToMany is TurnBoundTo for many identities at once: the map
 	// holds those that hold a turn.
 	TurnBoundToMany(ctx context.Context, p IdentitiesRef) (map[Identity]string, error)
-	// GapCovers reports whether a recorded gap decision of the key passed
+	// GapCovers reports whether a recorded gap of the key passed
 	// over version Version.
 	GapCovers(ctx context.Context, p GapCoversParams) (bool, error)
 	// GapInsert records a known gap in a key's version history.
@@ -270,7 +270,7 @@ type Turns interface {
 	// TurnTake gives an identity its key's turn before its decision is
 	// asked for: a retry row with no attempt counted, so that the key's
 	// successors wait behind it (RetryOnKey) and its business key is
-	// reserved (BusinessKeyInFlight) until it settles (RetryClear). A row
+	// reserved (BusinessKeyInFlight) until its outcome is final (RetryClear). A row
 	// already there keeps its attempts. The turn is bound to the payload
 	// hash of the copy that took it first: TurnTake returns the hash it is
 	// bound to, and a copy with another hash does not change the row (it
@@ -355,10 +355,10 @@ type Decisions interface {
 	// BusinessKeyInFlight returns another identity that took a turn for
 	// the same business key before this one (or holds one while this one
 	// has none, or holds one with a call whose outcome is unknown) and has
-	// not settled; ErrNotFound when none.
+	// not reached a final outcome; ErrNotFound when none.
 	BusinessKeyInFlight(ctx context.Context, p BusinessKeyRef) (Identity, error)
 	// BusinessKeyTouched returns another identity of the same business key
-	// that settled without applying (dead-lettered, skipped, stale,
+	// that ended without applying (dead-lettered, skipped, stale,
 	// expired) although a call it made through the effects ledger took
 	// effect or may have (its row succeeded, pending or uncertain);
 	// ErrNotFound when none. Asking for the effect again could do it twice.
@@ -415,11 +415,11 @@ type Effects interface {
 	// was not in From. A move to pending counts a call and sets the
 	// lease to LeaseUntil.
 	EffectTransition(ctx context.Context, p EffectTransitionParams) (bool, error)
-	// EffectSettle records a call's outcome (To, Ref, LastError) on a row
+	// EffectRecord records a call's outcome (To, Ref, LastError) on a row
 	// in one of the states From; a row in another state is left alone.
 	// The first time a row turns uncertain is kept. With Calls, a row
 	// left alone answers ErrNotFound.
-	EffectSettle(ctx context.Context, p EffectSettleParams) error
+	EffectRecord(ctx context.Context, p EffectRecordParams) error
 	// EffectRenewLease moves the lease of a pending row to Until (the
 	// caller's heartbeat); a row no longer pending is left alone.
 	EffectRenewLease(ctx context.Context, p EffectRenewLeaseParams) error

@@ -370,7 +370,7 @@ func TestKeysHeldGapThenRelease(t *testing.T) {
 		`"detail":"waiting for version 2 (got 3)","parked_at":"2026-01-02T03:04:05Z","hold_until":null,`+
 		`"envelope":`+jsonString(t, fixtureLine(t, "gap.jsonl", 2))+`}`, showJSON[1])
 
-	require.Equal(t, "seqbox: keys release: --by and --reason are required: the gap decision must be attributable",
+	require.Equal(t, "seqbox: keys release: --by and --reason are required: the recorded gap must be attributable",
 		fails(t, "keys", "release", "--output", "jsonl", "K3", "--db", db, "--by", "bob"))
 	released := time.Now()
 	require.Equal(t, lines(
@@ -411,9 +411,9 @@ func TestOperatorErrors(t *testing.T) {
 		{"bad seq", []string{"dlq", "show", "one", "--db", db},
 			`seqbox: dlq show: SEQ "one" is not a DLQ sequence number (see seqbox dlq list)`},
 		{"skip without reason", []string{"dlq", "skip", "--output", "jsonl", "1", "--db", db, "--by", "alice"},
-			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
+			"seqbox: dlq skip: --by and --reason are required: the recorded gap must be attributable"},
 		{"skip without who", []string{"dlq", "skip", "--output", "jsonl", "1", "--db", db, "--reason", "why"},
-			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
+			"seqbox: dlq skip: --by and --reason are required: the recorded gap must be attributable"},
 		{"bad flag", []string{"dlq", "list", "--db", db, "--bogus"}, "seqbox: dlq list: unknown flag: --bogus (see seqbox dlq list --help)"},
 		{"bad root flag", []string{"--bogus"}, "seqbox: unknown flag: --bogus (see seqbox --help)"},
 		// The policies come from the consumer's registration, not from flags.

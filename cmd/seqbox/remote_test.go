@@ -221,7 +221,7 @@ func TestRemoteServerFlagErrors(t *testing.T) {
 		{"unknown key", append([]string{"keys", "show", "NOPE", "--server", s.url}, tok...),
 			`seqbox: keys show: key "NOPE": the gateway at ` + s.url + " answered 404 Not Found: not found"},
 		{"skip needs who and why", append([]string{"dlq", "skip", "--output", "jsonl", "1", "--server", s.url}, tok...),
-			"seqbox: dlq skip: --by and --reason are required: the gap decision must be attributable"},
+			"seqbox: dlq skip: --by and --reason are required: the recorded gap must be attributable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Equal(t, c.want, fails(t, c.args...))

@@ -26,7 +26,7 @@ type actionFlags struct {
 }
 
 // register adds the shared flags; attributed makes --by and --reason
-// required (a gap decision must be attributable).
+// required (a recorded gap must be attributable).
 func (f *actionFlags) register(c *cobra.Command, attributed bool) {
 	f.opFlags.register(c, false)
 	fl := c.Flags()
@@ -44,7 +44,7 @@ func (f *actionFlags) check(cmd string, attributed bool) error {
 		return fmt.Errorf("%s: --wait %s: must be positive", cmd, f.wait)
 	}
 	if attributed && (blank(f.by) || blank(f.reason)) {
-		return fmt.Errorf("%s: --by and --reason are required: the gap decision must be attributable", cmd)
+		return fmt.Errorf("%s: --by and --reason are required: the recorded gap must be attributable", cmd)
 	}
 	if f.by == "WHO" || f.reason == "WHY" {
 		return fmt.Errorf("%s: --by WHO --reason WHY are placeholders: say who decides and why (they are recorded)", cmd)

@@ -52,7 +52,7 @@ type ActionResult struct {
 const maxActionBody = 16 << 10
 
 // readAction reads who asks and why. attributed actions (skip, release)
-// require both: the gap decision must be attributable.
+// require both: the recorded gap must be attributable.
 func readAction(w http.ResponseWriter, r *http.Request, attributed bool) (ActionRequest, bool) {
 	var a ActionRequest
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
@@ -96,7 +96,7 @@ func readAction(w http.ResponseWriter, r *http.Request, attributed bool) (Action
 			field = "reason"
 		}
 		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: field,
-			Detail: field + ": by and reason are required: the gap decision must be attributable"})
+			Detail: field + ": by and reason are required: the recorded gap must be attributable"})
 		return a, false
 	}
 	if blank(a.By) {

@@ -68,8 +68,8 @@ func (t *Executor) EffectTransition(ctx context.Context, p store.EffectTransitio
 	return affectedOne(t.exec(ctx, q, args...))
 }
 
-// EffectSettle records a call's outcome on a row in one of p.From.
-func (t *Executor) EffectSettle(ctx context.Context, p store.EffectSettleParams) error {
+// EffectRecord records a call's outcome on a row in one of p.From.
+func (t *Executor) EffectRecord(ctx context.Context, p store.EffectRecordParams) error {
 	if len(p.From) == 0 {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 var effectTests = []driverTest{
 	{"EffectInsertPendingAndGet", testEffectInsertPending},
 	{"EffectTransition", testEffectTransition},
-	{"EffectSettle", testEffectSettle},
+	{"EffectRecord", testEffectRecord},
 	{"EffectRenewLease", testEffectRenewLease},
 	{"EffectList", testEffectList},
 	{"EffectCountUncertain", testEffectCountUncertain},
@@ -77,32 +77,32 @@ func testEffectTransition(t *testing.T, st store.Store) {
 	require.Equal(t, ptr(at(9)), r.LeaseUntil)
 }
 
-func testEffectSettle(t *testing.T, st store.Store) {
+func testEffectRecord(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	key := e.insertEffect("a", 1)
-	settle := func(to seqboxtype.Effect, n int, reconciled bool, from ...seqboxtype.Effect) {
-		require.NoError(t, e.tx.EffectSettle(e.ctx, store.EffectSettleParams{IdempotencyKey: key, From: from, To: to,
+	record := func(to seqboxtype.Effect, n int, reconciled bool, from ...seqboxtype.Effect) {
+		require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{IdempotencyKey: key, From: from, To: to,
 			Ref: "ref-" + string(to), LastError: "err-" + string(to), At: at(n), Reconciled: reconciled}))
 	}
-	settle(seqboxtype.EffectSucceeded, 2, false, seqboxtype.EffectFailed)
+	record(seqboxtype.EffectSucceeded, 2, false, seqboxtype.EffectFailed)
 	require.Equal(t, seqboxtype.EffectPending, e.effect(key).State, "not in From: left alone")
 	// With Calls, the write is that call's own, and a row it leaves alone
 	// says so.
-	other := store.EffectSettleParams{IdempotencyKey: key, From: []seqboxtype.Effect{seqboxtype.EffectPending},
+	other := store.EffectRecordParams{IdempotencyKey: key, From: []seqboxtype.Effect{seqboxtype.EffectPending},
 		To: seqboxtype.EffectSucceeded, At: at(2), Calls: 2}
-	require.ErrorIs(t, e.tx.EffectSettle(e.ctx, other), store.ErrNotFound, "the row made one call, not two")
+	require.ErrorIs(t, e.tx.EffectRecord(e.ctx, other), store.ErrNotFound, "the row made one call, not two")
 	require.Equal(t, seqboxtype.EffectPending, e.effect(key).State, "another call's answer: left alone")
 	other.From = []seqboxtype.Effect{seqboxtype.EffectFailed}
 	other.Calls = 1
-	require.ErrorIs(t, e.tx.EffectSettle(e.ctx, other), store.ErrNotFound, "not in From")
-	settle(seqboxtype.EffectUncertain, 2, false, seqboxtype.EffectPending)
-	settle(seqboxtype.EffectUncertain, 3, false, seqboxtype.EffectUncertain)
+	require.ErrorIs(t, e.tx.EffectRecord(e.ctx, other), store.ErrNotFound, "not in From")
+	record(seqboxtype.EffectUncertain, 2, false, seqboxtype.EffectPending)
+	record(seqboxtype.EffectUncertain, 3, false, seqboxtype.EffectUncertain)
 	r := e.effect(key)
 	require.Equal(t, seqboxtype.EffectUncertain, r.State)
 	require.Equal(t, ptr(at(2)), r.UncertainAt, "the first time it turned uncertain stays")
 	require.Equal(t, "err-uncertain", r.LastError)
 	require.Nil(t, r.ReconciledAt)
-	settle(seqboxtype.EffectSucceeded, 4, true, seqboxtype.EffectPending, seqboxtype.EffectUncertain)
+	record(seqboxtype.EffectSucceeded, 4, true, seqboxtype.EffectPending, seqboxtype.EffectUncertain)
 	r = e.effect(key)
 	require.Equal(t, seqboxtype.EffectSucceeded, r.State)
 	require.Equal(t, "ref-succeeded", r.Ref)
@@ -115,7 +115,7 @@ func testEffectRenewLease(t *testing.T, st store.Store) {
 	key := e.insertEffect("a", 1)
 	require.NoError(t, e.tx.EffectRenewLease(e.ctx, store.EffectRenewLeaseParams{IdempotencyKey: key, Until: at(8)}))
 	require.Equal(t, ptr(at(8)), e.effect(key).LeaseUntil)
-	require.NoError(t, e.tx.EffectSettle(e.ctx, store.EffectSettleParams{IdempotencyKey: key, From: []seqboxtype.Effect{seqboxtype.EffectPending},
+	require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{IdempotencyKey: key, From: []seqboxtype.Effect{seqboxtype.EffectPending},
 		To: seqboxtype.EffectSucceeded, At: at(2)}))
 	require.NoError(t, e.tx.EffectRenewLease(e.ctx, store.EffectRenewLeaseParams{IdempotencyKey: key, Until: at(20)}))
 	require.Equal(t, ptr(at(8)), e.effect(key).LeaseUntil, "a row no longer pending keeps its lease")
@@ -126,7 +126,7 @@ func testEffectList(t *testing.T, st store.Store) {
 	live := e.insertEffect("live", 10) // lease to at(13)
 	dead := e.insertEffect("dead", 1)  // lease to at(4)
 	done := e.insertEffect("done", 2)  // succeeded below
-	require.NoError(t, e.tx.EffectSettle(e.ctx, store.EffectSettleParams{IdempotencyKey: done,
+	require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{IdempotencyKey: done,
 		From: []seqboxtype.Effect{seqboxtype.EffectPending}, To: seqboxtype.EffectSucceeded, At: at(5)}))
 	keys := func(p store.EffectListParams) []string {
 		p.Consumer, p.Now = e.consumer, at(6)
@@ -155,7 +155,7 @@ func testEffectCountUncertain(t *testing.T, st store.Store) {
 	e.insertEffect("live", 10)
 	e.insertEffect("dead", 1)
 	un := e.insertEffect("un", 2)
-	require.NoError(t, e.tx.EffectSettle(e.ctx, store.EffectSettleParams{IdempotencyKey: un,
+	require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{IdempotencyKey: un,
 		From: []seqboxtype.Effect{seqboxtype.EffectPending}, To: seqboxtype.EffectUncertain, At: at(3)}))
 	counts, err := e.tx.EffectCountUncertain(e.ctx, at(6))
 	require.NoError(t, err)

@@ -24,7 +24,7 @@ import (
 // agent path does at once (issue 36): batch transactions back to back (the
 // pipeline), the embedded queue's receives and acks, and many goroutines
 // writing outside any transaction through the store's Executor (the
-// effects ledger's pending and settled rows, the decider's claims and
+// effects ledger's pending and finished rows, the decider's claims and
 // decisions). Every step is this process's own: none of them may fail
 // with SQLITE_BUSY or SQLITE_LOCKED, however long the others keep the
 // file busy. It also guards the writer turn those writes take
@@ -129,7 +129,7 @@ func TestAgentPathContentionIsNotBusy(t *testing.T) {
 				_, err := ex.EffectInsertPending(ctx, store.EffectInsertPendingParams{Consumer: "c", Source: "s", ID: id,
 					Action: "call", IdempotencyKey: key, At: now, LeaseUntil: now.Add(time.Minute)})
 				note("ledger pending", err)
-				note("ledger record", ex.EffectSettle(ctx, store.EffectSettleParams{IdempotencyKey: key,
+				note("ledger record", ex.EffectRecord(ctx, store.EffectRecordParams{IdempotencyKey: key,
 					From: []seqboxtype.Effect{seqboxtype.EffectPending}, To: seqboxtype.EffectSucceeded, Ref: "r", At: now}))
 				_, err = ex.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: "c", Source: "s", ID: id, Owner: "o",
 					Now: now, Until: now.Add(time.Minute)})

@@ -338,7 +338,7 @@ func fixedAfterDeadLetter(t *testing.T, open Factory, id string) (store.Store, *
 
 // A redrive request runs through the owner's handler: the application's
 // table gets the effect, who asked is recorded, and the result carries
-// the decisions.
+// the results.
 func hardRequestOwner(t *testing.T, open Factory) {
 	st, c, seq := fixedAfterDeadLetter(t, open, "t-1")
 	ctx := context.Background()

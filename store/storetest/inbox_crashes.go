@@ -42,7 +42,7 @@ func exerciseFailureWindows(t *testing.T, open Factory) {
 
 			require.Equal(t, int64(0), b.counts().InboxRows, "the identity was rolled back with the crash")
 			require.Equal(t, 0, b.effectCount(""), "the effect was rolled back with the crash")
-			require.Empty(t, b.audit(""), "no decision was recorded")
+			require.Empty(t, b.audit(""), "no outcome was recorded")
 			require.Empty(t, b.deadLetters(true))
 
 			// The broker redelivers to a restarted consumer.

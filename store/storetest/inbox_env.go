@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deliver delivers raw and returns the message's own decision (the first).
+// deliver delivers raw and returns the message's own result (the first).
 func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqboxtype.Result {
 	t.Helper()
 	ds, err := c.Deliver(context.Background(), raw, attempt)

@@ -92,7 +92,7 @@ func ordEvent(id, key string, version any, typ string, attrs ...ordAttr) []byte 
 
 func ordV(v int64) *int64 { return &v }
 
-// ordSummary renders decisions as "id:outcome".
+// ordSummary renders results as "id:outcome".
 func ordSummary(ds []seqboxtype.Result) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {

@@ -241,7 +241,7 @@ func ordPermanentRelease(t *testing.T, open Factory) {
 	e.requireNothingParked()
 
 	// Redriving it now, after the key moved on, cannot rewind the object:
-	// it is stale, and the DLQ row is settled by that final decision.
+	// it is stale, and the DLQ row is closed by that final result.
 	ds, err := c.Redrive(e.ctx, dls[0].Seq)
 	require.NoError(t, err)
 	require.Equal(t, []string{"E2:stale"}, ordSummary(ds))
@@ -485,7 +485,7 @@ func (d *ordMemDelivery) Nack(context.Context, time.Duration) error {
 }
 func (d *ordMemDelivery) Extend(context.Context, time.Duration) error { return nil }
 
-// ordObserved collects the decisions a consumer reports after commit.
+// ordObserved collects the results a consumer reports after commit.
 type ordObserved struct {
 	mu sync.Mutex
 	ds []seqboxtype.Result

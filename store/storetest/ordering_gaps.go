@@ -190,7 +190,7 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		e.requireKey(k, ordV(5), false, 0, 0)
 		require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago", "E4@4 pedido_enviado", "E5@5 pedido_entregue"}, e.effects(k))
 
-		// 3 turns up after the decision: too late.
+		// 3 turns up after the gap was recorded: too late.
 		ds = e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
 		require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
 		require.Equal(t, []string{"E4 held 4/2", "E5 blocked 5/2", "E3 stale 3/5"}, e.auditLines(k))

@@ -195,7 +195,7 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 	}
 	require.Equal(t, len(all), tally[seqboxtype.Applied], "outcomes: %v", tally)
 	for _, ev := range all {
-		require.Equal(t, 1, appliedIDs[ev.id], "%s applied decisions", ev.id)
+		require.Equal(t, 1, appliedIDs[ev.id], "%s applied results", ev.id)
 	}
 	if !failures {
 		require.Zero(t, tally[seqboxtype.Retry])

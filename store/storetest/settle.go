@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// exerciseSettle covers how a message's life on its key ends: whatever the
+// exerciseFinish covers how a message's life on its key ends: whatever the
 // outcome, nothing may stay held behind it, no stale bookkeeping may come
 // back later, and housekeeping must act only on what is still true.
-func exerciseSettle(t *testing.T, open Factory) {
+func exerciseFinish(t *testing.T, open Factory) {
 	const k = "OPP-77"
 	t.Run("RetryThenExpiredReleasesSuccessors", func(t *testing.T) {
 		e := ordSetup(t, open, func(c *seqbox.Config) { c.MaxAge = time.Minute })

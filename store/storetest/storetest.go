@@ -25,7 +25,7 @@ type Factory func(t *testing.T) store.Store
 func Exercise(t *testing.T, open Factory) {
 	t.Run("Inbox", func(t *testing.T) { exerciseInbox(t, open) })
 	t.Run("Ordering", func(t *testing.T) { exerciseOrdering(t, open) })
-	t.Run("Settle", func(t *testing.T) { exerciseSettle(t, open) })
+	t.Run("Finish", func(t *testing.T) { exerciseFinish(t, open) })
 	t.Run("Hardening", func(t *testing.T) { exerciseHardening(t, open) })
 	t.Run("API", func(t *testing.T) { exerciseAPI(t, open) })
 }
