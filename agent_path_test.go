@@ -80,10 +80,10 @@ func withBusinessKey(id, key, bk string) []byte {
 	return fmt.Appendf(nil, `{"id":%q,"source":"crm","type":"t","partitionkey":%q,"businesskey":%q}`, id, key, bk)
 }
 
-func outcomes(ds []seqboxtype.Result) []string {
+func outcomes(results []seqboxtype.Result) []string {
 	var out []string
-	for _, d := range ds {
-		out = append(out, d.ID+":"+string(d.Outcome))
+	for _, res := range results {
+		out = append(out, res.ID+":"+string(res.Outcome))
 	}
 	return out
 }
@@ -106,16 +106,16 @@ func TestAgentSeesAKeyInOrderAcrossRetries(t *testing.T) {
 			b.cfg.Decide = a.decide
 			c := b.consumer(t)
 			ctx := context.Background()
-			ds, err := c.Deliver(ctx, tc.v1, 1)
+			results, err := c.Deliver(ctx, tc.v1, 1)
 			require.NoError(t, err)
-			require.Equal(t, []string{"v1:retry"}, outcomes(ds), ds[0].Reason)
-			ds, err = c.Deliver(ctx, tc.v2, 1)
+			require.Equal(t, []string{"v1:retry"}, outcomes(results), results[0].Reason)
+			results, err = c.Deliver(ctx, tc.v2, 1)
 			require.NoError(t, err)
-			require.Equal(t, []string{"v2:held"}, outcomes(ds), "v2 waits behind v1, which holds its key's turn")
+			require.Equal(t, []string{"v2:held"}, outcomes(results), "v2 waits behind v1, which holds its key's turn")
 			require.Equal(t, []string{"v1"}, a.called(), "v2 must not reach the agent while v1 retries")
-			ds, err = c.Deliver(ctx, tc.v1, 2)
+			results, err = c.Deliver(ctx, tc.v1, 2)
 			require.NoError(t, err)
-			require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds))
+			require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(results))
 			require.Equal(t, []string{"v1", "v1", "v2"}, a.called())
 		})
 	}
@@ -145,12 +145,12 @@ func TestCrashMidDecisionKeepsTheKeysTurn(t *testing.T) {
 
 	delete(a.block, "v1")
 	next := b.consumer(t)
-	ds, err := next.Deliver(context.Background(), keyed("v2", "opp", 2), 1)
+	results, err := next.Deliver(context.Background(), keyed("v2", "opp", 2), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"v2:held"}, outcomes(ds), "v2 waits for v1; it must not take the key's baseline")
-	ds, err = next.Deliver(context.Background(), keyed("v1", "opp", 1), 2)
+	require.Equal(t, []string{"v2:held"}, outcomes(results), "v2 waits for v1; it must not take the key's baseline")
+	results, err = next.Deliver(context.Background(), keyed("v1", "opp", 1), 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds))
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(results))
 	require.Equal(t, []string{"v1", "v1", "v2"}, a.called())
 	<-a.started
 	<-a.started
@@ -168,12 +168,12 @@ func TestBusinessKeyDuplicateNeverReachesTheAgent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"a:applied"}, outcomes(out[0]))
 	require.Equal(t, []string{"b:retry"}, outcomes(out[1]), "b waits while a, which asks for its effect, is decided")
-	ds, err := c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 2)
+	results, err := c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"b:semantic_duplicate"}, outcomes(ds))
-	ds, err = c.Deliver(ctx, withBusinessKey("c", "k3", "followup:1"), 1)
+	require.Equal(t, []string{"b:semantic_duplicate"}, outcomes(results))
+	results, err = c.Deliver(ctx, withBusinessKey("c", "k3", "followup:1"), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"c:semantic_duplicate"}, outcomes(ds))
+	require.Equal(t, []string{"c:semantic_duplicate"}, outcomes(results))
 	require.Equal(t, []string{"a"}, a.called())
 }
 
@@ -190,23 +190,23 @@ func TestBusinessKeyInFlightWaits(t *testing.T) {
 	ctx := context.Background()
 	first := make(chan []seqboxtype.Result, 1)
 	go func() {
-		ds, err := c.Deliver(ctx, withBusinessKey("a", "k1", "followup:1"), 1)
+		results, err := c.Deliver(ctx, withBusinessKey("a", "k1", "followup:1"), 1)
 		require.NoError(t, err)
-		first <- ds
+		first <- results
 	}()
 	require.Equal(t, "a", <-a.started)
-	ds, err := c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 1)
+	results, err := c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"b:retry"}, outcomes(ds), "b waits for a's decision")
-	require.Contains(t, ds[0].Reason, "being decided")
-	ds, err = c.Deliver(ctx, unversioned("b2", "k2"), 1)
+	require.Equal(t, []string{"b:retry"}, outcomes(results), "b waits for a's decision")
+	require.Contains(t, results[0].Reason, "being decided")
+	results, err = c.Deliver(ctx, unversioned("b2", "k2"), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"b2:held"}, outcomes(ds), "b keeps its key's turn while it waits")
+	require.Equal(t, []string{"b2:held"}, outcomes(results), "b keeps its key's turn while it waits")
 	close(release)
 	require.Equal(t, []string{"a:applied"}, outcomes(<-first))
-	ds, err = c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 2)
+	results, err = c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"b:semantic_duplicate", "b2:applied"}, outcomes(ds))
+	require.Equal(t, []string{"b:semantic_duplicate", "b2:applied"}, outcomes(results))
 	require.Equal(t, []string{"a", "b2"}, a.called())
 }
 
@@ -232,9 +232,9 @@ func TestCopiesAskTheModelOnce(t *testing.T) {
 	res := make([][]seqboxtype.Result, 2)
 	for i := range res {
 		wg.Go(func() {
-			ds, err := c.Deliver(ctx, n, 1)
+			results, err := c.Deliver(ctx, n, 1)
 			require.NoError(t, err)
-			res[i] = ds
+			res[i] = results
 		})
 	}
 	require.Equal(t, "n", <-a.started)
@@ -259,9 +259,9 @@ func TestConcurrentCopiesWithDifferentPayloads(t *testing.T) {
 	res := make([][]seqboxtype.Result, 2)
 	for i, raw := range [][]byte{keyed("m", "opp", 1), []byte(`{"id":"m","source":"crm","type":"t","partitionkey":"opp","objectversion":1,"data":{"other":true}}`)} {
 		wg.Go(func() {
-			ds, err := c.Deliver(ctx, raw, 1)
+			results, err := c.Deliver(ctx, raw, 1)
 			require.NoError(t, err)
-			res[i] = ds
+			res[i] = results
 		})
 	}
 	require.Equal(t, "m", <-a.started)
@@ -299,38 +299,38 @@ func TestReleasedAndRedrivenAreDecidedOutsideTheTransaction(t *testing.T) {
 	}
 	c := b.consumer(t)
 	ctx := context.Background()
-	ds, err := c.Deliver(ctx, keyed("v2", "opp", 2), 1)
+	results, err := c.Deliver(ctx, keyed("v2", "opp", 2), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"v2:applied"}, outcomes(ds[:1]))
+	require.Equal(t, []string{"v2:applied"}, outcomes(results[:1]))
 	// A gap: v4 waits for v3; v3 releases it from the parked table.
-	ds, err = c.Deliver(ctx, keyed("v4", "opp", 4), 1)
+	results, err = c.Deliver(ctx, keyed("v4", "opp", 4), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"v4:held"}, outcomes(ds))
-	ds, err = c.Deliver(ctx, keyed("v3", "opp", 3), 1)
+	require.Equal(t, []string{"v4:held"}, outcomes(results))
+	results, err = c.Deliver(ctx, keyed("v3", "opp", 3), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"v3:applied", "v4:applied"}, outcomes(ds))
+	require.Equal(t, []string{"v3:applied", "v4:applied"}, outcomes(results))
 	// A dead letter, redriven.
-	ds, err = c.Deliver(ctx, keyed("x1", "other", 1), 1)
+	results, err = c.Deliver(ctx, keyed("x1", "other", 1), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"x1:applied"}, outcomes(ds))
+	require.Equal(t, []string{"x1:applied"}, outcomes(results))
 	mu.Lock()
 	broken["x2"] = true
 	mu.Unlock()
-	ds, err = c.Deliver(ctx, keyed("x2", "other", 2), 1)
+	results, err = c.Deliver(ctx, keyed("x2", "other", 2), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
-	ds, err = c.Deliver(ctx, keyed("x3", "other", 3), 1)
+	require.Equal(t, seqboxtype.DeadLettered, results[0].Outcome)
+	results, err = c.Deliver(ctx, keyed("x3", "other", 3), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"x3:blocked"}, outcomes(ds))
+	require.Equal(t, []string{"x3:blocked"}, outcomes(results))
 	mu.Lock()
 	broken["x2"] = false
 	mu.Unlock()
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
-	require.Len(t, dls, 1)
-	ds, err = c.Redrive(ctx, dls[0].Seq)
+	require.Len(t, letters, 1)
+	results, err = c.Redrive(ctx, letters[0].Seq)
 	require.NoError(t, err)
-	require.Equal(t, []string{"x2:applied", "x3:applied"}, outcomes(ds))
+	require.Equal(t, []string{"x2:applied", "x3:applied"}, outcomes(results))
 	require.Equal(t, []string{"v2", "v3", "v4", "x1", "x2", "x3"}, a.called())
 }
 
@@ -362,8 +362,8 @@ func TestDecideConcurrencyIsBounded(t *testing.T) {
 	}
 	out, err := c.DeliverBatch(context.Background(), raws)
 	require.NoError(t, err)
-	for _, ds := range out {
-		require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
+	for _, results := range out {
+		require.Equal(t, seqboxtype.Applied, results[0].Outcome)
 	}
 	require.Len(t, a.called(), 40)
 	require.LessOrEqual(t, a.maxInflight, 3)
@@ -376,8 +376,8 @@ func TestEmptyMessageIsRejected(t *testing.T) {
 	b := setup(t)
 	c := b.consumer(t)
 	for _, raw := range [][]byte{nil, {}} {
-		ds, err := c.Deliver(context.Background(), raw, 1)
+		results, err := c.Deliver(context.Background(), raw, 1)
 		require.NoError(t, err)
-		require.Equal(t, seqboxtype.Rejected, ds[0].Outcome, ds[0].Reason)
+		require.Equal(t, seqboxtype.Rejected, results[0].Outcome, results[0].Reason)
 	}
 }

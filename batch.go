@@ -147,7 +147,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 		}
 		btx.origin = i
 		n := len(btx.spans)
-		ds, err := c.p.deliver(ctx, btx, in)
+		results, err := c.p.deliver(ctx, btx, in)
 		if err != nil {
 			tx.Rollback()
 			return nil, nil, err
@@ -155,7 +155,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 		if len(btx.spans) > n {
 			ins[i].span = btx.spans[n].span.SpanContext()
 		}
-		out[i] = ds
+		out[i] = results
 	}
 	if err := c.p.applyDeferred(ctx, btx); err != nil {
 		tx.Rollback()
@@ -185,8 +185,8 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	}
 	batchDone(c.cfg.Metrics, c.cfg.Name, len(ins), start)
 	c.sizer.observe(len(ins), time.Since(began))
-	for _, ds := range out {
-		c.observe(final(ds))
+	for _, results := range out {
+		c.observe(final(results))
 	}
 	return out, btx.undecided, nil
 }
@@ -197,16 +197,16 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 // decided first are decided after the commit and run again (their key's
 // unparking); their results follow fn's.
 func (c *Consumer) inTx(ctx context.Context, point fault.Point, fn func(tx *batchTx) ([]seqboxtype.Result, error)) ([]seqboxtype.Result, error) {
-	ds, us, err := c.inTxOnce(ctx, point, fn)
+	results, us, err := c.inTxOnce(ctx, point, fn)
 	if err != nil || len(us) == 0 {
-		return final(ds), err
+		return final(results), err
 	}
 	more, err := c.decideAndApply(ctx, us, nil)
-	ds = final(ds)
+	results = final(results)
 	for _, m := range more {
-		ds = append(ds, m...)
+		results = append(results, m...)
 	}
-	return ds, err
+	return results, err
 }
 
 // inTxOnce is inTx's transaction; it returns the messages fn stopped to be
@@ -217,7 +217,7 @@ func (c *Consumer) inTxOnce(ctx context.Context, point fault.Point, fn func(tx *
 		return nil, nil, err
 	}
 	btx := &batchTx{tx: tx}
-	ds, err := fn(btx)
+	results, err := fn(btx)
 	if err == nil && point != "" {
 		err = c.hooks.At(point)
 	}
@@ -231,7 +231,7 @@ func (c *Consumer) inTxOnce(ctx context.Context, point fault.Point, fn func(tx *
 		btx.endSpans(nil, err)
 		return nil, nil, err
 	}
-	btx.endSpans([][]seqboxtype.Result{ds}, nil)
-	c.observe(final(ds))
-	return ds, btx.undecided, nil
+	btx.endSpans([][]seqboxtype.Result{results}, nil)
+	c.observe(final(results))
+	return results, btx.undecided, nil
 }

@@ -45,9 +45,9 @@ func TestBatchHandlerFailureRerunsWithoutAskingAgain(t *testing.T) {
 	out, err := c.DeliverBatch(context.Background(), raws)
 	require.NoError(t, err)
 	got := map[string]seqboxtype.Outcome{}
-	for _, ds := range out {
-		for _, d := range ds {
-			got[d.ID] = d.Outcome
+	for _, results := range out {
+		for _, res := range results {
+			got[res.ID] = res.Outcome
 		}
 	}
 	require.Equal(t, map[string]seqboxtype.Outcome{

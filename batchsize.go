@@ -9,7 +9,7 @@ import (
 // batchSizer is group commit that adapts to Config.TargetLatency
 // (docs/design.md §5, "batch size"). A delivery waits for its batch to
 // fill only while another batch runs, and a quarter of the target at most
-// (scheduler.hold): a worker takes what is ready. What the sizer bounds
+// (scheduler.groupWait): a worker takes what is ready. What the sizer bounds
 // is how large a batch grows: a message that arrives just after a batch
 // began waits for it and then runs in the next, so a batch's transaction
 // gets half the target.

@@ -57,8 +57,8 @@ func (b *batchTx) AuditInsert(ctx context.Context, a store.AuditRow) error {
 }
 
 // DeadLetterInsert is store.Executor.DeadLetterInsert.
-func (b *batchTx) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (int64, error) {
-	return b.tx.DeadLetterInsert(ctx, d)
+func (b *batchTx) DeadLetterInsert(ctx context.Context, letter store.DeadLetter) (int64, error) {
+	return b.tx.DeadLetterInsert(ctx, letter)
 }
 
 // DeadLetterGet is store.Executor.DeadLetterGet.

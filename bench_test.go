@@ -86,12 +86,12 @@ func BenchmarkDeliver(b *testing.B) {
 		ctx := context.Background()
 		b.ResetTimer()
 		for i := range b.N {
-			ds, err := c.Deliver(ctx, bodies[i], 1)
+			results, err := c.Deliver(ctx, bodies[i], 1)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if ds[0].Outcome != seqboxtype.Applied {
-				b.Fatalf("message %d: %s (%s)", i, ds[0].Outcome, ds[0].Reason)
+			if results[0].Outcome != seqboxtype.Applied {
+				b.Fatalf("message %d: %s (%s)", i, results[0].Outcome, results[0].Reason)
 			}
 		}
 		b.StopTimer()
@@ -118,8 +118,8 @@ func BenchmarkRunBatch(b *testing.B) {
 		all := make(chan struct{})
 		c, err := seqbox.NewConsumer(seqbox.Config{Name: "bench", Store: st, Transport: q, Handler: replay.RecordHandlerOn(st.DB(), "bench"),
 			Workers: benchWorkers, BatchSize: benchBatch, Logger: quietLogger,
-			Observer: func(d seqboxtype.Result) {
-				if d.Outcome != seqboxtype.Applied {
+			Observer: func(res seqboxtype.Result) {
+				if res.Outcome != seqboxtype.Applied {
 					other.Add(1)
 				} else if applied.Add(1) == int64(b.N) {
 					close(all)

@@ -38,8 +38,8 @@ func TestBusinessKeyIsReservedAtomicallyOnPostgres(t *testing.T) {
 	dsB := <-doneB
 	require.Len(t, dsB, 1)
 	require.Contains(t, []seqboxtype.Outcome{seqboxtype.Retry, seqboxtype.SemanticDuplicate}, dsB[0].Outcome, dsB[0].Reason)
-	ds, err := r.b.Deliver(context.Background(), withBusinessKey("b1", "opp-b", "followup:1"), 2)
+	results, err := r.b.Deliver(context.Background(), withBusinessKey("b1", "opp-b", "followup:1"), 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"b1:semantic_duplicate"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"b1:semantic_duplicate"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{"a1"}, r.agent.called(), "the business key reached the agent once")
 }

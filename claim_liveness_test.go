@@ -87,9 +87,9 @@ func TestSlowLiveDecideIsAskedOnceAcrossProcesses(t *testing.T) {
 
 		done := make(chan []seqboxtype.Result, 1)
 		go func() {
-			ds, err := first.Deliver(ctx, msg, 1)
+			results, err := first.Deliver(ctx, msg, 1)
 			require.NoError(t, err)
-			done <- ds
+			done <- results
 		}()
 		synctest.Wait()
 		require.Equal(t, int32(1), m.asked.Load(), "the first process asks the model")
@@ -100,24 +100,24 @@ func TestSlowLiveDecideIsAskedOnceAcrossProcesses(t *testing.T) {
 			time.Sleep(5*time.Second + 500*time.Millisecond)
 			res := make(chan []seqboxtype.Result, 1)
 			go func() {
-				ds, err := second.Deliver(ctx, msg, 2+i)
+				results, err := second.Deliver(ctx, msg, 2+i)
 				require.NoError(t, err)
-				res <- ds
+				res <- results
 			}()
 			synctest.Wait()
 			require.Equal(t, int32(1), m.asked.Load(),
 				"a copy at another process asked the model again while the first Decide was alive (%s in): its claim was not renewed",
 				time.Duration(i+1)*5500*time.Millisecond)
-			ds := <-res
-			require.Equal(t, seqboxtype.Retry, ds[0].Outcome, ds[0].Reason)
-			require.Contains(t, ds[0].Reason, "in flight elsewhere")
+			results := <-res
+			require.Equal(t, seqboxtype.Retry, results[0].Outcome, results[0].Reason)
+			require.Contains(t, results[0].Reason, "in flight elsewhere")
 		}
 		m.answer()
-		ds := <-done
-		require.Equal(t, []string{"m:applied"}, outcomes(ds))
-		ds, err = second.Deliver(ctx, msg, 6)
+		results := <-done
+		require.Equal(t, []string{"m:applied"}, outcomes(results))
+		results, err = second.Deliver(ctx, msg, 6)
 		require.NoError(t, err)
-		require.Equal(t, []string{"m:duplicate"}, outcomes(ds))
+		require.Equal(t, []string{"m:duplicate"}, outcomes(results))
 		require.Equal(t, int32(1), m.asked.Load())
 	})
 }
@@ -138,14 +138,14 @@ func TestSlowLiveDecideKeepsItsTurnAgainstRelease(t *testing.T) {
 		ctx := context.Background()
 		done := make(chan []seqboxtype.Result, 1)
 		go func() {
-			ds, err := c.Deliver(ctx, unversioned("v1", "opp"), 1)
+			results, err := c.Deliver(ctx, unversioned("v1", "opp"), 1)
 			require.NoError(t, err)
-			done <- ds
+			done <- results
 		}()
 		synctest.Wait()
-		ds, err := c.Deliver(ctx, unversioned("v2", "opp"), 1)
+		results, err := c.Deliver(ctx, unversioned("v2", "opp"), 1)
 		require.NoError(t, err)
-		require.Equal(t, []string{"v2:held"}, outcomes(ds))
+		require.Equal(t, []string{"v2:held"}, outcomes(results))
 		for range 3 {
 			time.Sleep(4*time.Second + 250*time.Millisecond)
 			_, err := c.ReleaseKey(ctx, "opp", "ops", "impatient")
@@ -175,14 +175,14 @@ func TestSweepLeavesTheTurnOfASlowLiveDecide(t *testing.T) {
 		ctx := context.Background()
 		done := make(chan []seqboxtype.Result, 1)
 		go func() {
-			ds, err := c.Deliver(ctx, unversioned("v1", "opp"), 1)
+			results, err := c.Deliver(ctx, unversioned("v1", "opp"), 1)
 			require.NoError(t, err)
-			done <- ds
+			done <- results
 		}()
 		synctest.Wait()
-		ds, err := c.Deliver(ctx, unversioned("v2", "opp"), 1)
+		results, err := c.Deliver(ctx, unversioned("v2", "opp"), 1)
 		require.NoError(t, err)
-		require.Equal(t, []string{"v2:held"}, outcomes(ds))
+		require.Equal(t, []string{"v2:held"}, outcomes(results))
 		time.Sleep(2*time.Minute + 500*time.Millisecond) // past the redelivery window, v1's Decide still running
 		swept, err := c.Sweep(ctx)
 		require.NoError(t, err)

@@ -31,14 +31,14 @@ func TestHandlerSettlesStale(t *testing.T) {
 	c := b.consumer(t)
 	ctx := context.Background()
 	deliver := func(id string, v, attempt int) seqboxtype.Result {
-		ds, err := c.Deliver(ctx, keyed(id, "opp", v), attempt)
+		results, err := c.Deliver(ctx, keyed(id, "opp", v), attempt)
 		require.NoError(t, err)
-		return ds[0]
+		return results[0]
 	}
 	require.Equal(t, seqboxtype.Applied, deliver("opp-v1", 1, 1).Outcome)
-	d := deliver("opp-v2", 2, 1)
-	require.Equal(t, seqboxtype.Stale, d.Outcome)
-	require.Contains(t, d.Reason, "agent: opportunity already at v3")
+	res := deliver("opp-v2", 2, 1)
+	require.Equal(t, seqboxtype.Stale, res.Outcome)
+	require.Contains(t, res.Reason, "agent: opportunity already at v3")
 	require.Zero(t, b.effects(t, "opp-v2"), "the handler's write rolled back")
 	require.Equal(t, seqboxtype.Duplicate, deliver("opp-v2", 2, 2).Outcome, "the identity is kept")
 	require.Equal(t, seqboxtype.Applied, deliver("opp-v3", 3, 1).Outcome, "v3 is not held behind v2")
@@ -51,9 +51,9 @@ func TestHandlerSettlesStale(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, stale)
-	dl, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
 	require.NoError(t, err)
-	require.Empty(t, dl, "settled, not dead-lettered")
+	require.Empty(t, letters, "settled, not dead-lettered")
 }
 
 func TestConcludeRefusesOtherOutcomes(t *testing.T) {
@@ -79,8 +79,8 @@ func TestHandlerSettlesInsideABatch(t *testing.T) {
 	out, err := b.consumer(t).DeliverBatch(context.Background(), [][]byte{keyed("b-v1", "b", 1), keyed("b-v2", "b", 2), keyed("b-v3", "b", 3)})
 	require.NoError(t, err)
 	var got []seqboxtype.Outcome
-	for _, ds := range out {
-		got = append(got, ds[0].Outcome)
+	for _, results := range out {
+		got = append(got, results[0].Outcome)
 	}
 	require.Equal(t, []seqboxtype.Outcome{seqboxtype.Applied, seqboxtype.VersionConflict, seqboxtype.Applied}, got)
 	require.Equal(t, 2, b.effects(t, ""))

@@ -25,8 +25,8 @@ func TestDecideReturningNothingApplies(t *testing.T) {
 		return nil
 	}
 	c := b.consumer(t)
-	ds := mustDeliver(t, c, unversioned("e1", "opp"), 1)
-	require.Equal(t, []string{"e1:applied"}, outcomes(ds), ds[0].Reason)
+	results := mustDeliver(t, c, unversioned("e1", "opp"), 1)
+	require.Equal(t, []string{"e1:applied"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{"e1::decided"}, seen)
 }
 
@@ -47,13 +47,13 @@ func TestPanicReasonIsOneLine(t *testing.T) {
 				panic("the CRM client crashed")
 			}
 			c := b.consumer(t)
-			ds := mustDeliver(t, c, unversioned("e1", "opp"), 1)
-			require.Equal(t, []string{"e1:dead_lettered"}, outcomes(ds))
-			dls, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name})
+			results := mustDeliver(t, c, unversioned("e1", "opp"), 1)
+			require.Equal(t, []string{"e1:dead_lettered"}, outcomes(results))
+			letters, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name})
 			require.NoError(t, err)
-			require.Len(t, dls, 1)
-			require.NotContains(t, dls[0].Reason+dls[0].FirstError, "goroutine ")
-			for _, text := range []string{ds[0].Reason, dls[0].LastError} {
+			require.Len(t, letters, 1)
+			require.NotContains(t, letters[0].Reason+letters[0].FirstError, "goroutine ")
+			for _, text := range []string{results[0].Reason, letters[0].LastError} {
 				require.NotContains(t, text, "\n", "one line: %q", text)
 				require.NotContains(t, text, "goroutine ")
 				require.Contains(t, text, "crashed")

@@ -65,14 +65,14 @@ func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attemp
 	}
 	ins := []input{{kind: received{}, raw: raw, attempt: max(attempt, 1)}}
 	btx := &batchTx{tx: c.cfg.Store.UnwrapTx(tx)}
-	ds, err := c.p.deliver(ctx, btx, ins[0])
+	results, err := c.p.deliver(ctx, btx, ins[0])
 	// The caller commits: the spans end with the results it is handed.
-	btx.endSpans([][]seqboxtype.Result{ds}, err)
+	btx.endSpans([][]seqboxtype.Result{results}, err)
 	if err != nil {
 		return nil, err
 	}
-	c.observe(ds)
-	return ds, nil
+	c.observe(results)
+	return results, nil
 }
 
 // DeliverBatch runs several messages through the pipeline in one

@@ -38,9 +38,9 @@ func ExampleConsumer_DeliverBatch() {
 	if err != nil {
 		panic(err)
 	}
-	for _, ds := range out {
-		for _, d := range ds {
-			fmt.Println(d.ID, d.Outcome)
+	for _, results := range out {
+		for _, res := range results {
+			fmt.Println(res.ID, res.Outcome)
 		}
 	}
 	// Output:
@@ -79,19 +79,19 @@ func ExampleConsumer_DeliverTx() {
 		if err != nil {
 			panic(err)
 		}
-		ds, err := consumer.DeliverTx(ctx, tx, body, 1)
+		results, err := consumer.DeliverTx(ctx, tx, body, 1)
 		if err != nil {
 			tx.Rollback()
 			panic(err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_log VALUES ($1)`, string(ds[0].Outcome)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_log VALUES ($1)`, string(results[0].Outcome)); err != nil {
 			tx.Rollback()
 			panic(err)
 		}
 		if err := tx.Commit(); err != nil {
 			panic(err)
 		}
-		fmt.Println(ds[0].Outcome)
+		fmt.Println(results[0].Outcome)
 	}
 	// Output:
 	// applied

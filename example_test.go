@@ -50,11 +50,11 @@ func Example() {
 	msg := []byte(`{"specversion":"1.0","id":"evt-482","source":"crm","type":"followup.requested",
 		"partitionkey":"opp-2481","objectversion":41,"businesskey":"followup:opp-2481:meeting-184"}`)
 	for attempt := 1; attempt <= 2; attempt++ {
-		ds, err := consumer.Deliver(ctx, msg, attempt)
+		results, err := consumer.Deliver(ctx, msg, attempt)
 		if err != nil {
 			panic(err)
 		}
-		fmt.Printf("delivery %d: %s\n", attempt, ds[0].Outcome)
+		fmt.Printf("delivery %d: %s\n", attempt, results[0].Outcome)
 	}
 	var tasks int
 	st.DB().QueryRow(`SELECT COUNT(*) FROM crm_tasks`).Scan(&tasks)
@@ -110,10 +110,10 @@ func ExampleConsumer_RunUntilIdle() {
 	consumer, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "crm-followup", Store: st, Transport: q,
 		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
-		Observer: func(d seqboxtype.Result) {
+		Observer: func(res seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
-			outcomes[d.Outcome]++
+			outcomes[res.Outcome]++
 		},
 	})
 	if err != nil {
@@ -224,19 +224,19 @@ func ExampleConsumer_Sweep() {
 	}
 	for _, v := range []int{1, 3} { // version 2 never comes
 		msg := fmt.Sprintf(`{"specversion":"1.0","id":"ord-%d","source":"erp","type":"order.updated","partitionkey":"PED-1","objectversion":%d}`, v, v)
-		ds, err := consumer.Deliver(ctx, []byte(msg), 1)
+		results, err := consumer.Deliver(ctx, []byte(msg), 1)
 		if err != nil {
 			panic(err)
 		}
-		fmt.Printf("%s: %s\n", ds[0].ID, ds[0].Outcome)
+		fmt.Printf("%s: %s\n", results[0].ID, results[0].Outcome)
 	}
 	now = now.Add(2 * time.Minute)
 	swept, err := consumer.Sweep(ctx)
 	if err != nil {
 		panic(err)
 	}
-	for _, d := range swept {
-		fmt.Printf("swept %s: %s\n", d.ID, d.Outcome)
+	for _, res := range swept {
+		fmt.Printf("swept %s: %s\n", res.ID, res.Outcome)
 	}
 	// Output:
 	// ord-1: applied

@@ -296,10 +296,10 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 		}
 		return record(ctx, tx, ev)
 	}
-	b.cfg.Observer = func(d seqboxtype.Result) {
+	b.cfg.Observer = func(res seqboxtype.Result) {
 		mu.Lock()
 		defer mu.Unlock()
-		decisions = append(decisions, d)
+		decisions = append(decisions, res)
 	}
 	publishTasks(t, q, "slow-1")
 
@@ -313,8 +313,8 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	byOutcome := map[seqboxtype.Outcome]int{}
-	for _, d := range decisions {
-		byOutcome[d.Outcome]++
+	for _, res := range decisions {
+		byOutcome[res.Outcome]++
 	}
 	require.Equal(t, 1, byOutcome[seqboxtype.Applied])
 	require.Positive(t, byOutcome[seqboxtype.Duplicate], "the redeliveries were recognised as duplicates")
@@ -406,10 +406,10 @@ func testCrashWindow(t *testing.T, p fault.Point, shared bool) {
 	// the inbox absorbs whatever had committed and was not acknowledged.
 	var mu sync.Mutex
 	seen := map[seqboxtype.Outcome]int{}
-	b.cfg.Observer = func(d seqboxtype.Result) {
+	b.cfg.Observer = func(res seqboxtype.Result) {
 		mu.Lock()
 		defer mu.Unlock()
-		seen[d.Outcome]++
+		seen[res.Outcome]++
 	}
 	restarted := b.consumer(t)
 	require.NoError(t, runUntil(t, restarted, func() bool {

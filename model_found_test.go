@@ -40,10 +40,10 @@ func TestBusinessKeyTouchedUnderADeadLetterIsNotAskedAgain(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, []string{"a:dead_lettered"}, outcomes(last), "a's call is uncertain until reconciled")
-	ds, err := c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 1)
+	results, err := c.Deliver(ctx, withBusinessKey("b", "k2", "followup:1"), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"b:dead_lettered"}, outcomes(ds))
-	require.Contains(t, ds[0].Reason, `business key "followup:1": crm/a, which settled without applying, made a call for it that took effect or may have`)
+	require.Equal(t, []string{"b:dead_lettered"}, outcomes(results))
+	require.Contains(t, results[0].Reason, `business key "followup:1": crm/a, which settled without applying, made a call for it that took effect or may have`)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"a": 1}, calls, "b never reached the remote side")

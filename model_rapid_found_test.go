@@ -61,9 +61,9 @@ func keyedBK(id, key string, v int, bk string) []byte {
 
 func mustDeliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) []seqboxtype.Result {
 	t.Helper()
-	ds, err := c.Deliver(context.Background(), raw, attempt)
+	results, err := c.Deliver(context.Background(), raw, attempt)
 	require.NoError(t, err)
-	return ds
+	return results
 }
 
 func outcomeOf(t *testing.T, b *bundle, id string) string {
@@ -116,8 +116,8 @@ func TestRapidFoundHoldExpiryAdvancesOverARetryingTurn(t *testing.T) {
 	clock.add(2 * time.Minute)
 	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
-	ds := mustDeliver(t, c, keyed("v1", "opp", 1), 2)
-	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds), "v1 holds its key's turn while it retries: %s", ds[0].Reason)
+	results := mustDeliver(t, c, keyed("v1", "opp", 1), 2)
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(results), "v1 holds its key's turn while it retries: %s", results[0].Reason)
 }
 
 // Bug 2b (fixed by 0804773). The same with HoldExpiry=block: the sweep blocks the key for a
@@ -139,8 +139,8 @@ func TestRapidFoundHoldExpiryBlocksTheTurnHolder(t *testing.T) {
 	clock.add(2 * time.Minute)
 	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
-	ds := mustDeliver(t, c, keyedBK("v1", "opp", 1, "bk0"), 2)
-	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds), "v1 holds its key's turn while it retries: %s", ds[0].Reason)
+	results := mustDeliver(t, c, keyedBK("v1", "opp", 1, "bk0"), 2)
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(results), "v1 holds its key's turn while it retries: %s", results[0].Reason)
 	require.Equal(t, []string{"dup:semantic_duplicate"}, outcomes(mustDeliver(t, c, withBusinessKey("dup", "", "bk0"), 1)))
 }
 
@@ -161,11 +161,11 @@ func TestRapidFoundRedriveAfterReleaseIsAVersionConflict(t *testing.T) {
 	require.Equal(t, []string{"v1:applied"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
 	require.Equal(t, []string{"v2:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
 	refuse.Delete("v2")
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
-	ds, err := c.Redrive(ctx, dls[0].Seq)
+	results, err := c.Redrive(ctx, letters[0].Seq)
 	require.NoError(t, err)
-	require.NotEqual(t, seqboxtype.VersionConflict, ds[0].Outcome, "no other identity carries version 2: %s", ds[0].Reason)
+	require.NotEqual(t, seqboxtype.VersionConflict, results[0].Outcome, "no other identity carries version 2: %s", results[0].Reason)
 }
 
 // Bug 4 (fixed by 0804773: ErrBeingDecided). Skip resolves a dead letter whose redrive is still running (at
@@ -214,9 +214,9 @@ func TestRapidFoundLatecomerStallsAReleasedMessage(t *testing.T) {
 	a.mu.Lock()
 	a.fail["v3"] = 1
 	a.mu.Unlock()
-	ds, err := c.ReleaseKey(ctx, "opp", "alice", "v2 never existed")
+	results, err := c.ReleaseKey(ctx, "opp", "alice", "v2 never existed")
 	require.NoError(t, err)
-	require.Equal(t, []string{"v3:retry"}, outcomes(ds))
+	require.Equal(t, []string{"v3:retry"}, outcomes(results))
 	t.Log("v2:", outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
 	sweepEvery(t, c, clock, 30*time.Second, 3)
 	require.Equal(t, "applied", outcomeOf(t, b, "v3"), "v3 failed once and was re-held for the sweep")
@@ -239,7 +239,7 @@ func TestRapidFoundLatecomerStallsARedrivenSuccessor(t *testing.T) {
 	require.Equal(t, []string{"v2:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
 	require.Equal(t, []string{"v3:blocked"}, outcomes(mustDeliver(t, c, keyed("v3", "opp", 3), 1)))
 	refuse.Delete("v2")
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
 	claims := 0
 	crash = func(p fault.Point) error {
@@ -250,10 +250,10 @@ func TestRapidFoundLatecomerStallsARedrivenSuccessor(t *testing.T) {
 		}
 		return nil
 	}
-	_, _ = c.Redrive(ctx, dls[0].Seq)
+	_, _ = c.Redrive(ctx, letters[0].Seq)
 	next := b.consumer(t) // a new process
-	ds := mustDeliver(t, next, keyed("v1", "opp", 1), 1)
-	t.Log("v1:", outcomes(ds), ds[0].Reason)
+	results := mustDeliver(t, next, keyed("v1", "opp", 1), 1)
+	t.Log("v1:", outcomes(results), results[0].Reason)
 	sweepEvery(t, next, clock, time.Minute, 3)
 	require.Equal(t, "applied", outcomeOf(t, b, "v3"), "v3 was re-held for the sweep to let out")
 	require.Equal(t, "stale", outcomeOf(t, b, "v1"), "v1 is older than the key's version")
@@ -278,8 +278,8 @@ func TestRapidFoundRedriveAfterReleaseHoldsNoTurn(t *testing.T) {
 	_, release, done := redriveHeldAtTheAgent(t, b, c, a, &refuse, "e3")
 	e1 := make(chan []seqboxtype.Result, 1)
 	go func() {
-		ds, _ := c.Deliver(ctx, unversioned("e1", "opp"), 1)
-		e1 <- ds
+		results, _ := c.Deliver(ctx, unversioned("e1", "opp"), 1)
+		e1 <- results
 	}()
 	var asked bool
 	select {
@@ -306,15 +306,15 @@ func redriveHeldAtTheAgent(t *testing.T, b *bundle, c *seqbox.Consumer, a *agent
 	a.mu.Lock()
 	a.block[id] = release
 	a.mu.Unlock()
-	dls, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name})
+	letters, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
-	require.Len(t, dls, 1)
+	require.Len(t, letters, 1)
 	go func() {
 		defer close(done)
-		_, _ = c.Redrive(context.Background(), dls[0].Seq)
+		_, _ = c.Redrive(context.Background(), letters[0].Seq)
 	}()
 	require.Equal(t, id, <-a.started) // the redrive is at the agent
-	return dls[0].Seq, release, done
+	return letters[0].Seq, release, done
 }
 
 // sweepEvery moves the clock on by every and sweeps, n times.

@@ -656,10 +656,10 @@ func (w *world) operator(p *process, what string, f func(ctx context.Context) ([
 	p.ops.Add(1)
 	go func() {
 		defer p.ops.Done()
-		ds, err := f(p.ctx)
+		results, err := f(p.ctx)
 		var got []string
-		for _, d := range ds {
-			got = append(got, d.ID+":"+string(d.Outcome))
+		for _, res := range results {
+			got = append(got, res.ID+":"+string(res.Outcome))
 		}
 		w.note("%s operator %s -> %v err=%v", p, what, got, err)
 	}()

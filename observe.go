@@ -10,21 +10,21 @@ import (
 )
 
 // observe counts committed results.
-func observe(m *Metrics, consumer string, ds []seqboxtype.Result) {
+func observe(m *Metrics, consumer string, results []seqboxtype.Result) {
 	if m == nil {
 		return
 	}
-	for _, d := range ds {
-		m.Deliveries.WithLabelValues(consumer, string(d.Outcome)).Inc()
-		switch d.Outcome {
+	for _, res := range results {
+		m.Deliveries.WithLabelValues(consumer, string(res.Outcome)).Inc()
+		switch res.Outcome {
 		case seqboxtype.Rejected:
 			m.ContractFailure.WithLabelValues(consumer).Inc()
 		case seqboxtype.Retry:
-			if d.KeyConflict {
+			if res.KeyConflict {
 				m.KeyConflicts.WithLabelValues(consumer).Inc()
 			}
 		case seqboxtype.Stale:
-			if d.BeforeBaseline {
+			if res.BeforeBaseline {
 				m.StaleBeforeBaseline.WithLabelValues(consumer).Inc()
 			}
 		}
@@ -76,12 +76,12 @@ func (c *Consumer) RefreshMetrics(ctx context.Context) error {
 }
 
 // observe counts results and tells the Observer, after their commit.
-func (c *Consumer) observe(ds []seqboxtype.Result) {
-	observe(c.cfg.Metrics, c.cfg.Name, ds)
-	c.logResults(ds)
+func (c *Consumer) observe(results []seqboxtype.Result) {
+	observe(c.cfg.Metrics, c.cfg.Name, results)
+	c.logResults(results)
 	if c.cfg.Observer != nil {
-		for _, d := range ds {
-			c.cfg.Observer(d)
+		for _, res := range results {
+			c.cfg.Observer(res)
 		}
 	}
 }
@@ -89,11 +89,11 @@ func (c *Consumer) observe(ds []seqboxtype.Result) {
 // logResults writes one line per committed result an operator should hear
 // of: a retry, a dead letter, a rejected envelope, a collision. Each names
 // the event (consumer, source, id, key, version, attempt) and the reason.
-func (c *Consumer) logResults(ds []seqboxtype.Result) {
-	for _, d := range ds {
+func (c *Consumer) logResults(results []seqboxtype.Result) {
+	for _, res := range results {
 		var level slog.Level
 		var msg string
-		switch d.Outcome {
+		switch res.Outcome {
 		case seqboxtype.Retry:
 			level, msg = slog.LevelWarn, "seqbox: delivery failed; it will be retried"
 		case seqboxtype.DeadLettered:
@@ -106,10 +106,10 @@ func (c *Consumer) logResults(ds []seqboxtype.Result) {
 			continue
 		}
 		version := any(nil)
-		if d.ObjectVersion != nil {
-			version = *d.ObjectVersion
+		if res.ObjectVersion != nil {
+			version = *res.ObjectVersion
 		}
-		c.cfg.Logger.Log(context.Background(), level, msg, "consumer", c.cfg.Name, "source", d.Source, "id", d.ID,
-			"key", d.PartitionKey, "version", version, "attempt", d.Attempt, "outcome", string(d.Outcome), "reason", d.Reason)
+		c.cfg.Logger.Log(context.Background(), level, msg, "consumer", c.cfg.Name, "source", res.Source, "id", res.ID,
+			"key", res.PartitionKey, "version", version, "attempt", res.Attempt, "outcome", string(res.Outcome), "reason", res.Reason)
 	}
 }

@@ -32,9 +32,9 @@ func TestOneTurnPerKeyAcrossProcessesOnPostgres(t *testing.T) {
 func oneTurnPerKeyAcrossProcesses(t *testing.T, keyKnown bool) {
 	r := newPGRace(t, "turns")
 	if keyKnown {
-		ds, err := r.a.Deliver(context.Background(), unversioned("e0", "k"), 1)
+		results, err := r.a.Deliver(context.Background(), unversioned("e0", "k"), 1)
 		require.NoError(t, err)
-		require.Equal(t, []string{"e0:applied"}, outcomes(ds))
+		require.Equal(t, []string{"e0:applied"}, outcomes(results))
 		require.Equal(t, "e0", <-r.agent.started)
 	}
 	doneA, doneB, releaseA := r.holdA(t, unversioned("e1", "k"), unversioned("e3", "k"))

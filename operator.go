@@ -32,44 +32,44 @@ var ErrBeingDecided = errors.New("it is being decided right now; try again once 
 // successors are applied after it, in version order, in the same
 // transaction.
 func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result, error) {
-	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
+	letter, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
-	if dl.State != seqboxtype.DeadLetterOpen {
-		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
+	if letter.State != seqboxtype.DeadLetterOpen {
+		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, letter.Resolution)
 	}
 	var decideErr error
 	redrive := func(tx *batchTx) ([]seqboxtype.Result, error) {
-		ds, err := c.p.deliver(ctx, tx, input{kind: redriven{}, raw: dl.Envelope, attempt: 1, decideErr: decideErr})
-		if err != nil || ds[0].Outcome == seqboxtype.Retry || ds[0].Outcome == outcomeDeciding {
-			return ds, err // still open: redrive again, or once decided
+		results, err := c.p.deliver(ctx, tx, input{kind: redriven{}, raw: letter.Envelope, attempt: 1, decideErr: decideErr})
+		if err != nil || results[0].Outcome == seqboxtype.Retry || results[0].Outcome == outcomeDeciding {
+			return results, err // still open: redrive again, or once decided
 		}
 		st, resolution := seqboxtype.DeadLetterRedriven, "redriven"
-		switch ds[0].Outcome {
+		switch results[0].Outcome {
 		case seqboxtype.Applied:
 		case seqboxtype.DeadLettered, seqboxtype.Rejected:
 			// Failed again: the identity's open row, this one, took the
 			// failure and keeps its number (DeadLetterInsert). A failure
 			// recorded under no identity (rejected before one was read)
 			// made a row of its own, which holds it now.
-			now, err := tx.DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: dl.Seq})
-			if err != nil || (now.State == seqboxtype.DeadLetterOpen && now.Redrives > dl.Redrives) {
-				return ds, err
+			now, err := tx.DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: letter.Seq})
+			if err != nil || (now.State == seqboxtype.DeadLetterOpen && now.Redrives > letter.Redrives) {
+				return results, err
 			}
 			st, resolution = seqboxtype.DeadLetterRedriveFailed, "redrive_failed"
 		default:
-			resolution += ": " + string(ds[0].Outcome)
+			resolution += ": " + string(results[0].Outcome)
 		}
-		err = tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: st, Resolution: resolution, At: c.cfg.Now()})
+		err = tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: letter.Seq, State: st, Resolution: resolution, At: c.cfg.Now()})
 		if errors.Is(err, store.ErrNotFound) {
 			err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 		}
-		return ds, err
+		return results, err
 	}
 	var out []seqboxtype.Result
 	for {
-		ds, us, err := c.inTxOnce(ctx, fault.DuringRedrive, redrive)
+		results, us, err := c.inTxOnce(ctx, fault.DuringRedrive, redrive)
 		if err != nil {
 			return out, err
 		}
@@ -86,7 +86,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 				others = append(others, u)
 			}
 		}
-		out = append(out, final(ds)...)
+		out = append(out, final(results)...)
 		if len(others) > 0 {
 			more, err := c.decideAndApply(ctx, others, nil)
 			for _, m := range more {
@@ -114,18 +114,18 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 	if who == "" || why == "" {
 		return nil, fmt.Errorf("skip: who and why are required: the recorded gap must be attributable")
 	}
-	dl, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
+	letter, err := c.cfg.Store.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: seq})
 	if err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
-	if dl.State != seqboxtype.DeadLetterOpen {
-		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, dl.Resolution)
+	if letter.State != seqboxtype.DeadLetterOpen {
+		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, letter.Resolution)
 	}
 	// A redrive deciding it right now would reach the agent while the
 	// skip lets its successors go (the state-machine test found two
 	// events of one key at the agent at once).
 	if live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
-		Source: dl.Source, ID: dl.ID, Now: c.cfg.Now()}); err != nil || live {
+		Source: letter.Source, ID: letter.ID, Now: c.cfg.Now()}); err != nil || live {
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +133,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 		now := c.cfg.Now()
-		if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: dl.Seq, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
+		if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: letter.Seq, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				err = fmt.Errorf("dlq %d: %w (by a concurrent redrive or skip)", seq, ErrNotBlocking)
 			}
@@ -141,23 +141,23 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 		}
 		// A failed redrive may have left attempts behind; the message is
 		// final now and must not hold its key's successors.
-		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: dl.Source, ID: dl.ID}); err != nil {
+		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: letter.Source, ID: letter.ID}); err != nil {
 			return nil, err
 		}
-		if dl.PartitionKey == "" {
+		if letter.PartitionKey == "" {
 			return nil, nil
 		}
-		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: dl.PartitionKey})
+		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: letter.PartitionKey})
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, nil // a rejected envelope naming a key never seen: nothing to release
 		}
 		if err != nil {
 			return nil, err
 		}
-		if !ks.Blocked || ks.BlockedSource != dl.Source || ks.BlockedID != dl.ID {
+		if !ks.Blocked || ks.BlockedSource != letter.Source || ks.BlockedID != letter.ID {
 			return nil, nil
 		}
-		if dl.ObjectVersion == nil {
+		if letter.ObjectVersion == nil {
 			// An unversioned message leaves no version gap: unblock, and
 			// let the parked successors go by their own versions.
 			if err := tx.KeyUnblock(ctx, store.KeyUnblockParams{Consumer: c.cfg.Name, Key: ks.Key, At: now}); err != nil {
@@ -165,7 +165,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 			}
 			return c.p.unpark(ctx, tx, ks.Key)
 		}
-		return c.p.releaseKey(ctx, tx, ks, dl.ObjectVersion, who, why, now)
+		return c.p.releaseKey(ctx, tx, ks, letter.ObjectVersion, who, why, now)
 	})
 }
 
@@ -267,13 +267,13 @@ func (c *Consumer) Sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 		return out, err
 	}
 	for _, h := range due {
-		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
+		results, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 			return c.p.expireHold(ctx, tx, h, now)
 		})
 		if err != nil {
 			return out, err
 		}
-		out = append(out, ds...)
+		out = append(out, results...)
 	}
 	if c.cfg.MaxBlock <= 0 {
 		return out, nil
@@ -289,16 +289,16 @@ func (c *Consumer) Sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 			c.cfg.Metrics.MaxBlockAlerts.WithLabelValues(c.cfg.Name).Inc()
 		}
 		why := fmt.Sprintf("blocked since %s, longer than MaxBlock %s", ks.BlockedSince.Format(time.RFC3339), c.cfg.MaxBlock)
-		var ds []seqboxtype.Result
+		var results []seqboxtype.Result
 		if ks.BlockedID != "" {
-			ds, err = c.skipBlocker(ctx, ks, why)
+			results, err = c.skipBlocker(ctx, ks, why)
 		} else {
-			ds, err = c.ReleaseKey(ctx, ks.Key, "max_block", why)
+			results, err = c.ReleaseKey(ctx, ks.Key, "max_block", why)
 		}
 		if err != nil {
 			return out, err
 		}
-		out = append(out, ds...)
+		out = append(out, results...)
 	}
 	return out, nil
 }
@@ -358,13 +358,13 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 
 // skipBlocker finds the open DLQ row blocking ks and skips it.
 func (c *Consumer) skipBlocker(ctx context.Context, ks store.KeyState, why string) ([]seqboxtype.Result, error) {
-	dls, err := c.cfg.Store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: c.cfg.Name, All: false})
+	letters, err := c.cfg.Store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: c.cfg.Name, All: false})
 	if err != nil {
 		return nil, err
 	}
-	for _, dl := range dls {
-		if dl.Source == ks.BlockedSource && dl.ID == ks.BlockedID {
-			return c.Skip(ctx, dl.Seq, "max_block", why)
+	for _, letter := range letters {
+		if letter.Source == ks.BlockedSource && letter.ID == ks.BlockedID {
+			return c.Skip(ctx, letter.Seq, "max_block", why)
 		}
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {

@@ -56,12 +56,12 @@ func ExampleConsumer_Deliver_outOfOrder() {
 		`{"specversion":"1.0","id":"EVT-9050","source":"erp_pedidos","type":"endereco_alterado","partitionkey":"PED-4821","objectversion":2,"time":"2026-09-25T10:05:00Z"}`,
 	}
 	for _, msg := range arrivals {
-		ds, err := consumer.Deliver(ctx, []byte(msg), 1)
+		results, err := consumer.Deliver(ctx, []byte(msg), 1)
 		if err != nil {
 			panic(err)
 		}
-		for _, d := range ds {
-			fmt.Printf("%s v%d %s\n", d.ID, *d.ObjectVersion, d.Outcome)
+		for _, res := range results {
+			fmt.Printf("%s v%d %s\n", res.ID, *res.ObjectVersion, res.Outcome)
 		}
 	}
 

@@ -42,15 +42,15 @@ func TestDeadlinePassingDuringTheCallStillApplies(t *testing.T) {
 			require.Equal(t, "e1", <-a.started, "asked before its deadline")
 			clock.add(20 * time.Minute) // the deadline passes while the agent works
 			close(a.block["e1"])
-			ds := <-done
-			require.Equal(t, []string{"e1:applied"}, outcomes(ds), "the call took effect: %s", ds[0].Reason)
+			results := <-done
+			require.Equal(t, []string{"e1:applied"}, outcomes(results), "the call took effect: %s", results[0].Reason)
 
 			later := timed("e2", 2, clock.Now(), "refund:1")
 			if !keyed {
 				later = fmt.Appendf(nil, `{"id":"e2","source":"crm","type":"t","time":%q,"businesskey":"refund:1"}`, clock.Now().Format(time.RFC3339))
 			}
-			ds = mustDeliver(t, c, later, 1)
-			require.Equal(t, []string{"e2:semantic_duplicate"}, outcomes(ds), ds[0].Reason)
+			results = mustDeliver(t, c, later, 1)
+			require.Equal(t, []string{"e2:semantic_duplicate"}, outcomes(results), results[0].Reason)
 			require.Equal(t, []string{"e1"}, a.called())
 		})
 	}
@@ -84,7 +84,7 @@ func TestDeadlinePassedBeforeTheCallIsNotAsked(t *testing.T) {
 	clock.add(20 * time.Minute)
 	close(a.block["e0"])
 	require.Equal(t, []string{"e0:applied"}, outcomes(<-first))
-	ds := <-second
-	require.Equal(t, []string{"e1:expired"}, outcomes(ds), ds[0].Reason)
+	results := <-second
+	require.Equal(t, []string{"e1:expired"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{"e0"}, a.called(), "an expired event is not sent to the agent")
 }

@@ -90,24 +90,24 @@ func TestDecisionIsBoundToThePayloadItWasMadeFor(t *testing.T) {
 	c := b.consumer(t)
 	ctx := context.Background()
 
-	ds, err := c.Deliver(ctx, refund("r1", 10), 1)
+	results, err := c.Deliver(ctx, refund("r1", 10), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:retry"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"r1:retry"}, outcomes(results), results[0].Reason)
 
-	ds, err = c.Deliver(ctx, refund("r1", 1000), 1)
+	results, err = c.Deliver(ctx, refund("r1", 1000), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:collision"}, outcomes(ds), "copy 2 carries another payload than the decision was made for: %s", ds[0].Reason)
+	require.Equal(t, []string{"r1:collision"}, outcomes(results), "copy 2 carries another payload than the decision was made for: %s", results[0].Reason)
 	require.Empty(t, apps.list(), "nothing was applied with a decision made for another payload")
 
-	ds, err = c.Deliver(ctx, refund("r1", 10), 2)
+	results, err = c.Deliver(ctx, refund("r1", 10), 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:applied"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"r1:applied"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
 	require.Equal(t, []string{`{"amount":10}`}, a.seen(), "the model was asked once, about copy 1")
 
-	ds, err = c.Deliver(ctx, refund("r1", 1000), 2)
+	results, err = c.Deliver(ctx, refund("r1", 1000), 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:collision"}, outcomes(ds), "after copy 1 applied, copy 2 is still a collision")
+	require.Equal(t, []string{"r1:collision"}, outcomes(results), "after copy 1 applied, copy 2 is still a collision")
 }
 
 // Class 2 and 3 of issue 36, raced: copy 2 arrives while copy 1 is being
@@ -123,32 +123,32 @@ func TestCopyWithAnotherPayloadRacingTheDecisionIsACollision(t *testing.T) {
 
 	first := make(chan []seqboxtype.Result, 1)
 	go func() {
-		ds, err := c.Deliver(ctx, refund("r1", 10), 1)
+		results, err := c.Deliver(ctx, refund("r1", 10), 1)
 		if err != nil {
-			ds = []seqboxtype.Result{{ID: "r1", Outcome: "error", Reason: err.Error()}}
+			results = []seqboxtype.Result{{ID: "r1", Outcome: "error", Reason: err.Error()}}
 		}
-		first <- ds
+		first <- results
 	}()
 	require.Equal(t, `{"amount":10}`, <-a.started, "copy 1 is being decided")
 
 	second := make(chan []seqboxtype.Result, 1)
 	go func() {
-		ds, err := c.Deliver(ctx, refund("r1", 1000), 1)
+		results, err := c.Deliver(ctx, refund("r1", 1000), 1)
 		if err != nil {
-			ds = []seqboxtype.Result{{ID: "r1", Outcome: "error", Reason: err.Error()}}
+			results = []seqboxtype.Result{{ID: "r1", Outcome: "error", Reason: err.Error()}}
 		}
-		second <- ds
+		second <- results
 	}()
-	var ds []seqboxtype.Result
+	var results []seqboxtype.Result
 	select {
-	case ds = <-second:
+	case results = <-second:
 	case <-a.started:
 		t.Fatal("copy 2 reached the model")
 	}
-	require.Equal(t, []string{"r1:collision"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"r1:collision"}, outcomes(results), results[0].Reason)
 	close(a.block)
-	ds = <-first
-	require.Equal(t, []string{"r1:applied"}, outcomes(ds), ds[0].Reason)
+	results = <-first
+	require.Equal(t, []string{"r1:applied"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
 	require.Equal(t, []string{`{"amount":10}`}, a.seen())
 }
@@ -168,11 +168,11 @@ func TestCopyOfAWaitingIdentityIsACollisionOnEveryPath(t *testing.T) {
 		return fmt.Appendf(nil, `{"id":%q,"source":"crm","type":"t","partitionkey":%q,"businesskey":"bk1","data":{"amount":%d}}`, id, key, amount)
 	}
 	require.Equal(t, []string{"a1:retry"}, outcomes(mustDeliver(t, c, bk("a1", "ka", 1), 1)))
-	ds := mustDeliver(t, c, bk("b1", "kb", 2), 1)
-	require.Equal(t, []string{"b1:retry"}, outcomes(ds), "b1 waits for a1's business key: %s", ds[0].Reason)
+	results := mustDeliver(t, c, bk("b1", "kb", 2), 1)
+	require.Equal(t, []string{"b1:retry"}, outcomes(results), "b1 waits for a1's business key: %s", results[0].Reason)
 	require.Equal(t, []string{"a1:applied"}, outcomes(mustDeliver(t, c, bk("a1", "ka", 1), 2)))
-	ds = mustDeliver(t, c, bk("b1", "kb", 3), 1)
-	require.Equal(t, []string{"b1:collision"}, outcomes(ds), "b1's turn is bound to its first copy: %s", ds[0].Reason)
-	ds = mustDeliver(t, c, bk("b1", "kb", 2), 2)
-	require.Equal(t, []string{"b1:semantic_duplicate"}, outcomes(ds), ds[0].Reason)
+	results = mustDeliver(t, c, bk("b1", "kb", 3), 1)
+	require.Equal(t, []string{"b1:collision"}, outcomes(results), "b1's turn is bound to its first copy: %s", results[0].Reason)
+	results = mustDeliver(t, c, bk("b1", "kb", 2), 2)
+	require.Equal(t, []string{"b1:semantic_duplicate"}, outcomes(results), results[0].Reason)
 }

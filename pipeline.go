@@ -127,7 +127,7 @@ type message struct {
 }
 
 // reached is where a delivery ended: its results (its own first, then
-// any successors unparking released) and the key to unpark next, if any.
+// any successors it unparked) and the key to unpark next, if any.
 type reached struct {
 	results []seqboxtype.Result
 	unpark  string
@@ -206,7 +206,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 	if perr != nil {
 		var err error
 		m.res, err = p.reject(ctx, tx, in, perr, now)
-		return p.conclude(ctx, m, "", err)
+		return p.finish(ctx, m, "", err)
 	}
 	m.res = seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
@@ -226,7 +226,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		}
 		if !inserted {
 			m.res, err = p.seenBefore(ctx, tx, ev, m.res, now)
-			return p.conclude(ctx, m, "", err)
+			return p.finish(ctx, m, "", err)
 		}
 		// New to the inbox, but its identity's turn may be bound to
 		// another copy (taken while it waited or retried): then this copy
@@ -269,7 +269,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 			if gate != nil && gate.unpark {
 				unparkKey = ev.PartitionKey
 			}
-			return p.conclude(ctx, m, unparkKey, err)
+			return p.finish(ctx, m, unparkKey, err)
 		}
 	} else if expired, err := p.expiredUndecided(ctx, tx, ev, now); err != nil || expired {
 		if err != nil {
@@ -277,31 +277,33 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		}
 		m.res.Outcome, m.res.Reason = seqboxtype.Expired, p.expiredReason(ev)
 		err := p.record(ctx, tx, ev, m.res, nil, "none: past the business deadline", now)
-		return p.conclude(ctx, m, "", err)
+		return p.finish(ctx, m, "", err)
 	}
 	return p.apply(ctx, m)
 }
 
-// conclude closes the message's savepoint and returns its result, with
+// finish closes the message's savepoint and returns its result, with
 // the key to unpark: any final outcome of a keyed message may
 // free the successors parked behind it (they may have waited for it while
 // it retried).
-func (p *pipeline) conclude(ctx context.Context, m *message, key string, err error) (reached, error) {
+func (p *pipeline) finish(ctx context.Context, m *message, key string, err error) (reached, error) {
 	if err != nil {
 		return reached{}, err
 	}
 	if err := m.tx.SavepointRelease(ctx, m.sp); err != nil {
 		return reached{}, err
 	}
-	if key == "" && isFinal(m.res.Outcome) {
+	if key == "" && endsOnKey(m.res.Outcome) {
 		key = m.res.PartitionKey
 	}
 	return reached{results: []seqboxtype.Result{m.res}, unpark: key}, nil
 }
 
-// isFinal reports whether an outcome ends a message's life on its key, so
-// that nothing waits behind it any more.
-func isFinal(o seqboxtype.Outcome) bool {
+// endsOnKey reports whether an outcome ends a message's life on its key, so
+// that nothing waits behind it any more. It is not "final" (docs/design.md
+// §2): duplicate, collision and rejected are final, but such a copy never
+// held its key's place, so it frees nothing.
+func endsOnKey(o seqboxtype.Outcome) bool {
 	switch o {
 	case seqboxtype.Retry, seqboxtype.Held, seqboxtype.Blocked, seqboxtype.Duplicate, seqboxtype.Collision, seqboxtype.Rejected, outcomeDeciding:
 		return false
@@ -320,27 +322,27 @@ func (p *pipeline) inboxRow(ev seqboxtype.Event, now time.Time) store.InboxRow {
 
 // seenBefore decides duplicate or collision for an identity the inbox
 // already holds.
-func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev seqboxtype.Event, d seqboxtype.Result, now time.Time) (seqboxtype.Result, error) {
+func (p *pipeline) seenBefore(ctx context.Context, tx *batchTx, ev seqboxtype.Event, res seqboxtype.Result, now time.Time) (seqboxtype.Result, error) {
 	prev, err := tx.InboxGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if err != nil {
-		return d, err
+		return res, err
 	}
 	if prev.PayloadHash == ev.Hash {
-		d.Outcome = seqboxtype.Duplicate
-		d.Reason = "identity already recorded (" + string(prev.Outcome) + ")"
-		return d, p.record(ctx, tx, ev, d, nil, "none", now)
+		res.Outcome = seqboxtype.Duplicate
+		res.Reason = "identity already recorded (" + string(prev.Outcome) + ")"
+		return res, p.record(ctx, tx, ev, res, nil, "none", now)
 	}
-	return p.collide(ctx, tx, ev, d, fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash), now)
+	return p.collide(ctx, tx, ev, res, fmt.Sprintf("identity already recorded with payload hash %.12s, this one has %.12s", prev.PayloadHash, ev.Hash), now)
 }
 
 // collide parks ev as a collision: its identity belongs to a copy with
 // another payload.
-func (p *pipeline) collide(ctx context.Context, tx *batchTx, ev seqboxtype.Event, d seqboxtype.Result, reason string, now time.Time) (seqboxtype.Result, error) {
-	d.Outcome, d.Reason = seqboxtype.Collision, reason
-	if err := tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkCollision, d.Reason, now, time.Time{})); err != nil {
-		return d, err
+func (p *pipeline) collide(ctx context.Context, tx *batchTx, ev seqboxtype.Event, res seqboxtype.Result, reason string, now time.Time) (seqboxtype.Result, error) {
+	res.Outcome, res.Reason = seqboxtype.Collision, reason
+	if err := tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkCollision, res.Reason, now, time.Time{})); err != nil {
+		return res, err
 	}
-	return d, p.record(ctx, tx, ev, d, nil, "investigate: the producer reused an identity for different content", now)
+	return res, p.record(ctx, tx, ev, res, nil, "investigate: the producer reused an identity for different content", now)
 }
 
 // forgetDeadLettered lets a redriven message re-enter under its original
@@ -362,18 +364,18 @@ func (p *pipeline) forgetDeadLettered(ctx context.Context, tx *batchTx, ev seqbo
 // rejected again without a second DLQ or audit row. A redrive always
 // leaves a new DLQ row: the one it came from is resolved.
 func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error, now time.Time) (seqboxtype.Result, error) {
-	d := seqboxtype.Result{Outcome: seqboxtype.Rejected, Reason: perr.Error(), Attempt: in.attempt}
-	d.Source, d.ID, d.PartitionKey = bestEffortIdentity(in.raw)
+	res := seqboxtype.Result{Outcome: seqboxtype.Rejected, Reason: perr.Error(), Attempt: in.attempt}
+	res.Source, res.ID, res.PartitionKey = bestEffortIdentity(in.raw)
 	// The attribute the error names has no single meaning: show none.
 	var ie *seqboxtype.InvalidEventError
 	if errors.As(perr, &ie) {
 		switch ie.Field {
 		case "source":
-			d.Source = ""
+			res.Source = ""
 		case "id":
-			d.ID = ""
+			res.ID = ""
 		case "partitionkey":
-			d.PartitionKey = ""
+			res.PartitionKey = ""
 		}
 	}
 	sum := sha256.Sum256(in.raw)
@@ -385,7 +387,7 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 		inserted, err := tx.InboxInsert(ctx, store.InboxRow{Consumer: p.cfg.Name, ID: "sha256:" + hash, PayloadHash: hash,
 			Outcome: seqboxtype.Rejected, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
 		if err != nil || !inserted {
-			return d, err
+			return res, err
 		}
 	}
 	envelope := in.raw
@@ -393,14 +395,14 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 		envelope = []byte{} // a tombstone (Kafka's nil value): kept as empty bytes
 	}
 	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{
-		Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, Envelope: envelope, PayloadHash: hash,
+		Consumer: p.cfg.Name, Source: res.Source, ID: res.ID, PartitionKey: res.PartitionKey, Envelope: envelope, PayloadHash: hash,
 		Reason: string(seqboxtype.Rejected) + ": " + perr.Error(), Attempts: in.attempt,
 		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
 	}); err != nil {
-		return d, err
+		return res, err
 	}
-	return d, tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey,
-		Outcome: seqboxtype.Rejected, Reason: d.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
+	return res, tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: res.Source, ID: res.ID, PartitionKey: res.PartitionKey,
+		Outcome: seqboxtype.Rejected, Reason: res.Reason, NextAction: "fix the producer; the bytes are in the DLQ", At: now})
 }
 
 // bestEffortIdentity pulls source, id and partitionkey out of an envelope
@@ -424,21 +426,21 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 // record writes the inbox outcome and the audit evidence of a result. A
 // message whose outcome is final forgets its attempts, so that nothing is held
 // behind a retry that is over.
-func (p *pipeline) record(ctx context.Context, tx *batchTx, ev seqboxtype.Event, d seqboxtype.Result, current *int64, next string, now time.Time) error {
-	if d.Outcome != seqboxtype.Duplicate && d.Outcome != seqboxtype.Collision {
-		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: d.Outcome, ProcessedAt: nil}); err != nil {
+func (p *pipeline) record(ctx context.Context, tx *batchTx, ev seqboxtype.Event, res seqboxtype.Result, current *int64, next string, now time.Time) error {
+	if res.Outcome != seqboxtype.Duplicate && res.Outcome != seqboxtype.Collision {
+		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: res.Outcome, ProcessedAt: nil}); err != nil {
 			return err
 		}
 	}
-	if isFinal(d.Outcome) {
+	if endsOnKey(res.Outcome) {
 		if err := tx.RetryClear(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID}); err != nil {
 			return err
 		}
 	}
 	return tx.AuditInsert(ctx, store.AuditRow{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
-		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: d.Outcome,
-		Reason: d.Reason, NextAction: next, At: now, PayloadHash: onceOnly(d.Outcome, ev.Hash),
+		ReceivedVersion: ev.ObjectVersion, CurrentVersion: current, Outcome: res.Outcome,
+		Reason: res.Reason, NextAction: next, At: now, PayloadHash: onceOnly(res.Outcome, ev.Hash),
 	})
 }
 

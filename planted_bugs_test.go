@@ -49,21 +49,21 @@ func TestUnkeyedEventWaitsForABusinessKeyInFlight(t *testing.T) {
 			ctx := context.Background()
 			first := make(chan []seqboxtype.Result, 1)
 			go func() {
-				ds, err := c.Deliver(ctx, tc.first, 1)
+				results, err := c.Deliver(ctx, tc.first, 1)
 				require.NoError(t, err)
-				first <- ds
+				first <- results
 			}()
 			require.Equal(t, "a", <-a.started)
-			ds, err := c.Deliver(ctx, tc.next, 1)
+			results, err := c.Deliver(ctx, tc.next, 1)
 			require.NoError(t, err)
-			require.Equal(t, []string{"b:retry"}, outcomes(ds), "b must wait while a, of its business key, is decided: %s", ds[0].Reason)
-			require.Contains(t, ds[0].Reason, `business key "followup:1" is being decided`, "b waits for the business key, not for a claim of its own")
+			require.Equal(t, []string{"b:retry"}, outcomes(results), "b must wait while a, of its business key, is decided: %s", results[0].Reason)
+			require.Contains(t, results[0].Reason, `business key "followup:1" is being decided`, "b waits for the business key, not for a claim of its own")
 			require.Equal(t, []string{"a"}, a.called(), "b reached the model while a, of its business key, was being decided")
 			close(release)
 			require.Equal(t, []string{"a:applied"}, outcomes(<-first))
-			ds, err = c.Deliver(ctx, tc.next, 2)
+			results, err = c.Deliver(ctx, tc.next, 2)
 			require.NoError(t, err)
-			require.Equal(t, []string{"b:semantic_duplicate"}, outcomes(ds))
+			require.Equal(t, []string{"b:semantic_duplicate"}, outcomes(results))
 			require.Equal(t, []string{"a"}, a.called())
 		})
 	}
@@ -91,9 +91,9 @@ func TestRetriedMessageStaysAtTheBrokerWithAnAckInTheTransaction(t *testing.T) {
 		depth   int
 	}
 	results := make(chan seen, 16)
-	b.cfg.Observer = func(d seqboxtype.Result) {
+	b.cfg.Observer = func(res seqboxtype.Result) {
 		// Told right after the commit, before the delivery is settled.
-		results <- seen{d.Outcome, unacked(t, q)}
+		results <- seen{res.Outcome, unacked(t, q)}
 	}
 	publishTasks(t, q, "m")
 	c := b.consumer(t)
@@ -133,15 +133,15 @@ func TestRetryingMessageHoldsItsTurnWithoutDecide(t *testing.T) {
 			}
 			c := b.consumer(t)
 			ctx := context.Background()
-			ds, err := c.Deliver(ctx, tc.v1, 1)
+			results, err := c.Deliver(ctx, tc.v1, 1)
 			require.NoError(t, err)
-			require.Equal(t, []string{"v1:retry"}, outcomes(ds))
-			ds, err = c.Deliver(ctx, tc.v2, 1)
+			require.Equal(t, []string{"v1:retry"}, outcomes(results))
+			results, err = c.Deliver(ctx, tc.v2, 1)
 			require.NoError(t, err)
-			require.Equal(t, []string{"v2:held"}, outcomes(ds), "v2 must wait behind v1, which is retrying: %s", ds[0].Reason)
-			ds, err = c.Deliver(ctx, tc.v1, 2)
+			require.Equal(t, []string{"v2:held"}, outcomes(results), "v2 must wait behind v1, which is retrying: %s", results[0].Reason)
+			results, err = c.Deliver(ctx, tc.v1, 2)
 			require.NoError(t, err)
-			require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(ds))
+			require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(results))
 			require.Equal(t, []string{"v1", "v2"}, applied)
 		})
 	}
@@ -162,9 +162,9 @@ func TestSkipIsRefusedWhileTheRedriveIsDecided(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, []string{"v1:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
 	require.Equal(t, []string{"v2:blocked"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
-	require.Len(t, dls, 1)
+	require.Len(t, letters, 1)
 	refuse.Delete("v1")
 	release := make(chan struct{})
 	a.mu.Lock()
@@ -172,12 +172,12 @@ func TestSkipIsRefusedWhileTheRedriveIsDecided(t *testing.T) {
 	a.mu.Unlock()
 	redriven := make(chan []seqboxtype.Result, 1)
 	go func() {
-		ds, err := c.Redrive(ctx, dls[0].Seq)
+		results, err := c.Redrive(ctx, letters[0].Seq)
 		require.NoError(t, err)
-		redriven <- ds
+		redriven <- results
 	}()
 	require.Equal(t, "v1", <-a.started, "the redrive is at the agent")
-	_, err = c.Skip(ctx, dls[0].Seq, "alice", "gave up waiting")
+	_, err = c.Skip(ctx, letters[0].Seq, "alice", "gave up waiting")
 	require.ErrorIs(t, err, seqbox.ErrBeingDecided, "a skip while the redrive is being decided")
 	close(release)
 	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-redriven))
@@ -205,9 +205,9 @@ func TestBatchRerunRecordsEveryIdentity(t *testing.T) {
 	require.Equal(t, []string{"m2:retry"}, outcomes(out[1]))
 	require.Equal(t, []string{"m3:applied"}, outcomes(out[2]))
 	for _, id := range []string{"m1", "m3"} {
-		ds, err := c.Deliver(ctx, unversioned(id, map[string]string{"m1": "a", "m3": "c"}[id]), 2)
+		results, err := c.Deliver(ctx, unversioned(id, map[string]string{"m1": "a", "m3": "c"}[id]), 2)
 		require.NoError(t, err)
-		require.Equal(t, []string{id + ":duplicate"}, outcomes(ds), "%s was applied in the batch's rerun: its identity must be in the inbox", id)
+		require.Equal(t, []string{id + ":duplicate"}, outcomes(results), "%s was applied in the batch's rerun: its identity must be in the inbox", id)
 		require.Equal(t, 1, b.effects(t, id))
 	}
 	require.Equal(t, int64(2), b.inboxRows(t), "m1 and m3; m2, retrying, has none yet")
@@ -253,9 +253,9 @@ func TestDecisionIsBoundToItsPayloadInABatch(t *testing.T) {
 	b.cfg.Decide, b.cfg.Handler = a.decide, apps.handler
 	c := b.consumer(t)
 	ctx := context.Background()
-	ds, err := c.Deliver(ctx, refund("r1", 10), 1)
+	results, err := c.Deliver(ctx, refund("r1", 10), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:retry"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"r1:retry"}, outcomes(results), results[0].Reason)
 	out, err := c.DeliverBatch(ctx, [][]byte{refund("r1", 1000), refund("r1", 10)})
 	require.NoError(t, err)
 	require.Equal(t, []string{"r1:collision"}, outcomes(out[0]), "copy 2 carries another payload than the decision was made for: %s", out[0][0].Reason)
@@ -282,16 +282,16 @@ func TestTurnIsBoundToItsPayloadAfterAFailedDecision(t *testing.T) {
 	}
 	c := b.consumer(t)
 	ctx := context.Background()
-	ds, err := c.Deliver(ctx, refund("r1", 10), 1)
+	results, err := c.Deliver(ctx, refund("r1", 10), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:retry"}, outcomes(ds), ds[0].Reason)
-	ds, err = c.Deliver(ctx, refund("r1", 1000), 1)
+	require.Equal(t, []string{"r1:retry"}, outcomes(results), results[0].Reason)
+	results, err = c.Deliver(ctx, refund("r1", 1000), 1)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:collision"}, outcomes(ds), "copy 2 carries another payload than the turn was taken for: %s", ds[0].Reason)
+	require.Equal(t, []string{"r1:collision"}, outcomes(results), "copy 2 carries another payload than the turn was taken for: %s", results[0].Reason)
 	require.Empty(t, a.seen(), "the model was asked about copy 2")
-	ds, err = c.Deliver(ctx, refund("r1", 10), 2)
+	results, err = c.Deliver(ctx, refund("r1", 10), 2)
 	require.NoError(t, err)
-	require.Equal(t, []string{"r1:applied"}, outcomes(ds), ds[0].Reason)
+	require.Equal(t, []string{"r1:applied"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{`{"amount":10}`}, a.seen())
 	require.Equal(t, []string{`r1 data={"amount":10} decision=refund decided on {"amount":10}`}, apps.list())
 }
@@ -322,9 +322,9 @@ func TestSweepKeepsATurnWhoseClaimIsLive(t *testing.T) {
 	swept, err := c.Sweep(ctx)
 	require.NoError(t, err)
 	require.Empty(t, outcomes(swept), "the sweep touched the key of a message being decided")
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
-	require.Empty(t, dls, "a dead letter for a message being decided")
+	require.Empty(t, letters, "a dead letter for a message being decided")
 	close(release)
 	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done), "v1's turn was ended while it was being decided: its decision is lost")
 }
@@ -355,11 +355,11 @@ func TestSemanticDuplicateMovesItsKeysVersion(t *testing.T) {
 func TestCrashLoopIsDeadLettered(t *testing.T) {
 	b := setup(t) // MaxAttempts 3: the bound is 12 deliveries
 	c := b.consumer(t)
-	ds := mustDeliver(t, c, unversioned("at-bound", "k1"), 12)
-	require.Equal(t, []string{"at-bound:applied"}, outcomes(ds), ds[0].Reason)
-	ds = mustDeliver(t, c, unversioned("looping", "k2"), 13)
-	require.Equal(t, []string{"looping:dead_lettered"}, outcomes(ds))
-	require.Contains(t, ds[0].Reason, "without settling")
+	results := mustDeliver(t, c, unversioned("at-bound", "k1"), 12)
+	require.Equal(t, []string{"at-bound:applied"}, outcomes(results), results[0].Reason)
+	results = mustDeliver(t, c, unversioned("looping", "k2"), 13)
+	require.Equal(t, []string{"looping:dead_lettered"}, outcomes(results))
+	require.Contains(t, results[0].Reason, "without settling")
 	require.Zero(t, b.effects(t, "looping"))
 }
 

@@ -76,11 +76,11 @@ func (r *pgRace) holdA(t *testing.T, rawA, rawB []byte) (doneA, doneB chan []seq
 	deliver := func(c *seqbox.Consumer, raw []byte) chan []seqboxtype.Result {
 		done := make(chan []seqboxtype.Result, 1)
 		go func() {
-			ds, err := c.Deliver(context.Background(), raw, 1)
+			results, err := c.Deliver(context.Background(), raw, 1)
 			if err != nil {
-				ds = []seqboxtype.Result{{Outcome: "error", Reason: err.Error()}}
+				results = []seqboxtype.Result{{Outcome: "error", Reason: err.Error()}}
 			}
-			done <- ds
+			done <- results
 		}()
 		return done
 	}

@@ -52,9 +52,9 @@ func queuedBatch(ids ...string) [][]byte {
 
 func outcomeByID(out [][]seqboxtype.Result) map[string]seqboxtype.Outcome {
 	got := map[string]seqboxtype.Outcome{}
-	for _, ds := range out {
-		for _, d := range ds {
-			got[d.ID] = d.Outcome
+	for _, results := range out {
+		for _, res := range results {
+			got[res.ID] = res.Outcome
 		}
 	}
 	return got
@@ -233,8 +233,8 @@ func TestCopiesWithinABatch(t *testing.T) {
 			out, err := c.DeliverBatch(context.Background(), [][]byte{msg("a"), msg("a"), msg("b"), msg("a")})
 			require.NoError(t, err)
 			var got []string
-			for _, ds := range out {
-				got = append(got, string(ds[0].Outcome)+": "+ds[0].Reason)
+			for _, results := range out {
+				got = append(got, string(results[0].Outcome)+": "+results[0].Reason)
 			}
 			require.Len(t, got, 4)
 			require.Equal(t, []string{"applied: ", "duplicate: identity already recorded (applied)"}, got[:2])

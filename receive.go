@@ -27,11 +27,11 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	// decisions of different keys are asked side by side.
 	s.oneBatch = oneWriter(c.cfg.Store) && c.cfg.Decide == nil
 	// Elsewhere batches run side by side, and group commit holds a second
-	// one for a quarter of the target latency (scheduler.hold); with
+	// one for a quarter of the target latency (scheduler.groupWait); with
 	// Decide, slow decisions of different keys are still asked side by
 	// side at once.
 	if !s.oneBatch && c.cfg.Decide == nil && c.cfg.TargetLatency > 0 {
-		s.hold = c.cfg.TargetLatency / 4
+		s.groupWait = c.cfg.TargetLatency / 4
 	}
 	defer s.stop()
 	ctx, cancel := context.WithCancelCause(ctx)

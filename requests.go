@@ -37,7 +37,7 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 		if !ok {
 			continue
 		}
-		ds, aerr := c.execute(ctx, r)
+		results, aerr := c.execute(ctx, r)
 		st, errText := seqboxtype.RequestDone, ""
 		if aerr != nil {
 			st, errText = seqboxtype.RequestFailed, aerr.Error()
@@ -45,10 +45,10 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 				errText = "the consumer shut down before the request finished (" + errText + "); run the command again"
 			}
 		}
-		if ds == nil {
-			ds = []seqboxtype.Result{}
+		if results == nil {
+			results = []seqboxtype.Result{}
 		}
-		result, err := json.Marshal(ds)
+		result, err := json.Marshal(results)
 		if err != nil {
 			return n, err
 		}
@@ -86,15 +86,15 @@ func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]seqb
 func (c *Consumer) redriveUntilFinal(ctx context.Context, seq int64) ([]seqboxtype.Result, error) {
 	var out []seqboxtype.Result
 	for attempt := 1; ; attempt++ {
-		ds, err := c.Redrive(ctx, seq)
+		results, err := c.Redrive(ctx, seq)
 		if err != nil {
 			if len(out) > 0 && errors.Is(err, ErrNotBlocking) {
 				err = nil // concluded by an earlier attempt's unparking
 			}
 			return out, err
 		}
-		out = append(out, ds...)
-		if len(ds) == 0 || ds[0].Outcome != seqboxtype.Retry || attempt >= c.cfg.Retry.MaxAttempts {
+		out = append(out, results...)
+		if len(results) == 0 || results[0].Outcome != seqboxtype.Retry || attempt >= c.cfg.Retry.MaxAttempts {
 			return out, nil
 		}
 		if c.kind != store.HandlerRecord {

@@ -55,8 +55,8 @@ func TestBatchRoundTripsOnPostgres(t *testing.T) {
 		before := rt.Count()
 		out, err := c.DeliverBatch(ctx, batch(v, n))
 		require.NoError(t, err)
-		for _, ds := range out {
-			require.Equal(t, seqboxtype.Applied, ds[len(ds)-1].Outcome)
+		for _, results := range out {
+			require.Equal(t, seqboxtype.Applied, results[len(results)-1].Outcome)
 		}
 		require.EqualValues(t, 4, rt.Count()-before, "round trips of a batch of %d", n)
 	}

@@ -43,9 +43,9 @@ func TestDeliverBatch(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out, 5)
 	got := []string{}
-	for _, ds := range out {
-		for _, d := range ds {
-			got = append(got, d.ID+":"+string(d.Outcome))
+	for _, results := range out {
+		for _, res := range results {
+			got = append(got, res.ID+":"+string(res.Outcome))
 		}
 	}
 	require.Equal(t, []string{"a:applied", "a:duplicate", "c:held", "b:applied", "c:applied", ":rejected"}, got)

@@ -23,13 +23,13 @@ type appliedLog struct {
 	applied func(n int)
 }
 
-func (l *appliedLog) observe(d seqboxtype.Result) {
-	if d.Outcome != seqboxtype.Applied {
+func (l *appliedLog) observe(res seqboxtype.Result) {
+	if res.Outcome != seqboxtype.Applied {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.order = append(l.order, d.ID)
+	l.order = append(l.order, res.ID)
 	if l.applied != nil {
 		l.applied(len(l.order))
 	}

@@ -42,16 +42,16 @@ type scheduler struct {
 	oneBatch bool
 	// running counts the batches taken and not yet done.
 	running int
-	// hold is group commit for a store that runs batches side by side
+	// groupWait is group commit for a store that runs batches side by side
 	// (PostgreSQL): while a batch runs, a worker starts another only
 	// once a full batch (the sizer's cap) is ready, or the oldest ready
-	// delivery has waited hold. Deliveries that arrive during a batch
+	// delivery has waited groupWait. Deliveries that arrive during a batch
 	// then make one batch after it, not a batch each in parallel: every
 	// batch pays a fixed cost (its round trips, its commit's flush), and
 	// a light load of many small parallel batches paid it for every few
 	// messages. Zero: a worker starts as soon as anything is ready.
-	hold time.Duration
-	// wake broadcasts when the oldest ready delivery's hold ends.
+	groupWait time.Duration
+	// wake broadcasts when the oldest ready delivery's group wait ends.
 	wake *time.Timer
 }
 
@@ -153,11 +153,11 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 		size = min(size, limit)
 	}
 	// What is ready is shared among the idle workers, so that a load
-	// runs in parallel batches. With a hold (group commit) only a full
+	// runs in parallel batches. With a group wait (group commit) only a full
 	// batch's worth is shared: less is taken whole, and the next worker
-	// starts when a full batch is ready, or a hold later. With one writer
+	// starts when a full batch is ready, or a group wait later. With one writer
 	// (oneBatch) a worker takes all it may.
-	if ready := s.readyCount(); !s.oneBatch && (s.hold <= 0 || ready >= size) {
+	if ready := s.readyCount(); !s.oneBatch && (s.groupWait <= 0 || ready >= size) {
 		size = min(size, max(1, (ready+s.takers-1)/s.takers))
 	}
 	perKey := max(1, size/2)
@@ -192,18 +192,18 @@ func (s *scheduler) take(ctx context.Context, size int, sizer *batchSizer) *batc
 }
 
 // mayStart reports whether a worker in take may start a batch now; when
-// only the hold stands in the way, it arms the wake-up for the hold's end.
+// only the group wait stands in the way, it arms the wake-up for its end.
 func (s *scheduler) mayStart(size int, sizer *batchSizer) bool {
 	switch {
 	case len(s.ready) == 0:
 		return false
 	case s.oneBatch:
 		return s.running == 0
-	case s.hold <= 0 || s.running == 0:
+	case s.groupWait <= 0 || s.running == 0:
 		return true
 	}
 	wait := s.oldestWait()
-	if wait >= s.hold {
+	if wait >= s.groupWait {
 		return true
 	}
 	if limit := sizer.limit(wait); limit > 0 {
@@ -213,18 +213,18 @@ func (s *scheduler) mayStart(size int, sizer *batchSizer) bool {
 		return true
 	}
 	if s.wake == nil {
-		s.wake = time.AfterFunc(s.hold-wait, func() {
+		s.wake = time.AfterFunc(s.groupWait-wait, func() {
 			s.mu.Lock()
 			s.cond.Broadcast()
 			s.mu.Unlock()
 		})
 	} else {
-		s.wake.Reset(s.hold - wait)
+		s.wake.Reset(s.groupWait - wait)
 	}
 	return false
 }
 
-// stop stops the hold's wake-up, once no worker takes any more.
+// stop stops the group wait's wake-up, once no worker takes any more.
 func (s *scheduler) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -131,18 +131,18 @@ func TestSchedulerOneBatchAtATime(t *testing.T) {
 
 // Group commit on a store that runs batches side by side: while a batch
 // runs, a second one starts only once a full batch is ready, the running
-// one is done, or the oldest ready delivery has waited the hold; and it
+// one is done, or the oldest ready delivery has waited the group wait; and it
 // takes everything ready, not a share.
-func TestSchedulerHoldsASecondBatch(t *testing.T) {
+func TestSchedulerGroupWaitDelaysASecondBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const hold = 5 * time.Millisecond
+		const wait = 5 * time.Millisecond
 		ctx := context.Background()
 		s := newScheduler(100)
-		s.hold = hold
+		s.groupWait = wait
 		defer s.stop()
 		s.add("k:a", &stub{name: "a0"})
 		s.add("k:b", &stub{name: "b0"})
-		s.takers = 3 // three other workers wait inside take: no share with a hold
+		s.takers = 3 // three other workers wait inside take: no share with a group wait
 		first := s.take(ctx, 4, nil)
 		require.Equal(t, []string{"a0", "b0"}, names(first), "no batch runs: the first starts at once with all that is ready")
 		s.takers = 0
@@ -153,7 +153,7 @@ func TestSchedulerHoldsASecondBatch(t *testing.T) {
 			synctest.Wait()
 			select {
 			case b := <-got:
-				t.Fatalf("a second batch %v started during the hold", names(b))
+				t.Fatalf("a second batch %v started during the group wait", names(b))
 			default:
 			}
 			return true
@@ -165,10 +165,10 @@ func TestSchedulerHoldsASecondBatch(t *testing.T) {
 		s.add("k:d", &stub{name: "d0"})
 		require.True(t, pending())
 		// Every goroutine now waits: the bubble's clock moves to the
-		// hold's end, when the wake-up lets the second batch start.
+		// the group wait's end, when the wake-up lets the second batch start.
 		second := <-got
-		require.Equal(t, []string{"c0", "d0"}, names(second), "the hold's end: all that arrived during it")
-		require.Equal(t, hold, time.Since(start), "it waited the oldest's hold, no longer")
+		require.Equal(t, []string{"c0", "d0"}, names(second), "the group wait's end: all that arrived during it")
+		require.Equal(t, wait, time.Since(start), "it waited the oldest's group wait, no longer")
 
 		go take()
 		for _, k := range []string{"e", "f", "g"} {
@@ -190,16 +190,16 @@ func TestSchedulerHoldsASecondBatch(t *testing.T) {
 		require.True(t, pending(), "a batch still runs")
 		s.done(third)
 		require.Equal(t, []string{"i0"}, names(<-got))
-		require.Zero(t, time.Since(start), "no batch runs: the hold ends")
+		require.Zero(t, time.Since(start), "no batch runs: the group wait ends")
 	})
 }
 
-// With a hold, a full batch's worth or more is still shared among the
+// With a group wait, a full batch's worth or more is still shared among the
 // idle workers, so that a load (a backlog's last batches among them)
 // runs in parallel.
-func TestSchedulerHoldSharesAFullBatch(t *testing.T) {
+func TestSchedulerGroupWaitSharesAFullBatch(t *testing.T) {
 	s := newScheduler(100)
-	s.hold = 5 * time.Millisecond
+	s.groupWait = 5 * time.Millisecond
 	defer s.stop()
 	for i := range 8 {
 		s.add("k:"+string(rune('a'+i)), &stub{name: string(rune('a' + i))})

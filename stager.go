@@ -71,14 +71,14 @@ func (c *Consumer) decideAndApply(ctx context.Context, us []undecided, unpin fun
 
 // final drops the results that are not outcomes: a message stopped to be
 // decided reaches its outcome in a later run.
-func final(ds []seqboxtype.Result) []seqboxtype.Result {
-	if !slices.ContainsFunc(ds, func(d seqboxtype.Result) bool { return d.Outcome == outcomeDeciding }) {
-		return ds // the usual case, on every batch's path: no copy
+func final(results []seqboxtype.Result) []seqboxtype.Result {
+	if !slices.ContainsFunc(results, func(res seqboxtype.Result) bool { return res.Outcome == outcomeDeciding }) {
+		return results // the usual case, on every batch's path: no copy
 	}
-	out := ds[:0:0]
-	for _, d := range ds {
-		if d.Outcome != outcomeDeciding {
-			out = append(out, d)
+	out := results[:0:0]
+	for _, res := range results {
+		if res.Outcome != outcomeDeciding {
+			out = append(out, res)
 		}
 	}
 	return out

@@ -100,7 +100,7 @@ func (c *Consumer) endStaleTurns(ctx context.Context) ([]seqboxtype.Result, erro
 			}
 			continue
 		}
-		ds, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
+		results, err := c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 			// Only if it still holds its turn: it may have come back
 			// meanwhile.
 			held, err := tx.TurnHeld(ctx, store.MessageRef{Consumer: c.cfg.Name, Source: r.Source, ID: r.ID})
@@ -113,7 +113,7 @@ func (c *Consumer) endStaleTurns(ctx context.Context) ([]seqboxtype.Result, erro
 		if err != nil {
 			return out, err
 		}
-		out = append(out, ds...)
+		out = append(out, results...)
 	}
 	return out, nil
 }

@@ -39,21 +39,21 @@ func TestTurnNeverRedeliveredIsCoveredByHoldExpiry(t *testing.T) {
 
 			// Within the redelivery window the turn holds: v1 may come back.
 			clock.add(2 * time.Minute)
-			ds, err := c.Sweep(context.Background())
+			results, err := c.Sweep(context.Background())
 			require.NoError(t, err)
-			require.Empty(t, ds, "v1 may still be redelivered: its turn holds")
+			require.Empty(t, results, "v1 may still be redelivered: its turn holds")
 
 			// Past it, v1 never came back: the hold expires over it.
 			clock.add(time.Hour)
-			ds, err = c.Sweep(context.Background())
+			results, err = c.Sweep(context.Background())
 			require.NoError(t, err)
-			require.Equal(t, []string{"v2:applied"}, outcomes(ds), "v2 was held for good behind a turn nobody will end")
+			require.Equal(t, []string{"v2:applied"}, outcomes(results), "v2 was held for good behind a turn nobody will end")
 			require.Equal(t, []string{"v1", "v2"}, a.called())
 
 			// v1 coming back after all does not apply after its successor.
-			ds = mustDeliver(t, c, tc.v1, 2)
-			require.Len(t, ds, 1)
-			require.NotEqual(t, seqboxtype.Applied, ds[0].Outcome, ds[0].Reason)
+			results = mustDeliver(t, c, tc.v1, 2)
+			require.Len(t, results, 1)
+			require.NotEqual(t, seqboxtype.Applied, results[0].Outcome, results[0].Reason)
 			require.Equal(t, []string{"v1", "v2"}, a.called(), "v1 does not reach the agent after v2")
 		})
 	}
@@ -74,21 +74,21 @@ func TestOperatorReleasesAKeyHeldBehindADeadTurn(t *testing.T) {
 
 	_, err := c.ReleaseKey(ctx, "opp", "", "")
 	require.Error(t, err, "who and why are required")
-	ds, err := c.ReleaseKey(ctx, "opp", "ops", "v1 was dropped by the broker")
+	results, err := c.ReleaseKey(ctx, "opp", "ops", "v1 was dropped by the broker")
 	require.NoError(t, err)
-	require.Equal(t, []string{"v2:applied"}, outcomes(ds))
+	require.Equal(t, []string{"v2:applied"}, outcomes(results))
 
-	dls, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
 	require.NoError(t, err)
-	require.Len(t, dls, 1)
-	require.Equal(t, "v1", dls[0].ID)
-	require.Equal(t, seqboxtype.DeadLetterSkipped, dls[0].State)
-	require.Contains(t, dls[0].Resolution, "ops: v1 was dropped by the broker")
+	require.Len(t, letters, 1)
+	require.Equal(t, "v1", letters[0].ID)
+	require.Equal(t, seqboxtype.DeadLetterSkipped, letters[0].State)
+	require.Contains(t, letters[0].Resolution, "ops: v1 was dropped by the broker")
 
 	_, err = c.ReleaseKey(ctx, "opp", "ops", "again")
 	require.Error(t, err, "nothing holds the key any more")
-	ds = mustDeliver(t, c, unversioned("v1", "opp"), 2)
-	require.NotEqual(t, seqboxtype.Applied, ds[0].Outcome, "v1 ended by the operator does not apply after v2: %s", ds[0].Reason)
+	results = mustDeliver(t, c, unversioned("v1", "opp"), 2)
+	require.NotEqual(t, seqboxtype.Applied, results[0].Outcome, "v1 ended by the operator does not apply after v2: %s", results[0].Reason)
 }
 
 // A turn whose message is being decided right now is not ended by an
@@ -125,22 +125,22 @@ func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
 		return []byte(`{"id":"` + id + `","source":"crm","type":"t","businesskey":"refund:9"}`)
 	}
 	require.Equal(t, []string{"u1:retry"}, outcomes(mustDeliver(t, c, unkeyedBK("u1"), 1)))
-	ds := mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 1)
-	require.Equal(t, []string{"k1:retry"}, outcomes(ds), "k1 waits for u1, which holds refund:9: %s", ds[0].Reason)
+	results := mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 1)
+	require.Equal(t, []string{"k1:retry"}, outcomes(results), "k1 waits for u1, which holds refund:9: %s", results[0].Reason)
 
 	// u1 never comes back; k1 does, on its backoff, and waits again.
 	clock.add(50 * time.Minute)
-	ds = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 2)
-	require.Equal(t, []string{"k1:retry"}, outcomes(ds), ds[0].Reason)
+	results = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 2)
+	require.Equal(t, []string{"k1:retry"}, outcomes(results), results[0].Reason)
 	clock.add(20 * time.Minute) // past u1's redelivery window, not k1's
 	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
-	ds = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 3)
-	require.Equal(t, []string{"k1:applied"}, outcomes(ds), ds[0].Reason)
+	results = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 3)
+	require.Equal(t, []string{"k1:applied"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{"u1", "k1"}, a.called())
-	dls, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
+	letters, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
 	require.NoError(t, err)
-	require.Len(t, dls, 1)
-	require.Equal(t, "u1", dls[0].ID)
-	require.Equal(t, seqboxtype.DeadLetterSkipped, dls[0].State)
+	require.Len(t, letters, 1)
+	require.Equal(t, "u1", letters[0].ID)
+	require.Equal(t, seqboxtype.DeadLetterSkipped, letters[0].State)
 }

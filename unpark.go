@@ -36,15 +36,15 @@ func (p *pipeline) unparkCarrying(ctx context.Context, tx *batchTx, u unparking,
 		if err != nil {
 			return out, err
 		}
-		ds := r.results
-		out = append(out, ds...)
-		if ds[0].Outcome == seqboxtype.Retry && p.retryAtOnce {
+		results := r.results
+		out = append(out, results...)
+		if results[0].Outcome == seqboxtype.Retry && p.retryAtOnce {
 			// Replay's rule (docs/design.md §17): a retry is redelivered at once,
 			// an unparked one too. The next pass takes it again, until it
 			// applies or is dead-lettered.
 			continue
 		}
-		if ds[0].Outcome == seqboxtype.Retry || ds[0].Outcome == outcomeDeciding {
+		if results[0].Outcome == seqboxtype.Retry || results[0].Outcome == outcomeDeciding {
 			// It failed transiently: it waits out its backoff as held, and
 			// Sweep unparks it again; or it is to be decided outside the
 			// transaction first. Its successors keep waiting.

@@ -25,21 +25,21 @@ func TestUnsendableInputIsRejectedNamingTheField(t *testing.T) {
 		{`{"id":"k-1","source":"s","type":"t","partitionkey":"PED\r\n4821"}`, "partitionkey"},
 		{`{"id":"k-2","source":"s","type":"t","businesskey":"x\u007f"}`, "businesskey"},
 	} {
-		ds, err := c.Deliver(context.Background(), []byte(tt.raw), 1)
+		results, err := c.Deliver(context.Background(), []byte(tt.raw), 1)
 		require.NoError(t, err)
-		require.Equal(t, seqboxtype.Rejected, ds[0].Outcome, "%s: %s", tt.raw, ds[0].Reason)
-		require.Contains(t, ds[0].Reason, tt.field+": ", tt.raw)
+		require.Equal(t, seqboxtype.Rejected, results[0].Outcome, "%s: %s", tt.raw, results[0].Reason)
+		require.Contains(t, results[0].Reason, tt.field+": ", tt.raw)
 	}
 	require.Zero(t, b.effects(t, ""), "nothing applied")
 
 	// Every spelling of an exact value is one fact: a duplicate.
 	for i, amount := range []string{"25", "25.0", "2.5e1"} {
-		ds, err := c.Deliver(context.Background(), []byte(`{"id":"ok","source":"s","type":"t","data":{"amount":`+amount+`}}`), 1)
+		results, err := c.Deliver(context.Background(), []byte(`{"id":"ok","source":"s","type":"t","data":{"amount":`+amount+`}}`), 1)
 		require.NoError(t, err)
 		want := seqboxtype.Duplicate
 		if i == 0 {
 			want = seqboxtype.Applied
 		}
-		require.Equal(t, want, ds[0].Outcome, "%s: %s", amount, ds[0].Reason)
+		require.Equal(t, want, results[0].Outcome, "%s: %s", amount, results[0].Reason)
 	}
 }

@@ -59,8 +59,8 @@ func Example() {
 	}
 	msg := []byte(`{"specversion":"1.0","id":"evt-482","source":"crm","type":"followup.requested","partitionkey":"opp-2481"}`)
 	for attempt := 1; attempt <= 2; attempt++ {
-		ds, _ := consumer.Deliver(ctx, msg, attempt)
-		fmt.Println("delivery", attempt, ds[0].Outcome)
+		results, _ := consumer.Deliver(ctx, msg, attempt)
+		fmt.Println("delivery", attempt, results[0].Outcome)
 	}
 	var task string
 	st.DB().QueryRow(`SELECT crm_task FROM followups`).Scan(&task)

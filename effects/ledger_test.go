@@ -341,9 +341,9 @@ func TestDoNeedsAnIdentityOutsideTheTransaction(t *testing.T) {
 			return nil
 		}})
 	require.NoError(t, err)
-	ds, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"1","source":"crm","type":"t"}`), 1)
+	results, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"1","source":"crm","type":"t"}`), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqboxtype.Applied, ds[0].Outcome, ds[0].Reason)
+	require.Equal(t, seqboxtype.Applied, results[0].Outcome, results[0].Reason)
 }
 
 // net/http retries a request carrying an Idempotency-Key by itself when a

@@ -86,8 +86,8 @@ func downstream(t *testing.T, s *stage, q *embedded.Queue) (map[string][]int64, 
 			_, err := tx.ExecContext(ctx, `INSERT INTO shipped (id, pkey, version) VALUES ($1, $2, $3)`, ev.ID, ev.PartitionKey, v)
 			return err
 		},
-		Observer: func(d seqboxtype.Result) {
-			if d.Outcome == seqboxtype.Duplicate {
+		Observer: func(res seqboxtype.Result) {
+			if res.Outcome == seqboxtype.Duplicate {
 				mu.Lock()
 				dups++
 				mu.Unlock()

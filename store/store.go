@@ -287,7 +287,7 @@ type DeadLetters interface {
 	// and keeps its number: its attempts add up, its reason, last error
 	// and time are the new ones, Redrives counts one more, and History
 	// gains a line saying so.
-	DeadLetterInsert(ctx context.Context, d DeadLetter) (int64, error)
+	DeadLetterInsert(ctx context.Context, letter DeadLetter) (int64, error)
 	// DeadLetterGet reads one DLQ row by its sequence number.
 	DeadLetterGet(ctx context.Context, p DeadLetterRef) (DeadLetter, error)
 	// DeadLetterList lists a consumer's DLQ, oldest first; resolved rows

@@ -83,12 +83,12 @@ func testRedriveRunsInTheOwningConsumer(t *testing.T, db string) {
 	require.NoError(t, q.Publish(ctx, []byte(`{"specversion":"1.0","id":"evt-2","source":"crm","type":"followup.requested","partitionkey":"opp-1","objectversion":2}`)))
 	var seq int64
 	require.Eventually(t, func() bool {
-		dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "crm-followup", All: false})
+		letters, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "crm-followup", All: false})
 		require.NoError(t, err)
-		if len(dls) == 0 {
+		if len(letters) == 0 {
 			return false
 		}
-		seq = dls[0].Seq
+		seq = letters[0].Seq
 		v, err := st.Executor().KeyViewGet(ctx, store.KeyRef{Consumer: "crm-followup", Key: "opp-1"})
 		return err == nil && v.BlockedCount == 1
 	}, 20*time.Second, 50*time.Millisecond, "evt-1 dead-letters and evt-2 parks behind it")
@@ -138,9 +138,9 @@ func TestRedriveWithoutLiveConsumer(t *testing.T) {
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "billing", Store: st,
 		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return seqbox.Permanent(errors.New("no")) }})
 	require.NoError(t, err)
-	ds, err := c.Deliver(ctx, []byte(`{"id":"b-1","source":"erp","type":"invoice"}`), 1)
+	results, err := c.Deliver(ctx, []byte(`{"id":"b-1","source":"erp","type":"invoice"}`), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqboxtype.DeadLettered, ds[0].Outcome)
+	require.Equal(t, seqboxtype.DeadLettered, results[0].Outcome)
 
 	line := fails(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db, "--wait", "300ms")
 	require.Contains(t, line, `no live consumer "billing" took request 1 within 300ms`)

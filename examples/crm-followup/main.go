@@ -44,14 +44,14 @@ func main() {
 		`{"specversion":"1.0","id":"sync-7731","source":"crm","type":"proposta_enviada","partitionkey":"opp-2481","objectversion":41}`,
 	}
 	for _, e := range events {
-		ds, err := agent.Deliver(ctx, []byte(e), 1)
+		results, err := agent.Deliver(ctx, []byte(e), 1)
 		if err != nil {
 			log.Fatal(err)
 		}
-		d := ds[0]
-		fmt.Printf("%-9s v%d: %s", d.ID, *d.ObjectVersion, d.Outcome)
-		if d.Reason != "" {
-			fmt.Printf(" (%s)", d.Reason)
+		res := results[0]
+		fmt.Printf("%-9s v%d: %s", res.ID, *res.ObjectVersion, res.Outcome)
+		if res.Reason != "" {
+			fmt.Printf(" (%s)", res.Reason)
 		}
 		fmt.Println()
 	}

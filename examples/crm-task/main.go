@@ -86,8 +86,8 @@ func main() {
 			_, err := tx.ExecContext(ctx, `INSERT INTO followups (opportunity, crm_task) VALUES ($1, $2)`, ev.PartitionKey, string(id))
 			return err
 		},
-		Observer: func(d seqboxtype.Result) {
-			fmt.Printf("%s attempt %d: %s\n", d.ID, d.Attempt, d.Outcome)
+		Observer: func(res seqboxtype.Result) {
+			fmt.Printf("%s attempt %d: %s\n", res.ID, res.Attempt, res.Outcome)
 		},
 	})
 	if err != nil {

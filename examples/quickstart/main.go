@@ -52,11 +52,11 @@ func main() {
 	// The queue delivers it twice: the first worker committed, then lost
 	// its ACK.
 	for attempt := 1; attempt <= 2; attempt++ {
-		ds, err := consumer.Deliver(ctx, msg, attempt)
+		results, err := consumer.Deliver(ctx, msg, attempt)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("delivery %d: %s\n", attempt, ds[0].Outcome)
+		fmt.Printf("delivery %d: %s\n", attempt, results[0].Outcome)
 	}
 
 	var tasks int

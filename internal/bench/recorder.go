@@ -62,26 +62,26 @@ func (r *recorder) received(ds []transport.Delivery, at time.Time) {
 }
 
 // observe is the consumer's Config.Observer.
-func (r *recorder) observe(d seqboxtype.Result) {
+func (r *recorder) observe(res seqboxtype.Result) {
 	now := time.Now()
-	if d.Outcome != seqboxtype.Applied {
+	if res.Outcome != seqboxtype.Applied {
 		if r.other.Add(1) == 1 {
 			r.mu.Lock()
-			r.firstOther = fmt.Sprintf("%s %s/%s v%v: %s", d.Outcome, d.Source, d.ID, version(d.ObjectVersion), d.Reason)
+			r.firstOther = fmt.Sprintf("%s %s/%s v%v: %s", res.Outcome, res.Source, res.ID, version(res.ObjectVersion), res.Reason)
 			r.mu.Unlock()
 		}
 		return
 	}
 	r.mu.Lock()
-	if at, ok := r.recv[d.ID]; ok {
+	if at, ok := r.recv[res.ID]; ok {
 		r.samples = append(r.samples, sample{at: now, lat: now.Sub(at)})
-		delete(r.recv, d.ID)
+		delete(r.recv, res.ID)
 	}
-	if at, ok := r.pub[d.ID]; ok {
+	if at, ok := r.pub[res.ID]; ok {
 		// The publish's return is noted after its commit, so a message
 		// can in principle commit first: that counts as no wait.
 		r.e2e = append(r.e2e, sample{at: now, lat: max(0, now.Sub(at))})
-		delete(r.pub, d.ID)
+		delete(r.pub, res.ID)
 	}
 	r.mu.Unlock()
 	r.applied.Add(1)

@@ -173,9 +173,9 @@ func deliverEach(ctx context.Context, e *env, bodies [][]byte, keys, workers int
 					continue
 				}
 				t0 := time.Now()
-				ds, err := c.Deliver(ctx, b, 1)
-				if err == nil && ds[0].Outcome != seqboxtype.Applied {
-					err = fmt.Errorf("deliver %s: outcome %s (%s), want applied", ds[0].ID, ds[0].Outcome, ds[0].Reason)
+				results, err := c.Deliver(ctx, b, 1)
+				if err == nil && results[0].Outcome != seqboxtype.Applied {
+					err = fmt.Errorf("deliver %s: outcome %s (%s), want applied", results[0].ID, results[0].Outcome, results[0].Reason)
 				}
 				if err != nil {
 					errs <- err

@@ -77,9 +77,9 @@ func loadAccounting(ctx context.Context, st store.Store, consumer string) (*Acco
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", err)
 	}
-	for _, d := range dlq {
-		if d.PartitionKey != "" && d.ObjectVersion != nil {
-			a.AddVersion(d.PartitionKey, *d.ObjectVersion)
+	for _, letter := range dlq {
+		if letter.PartitionKey != "" && letter.ObjectVersion != nil {
+			a.AddVersion(letter.PartitionKey, *letter.ObjectVersion)
 		}
 	}
 	rows, err := st.DB().QueryContext(ctx, `SELECT partitionkey, objectversion FROM seqbox_inbox

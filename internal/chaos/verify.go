@@ -159,10 +159,10 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 		}
 	}
 	inDLQ := map[string]bool{}
-	for _, d := range dlq {
-		inDLQ[d.ID] = true
-		if !published[string(d.Envelope)] {
-			res.fail("DLQ %d (%s): the envelope is not byte for byte a published message", d.Seq, d.ID)
+	for _, letter := range dlq {
+		inDLQ[letter.ID] = true
+		if !published[string(letter.Envelope)] {
+			res.fail("DLQ %d (%s): the envelope is not byte for byte a published message", letter.Seq, letter.ID)
 		}
 	}
 	// Every logical effect exactly once.
@@ -251,9 +251,9 @@ func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *
 			res.fail("%s/%s still %s: %s", p.PartitionKey, p.ID, p.Reason, p.Detail)
 		}
 	}
-	for _, d := range dlq {
-		if d.State == seqboxtype.DeadLetterOpen && !isRejected(d.Reason) {
-			res.fail("DLQ %d (%s) still open after redrive: %s", d.Seq, d.ID, d.Reason)
+	for _, letter := range dlq {
+		if letter.State == seqboxtype.DeadLetterOpen && !isRejected(letter.Reason) {
+			res.fail("DLQ %d (%s) still open after redrive: %s", letter.Seq, letter.ID, letter.Reason)
 		}
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -277,8 +277,8 @@ func checkOutcomes(res *Result, inbox map[string]string, a, b string) {
 }
 
 func dlqHolds(dlq []store.DeadLetter, m Message) bool {
-	for _, d := range dlq {
-		if bytes.Equal(d.Envelope, m.Body) {
+	for _, letter := range dlq {
+		if bytes.Equal(letter.Envelope, m.Body) {
 			return true
 		}
 	}

@@ -150,16 +150,16 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 		if err != nil {
 			return err
 		}
-		dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: Consumer, All: false})
+		letters, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: Consumer, All: false})
 		if err != nil {
 			return err
 		}
-		for _, dl := range dls {
-			if dl.ID == "" || dl.Reason == "" || isRejected(dl.Reason) {
+		for _, letter := range letters {
+			if letter.ID == "" || letter.Reason == "" || isRejected(letter.Reason) {
 				continue
 			}
-			if _, err := c.Redrive(ctx, dl.Seq); err != nil && !errors.Is(err, seqbox.ErrNotBlocking) {
-				return fmt.Errorf("redrive %d: %w", dl.Seq, err)
+			if _, err := c.Redrive(ctx, letter.Seq); err != nil && !errors.Is(err, seqbox.ErrNotBlocking) {
+				return fmt.Errorf("redrive %d: %w", letter.Seq, err)
 			}
 		}
 		return nil

@@ -30,11 +30,11 @@ func dlqListCmd() *cobra.Command {
 				return f.remote(cmd, func(c *adminClient) error { return c.listDLQ(all, f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				dls, err := s.store.Executor().DeadLetterList(cmd.Context(), store.DeadLetterListParams{Consumer: s.reg.Consumer, All: all})
+				letters, err := s.store.Executor().DeadLetterList(cmd.Context(), store.DeadLetterListParams{Consumer: s.reg.Consumer, All: all})
 				if err != nil {
 					return err
 				}
-				return writeDeadLetters(cmd.OutOrStdout(), dls, f.out)
+				return writeDeadLetters(cmd.OutOrStdout(), letters, f.out)
 			})
 		},
 	}
@@ -58,11 +58,11 @@ func dlqShowCmd() *cobra.Command {
 				return f.remote(cmd, func(c *adminClient) error { return c.showDLQ(seq, f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				dl, err := s.store.Executor().DeadLetterGet(cmd.Context(), store.DeadLetterRef{Consumer: s.reg.Consumer, Seq: seq})
+				letter, err := s.store.Executor().DeadLetterGet(cmd.Context(), store.DeadLetterRef{Consumer: s.reg.Consumer, Seq: seq})
 				if err != nil {
 					return s.notFound(fmt.Errorf("dlq %d: %w", seq, err))
 				}
-				return writeDeadLetter(cmd.OutOrStdout(), dl, f.out)
+				return writeDeadLetter(cmd.OutOrStdout(), letter, f.out)
 			})
 		},
 	}
@@ -154,34 +154,34 @@ the request reaches the consumer.`,
 // openDeadLetter checks, before asking the consumer, that DLQ row seq
 // exists and is still open, so a typo fails at once.
 func openDeadLetter(cmd *cobra.Command, s *session, seq int64) error {
-	dl, err := s.store.Executor().DeadLetterGet(cmd.Context(), store.DeadLetterRef{Consumer: s.reg.Consumer, Seq: seq})
+	letter, err := s.store.Executor().DeadLetterGet(cmd.Context(), store.DeadLetterRef{Consumer: s.reg.Consumer, Seq: seq})
 	if err != nil {
 		return s.notFound(fmt.Errorf("%s: dlq %d: %w", subcommandPath(cmd), seq, err))
 	}
-	if dl.State != seqboxtype.DeadLetterOpen {
-		return fmt.Errorf("%s: dlq %d: %w (%s)", subcommandPath(cmd), seq, seqbox.ErrNotBlocking, dl.Resolution)
+	if letter.State != seqboxtype.DeadLetterOpen {
+		return fmt.Errorf("%s: dlq %d: %w (%s)", subcommandPath(cmd), seq, seqbox.ErrNotBlocking, letter.Resolution)
 	}
 	return nil
 }
 
 // writeDeadLetters prints dead letters: the table, or the admin API's
 // JSON view of each (serve.DeadLetterView), one view for every way out.
-func writeDeadLetters(w io.Writer, dls []store.DeadLetter, out ops.Format) error {
+func writeDeadLetters(w io.Writer, letters []store.DeadLetter, out ops.Format) error {
 	if !out.Structured() {
-		return ops.WriteDeadLetters(w, dls)
+		return ops.WriteDeadLetters(w, letters)
 	}
-	views := make([]serve.DeadLetterView, len(dls))
-	for i, d := range dls {
-		views[i] = serve.DeadLetterViewOf(d, false)
+	views := make([]serve.DeadLetterView, len(letters))
+	for i, letter := range letters {
+		views[i] = serve.DeadLetterViewOf(letter, false)
 	}
 	return ops.WriteRows(w, out, views)
 }
 
 // writeDeadLetter prints one dead letter in full: text, or the admin
 // API's JSON view with its envelope.
-func writeDeadLetter(w io.Writer, d store.DeadLetter, out ops.Format) error {
+func writeDeadLetter(w io.Writer, letter store.DeadLetter, out ops.Format) error {
 	if !out.Structured() {
-		return ops.WriteDeadLetter(w, d)
+		return ops.WriteDeadLetter(w, letter)
 	}
-	return ops.NewJSONEncoder(w).Encode(serve.DeadLetterViewOf(d, true))
+	return ops.NewJSONEncoder(w).Encode(serve.DeadLetterViewOf(letter, true))
 }

@@ -315,11 +315,11 @@ func allQuery(all bool) string {
 
 // listDLQ is dlq list --server.
 func (c *adminClient) listDLQ(all bool, out ops.Format) error {
-	dls, err := c.deadLetters(all)
+	letters, err := c.deadLetters(all)
 	if err != nil {
 		return err
 	}
-	return writeDeadLetters(c.cmd.OutOrStdout(), dls, out)
+	return writeDeadLetters(c.cmd.OutOrStdout(), letters, out)
 }
 
 // deadLetters reads the gateway consumer's dead letters (all: resolved
@@ -335,15 +335,15 @@ func (c *adminClient) deadLetters(all bool) ([]store.DeadLetter, error) {
 	if res.Consumer == "" {
 		return nil, c.unreadable(errors.New("its list of dead letters names no consumer"))
 	}
-	dls := make([]store.DeadLetter, len(res.DeadLetters))
+	letters := make([]store.DeadLetter, len(res.DeadLetters))
 	for i, v := range res.DeadLetters {
-		d, err := deadLetterOf(v, res.Consumer)
+		letter, err := deadLetterOf(v, res.Consumer)
 		if err != nil {
 			return nil, c.unreadable(err)
 		}
-		dls[i] = d
+		letters[i] = letter
 	}
-	return dls, nil
+	return letters, nil
 }
 
 // showDLQ is dlq show --server.
@@ -357,11 +357,11 @@ func (c *adminClient) showDLQ(seq int64, out ops.Format) error {
 	if err != nil {
 		return err
 	}
-	d, err := deadLetterOf(v, consumer)
+	letter, err := deadLetterOf(v, consumer)
 	if err != nil {
 		return c.unreadable(err)
 	}
-	return writeDeadLetter(c.cmd.OutOrStdout(), d, out)
+	return writeDeadLetter(c.cmd.OutOrStdout(), letter, out)
 }
 
 // listKeys is keys list --server, in key order as the database path
@@ -429,11 +429,11 @@ func (c *adminClient) act(path string, f *actionFlags) error {
 	if !strings.HasSuffix(path, "/redrive") || !deadAgain(res.Decisions) {
 		return nil
 	}
-	dls, err := c.deadLetters(false)
+	letters, err := c.deadLetters(false)
 	if err != nil {
 		return err
 	}
-	return failedAgain(c.cmd, res.Decisions, newestFor(dls, res.Decisions[0]))
+	return failedAgain(c.cmd, res.Decisions, newestFor(letters, res.Decisions[0]))
 }
 
 // resolveDLQ is dlq redrive|skip --server (action "redrive" or "skip");
@@ -465,25 +465,25 @@ func (c *adminClient) unreadable(err error) error {
 
 // deadLetterOf is a DLQ row of the API as the store reads it.
 func deadLetterOf(v serve.DeadLetterView, consumer string) (store.DeadLetter, error) {
-	d := store.DeadLetter{Seq: v.Seq, Consumer: consumer, Source: v.Source, ID: v.ID, PartitionKey: v.PartitionKey,
+	letter := store.DeadLetter{Seq: v.Seq, Consumer: consumer, Source: v.Source, ID: v.ID, PartitionKey: v.PartitionKey,
 		ObjectVersion: v.ObjectVersion, PayloadHash: v.PayloadHash, Reason: v.Reason, Attempts: v.Attempts,
 		FirstError: v.FirstError, LastError: v.LastError, State: seqboxtype.DeadLetter(v.State), Resolution: v.Resolution,
 		Redrives: v.Redrives, History: v.History}
 	var err error
-	if d.DeadAt, err = stampOf("dead_at", v.DeadAt); err != nil {
-		return d, err
+	if letter.DeadAt, err = stampOf("dead_at", v.DeadAt); err != nil {
+		return letter, err
 	}
 	if v.ResolvedAt != nil {
 		at, err := stampOf("resolved_at", v.ResolvedAt)
 		if err != nil {
-			return d, err
+			return letter, err
 		}
-		d.ResolvedAt = &at
+		letter.ResolvedAt = &at
 	}
 	if v.Envelope != nil {
-		d.Envelope = payloadBytes(*v.Envelope)
+		letter.Envelope = payloadBytes(*v.Envelope)
 	}
-	return d, nil
+	return letter, nil
 }
 
 // keyDetailOf is a key of the API as the Reporter builds it.

@@ -93,35 +93,35 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 	if r.State == seqboxtype.RequestFailed {
 		return fmt.Errorf("%s: consumer %q (%s) refused request %d: %s", subcommandPath(cmd), r.Consumer, r.TakenBy, seq, r.Error)
 	}
-	ds, err := resultsOf(r)
+	results, err := resultsOf(r)
 	if err != nil {
 		return err
 	}
-	if err := ops.WriteActed(cmd.OutOrStdout(), f.out, ops.Acted{Action: action, Target: target, Request: seq, Results: ds}); err != nil {
+	if err := ops.WriteActed(cmd.OutOrStdout(), f.out, ops.Acted{Action: action, Target: target, Request: seq, Results: results}); err != nil {
 		return err
 	}
-	if action != store.ActionRedrive || !deadAgain(ds) {
+	if action != store.ActionRedrive || !deadAgain(results) {
 		return nil
 	}
-	dls, err := ctl.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: r.Consumer})
+	letters, err := ctl.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: r.Consumer})
 	if err != nil {
 		return err
 	}
-	return failedAgain(cmd, ds, newestFor(dls, ds[0]))
+	return failedAgain(cmd, results, newestFor(letters, results[0]))
 }
 
 // deadAgain reports whether a redrive's own message (its first result)
 // was dead-lettered again.
-func deadAgain(ds []seqboxtype.Result) bool {
-	return len(ds) > 0 && ds[0].Outcome == seqboxtype.DeadLettered
+func deadAgain(results []seqboxtype.Result) bool {
+	return len(results) > 0 && results[0].Outcome == seqboxtype.DeadLettered
 }
 
 // newestFor is the newest open dead letter of d's message (0: none).
-func newestFor(dls []store.DeadLetter, d seqboxtype.Result) int64 {
+func newestFor(letters []store.DeadLetter, res seqboxtype.Result) int64 {
 	var seq int64
-	for _, dl := range dls {
-		if dl.Source == d.Source && dl.ID == d.ID {
-			seq = max(seq, dl.Seq)
+	for _, letter := range letters {
+		if letter.Source == res.Source && letter.ID == res.ID {
+			seq = max(seq, letter.Seq)
 		}
 	}
 	return seq
@@ -131,13 +131,13 @@ func newestFor(dls []store.DeadLetter, d seqboxtype.Result) int64 {
 // printed, and this says on stderr that the message is dead-lettered once
 // more (still as dlq seq, which keeps its number, when known) and why; the
 // command exits with status 1.
-func failedAgain(cmd *cobra.Command, ds []seqboxtype.Result, seq int64) error {
+func failedAgain(cmd *cobra.Command, results []seqboxtype.Result, seq int64) error {
 	as := ""
 	if seq > 0 {
 		as = " (still dlq " + strconv.FormatInt(seq, 10) + ")"
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s: source=%q id=%q failed again and is dead-lettered%s: %s\n",
-		cmd.Root().Name(), subcommandPath(cmd), ds[0].Source, ds[0].ID, as, ds[0].Reason)
+		cmd.Root().Name(), subcommandPath(cmd), results[0].Source, results[0].ID, as, results[0].Reason)
 	return exitCode(1)
 }
 
@@ -186,11 +186,11 @@ func heartbeatText(r store.Registration) string {
 
 // resultsOf reads the results an executed request recorded.
 func resultsOf(r store.OperatorRequest) ([]seqboxtype.Result, error) {
-	var ds []seqboxtype.Result
+	var results []seqboxtype.Result
 	if len(r.Result) > 0 {
-		if err := json.Unmarshal(r.Result, &ds); err != nil {
+		if err := json.Unmarshal(r.Result, &results); err != nil {
 			return nil, fmt.Errorf("request %d: unreadable result: %w", r.Seq, err)
 		}
 	}
-	return ds, nil
+	return results, nil
 }

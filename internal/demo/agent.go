@@ -231,10 +231,10 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 			_, err := tx.ExecContext(ctx, `INSERT INTO agent_actions (message, plan) VALUES ($1, $2)`, ev.ID, string(plan))
 			return err
 		},
-		Observer: func(d seqboxtype.Result) {
+		Observer: func(res seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(w, "  delivery attempt %d of %s: %s\n", d.Attempt, d.ID, d.Outcome)
+			fmt.Fprintf(w, "  delivery attempt %d of %s: %s\n", res.Attempt, res.ID, res.Outcome)
 		},
 	}
 	c, err := seqbox.NewConsumer(cfg)
@@ -244,13 +244,13 @@ func RunAgentWorker(ctx context.Context, db, modelURL string, redrive bool, w io
 	if !redrive {
 		return c.RunUntilIdle(ctx, 3*time.Second)
 	}
-	dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: agentConsumer, All: false})
+	letters, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: agentConsumer, All: false})
 	if err != nil {
 		return err
 	}
-	for _, dl := range dls {
-		fmt.Fprintf(w, "redrive %s from the DLQ\n", dl.ID)
-		if _, err := c.Redrive(ctx, dl.Seq); err != nil {
+	for _, letter := range letters {
+		fmt.Fprintf(w, "redrive %s from the DLQ\n", letter.ID)
+		if _, err := c.Redrive(ctx, letter.Seq); err != nil {
 			return err
 		}
 	}

@@ -97,17 +97,17 @@ func Run(ctx context.Context, db string, w io.Writer) (Result, error) {
 
 	var mu sync.Mutex
 	var res Result
-	observe := func(d seqboxtype.Result) {
+	observe := func(result seqboxtype.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		res.Deliveries++
-		switch d.Outcome {
+		switch result.Outcome {
 		case seqboxtype.Applied:
 			res.Accepted++
 		case seqboxtype.Duplicate:
 			res.Duplicates++
 		}
-		fmt.Fprintf(w, "  %s/%s attempt %d: %s\n", d.Source, d.ID, d.Attempt, d.Outcome)
+		fmt.Fprintf(w, "  %s/%s attempt %d: %s\n", result.Source, result.ID, result.Attempt, result.Outcome)
 	}
 	cfg := seqbox.Config{
 		Name: consumer, Store: st, Transport: broker{q}, Handler: replay.RecordHandler(consumer),

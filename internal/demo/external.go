@@ -179,10 +179,10 @@ func RunExternalWorker(ctx context.Context, db, api string, w io.Writer) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO crm_followups (message, crm_task) VALUES ($1, $2)`, ev.ID, string(ref))
 			return err
 		},
-		Observer: func(d seqboxtype.Result) {
-			line := fmt.Sprintf("  %s attempt %d: %s", d.ID, d.Attempt, d.Outcome)
-			if d.Reason != "" {
-				line += " (" + d.Reason + ")"
+		Observer: func(res seqboxtype.Result) {
+			line := fmt.Sprintf("  %s attempt %d: %s", res.ID, res.Attempt, res.Outcome)
+			if res.Reason != "" {
+				line += " (" + res.Reason + ")"
 			}
 			fmt.Fprintln(w, line)
 		},

@@ -214,10 +214,10 @@ func RunOutboxWorker(ctx context.Context, db, role string, w io.Writer) error {
 		Policies:    seqbox.Policies{FirstVersion: &first, HoldTimeout: time.Minute},
 		ExtendEvery: outboxLease / 3, ExtendBy: outboxLease,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Observer: func(d seqboxtype.Result) {
+		Observer: func(res seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(w, "  %s %s attempt %d: %s\n", role, d.ID, d.Attempt, d.Outcome)
+			fmt.Fprintf(w, "  %s %s attempt %d: %s\n", role, res.ID, res.Attempt, res.Outcome)
 		},
 	}
 	switch role {

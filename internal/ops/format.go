@@ -94,10 +94,10 @@ func ActionSentence(a Acted) string {
 		return s + ": nothing to apply"
 	}
 	parts := make([]string, len(a.Results))
-	for i, d := range a.Results {
-		p := Visible(d.Source) + "/" + Visible(d.ID) + " " + string(d.Outcome)
-		if d.Reason != "" && d.Outcome != seqboxtype.Applied {
-			p += " (" + Visible(d.Reason) + ")"
+	for i, res := range a.Results {
+		p := Visible(res.Source) + "/" + Visible(res.ID) + " " + string(res.Outcome)
+		if res.Reason != "" && res.Outcome != seqboxtype.Applied {
+			p += " (" + Visible(res.Reason) + ")"
 		}
 		parts[i] = p
 	}

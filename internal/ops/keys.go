@@ -172,13 +172,13 @@ func (r Reporter) openDeadLetters(ctx context.Context, views []store.KeyView) (m
 	if !need {
 		return nil, nil
 	}
-	dls, err := r.Op.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: r.Consumer, All: false})
+	letters, err := r.Op.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: r.Consumer, All: false})
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[[2]string]int64, len(dls))
-	for _, d := range dls {
-		m[[2]string{d.Source, d.ID}] = d.Seq // oldest first: the latest open row wins
+	m := make(map[[2]string]int64, len(letters))
+	for _, letter := range letters {
+		m[[2]string{letter.Source, letter.ID}] = letter.Seq // oldest first: the latest open row wins
 	}
 	return m, nil
 }

@@ -22,8 +22,8 @@ import (
 
 // WriteResults prints one JSON line per result, as replay does, so the
 // output of an operator action reads like the replay it continues.
-func WriteResults(w io.Writer, ds []seqboxtype.Result) error {
-	return writeJSONLines(w, ds)
+func WriteResults(w io.Writer, results []seqboxtype.Result) error {
+	return writeJSONLines(w, results)
 }
 
 func newEncoder(w io.Writer) *json.Encoder { return NewJSONEncoder(w) }

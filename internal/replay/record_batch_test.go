@@ -77,9 +77,9 @@ func recordRows(t *testing.T, db string, batch bool) recordState {
 	out, err := c.DeliverBatch(ctx, bodies)
 	require.NoError(t, err)
 	var s recordState
-	for _, ds := range out {
-		for _, d := range ds {
-			s.outcomes = append(s.outcomes, d.ID+" "+string(d.Outcome))
+	for _, results := range out {
+		for _, res := range results {
+			s.outcomes = append(s.outcomes, res.ID+" "+string(res.Outcome))
 		}
 	}
 	s.effects = threeColumns(t, st.DB(), `SELECT id, partitionkey, objectversion FROM record_effects WHERE consumer = 'rec' ORDER BY n`)

@@ -52,10 +52,10 @@ func Run(ctx context.Context, c *seqbox.Consumer, st store.Store, r io.Reader, w
 	}
 	enc := ops.NewJSONEncoder(w)
 	enc.SetEscapeHTML(false)
-	emit := func(ds []seqboxtype.Result) error {
-		for _, d := range ds {
-			cnt.ByOutcome[d.Outcome]++
-			if err := enc.Encode(d); err != nil {
+	emit := func(results []seqboxtype.Result) error {
+		for _, res := range results {
+			cnt.ByOutcome[res.Outcome]++
+			if err := enc.Encode(res); err != nil {
 				return err
 			}
 		}
@@ -75,34 +75,34 @@ func Run(ctx context.Context, c *seqbox.Consumer, st store.Store, r io.Reader, w
 		}
 		if l.oversized {
 			cnt.Deliveries++
-			ds, err := c.DeliverOversized(ctx, seqbox.Oversized{Prefix: l.bytes, Size: l.size, SHA256: l.sum})
+			results, err := c.DeliverOversized(ctx, seqbox.Oversized{Prefix: l.bytes, Size: l.size, SHA256: l.sum})
 			if err != nil {
 				return cnt, err
 			}
-			if err := emit(ds); err != nil {
+			if err := emit(results); err != nil {
 				return cnt, err
 			}
 			continue
 		}
 		for attempt := 1; ; attempt++ {
 			cnt.Deliveries++
-			ds, err := c.Deliver(ctx, l.bytes, attempt)
+			results, err := c.Deliver(ctx, l.bytes, attempt)
 			if err != nil {
 				return cnt, err
 			}
-			if err := emit(ds); err != nil {
+			if err := emit(results); err != nil {
 				return cnt, err
 			}
-			if ds[0].Outcome != seqboxtype.Retry {
+			if results[0].Outcome != seqboxtype.Retry {
 				break
 			}
 		}
 	}
-	ds, err := c.Sweep(ctx)
+	results, err := c.Sweep(ctx)
 	if err != nil {
 		return cnt, err
 	}
-	if err := emit(ds); err != nil {
+	if err := emit(results); err != nil {
 		return cnt, err
 	}
 	cnt.Accepted = cnt.ByOutcome[seqboxtype.Applied]

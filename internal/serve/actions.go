@@ -107,14 +107,14 @@ func readAction(w http.ResponseWriter, r *http.Request, attributed bool) (Action
 
 // openDeadLetter checks that DLQ row seq exists and is open.
 func (s *Server) openDeadLetter(w http.ResponseWriter, r *http.Request, seq int64) bool {
-	dl, err := s.store.Executor().DeadLetterGet(r.Context(), store.DeadLetterRef{Consumer: s.opt.Consumer, Seq: seq})
+	letter, err := s.store.Executor().DeadLetterGet(r.Context(), store.DeadLetterRef{Consumer: s.opt.Consumer, Seq: seq})
 	if err != nil {
 		s.serverError(w, r, fmt.Errorf("dlq %d: %w", seq, err))
 		return false
 	}
-	if dl.State != seqboxtype.DeadLetterOpen {
+	if letter.State != seqboxtype.DeadLetterOpen {
 		writeProblem(w, r, Problem{Type: ProblemConflict, Status: http.StatusConflict, Field: "seq",
-			Detail: fmt.Sprintf("dlq %d is already resolved: %s", seq, dl.Resolution)})
+			Detail: fmt.Sprintf("dlq %d is already resolved: %s", seq, letter.Resolution)})
 		return false
 	}
 	return true
@@ -212,12 +212,12 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target stri
 }
 
 // newestDeadLetter is the newest open DLQ row of d's message (nil: none).
-func (s *Server) newestDeadLetter(ctx context.Context, d seqboxtype.Result) (*int64, error) {
-	dls, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
+func (s *Server) newestDeadLetter(ctx context.Context, res seqboxtype.Result) (*int64, error) {
+	letters, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
 	var newest *int64
-	for _, dl := range dls {
-		if dl.Source == d.Source && dl.ID == d.ID && (newest == nil || dl.Seq > *newest) {
-			newest = &dl.Seq
+	for _, letter := range letters {
+		if letter.Source == res.Source && letter.ID == res.ID && (newest == nil || letter.Seq > *newest) {
+			newest = &letter.Seq
 		}
 	}
 	return newest, err

@@ -229,10 +229,10 @@ func (s *Server) blockerVersions(ctx context.Context, reps []ops.KeyReport) (map
 	if !need {
 		return nil, nil
 	}
-	dls, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
-	m := make(map[int64]*int64, len(dls))
-	for _, d := range dls {
-		m[d.Seq] = d.ObjectVersion
+	letters, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
+	m := make(map[int64]*int64, len(letters))
+	for _, letter := range letters {
+		m[letter.Seq] = letter.ObjectVersion
 	}
 	return m, err
 }
@@ -247,14 +247,14 @@ func withExpected(rep ops.KeyReport, versions map[int64]*int64) ops.KeyReport {
 }
 
 func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
-	dls, err := s.store.Executor().DeadLetterList(r.Context(), store.DeadLetterListParams{Consumer: s.opt.Consumer, All: r.URL.Query().Get("all") == "true"})
+	letters, err := s.store.Executor().DeadLetterList(r.Context(), store.DeadLetterListParams{Consumer: s.opt.Consumer, All: r.URL.Query().Get("all") == "true"})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	out := make([]DeadLetterView, len(dls))
-	for i, d := range dls {
-		out[i] = DeadLetterViewOf(d, false)
+	out := make([]DeadLetterView, len(letters))
+	for i, letter := range letters {
+		out[i] = DeadLetterViewOf(letter, false)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "dead_letters": out})
 }
@@ -275,12 +275,12 @@ func (s *Server) showDLQ(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := s.store.Executor().DeadLetterGet(r.Context(), store.DeadLetterRef{Consumer: s.opt.Consumer, Seq: seq})
+	letter, err := s.store.Executor().DeadLetterGet(r.Context(), store.DeadLetterRef{Consumer: s.opt.Consumer, Seq: seq})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, DeadLetterViewOf(d, true))
+	writeJSON(w, http.StatusOK, DeadLetterViewOf(letter, true))
 }
 
 // Collision is one identity that arrived with two different payloads.
@@ -354,13 +354,13 @@ func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []stor
 			return p.Envelope, outcome, nil
 		}
 	}
-	dls, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: true})
+	letters, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: true})
 	if err != nil {
 		return nil, outcome, err
 	}
-	for i := len(dls) - 1; i >= 0; i-- {
-		if dls[i].Source == c.Source && dls[i].ID == c.ID && dls[i].PayloadHash != c.PayloadHash {
-			return dls[i].Envelope, outcome, nil
+	for i := len(letters) - 1; i >= 0; i-- {
+		if letters[i].Source == c.Source && letters[i].ID == c.ID && letters[i].PayloadHash != c.PayloadHash {
+			return letters[i].Envelope, outcome, nil
 		}
 	}
 	return nil, outcome, nil

@@ -56,9 +56,9 @@ func TestAdminRequiresTheToken(t *testing.T) {
 			require.EqualValues(t, 401, body["status"])
 		}
 	}
-	dl, err := r.store.Executor().DeadLetterGet(context.Background(), store.DeadLetterRef{Consumer: "gateway", Seq: seq})
+	letter, err := r.store.Executor().DeadLetterGet(context.Background(), store.DeadLetterRef{Consumer: "gateway", Seq: seq})
 	require.NoError(t, err)
-	require.Equal(t, seqboxtype.DeadLetterOpen, dl.State, "nothing changed")
+	require.Equal(t, seqboxtype.DeadLetterOpen, letter.State, "nothing changed")
 	reqs, err := r.store.Executor().RequestListPending(context.Background(), "gateway")
 	require.NoError(t, err)
 	require.Empty(t, reqs, "no operator request recorded")

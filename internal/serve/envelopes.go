@@ -45,12 +45,12 @@ func (e *envelopes) record(ctx context.Context, ev seqboxtype.Event, now time.Ti
 
 // committed queues a committed decision's identity for the tombstone
 // check (best effort: when the buffer is full the check is skipped).
-func (e *envelopes) committed(d seqboxtype.Result) {
-	if !e.tombstones.Load() || d.Outcome == seqboxtype.Rejected || d.Outcome == seqboxtype.Duplicate {
+func (e *envelopes) committed(res seqboxtype.Result) {
+	if !e.tombstones.Load() || res.Outcome == seqboxtype.Rejected || res.Outcome == seqboxtype.Duplicate {
 		return
 	}
 	select {
-	case e.pending <- store.Identity{Source: d.Source, ID: d.ID}:
+	case e.pending <- store.Identity{Source: res.Source, ID: res.ID}:
 	default:
 	}
 }

@@ -42,18 +42,18 @@ func newOutcomeSeries(now func() time.Time) *outcomeSeries {
 }
 
 // observe counts one committed result (Config.Observer).
-func (o *outcomeSeries) observe(d seqboxtype.Result) {
+func (o *outcomeSeries) observe(res seqboxtype.Result) {
 	start := o.now().Truncate(seriesBucket)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.totals[d.Outcome]++
+	o.totals[res.Outcome]++
 	if n := len(o.buckets); n == 0 || o.buckets[n-1].start.Before(start) {
 		o.buckets = append(o.buckets, bucket{start: start, counts: map[seqboxtype.Outcome]int64{}})
 		if len(o.buckets) > seriesLen {
 			o.buckets = o.buckets[len(o.buckets)-seriesLen:]
 		}
 	}
-	o.buckets[len(o.buckets)-1].counts[d.Outcome]++
+	o.buckets[len(o.buckets)-1].counts[res.Outcome]++
 }
 
 // snapshot returns the totals and the last seriesLen buckets, empty ones

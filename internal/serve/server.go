@@ -190,12 +190,12 @@ func (s *Server) consumerNow() time.Time {
 
 // observe is the consumer's Observer: the chart, the check for purged
 // identities delivered again, and the agent's verdicts, once committed.
-func (s *Server) observe(d seqboxtype.Result) {
-	s.series.observe(d)
-	s.envelopes.committed(d)
-	settledByAgent := d.Outcome == seqboxtype.Applied || d.Outcome == seqboxtype.Stale || d.Outcome == seqboxtype.VersionConflict
+func (s *Server) observe(res seqboxtype.Result) {
+	s.series.observe(res)
+	s.envelopes.committed(res)
+	settledByAgent := res.Outcome == seqboxtype.Applied || res.Outcome == seqboxtype.Stale || res.Outcome == seqboxtype.VersionConflict
 	if settledByAgent && s.opt.AgentURL != "" {
-		if v, ok := s.verdicts.LoadAndDelete(store.Identity{Source: d.Source, ID: d.ID}); ok {
+		if v, ok := s.verdicts.LoadAndDelete(store.Identity{Source: res.Source, ID: res.ID}); ok {
 			s.metrics.agentVerdicts.WithLabelValues(s.opt.Consumer, v.(string)).Inc()
 		}
 	}
@@ -341,11 +341,11 @@ func (s *Server) publishAccepting(ctx context.Context, group []*pubReq) error {
 				groups = append(groups, messageGroup(ev))
 				continue
 			}
-			d, err := s.recordSeenAtIngest(ctx, tx, ev, a.First, now)
+			res, err := s.recordSeenAtIngest(ctx, tx, ev, a.First, now)
 			if err != nil {
 				return err
 			}
-			met = append(met, d)
+			met = append(met, res)
 		}
 	}
 	if err := s.queue.PublishGroupedIn(ctx, tx.SQL(), bodies, groups); err != nil {
@@ -357,9 +357,9 @@ func (s *Server) publishAccepting(ctx context.Context, group []*pubReq) error {
 	if len(bodies) > 0 {
 		s.queue.Published()
 	}
-	for _, d := range met {
-		s.consumerMetrics.Deliveries.WithLabelValues(s.opt.Consumer, string(d.Outcome)).Inc()
-		s.series.observe(d)
+	for _, res := range met {
+		s.consumerMetrics.Deliveries.WithLabelValues(s.opt.Consumer, string(res.Outcome)).Inc()
+		s.series.observe(res)
 	}
 	return nil
 }
@@ -378,19 +378,19 @@ func messageGroup(ev seqboxtype.Event) string {
 // identity's inbox row, once it has one), a collision parked and audited
 // as the consumer would. It returns the event's result.
 func (s *Server) recordSeenAtIngest(ctx context.Context, tx store.ExecutorTx, ev seqboxtype.Event, first store.GatewayCopy, now time.Time) (seqboxtype.Result, error) {
-	d := seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: 1,
+	res := seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: 1,
 		Outcome: seqboxtype.Duplicate, Reason: "identity already accepted at ingest at " + first.At.Format(time.RFC3339Nano)}
 	next := "none"
 	if first.PayloadHash != ev.Hash {
-		d.Outcome = seqboxtype.Collision
-		d.Reason = fmt.Sprintf("identity already accepted at ingest with payload hash %.12s, this one has %.12s", first.PayloadHash, ev.Hash)
+		res.Outcome = seqboxtype.Collision
+		res.Reason = fmt.Sprintf("identity already accepted at ingest with payload hash %.12s, this one has %.12s", first.PayloadHash, ev.Hash)
 		next = "investigate: the producer reused an identity for different content"
 		if err := tx.ParkedInsert(ctx, store.Parked{Consumer: s.opt.Consumer, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
-			ObjectVersion: ev.ObjectVersion, Reason: seqboxtype.ParkCollision, Detail: d.Reason, Envelope: ev.Raw,
+			ObjectVersion: ev.ObjectVersion, Reason: seqboxtype.ParkCollision, Detail: res.Reason, Envelope: ev.Raw,
 			PayloadHash: ev.Hash, ParkedAt: now}); err != nil {
-			return d, err
+			return res, err
 		}
 	}
-	return d, tx.AuditInsert(ctx, store.AuditRow{Consumer: s.opt.Consumer, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
-		ReceivedVersion: ev.ObjectVersion, Outcome: d.Outcome, Reason: d.Reason, NextAction: next, At: now, PayloadHash: ev.Hash})
+	return res, tx.AuditInsert(ctx, store.AuditRow{Consumer: s.opt.Consumer, Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey,
+		ReceivedVersion: ev.ObjectVersion, Outcome: res.Outcome, Reason: res.Reason, NextAction: next, At: now, PayloadHash: ev.Hash})
 }

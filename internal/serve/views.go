@@ -126,18 +126,18 @@ type DeadLetterView struct {
 
 // DeadLetterViewOf is d as the admin API and the CLI's JSON show it; full
 // adds its envelope.
-func DeadLetterViewOf(d store.DeadLetter, full bool) DeadLetterView {
-	v := DeadLetterView{Seq: d.Seq, Source: d.Source, ID: d.ID, PartitionKey: d.PartitionKey, ObjectVersion: d.ObjectVersion,
-		Reason: d.Reason, Attempts: d.Attempts, FirstError: d.FirstError, LastError: d.LastError, DeadAt: stamp(d.DeadAt),
-		State: string(d.State), Resolution: d.Resolution, PayloadHash: d.PayloadHash, Redrives: d.Redrives, History: d.History}
+func DeadLetterViewOf(letter store.DeadLetter, full bool) DeadLetterView {
+	v := DeadLetterView{Seq: letter.Seq, Source: letter.Source, ID: letter.ID, PartitionKey: letter.PartitionKey, ObjectVersion: letter.ObjectVersion,
+		Reason: letter.Reason, Attempts: letter.Attempts, FirstError: letter.FirstError, LastError: letter.LastError, DeadAt: stamp(letter.DeadAt),
+		State: string(letter.State), Resolution: letter.Resolution, PayloadHash: letter.PayloadHash, Redrives: letter.Redrives, History: letter.History}
 	if v.History == nil {
 		v.History = []string{}
 	}
-	if d.ResolvedAt != nil {
-		v.ResolvedAt = stamp(*d.ResolvedAt)
+	if letter.ResolvedAt != nil {
+		v.ResolvedAt = stamp(*letter.ResolvedAt)
 	}
 	if full {
-		p := payload(d.Envelope)
+		p := payload(letter.Envelope)
 		v.Envelope = &p
 	}
 	return v

@@ -48,7 +48,7 @@ func testDeadLetter(t *testing.T, st store.Store) {
 	require.Positive(t, seq1)
 	require.Greater(t, seq2, seq1)
 
-	for seq, d := range map[int64]store.DeadLetter{seq1: d1, seq2: d2} {
+	for seq, letter := range map[int64]store.DeadLetter{seq1: d1, seq2: d2} {
 		var got store.DeadLetter
 		var ver sql.NullInt64
 		var dead int64
@@ -60,7 +60,7 @@ func testDeadLetter(t *testing.T, st store.Store) {
 			got.ObjectVersion = ptr(ver.Int64)
 		}
 		got.DeadAt = time.UnixMicro(dead).UTC()
-		require.Equal(t, d, got)
+		require.Equal(t, letter, got)
 		dls, resolution, resolved := e.dlqState(seq)
 		require.Equal(t, seqboxtype.DeadLetterOpen, dls)
 		require.Empty(t, resolution)

@@ -169,10 +169,10 @@ func testOperatorDeadLetters(t *testing.T, st store.Store) {
 	all, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: true})
 	require.NoError(t, err)
 	require.Equal(t, []store.DeadLetter{d1, d2, d3}, all)
-	for _, d := range all {
-		got, err := o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer, Seq: d.Seq})
+	for _, letter := range all {
+		got, err := o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer, Seq: letter.Seq})
 		require.NoError(t, err)
-		require.Equal(t, d, got)
+		require.Equal(t, letter, got)
 	}
 	_, err = o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer + "/other", Seq: d1.Seq})
 	require.ErrorIs(t, err, store.ErrNotFound, "another consumer's row")

@@ -138,10 +138,10 @@ func deliver(t *testing.T, st store.Store, id string, h seqbox.Handler) seqboxty
 	t.Helper()
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "crm", Store: st, Handler: h})
 	require.NoError(t, err)
-	ds, err := c.Deliver(context.Background(),
+	results, err := c.Deliver(context.Background(),
 		[]byte(`{"specversion":"1.0","id":"`+id+`","source":"crm","type":"followup","partitionkey":"opp-1"}`), 1)
 	require.NoError(t, err)
-	return ds[0].Outcome
+	return results[0].Outcome
 }
 
 // The application's own database is adopted: seqbox's tables go to schema

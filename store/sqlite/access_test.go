@@ -367,9 +367,9 @@ func deliver(t *testing.T, st store.Store, id string) {
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "c", Store: st,
 		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
 	require.NoError(t, err)
-	ds, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"`+id+`","source":"s","type":"t"}`), 1)
+	results, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"`+id+`","source":"s","type":"t"}`), 1)
 	require.NoError(t, err)
-	require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Applied, results[0].Outcome)
 }
 
 func inboxRows(t *testing.T, st store.Store) int64 {

@@ -106,9 +106,9 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "c", Store: st, Handler: replay.RecordHandler("c")})
 	require.NoError(t, err)
-	ds, err := c.Deliver(ctx, raw, 1)
+	results, err := c.Deliver(ctx, raw, 1)
 	require.NoError(t, err)
-	require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Applied, results[0].Outcome)
 	require.NoError(t, st.Close())
 
 	// Reopened (also through a file: URI): the identity survived, and the
@@ -121,9 +121,9 @@ func TestOpenCreatesAndReopens(t *testing.T) {
 	require.Equal(t, int64(1), counts.InboxRows)
 	c, err = seqbox.NewConsumer(seqbox.Config{Name: "c", Store: st, Handler: replay.RecordHandler("c")})
 	require.NoError(t, err)
-	ds, err = c.Deliver(ctx, raw, 2)
+	results, err = c.Deliver(ctx, raw, 2)
 	require.NoError(t, err)
-	require.Equal(t, seqboxtype.Duplicate, ds[0].Outcome)
+	require.Equal(t, seqboxtype.Duplicate, results[0].Outcome)
 	n, err := replay.Effects(ctx, st.DB(), "c")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)

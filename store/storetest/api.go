@@ -34,9 +34,9 @@ func apiDeliverTx(t *testing.T, open Factory) {
 		require.NoError(t, err)
 		_, err = tx.ExecContext(ctx, `INSERT INTO webhook_log (id) VALUES ('w-1')`)
 		require.NoError(t, err)
-		ds, err := c.DeliverTx(ctx, tx, raw, 1)
+		results, err := c.DeliverTx(ctx, tx, raw, 1)
 		require.NoError(t, err)
-		require.Equal(t, seqboxtype.Applied, ds[0].Outcome, "rolled back before: still new (commit=%v)", commit)
+		require.Equal(t, seqboxtype.Applied, results[0].Outcome, "rolled back before: still new (commit=%v)", commit)
 		if commit {
 			require.NoError(t, tx.Commit())
 		} else {

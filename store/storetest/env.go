@@ -106,13 +106,13 @@ func withHook(hook fault.Hook) func(*seqbox.Config) {
 // deliver runs one message and requires the pipeline not to fail.
 func (e *env) deliver(c *seqbox.Consumer, raw []byte, attempt int) []seqboxtype.Result {
 	e.t.Helper()
-	ds, err := c.Deliver(e.ctx, raw, attempt)
+	results, err := c.Deliver(e.ctx, raw, attempt)
 	require.NoError(e.t, err)
-	require.NotEmpty(e.t, ds)
-	for _, d := range ds {
-		require.True(e.t, d.Outcome.Valid(), "outcome %q is not in the closed set", d.Outcome)
+	require.NotEmpty(e.t, results)
+	for _, res := range results {
+		require.True(e.t, res.Outcome.Valid(), "outcome %q is not in the closed set", res.Outcome)
 	}
-	return ds
+	return results
 }
 
 // effectCount counts the business effects of the consumer, of one

@@ -50,9 +50,9 @@ func hardAmbiguousInputs(t *testing.T, open Factory) {
 		`{"id":"k2","source":"s","type":"t","partitionkey":"P\udc02"}`,
 		`{"id":"d","source":"s","type":"t","data":{"x":{"a":1,"\u0061":2}}}`,
 	} {
-		d := deliver(t, c, []byte(raw), 1)
-		require.Equal(t, seqboxtype.Rejected, d.Outcome, "%q", raw)
-		require.NotEmpty(t, d.Reason)
+		res := deliver(t, c, []byte(raw), 1)
+		require.Equal(t, seqboxtype.Rejected, res.Outcome, "%q", raw)
+		require.NotEmpty(t, res.Reason)
 	}
 	dlq, _ := countRows(t, b.st, b.cfg.Name)
 	require.Equal(t, 5, dlq, "each ambiguous input is its own rejection")
@@ -169,9 +169,9 @@ func hardDrainedRetrySwept(t *testing.T, open Factory) {
 	require.Contains(t, parked[0].Detail, "attempt 1 of 3 failed", "the detail says why it waits now, not the old gap text")
 
 	e.clock.Advance(time.Second) // past the backoff
-	ds, err := c.Sweep(e.ctx)
+	results, err := c.Sweep(e.ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"o-3:applied"}, ordSummary(ds))
+	require.Equal(t, []string{"o-3:applied"}, ordSummary(results))
 	require.EqualValues(t, 2, calls.Load())
 	require.Equal(t, []string{"o-1@1 order.created", "o-2@2 order.paid", "o-3@3 order.cancelled"}, e.effects(key))
 	v, err := e.st.Executor().KeyViewGet(e.ctx, store.KeyRef{Consumer: e.cfg.Name, Key: key})
@@ -191,16 +191,16 @@ func hardDrainedRetryAtOnce(t *testing.T, open Factory) {
 	const key = "PED-2"
 	e.deliver(c, ordEvent("r-1", key, 1, "order.created"), 1)
 	e.deliver(c, ordEvent("r-3", key, 3, "order.cancelled", ordWithData(map[string]any{"fail": "transient"})), 1)
-	ds := e.deliver(c, ordEvent("r-2", key, 2, "order.paid"), 1)
-	require.Equal(t, []string{"r-2:applied", "r-3:retry", "r-3:retry", "r-3:dead_lettered"}, ordSummary(ds))
+	results := e.deliver(c, ordEvent("r-2", key, 2, "order.paid"), 1)
+	require.Equal(t, []string{"r-2:applied", "r-3:retry", "r-3:retry", "r-3:dead_lettered"}, ordSummary(results))
 	v, err := e.st.Executor().KeyViewGet(e.ctx, store.KeyRef{Consumer: cfg.Name, Key: key})
 	require.NoError(t, err)
 	require.Zero(t, v.Held)
 	require.True(t, v.Blocked, "on_dead_letter=block: the key waits for an operator")
-	dls, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: cfg.Name, All: false})
+	letters, err := e.st.Executor().DeadLetterList(e.ctx, store.DeadLetterListParams{Consumer: cfg.Name, All: false})
 	require.NoError(t, err)
-	require.Len(t, dls, 1)
-	require.Equal(t, "r-3", dls[0].ID)
+	require.Len(t, letters, 1)
+	require.Equal(t, "r-3", letters[0].ID)
 }
 
 // countRows counts a consumer's DLQ and audit rows.
@@ -220,9 +220,9 @@ func hardRejectedTwice(t *testing.T, open Factory) {
 	c := b.consumer()
 	bad := []byte(`{"id":"x-1","source":"crm","type":"t","objectversion":"one","partitionkey":"K"}`)
 	for range 2 {
-		d := deliver(t, c, bad, 1)
-		require.Equal(t, seqboxtype.Rejected, d.Outcome)
-		require.Contains(t, d.Reason, "objectversion", "the reason names the field")
+		res := deliver(t, c, bad, 1)
+		require.Equal(t, seqboxtype.Rejected, res.Outcome)
+		require.Contains(t, res.Reason, "objectversion", "the reason names the field")
 	}
 	other := deliver(t, c, []byte(`{"id":"x-1","source":"crm"}`), 1)
 	require.Equal(t, seqboxtype.Rejected, other.Outcome, "other bad bytes are another rejection")
@@ -242,16 +242,16 @@ func hardOversizedTwice(t *testing.T, open Factory) {
 	prefix := []byte(`{"id":"big","source":"crm","type":"t","data":"` + strings.Repeat("a", 100))
 	o := seqbox.Oversized{Prefix: prefix, Size: 5 << 20, SHA256: sha256.Sum256([]byte("the whole line"))}
 	for range 2 {
-		ds, err := c.DeliverOversized(context.Background(), o)
+		results, err := c.DeliverOversized(context.Background(), o)
 		require.NoError(t, err)
-		require.Len(t, ds, 1)
-		require.Equal(t, seqboxtype.Rejected, ds[0].Outcome)
-		require.Contains(t, ds[0].Reason, "5242880 bytes")
+		require.Len(t, results, 1)
+		require.Equal(t, seqboxtype.Rejected, results[0].Outcome)
+		require.Contains(t, results[0].Reason, "5242880 bytes")
 	}
-	dls, err := b.st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: false})
+	letters, err := b.st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: false})
 	require.NoError(t, err)
-	require.Len(t, dls, 1)
-	require.Equal(t, prefix, dls[0].Envelope)
+	require.Len(t, letters, 1)
+	require.Equal(t, prefix, letters[0].Envelope)
 }
 
 // A consumer registers on its first delivery with its handler kind and
@@ -315,12 +315,12 @@ func appTasks(t *testing.T, st store.Store, name string) int {
 // DLQ sequence number.
 func deadLetterOne(t *testing.T, c *seqbox.Consumer, st store.Store, id string) int64 {
 	t.Helper()
-	d := deliver(t, c, []byte(`{"id":"`+id+`","source":"crm","type":"task.create","partitionkey":"opp-1","objectversion":1}`), 1)
-	require.Equal(t, seqboxtype.DeadLettered, d.Outcome)
-	dls, err := st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: c.Name(), All: false})
+	res := deliver(t, c, []byte(`{"id":"`+id+`","source":"crm","type":"task.create","partitionkey":"opp-1","objectversion":1}`), 1)
+	require.Equal(t, seqboxtype.DeadLettered, res.Outcome)
+	letters, err := st.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: c.Name(), All: false})
 	require.NoError(t, err)
-	require.NotEmpty(t, dls)
-	return dls[len(dls)-1].Seq
+	require.NotEmpty(t, letters)
+	return letters[len(letters)-1].Seq
 }
 
 // fixedAfterDeadLetter is an application consumer "crm" whose handler
@@ -354,9 +354,9 @@ func hardRequestOwner(t *testing.T, open Factory) {
 	require.Equal(t, seqboxtype.RequestDone, r.State, r.Error)
 	require.Equal(t, "alice", r.RequestedBy)
 	require.NotEmpty(t, r.TakenBy)
-	var ds []seqboxtype.Result
-	require.NoError(t, json.Unmarshal(r.Result, &ds))
-	require.Equal(t, seqboxtype.Applied, ds[0].Outcome)
+	var results []seqboxtype.Result
+	require.NoError(t, json.Unmarshal(r.Result, &results))
+	require.Equal(t, seqboxtype.Applied, results[0].Outcome)
 	require.Equal(t, 1, appTasks(t, st, "crm"))
 
 	// A request the consumer cannot honour fails with the reason.
@@ -419,9 +419,9 @@ func hardRequestCancelled(t *testing.T, open Factory) {
 	n, err := c.RunRequests(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	dl, err := st.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: "crm", Seq: seq})
+	letter, err := st.Executor().DeadLetterGet(ctx, store.DeadLetterRef{Consumer: "crm", Seq: seq})
 	require.NoError(t, err)
-	require.Empty(t, dl.Resolution, "the skip never ran")
+	require.Empty(t, letter.Resolution, "the skip never ran")
 	ok, err = st.Executor().RequestCancel(ctx, store.RequestCancelParams{Seq: req, Why: "again", At: time.Now()})
 	require.NoError(t, err)
 	require.False(t, ok, "a cancelled request is no longer pending")
@@ -463,16 +463,16 @@ func hardParkedInLine(t *testing.T, open Factory) {
 	watch.armed.Store(true) // the next transaction to begin is v3's
 	v3Done := make(chan []seqboxtype.Result, 1)
 	go func() {
-		ds, err := c.Deliver(e.ctx, ordEvent("w3", k, 3, "shipped"), 1)
+		results, err := c.Deliver(e.ctx, ordEvent("w3", k, 3, "shipped"), 1)
 		if err != nil {
-			ds = []seqboxtype.Result{{ID: "error: " + err.Error()}}
+			results = []seqboxtype.Result{{ID: "error: " + err.Error()}}
 		}
-		v3Done <- ds
+		v3Done <- results
 	}()
 	require.NoError(t, watch.wait(), "v3 never went for the key")
 	close(release)
 	require.NoError(t, <-batchDone)
-	ds := <-v3Done
-	require.Equal(t, []string{"w3:applied", "w4:applied"}, ordSummary(ds), "v3 drains the v4 parked while it waited")
+	results := <-v3Done
+	require.Equal(t, []string{"w3:applied", "w4:applied"}, ordSummary(results), "v3 drains the v4 parked while it waited")
 	require.Equal(t, []string{"w1@1 created", "w2@2 paid", "w3@3 shipped", "w4@4 delivered"}, e.effects(k))
 }

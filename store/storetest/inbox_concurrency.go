@@ -48,10 +48,10 @@ func exerciseConcurrency(t *testing.T, open Factory) {
 		for i, c := range consumers {
 			wg.Go(func() {
 				<-start
-				ds, err := c.Deliver(context.Background(), raw, 1)
+				got, err := c.Deliver(context.Background(), raw, 1)
 				errs[i] = err
 				if err == nil {
-					results[i] = ds[0].Outcome
+					results[i] = got[0].Outcome
 				}
 			})
 		}
@@ -84,18 +84,18 @@ func exerciseConcurrency(t *testing.T, open Factory) {
 			c := b.consumer()
 			wg.Go(func() {
 				for i := range ids {
-					ds, err := c.Deliver(context.Background(), raws[(i+r)%ids], 1)
+					results, err := c.Deliver(context.Background(), raws[(i+r)%ids], 1)
 					if err != nil {
 						errs <- err
 						continue
 					}
-					switch ds[0].Outcome {
+					switch results[0].Outcome {
 					case seqboxtype.Applied:
 						applied.Add(1)
 					case seqboxtype.Duplicate:
 						duplicates.Add(1)
 					default:
-						errs <- fmt.Errorf("unexpected outcome %s: %s", ds[0].Outcome, ds[0].Reason)
+						errs <- fmt.Errorf("unexpected outcome %s: %s", results[0].Outcome, results[0].Reason)
 					}
 				}
 			})

@@ -18,10 +18,10 @@ import (
 // deliver delivers raw and returns the message's own result (the first).
 func deliver(t *testing.T, c *seqbox.Consumer, raw []byte, attempt int) seqboxtype.Result {
 	t.Helper()
-	ds, err := c.Deliver(context.Background(), raw, attempt)
+	results, err := c.Deliver(context.Background(), raw, attempt)
 	require.NoError(t, err)
-	require.NotEmpty(t, ds)
-	return ds[0]
+	require.NotEmpty(t, results)
+	return results[0]
 }
 
 func countEffects(t *testing.T, st store.Store, consumer, id string) int {

@@ -93,10 +93,10 @@ func ordEvent(id, key string, version any, typ string, attrs ...ordAttr) []byte 
 func ordV(v int64) *int64 { return &v }
 
 // ordSummary renders results as "id:outcome".
-func ordSummary(ds []seqboxtype.Result) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.ID + ":" + string(d.Outcome)
+func ordSummary(results []seqboxtype.Result) []string {
+	out := make([]string, len(results))
+	for i, res := range results {
+		out[i] = res.ID + ":" + string(res.Outcome)
 	}
 	return out
 }

@@ -20,8 +20,8 @@ func ordHotKey(t *testing.T, open Factory) {
 	var want = map[string][]string{}
 	deliverKey := func(key string, v int, wantOutcomes ...string) {
 		id := fmt.Sprintf("%s-%d", key, v)
-		ds := e.deliver(c, ordEvent(id, key, v, fmt.Sprintf("step_%d", v)), 1)
-		require.Equal(t, wantOutcomes, ordSummary(ds), "delivering %s", id)
+		results := e.deliver(c, ordEvent(id, key, v, fmt.Sprintf("step_%d", v)), 1)
+		require.Equal(t, wantOutcomes, ordSummary(results), "delivering %s", id)
 	}
 	for v := 1; v <= hotN; v++ {
 		want[hot] = append(want[hot], fmt.Sprintf("%s-%d@%d step_%d", hot, v, v, v))
@@ -78,9 +78,9 @@ func ordDeadline(t *testing.T, open Factory) {
 		e := ordSetup(t, open, func(c *seqbox.Config) { c.MaxAge = time.Hour })
 		c := e.consumer()
 		e.deliver(c, ordEvent("E1", k, 1, "pedido_criado", ordWithTime(ordT0.Add(-30*time.Minute))), 1)
-		ds := e.deliver(c, ordEvent("E2", k, 2, "lembrete_pagamento", ordWithTime(ordT0.Add(-2*time.Hour))), 1)
-		require.Equal(t, []string{"E2:expired"}, ordSummary(ds))
-		require.Contains(t, ds[0].Reason, "past the 1h0m0s business deadline")
+		results := e.deliver(c, ordEvent("E2", k, 2, "lembrete_pagamento", ordWithTime(ordT0.Add(-2*time.Hour))), 1)
+		require.Equal(t, []string{"E2:expired"}, ordSummary(results))
+		require.Contains(t, results[0].Reason, "past the 1h0m0s business deadline")
 		// The expired version is a known gap, so its successors do not wait
 		// for it.
 		require.Equal(t, []string{"2-2 by pipeline"}, e.gapLines(k))
@@ -89,8 +89,8 @@ func ordDeadline(t *testing.T, open Factory) {
 		// An expired event that was held: released by its predecessor, it is
 		// expired at release and the one after it still applies.
 		require.Equal(t, []string{"E5:held"}, ordSummary(e.deliver(c, ordEvent("E5", k, 5, "pedido_enviado", ordWithTime(ordT0)), 1)))
-		ds = e.deliver(c, ordEvent("E4", k, 4, "oferta_relampago", ordWithTime(ordT0.Add(-3*time.Hour))), 1)
-		require.Equal(t, []string{"E4:expired", "E5:applied"}, ordSummary(ds))
+		results = e.deliver(c, ordEvent("E4", k, 4, "oferta_relampago", ordWithTime(ordT0.Add(-3*time.Hour))), 1)
+		require.Equal(t, []string{"E4:expired", "E5:applied"}, ordSummary(results))
 
 		require.Equal(t, []string{"E1@1 pedido_criado", "E3@3 pedido_pago", "E5@5 pedido_enviado"}, e.effects(k), "no effect for expired events")
 		e.requireObject(k, "pedido_enviado", 5)
@@ -158,9 +158,9 @@ func ordPersonEdits(t *testing.T, open Factory) {
 		id string
 		v  int
 	}{{"E3", 3}, {"E4", 4}} {
-		ds := e.deliver(c, ordEvent(late.id, k, late.v, "pedido_enviado"), 1)
-		require.Equal(t, []string{late.id + ":stale"}, ordSummary(ds))
-		require.Contains(t, ds[0].Reason, fmt.Sprintf("version %d is older than the committed version 5", late.v))
+		results := e.deliver(c, ordEvent(late.id, k, late.v, "pedido_enviado"), 1)
+		require.Equal(t, []string{late.id + ":stale"}, ordSummary(results))
+		require.Contains(t, results[0].Reason, fmt.Sprintf("version %d is older than the committed version 5", late.v))
 	}
 	e.requireObject(k, "editado_manualmente", 5)
 	require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago"}, e.effects(k), "no late event rewrote the edit")
@@ -178,9 +178,9 @@ func ordFirstVersion(t *testing.T, open Factory) {
 	t.Run("Hold", func(t *testing.T) {
 		e := ordSetup(t, open, func(c *seqbox.Config) { c.FirstVersion = ordV(1) })
 		c := e.consumer()
-		ds := e.deliver(c, ordEvent("E3", k, 3, "pedido_cancelado"), 1)
-		require.Equal(t, []string{"E3:held"}, ordSummary(ds), "3 is not a baseline when keys start at 1")
-		require.Contains(t, ds[0].Reason, "waiting for version 1 (got 3)")
+		results := e.deliver(c, ordEvent("E3", k, 3, "pedido_cancelado"), 1)
+		require.Equal(t, []string{"E3:held"}, ordSummary(results), "3 is not a baseline when keys start at 1")
+		require.Contains(t, results[0].Reason, "waiting for version 1 (got 3)")
 		e.requireKey(k, nil, false, 1, 0)
 		require.Equal(t, []string{"E1:applied"}, ordSummary(e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)))
 		require.Equal(t, []string{"E2:applied", "E3:applied"}, ordSummary(e.deliver(c, ordEvent("E2", k, 2, "pedido_pago"), 1)))
@@ -188,9 +188,9 @@ func ordFirstVersion(t *testing.T, open Factory) {
 		e.requireObject(k, "pedido_cancelado", 3)
 		require.Equal(t, []string{"E3 held 3/-"}, e.auditLines(k))
 
-		ds = e.deliver(c, ordEvent("Z0", z, 0, "rascunho"), 1)
-		require.Equal(t, []string{"Z0:stale"}, ordSummary(ds), "below FirstVersion")
-		require.Contains(t, ds[0].Reason, "first version 1")
+		results = e.deliver(c, ordEvent("Z0", z, 0, "rascunho"), 1)
+		require.Equal(t, []string{"Z0:stale"}, ordSummary(results), "below FirstVersion")
+		require.Contains(t, results[0].Reason, "first version 1")
 		require.Equal(t, []string{"Z0 stale 0/-"}, e.auditLines(z))
 		require.Empty(t, e.effects(z))
 		e.requireNothingParked()
@@ -203,9 +203,9 @@ func ordFirstVersion(t *testing.T, open Factory) {
 		c := e.consumer()
 		require.Equal(t, []string{"E3:held"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_cancelado"), 1)))
 		e.clock.Advance(2 * time.Minute)
-		ds, err := c.Sweep(e.ctx)
+		results, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, []string{"E3:applied"}, ordSummary(ds))
+		require.Equal(t, []string{"E3:applied"}, ordSummary(results))
 		e.requireObject(k, "pedido_cancelado", 3)
 		require.Equal(t, []string{"1-2 by hold_expiry=advance"}, e.gapLines(k))
 	})
@@ -218,9 +218,9 @@ func ordStringVersion(t *testing.T, open Factory) {
 	const k = "DOC-8"
 	require.Equal(t, []string{"S5:applied"}, ordSummary(e.deliver(c, ordEvent("S5", k, "5", "versao_recebida"), 1)))
 	e.requireObject(k, "versao_recebida", 5)
-	ds := e.deliver(c, ordEvent("S7", k, "7", "aprovacao"), 1)
-	require.Equal(t, []string{"S7:held"}, ordSummary(ds))
-	require.Equal(t, "7", ordVer(ds[0].ObjectVersion))
+	results := e.deliver(c, ordEvent("S7", k, "7", "aprovacao"), 1)
+	require.Equal(t, []string{"S7:held"}, ordSummary(results))
+	require.Equal(t, "7", ordVer(results[0].ObjectVersion))
 	require.Equal(t, []string{"S6:applied", "S7:applied"}, ordSummary(e.deliver(c, ordEvent("S6", k, 6, "revisao"), 1)),
 		"a numeric 6 and a string 7 are one sequence")
 	require.Equal(t, []string{"S4:stale"}, ordSummary(e.deliver(c, ordEvent("S4", k, "4", "antiga"), 1)))
@@ -242,15 +242,15 @@ func ordMaxBlock(t *testing.T, open Factory) {
 		e.deliver(c, ordEvent("O1", other, 1, "pedido_criado"), 1)
 
 		e.clock.Advance(9 * time.Minute)
-		ds, err := c.Sweep(e.ctx)
+		results, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, ds, "not blocked long enough yet")
+		require.Empty(t, results, "not blocked long enough yet")
 		e.requireKey(k, ordV(1), true, 0, 1)
 
 		e.clock.Advance(2 * time.Minute)
-		ds, err = c.Sweep(e.ctx)
+		results, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, []string{"E3:applied"}, ordSummary(ds))
+		require.Equal(t, []string{"E3:applied"}, ordSummary(results))
 		require.Equal(t, []string{"2-2 by max_block"}, e.gapLines(k))
 		require.Contains(t, e.gaps(k)[0].Reason, "longer than MaxBlock 10m0s")
 		all := e.deadLetters(true)
@@ -273,14 +273,14 @@ func ordMaxBlock(t *testing.T, open Factory) {
 		e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)
 		require.Equal(t, []string{"E3:held"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_pago"), 1)))
 		e.clock.Advance(2 * time.Minute)
-		ds, err := c.Sweep(e.ctx)
+		results, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, ds)
+		require.Empty(t, results)
 		e.requireKey(k, ordV(1), true, 0, 1)
 		e.clock.Advance(11 * time.Minute)
-		ds, err = c.Sweep(e.ctx)
+		results, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, []string{"E3:applied"}, ordSummary(ds))
+		require.Equal(t, []string{"E3:applied"}, ordSummary(results))
 		require.Equal(t, []string{"2-2 by max_block"}, e.gapLines(k))
 		require.Contains(t, e.logs.String(), "ALERT key blocked longer than MaxBlock")
 		e.requireObject(k, "pedido_pago", 3)
@@ -320,8 +320,8 @@ func ordPED4821(t *testing.T, open Factory) {
 		c := e.consumer()
 		require.Equal(t, []string{"EVT-9001:applied"}, ordSummary(e.deliver(c, v1, 1)))
 		require.Equal(t, []string{"EVT-9087:applied"}, ordSummary(e.deliver(c, v3, 1)))
-		ds := e.deliver(c, v2, 1)
-		require.Equal(t, []string{"EVT-9050:stale"}, ordSummary(ds), "the late address change must not reopen a cancelled order")
+		results := e.deliver(c, v2, 1)
+		require.Equal(t, []string{"EVT-9050:stale"}, ordSummary(results), "the late address change must not reopen a cancelled order")
 		require.Equal(t, []string{"EVT-9001@1 pedido_criado", "EVT-9087@3 pedido_cancelado"}, e.effects(k), "v2 never applied")
 		e.requireObject(k, "pedido_cancelado", 3)
 		require.Equal(t, []string{"2-2 by gap_policy=advance"}, e.gapLines(k))
@@ -352,9 +352,9 @@ func ordOpportunity(t *testing.T, open Factory) {
 			require.Equal(t, []string{"EVT-42:applied"}, ordSummary(e.deliver(c, ordEvent("EVT-42", k, 42, "cliente_respondeu", src), 1)))
 			require.Equal(t, []string{"EVT-43:applied"}, ordSummary(e.deliver(c, ordEvent("EVT-43", k, 43, "oportunidade_ganha", src), 1)))
 
-			ds := e.deliver(c, ordEvent("EVT-41-R", k, 41, "proposta_enviada", src, ordWithAttr("publishedat", "2026-09-26T09:00:00Z")), 1)
-			require.Equal(t, []string{"EVT-41-R:stale"}, ordSummary(ds))
-			require.Contains(t, ds[0].Reason, "version 41 is older than the committed version 43")
+			results := e.deliver(c, ordEvent("EVT-41-R", k, 41, "proposta_enviada", src, ordWithAttr("publishedat", "2026-09-26T09:00:00Z")), 1)
+			require.Equal(t, []string{"EVT-41-R:stale"}, ordSummary(results))
+			require.Contains(t, results[0].Reason, "version 41 is older than the committed version 43")
 			require.Equal(t, []string{"EVT-41:duplicate"}, ordSummary(e.deliver(c, raw41, 2)))
 
 			require.Equal(t, []string{"EVT-41@41 proposta_enviada", "EVT-42@42 cliente_respondeu", "EVT-43@43 oportunidade_ganha"}, e.effects(k),

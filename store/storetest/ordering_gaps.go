@@ -42,9 +42,9 @@ func ordOutOfOrder(t *testing.T, open Factory) {
 	const k = "PED-1002"
 	require.Equal(t, []string{"E1:applied"}, ordSummary(e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)))
 
-	ds := e.deliver(c, ordEvent("E3", k, 3, "pedido_cancelado"), 1)
-	require.Equal(t, []string{"E3:held"}, ordSummary(ds))
-	require.Contains(t, ds[0].Reason, "waiting for version 2 (got 3)")
+	results := e.deliver(c, ordEvent("E3", k, 3, "pedido_cancelado"), 1)
+	require.Equal(t, []string{"E3:held"}, ordSummary(results))
+	require.Contains(t, results[0].Reason, "waiting for version 2 (got 3)")
 	kv := e.requireKey(k, ordV(1), false, 1, 0)
 	require.Equal(t, "3", ordVer(kv.NextVersion))
 	ps := e.parked(k)
@@ -55,10 +55,10 @@ func ordOutOfOrder(t *testing.T, open Factory) {
 	require.Equal(t, []string{"E1@1 pedido_criado"}, e.effects(k), "a held event has no effect yet")
 	require.Equal(t, int64(1), e.counts().Held)
 
-	ds = e.deliver(c, ordEvent("E2", k, 2, "endereco_alterado"), 1)
-	require.Equal(t, []string{"E2:applied", "E3:applied"}, ordSummary(ds))
-	require.Equal(t, "2", ordVer(ds[0].ObjectVersion))
-	require.Equal(t, "3", ordVer(ds[1].ObjectVersion))
+	results = e.deliver(c, ordEvent("E2", k, 2, "endereco_alterado"), 1)
+	require.Equal(t, []string{"E2:applied", "E3:applied"}, ordSummary(results))
+	require.Equal(t, "2", ordVer(results[0].ObjectVersion))
+	require.Equal(t, "3", ordVer(results[1].ObjectVersion))
 
 	require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 endereco_alterado", "E3@3 pedido_cancelado"}, e.effects(k))
 	e.requireObject(k, "pedido_cancelado", 3)
@@ -81,20 +81,20 @@ func ordDuplicate(t *testing.T, open Factory) {
 	e2 := ordEvent("E2", k, 2, "pedido_pago")
 	require.Equal(t, []string{"E2:applied"}, ordSummary(e.deliver(c, e2, 1)))
 
-	ds := e.deliver(c, e2, 2)
-	require.Equal(t, []string{"E2:duplicate"}, ordSummary(ds))
-	require.Contains(t, ds[0].Reason, "applied")
+	results := e.deliver(c, e2, 2)
+	require.Equal(t, []string{"E2:duplicate"}, ordSummary(results))
+	require.Contains(t, results[0].Reason, "applied")
 	// The same fact republished with a new publishedat is still the same.
-	ds = e.deliver(c, ordEvent("E2", k, 2, "pedido_pago", ordWithAttr("publishedat", "2026-09-25T12:09:00Z")), 1)
-	require.Equal(t, []string{"E2:duplicate"}, ordSummary(ds))
+	results = e.deliver(c, ordEvent("E2", k, 2, "pedido_pago", ordWithAttr("publishedat", "2026-09-25T12:09:00Z")), 1)
+	require.Equal(t, []string{"E2:duplicate"}, ordSummary(results))
 
 	// A redelivery of a held event is a duplicate too: its identity was
 	// recorded when it was parked, and it must not be parked twice.
 	e4 := ordEvent("E4", k, 4, "pedido_enviado")
 	require.Equal(t, []string{"E4:held"}, ordSummary(e.deliver(c, e4, 1)))
-	ds = e.deliver(c, e4, 2)
-	require.Equal(t, []string{"E4:duplicate"}, ordSummary(ds))
-	require.Contains(t, ds[0].Reason, "held")
+	results = e.deliver(c, e4, 2)
+	require.Equal(t, []string{"E4:duplicate"}, ordSummary(results))
+	require.Contains(t, results[0].Reason, "held")
 	e.requireKey(k, ordV(2), false, 1, 0)
 
 	require.Equal(t, []string{"E3:applied", "E4:applied"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)))
@@ -120,16 +120,16 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		c := e.consumer()
 		e.deliver(c, ordEvent("E1", k, 1, "pedido_criado"), 1)
 		e.deliver(c, ordEvent("E2", k, 2, "pedido_pago"), 1)
-		ds := e.deliver(c, ordEvent("E4", k, 4, "pedido_enviado"), 1)
-		require.Equal(t, []string{"E4:held"}, ordSummary(ds))
-		require.Contains(t, ds[0].Reason, "waiting for version 3 (got 4)")
+		results := e.deliver(c, ordEvent("E4", k, 4, "pedido_enviado"), 1)
+		require.Equal(t, []string{"E4:held"}, ordSummary(results))
+		require.Contains(t, results[0].Reason, "waiting for version 3 (got 4)")
 		e.requireKey(k, ordV(2), false, 1, 0)
 
 		// Before the deadline the sweeper leaves the hold alone.
 		e.clock.Advance(30 * time.Second)
-		ds, err := c.Sweep(e.ctx)
+		results, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, ds)
+		require.Empty(t, results)
 		e.requireKey(k, ordV(2), false, 1, 0)
 		require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago"}, e.effects(k))
 		e.clock.Advance(31 * time.Second) // past HoldTimeout (1m)
@@ -146,9 +146,9 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 	t.Run("HoldExpiryBlock", func(t *testing.T) {
 		e, c := start(t, seqbox.HoldExpiryBlock)
-		ds, err := c.Sweep(e.ctx)
+		results, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, ds, "blocking applies nothing")
+		require.Empty(t, results, "blocking applies nothing")
 		kv := e.requireKey(k, ordV(2), true, 0, 1)
 		require.Empty(t, kv.BlockedID, "a gap block is behind no message")
 		require.Contains(t, kv.BlockedReason, "hold timed out after 1m0s waiting before version 4")
@@ -172,18 +172,18 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Equal(t, k, stuck[0].Key)
 
 		// Successors park as blocked; a redelivery of 4 is a duplicate.
-		ds = e.deliver(c, ordEvent("E5", k, 5, "pedido_entregue"), 1)
-		require.Equal(t, []string{"E5:blocked"}, ordSummary(ds))
-		require.Contains(t, ds[0].Reason, "hold timed out")
+		results = e.deliver(c, ordEvent("E5", k, 5, "pedido_entregue"), 1)
+		require.Equal(t, []string{"E5:blocked"}, ordSummary(results))
+		require.Contains(t, results[0].Reason, "hold timed out")
 		require.Equal(t, []string{"E4:duplicate"}, ordSummary(e.deliver(c, ordEvent("E4", k, 4, "pedido_enviado"), 2)))
 		e.requireKey(k, ordV(2), true, 0, 2)
 		require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago"}, e.effects(k))
 
 		_, err = c.ReleaseKey(e.ctx, k, "", "")
 		require.Error(t, err, "a release must say who and why")
-		ds, err = c.ReleaseKey(e.ctx, k, "ana@ops", "version 3 confirmed lost at the source")
+		results, err = c.ReleaseKey(e.ctx, k, "ana@ops", "version 3 confirmed lost at the source")
 		require.NoError(t, err)
-		require.Equal(t, []string{"E4:applied", "E5:applied"}, ordSummary(ds))
+		require.Equal(t, []string{"E4:applied", "E5:applied"}, ordSummary(results))
 		require.Equal(t, []string{"3-3 by ana@ops"}, e.gapLines(k))
 		require.Equal(t, "version 3 confirmed lost at the source", e.gaps(k)[0].Reason)
 		e.requireObject(k, "pedido_entregue", 5)
@@ -191,8 +191,8 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago", "E4@4 pedido_enviado", "E5@5 pedido_entregue"}, e.effects(k))
 
 		// 3 turns up after the gap was recorded: too late.
-		ds = e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
-		require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
+		results = e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
+		require.Equal(t, []string{"E3:stale"}, ordSummary(results))
 		require.Equal(t, []string{"E4 held 4/2", "E5 blocked 5/2", "E3 stale 3/5"}, e.auditLines(k))
 		require.Equal(t, 1, e.duplicates("E4"))
 		_, err = c.ReleaseKey(e.ctx, k, "ana@ops", "again")
@@ -202,9 +202,9 @@ func ordMissingVersion(t *testing.T, open Factory) {
 
 	t.Run("HoldExpiryAdvance", func(t *testing.T) {
 		e, c := start(t, seqbox.HoldExpiryAdvance)
-		ds, err := c.Sweep(e.ctx)
+		results, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Equal(t, []string{"E4:applied"}, ordSummary(ds))
+		require.Equal(t, []string{"E4:applied"}, ordSummary(results))
 		gs := e.gaps(k)
 		require.Equal(t, []string{"3-3 by hold_expiry=advance"}, e.gapLines(k))
 		require.Contains(t, gs[0].Reason, "hold timed out")
@@ -212,13 +212,13 @@ func ordMissingVersion(t *testing.T, open Factory) {
 		e.requireKey(k, ordV(4), false, 0, 0)
 		require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago", "E4@4 pedido_enviado"}, e.effects(k))
 
-		ds = e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
-		require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
-		require.Contains(t, ds[0].Reason, "version 3 is older than the committed version 4")
+		results = e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
+		require.Equal(t, []string{"E3:stale"}, ordSummary(results))
+		require.Contains(t, results[0].Reason, "version 3 is older than the committed version 4")
 		require.Equal(t, []string{"E4 held 4/2", "E3 stale 3/4"}, e.auditLines(k))
-		ds, err = c.Sweep(e.ctx)
+		results, err = c.Sweep(e.ctx)
 		require.NoError(t, err)
-		require.Empty(t, ds)
+		require.Empty(t, results)
 		e.requireNothingParked()
 	})
 }
@@ -235,8 +235,8 @@ func ordGapAdvance(t *testing.T, open Factory) {
 	require.Contains(t, e.gaps(k)[0].Reason, "version 4 arrived while 3 was expected")
 	e.requireObject(k, "pedido_enviado", 4)
 
-	ds := e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
-	require.Equal(t, []string{"E3:stale"}, ordSummary(ds))
+	results := e.deliver(c, ordEvent("E3", k, 3, "pedido_separado"), 1)
+	require.Equal(t, []string{"E3:stale"}, ordSummary(results))
 	require.Equal(t, []string{"E1@1 pedido_criado", "E2@2 pedido_pago", "E4@4 pedido_enviado"}, e.effects(k))
 	require.Equal(t, []string{"E3 stale 3/4"}, e.auditLines(k))
 	require.Contains(t, e.auditRow(k, "E3", seqboxtype.Stale).NextAction, "none")

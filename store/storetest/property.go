@@ -153,15 +153,15 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 		for len(queue) > 0 {
 			d := queue[0]
 			queue = queue[1:]
-			ds := e.deliver(c, d.ev.raw, d.attempt)
-			require.Equal(t, d.ev.id, ds[0].ID)
-			for _, x := range ds {
+			results := e.deliver(c, d.ev.raw, d.attempt)
+			require.Equal(t, d.ev.id, results[0].ID)
+			for _, x := range results {
 				tally[x.Outcome]++
 				if x.Outcome == seqboxtype.Applied {
 					appliedIDs[x.ID]++
 				}
 			}
-			if ds[0].Outcome == seqboxtype.Retry {
+			if results[0].Outcome == seqboxtype.Retry {
 				// Nacked: the broker redelivers it later, somewhere behind.
 				at := r.IntN(len(queue) + 1)
 				queue = append(queue[:at], append([]ordPropDelivery{{ev: d.ev, attempt: d.attempt + 1}}, queue[at:]...)...)
@@ -175,16 +175,16 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 	// backoffs pass, but never a hold timeout.
 	for range 10 {
 		e.clock.Advance(20 * time.Millisecond)
-		ds, err := c.Sweep(e.ctx)
+		results, err := c.Sweep(e.ctx)
 		require.NoError(t, err)
-		for _, x := range ds {
+		for _, x := range results {
 			tally[x.Outcome]++
 			if x.Outcome == seqboxtype.Applied {
 				appliedIDs[x.ID]++
 			}
 		}
 		if !failures {
-			require.Empty(t, ds, "without failures the sweeper has nothing to do")
+			require.Empty(t, results, "without failures the sweeper has nothing to do")
 		}
 	}
 	t.Logf("outcomes: %v", tally)

@@ -48,15 +48,15 @@ func TestDeadLetterAfterMaxAttempts(t *testing.T) {
 	if n := calls.Load(); n != maxAttempts {
 		t.Fatalf("handler called %d times, want %d", n, maxAttempts)
 	}
-	dl, err := fx.Store().Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: "kafkatest", All: false})
+	letters, err := fx.Store().Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: "kafkatest", All: false})
 	if err != nil {
 		t.Fatalf("list DLQ: %v", err)
 	}
-	if len(dl) != 1 {
-		t.Fatalf("DLQ holds %d rows, want 1", len(dl))
+	if len(letters) != 1 {
+		t.Fatalf("DLQ holds %d rows, want 1", len(letters))
 	}
-	if dl[0].ID != "poison-1-v1" || dl[0].Source != "kafkatest" || !bytes.Equal(dl[0].Envelope, body) {
-		t.Fatalf("DLQ row %s/%s %s, want kafkatest/poison-1-v1 with the published body %s", dl[0].Source, dl[0].ID, dl[0].Envelope, body)
+	if letters[0].ID != "poison-1-v1" || letters[0].Source != "kafkatest" || !bytes.Equal(letters[0].Envelope, body) {
+		t.Fatalf("DLQ row %s/%s %s, want kafkatest/poison-1-v1 with the published body %s", letters[0].Source, letters[0].ID, letters[0].Envelope, body)
 	}
 	if err := tr.Close(); err != nil {
 		t.Fatalf("close: %v", err)

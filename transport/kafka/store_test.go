@@ -38,9 +38,9 @@ func (e *effects) consumer(t *testing.T, tr transport.Transport, change func(*se
 		Workers: 4, BatchSize: 16,
 		Policies: seqbox.Policies{HoldTimeout: time.Minute, FirstVersion: &first,
 			Retry: seqbox.RetryPolicy{MaxAttempts: 10, InitialBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}},
-		Observer: func(d seqboxtype.Result) {
+		Observer: func(res seqboxtype.Result) {
 			e.mu.Lock()
-			e.outcomes[d.Outcome]++
+			e.outcomes[res.Outcome]++
 			e.mu.Unlock()
 		},
 	}

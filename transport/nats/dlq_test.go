@@ -41,25 +41,25 @@ func TestFailingMessageEndsInSeqboxDLQ(t *testing.T) {
 	})
 	stop := run(t, c)
 	ctx := context.Background()
-	var dl []store.DeadLetter
+	var letters []store.DeadLetter
 	waitfor.That(t, 30*time.Second, "the message in seqbox's DLQ", func() bool {
 		var err error
-		if dl, err = r.Store().Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "nats-test", All: false}); err != nil {
+		if letters, err = r.Store().Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "nats-test", All: false}); err != nil {
 			t.Fatalf("list DLQ: %v", err)
 		}
-		return len(dl) > 0
+		return len(letters) > 0
 	})
-	if len(dl) != 1 {
-		t.Fatalf("DLQ holds %d messages, want 1", len(dl))
+	if len(letters) != 1 {
+		t.Fatalf("DLQ holds %d messages, want 1", len(letters))
 	}
 	// Once the broker has the dead-lettered message acknowledged it can
 	// never come back: wait for that rather than for a lease or two.
 	waitAcked(t, inspect(t, s.URL()), cfg, 30*time.Second)
 	stop()
-	d := dl[0]
-	if d.ID != "poison-1-v1" || d.Source != "nats-test" || string(d.Envelope) != string(body) || d.Attempts != maxAttempts {
+	letter := letters[0]
+	if letter.ID != "poison-1-v1" || letter.Source != "nats-test" || string(letter.Envelope) != string(body) || letter.Attempts != maxAttempts {
 		t.Fatalf("DLQ row id=%q source=%q attempts=%d envelope=%s; want the published event after %d attempts",
-			d.ID, d.Source, d.Attempts, d.Envelope, maxAttempts)
+			letter.ID, letter.Source, letter.Attempts, letter.Envelope, maxAttempts)
 	}
 	if n := calls.Load(); n != maxAttempts {
 		t.Fatalf("handler called %d times, want %d", n, maxAttempts)

@@ -63,7 +63,7 @@ func Example() {
 				ev.PartitionKey, ev.Type)
 			return err
 		},
-		Observer: func(d seqboxtype.Result) { fmt.Println(d.ID, d.Outcome) },
+		Observer: func(res seqboxtype.Result) { fmt.Println(res.ID, res.Outcome) },
 	})
 	if err != nil {
 		panic(err)

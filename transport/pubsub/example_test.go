@@ -66,10 +66,10 @@ func Example() {
 		Name: "order-sync", Store: st, Transport: tr,
 		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: cfg.RetryMaxAttempts}},
 		Handler:  func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error { return nil },
-		Observer: func(d seqboxtype.Result) {
+		Observer: func(res seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
-			seen = append(seen, fmt.Sprintf("%s %s", d.ID, d.Outcome))
+			seen = append(seen, fmt.Sprintf("%s %s", res.ID, res.Outcome))
 		},
 	})
 	if err != nil {

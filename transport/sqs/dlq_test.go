@@ -83,15 +83,15 @@ func TestDeadLetter(t *testing.T) {
 	if n := calls.Load(); n != maxAttempts {
 		t.Fatalf("handler called %d times, want %d", n, maxAttempts)
 	}
-	dls, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "dlq-test", All: false})
+	letters, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "dlq-test", All: false})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dls) != 1 {
-		t.Fatalf("%d DLQ rows, want 1", len(dls))
+	if len(letters) != 1 {
+		t.Fatalf("%d DLQ rows, want 1", len(letters))
 	}
-	if d := dls[0]; d.ID != "acct-1-v1" || d.Source != "transporttest" || string(d.Envelope) != string(body) || d.Attempts != maxAttempts {
-		t.Fatalf("DLQ row %+v: want identity transporttest/acct-1-v1, body unchanged, %d attempts", d, maxAttempts)
+	if letter := letters[0]; letter.ID != "acct-1-v1" || letter.Source != "transporttest" || string(letter.Envelope) != string(body) || letter.Attempts != maxAttempts {
+		t.Fatalf("DLQ row %+v: want identity transporttest/acct-1-v1, body unchanged, %d attempts", letter, maxAttempts)
 	}
 	quiet(t, tr, 3*time.Second)
 	if got := (env{client: e.client, url: dlqURL}).drain(t, -1, time.Second); len(got) > 0 {
@@ -125,10 +125,10 @@ func TestInboxCatchesRepublish(t *testing.T) {
 	c, err := seqbox.NewConsumer(seqbox.Config{
 		Name: "inbox-test", Store: st, Transport: e.open(t),
 		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil },
-		Observer: func(d seqboxtype.Result) {
+		Observer: func(res seqboxtype.Result) {
 			mu.Lock()
 			defer mu.Unlock()
-			outcomes[d.Outcome]++
+			outcomes[res.Outcome]++
 		},
 	})
 	if err != nil {

@@ -328,8 +328,8 @@ func testKeysInParallel(t *testing.T, h Harness) {
 			}
 			return []byte("ok"), nil
 		}
-		cfg.Observer = func(d seqboxtype.Result) {
-			if d.Outcome != seqboxtype.Applied {
+		cfg.Observer = func(res seqboxtype.Result) {
+			if res.Outcome != seqboxtype.Applied {
 				early.Add(1)
 			}
 		}
