@@ -12,9 +12,9 @@ import (
 )
 
 // A handler that learns from its system that the event is superseded
-// settles it: its writes roll back, the outcome is kept and audited, and
+// concludes it: its writes roll back, the outcome is kept and audited, and
 // the key moves on, so the next version applies without waiting.
-func TestHandlerSettlesStale(t *testing.T) {
+func TestHandlerConcludesStale(t *testing.T) {
 	b := setup(t)
 	record := b.cfg.Handler
 	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
@@ -53,7 +53,7 @@ func TestHandlerSettlesStale(t *testing.T) {
 	require.Equal(t, 1, stale)
 	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
 	require.NoError(t, err)
-	require.Empty(t, letters, "settled, not dead-lettered")
+	require.Empty(t, letters, "concluded, not dead-lettered")
 }
 
 func TestConcludeRefusesOtherOutcomes(t *testing.T) {
@@ -62,9 +62,9 @@ func TestConcludeRefusesOtherOutcomes(t *testing.T) {
 	require.ErrorContains(t, err, "only stale or version_conflict")
 }
 
-// In one batch, the settled delivery rolls back alone: its batch-mates
+// In one batch, the concluded delivery rolls back alone: its batch-mates
 // before and after it apply.
-func TestHandlerSettlesInsideABatch(t *testing.T) {
+func TestHandlerConcludesInsideABatch(t *testing.T) {
 	b := setup(t)
 	record := b.cfg.Handler
 	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {

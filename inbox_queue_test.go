@@ -280,7 +280,7 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 	var calls atomic.Int32
 	record := replay.RecordHandler(b.cfg.Name)
 	var mu sync.Mutex
-	var decisions []seqboxtype.Result
+	var results []seqboxtype.Result
 	b.cfg.Transport, b.cfg.Logger = w, quietLogger
 	b.cfg.Workers = 4
 	b.cfg.ExtendEvery = time.Hour // no extension before the lease runs out
@@ -299,7 +299,7 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 	b.cfg.Observer = func(res seqboxtype.Result) {
 		mu.Lock()
 		defer mu.Unlock()
-		decisions = append(decisions, res)
+		results = append(results, res)
 	}
 	publishTasks(t, q, "slow-1")
 
@@ -313,12 +313,12 @@ func TestQueueLeaseExpiresDuringSlowHandler(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	byOutcome := map[seqboxtype.Outcome]int{}
-	for _, res := range decisions {
+	for _, res := range results {
 		byOutcome[res.Outcome]++
 	}
 	require.Equal(t, 1, byOutcome[seqboxtype.Applied])
 	require.Positive(t, byOutcome[seqboxtype.Duplicate], "the redeliveries were recognised as duplicates")
-	require.Equal(t, len(decisions), byOutcome[seqboxtype.Applied]+byOutcome[seqboxtype.Duplicate])
+	require.Equal(t, len(results), byOutcome[seqboxtype.Applied]+byOutcome[seqboxtype.Duplicate])
 }
 
 // TestQueueGracefulShutdown: a worker is stopped (deploy, scale-in) while

@@ -468,10 +468,10 @@ func (w *world) check(s *snapshot) []string {
 	return bad
 }
 
-// settledCheck verifies, once everything settled, that every payload
+// quietCheck verifies, once everything settled, that every payload
 // published under an identity but the one it is bound to (the copy the
 // agent received, when it was asked) ended a collision.
-func (w *world) settledCheck(s *snapshot) []string {
+func (w *world) quietCheck(s *snapshot) []string {
 	var bad []string
 	for _, e := range w.events {
 		in, ok := s.inbox[e.id]
@@ -507,10 +507,10 @@ func (w *world) describe(s *snapshot) string {
 	return strings.Join(out, "\n    ")
 }
 
-// unsettled lists the published identities without a final outcome that
+// stillMoving lists the published identities without a final outcome that
 // are not parked behind a blocked key, and anything else still moving
 // (copies in the queue, calls at the remote side, asks in flight).
-func (w *world) unsettled(s *snapshot) []string {
+func (w *world) stillMoving(s *snapshot) []string {
 	var out []string
 	for _, e := range w.events {
 		if w.published[e.idx] == 0 {

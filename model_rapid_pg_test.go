@@ -467,7 +467,7 @@ func runModelPG(t *rapid.T, tb testing.TB, cfg rConfig, nslots int, events []*rE
 			t.Fatal(err)
 		}
 		last = s
-		if left = w.unsettled(s); len(left) == 0 {
+		if left = w.stillMoving(s); len(left) == 0 {
 			break
 		}
 	}
@@ -475,7 +475,7 @@ func runModelPG(t *rapid.T, tb testing.TB, cfg rConfig, nslots int, events []*rE
 		t.Fatalf("nothing lost: after a drain of %s these have no final outcome and are not parked behind a blocked key:\n  %s\n  the state:\n    %s\n  the run so far (its end):\n    %s",
 			pgDrain, joinLines(left), w.describe(last), w.recent(150))
 	}
-	if bad := w.settledCheck(last); len(bad) > 0 {
+	if bad := w.quietCheck(last); len(bad) > 0 {
 		t.Fatalf("invariants broken once settled:\n  %s\n  the state:\n    %s\n  the run so far (its end):\n    %s", joinLines(bad), w.describe(last), w.recent(150))
 	}
 	w.step(t, "settled")

@@ -189,7 +189,7 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 	}
 
 	check := func(t *rapid.T) {
-		settle()
+		quiesce()
 		if err := w.reapIfDone(); err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +382,7 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 			t.Fatal(err)
 		}
 		last = s
-		if left = w.unsettled(s); len(left) == 0 {
+		if left = w.stillMoving(s); len(left) == 0 {
 			break
 		}
 	}
@@ -390,7 +390,7 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 		t.Fatalf("nothing lost: after the drain (%s of fake time) these have no final outcome and are not parked behind a blocked key:\n  %s\n  the state:\n    %s\n  the run so far (its end):\n    %s",
 			fakeNow(), joinLines(left), w.describe(last), w.recent(150))
 	}
-	if bad := w.settledCheck(last); len(bad) > 0 {
+	if bad := w.quietCheck(last); len(bad) > 0 {
 		t.Fatalf("invariants broken once settled:\n  %s\n  the state:\n    %s\n  the run so far (its end):\n    %s", joinLines(bad), w.describe(last), w.recent(150))
 	}
 	w.step(t, "settled")

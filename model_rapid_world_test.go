@@ -419,9 +419,9 @@ func (w *world) close() {
 	w.st.Close()
 }
 
-// settle lets every goroutine of the bubble run until it blocks on the
+// quiesce lets every goroutine of the bubble run until it blocks on the
 // fake clock, a channel or the remote side.
-func settle() { synctest.Wait() }
+func quiesce() { synctest.Wait() }
 
 // advance moves the fake clock by d: the live process, if any, runs
 // through it (its polls, heartbeats, lease extensions, backoffs, sweeps).
@@ -624,7 +624,7 @@ func (w *world) reap(p *process) error {
 	}
 	p.ops.Wait()
 	if !w.pg {
-		settle()
+		quiesce()
 	}
 	p.q.Close()
 	p.st.Close()

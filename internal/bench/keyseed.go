@@ -17,7 +17,7 @@ func keyName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefix,
 // would (no version yet), named keyName(prefix, 0..n-1), in one
 // transaction of multi-row INSERTs of keyChunk rows each: generate_series
 // on PostgreSQL, a recursive CTE on SQLite. Then it does, untimed, what
-// the database would soon do on its own (see settleKeys).
+// the database would soon do on its own (see checkpointKeys).
 func seedKeys(ctx context.Context, e *env, prefix string, n int) (time.Duration, error) {
 	t0 := time.Now()
 	tx, err := e.st.DB().BeginTx(ctx, nil)
@@ -41,13 +41,13 @@ func seedKeys(ctx context.Context, e *env, prefix string, n int) (time.Duration,
 		return 0, fmt.Errorf("seed keys: %w", err)
 	}
 	took := time.Since(t0)
-	return took, settleKeys(ctx, e)
+	return took, checkpointKeys(ctx, e)
 }
 
-// settleKeys checkpoints the WAL on SQLite (else the first commits of the
+// checkpointKeys checkpoints the WAL on SQLite (else the first commits of the
 // measured run would copy the seeded pages into the database file), and
 // runs VACUUM ANALYZE on seqbox_keys on PostgreSQL.
-func settleKeys(ctx context.Context, e *env) error {
+func checkpointKeys(ctx context.Context, e *env) error {
 	q := `PRAGMA wal_checkpoint(TRUNCATE)`
 	if e.pg {
 		q = `VACUUM (ANALYZE) seqbox_keys`

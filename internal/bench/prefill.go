@@ -203,7 +203,7 @@ func Prefill(ctx context.Context, o PrefillOptions, w io.Writer) (PrefillResult,
 	// saw). The newer half stays, as a purge in a deployment works
 	// against a full inbox, and the check sees it kept.
 	ph = phases.phase("purge")
-	if err := settlePhase(ctx, e); err != nil {
+	if err := vacuumPhase(ctx, e); err != nil {
 		return res, err
 	}
 	at := now.Add(prefillRetention / 2)
@@ -267,17 +267,17 @@ func printPrefill(w io.Writer, o PrefillOptions, r PrefillResult, batches []time
 	tw.Flush()
 	fmt.Fprintf(w, "latency: msgs/s and saturated_p99_ms with the messages queued beforehand; p50/p99/max receive→commit over %gs at target"+
 		" (half the empty inbox's rate, for both); counts = Executor.Counts, which Run calls every 15 s when Config.Metrics is set;"+
-		" each phase starts on settled tables (%s)\n", o.Duration.Seconds(), settledWhat(r.Store))
+		" each phase starts on settled tables (%s)\n", o.Duration.Seconds(), vacuumWhat(r.Store))
 	fmt.Fprintf(w, "written_kb/msg: %s during the saturated run, per message (the queue's included); the purge: %s KiB per identity removed\n",
 		writtenWhat(r.Store), kbPer(r.PurgeWritten, r.Purge.Removed))
 	printPurgeLine(w, r.Purge, batches)
-	verdict := "keeps up"
+	keeps := "keeps up"
 	if r.PurgeRate() <= r.IngestRate() {
-		verdict = "does NOT keep up: at a sustained ingest at that rate the inbox would outgrow its retention"
+		keeps = "does NOT keep up: at a sustained ingest at that rate the inbox would outgrow its retention"
 	}
 	fmt.Fprintf(w, "purge vs ingest: the retention purge removed %.0f identities/s (%d per transaction, alone), the core adds %.0f/s on the full inbox:"+
 		" the purge %s (x%.2f); sharing one bottleneck, the two sustain %.0f msgs/s\n",
-		r.PurgeRate(), o.PurgeBatch, r.IngestRate(), verdict, ratio(r.PurgeRate(), r.IngestRate()), r.Sustained())
+		r.PurgeRate(), o.PurgeBatch, r.IngestRate(), keeps, ratio(r.PurgeRate(), r.IngestRate()), r.Sustained())
 	if r.Vacuum > 0 {
 		fmt.Fprintf(w, "vacuum: VACUUM seqbox_inbox after the purge (autovacuum's work, not in the purge's rate) took %.3fs:"+
 			" purge and vacuum together %.0f identities/s, x%.2f the ingest\n",
@@ -291,7 +291,7 @@ func printPrefill(w io.Writer, o PrefillOptions, r PrefillResult, batches []time
 	fmt.Fprintln(w, r.Line())
 }
 
-// settlePhase does, untimed, before each measured phase, what the
+// vacuumPhase does, untimed, before each measured phase, what the
 // database does on its own between bursts, so that both phases start
 // alike: on PostgreSQL VACUUM (ANALYZE) of the tables the run writes and
 // a CHECKPOINT (settle), on SQLite a WAL checkpoint. Each phase publishes,
@@ -299,13 +299,13 @@ func printPrefill(w io.Writer, o PrefillOptions, r PrefillResult, batches []time
 // comes by: without it the empty inbox's phase paid for the fresh tables'
 // first autovacuum and autoanalyze, and the full one started on the
 // empty one's dead queue rows.
-func settlePhase(ctx context.Context, e *env) error {
+func vacuumPhase(ctx context.Context, e *env) error {
 	if e.pg {
 		if _, err := e.st.DB().ExecContext(ctx, `VACUUM (ANALYZE) seqbox_queue, seqbox_keys, record_effects, record_objects`); err != nil {
 			return fmt.Errorf("vacuum: %w", err)
 		}
 	}
-	_, err := settle(ctx, e)
+	_, err := afterBulkLoad(ctx, e)
 	return err
 }
 
@@ -354,8 +354,8 @@ func kbPer(bytes, n int64) string {
 	return fmt.Sprintf("%.1f", float64(bytes)/1024/float64(n))
 }
 
-// settledWhat says what settlePhase does on a store.
-func settledWhat(store string) string {
+// vacuumWhat says what vacuumPhase does on a store.
+func vacuumWhat(store string) string {
 	if store == "postgres" {
 		return "VACUUM (ANALYZE) of the tables the run writes, then CHECKPOINT"
 	}
@@ -440,7 +440,7 @@ func splitmix(x uint64) uint64 {
 func (s prefillStream) measure(ctx context.Context, e *env, tag string, o PrefillOptions, target int, t *liveTotals, step func(string)) (PrefillInbox, error) {
 	var in PrefillInbox
 	step("settle")
-	if err := settlePhase(ctx, e); err != nil {
+	if err := vacuumPhase(ctx, e); err != nil {
 		return in, err
 	}
 	step("warm-up")

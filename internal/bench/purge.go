@@ -84,7 +84,7 @@ func Purge(ctx context.Context, o PurgeOptions, w io.Writer) (PurgeResult, error
 	if err := seed(ctx, e, heldSrc, "held", held, expired); err != nil {
 		return res, err
 	}
-	note, err := settle(ctx, e)
+	note, err := afterBulkLoad(ctx, e)
 	if err != nil {
 		return res, err
 	}
@@ -161,11 +161,11 @@ func newPurger(e *env, clock func() time.Time, times *purgeTimes) (*seqbox.Consu
 		Logger: slog.New(slog.DiscardHandler)})
 }
 
-// settle does, untimed, what the database would do on its own soon after
+// afterBulkLoad does, untimed, what the database would do on its own soon after
 // a bulk load, so that it does not land in the baseline window: a WAL
 // checkpoint on SQLite; VACUUM ANALYZE and a checkpoint on PostgreSQL. It
 // returns a note for the seed line.
-func settle(ctx context.Context, e *env) (string, error) {
+func afterBulkLoad(ctx context.Context, e *env) (string, error) {
 	db := e.st.DB()
 	if !e.pg {
 		if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {

@@ -64,12 +64,12 @@ func WriteHeader(w io.Writer) {
 
 // WriteRow prints one scenario's row of the chaos table.
 func WriteRow(w io.Writer, r Result) {
-	verdict := "PASS"
+	status := "PASS"
 	if !r.Passed() {
-		verdict = "FAIL"
+		status = "FAIL"
 	}
 	fmt.Fprintf(w, "%-32s %10d %6d %9d %9d %10d %5d %6d %7d %8s %8s\n", r.Scenario, r.Deliveries, r.Kills,
-		r.ExpectedEffects, r.ActualEffects, r.DuplicateEffects, r.Lost, r.OrderViolations, r.HistoryViolations, verdict, r.Elapsed.Round(time.Millisecond))
+		r.ExpectedEffects, r.ActualEffects, r.DuplicateEffects, r.Lost, r.OrderViolations, r.HistoryViolations, status, r.Elapsed.Round(time.Millisecond))
 	if r.Note != "" {
 		fmt.Fprintf(w, "  %s: %s\n", r.Scenario, r.Note)
 	}

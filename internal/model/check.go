@@ -91,12 +91,12 @@ func (m *Model) Check(opt Options) Result {
 				}
 				targets = append(targets, id)
 			})
-			settled = append(settled, m.unsettled(s) < 0)
+			settled = append(settled, m.unfinished(s) < 0)
 			if bad != nil {
 				return m.report(res, nodes, badNode, m.describe(bad.Violation), start)
 			}
 			if fanout == 0 && !settled[n] {
-				v := violation{Code: vDeadlock, A: int8(m.unsettled(s)), B: -1}
+				v := violation{Code: vDeadlock, A: int8(m.unfinished(s)), B: -1}
 				return m.report(res, nodes, n, m.describe(v), start)
 			}
 			if opt.MaxStates > 0 && len(nodes) > opt.MaxStates || (opt.Stop != nil && n%100000 == 0 && opt.Stop()) {
@@ -118,7 +118,7 @@ func (m *Model) Check(opt Options) Result {
 	if opt.Liveness {
 		if stuck := stuckNode(offsets, targets, settled); stuck >= 0 {
 			s := m.replay(nodes, stuck)
-			v := violation{Code: vNeverSettles, A: int8(m.unsettled(&s)), B: -1}
+			v := violation{Code: vNeverSettles, A: int8(m.unfinished(&s)), B: -1}
 			return m.report(res, nodes, stuck, m.describe(v), start)
 		}
 	}

@@ -143,10 +143,10 @@ func (m *Model) checkStale(s *State, i int) {
 	}
 }
 
-// unsettledOnKey returns another identity of key k that is in its turn
-// (passed its gate, or asked) and has neither settled nor been overtaken
-// by a gap decision; -1 when none.
-func (s *State) unsettledOnKey(m *Model, k, i int) int {
+// unfinishedOnKey returns another identity of key k that is in its turn
+// (passed its gate, or asked) and has neither reached a final outcome nor been overtaken
+// by a recorded gap; -1 when none.
+func (s *State) unfinishedOnKey(m *Model, k, i int) int {
 	for j := range m.ids {
 		o := &s.ID[j]
 		if j != i && m.msgs[j].key == k && (o.Passed || o.Asks > 0) && !o.Status.final() && !o.Overtaken {
@@ -158,7 +158,7 @@ func (s *State) unsettledOnKey(m *Model, k, i int) int {
 
 // checkOneAtATime runs when identity i passes its key's gate.
 func (m *Model) checkOneAtATime(s *State, k, i int) {
-	if j := s.unsettledOnKey(m, k, i); j >= 0 {
+	if j := s.unfinishedOnKey(m, k, i); j >= 0 {
 		s.fail(vTwoInTurn, i, j)
 	}
 }
@@ -174,7 +174,7 @@ func (m *Model) checkAsk(s *State, i, mi int) {
 	}
 	msg := m.msgs[i]
 	if msg.key >= 0 {
-		if j := s.unsettledOnKey(m, msg.key, i); j >= 0 {
+		if j := s.unfinishedOnKey(m, msg.key, i); j >= 0 {
 			s.fail(vAskedOutOfTurn, i, j)
 		}
 	}
@@ -227,10 +227,10 @@ func (m *Model) checkState(s *State) {
 	}
 }
 
-// unsettled returns an identity that has no final outcome in s, -1 when
-// s is settled: every identity final, its copies acknowledged and its
+// unfinished returns an identity that has no final outcome in s, -1 when
+// s is quiet: every identity final, its copies acknowledged and its
 // workers idle, unless it awaits an operator's decision.
-func (m *Model) unsettled(s *State) int {
+func (m *Model) unfinished(s *State) int {
 	for i := range m.ids {
 		if !s.ID[i].Status.final() && !m.awaitingOperator(s, i, 0) && !m.lostBeforeKept(s, i) {
 			return i

@@ -33,7 +33,7 @@ func (m *Model) pipeline(s *State, w int) {
 			return
 		case msg.ver > 0 && key.Ver > 0 && msg.ver <= int(key.Ver) && !m.mut(StaleCheckSkipped):
 			m.reach(gGateStale)
-			m.settle(s, w, stale) // passed already: it waits behind no turn
+			m.endWith(s, w, stale) // passed already: it waits behind no turn
 			return
 		case s.turnElsewhere(m, k, i):
 			m.reach(gGateTurnElsewhere)
@@ -54,7 +54,7 @@ func (m *Model) pipeline(s *State, w int) {
 	if msg.bk >= 0 && !(m.mut(DecideBeforeSemanticCheck) && !id.Decided) {
 		if s.bkApplied(m, msg.bk, i) {
 			m.reach(gBKApplied)
-			m.settle(s, w, semDup)
+			m.endWith(s, w, semDup)
 			return
 		}
 		if !m.mut(BusinessKeyNotReserved) && s.bkInFlight(m, msg.bk, i) {
@@ -206,8 +206,8 @@ func (m *Model) apply(s *State, w int) {
 	m.drain(s, msg.key)
 }
 
-// settle records a final outcome other than applied and drains.
-func (m *Model) settle(s *State, w int, st status) {
+// endWith records a final outcome other than applied and unparks its key's successors.
+func (m *Model) endWith(s *State, w int, st status) {
 	wk := &s.Worker[w]
 	msg := m.msgs[wk.Msg]
 	id := &s.ID[msg.id]

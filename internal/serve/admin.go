@@ -380,7 +380,7 @@ func (s *Server) identity(ctx context.Context, source, id string) (IdentityView,
 	v := IdentityView{Source: source, ID: id, InboxOutcome: string(seen.Outcome), PayloadHash: seen.PayloadHash}
 	if d, err := op.DecisionGet(ctx, store.MessageRef{Consumer: s.opt.Consumer, Source: source, ID: id}); err == nil {
 		txt := string(d.Value)
-		v.AgentVerdict = &txt
+		v.AgentDecision = &txt
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return v, false, err
 	}

@@ -30,12 +30,12 @@ const maxSearch = 256
 
 // IdentityView is what is recorded about one identity.
 type IdentityView struct {
-	Source       string   `json:"source"`
-	ID           string   `json:"id"`
-	InboxOutcome string   `json:"inbox_outcome"`
-	PayloadHash  string   `json:"payload_hash"`
-	AgentVerdict *string  `json:"agent_verdict"`
-	Envelope     *Payload `json:"envelope"`
+	Source        string   `json:"source"`
+	ID            string   `json:"id"`
+	InboxOutcome  string   `json:"inbox_outcome"`
+	PayloadHash   string   `json:"payload_hash"`
+	AgentDecision *string  `json:"agent_verdict"` // the HTTP API's name
+	Envelope      *Payload `json:"envelope"`
 }
 
 // AuditPage is GET /v1/admin/audit's answer.

@@ -35,13 +35,13 @@ const (
 	HeaderConsumer       = "Seqbox-Consumer"
 )
 
-// Verdict is what the agent said about one event: the decision seqbox
+// AgentDecision is what the agent said about one event: the decision seqbox
 // records under the event's identity (seqbox.DecisionFrom), so a
 // redelivery never asks the agent again.
-type Verdict struct {
-	// Verdict is "applied" (2xx), "stale" or "version_conflict" (409, as
+type AgentDecision struct {
+	// Outcome is "applied" (2xx), "stale" or "version_conflict" (409, as
 	// the problem body says).
-	Verdict string `json:"verdict"`
+	Outcome string `json:"verdict"` // "verdict": the member stored decisions have
 	Status  int    `json:"status"`
 	// Detail is the agent's problem detail, or the start of its answer.
 	Detail string `json:"detail,omitempty"`
@@ -152,7 +152,7 @@ func (a *dispatcher) passFrom(ctx context.Context) *pass {
 
 // probe asks whether the agent is up, before a trial call is let through
 // the half-open circuit: a HEAD request to --agent-url that any answer but
-// 502, 503 or 504 passes. It is a cheap pre-check, never the verdict: a
+// 502, 503 or 504 passes. It is a cheap pre-check, never the decision: a
 // failed probe keeps the circuit open without any message paying an
 // attempt (a restarting agent refuses connections, or its proxy answers
 // 502-504, to HEAD as to POST), while a passing one only lets one real
@@ -198,7 +198,7 @@ func (a *dispatcher) probe(ctx context.Context) error {
 //
 // What the answer shows of the agent's health goes to the circuit through
 // the dispatch's pass.
-func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) (v Verdict, err error) {
+func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) (v AgentDecision, err error) {
 	defer func() {
 		if err != nil && a.log != nil {
 			// Every failed agent call is one line naming the event
@@ -216,7 +216,7 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url, bytes.NewReader(ev.Raw))
 	if err != nil {
-		return Verdict{}, effects.Definite(err)
+		return AgentDecision{}, effects.Definite(err)
 	}
 	req.Header.Set("Content-Type", mediaStructured)
 	req.Header.Set(HeaderIdempotencyKey, key)
@@ -237,7 +237,7 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 			// Refused before dialling: nothing reached the agent, and
 			// nothing is known of its health.
 			a.metrics.agentCalls.WithLabelValues(a.consumer, "not_sent").Inc()
-			return Verdict{}, err
+			return AgentDecision{}, err
 		}
 		a.metrics.agentSeconds.WithLabelValues(a.consumer).Observe(time.Since(start).Seconds())
 		result := "error"
@@ -249,7 +249,7 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 		if ctx.Err() == nil || result == "timeout" {
 			p.failure(err.Error())
 		}
-		return Verdict{}, err
+		return AgentDecision{}, err
 	}
 	a.metrics.agentSeconds.WithLabelValues(a.consumer).Observe(time.Since(start).Seconds())
 	defer resp.Body.Close()
@@ -268,25 +268,25 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 	switch {
 	case code >= 200 && code < 300:
 		p.success()
-		return Verdict{Verdict: string(seqboxtype.Applied), Status: code, Detail: snippet(body), At: now}, nil
+		return AgentDecision{Outcome: string(seqboxtype.Applied), Status: code, Detail: snippet(body), At: now}, nil
 	case code >= 300 && code < 400:
 		// Never followed: the event was not delivered, and following
 		// would send it (and its Idempotency-Key) elsewhere.
 		p.success()
-		return Verdict{}, effects.Definite(fmt.Errorf("agent answered %s (to %q): redirects are not followed; point --agent-url at the final address",
+		return AgentDecision{}, effects.Definite(fmt.Errorf("agent answered %s (to %q): redirects are not followed; point --agent-url at the final address",
 			resp.Status, resp.Header.Get("Location")))
 	case code == http.StatusConflict:
 		p.success()
-		verdict, detail := conflictVerdict(body)
-		return Verdict{Verdict: verdict, Status: code, Detail: detail, At: now}, nil
+		outcome, detail := conflictOutcome(body)
+		return AgentDecision{Outcome: outcome, Status: code, Detail: detail, At: now}, nil
 	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
 		// Not processed, and no news of the agent's health: a rate limit
 		// or a slow upload is this event's (or its key's) business.
 		p.release()
-		return Verdict{}, effects.NotApplied(keyOnly(fmt.Errorf("agent answered %s: %s", resp.Status, snippet(body))))
+		return AgentDecision{}, effects.NotApplied(keyOnly(fmt.Errorf("agent answered %s: %s", resp.Status, snippet(body))))
 	case code >= 400 && code < 500:
 		p.success()
-		return Verdict{}, effects.Definite(fmt.Errorf("agent refused the event: %s: %s", resp.Status, snippet(body)))
+		return AgentDecision{}, effects.Definite(fmt.Errorf("agent refused the event: %s: %s", resp.Status, snippet(body)))
 	case code == http.StatusServiceUnavailable:
 		// Unavailable: the agent did not process it (the agent contract;
 		// it deduplicates by Idempotency-Key, so calling again is safe
@@ -296,14 +296,14 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 			// The agent waits for a call of its own event that runs or may
 			// still run elsewhere: no failure of the agent, nor of the event.
 			p.release()
-			return Verdict{}, effects.NotApplied(&agentWaitError{err: err, wait: w})
+			return AgentDecision{}, effects.NotApplied(&agentWaitError{err: err, wait: w})
 		}
 		p.failure(err.Error())
-		return Verdict{}, effects.NotApplied(keyOnly(err))
+		return AgentDecision{}, effects.NotApplied(keyOnly(err))
 	default:
 		err := fmt.Errorf("agent failed: %s: %s", resp.Status, snippet(body))
 		p.failure(err.Error())
-		return Verdict{}, keyOnly(err)
+		return AgentDecision{}, keyOnly(err)
 	}
 }
 
@@ -328,7 +328,7 @@ func statusClass(code int) string {
 // agent contract is that the agent deduplicates by Idempotency-Key, so
 // asking again under the same key is how the gateway learns whether the
 // first call took effect: a 2xx or a 409 settles it (applied, with the
-// verdict as its reference); a refusal means it did not, and the ledger
+// decision as its reference); a refusal means it did not, and the ledger
 // lets the next call go out; anything else leaves it uncertain, to be
 // retried with backoff.
 func (a *dispatcher) reconcile(ctx context.Context, e effects.Effect) (effects.Reconciliation, error) {
@@ -350,10 +350,10 @@ func (a *dispatcher) reconcile(ctx context.Context, e effects.Effect) (effects.R
 // eventKey carries the event being dispatched to reconcile.
 type eventKey struct{}
 
-// conflictVerdict reads a 409's problem body: its "outcome" member, or a
+// conflictOutcome reads a 409's problem body: its "outcome" member, or a
 // "type" or "title" naming stale or version_conflict. The default is
 // version_conflict.
-func conflictVerdict(body []byte) (string, string) {
+func conflictOutcome(body []byte) (string, string) {
 	var p struct {
 		Type, Title, Detail, Outcome string
 	}
@@ -387,24 +387,24 @@ func isTimeout(err error) bool {
 	return errors.As(err, &t) && t.Timeout()
 }
 
-// apply is the handler in agent mode: the agent's verdict was recorded
-// by decide; the gateway keeps the envelope and counts the verdict. A 409
+// apply is the handler in agent mode: the agent's decision was recorded
+// by decide; the gateway keeps the envelope and counts its outcome. A 409
 // settles the event as stale or version_conflict (seqbox.Settle).
 func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
 	raw, ok := seqbox.DecisionFrom(ctx)
 	if !ok {
-		return errors.New("no agent verdict recorded")
+		return errors.New("no agent decision recorded")
 	}
-	var v Verdict
+	var v AgentDecision
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return seqbox.Permanent(fmt.Errorf("unreadable agent verdict %q: %w", raw, err))
+		return seqbox.Permanent(fmt.Errorf("unreadable agent decision %q: %w", raw, err))
 	}
-	s.verdicts.Store(store.Identity{Source: ev.Source, ID: ev.ID}, v.Verdict)
-	switch seqboxtype.Outcome(v.Verdict) {
+	s.agentOutcomes.Store(store.Identity{Source: ev.Source, ID: ev.ID}, v.Outcome)
+	switch seqboxtype.Outcome(v.Outcome) {
 	case seqboxtype.Stale, seqboxtype.VersionConflict:
 		// The agent's object is newer than the gate could know: the event
 		// ends stale or version_conflict, and its key moves on.
-		return seqbox.Conclude(seqboxtype.Outcome(v.Verdict), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
+		return seqbox.Conclude(seqboxtype.Outcome(v.Outcome), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
 	}
 	return s.envelopes.record(ctx, ev, s.consumerNow())
 }

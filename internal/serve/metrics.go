@@ -22,7 +22,7 @@ type gatewayMetrics struct {
 	ingestRejected *prometheus.CounterVec
 	agentCalls     *prometheus.CounterVec
 	agentSeconds   *prometheus.HistogramVec
-	agentVerdicts  *prometheus.CounterVec
+	agentDecisions *prometheus.CounterVec
 	adminActions   *prometheus.CounterVec
 	purgedEarly    *prometheus.CounterVec
 	purgeRuns      *prometheus.CounterVec
@@ -45,7 +45,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help: "Calls to the agent by result: 2xx, 3xx, 409, 429, 4xx, 5xx, timeout, error."}, []string{"consumer", "result"}),
 		agentSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_gateway_agent_call_seconds",
 			Help: "Duration of agent calls.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"consumer"}),
-		agentVerdicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gateway_agent_verdicts_total",
+		agentDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gateway_agent_verdicts_total", // the metric's published name
 			Help: "What the agent said about the events it was given: applied, stale, version_conflict."}, []string{"consumer", "verdict"}),
 		adminActions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_gateway_admin_actions_total",
 			Help: "Operator requests made through the admin API, by action and final state."}, []string{"consumer", "action", "state"}),
@@ -56,7 +56,7 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 		agentCircuitOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_gateway_agent_circuit_open",
 			Help: "1 while dispatch to the agent is paused because the agent is down (or asked for a pause), 0 otherwise."}, []string{"consumer"}),
 	}
-	reg.MustRegister(m.agentCircuitOpen, m.ingestRequests, m.ingestEvents, m.ingestRejected, m.agentCalls, m.agentSeconds, m.agentVerdicts,
+	reg.MustRegister(m.agentCircuitOpen, m.ingestRequests, m.ingestEvents, m.ingestRejected, m.agentCalls, m.agentSeconds, m.agentDecisions,
 		m.adminActions, m.purgedEarly, m.purgeRuns)
 	m.tiles = prometheus.NewRegistry()
 	m.tiles.MustRegister(m.ingestRejected)

@@ -50,9 +50,9 @@ type Server struct {
 	// tokens mints and checks the agent API's Seqbox-Effects-Token.
 	tokens *tokens
 
-	// verdicts holds agent verdicts between the handler and the Observer,
+	// agentOutcomes holds the outcomes of agent decisions between the handler and the Observer,
 	// by store.Identity.
-	verdicts sync.Map
+	agentOutcomes sync.Map
 	// draining is set once shutdown began: /readyz answers 503.
 	draining atomic.Bool
 	// runErr is set when the consumer stopped on its own.
@@ -189,14 +189,14 @@ func (s *Server) consumerNow() time.Time {
 }
 
 // observe is the consumer's Observer: the chart, the check for purged
-// identities delivered again, and the agent's verdicts, once committed.
+// identities delivered again, and the agent's decisions, once committed.
 func (s *Server) observe(res seqboxtype.Result) {
 	s.series.observe(res)
 	s.envelopes.committed(res)
 	settledByAgent := res.Outcome == seqboxtype.Applied || res.Outcome == seqboxtype.Stale || res.Outcome == seqboxtype.VersionConflict
 	if settledByAgent && s.opt.AgentURL != "" {
-		if v, ok := s.verdicts.LoadAndDelete(store.Identity{Source: res.Source, ID: res.ID}); ok {
-			s.metrics.agentVerdicts.WithLabelValues(s.opt.Consumer, v.(string)).Inc()
+		if v, ok := s.agentOutcomes.LoadAndDelete(store.Identity{Source: res.Source, ID: res.ID}); ok {
+			s.metrics.agentDecisions.WithLabelValues(s.opt.Consumer, v.(string)).Inc()
 		}
 	}
 }
