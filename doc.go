@@ -60,7 +60,7 @@
 //	gate.go         gate: blocked, stale, waiting behind a retry, gap
 //	apply.go        apply: business key, handler (tx.handle), advance, applied
 //	decide_path.go  decided, only with Decide: the decision, or stop to decide
-//	pipeline.go     conclude; unpark.go, unpark: parked successors now next
+//	pipeline.go     closeSavepoint; unpark.go, unpark: parked successors now next
 //	apply.go        applyDeferred; batchtx.go, finish: the deferred writes
 //	batch.go        ackInTx (settle.go) with the queue in the store; COMMIT
 //	settle.go       settle: ack or nack each delivery

@@ -206,7 +206,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 	if perr != nil {
 		var err error
 		m.res, err = p.reject(ctx, tx, in, perr, now)
-		return p.finish(ctx, m, "", err)
+		return p.closeSavepoint(ctx, m, "", err)
 	}
 	m.res = seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
 
@@ -226,7 +226,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		}
 		if !inserted {
 			m.res, err = p.seenBefore(ctx, tx, ev, m.res, now)
-			return p.finish(ctx, m, "", err)
+			return p.closeSavepoint(ctx, m, "", err)
 		}
 		// New to the inbox, but its identity's turn may be bound to
 		// another copy (taken while it waited or retried): then this copy
@@ -269,7 +269,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 			if gate != nil && gate.unpark {
 				unparkKey = ev.PartitionKey
 			}
-			return p.finish(ctx, m, unparkKey, err)
+			return p.closeSavepoint(ctx, m, unparkKey, err)
 		}
 	} else if expired, err := p.expiredUndecided(ctx, tx, ev, now); err != nil || expired {
 		if err != nil {
@@ -277,16 +277,16 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		}
 		m.res.Outcome, m.res.Reason = seqboxtype.Expired, p.expiredReason(ev)
 		err := p.record(ctx, tx, ev, m.res, nil, "none: past the business deadline", now)
-		return p.finish(ctx, m, "", err)
+		return p.closeSavepoint(ctx, m, "", err)
 	}
 	return p.apply(ctx, m)
 }
 
-// finish closes the message's savepoint and returns its result, with
+// closeSavepoint closes the message's savepoint and returns its result, with
 // the key to unpark: any final outcome of a keyed message may
 // free the successors parked behind it (they may have waited for it while
 // it retried).
-func (p *pipeline) finish(ctx context.Context, m *message, key string, err error) (reached, error) {
+func (p *pipeline) closeSavepoint(ctx context.Context, m *message, key string, err error) (reached, error) {
 	if err != nil {
 		return reached{}, err
 	}
