@@ -42,7 +42,7 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 				// is suppressed, so successors are not held behind it.
 				err = p.advance(ctx, m.tx, key, m.ks.Version, v, m.now)
 			}
-			return p.finish(ctx, m, key, err)
+			return p.closeSavepoint(ctx, m, key, err)
 		}
 	}
 	var hctx context.Context
@@ -83,7 +83,7 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 				return reached{}, err
 			}
 			m.res.Outcome, m.res.Reason, m.res.KeyConflict = seqboxtype.Retry, err.Error(), true
-			return p.finish(ctx, m, "", nil)
+			return p.closeSavepoint(ctx, m, "", nil)
 		}
 	}
 	processed := m.now
@@ -106,7 +106,7 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 		}
 		return reached{results: []seqboxtype.Result{m.res}}, nil
 	}
-	return p.finish(ctx, m, key, nil)
+	return p.closeSavepoint(ctx, m, key, nil)
 }
 
 // crashLoopFactor bounds deliveries that never reach an outcome: a message delivered
@@ -230,7 +230,7 @@ func (p *pipeline) failed(ctx context.Context, m *message, herr error) (reached,
 		if row := m.in.parkedRow(); err == nil && row != nil {
 			err = m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: row.Seq, Until: m.now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", m.res.Reason, backoff)})
 		}
-		return p.finish(ctx, m, "", err)
+		return p.closeSavepoint(ctx, m, "", err)
 	}
 	reason := "permanent failure"
 	if !IsPermanent(herr) {
@@ -241,7 +241,7 @@ func (p *pipeline) failed(ctx context.Context, m *message, herr error) (reached,
 	if err == nil {
 		err = p.record(ctx, m.tx, m.ev, m.res, m.ks.Version, deadLetterNext(p.cfg, m.ev), m.now)
 	}
-	return p.finish(ctx, m, unparkKey, err)
+	return p.closeSavepoint(ctx, m, unparkKey, err)
 }
 
 func deadLetterNext(cfg Config, ev seqboxtype.Event) string {

@@ -34,7 +34,7 @@ func (p *pipeline) concluded(ctx context.Context, m *message, se *concludedError
 			err = p.advance(ctx, m.tx, m.ev.PartitionKey, m.ks.Version, v, m.now)
 		}
 	}
-	return p.finish(ctx, m, m.ev.PartitionKey, err)
+	return p.closeSavepoint(ctx, m, m.ev.PartitionKey, err)
 }
 
 // asConcluded reports a Conclude error.

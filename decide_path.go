@@ -146,7 +146,7 @@ func (p *pipeline) boundElsewhere(ctx context.Context, m *message, other, what s
 	reason := fmt.Sprintf("%s of this identity belongs to a copy with payload hash %.12s, this one has %.12s", what, other, m.ev.Hash)
 	var err error
 	m.res, err = p.collide(ctx, m.tx, m.ev, m.res, reason, m.now)
-	return p.finish(ctx, m, "", err)
+	return p.closeSavepoint(ctx, m, "", err)
 }
 
 // awaitDecision stops a message that passed the inbox, the business key
@@ -170,7 +170,7 @@ func (p *pipeline) awaitDecision(ctx context.Context, m *message) (reached, erro
 	m.tx.undecided = append(m.tx.undecided, undecided{in: m.in, ev: m.ev, origin: m.tx.origin, key: "k:" + m.ev.PartitionKey,
 		span: trace.SpanContextFromContext(ctx), claim: claim})
 	m.res.Outcome, m.res.Reason = outcomeDeciding, "its decision is being asked"
-	return p.finish(ctx, m, "", nil)
+	return p.closeSavepoint(ctx, m, "", nil)
 }
 
 // preClaim claims, in the transaction that takes ev's turn, the right to
@@ -199,7 +199,7 @@ func (p *pipeline) afterPredecessor(ctx context.Context, m *message) (reached, e
 	}
 	m.tx.undecided = append(m.tx.undecided, undecided{in: m.in, ev: m.ev, origin: m.tx.origin, key: "k:" + m.ev.PartitionKey, after: true})
 	m.res.Outcome, m.res.Reason = outcomeDeciding, "runs after its predecessor, which is being decided"
-	return p.finish(ctx, m, "", nil)
+	return p.closeSavepoint(ctx, m, "", nil)
 }
 
 // wait sends a message back without counting an attempt: its decision is
@@ -214,7 +214,7 @@ func (p *pipeline) wait(ctx context.Context, m *message, reason string, after ti
 		return p.boundElsewhere(ctx, m, bound, "its key's turn")
 	}
 	m.res.Outcome, m.res.Reason, m.res.RetryAfter = seqboxtype.Retry, reason, after
-	return p.finish(ctx, m, "", nil)
+	return p.closeSavepoint(ctx, m, "", nil)
 }
 
 // claimWait is how long a message waits for another process's claim
