@@ -122,9 +122,11 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	// wait for SQLite's one writer (another batch's time) is left out.
 	began := time.Now()
 	btx := &batchTx{tx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
-	if err := c.p.lockBusinessKeys(ctx, btx, ins); err != nil {
-		tx.Rollback()
-		return nil, nil, err
+	if c.cfg.Decide != nil {
+		if err := c.p.lockBusinessKeys(ctx, btx, ins); err != nil {
+			tx.Rollback()
+			return nil, nil, err
+		}
 	}
 	var out [][]seqboxtype.Result
 	defer func() { btx.endSpans(out, err) }()

@@ -17,7 +17,7 @@ import (
 // The partition key's turn. Its row lock (lockKey) orders the
 // transactions of one key: without it held through TurnTake, another
 // process's transaction did not see the uncommitted turn and decided and
-// applied the key's next event first (lockTurnKey).
+// applied the key's next event first (lockForTurn).
 //
 // The business-key reservation. With Decide, an
 // event's business key is reserved by the turn it takes before its
@@ -32,9 +32,6 @@ import (
 // of them runs, in byte order: a transaction then never waits for a
 // business key while holding a partition key's lock another waits for.
 func (p *pipeline) lockBusinessKeys(ctx context.Context, tx *batchTx, ins []input) error {
-	if p.cfg.Decide == nil {
-		return nil
-	}
 	var keys []string
 	for _, in := range ins {
 		if in.parsed && in.perr == nil && in.ev.BusinessKey != "" {
@@ -50,22 +47,19 @@ func (p *pipeline) lockBusinessKeys(ctx context.Context, tx *batchTx, ins []inpu
 	return nil
 }
 
-// lockBusinessKey locks ev's business key before its delivery's savepoint,
-// for a message the batch did not lock up front (one let out of the
-// parked table).
-func (p *pipeline) lockBusinessKey(ctx context.Context, tx *batchTx, ev seqboxtype.Event) error {
-	if p.cfg.Decide == nil || ev.BusinessKey == "" {
-		return nil
+// lockForTurn takes, for a consumer with Decide, the locks a message's
+// turn relies on, before its savepoint: its business key, when the batch
+// did not lock it up front (a message let out of the parked table), and,
+// on a store whose write transactions run side by side (PostgreSQL), its
+// partition key, so that the turn it may take holds the key's lock to
+// the commit. SQLite runs one writer at a time and needs the latter not.
+func (p *pipeline) lockForTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) error {
+	if ev.BusinessKey != "" {
+		if err := tx.lockBusinessKey(ctx, p.cfg.Name, ev.BusinessKey); err != nil {
+			return err
+		}
 	}
-	return tx.lockBusinessKey(ctx, p.cfg.Name, ev.BusinessKey)
-}
-
-// lockTurnKey locks ev's partition key before its delivery's savepoint,
-// for a consumer with Decide on a store whose write transactions run side
-// by side (PostgreSQL), so that the turn it may take holds the key's lock
-// to the commit. SQLite runs one writer at a time and needs none.
-func (p *pipeline) lockTurnKey(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) error {
-	if p.cfg.Decide == nil || ev.PartitionKey == "" || p.serialWriters {
+	if ev.PartitionKey == "" || p.serialWriters {
 		return nil
 	}
 	_, err := p.lockKey(ctx, tx, ev.PartitionKey, now)

@@ -9,7 +9,7 @@ package seqbox_test
 // delivery's savepoint, and awaitDecision rolls back to that savepoint
 // before TurnTake: PostgreSQL lets go a row lock taken in a rolled-back
 // savepoint, so the turn was written without the key's lock. The lock is
-// now taken before the savepoint (business_key_lock.go, lockTurnKey).
+// now taken before the savepoint (business_key_lock.go, lockForTurn).
 
 import (
 	"context"

@@ -187,11 +187,8 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 	}()
 	now := p.cfg.Now()
 	ev, perr := in.event(p.cfg.VolatileAttributes)
-	if perr == nil && in.oversized() == nil {
-		if err := p.lockBusinessKey(ctx, tx, ev); err != nil {
-			return reached{}, err
-		}
-		if err := p.lockTurnKey(ctx, tx, ev, now); err != nil {
+	if p.cfg.Decide != nil && perr == nil && in.oversized() == nil {
+		if err := p.lockForTurn(ctx, tx, ev, now); err != nil {
 			return reached{}, err
 		}
 	}
