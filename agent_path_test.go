@@ -275,7 +275,7 @@ func TestConcurrentCopiesWithDifferentPayloads(t *testing.T) {
 // Class 7: a message released from the parked table, or redriven, is
 // decided outside any transaction: the decider can write to the database
 // while it decides, which an open SQLite write transaction would forbid.
-func TestReleasedAndRedrivenAreDecidedOutsideTheTransaction(t *testing.T) {
+func TestUnparkedAndRedrivenAreDecidedOutsideTheTransaction(t *testing.T) {
 	b := setup(t)
 	a := newAgent()
 	_, err := b.store.DB().Exec(`CREATE TABLE probe (id TEXT)`)

@@ -228,7 +228,7 @@ func (p *pipeline) failed(ctx context.Context, m *message, herr error) (reached,
 			ReceivedVersion: m.ev.ObjectVersion, CurrentVersion: m.ks.Version, Outcome: seqboxtype.Retry, Reason: m.res.Reason,
 			NextAction: "redelivery after " + backoff.String(), At: m.now})
 		if row := m.in.parkedRow(); err == nil && row != nil {
-			err = m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: row.Seq, Until: m.now.Add(backoff), Detail: fmt.Sprintf("released, then %s; released again after %s", m.res.Reason, backoff)})
+			err = m.tx.ParkedRehold(ctx, store.ParkedReholdParams{Seq: row.Seq, Until: m.now.Add(backoff), Detail: fmt.Sprintf("unparked, then %s; unparked again after %s", m.res.Reason, backoff)})
 		}
 		return p.closeSavepoint(ctx, m, "", err)
 	}

@@ -77,7 +77,7 @@ type Config struct {
 	// the fixed part every batch pays), and a batch holds as many
 	// messages as add up to half the target. When the oldest waiting
 	// delivery is already past the target, batches grow to BatchSize
-	// to drain the backlog fastest. A delivery waits for its batch to
+	// to work off a backlog fastest. A delivery waits for its batch to
 	// fill only while another batch runs, a quarter of the target at
 	// most (group commit; none with Decide, or on a store with one
 	// writer, which runs one batch at a time). Default

@@ -13,7 +13,7 @@ import (
 
 // DeliverBatch applies several messages in one transaction (one fsync),
 // each decided as if delivered alone and in order: here a version that
-// arrives before its predecessor is held, then released when the
+// arrives before its predecessor is held, then unparked when the
 // predecessor applies later in the same batch.
 func ExampleConsumer_DeliverBatch() {
 	ctx := context.Background()

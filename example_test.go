@@ -80,7 +80,7 @@ func ExampleParseEvent() {
 	// Output: invalid event: objectversion: "v3" is not an integer
 }
 
-// RunUntilIdle consumes from a queue until it is drained: here three
+// RunUntilIdle consumes from a queue until it is empty: here three
 // deliveries, one of them a redelivery of the same event, in the embedded
 // queue that shares the store's file.
 func ExampleConsumer_RunUntilIdle() {

@@ -53,7 +53,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 				return &gateResult{after: true}, nil
 			}
 			reason := fmt.Sprintf("waiting behind %s/%s, which is retrying", r.Source, r.ID)
-			return &gateResult{Outcome: seqboxtype.Held, Reason: reason, NextAction: "none: released when its predecessor settles"},
+			return &gateResult{Outcome: seqboxtype.Held, Reason: reason, NextAction: "none: unparked when its predecessor reaches a final outcome"},
 				tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 		}
 	}
@@ -87,7 +87,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 			DecidedBy: "gap_policy=advance", Reason: fmt.Sprintf("version %d arrived while %d was expected", v, expected), At: now})
 	}
 	reason := fmt.Sprintf("waiting for version %d (got %d)", expected, v)
-	return &gateResult{Outcome: seqboxtype.Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: released when version %d arrives",
+	return &gateResult{Outcome: seqboxtype.Held, Reason: reason, NextAction: fmt.Sprintf("none until %s: unparked when version %d arrives",
 			now.Add(p.cfg.HoldTimeout).Format(time.RFC3339), expected)},
 		tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkHeld, reason, now, now.Add(p.cfg.HoldTimeout)))
 }

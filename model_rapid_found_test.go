@@ -190,7 +190,7 @@ func TestRapidFoundSkipDuringARedrive(t *testing.T) {
 }
 
 // Bug 5 (fixed by 0804773: stale before any turn). A message let out of the parked table whose decision then fails
-// (or dies with its process) is re-held for the sweep ("released again
+// (or dies with its process) is re-held for the sweep ("unparked again
 // after 10ms"). An event at or below the key's version that arrives
 // meanwhile parks behind its turn instead of being stale, and from then
 // on every sweep lets nothing out; when the latecomer's hold times out,
@@ -198,7 +198,7 @@ func TestRapidFoundSkipDuringARedrive(t *testing.T) {
 // version 2"). Here the message was let out by ReleaseKey (its decision
 // fails once, attempt 1 of 3), the latecomer is v2, which the release
 // recorded as a gap.
-func TestRapidFoundLatecomerStallsAReleasedMessage(t *testing.T) {
+func TestRapidFoundLatecomerStallsAnUnparkedMessage(t *testing.T) {
 	b := setup(t)
 	a := newAgent()
 	clock := newFoundClock()

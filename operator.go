@@ -306,8 +306,8 @@ func (c *Consumer) Sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 // expireHold acts on a hold that DueHolds found due, after checking under
 // the key's lock that it still is: the key is not blocked, the held message
 // is still the lowest one parked and still past its deadline. A message
-// that is next in line (a released message whose backoff passed) is simply
-// released again; a hold behind a predecessor that holds the key's turn
+// that is next in line (an unparked message whose backoff passed) is simply
+// unparked again; a hold behind a predecessor that holds the key's turn
 // waits for it; otherwise HoldExpiry decides.
 func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, now time.Time) ([]seqboxtype.Result, error) {
 	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: h.PartitionKey})

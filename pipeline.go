@@ -159,7 +159,7 @@ type pipeline struct {
 
 // deliver runs one message through inbox, gate and handler inside tx, then
 // unparks the key. The first result is the message's own; any that follow
-// are parked successors released by unparking. An error means the store
+// are parked successors let out by unparking. An error means the store
 // failed and the whole batch must be abandoned.
 func (p *pipeline) deliver(ctx context.Context, tx *batchTx, in input) ([]seqboxtype.Result, error) {
 	if k, ok := in.kind.(unparking); ok {

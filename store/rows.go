@@ -61,7 +61,7 @@ type KeyState struct {
 	// HasParked and HasRetries say whether any message of the key is
 	// parked, or has failed attempts recorded, as Tx.Key read them under
 	// the key's lock (other queries leave them false). The pipeline skips
-	// the drain and the retry checks of a key that has neither.
+	// the unparking and the retry checks of a key that has neither.
 	HasParked, HasRetries bool
 }
 

@@ -280,7 +280,7 @@ func runCompeting(t *testing.T, db string) {
 	res := verifyCompeting(t, st.DB(), w)
 	t.Logf("published in %s; drained all queues in %s (%.0f deliveries/s across %d processes); stopped cleanly",
 		published.Round(time.Millisecond), drained.Round(time.Millisecond), float64(deliveries)/drained.Seconds(), competingProcs)
-	t.Logf("effects=%d (events %d), audit outcomes %v, non-applied decisions=%d (need >= %d), held then drained=%d",
+	t.Logf("effects=%d (events %d), audit outcomes %v, non-applied results=%d (need >= %d), held then unparked=%d",
 		res.effects, len(w.events), res.audit, res.nonApplied, deliveries-len(w.events), res.audit["held"])
 	t.Logf("batch failures logged by the processes (rolled back and redelivered): %d", batchFailures)
 	if isPG {

@@ -384,7 +384,7 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 	// The poison stays until the queue is consumed, so that the poison
 	// events are dead-lettered (and their keys blocked) before the
 	// redrive, however slowly the store goes.
-	s.h.progress("%s: %d events accepted; waiting for the queue to drain", s.name, len(wl.originals))
+	s.h.progress("%s: %d events accepted; waiting for the queue to empty", s.name, len(wl.originals))
 	for {
 		n, err := s.count(ctx, `SELECT COUNT(*) FROM seqbox_queue`)
 		if err != nil {

@@ -130,7 +130,7 @@ func (m *Model) clockSteps(s *State, emit func(step, *State)) {
 			// looks at the turn first and lets nothing out.
 			m.reach(gDrainTurnHeld)
 			if m.mut(UnparkPastTurn) {
-				try(s, step{kind: stSweepUnpark, x: int8(k)}, emit, func(t *State) { m.drain(t, k) })
+				try(s, step{kind: stSweepUnpark, x: int8(k)}, emit, func(t *State) { m.unpark(t, k) })
 			}
 		}
 		if m.holdDue(s, k) {
@@ -171,7 +171,7 @@ func (m *Model) blockByHold(s *State, k int) {
 				m.skipTo(s, k, v-1)
 			}
 		}
-		m.drain(s, k)
+		m.unpark(s, k)
 		return
 	}
 	s.Key[k].Blocked = blockedByHold
@@ -328,7 +328,7 @@ func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
 			if v := m.msgs[i].ver; v > 0 {
 				m.skipTo(t, k, v)
 			}
-			m.drain(t, k)
+			m.unpark(t, k)
 		})
 	}
 	for k := range m.keys {
@@ -371,5 +371,5 @@ func (m *Model) releaseKey(s *State, k int) {
 			m.skipTo(s, k, v-1)
 		}
 	}
-	m.drain(s, k)
+	m.unpark(s, k)
 }

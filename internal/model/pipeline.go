@@ -2,7 +2,7 @@ package model
 
 // pipeline is one delivery's transaction (docs/design.md §5): inbox, ordering
 // gate, business key, then either the effect (when the decision is
-// recorded) or the key's turn, and the drain. It runs atomically: a crash
+// recorded) or the key's turn, and the unparking. It runs atomically: a crash
 // before it commits is a crash before it started. It leaves the worker at
 // its next phase.
 func (m *Model) pipeline(s *State, w int) {
@@ -179,7 +179,7 @@ func (m *Model) collide(s *State, w int) {
 	s.Worker[w].Phase, s.Worker[w].Seq = finish, 0
 }
 
-// apply runs the effect, advances the key and drains (steps 5 to 7).
+// apply runs the effect, advances the key and unparks (steps 5 to 7).
 func (m *Model) apply(s *State, w int) {
 	wk := &s.Worker[w]
 	msg := m.msgs[wk.Msg]
@@ -203,7 +203,7 @@ func (m *Model) apply(s *State, w int) {
 		m.reach(gRedriveApplied)
 		m.unblock(s, msg.key) // its redrive applied
 	}
-	m.drain(s, msg.key)
+	m.unpark(s, msg.key)
 }
 
 // endWith records a final outcome other than applied and unparks its key's successors.
@@ -225,7 +225,7 @@ func (m *Model) endWith(s *State, w int, st status) {
 		// suppressed, so its successors are not held behind it.
 		key.Ver, key.LastApplied = int8(msg.ver), int8(msg.ver)
 	}
-	m.drain(s, msg.key)
+	m.unpark(s, msg.key)
 }
 
 // park writes the message to the parked table; the copy is then acked.
@@ -274,11 +274,11 @@ func (s *State) nextTurnSeq(m *Model) uint8 {
 	return seq + 1
 }
 
-// drain lets the key's next parked message out (step 7): the oldest
-// unversioned one, or the next version; a passed version settles stale.
+// unpark lets the key's next parked message out (step 7): the oldest
+// unversioned one, or the next version; a passed version ends stale.
 // The one let out takes the key's turn and waits, ready, for a worker to
 // decide and run it.
-func (m *Model) drain(s *State, k int) {
+func (m *Model) unpark(s *State, k int) {
 	for {
 		key := &s.Key[k]
 		next := s.nextParked(m, k)

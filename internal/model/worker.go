@@ -287,7 +287,7 @@ func (m *Model) deadLetter(s *State, w int) {
 			m.skipTo(s, msg.key, msg.ver)
 			id.Overtaken = true
 		}
-		m.drain(s, msg.key)
+		m.unpark(s, msg.key)
 		return
 	}
 	for k := range m.keys {

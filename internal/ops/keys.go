@@ -266,7 +266,7 @@ func (r Reporter) holdAdvice(rep KeyReport) string {
 			t.Source, t.ID, t.LastSeen, command("seqbox keys release", rep.PartitionKey, " --by WHO --reason WHY"+r.target()))
 	}
 	if rep.holdUntil.IsZero() {
-		return "wait: released when the retrying predecessor settles"
+		return "wait: unparked when the retrying predecessor reaches a final outcome"
 	}
 	what := "the missing version"
 	if rep.Expected != nil {

@@ -19,12 +19,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// exerciseHardening covers what a hostile review found: a retry released
-// by a drain, rejected input delivered again, and operator requests
+// exerciseHardening covers what a hostile review found: a message let out by
+// unparking that retries, rejected input delivered again, and operator requests
 // executed only by the consumer that owns the handler.
 func exerciseHardening(t *testing.T, open Factory) {
-	t.Run("DrainedRetrySweptAfterBackoff", func(t *testing.T) { hardDrainedRetrySwept(t, open) })
-	t.Run("DrainedRetryAtOnceForRecord", func(t *testing.T) { hardDrainedRetryAtOnce(t, open) })
+	t.Run("UnparkedRetrySweptAfterBackoff", func(t *testing.T) { hardUnparkedRetrySwept(t, open) })
+	t.Run("UnparkedRetryAtOnceForRecord", func(t *testing.T) { hardUnparkedRetryAtOnce(t, open) })
 	t.Run("RejectedTwiceOneDeadLetter", func(t *testing.T) { hardRejectedTwice(t, open) })
 	t.Run("OversizedTwiceOneDeadLetter", func(t *testing.T) { hardOversizedTwice(t, open) })
 	t.Run("RegistrationOnFirstDelivery", func(t *testing.T) { hardRegistration(t, open) })
@@ -150,10 +150,10 @@ func flakyOnce(name, id string) (seqbox.Handler, *atomic.Int32) {
 	}, &calls
 }
 
-// v1, then v3 (held), then v2: v2's drain releases v3, which fails once.
+// v1, then v3 (held), then v2: v2's unparking lets v3 out, which fails once.
 // The library leaves it held for its backoff, says so in the key's detail,
 // and the next sweep after the backoff applies it.
-func hardDrainedRetrySwept(t *testing.T, open Factory) {
+func hardUnparkedRetrySwept(t *testing.T, open Factory) {
 	e := ordSetup(t, open)
 	h, calls := flakyOnce(e.cfg.Name, "o-3")
 	c := e.consumer(func(cfg *seqbox.Config) { cfg.Handler = h })
@@ -181,9 +181,9 @@ func hardDrainedRetrySwept(t *testing.T, open Factory) {
 }
 
 // The same with replay's record handler, whose retries are redelivered at
-// once (docs/design.md §17): the released v3 fails every time, so it is retried in
+// once (docs/design.md §17): the unparked v3 fails every time, so it is retried in
 // the same pass until dead-lettered, and nothing stays held or retrying.
-func hardDrainedRetryAtOnce(t *testing.T, open Factory) {
+func hardUnparkedRetryAtOnce(t *testing.T, open Factory) {
 	e := ordSetup(t, open)
 	cfg := e.cfg
 	c, err := replay.NewConsumer(cfg)

@@ -86,7 +86,7 @@ func ordDeadline(t *testing.T, open Factory) {
 		require.Equal(t, []string{"2-2 by pipeline"}, e.gapLines(k))
 		require.Contains(t, e.gaps(k)[0].Reason, "expired")
 		require.Equal(t, []string{"E3:applied"}, ordSummary(e.deliver(c, ordEvent("E3", k, 3, "pedido_pago", ordWithTime(ordT0.Add(-10*time.Minute))), 1)))
-		// An expired event that was held: released by its predecessor, it is
+		// An expired event that was held: unparked by its predecessor, it is
 		// expired at release and the one after it still applies.
 		require.Equal(t, []string{"E5:held"}, ordSummary(e.deliver(c, ordEvent("E5", k, 5, "pedido_enviado", ordWithTime(ordT0)), 1)))
 		results = e.deliver(c, ordEvent("E4", k, 4, "oferta_relampago", ordWithTime(ordT0.Add(-3*time.Hour))), 1)

@@ -369,7 +369,7 @@ func ordRestart(t *testing.T, open Factory) {
 		})
 	}
 
-	// A crash while 2 drains the held 3: the drain rolls back with it, and 3
+	// A crash while 2 unparks the held 3: the unparking rolls back with it, and 3
 	// is still parked, not lost.
 	t.Run("DuringDrain", func(t *testing.T) {
 		e := ordSetup(t, open)

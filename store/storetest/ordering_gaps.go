@@ -66,7 +66,7 @@ func ordOutOfOrder(t *testing.T, open Factory) {
 	require.Equal(t, []string{"E3 held 3/1"}, e.auditLines(k))
 	a := e.auditRow(k, "E3", seqboxtype.Held)
 	require.Contains(t, a.Reason, "waiting for version 2")
-	require.Contains(t, a.NextAction, "released when version 2 arrives")
+	require.Contains(t, a.NextAction, "unparked when version 2 arrives")
 	require.Empty(t, e.gapLines(k))
 	require.Equal(t, int64(3), e.counts().Applied)
 	e.requireNothingParked()

@@ -170,7 +170,7 @@ func ordPropertyRun(t *testing.T, st store.Store, consumer string, seed uint64, 
 	}
 	run(pass1)
 	run(pass2)
-	// A released (parked) message that failed transiently waits out its
+	// An unparked message that failed transiently waits out its
 	// backoff as held; the sweeper releases it once that has passed. Let
 	// backoffs pass, but never a hold timeout.
 	for range 10 {

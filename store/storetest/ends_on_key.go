@@ -15,7 +15,7 @@ import (
 // back later, and housekeeping must act only on what is still true.
 func exerciseFinish(t *testing.T, open Factory) {
 	const k = "OPP-77"
-	t.Run("RetryThenExpiredReleasesSuccessors", func(t *testing.T) {
+	t.Run("RetryThenExpiredUnparksSuccessors", func(t *testing.T) {
 		e := ordSetup(t, open, func(c *seqbox.Config) { c.MaxAge = time.Minute })
 		h := newOrdHandler(e.cfg.Name)
 		h.failOnce("a")
@@ -79,7 +79,7 @@ func exerciseFinish(t *testing.T, open Factory) {
 		require.Equal(t, []string{"v6:applied", "v7:applied"}, ordSummary(e.deliver(c, raw6, 2)))
 		require.Empty(t, e.gapLines(k))
 	})
-	t.Run("ReleasedMessageBacksOffInsteadOfBurningAttempts", func(t *testing.T) {
+	t.Run("UnparkedMessageBacksOffInsteadOfBurningAttempts", func(t *testing.T) {
 		e := ordSetup(t, open)
 		h := newOrdHandler(e.cfg.Name)
 		c := e.consumer(func(c *seqbox.Config) { c.Handler = h.handle })
