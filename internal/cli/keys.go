@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
@@ -53,7 +55,7 @@ func keysShowCmd() *cobra.Command {
 				if err != nil {
 					return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
 				}
-				return ops.WriteKey(cmd.OutOrStdout(), d, f.out)
+				return writeKey(cmd.OutOrStdout(), d, f.out)
 			})
 		},
 	}
@@ -100,4 +102,51 @@ redrive --help for how the request reaches the consumer.`,
 	}
 	f.register(c, true)
 	return c
+}
+
+// writeKey prints one key in full: text, or the key's report followed by
+// the admin API's view of what is recorded about it (serve.KeyRecord),
+// one view for every way out. --output json is one object, the report's
+// fields with first_version and the parked, gaps and audit arrays;
+// --output jsonl is a line per record, told apart by kind: one "key"
+// line (the report and first_version), then "parked", "gap" and "audit"
+// lines.
+func writeKey(w io.Writer, d ops.KeyDetail, out ops.Format) error {
+	if !out.Structured() {
+		return ops.WriteKey(w, d)
+	}
+	rec := serve.KeyRecordOf(d)
+	if out == ops.JSON {
+		return ops.NewJSONEncoder(w).Encode(struct {
+			ops.KeyReport
+			serve.KeyRecord
+		}{d.KeyReport, rec})
+	}
+	type kind struct {
+		Kind string `json:"kind"`
+	}
+	lines := []any{struct {
+		kind
+		ops.KeyReport
+		FirstVersion ops.FirstVersionRule `json:"first_version"`
+	}{kind{"key"}, d.KeyReport, rec.FirstVersion}}
+	for _, p := range rec.Parked {
+		lines = append(lines, struct {
+			kind
+			serve.ParkedView
+		}{kind{"parked"}, p})
+	}
+	for _, g := range rec.Gaps {
+		lines = append(lines, struct {
+			kind
+			serve.GapView
+		}{kind{"gap"}, g})
+	}
+	for _, a := range rec.Audit {
+		lines = append(lines, struct {
+			kind
+			serve.AuditView
+		}{kind{"audit"}, a})
+	}
+	return ops.WriteRows(w, ops.JSONLines, lines)
 }

@@ -407,7 +407,7 @@ func (c *adminClient) showKey(key string, out ops.Format) error {
 	if err != nil {
 		return err
 	}
-	return ops.WriteKey(c.cmd.OutOrStdout(), d, out)
+	return writeKey(c.cmd.OutOrStdout(), d, out)
 }
 
 // act posts an action with who asks and why, and prints the decisions

@@ -293,54 +293,10 @@ func WriteKeys(w io.Writer, reps []KeyReport, out Format) error {
 	return t.flush()
 }
 
-// Lines of `seqbox keys show --json`, told apart by kind.
-type (
-	keyLine struct {
-		Kind string `json:"kind"`
-		KeyReport
-		FirstVersion FirstVersionRule `json:"first_version"`
-	}
-	parkedLine struct {
-		Kind          string  `json:"kind"`
-		Seq           int64   `json:"seq"`
-		Source        string  `json:"source"`
-		ID            string  `json:"id"`
-		ObjectVersion *int64  `json:"objectversion"`
-		Reason        string  `json:"reason"`
-		Detail        string  `json:"detail"`
-		ParkedAt      *string `json:"parked_at"`
-		HoldUntil     *string `json:"hold_until"`
-		Envelope      string  `json:"envelope"`
-	}
-	gapLine struct {
-		Kind        string  `json:"kind"`
-		FromVersion int64   `json:"from_version"`
-		ToVersion   int64   `json:"to_version"`
-		DecidedBy   string  `json:"decided_by"`
-		Reason      string  `json:"reason"`
-		At          *string `json:"at"`
-	}
-	auditLine struct {
-		Kind            string  `json:"kind"`
-		Seq             int64   `json:"seq"`
-		At              *string `json:"at"`
-		Source          string  `json:"source"`
-		ID              string  `json:"id"`
-		ReceivedVersion *int64  `json:"received_version"`
-		CurrentVersion  *int64  `json:"current_version"`
-		Outcome         string  `json:"outcome"`
-		Reason          string  `json:"reason"`
-		NextAction      string  `json:"next_action"`
-	}
-)
-
-// WriteKey prints one key in full. In JSON lines every line has a kind:
-// one "key" line, then "parked", "gap" and "audit" lines; in JSON they are
-// one object: the key's fields, with "parked", "gaps" and "audit" arrays.
-func WriteKey(w io.Writer, d KeyDetail, out Format) error {
-	if out.Structured() {
-		return writeKeyJSON(w, d, out)
-	}
+// WriteKey prints one key in full, as text. Its JSON is the key's report
+// and the admin API's view of what is recorded about it
+// (serve.KeyRecordOf).
+func WriteKey(w io.Writer, d KeyDetail) error {
 	r := d.KeyReport
 	f := newFields(w)
 	f.add("partitionkey", r.PartitionKey)
@@ -417,48 +373,6 @@ func section(w io.Writer, title string, n int) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%s:\n", title)
 	return err
-}
-
-func writeKeyJSON(w io.Writer, d KeyDetail, out Format) error {
-	doc := keyDocument{KeyReport: d.KeyReport, FirstVersion: d.FirstVersion, Parked: []parkedLine{}, Gaps: []gapLine{}, Audit: []auditLine{}}
-	for _, p := range d.Parked {
-		doc.Parked = append(doc.Parked, parkedLine{Kind: "parked", Seq: p.Seq, Source: p.Source, ID: p.ID,
-			ObjectVersion: p.ObjectVersion, Reason: string(p.Reason), Detail: p.Detail, ParkedAt: jsonTime(p.ParkedAt),
-			HoldUntil: jsonTime(p.HoldUntil), Envelope: string(p.Envelope)})
-	}
-	for _, g := range d.Gaps {
-		doc.Gaps = append(doc.Gaps, gapLine{Kind: "gap", FromVersion: g.FromVersion, ToVersion: g.ToVersion,
-			DecidedBy: g.DecidedBy, Reason: g.Reason, At: jsonTime(g.At)})
-	}
-	for _, a := range d.Audit {
-		doc.Audit = append(doc.Audit, auditLine{Kind: "audit", Seq: a.Seq, At: jsonTime(a.At), Source: a.Source, ID: a.ID,
-			ReceivedVersion: a.ReceivedVersion, CurrentVersion: a.CurrentVersion, Outcome: string(a.Outcome),
-			Reason: a.Reason, NextAction: a.NextAction})
-	}
-	if out == JSON {
-		return newEncoder(w).Encode(doc)
-	}
-	lines := []any{keyLine{Kind: "key", KeyReport: d.KeyReport, FirstVersion: d.FirstVersion}}
-	for _, p := range doc.Parked {
-		lines = append(lines, p)
-	}
-	for _, g := range doc.Gaps {
-		lines = append(lines, g)
-	}
-	for _, a := range doc.Audit {
-		lines = append(lines, a)
-	}
-	return writeJSONLines(w, lines)
-}
-
-// keyDocument is `seqbox keys show --output json`: the key's fields, and
-// what is parked behind it, its gaps and its audit trail.
-type keyDocument struct {
-	KeyReport
-	FirstVersion FirstVersionRule `json:"first_version"`
-	Parked       []parkedLine     `json:"parked"`
-	Gaps         []gapLine        `json:"gaps"`
-	Audit        []auditLine      `json:"audit"`
 }
 
 // FirstVersionRule is where a key's versions start: a FirstVersion the

@@ -205,17 +205,7 @@ func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	v := KeyDetailView{KeyItem: keyItem(withExpected(d.KeyReport, versions), s.consumerNow()), FirstVersion: d.FirstVersion,
-		Parked: []ParkedView{}, Gaps: []GapView{}, Audit: []AuditView{}}
-	for _, p := range d.Parked {
-		v.Parked = append(v.Parked, parkedView(p))
-	}
-	for _, g := range d.Gaps {
-		v.Gaps = append(v.Gaps, GapView{From: g.FromVersion, To: g.ToVersion, DecidedBy: g.DecidedBy, Reason: g.Reason, At: stamp(g.At)})
-	}
-	for _, a := range d.Audit {
-		v.Audit = append(v.Audit, auditView(a))
-	}
+	v := KeyDetailView{KeyItem: keyItem(withExpected(d.KeyReport, versions), s.consumerNow()), KeyRecord: KeyRecordOf(d)}
 	writeJSON(w, http.StatusOK, v)
 }
 

@@ -201,7 +201,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 		page.NextBefore = &matched[0].Seq
 	}
 	for _, a := range matched {
-		page.Audit = append(page.Audit, auditView(a))
+		page.Audit = append(page.Audit, AuditViewOf(a))
 	}
 	if q.id != "" {
 		sources := map[string]bool{}

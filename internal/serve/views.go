@@ -32,7 +32,8 @@ type APIAction struct {
 	Path   string `json:"path"`
 }
 
-// ParkedView is one parked message.
+// ParkedView is one parked message, the one JSON view of it (the admin
+// API's and `seqbox keys show --output json`'s).
 type ParkedView struct {
 	Seq           int64   `json:"seq"`
 	Source        string  `json:"source"`
@@ -66,7 +67,7 @@ func payload(b []byte) Payload {
 	return p
 }
 
-// GapView is one recorded gap.
+// GapView is one recorded gap, the one JSON view of it.
 type GapView struct {
 	From      int64   `json:"from_version"`
 	To        int64   `json:"to_version"`
@@ -75,7 +76,8 @@ type GapView struct {
 	At        *string `json:"at"`
 }
 
-// AuditView is one audit row.
+// AuditView is one audit row, the one JSON view of it (GET keys/{key},
+// GET audit and `seqbox keys show --output json`).
 type AuditView struct {
 	Seq             int64   `json:"seq"`
 	Source          string  `json:"source"`
@@ -89,14 +91,38 @@ type AuditView struct {
 	At              *string `json:"at"`
 }
 
-// KeyDetailView is GET /v1/admin/keys/{key}.
+// KeyDetailView is GET /v1/admin/keys/{key}: the key as GET keys lists
+// it, and what is recorded about it.
 type KeyDetailView struct {
 	KeyItem
+	KeyRecord
+}
+
+// KeyRecord is what is recorded about one key, the one JSON view of it:
+// the admin API's (KeyDetailView) and `seqbox keys show --output json`'s,
+// which prints it after the key's report.
+type KeyRecord struct {
 	// FirstVersion says where the key's versions start, and by which rule.
 	FirstVersion ops.FirstVersionRule `json:"first_version"`
 	Parked       []ParkedView         `json:"parked"`
 	Gaps         []GapView            `json:"gaps"`
 	Audit        []AuditView          `json:"audit"`
+}
+
+// KeyRecordOf is what d records about its key, as the admin API and the
+// CLI's JSON show it; each list is [] when empty.
+func KeyRecordOf(d ops.KeyDetail) KeyRecord {
+	v := KeyRecord{FirstVersion: d.FirstVersion, Parked: []ParkedView{}, Gaps: []GapView{}, Audit: []AuditView{}}
+	for _, p := range d.Parked {
+		v.Parked = append(v.Parked, ParkedViewOf(p))
+	}
+	for _, g := range d.Gaps {
+		v.Gaps = append(v.Gaps, GapViewOf(g))
+	}
+	for _, a := range d.Audit {
+		v.Audit = append(v.Audit, AuditViewOf(a))
+	}
+	return v
 }
 
 // DeadLetterView is one DLQ row, the one JSON view of it: the admin API's
@@ -143,13 +169,20 @@ func DeadLetterViewOf(letter store.DeadLetter, full bool) DeadLetterView {
 	return v
 }
 
-func parkedView(p store.Parked) ParkedView {
+// ParkedViewOf is p as the admin API and the CLI's JSON show it.
+func ParkedViewOf(p store.Parked) ParkedView {
 	return ParkedView{Seq: p.Seq, Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, ObjectVersion: p.ObjectVersion,
 		Reason: string(p.Reason), Detail: p.Detail, PayloadHash: p.PayloadHash, ParkedAt: stamp(p.ParkedAt), HoldUntil: stamp(p.HoldUntil),
 		Envelope: payload(p.Envelope)}
 }
 
-func auditView(a store.AuditRow) AuditView {
+// GapViewOf is g as the admin API and the CLI's JSON show it.
+func GapViewOf(g store.Gap) GapView {
+	return GapView{From: g.FromVersion, To: g.ToVersion, DecidedBy: g.DecidedBy, Reason: g.Reason, At: stamp(g.At)}
+}
+
+// AuditViewOf is a as the admin API and the CLI's JSON show it.
+func AuditViewOf(a store.AuditRow) AuditView {
 	return AuditView{Seq: a.Seq, Source: a.Source, ID: a.ID, PartitionKey: a.PartitionKey, ReceivedVersion: a.ReceivedVersion,
 		CurrentVersion: a.CurrentVersion, Outcome: string(a.Outcome), Reason: a.Reason, NextAction: a.NextAction, At: stamp(a.At)}
 }
