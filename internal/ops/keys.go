@@ -35,7 +35,8 @@ type KeyReport struct {
 	PartitionKey string `json:"partitionkey"`
 	Status       string `json:"status"`
 	// Version is the last committed version; Expected the one that may
-	// apply next (nil when none can: the key has no version yet and takes
+	// apply next (for a key blocked by its first message, that message's
+	// version; nil when none can: the key has no version yet and takes
 	// its first event as its baseline, or Version is math.MaxInt64, which
 	// nothing follows); LowestParked the lowest version waiting behind it.
 	Version      *int64 `json:"version"`
@@ -162,9 +163,9 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 	return d, err
 }
 
-// openDeadLetters maps the identity of each open DLQ row to its seq, when
+// openDeadLetters maps the identity of each open DLQ row to the row, when
 // some key is blocked behind a message.
-func (r Reporter) openDeadLetters(ctx context.Context, views []store.KeyView) (map[[2]string]int64, error) {
+func (r Reporter) openDeadLetters(ctx context.Context, views []store.KeyView) (map[[2]string]store.DeadLetter, error) {
 	need := false
 	for _, v := range views {
 		need = need || (v.Blocked && v.BlockedID != "")
@@ -176,16 +177,16 @@ func (r Reporter) openDeadLetters(ctx context.Context, views []store.KeyView) (m
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[[2]string]int64, len(letters))
+	m := make(map[[2]string]store.DeadLetter, len(letters))
 	for _, letter := range letters {
-		m[[2]string{letter.Source, letter.ID}] = letter.Seq // oldest first: the latest open row wins
+		m[[2]string{letter.Source, letter.ID}] = letter // oldest first: the latest open row wins
 	}
 	return m, nil
 }
 
 // report builds one KeyReport; parked may be nil and is read when a held
 // key needs it.
-func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string]int64, parked []store.Parked) (KeyReport, error) {
+func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string]store.DeadLetter, parked []store.Parked) (KeyReport, error) {
 	rep := KeyReport{PartitionKey: v.Key, Status: StatusOK, Version: v.Version, LowestParked: v.NextVersion,
 		Held: v.Held, Blocked: v.Blocked, BlockedMessages: v.BlockedCount}
 	switch {
@@ -204,8 +205,13 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 		rep.Status, rep.since, rep.Reason = StatusBlocked, earliest(v.BlockedSince, v.OldestParked), v.BlockedReason
 		if v.BlockedID != "" {
 			rep.BlockedBy = &Blocker{Source: v.BlockedSource, ID: v.BlockedID}
-			if seq, ok := dlq[[2]string{v.BlockedSource, v.BlockedID}]; ok {
-				rep.BlockedBy.DLQSeq = &seq
+			if letter, ok := dlq[[2]string{v.BlockedSource, v.BlockedID}]; ok {
+				rep.BlockedBy.DLQSeq = &letter.Seq
+				if v.Version == nil && rep.Expected == nil {
+					// Blocked by its first message: that message's version
+					// is the one that may apply next.
+					rep.Expected = letter.ObjectVersion
+				}
 			}
 		}
 		rep.Action = blockedAction(rep, r.target())

@@ -168,14 +168,9 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		reps = kept
 	}
 	now := s.consumerNow()
-	versions, err := s.blockerVersions(r.Context(), reps)
-	if err != nil {
-		s.serverError(w, r, err)
-		return
-	}
 	items := make([]KeyItem, len(reps))
 	for i, rep := range reps {
-		items[i] = keyItem(withExpected(rep, versions), now)
+		items[i] = keyItem(rep, now)
 	}
 	sort.SliceStable(items, func(i, j int) bool {
 		if ei, ej := strings.EqualFold(items[i].PartitionKey, search), strings.EqualFold(items[j].PartitionKey, search); search != "" && ei != ej {
@@ -200,40 +195,7 @@ func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	versions, err := s.blockerVersions(r.Context(), []ops.KeyReport{d.KeyReport})
-	if err != nil {
-		s.serverError(w, r, err)
-		return
-	}
-	v := KeyDetailView{KeyItem: keyItem(withExpected(d.KeyReport, versions), s.consumerNow()), KeyRecord: KeyRecordOf(d)}
-	writeJSON(w, http.StatusOK, v)
-}
-
-// blockerVersions maps the DLQ seq of each key's blocker to its version,
-// when a key has no version of its own yet (its first message failed).
-func (s *Server) blockerVersions(ctx context.Context, reps []ops.KeyReport) (map[int64]*int64, error) {
-	need := false
-	for _, rep := range reps {
-		need = need || (rep.Expected == nil && rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil)
-	}
-	if !need {
-		return nil, nil
-	}
-	letters, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
-	m := make(map[int64]*int64, len(letters))
-	for _, letter := range letters {
-		m[letter.Seq] = letter.ObjectVersion
-	}
-	return m, err
-}
-
-// withExpected fills in the expected version of a key blocked by its
-// first message: the version of that message.
-func withExpected(rep ops.KeyReport, versions map[int64]*int64) ops.KeyReport {
-	if rep.Expected == nil && rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil {
-		rep.Expected = versions[*rep.BlockedBy.DLQSeq]
-	}
-	return rep
+	writeJSON(w, http.StatusOK, KeyDetailView{KeyItem: keyItem(d.KeyReport, s.consumerNow()), KeyRecord: KeyRecordOf(d)})
 }
 
 func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
