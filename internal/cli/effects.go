@@ -145,7 +145,7 @@ func effectsResolveCmd() *cobra.Command {
 				if err := ops.ResolveEffect(cmd.Context(), l, consumer, key, res); err != nil {
 					return fmt.Errorf("effects resolve: %w", err)
 				}
-				return resolved(cmd.OutOrStdout(), f.out, key, res)
+				return resolved(cmd.OutOrStdout(), f.out, serve.EffectResolved{IdempotencyKey: key, Resolution: res})
 			})
 		},
 	}
@@ -158,16 +158,13 @@ func effectsResolveCmd() *cobra.Command {
 	return c
 }
 
-// resolved is what a resolution prints: a sentence, or the resolution
-// as one JSON object.
-func resolved(w io.Writer, out ops.Format, key string, res ops.Resolution) error {
+// resolved is what a resolution prints: a sentence, or the admin API's
+// view of it (serve.EffectResolved) as one JSON object.
+func resolved(w io.Writer, out ops.Format, r serve.EffectResolved) error {
 	if out.Structured() {
-		return ops.NewJSONEncoder(w).Encode(struct {
-			IdempotencyKey string `json:"idempotency_key"`
-			ops.Resolution
-		}{key, res})
+		return ops.NewJSONEncoder(w).Encode(r)
 	}
-	_, err := fmt.Fprintf(w, "%s resolved %s by %s\n", key, res.State, res.By)
+	_, err := fmt.Fprintf(w, "%s resolved %s by %s\n", r.IdempotencyKey, r.State, r.By)
 	return err
 }
 
@@ -199,5 +196,5 @@ func (c *adminClient) resolveEffect(key string, res ops.Resolution, out ops.Form
 	if got.IdempotencyKey != key || got.State != res.State {
 		return c.unreadable(fmt.Errorf("it resolved %q to %q, not %q to %q", got.IdempotencyKey, got.State, key, res.State))
 	}
-	return resolved(c.cmd.OutOrStdout(), out, key, res)
+	return resolved(c.cmd.OutOrStdout(), out, got)
 }

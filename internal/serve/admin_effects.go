@@ -24,11 +24,13 @@ type EffectsView struct {
 	Effects  []effects.Effect `json:"effects"`
 }
 
-// EffectResolved is the answer of POST /v1/admin/effects/{key}/resolve.
+// EffectResolved is a call settled by hand, the one JSON view of it: the
+// answer of POST /v1/admin/effects/{key}/resolve and what `seqbox effects
+// resolve --output json` prints. It is the resolution, under the call's
+// idempotency key.
 type EffectResolved struct {
-	IdempotencyKey string        `json:"idempotency_key"`
-	State          effects.State `json:"state"`
-	By             string        `json:"by"`
+	IdempotencyKey string `json:"idempotency_key"`
+	ops.Resolution
 }
 
 // effectsRoutes are the ledger's admin routes (behind the admin token).
@@ -100,5 +102,5 @@ func (s *Server) resolveEffect(w http.ResponseWriter, r *http.Request) {
 	}
 	s.opt.Logger.Info("seqbox serve: external call resolved by hand", "consumer", s.opt.Consumer, "idempotency_key", key,
 		"state", res.State, "by", res.By, "reason", res.Reason)
-	writeJSON(w, http.StatusOK, EffectResolved{IdempotencyKey: key, State: res.State, By: res.By})
+	writeJSON(w, http.StatusOK, EffectResolved{IdempotencyKey: key, Resolution: res})
 }
