@@ -76,6 +76,14 @@ type batchTx struct {
 	// locks the prefetch took first.
 	aheadDecisions map[store.Identity]aheadDecision
 	aheadBound     map[store.Identity]string
+	// retryIDs are, for each key the prefetch found with retry rows, the
+	// identities of those rows, read under the key locks; retryAdded are
+	// the keys this run has written a retry row on since (RetryRecord,
+	// TurnTake), and cleared the identities whose rows it deleted
+	// (RetryClear). Together they answer noOtherRetrying.
+	retryIDs   map[string][]store.Identity
+	retryAdded map[string]bool
+	cleared    map[store.Identity]bool
 	// turns and claims are the turns and decision claims an optimistic
 	// run of a consumer with Decide takes for the messages it stops,
 	// written in one statement each: the turns by the next flush (any
@@ -516,6 +524,7 @@ func (b *batchTx) ParkedInsert(ctx context.Context, p store.Parked) error {
 // RetryRecord counts a failed attempt; the key now has a retry.
 func (b *batchTx) RetryRecord(ctx context.Context, r store.RetryRow) (store.RetryCount, error) {
 	delete(b.aheadBound, store.Identity{Source: r.Source, ID: r.ID})
+	b.retryWritten(r.PartitionKey)
 	if err := b.flush(ctx); err != nil {
 		return store.RetryCount{}, err
 	}
@@ -535,6 +544,33 @@ func (b *batchTx) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryRo
 	return b.tx.RetryOnKey(ctx, p)
 }
 
+// noOtherRetrying reports, without a statement, that no identity but
+// self has a retry row on key, so no other holds its turn: an optimistic
+// run read the key's rows under its lock (retryIDs), and has since
+// written none on it and deleted every other. False when it cannot tell:
+// the caller reads (retryOnKey). Guarded by
+// TestOptimisticBatchReadsNoTurnPerMessage and the gate's tests.
+func (b *batchTx) noOtherRetrying(key string, self store.Identity) bool {
+	ids, read := b.retryIDs[key]
+	if !b.optimistic || !read || b.retryAdded[key] {
+		return false
+	}
+	for _, id := range ids {
+		if id != self && !b.cleared[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// retryWritten notes a retry row written on key (noOtherRetrying).
+func (b *batchTx) retryWritten(key string) {
+	if b.retryAdded == nil {
+		b.retryAdded = map[string]bool{}
+	}
+	b.retryAdded[key] = true
+}
+
 // retryOnKey reads the key's retrying identity; false when none.
 func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
 	r, err := b.RetryOnKey(ctx, store.KeyRef{Consumer: consumer, Key: key})
@@ -550,6 +586,12 @@ func (b *batchTx) RetryClear(ctx context.Context, p store.MessageRef) error {
 		if _, ok := b.aheadBound[id]; ok {
 			b.aheadBound[id] = ""
 		}
+	}
+	if p.Consumer == b.consumer {
+		if b.cleared == nil {
+			b.cleared = map[store.Identity]bool{}
+		}
+		b.cleared[store.Identity{Source: p.Source, ID: p.ID}] = true
 	}
 	if !b.optimistic || p.Consumer != b.consumer {
 		return b.tx.RetryClear(ctx, p)

@@ -131,6 +131,7 @@ func (b *batchTx) DecisionGet(ctx context.Context, p store.MessageRef) (store.De
 // the prefetch read free or its own waits for the next flush, to be
 // written with the others in one statement (turns).
 func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) (string, error) {
+	b.retryWritten(p.PartitionKey)
 	if ks, ok := b.keys[p.PartitionKey]; ok && p.Consumer == b.consumer {
 		ks.HasRetries = true
 		b.keys[p.PartitionKey] = ks

@@ -41,7 +41,7 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 		// parked behind a turn, stalling the key).
 		return p.passed(ctx, tx, ev, v, ks, now)
 	}
-	if in.parkedRow() == nil && ks.HasRetries {
+	if in.parkedRow() == nil && ks.HasRetries && !tx.noOtherRetrying(key, store.Identity{Source: ev.Source, ID: ev.ID}) {
 		r, retrying, err := tx.retryOnKey(ctx, name, key)
 		if err != nil {
 			return nil, err

@@ -93,6 +93,9 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 			return err
 		}
 	}
+	if err := p.readRetryRows(ctx, tx); err != nil {
+		return err
+	}
 	if err := p.readAhead(ctx, tx, rows, inserted, repeated); err != nil {
 		return err
 	}
@@ -119,6 +122,33 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 		tx.keys[k] = ks
 	}
 	return err
+}
+
+// readRetryRows reads, in one statement, the identities of the retry rows
+// on the batch's keys that have any (their turns, or attempts counted),
+// under the keys' locks: the gate then tells from memory that no other
+// identity holds a key's turn (batchTx.noOtherRetrying), instead of a
+// RetryOnKey per message, each of which sent the run's deferred writes
+// first.
+func (p *pipeline) readRetryRows(ctx context.Context, tx *batchTx) error {
+	var keys []string
+	for k, ks := range tx.keys {
+		if ks.HasRetries {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	ids, err := tx.tx.RetryRowsOnKeys(ctx, store.KeysRef{Consumer: p.cfg.Name, Keys: keys})
+	if err != nil {
+		return err
+	}
+	tx.retryIDs = make(map[string][]store.Identity, len(keys))
+	for _, k := range keys {
+		tx.retryIDs[k] = ids[k]
+	}
+	return nil
 }
 
 // readAhead reads, for a consumer with Decide, the decisions and turns

@@ -61,3 +61,45 @@ func TestBatchRoundTripsOnPostgres(t *testing.T) {
 		require.EqualValues(t, 4, rt.Count()-before, "round trips of a batch of %d", n)
 	}
 }
+
+// A consumer with Decide runs its decided messages again in one optimistic
+// batch, whose gate tells from what the prefetch read under the keys'
+// locks that no other identity holds a key's turn
+// (batchTx.noOtherRetrying). Before, each message read its key's turn
+// (RetryOnKey), sending the run's deferred writes first: four round trips
+// or more a message, on top of its decision's two (its look before the
+// ask, and its record).
+func TestOptimisticBatchReadsNoTurnPerMessage(t *testing.T) {
+	ctx := context.Background()
+	rt, u := pgtest.Proxy(t, pgtest.URL(t))
+	st, err := postgres.Open(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	st.DB().SetMaxOpenConns(1)
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: "turns", Store: st,
+		Decide:  func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("ok"), nil },
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
+	require.NoError(t, err)
+	batch := func(round, n int) [][]byte {
+		raws := make([][]byte, n)
+		for i := range raws {
+			raws[i] = fmt.Appendf(nil, `{"id":"r%d-%d","source":"crm","type":"t","partitionkey":"k%d-%d","objectversion":1}`,
+				round, i, round, i)
+		}
+		return raws
+	}
+	trips := func(round, n int) int64 {
+		before := rt.Count()
+		out, err := c.DeliverBatch(ctx, batch(round, n))
+		require.NoError(t, err)
+		for _, results := range out {
+			require.Equal(t, seqboxtype.Applied, results[len(results)-1].Outcome)
+		}
+		return rt.Count() - before
+	}
+	trips(0, 50) // prepares the statements
+	small, large := trips(1, 20), trips(2, 120)
+	perMessage := float64(large-small) / 100
+	t.Logf("round trips: %d for 20 messages, %d for 120: %.2f a message", small, large, perMessage)
+	require.LessOrEqual(t, perMessage, 2.5, "round trips a message: its decision's look and record, and no read of its key's turn")
+}

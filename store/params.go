@@ -113,6 +113,12 @@ type KeyLockManyParams struct {
 	Keys     []string
 }
 
+// KeysRef names keys of a consumer.
+type KeysRef struct {
+	Consumer string
+	Keys     []string
+}
+
 // KeyEnsureParams are Executor.KeyEnsure's.
 type KeyEnsureParams struct {
 	Consumer, Key string

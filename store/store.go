@@ -243,6 +243,12 @@ type Turns interface {
 	// that has not reached a final outcome since (it is not in the inbox, or is there as
 	// held, blocked or pending); ErrNotFound when none.
 	RetryOnKey(ctx context.Context, p KeyRef) (RetryRow, error)
+	// RetryRowsOnKeys lists, for each of the keys that has any, the
+	// identities with a retry row on it (a turn taken or attempts
+	// counted), settled or not. Read under the keys' locks, it lets a
+	// batch answer that no other identity holds a key's turn without a
+	// RetryOnKey per message.
+	RetryRowsOnKeys(ctx context.Context, p KeysRef) (map[string][]Identity, error)
 	// TurnListStale lists, oldest first and at most Limit, the retry rows
 	// (turns) of identities that have not reached a final outcome and were last seen
 	// before Before, with their partition key and bound payload hash.

@@ -420,6 +420,39 @@ func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryR
 	return r, err
 }
 
+// RetryRowsOnKeys lists the identities with a retry row on each key: one
+// statement with an array on PostgreSQL, else chunks of keys.
+func (t *Executor) RetryRowsOnKeys(ctx context.Context, p store.KeysRef) (map[string][]store.Identity, error) {
+	out := map[string][]store.Identity{}
+	read := func(rows *sql.Rows, err error) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var key string
+			var id store.Identity
+			if err := rows.Scan(&key, &id.Source, &id.ID); err != nil {
+				return err
+			}
+			out[key] = append(out[key], id)
+		}
+		return rows.Err()
+	}
+	keys := sortedUnique(p.Keys)
+	if len(keys) == 0 {
+		return out, nil
+	}
+	if t.arrays {
+		return out, read(t.query(ctx, `SELECT partitionkey, source, id FROM seqbox_retries
+			WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, p.Consumer, keys))
+	}
+	return out, eachChunk(len(keys), func(lo, hi int) error {
+		return read(t.query(ctx, rowsText(`SELECT partitionkey, source, id FROM seqbox_retries
+			WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), append([]any{p.Consumer}, anys(keys[lo:hi])...)...))
+	})
+}
+
 // TurnListStale lists the unsettled retry rows last seen before p.Before.
 func (t *Executor) TurnListStale(ctx context.Context, p store.TurnListStaleParams) ([]store.RetryRow, error) {
 	rows, err := t.query(ctx, `SELECT r.source, r.id, r.partitionkey, r.last_error, r.last_at, r.payload_hash FROM seqbox_retries r

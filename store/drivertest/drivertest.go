@@ -109,6 +109,7 @@ var txTests = []driverTest{
 	{"RetryClearMany", testClearRetries},
 	{"InboxGetMany", testInboxGetMany},
 	{"RetryOnKey", testRetryingOnKey},
+	{"RetryRowsOnKeys", testRetryRowsOnKeys},
 	{"DeadLetter", testDeadLetter},
 	{"DeadLetterResolve", testResolveDeadLetter},
 	{"DeadLetterKeepsItsNumber", testDeadLetterKeepsItsNumber},

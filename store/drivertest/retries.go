@@ -360,3 +360,40 @@ func testDecisionLook(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, store.DecisionLook{}, l, "another consumer's rows are not read")
 }
+
+// RetryRowsOnKeys lists every identity with a retry row on each key asked
+// for, settled in the inbox or not, across chunk boundaries, and nothing of
+// other keys or consumers.
+func testRetryRowsOnKeys(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	var keys []string
+	want := map[string][]store.Identity{}
+	for i := range 150 {
+		key := fmt.Sprintf("k%03d", i)
+		keys = append(keys, key)
+		if i%3 == 0 {
+			continue // asked for, holds none
+		}
+		for j := range i%2 + 1 {
+			id := store.Identity{Source: "crm", ID: fmt.Sprintf("%s-%d", key, j)}
+			e.retry(key, id.Source, id.ID, "boom", i)
+			want[key] = append(want[key], id)
+		}
+	}
+	ok, err := e.tx.InboxInsert(e.ctx, e.inboxRow("crm", "k001-0", 1))
+	require.NoError(t, err)
+	require.True(t, ok, "k001-0 is settled in the inbox: its row still counts")
+	e.retry("not-asked", "crm", "x", "elsewhere", 0)
+	_, err = e.tx.RetryRecord(e.ctx, store.RetryRow{Consumer: e.consumer + "/other", Source: "crm", ID: "y", PartitionKey: "k001", Error: "theirs", At: at(0)})
+	require.NoError(t, err)
+
+	got, err := e.tx.RetryRowsOnKeys(e.ctx, store.KeysRef{Consumer: e.consumer, Keys: append(keys, "k001")})
+	require.NoError(t, err)
+	for _, ids := range got {
+		slices.SortFunc(ids, compareIdentities)
+	}
+	require.Equal(t, want, got)
+	none, err := e.tx.RetryRowsOnKeys(e.ctx, store.KeysRef{Consumer: e.consumer})
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
