@@ -410,30 +410,27 @@ func (c *adminClient) showKey(key string, out ops.Format) error {
 	return writeKey(c.cmd.OutOrStdout(), d, out)
 }
 
-// act posts an action with who asks and why, and prints the decisions
-// the gateway's consumer produced, as the database path does.
+// act posts an action with who asks and why, and prints its result as the
+// database path does: the admin API's answer less its decisions alias
+// (ops.Acted).
 func (c *adminClient) act(path string, f *actionFlags) error {
 	var res serve.ActionResult
 	if err := c.call(http.MethodPost, path, "", serve.ActionRequest{By: f.by, Reason: f.reason}, &res, f.wait+actionMargin, "decisions"); err != nil {
 		return err
 	}
-	if res.Request <= 0 || res.State == "" {
-		return c.unreadable(errors.New("its action result names no request and state"))
+	if res.Request <= 0 || res.State == "" || res.Results == nil {
+		return c.unreadable(errors.New("its action result names no request, state and results"))
 	}
 	if res.State != "done" {
 		return fmt.Errorf("%s: request %d is %s: %s", subcommandPath(c.cmd), res.Request, res.State, res.Error)
 	}
-	if err := ops.WriteActed(c.cmd.OutOrStdout(), f.out, ops.Acted{Action: res.Action, Target: res.Target, Request: res.Request, Results: res.Decisions}); err != nil {
+	if err := ops.WriteActed(c.cmd.OutOrStdout(), f.out, res.Acted); err != nil {
 		return err
 	}
-	if !strings.HasSuffix(path, "/redrive") || !deadAgain(res.Decisions) {
-		return nil
+	if res.FailedAgain() {
+		return failedAgain(c.cmd, res.Acted)
 	}
-	letters, err := c.deadLetters(false)
-	if err != nil {
-		return err
-	}
-	return failedAgain(c.cmd, res.Decisions, newestFor(letters, res.Decisions[0]))
+	return nil
 }
 
 // resolveDLQ is dlq redrive|skip --server (action "redrive" or "skip");

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -58,10 +57,11 @@ func (f *actionFlags) check(cmd string, attributed bool) error {
 	return nil
 }
 
-// request records an operator request for the consumer and prints the
-// results it produced (ops.WriteActed). A consumer with an application handler executes
-// it in its own Run; one registered with the built-in record handler (a
-// replay's database) and not running is driven here, in-process.
+// request records an operator request for the consumer and prints its
+// result (ops.Acted, the admin API's view, by ops.WriteActed). A consumer
+// with an application handler executes it in its own Run; one registered
+// with the built-in record handler (a replay's database) and not running
+// is driven here, in-process.
 func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target string) error {
 	ctx := cmd.Context()
 	// A replay's database stays the CLI's own; an application's database
@@ -93,51 +93,34 @@ func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target str
 	if r.State == seqboxtype.RequestFailed {
 		return fmt.Errorf("%s: consumer %q (%s) refused request %d: %s", subcommandPath(cmd), r.Consumer, r.TakenBy, seq, r.Error)
 	}
-	results, err := resultsOf(r)
+	a, err := ops.ActedOf(r)
 	if err != nil {
 		return err
 	}
-	if err := ops.WriteActed(cmd.OutOrStdout(), f.out, ops.Acted{Action: action, Target: target, Request: seq, Results: results}); err != nil {
+	if err := a.NoteDeadLetter(ctx, ctl, r.Consumer); err != nil {
 		return err
 	}
-	if action != store.ActionRedrive || !deadAgain(results) {
-		return nil
-	}
-	letters, err := ctl.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: r.Consumer})
-	if err != nil {
+	if err := ops.WriteActed(cmd.OutOrStdout(), f.out, a); err != nil {
 		return err
 	}
-	return failedAgain(cmd, results, newestFor(letters, results[0]))
-}
-
-// deadAgain reports whether a redrive's own message (its first result)
-// was dead-lettered again.
-func deadAgain(results []seqboxtype.Result) bool {
-	return len(results) > 0 && results[0].Outcome == seqboxtype.DeadLettered
-}
-
-// newestFor is the newest open dead letter of d's message (0: none).
-func newestFor(letters []store.DeadLetter, res seqboxtype.Result) int64 {
-	var seq int64
-	for _, letter := range letters {
-		if letter.Source == res.Source && letter.ID == res.ID {
-			seq = max(seq, letter.Seq)
-		}
+	if a.FailedAgain() {
+		return failedAgain(cmd, a)
 	}
-	return seq
+	return nil
 }
 
-// failedAgain ends a redrive whose message failed again: the results are
-// printed, and this says on stderr that the message is dead-lettered once
-// more (still as dlq seq, which keeps its number, when known) and why; the
-// command exits with status 1.
-func failedAgain(cmd *cobra.Command, results []seqboxtype.Result, seq int64) error {
+// failedAgain ends a redrive whose message failed again (a.FailedAgain):
+// its result is printed, and this says on stderr that the message is
+// dead-lettered once more (still as dlq a.DeadLetter, which keeps its
+// number, when known) and why; the command exits with status 1.
+func failedAgain(cmd *cobra.Command, a ops.Acted) error {
 	as := ""
-	if seq > 0 {
-		as = " (still dlq " + strconv.FormatInt(seq, 10) + ")"
+	if a.DeadLetter != nil {
+		as = " (still dlq " + strconv.FormatInt(*a.DeadLetter, 10) + ")"
 	}
+	first := a.Results[0]
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s: source=%q id=%q failed again and is dead-lettered%s: %s\n",
-		cmd.Root().Name(), subcommandPath(cmd), results[0].Source, results[0].ID, as, results[0].Reason)
+		cmd.Root().Name(), subcommandPath(cmd), first.Source, first.ID, as, first.Reason)
 	return exitCode(1)
 }
 
@@ -182,15 +165,4 @@ func heartbeatText(r store.Registration) string {
 		return "it has never run; it registered at " + r.StartedAt.Format(time.RFC3339) + " from " + r.Process
 	}
 	return fmt.Sprintf("last heartbeat %s ago from %s", time.Since(r.HeartbeatAt).Round(time.Second), r.Process)
-}
-
-// resultsOf reads the results an executed request recorded.
-func resultsOf(r store.OperatorRequest) ([]seqboxtype.Result, error) {
-	var results []seqboxtype.Result
-	if len(r.Result) > 0 {
-		if err := json.Unmarshal(r.Result, &results); err != nil {
-			return nil, fmt.Errorf("request %d: unreadable result: %w", r.Seq, err)
-		}
-	}
-	return results, nil
 }

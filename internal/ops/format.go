@@ -1,11 +1,14 @@
 package ops
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 )
 
 // Format is how an operator command prints: Text for people (tables,
@@ -45,14 +48,73 @@ func WriteRows[T any](w io.Writer, f Format, rows []T) error {
 	return writeJSONLines(w, rows)
 }
 
-// Acted is an operator action's answer in JSON: what was asked, the
-// request that ran it, and the results it produced (its own message's
-// first).
+// Acted is an operator action's result, the one JSON view of it: what
+// `dlq redrive|skip` and `keys release` print with --output json, through
+// --db and through --server, and what the admin API answers
+// (serve.ActionResult, which adds only the decisions alias). It is the
+// operator request that ran the action (ActedOf): who asked and why, who
+// took it, and the results it produced, its own message's first.
 type Acted struct {
-	Action  string              `json:"action"`
-	Target  string              `json:"target"`
-	Request int64               `json:"request,omitempty"`
+	Request int64  `json:"request"`
+	Action  string `json:"action"`
+	Target  string `json:"target"`
+	State   string `json:"state"`
+	By      string `json:"by"`
+	Reason  string `json:"reason"`
+	TakenBy string `json:"taken_by"`
+	Error   string `json:"error,omitempty"`
+	// Results are the delivery results of the request, in order
+	// (docs/design.md §2: a result, not a decision, which is only the
+	// agent's answer).
 	Results []seqboxtype.Result `json:"results"`
+	// DeadLetter is the open DLQ row of a redriven message that failed
+	// again (FailedAgain): the redrive ran, but the message is
+	// dead-lettered once more, still as this seq (a dead letter keeps its
+	// number across redrives). NoteDeadLetter fills it in.
+	DeadLetter *int64 `json:"dead_letter,omitempty"`
+}
+
+// ActedOf is the result of operator request r, as far as r records it;
+// the error names a result that cannot be read (Results then holds what
+// could be).
+func ActedOf(r store.OperatorRequest) (Acted, error) {
+	a := Acted{Request: r.Seq, Action: r.Action, Target: r.Target, State: string(r.State), By: r.RequestedBy,
+		Reason: r.Reason, TakenBy: r.TakenBy, Error: r.Error}
+	var err error
+	if len(r.Result) > 0 {
+		if err = json.Unmarshal(r.Result, &a.Results); err != nil {
+			err = fmt.Errorf("request %d: unreadable result: %w", r.Seq, err)
+		}
+	}
+	if a.Results == nil {
+		a.Results = []seqboxtype.Result{}
+	}
+	return a, err
+}
+
+// FailedAgain reports whether a is a redrive whose own message (its first
+// result) was dead-lettered again.
+func (a Acted) FailedAgain() bool {
+	return a.Action == store.ActionRedrive && len(a.Results) > 0 && a.Results[0].Outcome == seqboxtype.DeadLettered
+}
+
+// NoteDeadLetter sets DeadLetter when a failed again: the newest open DLQ
+// row of its message in consumer's DLQ (none found: nil).
+func (a *Acted) NoteDeadLetter(ctx context.Context, ctl store.Executor, consumer string) error {
+	if !a.FailedAgain() {
+		return nil
+	}
+	letters, err := ctl.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: consumer})
+	if err != nil {
+		return err
+	}
+	first := a.Results[0]
+	for _, letter := range letters {
+		if letter.Source == first.Source && letter.ID == first.ID && (a.DeadLetter == nil || letter.Seq > *a.DeadLetter) {
+			a.DeadLetter = &letter.Seq
+		}
+	}
+	return nil
 }
 
 // WriteActed prints an operator action's results: a sentence (Text), one

@@ -24,28 +24,14 @@ type ActionRequest struct {
 	Reason string `json:"reason"`
 }
 
-// ActionResult is the answer of an executed admin action.
+// ActionResult is the answer of an executed admin action: the action's
+// result, the one JSON view of it (ops.Acted, which the CLI prints through
+// --db and --server), and the decisions alias, which only the API adds.
 type ActionResult struct {
-	Request int64  `json:"request"`
-	Action  string `json:"action"`
-	Target  string `json:"target"`
-	State   string `json:"state"`
-	By      string `json:"by"`
-	Reason  string `json:"reason"`
-	TakenBy string `json:"taken_by"`
-	Error   string `json:"error,omitempty"`
-	// Results are the delivery results of the request, in order
-	// (docs/design.md §2: a result, not a decision, which is only the
-	// agent's answer).
-	Results []seqboxtype.Result `json:"results"`
+	ops.Acted
 	// Decisions is Results under its old name, kept for one release as
-	// an alias: both members are present, equal.
+	// an alias: both members are present, equal (docs/design.md §2).
 	Decisions []seqboxtype.Result `json:"decisions"`
-	// DeadLetter is the open DLQ row of a redriven message that failed
-	// again (its first result is dead_lettered): the redrive ran, but
-	// the message is dead-lettered once more, still as this seq (a dead
-	// letter keeps its number across redrives).
-	DeadLetter *int64 `json:"dead_letter,omitempty"`
 }
 
 // maxActionBody bounds an action's body.
@@ -202,35 +188,18 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action, target stri
 			Detail: fmt.Sprintf("request %d (%s %s): %s", seq, action, target, req.Error)})
 		return
 	}
-	if action == store.ActionRedrive && len(res.Results) > 0 && res.Results[0].Outcome == seqboxtype.DeadLettered {
-		if res.DeadLetter, err = s.newestDeadLetter(ctx, res.Results[0]); err != nil {
-			s.serverError(w, r, err)
-			return
-		}
+	if err := res.NoteDeadLetter(ctx, ctl, s.opt.Consumer); err != nil {
+		s.serverError(w, r, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, res)
 }
 
-// newestDeadLetter is the newest open DLQ row of d's message (nil: none).
-func (s *Server) newestDeadLetter(ctx context.Context, res seqboxtype.Result) (*int64, error) {
-	letters, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: false})
-	var newest *int64
-	for _, letter := range letters {
-		if letter.Source == res.Source && letter.ID == res.ID && (newest == nil || letter.Seq > *newest) {
-			newest = &letter.Seq
-		}
-	}
-	return newest, err
-}
-
+// resultOf is the answer for request req. A result the API cannot read
+// answers what could be read of it.
 func resultOf(req store.OperatorRequest) ActionResult {
-	res := ActionResult{Request: req.Seq, Action: req.Action, Target: req.Target, State: string(req.State), By: req.RequestedBy,
-		Reason: req.Reason, TakenBy: req.TakenBy, Error: req.Error, Results: []seqboxtype.Result{}}
-	if len(req.Result) > 0 {
-		_ = json.Unmarshal(req.Result, &res.Results)
-	}
-	res.Decisions = res.Results
-	return res
+	a, _ := ops.ActedOf(req)
+	return ActionResult{Acted: a, Decisions: a.Results}
 }
 
 // showRequest is GET /v1/admin/requests/{seq}: an operator request and
