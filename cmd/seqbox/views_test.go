@@ -20,7 +20,13 @@ import (
 var apiOnly = map[string][]string{
 	"key":      {"received", "age_seconds", "next_action", "actions"},
 	"consumer": {"heartbeat_age_seconds", "served_here", "in_flight_agent_calls", "agent_concurrency", "circuit"},
+	"action":   {"decisions"},
 }
+
+// byDesign are the members of an action's result that differ between two
+// runs of one action: each run is its own request, taken by whoever runs
+// it.
+var byDesign = []string{"request", "taken_by"}
 
 // canon is v as JSON with sorted members, without the members drop
 // names; a string is read as JSON first.
@@ -186,6 +192,81 @@ func TestOneJSONViewPerRecord(t *testing.T) {
 			`{"state":"succeeded","ref":"task-7","by":"ana","reason":"seen"}`, 200)
 		require.Equal(t, canon(t, strings.ReplaceAll(l, keys["evt-9"], key)), canon(t, answer))
 	})
+
+	// An action's result, last: it changes what the other records show.
+	// Each way runs its own request, so its number and who took it differ;
+	// all else is one view, the admin API's answer less its decisions alias.
+	t.Run("action result", func(t *testing.T) {
+		s.event(t, ce("f2", "F", 2, ""))
+		s.event(t, ce("h1", "H", 1, ""))
+		s.event(t, ce("h3", "H", 3, ""))
+		waitUntil(t, "F's successor parked and H blocked by its gap", func() bool {
+			n := 0
+			for _, k := range s.stuckKeys(t) {
+				if (k["partitionkey"] == "F" || k["partitionkey"] == "H") && k["status"] == "blocked" && k["blocked_messages"] == 1.0 {
+					n++
+				}
+			}
+			return n == 2
+		})
+		letters := map[string]string{}
+		for _, d := range api("/v1/admin/dlq")["dead_letters"].([]any) {
+			d := d.(map[string]any)
+			letters[d["id"].(string)] = canon(t, d["seq"])
+		}
+		require.Equal(t, "1", letters["k2"])
+		require.NotEmpty(t, letters["f1"])
+		who := []string{"--by", "ana", "--reason", "seen", "-o", "json"}
+
+		// k2 fails every time: each redrive fails again, with one result.
+		redrive := append([]string{"dlq", "redrive", "1"}, who...)
+		l := failedAgain(t, "1", append(redrive, "--db", db)...)
+		r := failedAgain(t, "1", append(redrive, "--server", s.url, "--admin-token", serveToken)...)
+		answer := s.admin(t, "POST", "/v1/admin/dlq/1/redrive", `{"by":"ana","reason":"seen"}`, 200)
+		require.Equal(t, canon(t, l, byDesign...), canon(t, r, byDesign...), "dlq redrive")
+		require.Equal(t, canon(t, answer, append(byDesign, apiOnly["action"]...)...), canon(t, l, byDesign...), "dlq redrive")
+		require.Contains(t, l, `"state":"done"`)
+		require.Contains(t, l, `"dead_letter":1`)
+
+		// Skip and release run once per target: two of each, compared
+		// but for the target and the messages their results name.
+		actions := []struct {
+			local, remote []string
+			targets       [2]string
+		}{
+			{append([]string{"dlq", "skip", "1"}, who...), append([]string{"dlq", "skip", letters["f1"]}, who...), [2]string{"1", letters["f1"]}},
+			{append([]string{"keys", "release", "G"}, who...), append([]string{"keys", "release", "H"}, who...), [2]string{"G", "H"}},
+		}
+		for _, a := range actions {
+			l, r := local(a.local...), remote(a.remote...)
+			require.Equal(t, canon(t, actionShape(t, l)), canon(t, actionShape(t, r)), "seqbox %s", strings.Join(a.local, " "))
+			for i, out := range []string{l, r} {
+				var m map[string]any
+				require.NoError(t, json.Unmarshal([]byte(out), &m))
+				require.Equal(t, a.targets[i], m["target"])
+				require.NotZero(t, m["request"])
+			}
+		}
+	})
+}
+
+// actionShape is an action's result without what differs by design
+// (byDesign), its target, and its results but for their outcomes.
+func actionShape(t *testing.T, out string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+	for _, k := range append(byDesign, "target") {
+		delete(m, k)
+	}
+	results, ok := m["results"].([]any)
+	require.True(t, ok, "results: %s", out)
+	outcomes := make([]any, len(results))
+	for i, r := range results {
+		outcomes[i] = r.(map[string]any)["outcome"]
+	}
+	m["results"] = outcomes
+	return m
 }
 
 // allQuery is the admin API's ?all=true when args list everything.
