@@ -2,9 +2,7 @@ package seqbox_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -18,30 +16,9 @@ import (
 // is not "final"; hold is a parked gap, not group commit's wait; and
 // "verdict" was a third word for a result or a decision.
 func TestGlossaryWords(t *testing.T) {
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || exists(filepath.Join(path, "go.mod"))) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, true, func(fset *token.FileSet, path string, f *ast.File) {
 		checkGlossaryWords(t, fset, path, f)
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // acksOrNacks reports the files that ack and nack: the only places a function may be named for

@@ -22,24 +22,7 @@ func TestNoBackDoors(t *testing.T) {
 			t.Errorf("%s exists: the engine's internals are reached through internal/own, not a package of function variables", gone)
 		}
 	}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || exists(filepath.Join(path, "go.mod"))) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachGoFile(t, false, func(fset *token.FileSet, path string, f *ast.File) {
 		imports := map[string]string{} // local name → path
 		for _, im := range f.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
@@ -60,11 +43,7 @@ func TestNoBackDoors(t *testing.T) {
 				checkNoFaultInAPI(t, fset, f, name)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // checkInit fails for an init that assigns a variable of another package.
@@ -149,4 +128,35 @@ func checkNoFaultInAPI(t *testing.T, fset *token.FileSet, f *ast.File, name stri
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// eachGoFile parses every Go file of this module (tests too, when tests),
+// leaving out hidden directories, testdata and nested modules, and hands
+// each to fn.
+func eachGoFile(t *testing.T, tests bool, fn func(fset *token.FileSet, path string, f *ast.File)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || exists(filepath.Join(path, "go.mod"))) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || (!tests && strings.HasSuffix(path, "_test.go")) {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		fn(fset, path, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 )
 
@@ -20,14 +21,8 @@ import (
 // seven in all.
 func TestBatchRoundTripsOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	rt, u := pgtest.Proxy(t, pgtest.URL(t))
-	st, err := postgres.Open(ctx, u)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	// One connection: pgx prepares a statement once per connection, and
-	// a second one would prepare them again.
-	st.DB().SetMaxOpenConns(1)
-	_, err = st.DB().ExecContext(ctx, `CREATE TABLE rt (id TEXT PRIMARY KEY, v BIGINT NOT NULL)`)
+	rt, st := countedPostgres(t)
+	_, err := st.DB().ExecContext(ctx, `CREATE TABLE rt (id TEXT PRIMARY KEY, v BIGINT NOT NULL)`)
 	require.NoError(t, err)
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "rt", Store: st,
 		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
@@ -71,11 +66,7 @@ func TestBatchRoundTripsOnPostgres(t *testing.T) {
 // ask, and its record).
 func TestOptimisticBatchReadsNoTurnPerMessage(t *testing.T) {
 	ctx := context.Background()
-	rt, u := pgtest.Proxy(t, pgtest.URL(t))
-	st, err := postgres.Open(ctx, u)
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	st.DB().SetMaxOpenConns(1)
+	rt, st := countedPostgres(t)
 	c, err := seqbox.NewConsumer(seqbox.Config{Name: "turns", Store: st,
 		Decide:  func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("ok"), nil },
 		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
@@ -102,4 +93,16 @@ func TestOptimisticBatchReadsNoTurnPerMessage(t *testing.T) {
 	perMessage := float64(large-small) / 100
 	t.Logf("round trips: %d for 20 messages, %d for 120: %.2f a message", small, large, perMessage)
 	require.LessOrEqual(t, perMessage, 2.5, "round trips a message: its decision's look and record, and no read of its key's turn")
+}
+
+// countedPostgres opens a PostgreSQL store whose round trips rt counts, on
+// one connection: pgx prepares a statement once per connection, and a
+// second one would prepare them again.
+func countedPostgres(t *testing.T) (*pgtest.RoundTrips, store.Store) {
+	rt, u := pgtest.Proxy(t, pgtest.URL(t))
+	st, err := postgres.Open(context.Background(), u)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	st.DB().SetMaxOpenConns(1)
+	return rt, st
 }
