@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -121,4 +122,39 @@ func TestBatchTransactionsCarryTheQueuedWrites(t *testing.T) {
 	d, err := op.DecisionGet(ctx, store.MessageRef{Consumer: "c", Source: "s", ID: "1"})
 	require.NoError(t, err)
 	require.Equal(t, []byte("yes"), d.Value)
+}
+
+// A store with one writer runs its write transactions on one connection
+// of their own, which reads never borrow: a TEMP table (a connection's
+// own) created in one write transaction is there in the next, however
+// busy the pool was in between.
+func TestWriteTransactionsShareOneConnection(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	tx, err := st.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.SQL().ExecContext(ctx, `CREATE TEMP TABLE writer_mark (x INTEGER)`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	for round := range 3 {
+		// Reads that hold connections of the pool while the next write
+		// transaction begins.
+		var open []*sql.Rows
+		for range 8 {
+			rows, err := st.DB().QueryContext(ctx, `SELECT 1`)
+			require.NoError(t, err)
+			open = append(open, rows)
+		}
+		tx, err := st.Begin(ctx)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, tx.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM temp.sqlite_master WHERE name = 'writer_mark'`).Scan(&n))
+		require.NoError(t, tx.Commit())
+		for _, rows := range open {
+			require.NoError(t, rows.Close())
+		}
+		require.Equal(t, 1, n, "round %d: the write transaction ran on another connection", round)
+	}
 }
