@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/heartbeat"
+	"github.com/seqbox/seqbox/internal/ride"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
@@ -221,9 +222,18 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
 	defer cancel()
 	dctx, span := d.c.tr.startDecide(dctx, ev)
+	dctx, slot := ride.With(dctx, cfg.Name, ev.Source, ev.ID)
 	out, err := callDecide(dctx, cfg.Decide, ev)
 	logPanic(cfg, ev, err)
 	endSpan(span, err)
+	// The result of its last effects-ledger call rides with the decision
+	// (package ride); without a decision to ride with, it is written alone.
+	held := slot.Take()
+	if err != nil && held != nil {
+		if rerr := held.Record(context.WithoutCancel(ctx)); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -238,9 +248,34 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	if out == nil {
 		out = []byte{} // decided, with nothing to say: an empty decision
 	}
-	_, err = op.DecisionRecord(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
-		Decision: out, PayloadHash: ev.Hash, At: cfg.Now(), Owner: owner})
-	recorded = err == nil
+	return d.record(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
+		Decision: out, PayloadHash: ev.Hash, At: cfg.Now(), Owner: owner}, held, &recorded)
+}
+
+// record records a decision, with its last call's held result in the same
+// commit. When that call's row was recorded otherwise meanwhile (an
+// operator resolved it, or another attempt took it over once this one's
+// lease ran out), the ledger's own record says what stands: a refused
+// answer is a wait (effects.ConflictError), and the decision made from it
+// is not recorded; a row purged meanwhile refuses nothing, and the
+// decision is recorded alone.
+func (d *decider) record(ctx context.Context, p store.DecisionRecordParams, held *ride.Held, recorded *bool) error {
+	op := d.c.cfg.Store.Executor()
+	if held != nil {
+		p.Effect = &held.Params
+	}
+	_, err := op.DecisionRecord(ctx, p)
+	if errors.Is(err, store.ErrEffectChanged) {
+		if err = held.Record(ctx); err != nil {
+			return fmt.Errorf("decide: %w", err)
+		}
+		p.Effect = nil
+		_, err = op.DecisionRecord(ctx, p)
+	} else if err != nil && held != nil {
+		// Neither was written: the call's result is a fact all the same.
+		err = errors.Join(err, held.Record(ctx))
+	}
+	*recorded = err == nil
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/internal/ride"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -188,7 +189,9 @@ type Call func(ctx context.Context, idempotencyKey string) (ref string, err erro
 // or NotApplied, and as uncertain otherwise; Do then returns it (an
 // *UncertainError for uncertain ones). An answer that comes after the row
 // was recorded by someone else (an operator's resolution of a caller that
-// looked dead) is refused with a *ConflictError.
+// looked dead) is refused with a *ConflictError. Inside a Decider, a
+// succeeded call's record is written in the same commit as the decision
+// made from it (docs/design.md §11): Do returns before it is written.
 func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, error) {
 	id, ok := seqbox.IdentityFrom(ctx)
 	if !ok {
@@ -211,6 +214,12 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 	}
 	ctx, span := startSpan(ctx, action, Key(id.Consumer, id.Source, id.ID, action))
 	defer func() { endSpan(span, err) }()
+	// An earlier call of this Decider whose record waits to ride with the
+	// decision is recorded first: no call begins while another's result
+	// is unwritten.
+	if err := ride.From(ctx).Flush(ctx); err != nil {
+		return "", err
+	}
 	b, err := l.begin(ctx, id, action, l.cfg.Reconcile)
 	if err != nil || !b.Granted {
 		return b.Ref, err
@@ -312,6 +321,18 @@ func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) 
 	stop()
 	if err != nil && !IsNotApplied(err) && cctx.Err() != nil && ctx.Err() == nil {
 		err = fmt.Errorf("no answer within %s: %w", l.cfg.Timeout, err)
+	}
+	// Succeeded inside a Decider: the record rides with the decision
+	// (package ride), one commit after the call instead of two.
+	if err == nil && ride.From(ctx).Hold(e.Consumer, e.Source, e.ID, ride.Held{
+		Params: store.EffectRecordParams{IdempotencyKey: e.IdempotencyKey, From: []State{Pending, Uncertain}, To: Succeeded,
+			Ref: ref, At: l.cfg.Now(), Calls: e.Calls},
+		Record: func(ctx context.Context) error {
+			_, err := l.record(ctx, e, ref, nil)
+			return err
+		},
+	}) {
+		return ref, nil
 	}
 	return l.record(ctx, e, ref, err)
 }

@@ -1,10 +1,15 @@
 package store
 
 import (
+	"errors"
 	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 )
+
+// ErrEffectChanged is DecisionRecord's answer when the effect it was to
+// record with the decision is no longer its call's: nothing was recorded.
+var ErrEffectChanged = errors.New("the effect's row is no longer this call's: nothing recorded")
 
 // EffectRow is one row of the effects ledger: one external call of an
 // identity and action (package effects).

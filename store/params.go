@@ -267,6 +267,13 @@ type DecisionRecordParams struct {
 	// Owner, when set, is the claim the decision was made under: it is
 	// dropped in the same commit as the record.
 	Owner string
+	// Effect, when set, is the result of the effects ledger's call the
+	// decision was made from (its Calls set): it is recorded in the same
+	// commit, so that an event's decision costs one write after its call,
+	// not two. Both are recorded, or neither: when the row is no longer
+	// that call's (an operator resolved it meanwhile), nothing is, and
+	// the error is ErrEffectChanged.
+	Effect *EffectRecordParams
 }
 
 // Decision is an agent decision recorded under an identity.

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -36,35 +37,104 @@ const dropClaim = `DELETE FROM seqbox_decision_claims WHERE consumer = $1 AND so
 
 // DecisionRecord stores a decision unless one is recorded, and returns the
 // recorded one. With an Owner, that owner's claim is dropped in the same
-// commit: one write after the call, not two.
+// commit: one write after the call, not two; with an Effect, the call's
+// result is recorded in it too, or nothing is (store.ErrEffectChanged).
 func (o *Executor) DecisionRecord(ctx context.Context, p store.DecisionRecordParams) (store.Decision, error) {
+	if p.Effect != nil && p.Effect.Calls == 0 {
+		return store.Decision{}, errors.New("sqlstore: a decision's effect must name its call (Calls)")
+	}
 	args := []any{p.Consumer, p.Source, p.ID, p.Decision, micros(p.At), p.PayloadHash}
-	var res sql.Result
+	var inserted bool
 	var err error
 	switch {
-	case p.Owner == "":
-		res, err = o.exec(ctx, insertDecision, args...)
 	case o.group != nil:
-		// One grouped job: the record and the drop commit together.
-		res, err = o.group.exec(ctx, insertDecision, args, groupStmt{q: dropClaim, args: []any{p.Consumer, p.Source, p.ID, p.Owner}})
-	case o.tx != nil || o.serialWriters:
-		if res, err = o.exec(ctx, insertDecision, args...); err == nil {
-			_, err = o.exec(ctx, dropClaim, p.Consumer, p.Source, p.ID, p.Owner)
+		// One grouped job: the record, the call's result and the drop
+		// commit together.
+		var then []groupStmt
+		if p.Effect != nil {
+			q, eargs := effectRecordStmt(*p.Effect, 0)
+			then = append(then, groupStmt{q: q, args: eargs, check: effectChanged})
 		}
+		if p.Owner != "" {
+			then = append(then, groupStmt{q: dropClaim, args: []any{p.Consumer, p.Source, p.ID, p.Owner}})
+		}
+		inserted, err = affectedOne(o.group.exec(ctx, insertDecision, args, then...))
+	case o.tx != nil || o.serialWriters:
+		inserted, err = o.recordInTx(ctx, p, args)
 	default:
-		// PostgreSQL's pool: one statement, one commit.
-		res, err = o.exec(ctx, `WITH dropped AS (DELETE FROM seqbox_decision_claims
-			WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $7)
-			`+insertDecision, append(args, p.Owner)...)
+		inserted, err = o.recordInOne(ctx, p, args)
 	}
 	if err != nil {
 		return store.Decision{}, err
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 1 {
+	if inserted {
 		// Inserted: the recorded decision is this one, without a read.
 		return store.Decision{Value: p.Decision, PayloadHash: p.PayloadHash}, nil
 	}
 	return o.readDecision(ctx, p.Consumer, p.Source, p.ID)
+}
+
+// effectChanged fails a decision's grouped record when its effect's
+// UPDATE found the row no longer its call's.
+func effectChanged(res sql.Result) error {
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cmp.Or(err, store.ErrEffectChanged)
+	}
+	return nil
+}
+
+// recordInTx is DecisionRecord in the executor's transaction (or on a
+// pool of one writer without a group): a statement at a time, the call's
+// result first, so that a changed one stops it before anything is
+// written.
+func (o *Executor) recordInTx(ctx context.Context, p store.DecisionRecordParams, args []any) (bool, error) {
+	if p.Effect != nil {
+		q, eargs := effectRecordStmt(*p.Effect, 0)
+		res, err := o.exec(ctx, q, eargs...)
+		if err == nil {
+			err = effectChanged(res)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	inserted, err := affectedOne(o.exec(ctx, insertDecision, args...))
+	if err == nil && p.Owner != "" {
+		_, err = o.exec(ctx, dropClaim, p.Consumer, p.Source, p.ID, p.Owner)
+	}
+	return inserted, err
+}
+
+// recordInOne is DecisionRecord on PostgreSQL's pool: one statement, one
+// commit. The call's result conditions the rest: a row no longer its
+// call's updates nothing, and then nothing else is written either.
+func (o *Executor) recordInOne(ctx context.Context, p store.DecisionRecordParams, args []any) (bool, error) {
+	if p.Effect == nil && p.Owner == "" {
+		return affectedOne(o.exec(ctx, insertDecision, args...))
+	}
+	if p.Effect == nil {
+		return affectedOne(o.exec(ctx, `WITH dropped AS (DELETE FROM seqbox_decision_claims
+			WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $7)
+			`+insertDecision, append(args, p.Owner)...))
+	}
+	args = append(args, p.Owner)
+	eq, eargs := effectRecordStmt(*p.Effect, len(args))
+	args = append(args, eargs...)
+	var changed, inserted int
+	err := o.queryRow(ctx, `WITH e AS (`+eq+` RETURNING 1),
+		dropped AS (DELETE FROM seqbox_decision_claims
+			WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $7::text AND EXISTS (SELECT 1 FROM e)),
+		ins AS (INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at, payload_hash)
+			SELECT $1::text, $2::text, $3::text, $4::bytea, $5::bigint, $6::text WHERE EXISTS (SELECT 1 FROM e)
+			ON CONFLICT (consumer, source, id) DO NOTHING RETURNING 1)
+		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM ins)`, args...).Scan(&changed, &inserted)
+	if err != nil {
+		return false, err
+	}
+	if changed == 0 {
+		return false, store.ErrEffectChanged
+	}
+	return inserted == 1, nil
 }
 
 // InboxSeen reads an identity's outcome and payload hash, unlocked.

@@ -73,26 +73,8 @@ func (t *Executor) EffectRecord(ctx context.Context, p store.EffectRecordParams)
 	if len(p.From) == 0 {
 		return nil
 	}
-	set := ""
-	if p.To == seqboxtype.EffectUncertain {
-		set += ", uncertain_at = COALESCE(uncertain_at, $4)"
-	}
-	if p.Reconciled {
-		set += ", reconciled_at = $4"
-	}
-	args := []any{p.To, p.Ref, p.LastError, micros(p.At), p.IdempotencyKey}
-	marks := make([]string, len(p.From))
-	for i, s := range p.From {
-		args = append(args, s)
-		marks[i] = fmt.Sprintf("$%d", len(args))
-	}
-	where := ""
-	if p.Calls != 0 {
-		args = append(args, p.Calls)
-		where = fmt.Sprintf(" AND calls = $%d", len(args))
-	}
-	res, err := t.exec(ctx, `UPDATE seqbox_effects SET state = $1, ref = $2, last_error = $3, updated_at = $4`+set+`
-		WHERE idempotency_key = $5 AND state IN (`+strings.Join(marks, ", ")+`)`+where, args...)
+	q, args := effectRecordStmt(p, 0)
+	res, err := t.exec(ctx, q, args...)
 	if err != nil || p.Calls == 0 {
 		return err
 	}
@@ -100,6 +82,40 @@ func (t *Executor) EffectRecord(ctx context.Context, p store.EffectRecordParams)
 		return cmp.Or(err, store.ErrNotFound)
 	}
 	return nil
+}
+
+// effectRecordStmt is EffectRecord's UPDATE, its placeholders numbered
+// from off+1.
+func effectRecordStmt(p store.EffectRecordParams, off int) (string, []any) {
+	mark := func(args []any) string { return fmt.Sprintf("$%d", off+len(args)) }
+	args := []any{p.To}
+	set := "state = " + mark(args)
+	args = append(args, p.Ref)
+	set += ", ref = " + mark(args)
+	args = append(args, p.LastError)
+	set += ", last_error = " + mark(args)
+	args = append(args, micros(p.At))
+	at := mark(args)
+	set += ", updated_at = " + at
+	if p.To == seqboxtype.EffectUncertain {
+		set += ", uncertain_at = COALESCE(uncertain_at, " + at + ")"
+	}
+	if p.Reconciled {
+		set += ", reconciled_at = " + at
+	}
+	args = append(args, p.IdempotencyKey)
+	where := "idempotency_key = " + mark(args)
+	marks := make([]string, len(p.From))
+	for i, s := range p.From {
+		args = append(args, s)
+		marks[i] = mark(args)
+	}
+	where += " AND state IN (" + strings.Join(marks, ", ") + ")"
+	if p.Calls != 0 {
+		args = append(args, p.Calls)
+		where += " AND calls = " + mark(args)
+	}
+	return "UPDATE seqbox_effects SET " + set + " WHERE " + where, args
 }
 
 // EffectRenewLease moves a pending row's lease on.

@@ -46,10 +46,13 @@ type groupJob struct {
 	done chan struct{}
 }
 
-// groupStmt is a statement of a job after its first.
+// groupStmt is a statement of a job after its first; check, when set,
+// fails the job (nothing of it is kept) unless it approves the
+// statement's result.
 type groupStmt struct {
-	q    string
-	args []any
+	q     string
+	args  []any
+	check func(sql.Result) error
 }
 
 // groupResult is a write's sql.Result, read before the commit.
@@ -228,7 +231,11 @@ func (g *groupCommit) carry(e *Executor) error {
 			if err != nil {
 				break
 			}
-			_, err = e.exec(context.WithoutCancel(j.ctx), st.q, st.args...)
+			var r sql.Result
+			r, err = e.exec(context.WithoutCancel(j.ctx), st.q, st.args...)
+			if err == nil && st.check != nil {
+				err = st.check(r)
+			}
 		}
 		if err == nil {
 			j.res.affected, j.res.err = res.RowsAffected()

@@ -33,6 +33,7 @@ var operatorTests = []driverTest{
 	{"DecisionGet", testOperatorDecision},
 	{"DecisionClaim", testOperatorClaimDecision},
 	{"DecisionRecordDropsItsClaim", testOperatorRecordDropsClaim},
+	{"DecisionRecordWithItsEffect", testOperatorRecordWithEffect},
 	{"InboxPurge", testOperatorPurgeInbox},
 	{"InboxPurgeFrom", testOperatorPurgeInboxFrom},
 }
@@ -587,6 +588,72 @@ func testOperatorRecordDropsClaim(t *testing.T, st store.Store) {
 	require.True(t, claimed("2", "b", 1))
 	require.Equal(t, []byte("late"), record("2", "a", "late").Value)
 	require.False(t, claimed("2", "c", 2), "not a's claim: b still holds it")
+}
+
+// DecisionRecord with an Effect records the call's result in the same
+// commit as the decision and the claim's drop, or, when the row is no
+// longer that call's (resolved by an operator, called again), none of
+// them: ErrEffectChanged, on the pool and in a transaction alike.
+func testOperatorRecordWithEffect(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	pending := func(key, id string) {
+		ok, err := o.op.EffectInsertPending(o.ctx, store.EffectInsertPendingParams{Consumer: o.consumer, Source: "crm", ID: id,
+			Action: "a", IdempotencyKey: key, At: at(1), LeaseUntil: at(9)})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	claim := func(id string) {
+		c, err := o.op.DecisionClaim(o.ctx, store.DecisionClaimParams{Consumer: o.consumer, Source: "crm", ID: id, Owner: "w", Now: at(1), Until: at(9)})
+		require.NoError(t, err)
+		require.True(t, c.Claimed)
+	}
+	params := func(key, id string, calls int) store.DecisionRecordParams {
+		return store.DecisionRecordParams{Consumer: o.consumer, Source: "crm", ID: id, Decision: []byte("d-" + id), PayloadHash: "h",
+			At: at(3), Owner: "w", Effect: &store.EffectRecordParams{IdempotencyKey: key,
+				From: []seqboxtype.Effect{seqboxtype.EffectPending, seqboxtype.EffectUncertain}, To: seqboxtype.EffectSucceeded,
+				Ref: "ref-" + id, At: at(3), Calls: calls}}
+	}
+	claimFree := func(id string) bool {
+		c, err := o.op.DecisionClaim(o.ctx, store.DecisionClaimParams{Consumer: o.consumer, Source: "crm", ID: id, Owner: "other", Now: at(2), Until: at(9)})
+		require.NoError(t, err)
+		return c.Claimed
+	}
+	for _, where := range []string{"pool", "tx"} {
+		key, id := o.consumer+"/"+where+"/k1", where+"-1"
+		pending(key, id)
+		claim(id)
+		record := func(p store.DecisionRecordParams) (store.Decision, error) {
+			if where == "pool" {
+				return o.op.DecisionRecord(o.ctx, p)
+			}
+			var d store.Decision
+			var err error
+			o.commit(func(e *txEnv) { d, err = e.tx.DecisionRecord(e.ctx, p) })
+			return d, err
+		}
+		// The second call's result for a row that counts one call: not its
+		// call's, so nothing is recorded.
+		_, err := record(params(key, id, 2))
+		require.ErrorIs(t, err, store.ErrEffectChanged, where)
+		row, err := o.op.EffectGet(o.ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, seqboxtype.EffectPending, row.State, "%s: the row is left alone", where)
+		_, err = o.op.DecisionGet(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: id})
+		require.ErrorIs(t, err, store.ErrNotFound, "%s: no decision without its effect", where)
+		require.False(t, claimFree(id), "%s: the claim is kept", where)
+
+		d, err := record(params(key, id, 1))
+		require.NoError(t, err, where)
+		require.Equal(t, []byte("d-"+id), d.Value)
+		row, err = o.op.EffectGet(o.ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, seqboxtype.EffectSucceeded, row.State, where)
+		require.Equal(t, "ref-"+id, row.Ref, where)
+		got, err := o.op.DecisionGet(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: id})
+		require.NoError(t, err)
+		require.Equal(t, []byte("d-"+id), got.Value, where)
+		require.True(t, claimFree(id), "%s: the claim went with the record", where)
+	}
 }
 
 // InboxPurge deletes, oldest first and at most batch at a time, the

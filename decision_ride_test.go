@@ -1,0 +1,127 @@
+package seqbox_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// A Decider's effects-ledger call that succeeded is recorded in the same
+// commit as the decision, not in one of its own before it: right after
+// ledger.Do returns, inside the Decider, the row is still pending; once
+// the message is applied, the row is succeeded with the call's reference
+// and the decision is that reference. (Before, the row was succeeded the
+// moment Do returned: two commits after the call where one does.)
+func TestCallResultRidesWithTheDecision(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	ledger, err := effects.New(b.store, effects.Config{Timeout: time.Hour})
+	require.NoError(t, err)
+	var inside seqboxtype.Effect
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		ref, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
+			return "task-" + ev.ID, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		row, err := b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, ev.Source, ev.ID, "crm.create_task"))
+		if err != nil {
+			return nil, err
+		}
+		inside = row.State
+		return []byte(ref), nil
+	}
+	var applied []byte
+	handler := b.cfg.Handler
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		applied, _ = seqbox.DecisionFrom(ctx)
+		return handler(ctx, tx, ev)
+	}
+	results, err := b.consumer(t).Deliver(ctx, keyed("m1", "k1", 1), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"m1:applied"}, outcomes(results))
+	require.Equal(t, seqboxtype.EffectPending, inside, "the call's result waits for the decision's commit")
+	require.Equal(t, []byte("task-m1"), applied)
+	row, err := b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", "m1", "crm.create_task"))
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.EffectSucceeded, row.State)
+	require.Equal(t, "task-m1", row.Ref)
+	require.Equal(t, 1, row.Calls)
+}
+
+// A call's row resolved by an operator between the call's answer and the
+// decision's record (its caller looked dead: its lease ran out) keeps the
+// operator's resolution, and the decision made from the refused answer is
+// never recorded nor applied: the message waits, and its next attempt
+// follows the ledger (failed: it calls again under the same key), and
+// applies that call's answer.
+func TestRefusedAnswerIsNotDecided(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	ledger, err := effects.New(b.store, effects.Config{Timeout: time.Minute, Now: clock})
+	require.NoError(t, err)
+	var calls atomic.Int32
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		ref, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
+			return "task-" + string(rune('0'+calls.Add(1))), nil
+		})
+		if err != nil || calls.Load() > 1 {
+			return []byte(ref), err
+		}
+		// The first answer is in, but its caller froze past its lease:
+		// an operator found nothing at the remote side and resolved the
+		// call as failed.
+		mu.Lock()
+		now = now.Add(time.Hour)
+		mu.Unlock()
+		key := effects.Key(b.cfg.Name, ev.Source, ev.ID, "crm.create_task")
+		if err := ledger.Resolve(ctx, key, effects.Failed, "", "ops", "nothing at the CRM"); err != nil {
+			return nil, err
+		}
+		return []byte(ref), nil
+	}
+	var applied [][]byte
+	handler := b.cfg.Handler
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		d, _ := seqbox.DecisionFrom(ctx)
+		applied = append(applied, d)
+		return handler(ctx, tx, ev)
+	}
+	c := b.consumer(t)
+	first, err := c.Deliver(ctx, keyed("m1", "k1", 1), 1)
+	require.NoError(t, err)
+	require.NotEqual(t, []string{"m1:applied"}, outcomes(first), "the refused answer applied nothing")
+	require.Empty(t, applied)
+	_, err = b.store.Executor().DecisionGet(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "m1"})
+	require.ErrorIs(t, err, store.ErrNotFound, "no decision was recorded from the refused answer")
+	row, err := b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", "m1", "crm.create_task"))
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.EffectFailed, row.State, "the operator's resolution stands")
+
+	second, err := c.Deliver(ctx, keyed("m1", "k1", 1), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"m1:applied"}, outcomes(second))
+	require.Equal(t, [][]byte{[]byte("task-2")}, applied, "the second call's answer, under the same key")
+	row, err = b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", "m1", "crm.create_task"))
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.EffectSucceeded, row.State)
+	require.Equal(t, "task-2", row.Ref)
+	require.Equal(t, 2, row.Calls)
+}
