@@ -2,6 +2,7 @@ package seqbox_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,4 +125,58 @@ func TestRefusedAnswerIsNotDecided(t *testing.T) {
 	require.Equal(t, seqboxtype.EffectSucceeded, row.State)
 	require.Equal(t, "task-2", row.Ref)
 	require.Equal(t, 2, row.Calls)
+}
+
+// Only one call's result waits for the decision: a Decider's second
+// ledger call begins only once the first one's result is written, and a
+// Decider that fails after its call succeeded still leaves the call
+// recorded as succeeded (it happened), so that the next attempt returns
+// its reference without calling again.
+func TestHeldCallResultIsWrittenBeforeTheNextCallAndOnFailure(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	ledger, err := effects.New(b.store, effects.Config{Timeout: time.Hour})
+	require.NoError(t, err)
+	state := func(id, action string) seqboxtype.Effect {
+		row, err := b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", id, action))
+		require.NoError(t, err)
+		return row.State
+	}
+	var firstWhenSecondRan seqboxtype.Effect
+	var calls atomic.Int32
+	fail := true
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		first, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
+			calls.Add(1)
+			return "task", nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		second, err := ledger.Do(ctx, "mail.send", func(ctx context.Context, key string) (string, error) {
+			firstWhenSecondRan = state(ev.ID, "crm.create_task")
+			return "mail", nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if fail {
+			fail = false
+			return nil, errors.New("the model's answer did not parse")
+		}
+		return []byte(first + "+" + second), nil
+	}
+	c := b.consumer(t)
+	results, err := c.Deliver(ctx, keyed("m1", "k1", 1), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"m1:retry"}, outcomes(results))
+	require.Equal(t, seqboxtype.EffectSucceeded, firstWhenSecondRan, "the first call's result was written before the second call began")
+	require.Equal(t, seqboxtype.EffectSucceeded, state("m1", "mail.send"), "the Decider failed after its call: the call is recorded all the same")
+	results, err = c.Deliver(ctx, keyed("m1", "k1", 1), 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"m1:applied"}, outcomes(results))
+	require.EqualValues(t, 1, calls.Load(), "each call made once across the two attempts")
+	d, err := b.store.Executor().DecisionGet(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "m1"})
+	require.NoError(t, err)
+	require.Equal(t, []byte("task+mail"), d.Value)
 }
