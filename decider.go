@@ -228,7 +228,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	endSpan(span, err)
 	// The result of its last effects-ledger call rides with the decision
 	// (package ride); without a decision to ride with, it is written alone.
-	held := slot.Take()
+	held := slot.Close()
 	if err != nil && held != nil {
 		if rerr := held.Record(context.WithoutCancel(ctx)); rerr != nil {
 			err = errors.Join(err, rerr)

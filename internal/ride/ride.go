@@ -35,6 +35,9 @@ type Slot struct {
 	consumer, source, id string
 	mu                   sync.Mutex
 	held                 *Held
+	// closed: the Decider returned; a call that answers later (a
+	// goroutine it left running) writes its own record.
+	closed bool
 }
 
 type slotKey struct{}
@@ -60,7 +63,7 @@ func (s *Slot) Hold(consumer, source, id string, h Held) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.held != nil {
+	if s.held != nil || s.closed {
 		return false
 	}
 	s.held = &h
@@ -74,6 +77,21 @@ func (s *Slot) Take() *Held {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	h := s.held
+	s.held = nil
+	return h
+}
+
+// Close empties the slot for good, once the Decider returned, and
+// returns what it held, nil if nothing: a record held later is refused
+// (Hold), so none is left behind unwritten.
+func (s *Slot) Close() *Held {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
 	h := s.held
 	s.held = nil
 	return h
