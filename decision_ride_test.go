@@ -16,6 +16,14 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
+// ledgerRow reads the ledger row of an identity's call of action.
+func (b *bundle) ledgerRow(t *testing.T, id, action string) store.EffectRow {
+	t.Helper()
+	row, err := b.store.Executor().EffectGet(context.Background(), effects.Key(b.cfg.Name, "crm", id, action))
+	require.NoError(t, err)
+	return row
+}
+
 // A Decider's effects-ledger call that succeeded is recorded in the same
 // commit as the decision, not in one of its own before it: right after
 // ledger.Do returns, inside the Decider, the row is still pending; once
@@ -53,8 +61,7 @@ func TestCallResultRidesWithTheDecision(t *testing.T) {
 	require.Equal(t, []string{"m1:applied"}, outcomes(results))
 	require.Equal(t, seqboxtype.EffectPending, inside, "the call's result waits for the decision's commit")
 	require.Equal(t, []byte("task-m1"), applied)
-	row, err := b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", "m1", "crm.create_task"))
-	require.NoError(t, err)
+	row := b.ledgerRow(t, "m1", "crm.create_task")
 	require.Equal(t, seqboxtype.EffectSucceeded, row.State)
 	require.Equal(t, "task-m1", row.Ref)
 	require.Equal(t, 1, row.Calls)
@@ -112,16 +119,13 @@ func TestRefusedAnswerIsNotDecided(t *testing.T) {
 	require.Empty(t, applied)
 	_, err = b.store.Executor().DecisionGet(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "m1"})
 	require.ErrorIs(t, err, store.ErrNotFound, "no decision was recorded from the refused answer")
-	row, err := b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", "m1", "crm.create_task"))
-	require.NoError(t, err)
-	require.Equal(t, seqboxtype.EffectFailed, row.State, "the operator's resolution stands")
+	require.Equal(t, seqboxtype.EffectFailed, b.ledgerRow(t, "m1", "crm.create_task").State, "the operator's resolution stands")
 
 	second, err := c.Deliver(ctx, keyed("m1", "k1", 1), 2)
 	require.NoError(t, err)
 	require.Equal(t, []string{"m1:applied"}, outcomes(second))
 	require.Equal(t, [][]byte{[]byte("task-2")}, applied, "the second call's answer, under the same key")
-	row, err = b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", "m1", "crm.create_task"))
-	require.NoError(t, err)
+	row := b.ledgerRow(t, "m1", "crm.create_task")
 	require.Equal(t, seqboxtype.EffectSucceeded, row.State)
 	require.Equal(t, "task-2", row.Ref)
 	require.Equal(t, 2, row.Calls)
@@ -137,11 +141,7 @@ func TestHeldCallResultIsWrittenBeforeTheNextCallAndOnFailure(t *testing.T) {
 	ctx := context.Background()
 	ledger, err := effects.New(b.store, effects.Config{Timeout: time.Hour})
 	require.NoError(t, err)
-	state := func(id, action string) seqboxtype.Effect {
-		row, err := b.store.Executor().EffectGet(ctx, effects.Key(b.cfg.Name, "crm", id, action))
-		require.NoError(t, err)
-		return row.State
-	}
+	state := func(id, action string) seqboxtype.Effect { return b.ledgerRow(t, id, action).State }
 	var firstWhenSecondRan seqboxtype.Effect
 	var calls atomic.Int32
 	fail := true
