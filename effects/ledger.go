@@ -13,8 +13,8 @@ import (
 	"unicode"
 
 	"github.com/seqbox/seqbox"
-	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/internal/ride"
+	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
