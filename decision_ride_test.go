@@ -180,3 +180,28 @@ func TestHeldCallResultIsWrittenBeforeTheNextCallAndOnFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []byte("task+mail"), d.Value)
 }
+
+// A Decider that panics after its ledger call succeeded ends its message
+// dead-lettered (a panic is permanent), and the call it made is recorded
+// as succeeded all the same: its record does not wait for a decision that
+// will never come.
+func TestPanickingDeciderAfterItsCallLeavesTheCallRecorded(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	ledger, err := effects.New(b.store, effects.Config{Timeout: time.Hour})
+	require.NoError(t, err)
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		if _, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
+			return "task-" + ev.ID, nil
+		}); err != nil {
+			return nil, err
+		}
+		panic("the model's answer had no route")
+	}
+	results, err := b.consumer(t).Deliver(ctx, keyed("m1", "k1", 1), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"m1:dead_lettered"}, outcomes(results))
+	row := b.ledgerRow(t, "m1", "crm.create_task")
+	require.Equal(t, seqboxtype.EffectSucceeded, row.State, "the call happened: it is recorded")
+	require.Equal(t, "task-m1", row.Ref)
+}
