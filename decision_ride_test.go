@@ -84,64 +84,66 @@ func TestRefusedAnswerIsNotDecided(t *testing.T) {
 		{effects.Failed, "", "nothing at the CRM", "task-2", 2},
 		{effects.Succeeded, "op-7", "created by hand in the CRM", "op-7", 1},
 	} {
-		t.Run(string(tc.resolve), func(t *testing.T) {
-			b := setup(t)
-			ctx := context.Background()
-			var mu sync.Mutex
-			now := time.Now()
-			clock := func() time.Time {
-				mu.Lock()
-				defer mu.Unlock()
-				return now
-			}
-			ledger, err := effects.New(b.store, effects.Config{Timeout: time.Minute, Now: clock})
-			require.NoError(t, err)
-			var calls atomic.Int32
-			b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
-				ref, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
-					return "task-" + string(rune('0'+calls.Add(1))), nil
-				})
-				if err != nil || calls.Load() > 1 || ref == tc.ref {
-					return []byte(ref), err
+		for kind, open := range map[string]func(*testing.T) *bundle{"sqlite": setup, "postgres": setupPostgres} {
+			t.Run(kind+"/"+string(tc.resolve), func(t *testing.T) {
+				b := open(t)
+				ctx := context.Background()
+				var mu sync.Mutex
+				now := time.Now()
+				clock := func() time.Time {
+					mu.Lock()
+					defer mu.Unlock()
+					return now
 				}
-				// The first answer is in, but its caller froze past its
-				// lease: an operator checked the remote side and resolved
-				// the call.
-				mu.Lock()
-				now = now.Add(time.Hour)
-				mu.Unlock()
-				key := effects.Key(b.cfg.Name, ev.Source, ev.ID, "crm.create_task")
-				if err := ledger.Resolve(ctx, key, tc.resolve, tc.ref, "ops", tc.reason); err != nil {
-					return nil, err
+				ledger, err := effects.New(b.store, effects.Config{Timeout: time.Minute, Now: clock})
+				require.NoError(t, err)
+				var calls atomic.Int32
+				b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+					ref, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
+						return "task-" + string(rune('0'+calls.Add(1))), nil
+					})
+					if err != nil || calls.Load() > 1 || ref == tc.ref {
+						return []byte(ref), err
+					}
+					// The first answer is in, but its caller froze past its
+					// lease: an operator checked the remote side and resolved
+					// the call.
+					mu.Lock()
+					now = now.Add(time.Hour)
+					mu.Unlock()
+					key := effects.Key(b.cfg.Name, ev.Source, ev.ID, "crm.create_task")
+					if err := ledger.Resolve(ctx, key, tc.resolve, tc.ref, "ops", tc.reason); err != nil {
+						return nil, err
+					}
+					return []byte(ref), nil
 				}
-				return []byte(ref), nil
-			}
-			var applied []string
-			handler := b.cfg.Handler
-			b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
-				d, _ := seqbox.DecisionFrom(ctx)
-				applied = append(applied, string(d))
-				return handler(ctx, tx, ev)
-			}
-			c := b.consumer(t)
-			first, err := c.Deliver(ctx, keyed("m1", "k1", 1), 1)
-			require.NoError(t, err)
-			require.NotEqual(t, []string{"m1:applied"}, outcomes(first), "the refused answer applied nothing")
-			require.Empty(t, applied)
-			_, err = b.store.Executor().DecisionGet(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "m1"})
-			require.ErrorIs(t, err, store.ErrNotFound, "no decision was recorded from the refused answer")
-			require.Equal(t, tc.resolve, b.ledgerRow(t, "m1", "crm.create_task").State, "the operator's resolution stands")
+				var applied []string
+				handler := b.cfg.Handler
+				b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+					d, _ := seqbox.DecisionFrom(ctx)
+					applied = append(applied, string(d))
+					return handler(ctx, tx, ev)
+				}
+				c := b.consumer(t)
+				first, err := c.Deliver(ctx, keyed("m1", "k1", 1), 1)
+				require.NoError(t, err)
+				require.NotEqual(t, []string{"m1:applied"}, outcomes(first), "the refused answer applied nothing")
+				require.Empty(t, applied)
+				_, err = b.store.Executor().DecisionGet(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "m1"})
+				require.ErrorIs(t, err, store.ErrNotFound, "no decision was recorded from the refused answer")
+				require.Equal(t, tc.resolve, b.ledgerRow(t, "m1", "crm.create_task").State, "the operator's resolution stands")
 
-			second, err := c.Deliver(ctx, keyed("m1", "k1", 1), 2)
-			require.NoError(t, err)
-			require.Equal(t, []string{"m1:applied"}, outcomes(second))
-			require.Equal(t, []string{tc.applied}, applied, "the ledger's answer after the resolution")
-			row := b.ledgerRow(t, "m1", "crm.create_task")
-			require.Equal(t, seqboxtype.EffectSucceeded, row.State)
-			require.Equal(t, tc.applied, row.Ref)
-			require.Equal(t, tc.calls, row.Calls)
-			require.EqualValues(t, tc.calls, calls.Load(), "calls made at the remote side")
-		})
+				second, err := c.Deliver(ctx, keyed("m1", "k1", 1), 2)
+				require.NoError(t, err)
+				require.Equal(t, []string{"m1:applied"}, outcomes(second))
+				require.Equal(t, []string{tc.applied}, applied, "the ledger's answer after the resolution")
+				row := b.ledgerRow(t, "m1", "crm.create_task")
+				require.Equal(t, seqboxtype.EffectSucceeded, row.State)
+				require.Equal(t, tc.applied, row.Ref)
+				require.Equal(t, tc.calls, row.Calls)
+				require.EqualValues(t, tc.calls, calls.Load(), "calls made at the remote side")
+			})
+		}
 	}
 }
 

@@ -11,8 +11,10 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/own"
+	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/store"
+	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -28,12 +30,28 @@ type bundle struct {
 // before calling consumer.
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "seqbox.db")
-	st, err := sqlite.Open(ctx, path)
+	st, err := sqlite.Open(context.Background(), path)
 	require.NoError(t, err)
+	return newBundle(t, path, st)
+}
+
+// setupPostgres is setup on a PostgreSQL schema of the test's own
+// (pgtest.URL).
+func setupPostgres(t *testing.T) *bundle {
+	t.Helper()
+	u := pgtest.URL(t)
+	st, err := postgres.Open(context.Background(), u)
+	require.NoError(t, err)
+	return newBundle(t, u, st)
+}
+
+// newBundle is st, closed when the test ends, with the record handler's
+// tables and a consumer's config over it.
+func newBundle(t *testing.T, path string, st store.Store) *bundle {
+	t.Helper()
 	t.Cleanup(func() { st.Close() })
-	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+	require.NoError(t, replay.EnsureRecordTables(context.Background(), st.DB()))
 	return &bundle{path: path, store: st, cfg: seqbox.Config{
 		Name: "test", Store: st, Handler: replay.RecordHandler("test"),
 		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 3, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}},
