@@ -107,7 +107,7 @@ type Store struct {
 	// writer is the turn of this process's one writer (OneWriter).
 	writer chan struct{}
 	// wconn, with OneWriter, is the one connection the store's write
-	// transactions run on (writerConn).
+	// transactions run on (beginOnWriterConn); wmu guards the field.
 	wmu   sync.Mutex
 	wconn *sql.Conn
 	// group commits the pool's single writes together (OneWriter).
