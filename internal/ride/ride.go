@@ -90,11 +90,9 @@ func (s *Slot) Close() *Held {
 		return nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
-	h := s.held
-	s.held = nil
-	return h
+	s.mu.Unlock()
+	return s.Take()
 }
 
 // Flush writes what the slot holds, alone: before another call of the
