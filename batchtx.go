@@ -120,8 +120,12 @@ type batchTx struct {
 	// other run.
 	queue *queuedTx
 	// advance is where in the queue the run's key moves went (finish),
-	// and how many they were; nil when they did not go there.
-	advance *queuedMoves
+	// and how many they were; nil when they did not go there. turnsQueued
+	// and claimsQueued are the turns and claims that went there
+	// (finishQueued).
+	advance      *queuedMoves
+	turnsQueued  *queuedTurns
+	claimsQueued []queuedClaims
 	// undecided collects the messages the run stopped before their
 	// handler to be decided (awaitDecision); origin is the index of the
 	// input being run, which each one is reported under.
@@ -233,6 +237,19 @@ func (b *batchTx) sendQueue(ctx context.Context) error {
 		// delivery.
 		return b.rerun(ctx)
 	}
+	if q := b.turnsQueued; q != nil {
+		b.turnsQueued = nil
+		for _, id := range q.want {
+			if !q.taken[id] {
+				// Bound to another copy meanwhile, as flushTurns finds it.
+				return b.rerun(ctx)
+			}
+		}
+	}
+	for _, c := range b.claimsQueued {
+		b.claimsTaken(c.owner, c.claimed)
+	}
+	b.claimsQueued = nil
 	return nil
 }
 
@@ -247,15 +264,14 @@ func (b *batchTx) execer() transport.Execer {
 
 // finish ends an optimistic run before its commit: the identities still
 // provisional are pending, and the deferred writes are written.
-//
-// With a queue, the key moves join it, so that they go with the handlers'
-// writes and the acknowledgement, in the round trip before the commit;
-// sendQueue checks that each one won.
 func (b *batchTx) finish(ctx context.Context) error {
 	for id := range b.provisional {
 		if err := b.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: b.consumer, Source: id.Source, ID: id.ID, Outcome: noOutcome}); err != nil {
 			return err
 		}
+	}
+	if b.queue != nil {
+		return b.finishQueued(ctx)
 	}
 	if err := b.flushTurns(ctx); err != nil {
 		return err
@@ -263,15 +279,72 @@ func (b *batchTx) finish(ctx context.Context) error {
 	if err := b.takeClaims(ctx); err != nil {
 		return err
 	}
-	if b.queue != nil && len(b.moveRows) > 0 {
-		n, err := b.queue.add(b.queue.pl.KeyAdvanceStatement(store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt}))
+	return b.flush(ctx)
+}
+
+// finishQueued is finish with a queue: the writes of the messages the
+// run stopped to be decided (their inbox rows taken back, their turns,
+// their claims), the key moves and the retry clears join it, in the order
+// finish writes them one round trip each, so that they go with the
+// handlers' writes and the acknowledgement in the round trip before the
+// commit. sendQueue checks that each turn was taken and each move won,
+// and takes the claims other owners hold off their messages. The
+// deferred outcomes are written now, as flush writes them.
+func (b *batchTx) finishQueued(ctx context.Context) error {
+	pl := b.queue.pl
+	var stmts []store.Statement
+	if len(b.uninserted) > 0 {
+		stmts = append(stmts, pl.InboxDeleteStatement(store.IdentitiesRef{Consumer: b.consumer, IDs: b.uninserted}))
+		b.uninserted = b.uninserted[:0]
+	}
+	if len(b.turns) > 0 {
+		q := &queuedTurns{taken: make(map[store.Identity]bool, len(b.turns))}
+		for _, t := range b.turns {
+			q.want = append(q.want, store.Identity{Source: t.Source, ID: t.ID})
+		}
+		stmts = append(stmts, pl.TurnTakeStatement(store.TurnTakeManyParams{Consumer: b.consumer, At: b.turnAt, Turns: b.turns}, q.taken))
+		b.turnsQueued, b.turns = q, b.turns[:0]
+	}
+	for len(b.claims) > 0 {
+		p := b.claimsOfFirstOwner()
+		c := queuedClaims{owner: p.Owner, claimed: make(map[store.Identity]bool, len(p.IDs))}
+		stmts = append(stmts, pl.DecisionClaimStatement(p, c.claimed))
+		b.claimsQueued = append(b.claimsQueued, c)
+	}
+	for _, st := range stmts {
+		if _, err := b.queue.add(st); err != nil {
+			return b.rerun(ctx)
+		}
+	}
+	if len(b.moveRows) > 0 {
+		n, err := b.queue.add(pl.KeyAdvanceStatement(store.KeyAdvanceManyParams{Consumer: b.consumer, Moves: b.moveRows, At: b.movedAt}))
 		if err != nil {
 			return b.rerun(ctx)
 		}
 		b.advance = &queuedMoves{at: n, want: len(b.moveRows)}
 		b.moveRows, b.moves = b.moveRows[:0], nil
 	}
+	if len(b.clears) > 0 {
+		if _, err := b.queue.add(pl.RetryClearStatement(store.RetryClearManyParams{Consumer: b.consumer, IDs: b.clears})); err != nil {
+			return b.rerun(ctx)
+		}
+		b.clears = b.clears[:0]
+	}
 	return b.flush(ctx)
+}
+
+// queuedTurns are the turns a run put in its queue (finishQueued): the
+// identities it must take, and those it took once sent.
+type queuedTurns struct {
+	want  []store.Identity
+	taken map[store.Identity]bool
+}
+
+// queuedClaims are one owner's claims a run put in its queue, and the
+// identities it claimed once sent.
+type queuedClaims struct {
+	owner   string
+	claimed map[store.Identity]bool
 }
 
 // flush writes the deferred writes.

@@ -18,9 +18,11 @@ import (
 
 // KeyLockInsertMany is store.Executor.KeyLockMany then InboxInsertMany: on
 // a store that pipelines, one round trip (store.Pipeliner).
-func (b *batchTx) KeyLockInsertMany(ctx context.Context, p store.KeyLockManyParams, rows []store.InboxRow) (map[string]store.KeyState, []bool, error) {
+// The reads in ahead (nil for none) go in the same round trip, after
+// them; ahead has statements only on a store that pipelines.
+func (b *batchTx) KeyLockInsertMany(ctx context.Context, p store.KeyLockManyParams, rows []store.InboxRow, ahead *readsAhead) (map[string]store.KeyState, []bool, error) {
 	if pl, ok := b.tx.(store.Pipeliner); ok {
-		return pl.KeyLockInsertMany(ctx, p, rows)
+		return pl.KeyLockInsertMany(ctx, p, rows, ahead.statements()...)
 	}
 	keys, err := b.tx.KeyLockMany(ctx, p)
 	if err != nil {
@@ -170,34 +172,48 @@ func (b *batchTx) DecisionClaim(ctx context.Context, p store.DecisionClaimParams
 // taken off, and its decider claims for itself.
 func (b *batchTx) takeClaims(ctx context.Context) error {
 	for len(b.claims) > 0 {
-		owner := b.claims[0].Owner
-		p := store.DecisionClaimManyParams{Consumer: b.consumer, Owner: owner, Now: b.claims[0].Now, Until: b.claims[0].Until}
-		rest := b.claims[:0]
-		for _, c := range b.claims {
-			if c.Owner != owner {
-				rest = append(rest, c)
-				continue
-			}
-			p.IDs = append(p.IDs, store.Identity{Source: c.Source, ID: c.ID})
-			if c.Now.Before(p.Now) {
-				p.Now = c.Now
-			}
-			if c.Until.Before(p.Until) {
-				p.Until = c.Until
-			}
-		}
-		b.claims = rest
+		p := b.claimsOfFirstOwner()
 		claimed, err := b.tx.DecisionClaimMany(ctx, p)
 		if err != nil {
 			return err
 		}
-		for i, u := range b.undecided {
-			if u.claim.owner == owner && !claimed[store.Identity{Source: u.ev.Source, ID: u.ev.ID}] {
-				b.undecided[i].claim = preClaim{}
-			}
-		}
+		b.claimsTaken(p.Owner, claimed)
 	}
 	return nil
+}
+
+// claimsOfFirstOwner takes out of the run's deferred claims those of the
+// first one's owner, as one DecisionClaimMany: at the earliest time and
+// until the earliest end among them.
+func (b *batchTx) claimsOfFirstOwner() store.DecisionClaimManyParams {
+	owner := b.claims[0].Owner
+	p := store.DecisionClaimManyParams{Consumer: b.consumer, Owner: owner, Now: b.claims[0].Now, Until: b.claims[0].Until}
+	rest := b.claims[:0]
+	for _, c := range b.claims {
+		if c.Owner != owner {
+			rest = append(rest, c)
+			continue
+		}
+		p.IDs = append(p.IDs, store.Identity{Source: c.Source, ID: c.ID})
+		if c.Now.Before(p.Now) {
+			p.Now = c.Now
+		}
+		if c.Until.Before(p.Until) {
+			p.Until = c.Until
+		}
+	}
+	b.claims = rest
+	return p
+}
+
+// claimsTaken takes the claim off each message of owner's whose identity
+// claimed does not hold: another owner holds it.
+func (b *batchTx) claimsTaken(owner string, claimed map[store.Identity]bool) {
+	for i, u := range b.undecided {
+		if u.claim.owner == owner && !claimed[store.Identity{Source: u.ev.Source, ID: u.ev.ID}] {
+			b.undecided[i].claim = preClaim{}
+		}
+	}
 }
 
 // Business keys. The identities a batch inserted are recorded as applied

@@ -63,10 +63,11 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 		}
 	}
 	// The keys are locked before the identities go in, in one round trip
-	// on a store that pipelines.
+	// on a store that pipelines, with the reads ahead.
 	var inserted []bool
 	var err error
-	if tx.keys, inserted, err = tx.KeyLockInsertMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: keys}, rows); err != nil {
+	ahead := p.newReadsAhead(tx, keys, rows)
+	if tx.keys, inserted, err = tx.KeyLockInsertMany(ctx, store.KeyLockManyParams{Consumer: p.cfg.Name, Keys: keys}, rows, ahead); err != nil {
 		return err
 	}
 	tx.inserted = make(map[store.Identity]bool, len(rows))
@@ -93,10 +94,10 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 			return err
 		}
 	}
-	if err := p.readRetryRows(ctx, tx); err != nil {
+	if err := p.readRetryRows(ctx, tx, ahead); err != nil {
 		return err
 	}
-	if err := p.readAhead(ctx, tx, rows, inserted, repeated); err != nil {
+	if err := p.readAhead(ctx, tx, rows, inserted, repeated, ahead); err != nil {
 		return err
 	}
 	// The rows inserted for identities that come again later in the
@@ -129,8 +130,8 @@ func (p *pipeline) prefetch(ctx context.Context, tx *batchTx, ins []input, now t
 // under the keys' locks: the gate then tells from memory that no other
 // identity holds a key's turn (batchTx.noOtherRetrying), instead of a
 // RetryOnKey per message, each of which sent the run's deferred writes
-// first.
-func (p *pipeline) readRetryRows(ctx context.Context, tx *batchTx) error {
+// first. With reads ahead, they were read already.
+func (p *pipeline) readRetryRows(ctx context.Context, tx *batchTx, ahead *readsAhead) error {
 	var keys []string
 	for k, ks := range tx.keys {
 		if ks.HasRetries {
@@ -140,8 +141,11 @@ func (p *pipeline) readRetryRows(ctx context.Context, tx *batchTx) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	ids, err := tx.tx.RetryRowsOnKeys(ctx, store.KeysRef{Consumer: p.cfg.Name, Keys: keys})
-	if err != nil {
+	ids := map[string][]store.Identity(nil)
+	var err error
+	if ahead != nil {
+		ids = ahead.retryIDs
+	} else if ids, err = tx.tx.RetryRowsOnKeys(ctx, store.KeysRef{Consumer: p.cfg.Name, Keys: keys}); err != nil {
 		return err
 	}
 	tx.retryIDs = make(map[string][]store.Identity, len(keys))
@@ -155,7 +159,8 @@ func (p *pipeline) readRetryRows(ctx context.Context, tx *batchTx) error {
 // of the identities the prefetch inserted (each sent once in the batch)
 // in one statement each, instead of a read per delivery
 // (batchTx.aheadDecisions, aheadBound). It runs after the key locks.
-func (p *pipeline) readAhead(ctx context.Context, tx *batchTx, rows []store.InboxRow, inserted []bool, repeated map[store.Identity]bool) error {
+// With reads ahead, they were read already.
+func (p *pipeline) readAhead(ctx context.Context, tx *batchTx, rows []store.InboxRow, inserted []bool, repeated map[store.Identity]bool, ahead *readsAhead) error {
 	if p.cfg.Decide == nil {
 		return nil
 	}
@@ -168,14 +173,18 @@ func (p *pipeline) readAhead(ctx context.Context, tx *batchTx, rows []store.Inbo
 	if len(ids) == 0 {
 		return nil
 	}
-	ref := store.IdentitiesRef{Consumer: p.cfg.Name, IDs: ids}
-	decisions, err := tx.tx.DecisionGetMany(ctx, ref)
-	if err != nil {
-		return err
-	}
-	bound, err := tx.tx.TurnBoundToMany(ctx, ref)
-	if err != nil {
-		return err
+	decisions, bound := map[store.Identity]store.Decision(nil), map[store.Identity]string(nil)
+	if ahead != nil {
+		decisions, bound = ahead.decisions, ahead.bound
+	} else {
+		ref := store.IdentitiesRef{Consumer: p.cfg.Name, IDs: ids}
+		var err error
+		if decisions, err = tx.tx.DecisionGetMany(ctx, ref); err != nil {
+			return err
+		}
+		if bound, err = tx.tx.TurnBoundToMany(ctx, ref); err != nil {
+			return err
+		}
 	}
 	tx.aheadDecisions = make(map[store.Identity]aheadDecision, len(ids))
 	tx.aheadBound = make(map[store.Identity]string, len(ids))
@@ -185,6 +194,50 @@ func (p *pipeline) readAhead(ctx context.Context, tx *batchTx, rows []store.Inbo
 		tx.aheadBound[id] = bound[id]
 	}
 	return nil
+}
+
+// readsAhead are the reads a batch of a consumer with Decide sends, on a
+// store that pipelines, in the round trip that locks its keys and inserts
+// its identities (KeyLockInsertMany), instead of a round trip each after
+// it: the retry rows of every key of the batch, and the decisions and
+// turns of every identity. They run after the same statements, in the
+// same order, as readRetryRows and readAhead would run them, and read a
+// superset of what those keep (the keys found with retry rows, the
+// identities inserted). Nil elsewhere: each is read when needed.
+type readsAhead struct {
+	stmts     []store.Statement
+	retryIDs  map[string][]store.Identity
+	decisions map[store.Identity]store.Decision
+	bound     map[store.Identity]string
+}
+
+// newReadsAhead returns the reads ahead of a batch of rows on keys, or nil
+// when it has none (no Decide, a store that does not pipeline, no rows).
+func (p *pipeline) newReadsAhead(tx *batchTx, keys []string, rows []store.InboxRow) *readsAhead {
+	pl, ok := tx.tx.(store.Pipeliner)
+	if !ok || p.cfg.Decide == nil || len(rows) == 0 {
+		return nil
+	}
+	a := &readsAhead{retryIDs: map[string][]store.Identity{}, decisions: make(map[store.Identity]store.Decision, len(rows)),
+		bound: make(map[store.Identity]string, len(rows))}
+	if len(keys) > 0 {
+		a.stmts = append(a.stmts, pl.RetryRowsStatement(store.KeysRef{Consumer: p.cfg.Name, Keys: keys}, a.retryIDs))
+	}
+	ids := make([]store.Identity, len(rows))
+	for i, r := range rows {
+		ids[i] = store.Identity{Source: r.Source, ID: r.ID}
+	}
+	ref := store.IdentitiesRef{Consumer: p.cfg.Name, IDs: ids}
+	a.stmts = append(a.stmts, pl.DecisionsStatement(ref, a.decisions), pl.TurnsBoundStatement(ref, a.bound))
+	return a
+}
+
+// statements are a's statements (none for nil).
+func (a *readsAhead) statements() []store.Statement {
+	if a == nil {
+		return nil
+	}
+	return a.stmts
 }
 
 // asStored is r as the store returns it: its times to the microsecond,

@@ -41,10 +41,32 @@ type Pipeliner interface {
 	// Pipeline.
 	AuditStatement(a AuditRow) Statement
 	// KeyLockInsertMany is KeyLockMany then InboxInsertMany, the start of
-	// a batch, sent together: one round trip where the two take three (the
-	// keys' locks, their flags read once the locks are granted, the
-	// identities). It returns what the two return.
-	KeyLockInsertMany(ctx context.Context, p KeyLockManyParams, rows []InboxRow) (map[string]KeyState, []bool, error)
+	// a batch, and then the statements then, sent together: one round
+	// trip where the two take three (the keys' locks, their flags read
+	// once the locks are granted, the identities) and then one more each.
+	// It returns what the two return; then's statements read their own
+	// rows.
+	KeyLockInsertMany(ctx context.Context, p KeyLockManyParams, rows []InboxRow, then ...Statement) (map[string]KeyState, []bool, error)
+	// RetryRowsStatement is RetryRowsOnKeys' statement for p, its rows
+	// read into out.
+	RetryRowsStatement(p KeysRef, out map[string][]Identity) Statement
+	// DecisionsStatement is DecisionGetMany's statement for p, its rows
+	// read into out.
+	DecisionsStatement(p IdentitiesRef, out map[Identity]Decision) Statement
+	// TurnsBoundStatement is TurnBoundToMany's statement for p, its rows
+	// read into out.
+	TurnsBoundStatement(p IdentitiesRef, out map[Identity]string) Statement
+	// InboxDeleteStatement is InboxDeleteMany's statement for p.
+	InboxDeleteStatement(p IdentitiesRef) Statement
+	// RetryClearStatement is RetryClearMany's statement for p.
+	RetryClearStatement(p RetryClearManyParams) Statement
+	// TurnTakeStatement is TurnTakeMany's write for p: it marks in taken
+	// the turns it took, and reads nothing of those it did not (their
+	// turns are bound to another copy).
+	TurnTakeStatement(p TurnTakeManyParams, taken map[Identity]bool) Statement
+	// DecisionClaimStatement is DecisionClaimMany's statement for p: it
+	// marks in claimed the identities it claimed.
+	DecisionClaimStatement(p DecisionClaimManyParams, claimed map[Identity]bool) Statement
 	// KeyAdvanceStatement is KeyAdvanceMany's statement for p, for a
 	// pipeline: the rows it affects are the moves it won (each key moved
 	// at most once).

@@ -44,18 +44,21 @@ func keyLockArrays(consumer string, keys []string, lockRow string, out map[strin
 		UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, args, out)
 }
 
-// KeyLockInsertMany is KeyLockMany then InboxInsertMany (store.Pipeliner):
-// in a transaction that pipelines, one round trip for the keys' locks,
-// their flags and the identities, each statement run once the one before
-// it has finished, as one by one.
-func (t *Executor) KeyLockInsertMany(ctx context.Context, p store.KeyLockManyParams, rows []store.InboxRow) (map[string]store.KeyState, []bool, error) {
+// KeyLockInsertMany is KeyLockMany then InboxInsertMany, then the
+// statements then (store.Pipeliner): in a transaction that pipelines, one
+// round trip for the keys' locks, their flags, the identities and then,
+// each statement run once the one before it has finished, as one by one.
+func (t *Executor) KeyLockInsertMany(ctx context.Context, p store.KeyLockManyParams, rows []store.InboxRow, then ...store.Statement) (map[string]store.KeyState, []bool, error) {
 	if t.pipeline == nil || !t.arrays {
 		keys, err := t.KeyLockMany(ctx, p)
 		if err != nil {
 			return nil, nil, err
 		}
 		inserted, err := t.InboxInsertMany(ctx, rows)
-		return keys, inserted, err
+		if err != nil {
+			return nil, nil, err
+		}
+		return keys, inserted, t.run(ctx, then...)
 	}
 	keys, out := sortedUnique(p.Keys), map[string]store.KeyState{}
 	inserted := make([]bool, len(rows))
@@ -67,6 +70,7 @@ func (t *Executor) KeyLockInsertMany(ctx context.Context, p store.KeyLockManyPar
 	if len(rows) > 0 {
 		stmts = append(stmts, inboxInsertArrays(rows, inserted))
 	}
+	stmts = append(stmts, then...)
 	if err := t.run(ctx, stmts...); err != nil {
 		return nil, nil, err
 	}

@@ -366,6 +366,16 @@ func (t *Executor) InboxDeleteMany(ctx context.Context, p store.IdentitiesRef) e
 	return t.deleteMany(ctx, "seqbox_inbox", p.Consumer, p.IDs)
 }
 
+// deleteManyArrays is deleteMany's statement with arrays of identities.
+func deleteManyArrays(table, consumer string, ids []store.Identity) store.Statement {
+	sources, names := make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		sources[i], names[i] = id.Source, id.ID
+	}
+	return store.Statement{Query: `DELETE FROM ` + table + ` r USING unnest($2::text[], $3::text[]) AS u(s, i)
+			WHERE r.consumer = $1 AND r.source = u.s AND r.id = u.i`, Args: []any{consumer, sources, names}}
+}
+
 // deleteMany deletes the rows of many identities from table: one
 // statement with arrays on PostgreSQL, else chunks in which each identity
 // is a primary-key term of its own (OR), which both databases answer from
@@ -375,13 +385,7 @@ func (t *Executor) deleteMany(ctx context.Context, table, consumer string, ids [
 		return nil
 	}
 	if t.arrays {
-		sources, names := make([]string, len(ids)), make([]string, len(ids))
-		for i, id := range ids {
-			sources[i], names[i] = id.Source, id.ID
-		}
-		_, err := t.exec(ctx, `DELETE FROM `+table+` r USING unnest($2::text[], $3::text[]) AS u(s, i)
-			WHERE r.consumer = $1 AND r.source = u.s AND r.id = u.i`, consumer, sources, names)
-		return err
+		return t.run(ctx, deleteManyArrays(table, consumer, ids))
 	}
 	return eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{consumer}

@@ -350,64 +350,89 @@ func (o *Executor) DecisionClaimLive(ctx context.Context, p store.DecisionClaimP
 // term each (as InboxGetMany).
 func (t *Executor) DecisionGetMany(ctx context.Context, p store.IdentitiesRef) (map[store.Identity]store.Decision, error) {
 	out := make(map[store.Identity]store.Decision, len(p.IDs))
-	err := t.readMany(ctx, p, "decision, payload_hash", "seqbox_decisions", func(id store.Identity, rows *sql.Rows) error {
-		var d store.Decision
-		err := rows.Scan(&id.Source, &id.ID, &d.Value, &d.PayloadHash)
-		out[id] = d
-		return err
-	})
-	return out, err
+	return out, t.readMany(ctx, p, decisionsRead(out))
 }
 
 // TurnBoundToMany reads the payload hashes the turns of many identities
 // are bound to.
 func (t *Executor) TurnBoundToMany(ctx context.Context, p store.IdentitiesRef) (map[store.Identity]string, error) {
 	out := make(map[store.Identity]string, len(p.IDs))
-	err := t.readMany(ctx, p, "payload_hash", "seqbox_retries", func(id store.Identity, rows *sql.Rows) error {
+	return out, t.readMany(ctx, p, turnsBoundRead(out))
+}
+
+// manyRead is what readMany reads for each identity: columns of table,
+// each row of (source, id, columns...) read by scan.
+type manyRead struct {
+	columns, table string
+	scan           func(store.Rows) error
+}
+
+// decisionsRead reads decisions into out (DecisionGetMany).
+func decisionsRead(out map[store.Identity]store.Decision) manyRead {
+	return manyRead{"decision, payload_hash", "seqbox_decisions", func(rows store.Rows) error {
+		var id store.Identity
+		var d store.Decision
+		err := rows.Scan(&id.Source, &id.ID, &d.Value, &d.PayloadHash)
+		out[id] = d
+		return err
+	}}
+}
+
+// turnsBoundRead reads the payload hashes turns are bound to into out
+// (TurnBoundToMany).
+func turnsBoundRead(out map[store.Identity]string) manyRead {
+	return manyRead{"payload_hash", "seqbox_retries", func(rows store.Rows) error {
+		var id store.Identity
 		var hash string
 		err := rows.Scan(&id.Source, &id.ID, &hash)
 		out[id] = hash
 		return err
-	})
-	return out, err
+	}}
 }
 
-// readMany reads columns of table for many identities: one statement
-// with arrays on PostgreSQL, else chunks of primary-key terms. scan reads
-// one row of (source, id, columns...).
-func (t *Executor) readMany(ctx context.Context, p store.IdentitiesRef, columns, table string, scan func(store.Identity, *sql.Rows) error) error {
+// readMany reads r for many identities: one statement with arrays on
+// PostgreSQL (readManyArrays), else chunks of primary-key terms.
+func (t *Executor) readMany(ctx context.Context, p store.IdentitiesRef, r manyRead) error {
 	if len(p.IDs) == 0 {
 		return nil
 	}
-	each := func(rows *sql.Rows, err error) error {
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id store.Identity
-			if err := scan(id, rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}
 	if t.arrays {
-		sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))
-		for i, id := range p.IDs {
-			sources[i], ids[i] = id.Source, id.ID
-		}
-		return each(t.query(ctx, `SELECT t.source, t.id, `+columns+` FROM `+table+` t
-			JOIN unnest($2::text[], $3::text[]) AS u(s, d) ON t.source = u.s AND t.id = u.d
-			WHERE t.consumer = $1`, p.Consumer, sources, ids))
+		return t.run(ctx, readManyArrays(p, r))
 	}
 	return eachChunk(len(p.IDs), func(lo, hi int) error {
 		args := []any{p.Consumer}
 		for _, id := range p.IDs[lo:hi] {
 			args = append(args, id.Source, id.ID)
 		}
-		return each(t.query(ctx, orText(`SELECT source, id, `+columns+` FROM `+table+` WHERE {{ROWS}}`, hi-lo), args...))
+		rows, err := t.query(ctx, orText(`SELECT source, id, `+r.columns+` FROM `+r.table+` WHERE {{ROWS}}`, hi-lo), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		return scanAll(rows, r.scan)
 	})
+}
+
+// readManyArrays is readMany's statement with arrays of identities.
+func readManyArrays(p store.IdentitiesRef, r manyRead) store.Statement {
+	sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))
+	for i, id := range p.IDs {
+		sources[i], ids[i] = id.Source, id.ID
+	}
+	return store.Statement{Query: `SELECT t.source, t.id, ` + r.columns + ` FROM ` + r.table + ` t
+			JOIN unnest($2::text[], $3::text[]) AS u(s, d) ON t.source = u.s AND t.id = u.d
+			WHERE t.consumer = $1`, Args: []any{p.Consumer, sources, ids},
+		Read: func(rows store.Rows) error { return scanAll(rows, r.scan) }}
+}
+
+// scanAll calls scan for each of rows.
+func scanAll(rows store.Rows, scan func(store.Rows) error) error {
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // TurnTakeMany takes the turns of many messages without a business key
@@ -416,44 +441,60 @@ func (t *Executor) readMany(ctx context.Context, p store.IdentitiesRef, columns,
 func (t *Executor) TurnTakeMany(ctx context.Context, p store.TurnTakeManyParams) (map[store.Identity]string, error) {
 	turns := uniqueTurns(p.Turns)
 	taken := make(map[store.Identity]bool, len(turns))
-	const conflict = ` ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey,
-			payload_hash = excluded.payload_hash, last_at = excluded.last_at
-		WHERE seqbox_retries.payload_hash IN ('', excluded.payload_hash)
-		RETURNING source, id`
-	const columns = `INSERT INTO seqbox_retries
-		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at, payload_hash) `
 	var err error
 	if t.arrays && len(turns) > 0 {
-		cols := make([][]string, 4)
-		for _, r := range turns {
-			for i, v := range []string{r.Source, r.ID, r.PartitionKey, r.PayloadHash} {
-				cols[i] = append(cols[i], v)
-			}
-		}
-		err = t.readIdentities(ctx, taken, columns+`SELECT $1, u.s, u.i, u.k, '', 0, '', '', $2, $2, u.h
-			FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, i, k, h)`+conflict,
-			p.Consumer, micros(p.At), cols[0], cols[1], cols[2], cols[3])
+		err = t.run(ctx, turnTakeArrays(p, taken))
 	} else {
 		err = eachChunk(len(turns), func(lo, hi int) error {
 			args := []any{p.Consumer, micros(p.At)}
 			for _, r := range turns[lo:hi] {
 				args = append(args, r.Source, r.ID, r.PartitionKey, r.PayloadHash)
 			}
-			return t.readIdentities(ctx, taken, rowsText(columns+`VALUES {{ROWS}}`+conflict,
+			return t.readIdentities(ctx, taken, rowsText(turnTakeColumns+`VALUES {{ROWS}}`+turnTakeConflict,
 				"($1, $a, $b, $c, '', 0, '', '', $2, $2, $d)", 2, hi-lo), args...)
 		})
 	}
 	if err != nil {
 		return nil, err
 	}
-	var others []store.Identity
-	for _, r := range turns {
-		if id := (store.Identity{Source: r.Source, ID: r.ID}); !taken[id] {
-			others = append(others, id)
+	// Bound to another copy: the rows stay as they are.
+	return t.TurnBoundToMany(ctx, store.IdentitiesRef{Consumer: p.Consumer, IDs: turnsNotTaken(p.Turns, taken)})
+}
+
+// TurnTakeMany's statement, in two parts around its rows.
+const (
+	turnTakeColumns = `INSERT INTO seqbox_retries
+		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at, payload_hash) `
+	turnTakeConflict = ` ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey,
+			payload_hash = excluded.payload_hash, last_at = excluded.last_at
+		WHERE seqbox_retries.payload_hash IN ('', excluded.payload_hash)
+		RETURNING source, id`
+)
+
+// turnTakeArrays is TurnTakeMany's statement with arrays of turns: it
+// marks in taken the turns it took.
+func turnTakeArrays(p store.TurnTakeManyParams, taken map[store.Identity]bool) store.Statement {
+	cols := make([][]string, 4)
+	for _, r := range uniqueTurns(p.Turns) {
+		for i, v := range []string{r.Source, r.ID, r.PartitionKey, r.PayloadHash} {
+			cols[i] = append(cols[i], v)
 		}
 	}
-	// Bound to another copy: the rows stay as they are.
-	return t.TurnBoundToMany(ctx, store.IdentitiesRef{Consumer: p.Consumer, IDs: others})
+	return store.Statement{Query: turnTakeColumns + `SELECT $1, u.s, u.i, u.k, '', 0, '', '', $2, $2, u.h
+			FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, i, k, h)` + turnTakeConflict,
+		Args: []any{p.Consumer, micros(p.At), cols[0], cols[1], cols[2], cols[3]},
+		Read: func(rows store.Rows) error { return markIdentities(rows, taken) }}
+}
+
+// turnsNotTaken are the identities of turns that taken does not hold.
+func turnsNotTaken(turns []store.TurnRow, taken map[store.Identity]bool) []store.Identity {
+	var out []store.Identity
+	for _, r := range uniqueTurns(turns) {
+		if id := (store.Identity{Source: r.Source, ID: r.ID}); !taken[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // uniqueTurns is turns with each identity once (its first row): a
@@ -473,34 +514,53 @@ func uniqueTurns(turns []store.TurnRow) []store.TurnRow {
 // DecisionClaimMany claims many identities for one owner in multi-row
 // statements, as DecisionClaim claims one.
 func (t *Executor) DecisionClaimMany(ctx context.Context, p store.DecisionClaimManyParams) (map[store.Identity]bool, error) {
-	ids := make([]store.Identity, 0, len(p.IDs))
 	claimed := make(map[store.Identity]bool, len(p.IDs))
-	for _, id := range p.IDs {
-		if _, dup := claimed[id]; !dup {
-			claimed[id] = false
-			ids = append(ids, id)
-		}
-	}
-	clear(claimed)
-	const conflict = ` ON CONFLICT (consumer, source, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-		WHERE seqbox_decision_claims.owner = excluded.owner OR seqbox_decision_claims.expires_at <= $4
-		RETURNING source, id`
-	const columns = `INSERT INTO seqbox_decision_claims (consumer, source, id, owner, expires_at) `
+	ids := uniqueIdentities(p.IDs)
 	if t.arrays && len(ids) > 0 {
-		sources, names := make([]string, len(ids)), make([]string, len(ids))
-		for i, id := range ids {
-			sources[i], names[i] = id.Source, id.ID
-		}
-		return claimed, t.readIdentities(ctx, claimed, columns+`SELECT $1, u.s, u.i, $2, $3 FROM unnest($5::text[], $6::text[]) AS u(s, i)`+conflict,
-			p.Consumer, p.Owner, micros(p.Until), micros(p.Now), sources, names)
+		return claimed, t.run(ctx, decisionClaimArrays(p, claimed))
 	}
 	return claimed, eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{p.Consumer, p.Owner, micros(p.Until), micros(p.Now)}
 		for _, id := range ids[lo:hi] {
 			args = append(args, id.Source, id.ID)
 		}
-		return t.readIdentities(ctx, claimed, rowsText(columns+`VALUES {{ROWS}}`+conflict, "($1, $a, $b, $2, $3)", 4, hi-lo), args...)
+		return t.readIdentities(ctx, claimed, rowsText(claimColumns+`VALUES {{ROWS}}`+claimConflict, "($1, $a, $b, $2, $3)", 4, hi-lo), args...)
 	})
+}
+
+// DecisionClaimMany's statement, in two parts around its rows.
+const (
+	claimColumns  = `INSERT INTO seqbox_decision_claims (consumer, source, id, owner, expires_at) `
+	claimConflict = ` ON CONFLICT (consumer, source, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+		WHERE seqbox_decision_claims.owner = excluded.owner OR seqbox_decision_claims.expires_at <= $4
+		RETURNING source, id`
+)
+
+// decisionClaimArrays is DecisionClaimMany's statement with arrays of
+// identities: it marks in claimed the identities it claimed.
+func decisionClaimArrays(p store.DecisionClaimManyParams, claimed map[store.Identity]bool) store.Statement {
+	ids := uniqueIdentities(p.IDs)
+	sources, names := make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		sources[i], names[i] = id.Source, id.ID
+	}
+	return store.Statement{Query: claimColumns + `SELECT $1, u.s, u.i, $2, $3 FROM unnest($5::text[], $6::text[]) AS u(s, i)` + claimConflict,
+		Args: []any{p.Consumer, p.Owner, micros(p.Until), micros(p.Now), sources, names},
+		Read: func(rows store.Rows) error { return markIdentities(rows, claimed) }}
+}
+
+// uniqueIdentities is ids with each identity once, in order: a multi-row
+// upsert may not touch one row twice.
+func uniqueIdentities(ids []store.Identity) []store.Identity {
+	seen := make(map[store.Identity]bool, len(ids))
+	out := make([]store.Identity, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // readIdentities runs q and marks each (source, id) row it returns in
@@ -511,6 +571,11 @@ func (t *Executor) readIdentities(ctx context.Context, into map[store.Identity]b
 		return err
 	}
 	defer rows.Close()
+	return markIdentities(rows, into)
+}
+
+// markIdentities marks each (source, id) row of rows in into.
+func markIdentities(rows store.Rows, into map[store.Identity]bool) error {
 	for rows.Next() {
 		var id store.Identity
 		if err := rows.Scan(&id.Source, &id.ID); err != nil {

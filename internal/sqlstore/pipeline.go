@@ -47,19 +47,58 @@ func (t *pipeTx) Pipeline(ctx context.Context, stmts []store.Statement) ([]int64
 	return t.pipelined(ctx, stmts)
 }
 
-// AuditStatement is AuditInsert's statement, spelled for the dialect.
-func (t *pipeTx) AuditStatement(a store.AuditRow) store.Statement {
-	st := auditStatement(a)
+// spelled is st spelled for the dialect.
+func (t *pipeTx) spelled(st store.Statement) store.Statement {
 	st.Query, st.Args = t.spell(st.Query, st.Args)
 	return st
+}
+
+// AuditStatement is AuditInsert's statement, spelled for the dialect.
+func (t *pipeTx) AuditStatement(a store.AuditRow) store.Statement {
+	return t.spelled(auditStatement(a))
 }
 
 // KeyAdvanceStatement is KeyAdvanceMany's statement, spelled for the
 // dialect.
 func (t *pipeTx) KeyAdvanceStatement(p store.KeyAdvanceManyParams) store.Statement {
-	st := keyAdvanceStatement(p)
-	st.Query, st.Args = t.spell(st.Query, st.Args)
-	return st
+	return t.spelled(keyAdvanceStatement(p))
+}
+
+// RetryRowsStatement is RetryRowsOnKeys' statement, read into out.
+func (t *pipeTx) RetryRowsStatement(p store.KeysRef, out map[string][]store.Identity) store.Statement {
+	return t.spelled(retryRowsArrays(p.Consumer, sortedUnique(p.Keys), out))
+}
+
+// DecisionsStatement is DecisionGetMany's statement, read into out.
+func (t *pipeTx) DecisionsStatement(p store.IdentitiesRef, out map[store.Identity]store.Decision) store.Statement {
+	return t.spelled(readManyArrays(p, decisionsRead(out)))
+}
+
+// TurnsBoundStatement is TurnBoundToMany's statement, read into out.
+func (t *pipeTx) TurnsBoundStatement(p store.IdentitiesRef, out map[store.Identity]string) store.Statement {
+	return t.spelled(readManyArrays(p, turnsBoundRead(out)))
+}
+
+// InboxDeleteStatement is InboxDeleteMany's statement.
+func (t *pipeTx) InboxDeleteStatement(p store.IdentitiesRef) store.Statement {
+	return t.spelled(deleteManyArrays("seqbox_inbox", p.Consumer, p.IDs))
+}
+
+// RetryClearStatement is RetryClearMany's statement.
+func (t *pipeTx) RetryClearStatement(p store.RetryClearManyParams) store.Statement {
+	return t.spelled(deleteManyArrays("seqbox_retries", p.Consumer, p.IDs))
+}
+
+// TurnTakeStatement is TurnTakeMany's statement without its second look:
+// it marks in taken the turns it took.
+func (t *pipeTx) TurnTakeStatement(p store.TurnTakeManyParams, taken map[store.Identity]bool) store.Statement {
+	return t.spelled(turnTakeArrays(p, taken))
+}
+
+// DecisionClaimStatement is DecisionClaimMany's statement: it marks in
+// claimed the identities it claimed.
+func (t *pipeTx) DecisionClaimStatement(p store.DecisionClaimManyParams, claimed map[store.Identity]bool) store.Statement {
+	return t.spelled(decisionClaimArrays(p, claimed))
 }
 
 // Commit commits and gives the connection back to the pool.

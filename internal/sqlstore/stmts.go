@@ -89,12 +89,12 @@ func (t *Executor) exec(ctx context.Context, q string, args ...any) (sql.Result,
 
 // run runs stmts in order, each Read reading its statement's rows:
 // together, in one round trip, in a transaction that pipelines, else one
-// at a time.
+// at a time (one statement alone runs as any other, prepared).
 func (t *Executor) run(ctx context.Context, stmts ...store.Statement) error {
 	if len(stmts) == 0 {
 		return nil
 	}
-	if t.pipeline != nil {
+	if t.pipeline != nil && len(stmts) > 1 {
 		_, err := t.pipelined(ctx, stmts)
 		return err
 	}

@@ -424,33 +424,43 @@ func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryR
 // statement with an array on PostgreSQL, else chunks of keys.
 func (t *Executor) RetryRowsOnKeys(ctx context.Context, p store.KeysRef) (map[string][]store.Identity, error) {
 	out := map[string][]store.Identity{}
-	read := func(rows *sql.Rows, err error) error {
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var key string
-			var id store.Identity
-			if err := rows.Scan(&key, &id.Source, &id.ID); err != nil {
-				return err
-			}
-			out[key] = append(out[key], id)
-		}
-		return rows.Err()
-	}
 	keys := sortedUnique(p.Keys)
 	if len(keys) == 0 {
 		return out, nil
 	}
 	if t.arrays {
-		return out, read(t.query(ctx, `SELECT partitionkey, source, id FROM seqbox_retries
-			WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, p.Consumer, keys))
+		return out, t.run(ctx, retryRowsArrays(p.Consumer, keys, out))
 	}
 	return out, eachChunk(len(keys), func(lo, hi int) error {
-		return read(t.query(ctx, rowsText(`SELECT partitionkey, source, id FROM seqbox_retries
-			WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), append([]any{p.Consumer}, anys(keys[lo:hi])...)...))
+		rows, err := t.query(ctx, rowsText(`SELECT partitionkey, source, id FROM seqbox_retries
+			WHERE consumer = $1 AND partitionkey IN ({{ROWS}})`, "$a", 1, hi-lo), append([]any{p.Consumer}, anys(keys[lo:hi])...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		return readRetryIDs(rows, out)
 	})
+}
+
+// retryRowsArrays is RetryRowsOnKeys' statement with an array of keys,
+// read into out.
+func retryRowsArrays(consumer string, keys []string, out map[string][]store.Identity) store.Statement {
+	return store.Statement{Query: `SELECT partitionkey, source, id FROM seqbox_retries
+			WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, Args: []any{consumer, keys},
+		Read: func(rows store.Rows) error { return readRetryIDs(rows, out) }}
+}
+
+// readRetryIDs reads (key, source, id) rows into out, by key.
+func readRetryIDs(rows store.Rows, out map[string][]store.Identity) error {
+	for rows.Next() {
+		var key string
+		var id store.Identity
+		if err := rows.Scan(&key, &id.Source, &id.ID); err != nil {
+			return err
+		}
+		out[key] = append(out[key], id)
+	}
+	return rows.Err()
 }
 
 // TurnListStale lists the unsettled retry rows last seen before p.Before.

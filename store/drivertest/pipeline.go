@@ -162,3 +162,76 @@ func testPipelineRead(t *testing.T, st store.Store) {
 	require.Equal(t, 1, pe.Index)
 	require.ErrorIs(t, err, boom)
 }
+
+// The statements a batch of a consumer with Decide sends in a pipeline
+// read and write what their one-by-one methods do: the reads ahead, sent
+// after KeyLockInsertMany's own statements, see its locks and identities
+// (RetryRowsStatement, DecisionsStatement, TurnsBoundStatement against
+// RetryRowsOnKeys, DecisionGetMany, TurnBoundToMany); the writes of the
+// messages it stopped (InboxDeleteStatement, TurnTakeStatement,
+// DecisionClaimStatement) and its retry clears (RetryClearStatement) as
+// InboxDeleteMany, TurnTakeMany, DecisionClaimMany and RetryClearMany.
+func testPipelineDecide(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	pl := e.tx.(store.Pipeliner)
+	ctx, c := e.ctx, e.consumer
+	e.ensureKeys(at(1), "a", "b")
+	e.retry("a", "crm", "r1", "boom", 1)
+	e.retry("a", "crm", "r2", "boom", 2)
+	_, err := e.tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: c, Source: "crm", ID: "decided", Decision: []byte("d"), PayloadHash: "hd", At: at(2)})
+	require.NoError(t, err)
+	_, err = e.tx.TurnTake(ctx, store.TurnTakeParams{Consumer: c, Source: "crm", ID: "bound", PartitionKey: "b", PayloadHash: "hb", At: at(2)})
+	require.NoError(t, err)
+
+	// Reads ahead: n1 and n2 go in with the pipeline, and the reads after
+	// them see them.
+	rows := []store.InboxRow{e.inboxRow("crm", "n1", 3), e.inboxRow("crm", "n2", 3)}
+	ids := []store.Identity{{Source: "crm", ID: "decided"}, {Source: "crm", ID: "bound"}, {Source: "crm", ID: "n1"}, {Source: "crm", ID: "none"}}
+	ref := store.IdentitiesRef{Consumer: c, IDs: ids}
+	retryIDs, decisions, bound := map[string][]store.Identity{}, map[store.Identity]store.Decision{}, map[store.Identity]string{}
+	_, inserted, err := pl.KeyLockInsertMany(ctx, store.KeyLockManyParams{Consumer: c, Keys: []string{"a", "b"}}, rows,
+		pl.RetryRowsStatement(store.KeysRef{Consumer: c, Keys: []string{"b", "a", "missing", "a"}}, retryIDs),
+		pl.DecisionsStatement(ref, decisions), pl.TurnsBoundStatement(ref, bound))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true}, inserted)
+	wantRetries, err := e.tx.RetryRowsOnKeys(ctx, store.KeysRef{Consumer: c, Keys: []string{"a", "b", "missing"}})
+	require.NoError(t, err)
+	require.Len(t, retryIDs["a"], 2)
+	require.ElementsMatch(t, wantRetries["a"], retryIDs["a"])
+	require.Equal(t, len(wantRetries), len(retryIDs))
+	wantDecisions, err := e.tx.DecisionGetMany(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, wantDecisions, decisions)
+	require.Len(t, decisions, 1)
+	wantBound, err := e.tx.TurnBoundToMany(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, wantBound, bound)
+	require.Equal(t, map[store.Identity]string{{Source: "crm", ID: "bound"}: "hb"}, bound)
+
+	// The writes of the stopped messages: n1's row taken back, turns for
+	// n1 and for bound (held by another copy: not taken), claims for n1
+	// and for a message another owner claims; r1's retry row cleared.
+	_, err = e.tx.DecisionClaim(ctx, store.DecisionClaimParams{Consumer: c, Source: "crm", ID: "theirs", Owner: "other", Now: at(3), Until: at(9)})
+	require.NoError(t, err)
+	taken, claimed := map[store.Identity]bool{}, map[store.Identity]bool{}
+	n1, theirs := store.Identity{Source: "crm", ID: "n1"}, store.Identity{Source: "crm", ID: "theirs"}
+	turns := []store.TurnRow{{Source: "crm", ID: "n1", PartitionKey: "a", PayloadHash: "h1"}, {Source: "crm", ID: "bound", PartitionKey: "b", PayloadHash: "other"},
+		{Source: "crm", ID: "n1", PartitionKey: "a", PayloadHash: "h1"}}
+	_, err = pl.Pipeline(ctx, []store.Statement{
+		pl.InboxDeleteStatement(store.IdentitiesRef{Consumer: c, IDs: []store.Identity{n1}}),
+		pl.TurnTakeStatement(store.TurnTakeManyParams{Consumer: c, At: at(4), Turns: turns}, taken),
+		pl.DecisionClaimStatement(store.DecisionClaimManyParams{Consumer: c, IDs: []store.Identity{n1, theirs, n1}, Owner: "me", Now: at(4), Until: at(8)}, claimed),
+		pl.RetryClearStatement(store.RetryClearManyParams{Consumer: c, IDs: []store.Identity{{Source: "crm", ID: "r1"}}}),
+	})
+	require.NoError(t, err)
+	e.requireNoInbox(c, "crm", "n1")
+	e.requireInbox(rows[1], "a row not named stays")
+	require.Equal(t, map[store.Identity]bool{n1: true}, taken, "bound to another copy: not taken")
+	h, err := e.tx.TurnBoundTo(ctx, store.MessageRef{Consumer: c, Source: "crm", ID: "bound"})
+	require.NoError(t, err)
+	require.Equal(t, "hb", h, "and its turn is left alone")
+	require.Equal(t, map[store.Identity]bool{n1: true}, claimed, "another owner's live claim is not taken")
+	left, err := e.tx.RetryRowsOnKeys(ctx, store.KeysRef{Consumer: c, Keys: []string{"a"}})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []store.Identity{{Source: "crm", ID: "r2"}, n1}, left["a"], "r1 cleared, n1's turn taken")
+}
