@@ -19,7 +19,9 @@ import (
 // messages stay in order (the stager), and a key stays pinned to its batch
 // until nothing of it is left here. A key's next message, when received
 // already, runs in the same transaction as the one before it (adopt): the
-// commit that ends a turn starts the next.
+// commit that ends a turn starts the next. On a transport whose groups
+// hand a key's messages out one at a time (transport.NextTaker), the next
+// one is taken for it first.
 type decidePipe struct {
 	c  *Consumer
 	st *stager
@@ -36,10 +38,14 @@ type pipeGroup struct {
 	left int
 	// unpin frees keys of the batch that have nothing left in the pipe;
 	// done ends the batch once nothing of it is left; adopt takes the
-	// next delivery received for one of its keys into the batch.
+	// next delivery received for one of its keys into the batch, and
+	// took one taken for it outside a receive (with join, into the
+	// batch when it holds the key: it reports whether it did; else to
+	// the scheduler, as received).
 	unpin func(keys []string)
 	done  func()
 	adopt func(key string) (transport.Delivery, *parsedEnvelope, bool)
+	took  func(key string, d transport.Delivery, pe *parsedEnvelope, join bool) bool
 }
 
 func newDecidePipe(ctx context.Context, c *Consumer, crashed func(error)) *decidePipe {
@@ -88,7 +94,7 @@ func (p *decidePipe) apply(ctx context.Context) error {
 		for j, u := range stage {
 			ds[j], ins[j], keys[j], grps[j] = u.delivery, u.rerun(), u.key, u.grp
 		}
-		ds, ins, keys, grps = p.adoptSuccessors(ds, ins, keys, grps)
+		ds, ins, keys, grps = p.adoptSuccessors(ctx, ds, ins, keys, grps)
 		_, more, err := p.c.commitAndSettle(ctx, ds, ins, keys)
 		if err != nil && (fault.IsCrash(err) || ctx.Err() != nil) {
 			return err
@@ -110,12 +116,15 @@ func (p *decidePipe) apply(ctx context.Context) error {
 
 // adoptSuccessors appends, after the last message of each key in the
 // stage, that key's next delivery if its batch's scheduler holds one
-// received already; it joins the batch's group.
-func (p *decidePipe) adoptSuccessors(ds []transport.Delivery, ins []input, keys []string, grps []*pipeGroup) ([]transport.Delivery, []input, []string, []*pipeGroup) {
+// received already, or else, on a transport that hands a group's
+// messages out one at a time, takes that next one now (takeNext); it
+// joins the batch's group.
+func (p *decidePipe) adoptSuccessors(ctx context.Context, ds []transport.Delivery, ins []input, keys []string, grps []*pipeGroup) ([]transport.Delivery, []input, []string, []*pipeGroup) {
 	last := map[string]int{}
 	for j, key := range keys {
 		last[key] = j
 	}
+	var heads []int // the stage's last message of each key with no next received
 	n := len(keys)
 	for j := range n {
 		key, g := keys[j], grps[j]
@@ -124,12 +133,67 @@ func (p *decidePipe) adoptSuccessors(ds []transport.Delivery, ins []input, keys 
 		}
 		d, pe, ok := g.adopt(key)
 		if !ok {
+			if ds[j] != nil && g.took != nil {
+				heads = append(heads, j)
+			}
 			continue
 		}
-		p.mu.Lock()
-		g.left++
-		p.mu.Unlock()
-		ds, ins, keys, grps = append(ds, d), append(ins, deliveryInput(d, pe)), append(keys, key), append(grps, g)
+		ds, ins, keys, grps = p.join(ds, ins, keys, grps, g, key, d, pe)
+	}
+	return p.takeNext(ctx, heads, ds, ins, keys, grps)
+}
+
+// join appends d, the next delivery of key, to the stage as a member of
+// g.
+func (p *decidePipe) join(ds []transport.Delivery, ins []input, keys []string, grps []*pipeGroup, g *pipeGroup, key string, d transport.Delivery, pe *parsedEnvelope) ([]transport.Delivery, []input, []string, []*pipeGroup) {
+	p.mu.Lock()
+	g.left++
+	p.mu.Unlock()
+	return append(ds, d), append(ins, deliveryInput(d, pe)), append(keys, key), append(grps, g)
+}
+
+// takeNext takes, on a transport whose groups hand a key's messages out
+// one at a time (transport.NextTaker: the embedded queue the gateway
+// publishes to), the next message of each key whose head the stage runs
+// (heads: their indexes) and whose next one the scheduler does not hold:
+// without it, that one is ready only once the stage's commit acknowledges
+// the head, and then takes a receive and a transaction of its own for its
+// turn. All of them in one statement, before the stage's transaction. A
+// failure to take them is only logged: they come through the queue.
+func (p *decidePipe) takeNext(ctx context.Context, heads []int, ds []transport.Delivery, ins []input, keys []string, grps []*pipeGroup) ([]transport.Delivery, []input, []string, []*pipeGroup) {
+	nt, ok := p.c.cfg.Transport.(transport.NextTaker)
+	if !ok || len(heads) == 0 {
+		return ds, ins, keys, grps
+	}
+	held := make([]transport.Delivery, len(heads))
+	at := make(map[string]int, len(heads))
+	for i, j := range heads {
+		held[i] = ds[j]
+		at[keys[j]] = j
+	}
+	taken, err := nt.TakeNext(ctx, held)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.c.cfg.Logger.Warn("seqbox: could not take the next messages of the keys being applied; they come through the queue",
+				"consumer", p.c.cfg.Name, "err", err)
+		}
+		return ds, ins, keys, grps
+	}
+	for _, d := range taken {
+		ev, perr := p.c.p.parse(d.Body())
+		pe := &parsedEnvelope{ev: ev, err: perr}
+		key := deliveryKey(d, pe)
+		j, ok := at[key]
+		if !ok {
+			// Not the next of a key of the stage (its group is another
+			// key's): the scheduler takes it as received.
+			grps[heads[0]].took(key, d, pe, false)
+			continue
+		}
+		if g := grps[j]; g.took(key, d, pe, true) {
+			delete(at, key)
+			ds, ins, keys, grps = p.join(ds, ins, keys, grps, g, key, d, pe)
+		}
 	}
 	return ds, ins, keys, grps
 }

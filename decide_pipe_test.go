@@ -82,33 +82,68 @@ func TestSlowDecisionDoesNotHoldTheWorker(t *testing.T) {
 // worker whose own transaction takes v2's turn (four).
 func TestNextMessageOfAKeyRunsInItsPredecessorsCommit(t *testing.T) {
 	r := newPipeRig(t, "v1")
-	b, q, started, release := r.b, r.q, r.started, r.release
+	c, commits := r.countingCommits(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, r.q.Publish(ctx, keyed("v1", "k", 1)))
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	require.Equal(t, "v1", <-r.started)
+	require.NoError(t, r.q.Publish(ctx, keyed("v2", "k", 2)))
+	waitfor.That(t, 20*time.Second, "v2 received while v1 is decided", func() bool {
+		_, leased, err := r.q.Depth(ctx)
+		return err == nil && leased == 2
+	})
+	require.Equal(t, int32(1), commits.Load(), "v1's turn")
+	r.v2AfterV1InThreeCommits(t, cancel, errc, commits)
+}
+
+// The same with a key's messages in one message group, as the gateway
+// publishes them: the queue hands v2 out only once v1 is acknowledged, so
+// nothing brings it in while v1 is decided. The stage that applies v1
+// takes it first (transport.NextTaker), still holding v1's lease, and v2's
+// turn is taken in v1's commit: three transactions, where the key's next
+// message used to wait for v1's ack, a receive, and a transaction of its
+// own for its turn (four).
+func TestNextMessageOfAGroupRunsInItsPredecessorsCommit(t *testing.T) {
+	r := newPipeRig(t, "v1")
+	c, commits := r.countingCommits(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, r.q.PublishGrouped(ctx, [][]byte{keyed("v1", "k", 1), keyed("v2", "k", 2)}, []string{"k:k", "k:k"}))
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	require.Equal(t, "v1", <-r.started)
+	ready, leased, err := r.q.Depth(ctx)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{1, 1}, [2]int{ready, leased}, "v2 waits in the queue while v1 is held")
+	require.Equal(t, int32(1), commits.Load(), "v1's turn")
+	r.v2AfterV1InThreeCommits(t, cancel, errc, commits)
+}
+
+// countingCommits is r's consumer, its commits counted.
+func (r *pipeRig) countingCommits(t *testing.T) (*seqbox.Consumer, *atomic.Int32) {
 	var commits atomic.Int32
-	c := b.armedConsumer(t, func(p fault.Point) error {
+	c := r.b.armedConsumer(t, func(p fault.Point) error {
 		if p == fault.BeforeCommit {
 			commits.Add(1)
 		}
 		return nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	require.NoError(t, q.Publish(ctx, keyed("v1", "k", 1)))
-	errc := make(chan error, 1)
-	go func() { errc <- c.Run(ctx) }()
-	require.Equal(t, "v1", <-started)
-	require.NoError(t, q.Publish(ctx, keyed("v2", "k", 2)))
-	waitfor.That(t, 20*time.Second, "v2 received while v1 is decided", func() bool {
-		_, leased, err := q.Depth(ctx)
-		return err == nil && leased == 2
-	})
-	require.Equal(t, int32(1), commits.Load(), "v1's turn")
-	close(release)
-	waitfor.That(t, 20*time.Second, "v2 applied", func() bool { return b.effects(t, "v2") == 1 })
-	require.Equal(t, "v2", <-started)
+	return c, &commits
+}
+
+// v2AfterV1InThreeCommits lets v1's decision through, then requires v2
+// decided and applied after it, and three commits in all: v1's turn; v1
+// applied with v2's turn; v2 applied. It stops the run (cancel, errc).
+func (r *pipeRig) v2AfterV1InThreeCommits(t *testing.T, cancel context.CancelFunc, errc chan error, commits *atomic.Int32) {
+	close(r.release)
+	waitfor.That(t, 20*time.Second, "v2 applied", func() bool { return r.b.effects(t, "v2") == 1 })
+	require.Equal(t, "v2", <-r.started)
 	cancel()
 	require.NoError(t, <-errc)
 	require.Equal(t, int32(3), commits.Load(), "v1's turn; v1 applied with v2's turn; v2 applied")
-	require.Equal(t, 1, b.effects(t, "v1"))
+	require.Equal(t, 1, r.b.effects(t, "v1"))
 }
 
 // A crash injected in a stage's commit stops Run at once, with the

@@ -157,7 +157,10 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, s *scheduler, pi
 	unpin(settled)
 	if pipe != nil {
 		pipe.add(us, pipeGroup{unpin: unpin, done: func() { s.done(b) },
-			adopt: func(key string) (transport.Delivery, *parsedEnvelope, bool) { return s.adopt(b, key) }})
+			adopt: func(key string) (transport.Delivery, *parsedEnvelope, bool) { return s.adopt(b, key) },
+			took: func(key string, d transport.Delivery, pe *parsedEnvelope, join bool) bool {
+				return s.adoptTaken(b, key, d, pe, join)
+			}})
 		return true, nil
 	}
 	_, err = c.decideAndApply(ctx, us, unpin)

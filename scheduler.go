@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -95,18 +96,27 @@ func (s *scheduler) addMany(keys []string, ds []transport.Delivery, parsed []*pa
 	defer s.mu.Unlock()
 	now := time.Now()
 	for i, d := range ds {
-		key := keys[i]
-		if len(s.pending[key]) == 0 && !s.busy[key] {
-			s.ready = append(s.ready, key)
+		var pe *parsedEnvelope
+		if parsed != nil {
+			pe = parsed[i]
 		}
-		s.pending[key] = append(s.pending[key], d)
-		s.live[d] = now
-		if parsed != nil && parsed[i] != nil {
-			s.parsed[d] = parsed[i]
-		}
+		s.addLocked(keys[i], d, pe, now)
 	}
-	s.inFlight += len(ds)
 	s.cond.Broadcast()
+}
+
+// addLocked adds d under key, received at now, with pe its envelope
+// when parsed (else nil).
+func (s *scheduler) addLocked(key string, d transport.Delivery, pe *parsedEnvelope, now time.Time) {
+	if len(s.pending[key]) == 0 && !s.busy[key] {
+		s.ready = append(s.ready, key)
+	}
+	s.pending[key] = append(s.pending[key], d)
+	s.live[d] = now
+	if pe != nil {
+		s.parsed[d] = pe
+	}
+	s.inFlight++
 }
 
 // closeOn wakes every waiter for good once ctx ends; call the returned
@@ -289,6 +299,27 @@ func (s *scheduler) adopt(b *batch, key string) (transport.Delivery, *parsedEnve
 	b.dkeys = append(b.dkeys, key)
 	b.parsed = append(b.parsed, pe)
 	return d, pe, true
+}
+
+// adoptTaken hands b a delivery of key taken outside a receive, the next
+// of its group (transport.NextTaker), as adopt hands b one received
+// already, when join; it reports whether b took it. Without join, or
+// when b does not hold key, or the scheduler holds deliveries of key
+// received since, it is added as received instead, behind them.
+func (s *scheduler) adoptTaken(b *batch, key string, d transport.Delivery, pe *parsedEnvelope, join bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !join || !s.busy[key] || b.unpinned[key] || len(s.pending[key]) > 0 || !slices.Contains(b.keys, key) {
+		s.addLocked(key, d, pe, time.Now())
+		s.cond.Broadcast()
+		return false
+	}
+	s.live[d] = time.Now()
+	s.inFlight++
+	b.deliveries = append(b.deliveries, d)
+	b.dkeys = append(b.dkeys, key)
+	b.parsed = append(b.parsed, pe)
+	return true
 }
 
 // unpin frees a key; with more deliveries it goes to the back of the line.

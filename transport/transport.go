@@ -113,6 +113,21 @@ type TxAckCommitter interface {
 	AckCommitted()
 }
 
+// NextTaker is a transport whose message groups hand out their messages
+// one at a time (the embedded queue's groups): while a group's head is
+// leased, no receiver gets the message after it. The holder of the head
+// can take that next one before it acknowledges the head, so that the
+// transaction that ends the head starts the next one (a consumer with
+// Decide takes the next message's turn in it).
+type NextTaker interface {
+	// TakeNext leases, for each of heads that still holds its lease and
+	// belongs to a group, the message after it in its group when that
+	// one is ready, to the caller. A head without a group, or whose
+	// next message is not ready (none, leased, or waiting out a nack),
+	// takes nothing. The messages taken come back in publication order.
+	TakeNext(ctx context.Context, heads []Delivery) ([]Delivery, error)
+}
+
 // Publisher puts messages on a transport.
 type Publisher interface {
 	Publish(ctx context.Context, body []byte) error

@@ -119,6 +119,7 @@ var (
 	_ transport.BatchAcker    = (*Queue)(nil)
 	_ transport.BatchExtender = (*Queue)(nil)
 	_ transport.TxAcker       = (*Queue)(nil)
+	_ transport.NextTaker     = (*Queue)(nil)
 )
 
 // Open opens the queue in the SQLite file at path, or in the PostgreSQL
@@ -436,7 +437,8 @@ func (q *Queue) wakeReceivers() {
 // A message of a group (PublishGrouped) is ready only at the head of its
 // group: while an earlier message of the group is unacknowledged (leased
 // by any receiver, or waiting out a nack), the later ones stay out of
-// every receive, as in an SQS FIFO message group.
+// every receive, as in an SQS FIFO message group. Only the holder of the
+// head can take the next one before it acknowledges the head (TakeNext).
 const leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
 		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE h.queue = $3 AND h.visible_at <= $4
 			AND (h.msg_group = '' OR NOT EXISTS (SELECT 1 FROM seqbox_queue e
@@ -512,6 +514,77 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 		ds[i] = d
 	}
 	return ds, nil
+}
+
+// TakeNext implements transport.NextTaker: in one statement, in the
+// writer's turn as a receive, it leases under a new token the message
+// right after each head in the head's group, when that message is ready.
+// Only the holder of a group's head can: every receive leaves a message
+// out while an earlier one of its group is there (leaseText), and the
+// head is there until its holder acknowledges it. A head whose lease ran
+// out, or was nacked, takes nothing: its holder holds nothing of the
+// group any more.
+func (q *Queue) TakeNext(ctx context.Context, heads []transport.Delivery) ([]transport.Delivery, error) {
+	if len(heads) == 0 {
+		return nil, nil
+	}
+	held, err := q.rows(heads, "take next")
+	if err != nil {
+		return nil, err
+	}
+	token, now := newToken(), q.cfg.Now()
+	text, args := takeNextText(q.lock != "", token, now.Add(q.cfg.Lease).UnixMicro(), q.cfg.Name, now.UnixMicro(), held)
+	var out []transport.Delivery
+	err = q.writing(ctx, func(ctx context.Context) error {
+		rows, err := q.leasePool().QueryContext(ctx, text, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var ds []*delivery
+		for rows.Next() {
+			d := &delivery{q: q, token: token}
+			if err := rows.Scan(&d.seq, &d.body, &d.attempt); err != nil {
+				return err
+			}
+			ds = append(ds, d)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i].seq < ds[j].seq })
+		for _, d := range ds {
+			out = append(out, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded queue: take next: %w", err)
+	}
+	return out, nil
+}
+
+// takeNextText is TakeNext's statement: the message right after each of
+// the heads (in a group, and leased under one of their tokens until after
+// now) in its
+// group, leased under token until until when it is ready at now. The
+// heads are matched as ackStatements matches them: a seq of theirs under
+// a token of theirs.
+func takeNextText(arrays bool, token string, until int64, queue string, now int64, heads []leasedRow) (string, []any) {
+	seqs, tokens := seqsAndTokens(heads)
+	next := `(SELECT n.seq FROM seqbox_queue n WHERE n.queue = h.queue AND n.msg_group <> '' AND n.msg_group = h.msg_group
+				AND n.seq > h.seq ORDER BY n.seq LIMIT 1)`
+	update := `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
+		WHERE seq IN (SELECT ` + next + ` FROM seqbox_queue h WHERE h.queue = $3 AND h.msg_group <> '' AND h.visible_at > $4 AND %s)
+		AND queue = $3 AND visible_at <= $4
+		RETURNING seq, body, attempts`
+	if arrays {
+		return fmt.Sprintf(update, `h.seq = ANY($5::bigint[]) AND h.lease = ANY($6::text[])`),
+			[]any{token, until, queue, now, seqs, tokens}
+	}
+	list, _ := json.Marshal(tokens)
+	return fmt.Sprintf(update, `h.seq IN (SELECT value FROM json_each($5)) AND h.lease IN (SELECT value FROM json_each($6))`),
+		[]any{token, until, queue, now, seqList(seqs), string(list)}
 }
 
 // AckBatch deletes every delivery that still holds its lease (ackWith).
