@@ -153,7 +153,7 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Ev
 			logPanic(p.cfg, ev, err)
 		}
 	}()
-	ctx = own.WithTx(ctx, tx.tx) // outbox.Emit writes in it
+	ctx = own.WithTx(ctx, tx.ownTx()) // outbox.Emit and the gateway's envelopes write in it
 	if p.cfg.BatchHandler != nil {
 		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []seqboxtype.Event{ev})
 	}

@@ -253,6 +253,16 @@ func (b *batchTx) sendQueue(ctx context.Context) error {
 	return nil
 }
 
+// ownTx is the transaction seqbox's own writes in a handler go to
+// (own.WithTx): with a queue, the writes that are never read back in the
+// batch join it (queuedOwnTx).
+func (b *batchTx) ownTx() store.ExecutorTx {
+	if b.queue != nil {
+		return queuedOwnTx{ExecutorTx: b.tx, q: b.queue}
+	}
+	return b.tx
+}
+
 // execer runs the acknowledgement in the transaction: through the queue
 // when there is one, so that it goes with the handlers' writes.
 func (b *batchTx) execer() transport.Execer {

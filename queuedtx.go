@@ -125,6 +125,22 @@ func (q *queuedTx) send() error {
 	return q.err
 }
 
+// queuedOwnTx is the batch's store transaction as seqbox's own writes in a
+// handler reach it (own.Tx) in an optimistic run whose writes are queued:
+// the gateway's envelope, written and never read back in the batch, joins
+// the queue; everything else goes to the transaction. A queued write that
+// fails reruns the batch, as a handler's own does.
+type queuedOwnTx struct {
+	store.ExecutorTx
+	q *queuedTx
+}
+
+// GatewayEnvelopeInsert queues the envelope's statement.
+func (t queuedOwnTx) GatewayEnvelopeInsert(_ context.Context, e store.GatewayEnvelope) error {
+	_, err := t.q.add(t.q.pl.GatewayEnvelopeStatement(e))
+	return err
+}
+
 // queuedResult is the result of a queued statement.
 type queuedResult struct {
 	q *queuedTx

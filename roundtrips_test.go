@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -101,6 +103,34 @@ func TestDecidedMessageTransactionsAreFourRoundTripsOnPostgres(t *testing.T) {
 		}
 		require.EqualValues(t, 2*4+2*n, trips(v, n), "round trips of a batch of %d decided messages: two transactions of four, and a look and a record each", n)
 	}
+}
+
+// The gateway's handler keeps each applied envelope through the batch's
+// store transaction (own.Tx, store.ExecutorTx.GatewayEnvelopeInsert). On
+// PostgreSQL that write joins the handlers' queue, as their own writes
+// do: a batch stays four round trips, where each envelope was one more.
+func TestGatewayEnvelopeWritesGoInTheBatchsRoundTrip(t *testing.T) {
+	rt, st := countedPostgres(t)
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: "envelopes", Store: st,
+		Handler: func(ctx context.Context, _ seqbox.Tx, ev seqboxtype.Event) error {
+			tx, err := own.Tx(ctx)
+			if err != nil {
+				return err
+			}
+			return tx.GatewayEnvelopeInsert(ctx, store.GatewayEnvelope{Consumer: "envelopes", Source: ev.Source, ID: ev.ID,
+				Envelope: ev.Raw, AppliedAt: time.Now()})
+		}})
+	require.NoError(t, err)
+	trips := func(version, n int) int64 {
+		return deliverCounted(t, rt, c, n, func(i int) string {
+			return fmt.Sprintf(`{"id":"v%d-%d","source":"crm","type":"t","partitionkey":"k%d","objectversion":%d}`, version, i, i, version)
+		})
+	}
+	trips(1, 50) // creates the keys and prepares the statements
+	require.EqualValues(t, 4, trips(2, 50), "round trips of a batch of 50 whose handlers keep their envelopes")
+	env, err := st.Executor().GatewayEnvelopeGet(context.Background(), store.MessageRef{Consumer: "envelopes", Source: "crm", ID: "v2-49"})
+	require.NoError(t, err)
+	require.Contains(t, string(env), `"id":"v2-49"`)
 }
 
 // countedDecider is a consumer with Decide (deciding "ok" at once) and a

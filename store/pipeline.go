@@ -58,6 +58,10 @@ type Pipeliner interface {
 	TurnsBoundStatement(p IdentitiesRef, out map[Identity]string) Statement
 	// InboxDeleteStatement is InboxDeleteMany's statement for p.
 	InboxDeleteStatement(p IdentitiesRef) Statement
+	// GatewayEnvelopeStatement is GatewayEnvelopeInsert's statement for
+	// e: written, and never read back in the transaction that applies its
+	// event.
+	GatewayEnvelopeStatement(e GatewayEnvelope) Statement
 	// RetryClearStatement is RetryClearMany's statement for p.
 	RetryClearStatement(p RetryClearManyParams) Statement
 	// TurnTakeStatement is TurnTakeMany's write for p: it marks in taken

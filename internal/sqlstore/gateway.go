@@ -29,10 +29,16 @@ func gatewayIdent(consumer, source, id string) string {
 
 // GatewayEnvelopeInsert keeps an applied envelope; the first one stays.
 func (t *Executor) GatewayEnvelopeInsert(ctx context.Context, e store.GatewayEnvelope) error {
-	_, err := t.exec(ctx, `INSERT INTO seqbox_gateway_envelopes (ident, consumer, source, id, envelope, applied_at, businesskey)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		gatewayIdent(e.Consumer, e.Source, e.ID), e.Consumer, e.Source, e.ID, string(e.Envelope), micros(e.AppliedAt), e.BusinessKey)
+	st := gatewayEnvelopeStatement(e)
+	_, err := t.exec(ctx, st.Query, st.Args...)
 	return err
+}
+
+// gatewayEnvelopeStatement is GatewayEnvelopeInsert's statement.
+func gatewayEnvelopeStatement(e store.GatewayEnvelope) store.Statement {
+	return store.Statement{Query: `INSERT INTO seqbox_gateway_envelopes (ident, consumer, source, id, envelope, applied_at, businesskey)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+		Args: []any{gatewayIdent(e.Consumer, e.Source, e.ID), e.Consumer, e.Source, e.ID, string(e.Envelope), micros(e.AppliedAt), e.BusinessKey}}
 }
 
 // GatewayEnvelopeGet reads an identity's kept envelope.

@@ -84,6 +84,11 @@ func (t *pipeTx) InboxDeleteStatement(p store.IdentitiesRef) store.Statement {
 	return t.spelled(deleteManyArrays("seqbox_inbox", p.Consumer, p.IDs))
 }
 
+// GatewayEnvelopeStatement is GatewayEnvelopeInsert's statement.
+func (t *pipeTx) GatewayEnvelopeStatement(e store.GatewayEnvelope) store.Statement {
+	return t.spelled(gatewayEnvelopeStatement(e))
+}
+
 // RetryClearStatement is RetryClearMany's statement.
 func (t *pipeTx) RetryClearStatement(p store.RetryClearManyParams) store.Statement {
 	return t.spelled(deleteManyArrays("seqbox_retries", p.Consumer, p.IDs))

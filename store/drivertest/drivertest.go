@@ -61,7 +61,8 @@ func Run(t *testing.T, open Opener) {
 		if pipelines(t, st) {
 			runAll(t, st, []driverTest{{"Pipeline", testPipeline}, {"PipelineAudit", testPipelineAudit},
 				{"PipelineRead", testPipelineRead}, {"PipelineKeyLockInsert", testPipelineKeyLockInsert}, {"PipelineKeyAdvance", testPipelineKeyAdvance},
-				{"PipelineDecide", testPipelineDecide}})
+				{"PipelineDecide", testPipelineDecide},
+				{"PipelineGatewayEnvelope", testPipelineGatewayEnvelope}})
 		}
 	})
 	t.Run("Operator", func(t *testing.T) { runAll(t, st, operatorTests) })

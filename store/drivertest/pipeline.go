@@ -235,3 +235,17 @@ func testPipelineDecide(t *testing.T, st store.Store) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []store.Identity{{Source: "crm", ID: "r2"}, n1}, left["a"], "r1 cleared, n1's turn taken")
 }
+
+// GatewayEnvelopeStatement, sent in a pipeline, keeps what
+// GatewayEnvelopeInsert keeps: the first envelope of an identity.
+func testPipelineGatewayEnvelope(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	pl := e.tx.(store.Pipeliner)
+	first := store.GatewayEnvelope{Consumer: e.consumer, Source: "s", ID: "1", Envelope: []byte(`{"id":"1"}`), BusinessKey: "bk", AppliedAt: at(1)}
+	second := first
+	second.Envelope, second.AppliedAt = []byte(`second`), at(2)
+	affected, err := pl.Pipeline(e.ctx, []store.Statement{pl.GatewayEnvelopeStatement(first), pl.GatewayEnvelopeStatement(second)})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 0}, affected)
+	require.Equal(t, []byte(`{"id":"1"}`), e.envelope("1"), "the first envelope stays")
+}
