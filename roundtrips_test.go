@@ -3,12 +3,14 @@ package seqbox_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -81,7 +83,8 @@ func TestOptimisticBatchReadsNoTurnPerMessage(t *testing.T) {
 }
 
 // Both transactions of a decided message on PostgreSQL are four round
-// trips, whatever the batch: BEGIN, one pipeline with the keys' locks,
+// trips, whatever the batch (and however many stages its decisions
+// take): BEGIN, one pipeline with the keys' locks,
 // the identities and the reads ahead (the keys' retry rows, the
 // decisions, the turns), one pipeline with the deferred writes (the
 // identities taken back, the turns and claims of the messages stopped,
@@ -90,18 +93,48 @@ func TestOptimisticBatchReadsNoTurnPerMessage(t *testing.T) {
 // the two where eight are needed. Between the two, each message's
 // decider looks once and records once.
 func TestDecidedMessageTransactionsAreFourRoundTripsOnPostgres(t *testing.T) {
-	rt, c := countedDecider(t, "decided-trips")
-	trips := func(version, n int) int64 {
-		return deliverCounted(t, rt, c, n, func(i int) string {
+	rt, st := countedPostgres(t)
+	var commits atomic.Int64
+	// A claim heartbeat of an hour: no claim is renewed, or taken again
+	// for being older than a beat, on a loaded machine either; those are
+	// round trips of their own, outside the transactions counted here.
+	c, err := seqbox.NewConsumer(armed(seqbox.Config{Name: "decided-trips", Store: st, ClaimHeartbeat: time.Hour,
+		Decide:  func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("ok"), nil },
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }}, countCommits(&commits)))
+	require.NoError(t, err)
+	trips := func(version, n int) (int64, int64) {
+		before := commits.Load()
+		got := deliverCounted(t, rt, c, n, func(i int) string {
 			return fmt.Sprintf(`{"id":"v%d-%d","source":"crm","type":"t","partitionkey":"k%d","objectversion":%d}`, version, i, i, version)
 		})
+		return got, commits.Load() - before
 	}
 	trips(1, 60) // creates the keys and prepares the statements
 	for v, n := range []int{2: 60, 3: 20} {
 		if n == 0 {
 			continue
 		}
-		require.EqualValues(t, 2*4+2*n, trips(v, n), "round trips of a batch of %d decided messages: two transactions of four, and a look and a record each", n)
+		// Decisions that come in more than 50 ms apart (a loaded machine)
+		// are applied in transactions of their own: count them. A
+		// statement text new to the connection costs one round trip more,
+		// once (pgx prepares it): the identities' insert is spelled
+		// differently when all of a batch's rows share a column's value,
+		// as a one-message stage's do. Before, a transaction took eight.
+		got, txs := trips(v, n)
+		require.GreaterOrEqual(t, txs, int64(2), "a first pass and an apply at least")
+		inTx := got - 2*int64(n)
+		require.GreaterOrEqual(t, inTx, 4*txs, "a look and a record a message, and four round trips a transaction")
+		require.Less(t, inTx, 5*txs, "round trips of %d transactions for a batch of %d decided messages (%d in all): four each", txs, n, got)
+	}
+}
+
+// countCommits is a fault hook that counts the commits it sees in n.
+func countCommits(n *atomic.Int64) fault.Hook {
+	return func(p fault.Point) error {
+		if p == fault.BeforeCommit {
+			n.Add(1)
+		}
+		return nil
 	}
 }
 
@@ -111,7 +144,8 @@ func TestDecidedMessageTransactionsAreFourRoundTripsOnPostgres(t *testing.T) {
 // do: a batch stays four round trips, where each envelope was one more.
 func TestGatewayEnvelopeWritesGoInTheBatchsRoundTrip(t *testing.T) {
 	rt, st := countedPostgres(t)
-	c, err := seqbox.NewConsumer(seqbox.Config{Name: "envelopes", Store: st,
+	var commits atomic.Int64
+	c, err := seqbox.NewConsumer(armed(seqbox.Config{Name: "envelopes", Store: st,
 		Handler: func(ctx context.Context, _ seqbox.Tx, ev seqboxtype.Event) error {
 			tx, err := own.Tx(ctx)
 			if err != nil {
@@ -119,15 +153,22 @@ func TestGatewayEnvelopeWritesGoInTheBatchsRoundTrip(t *testing.T) {
 			}
 			return tx.GatewayEnvelopeInsert(ctx, store.GatewayEnvelope{Consumer: "envelopes", Source: ev.Source, ID: ev.ID,
 				Envelope: ev.Raw, AppliedAt: time.Now()})
-		}})
+		}}, countCommits(&commits)))
 	require.NoError(t, err)
-	trips := func(version, n int) int64 {
-		return deliverCounted(t, rt, c, n, func(i int) string {
+	trips := func(version, n int) (int64, int64) {
+		before := commits.Load()
+		got := deliverCounted(t, rt, c, n, func(i int) string {
 			return fmt.Sprintf(`{"id":"v%d-%d","source":"crm","type":"t","partitionkey":"k%d","objectversion":%d}`, version, i, i, version)
 		})
+		return got, commits.Load() - before
 	}
 	trips(1, 50) // creates the keys and prepares the statements
-	require.EqualValues(t, 4, trips(2, 50), "round trips of a batch of 50 whose handlers keep their envelopes")
+	got, txs := trips(2, 50)
+	require.GreaterOrEqual(t, txs, int64(1))
+	// Four a transaction, and at most a first preparation of a statement
+	// text each (see TestDecidedMessageTransactionsAreFourRoundTripsOnPostgres).
+	require.GreaterOrEqual(t, got, 4*txs)
+	require.Less(t, got, 5*txs, "round trips of a batch of 50 whose handlers keep their envelopes, in %d transactions", txs)
 	env, err := st.Executor().GatewayEnvelopeGet(context.Background(), store.MessageRef{Consumer: "envelopes", Source: "crm", ID: "v2-49"})
 	require.NoError(t, err)
 	require.Contains(t, string(env), `"id":"v2-49"`)
