@@ -102,13 +102,7 @@ func TestDecidedMessageTransactionsAreFourRoundTripsOnPostgres(t *testing.T) {
 		Decide:  func(context.Context, seqboxtype.Event) ([]byte, error) { return []byte("ok"), nil },
 		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }}, countCommits(&commits)))
 	require.NoError(t, err)
-	trips := func(version, n int) (int64, int64) {
-		before := commits.Load()
-		got := deliverCounted(t, rt, c, n, func(i int) string {
-			return fmt.Sprintf(`{"id":"v%d-%d","source":"crm","type":"t","partitionkey":"k%d","objectversion":%d}`, version, i, i, version)
-		})
-		return got, commits.Load() - before
-	}
+	trips := versionTrips(t, rt, c, &commits)
 	trips(1, 60) // creates the keys and prepares the statements
 	for v, n := range []int{2: 60, 3: 20} {
 		if n == 0 {
@@ -125,6 +119,19 @@ func TestDecidedMessageTransactionsAreFourRoundTripsOnPostgres(t *testing.T) {
 		inTx := got - 2*int64(n)
 		require.GreaterOrEqual(t, inTx, 4*txs, "a look and a record a message, and four round trips a transaction")
 		require.Less(t, inTx, 5*txs, "round trips of %d transactions for a batch of %d decided messages (%d in all): four each", txs, n, got)
+	}
+}
+
+// versionTrips delivers to c, in one batch, version v of keys k0..k(n-1),
+// each required applied, and returns the round trips rt counted and the
+// commits counted in commits (countCommits).
+func versionTrips(t *testing.T, rt *pgtest.RoundTrips, c *seqbox.Consumer, commits *atomic.Int64) func(v, n int) (trips, txs int64) {
+	return func(v, n int) (int64, int64) {
+		before := commits.Load()
+		got := deliverCounted(t, rt, c, n, func(i int) string {
+			return fmt.Sprintf(`{"id":"v%d-%d","source":"crm","type":"t","partitionkey":"k%d","objectversion":%d}`, v, i, i, v)
+		})
+		return got, commits.Load() - before
 	}
 }
 
@@ -155,13 +162,7 @@ func TestGatewayEnvelopeWritesGoInTheBatchsRoundTrip(t *testing.T) {
 				Envelope: ev.Raw, AppliedAt: time.Now()})
 		}}, countCommits(&commits)))
 	require.NoError(t, err)
-	trips := func(version, n int) (int64, int64) {
-		before := commits.Load()
-		got := deliverCounted(t, rt, c, n, func(i int) string {
-			return fmt.Sprintf(`{"id":"v%d-%d","source":"crm","type":"t","partitionkey":"k%d","objectversion":%d}`, version, i, i, version)
-		})
-		return got, commits.Load() - before
-	}
+	trips := versionTrips(t, rt, c, &commits)
 	trips(1, 50) // creates the keys and prepares the statements
 	got, txs := trips(2, 50)
 	require.GreaterOrEqual(t, txs, int64(1))
