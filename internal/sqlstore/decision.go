@@ -443,7 +443,7 @@ func (t *Executor) TurnTakeMany(ctx context.Context, p store.TurnTakeManyParams)
 	taken := make(map[store.Identity]bool, len(turns))
 	var err error
 	if t.arrays && len(turns) > 0 {
-		err = t.run(ctx, turnTakeArrays(p, taken))
+		err = t.run(ctx, turnTakeArrays(p.Consumer, p.At, turns, taken))
 	} else {
 		err = eachChunk(len(turns), func(lo, hi int) error {
 			args := []any{p.Consumer, micros(p.At)}
@@ -458,7 +458,7 @@ func (t *Executor) TurnTakeMany(ctx context.Context, p store.TurnTakeManyParams)
 		return nil, err
 	}
 	// Bound to another copy: the rows stay as they are.
-	return t.TurnBoundToMany(ctx, store.IdentitiesRef{Consumer: p.Consumer, IDs: turnsNotTaken(p.Turns, taken)})
+	return t.TurnBoundToMany(ctx, store.IdentitiesRef{Consumer: p.Consumer, IDs: turnsNotTaken(turns, taken)})
 }
 
 // TurnTakeMany's statement, in two parts around its rows.
@@ -471,25 +471,27 @@ const (
 		RETURNING source, id`
 )
 
-// turnTakeArrays is TurnTakeMany's statement with arrays of turns: it
-// marks in taken the turns it took.
-func turnTakeArrays(p store.TurnTakeManyParams, taken map[store.Identity]bool) store.Statement {
+// turnTakeArrays is TurnTakeMany's statement with arrays of turns (each
+// identity once, uniqueTurns), taken at at: it marks in taken the turns
+// it took.
+func turnTakeArrays(consumer string, at time.Time, turns []store.TurnRow, taken map[store.Identity]bool) store.Statement {
 	cols := make([][]string, 4)
-	for _, r := range uniqueTurns(p.Turns) {
+	for _, r := range turns {
 		for i, v := range []string{r.Source, r.ID, r.PartitionKey, r.PayloadHash} {
 			cols[i] = append(cols[i], v)
 		}
 	}
 	return store.Statement{Query: turnTakeColumns + `SELECT $1, u.s, u.i, u.k, '', 0, '', '', $2, $2, u.h
 			FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, i, k, h)` + turnTakeConflict,
-		Args: []any{p.Consumer, micros(p.At), cols[0], cols[1], cols[2], cols[3]},
+		Args: []any{consumer, micros(at), cols[0], cols[1], cols[2], cols[3]},
 		Read: func(rows store.Rows) error { return markIdentities(rows, taken) }}
 }
 
-// turnsNotTaken are the identities of turns that taken does not hold.
+// turnsNotTaken are the identities of turns (each identity once) that
+// taken does not hold.
 func turnsNotTaken(turns []store.TurnRow, taken map[store.Identity]bool) []store.Identity {
 	var out []store.Identity
-	for _, r := range uniqueTurns(turns) {
+	for _, r := range turns {
 		if id := (store.Identity{Source: r.Source, ID: r.ID}); !taken[id] {
 			out = append(out, id)
 		}
@@ -500,12 +502,23 @@ func turnsNotTaken(turns []store.TurnRow, taken map[store.Identity]bool) []store
 // uniqueTurns is turns with each identity once (its first row): a
 // multi-row upsert may not touch one row twice.
 func uniqueTurns(turns []store.TurnRow) []store.TurnRow {
-	seen := make(map[store.Identity]bool, len(turns))
-	out := make([]store.TurnRow, 0, len(turns))
-	for _, r := range turns {
-		if id := (store.Identity{Source: r.Source, ID: r.ID}); !seen[id] {
+	return firstOfEach(turns, func(r store.TurnRow) store.Identity { return store.Identity{Source: r.Source, ID: r.ID} })
+}
+
+// uniqueIdentities is ids with each identity once, in order, for the same
+// reason.
+func uniqueIdentities(ids []store.Identity) []store.Identity {
+	return firstOfEach(ids, func(id store.Identity) store.Identity { return id })
+}
+
+// firstOfEach is xs with only the first of each identity (of), in order.
+func firstOfEach[T any](xs []T, of func(T) store.Identity) []T {
+	seen := make(map[store.Identity]bool, len(xs))
+	out := make([]T, 0, len(xs))
+	for _, x := range xs {
+		if id := of(x); !seen[id] {
 			seen[id] = true
-			out = append(out, r)
+			out = append(out, x)
 		}
 	}
 	return out
@@ -517,7 +530,7 @@ func (t *Executor) DecisionClaimMany(ctx context.Context, p store.DecisionClaimM
 	claimed := make(map[store.Identity]bool, len(p.IDs))
 	ids := uniqueIdentities(p.IDs)
 	if t.arrays && len(ids) > 0 {
-		return claimed, t.run(ctx, decisionClaimArrays(p, claimed))
+		return claimed, t.run(ctx, decisionClaimArrays(p, ids, claimed))
 	}
 	return claimed, eachChunk(len(ids), func(lo, hi int) error {
 		args := []any{p.Consumer, p.Owner, micros(p.Until), micros(p.Now)}
@@ -536,10 +549,10 @@ const (
 		RETURNING source, id`
 )
 
-// decisionClaimArrays is DecisionClaimMany's statement with arrays of
-// identities: it marks in claimed the identities it claimed.
-func decisionClaimArrays(p store.DecisionClaimManyParams, claimed map[store.Identity]bool) store.Statement {
-	ids := uniqueIdentities(p.IDs)
+// decisionClaimArrays is DecisionClaimMany's statement for p's owner and
+// times with arrays of ids (p.IDs each once, uniqueIdentities): it marks
+// in claimed the identities it claimed.
+func decisionClaimArrays(p store.DecisionClaimManyParams, ids []store.Identity, claimed map[store.Identity]bool) store.Statement {
 	sources, names := make([]string, len(ids)), make([]string, len(ids))
 	for i, id := range ids {
 		sources[i], names[i] = id.Source, id.ID
@@ -547,20 +560,6 @@ func decisionClaimArrays(p store.DecisionClaimManyParams, claimed map[store.Iden
 	return store.Statement{Query: claimColumns + `SELECT $1, u.s, u.i, $2, $3 FROM unnest($5::text[], $6::text[]) AS u(s, i)` + claimConflict,
 		Args: []any{p.Consumer, p.Owner, micros(p.Until), micros(p.Now), sources, names},
 		Read: func(rows store.Rows) error { return markIdentities(rows, claimed) }}
-}
-
-// uniqueIdentities is ids with each identity once, in order: a multi-row
-// upsert may not touch one row twice.
-func uniqueIdentities(ids []store.Identity) []store.Identity {
-	seen := make(map[store.Identity]bool, len(ids))
-	out := make([]store.Identity, 0, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // readIdentities runs q and marks each (source, id) row it returns in

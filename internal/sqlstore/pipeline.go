@@ -97,13 +97,13 @@ func (t *pipeTx) RetryClearStatement(p store.RetryClearManyParams) store.Stateme
 // TurnTakeStatement is TurnTakeMany's statement without its second look:
 // it marks in taken the turns it took.
 func (t *pipeTx) TurnTakeStatement(p store.TurnTakeManyParams, taken map[store.Identity]bool) store.Statement {
-	return t.spelled(turnTakeArrays(p, taken))
+	return t.spelled(turnTakeArrays(p.Consumer, p.At, uniqueTurns(p.Turns), taken))
 }
 
 // DecisionClaimStatement is DecisionClaimMany's statement: it marks in
 // claimed the identities it claimed.
 func (t *pipeTx) DecisionClaimStatement(p store.DecisionClaimManyParams, claimed map[store.Identity]bool) store.Statement {
-	return t.spelled(decisionClaimArrays(p, claimed))
+	return t.spelled(decisionClaimArrays(p, uniqueIdentities(p.IDs), claimed))
 }
 
 // Commit commits and gives the connection back to the pool.
