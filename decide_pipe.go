@@ -133,7 +133,11 @@ func (p *decidePipe) adoptSuccessors(ctx context.Context, ds []transport.Deliver
 		}
 		d, pe, ok := g.adopt(key)
 		if !ok {
-			if ds[j] != nil && g.took != nil {
+			// Only for a head whose decision came in: one whose decision
+			// failed is nacked by the stage, and its next message, taken,
+			// would be parked behind it (held, with a hold deadline)
+			// instead of waiting in the queue behind its group's head.
+			if ds[j] != nil && g.took != nil && ins[j].decideErr == nil {
 				heads = append(heads, j)
 			}
 			continue
@@ -155,7 +159,8 @@ func (p *decidePipe) join(ds []transport.Delivery, ins []input, keys []string, g
 // takeNext takes, on a transport whose groups hand a key's messages out
 // one at a time (transport.NextTaker: the embedded queue the gateway
 // publishes to), the next message of each key whose head the stage runs
-// (heads: their indexes) and whose next one the scheduler does not hold:
+// with its decision (heads: their indexes) and whose next one the
+// scheduler does not hold:
 // without it, that one is ready only once the stage's commit acknowledges
 // the head, and then takes a receive and a transaction of its own for its
 // turn. All of them in one statement, before the stage's transaction. A

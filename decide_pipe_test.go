@@ -2,7 +2,10 @@ package seqbox_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,6 +122,46 @@ func TestNextMessageOfAGroupRunsInItsPredecessorsCommit(t *testing.T) {
 	require.Equal(t, [2]int{1, 1}, [2]int{ready, leased}, "v2 waits in the queue while v1 is held")
 	require.Equal(t, int32(1), commits.Load(), "v1's turn")
 	r.v2AfterV1InThreeCommits(t, cancel, errc, commits)
+}
+
+// The next message of a group is taken only for a head whose decision
+// came in: a head whose decision failed is nacked by its stage, and a
+// successor taken with it would be parked behind it as held, with a hold
+// deadline, where before it waited in the queue behind its group's head
+// for as long as that one retried (docs/design.md §10.4). v1's decision
+// fails (backoff an hour); v2 stays in the queue, unreceived.
+func TestNextMessageOfAGroupStaysQueuedBehindAFailedDecision(t *testing.T) {
+	r := newPipeRig(t, "")
+	r.b.cfg.Retry = seqbox.RetryPolicy{MaxAttempts: 5, InitialBackoff: time.Hour, MaxBackoff: time.Hour}
+	r.b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		return nil, errors.New("the model answered 503")
+	}
+	var mu sync.Mutex
+	var seen []string
+	r.b.cfg.Observer = func(res seqboxtype.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, res.ID+":"+string(res.Outcome))
+	}
+	c := r.b.consumer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, r.q.PublishGrouped(ctx, [][]byte{keyed("v1", "k", 1), keyed("v2", "k", 2)}, []string{"k:k", "k:k"}))
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	waitfor.That(t, 20*time.Second, "v1's failed decision applied as a retry", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(seen, "v1:retry")
+	})
+	mu.Lock()
+	require.Equal(t, []string{"v1:retry"}, seen, "v2 reached no outcome: it was not taken")
+	mu.Unlock()
+	ready, leased, err := r.q.Depth(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, ready+leased, "v1 waits out its backoff and v2 waits in the queue behind it")
+	cancel()
+	require.NoError(t, <-errc)
 }
 
 // countingCommits is r's consumer, its commits counted.
