@@ -17,3 +17,16 @@ func StorageFull(err error) bool {
 	}
 	return strings.HasPrefix(pe.Code, "53") || strings.HasPrefix(pe.Code, "58")
 }
+
+// Refused reports whether err carries the server's ERROR answer to a
+// statement: the statement failed and its transaction (a pipeline's
+// implicit one) was rolled back, nothing of it committed. A FATAL or
+// PANIC answer, or no answer at all (the connection lost), leaves the
+// commit unknown and is not a refusal.
+func Refused(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.SeverityUnlocalized == "ERROR" || (pe.SeverityUnlocalized == "" && pe.Severity == "ERROR")
+}

@@ -110,24 +110,26 @@ func (o *Executor) recordInTx(ctx context.Context, p store.DecisionRecordParams,
 // call's updates nothing, and then nothing else is written either.
 func (o *Executor) recordInOne(ctx context.Context, p store.DecisionRecordParams, args []any) (bool, error) {
 	if p.Effect == nil && p.Owner == "" {
-		return affectedOne(o.exec(ctx, insertDecision, args...))
+		n, err := o.single(ctx, store.Statement{Query: insertDecision, Args: args})
+		return n == 1, err
 	}
 	if p.Effect == nil {
-		return affectedOne(o.exec(ctx, `WITH dropped AS (DELETE FROM seqbox_decision_claims
+		n, err := o.single(ctx, store.Statement{Query: `WITH dropped AS (DELETE FROM seqbox_decision_claims
 			WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $7)
-			`+insertDecision, append(args, p.Owner)...))
+			` + insertDecision, Args: append(args, p.Owner)})
+		return n == 1, err
 	}
 	args = append(args, p.Owner)
 	eq, eargs := effectRecordStmt(*p.Effect, len(args))
 	args = append(args, eargs...)
 	var changed, inserted int
-	err := o.queryRow(ctx, `WITH e AS (`+eq+` RETURNING 1),
+	_, err := o.single(ctx, store.Statement{Query: `WITH e AS (` + eq + ` RETURNING 1),
 		dropped AS (DELETE FROM seqbox_decision_claims
 			WHERE consumer = $1 AND source = $2 AND id = $3 AND owner = $7::text AND EXISTS (SELECT 1 FROM e)),
 		ins AS (INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at, payload_hash)
 			SELECT $1::text, $2::text, $3::text, $4::bytea, $5::bigint, $6::text WHERE EXISTS (SELECT 1 FROM e)
 			ON CONFLICT (consumer, source, id) DO NOTHING RETURNING 1)
-		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM ins)`, args...).Scan(&changed, &inserted)
+		SELECT (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM ins)`, Args: args, Read: oneRow(&changed, &inserted)})
 	if err != nil {
 		return false, err
 	}
@@ -590,9 +592,10 @@ func (o *Executor) DecisionLook(ctx context.Context, p store.MessageRef) (store.
 	var l store.DecisionLook
 	var outcome sql.NullString
 	const where = ` WHERE consumer = $1 AND source = $2 AND id = $3`
-	err := o.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM seqbox_decisions`+where+`),
-		(SELECT outcome FROM seqbox_inbox`+where+`),
-		EXISTS (SELECT 1 FROM seqbox_retries`+where+`)`, p.Consumer, p.Source, p.ID).Scan(&l.Decided, &outcome, &l.TurnHeld)
+	_, err := o.single(ctx, store.Statement{Query: `SELECT EXISTS (SELECT 1 FROM seqbox_decisions` + where + `),
+		(SELECT outcome FROM seqbox_inbox` + where + `),
+		EXISTS (SELECT 1 FROM seqbox_retries` + where + `)`, Args: []any{p.Consumer, p.Source, p.ID},
+		Read: oneRow(&l.Decided, &outcome, &l.TurnHeld)})
 	l.Seen, l.Outcome = outcome.Valid, seqboxtype.Outcome(outcome.String)
 	return l, err
 }

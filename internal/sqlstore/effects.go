@@ -1,7 +1,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -50,10 +49,10 @@ func (t *Executor) EffectGet(ctx context.Context, key string) (store.EffectRow, 
 
 // EffectInsertPending inserts a pending row; false when one exists.
 func (t *Executor) EffectInsertPending(ctx context.Context, p store.EffectInsertPendingParams) (bool, error) {
-	res, err := t.exec(ctx, `INSERT INTO seqbox_effects (`+effectColumns+`)
+	n, err := t.single(ctx, store.Statement{Query: `INSERT INTO seqbox_effects (` + effectColumns + `)
 		VALUES ($1, $2, $3, $4, $5, 'pending', '', '', 1, $6, $6, NULL, NULL, $7) ON CONFLICT DO NOTHING`,
-		p.Consumer, p.Source, p.ID, p.Action, p.IdempotencyKey, micros(p.At), micros(p.LeaseUntil))
-	return affectedOne(res, err)
+		Args: []any{p.Consumer, p.Source, p.ID, p.Action, p.IdempotencyKey, micros(p.At), micros(p.LeaseUntil)}})
+	return n == 1, err
 }
 
 // EffectTransition moves a row from one state to another.
@@ -74,12 +73,12 @@ func (t *Executor) EffectRecord(ctx context.Context, p store.EffectRecordParams)
 		return nil
 	}
 	q, args := effectRecordStmt(p, 0)
-	res, err := t.exec(ctx, q, args...)
+	n, err := t.single(ctx, store.Statement{Query: q, Args: args})
 	if err != nil || p.Calls == 0 {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return cmp.Or(err, store.ErrNotFound)
+	if n == 0 {
+		return store.ErrNotFound
 	}
 	return nil
 }

@@ -19,3 +19,34 @@ func QueuedWrites(st store.Store) int {
 
 // LatestSchemaVersion is the version the last migration brings a database to.
 var LatestSchemaVersion = migrations[len(migrations)-1].Version
+
+// HoldPoolSends keeps st's pool statements from being sent (pipeGroup)
+// until release is called; waiting counts the statements queued or held
+// meanwhile. On a store that sends each statement alone, both do nothing
+// (waiting: -1).
+func HoldPoolSends(st store.Store) (waiting func() int, release func()) {
+	g := st.(*Store).pipes
+	if g == nil {
+		return func() int { return -1 }, func() {}
+	}
+	hold := make(chan struct{})
+	g.mu.Lock()
+	g.hold = hold
+	g.mu.Unlock()
+	return func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.q) + g.held
+	}, func() { close(hold) }
+}
+
+// PoolSends is how many sends of several statements st's pipeGroup made.
+func PoolSends(st store.Store) int {
+	g := st.(*Store).pipes
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sent
+}

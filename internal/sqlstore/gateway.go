@@ -122,7 +122,7 @@ func (t *Executor) inTx(ctx context.Context, fn func(e *Executor) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	e := *t
-	e.db, e.tx, e.unlock, e.group = tx, tx, nil, nil
+	e.db, e.tx, e.unlock, e.group, e.pipes = tx, tx, nil, nil, nil
 	if err := fn(&e); err != nil {
 		_ = tx.Rollback()
 		return err

@@ -26,6 +26,27 @@ func TestGroupedWritesAnswerEachCaller(t *testing.T) {
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
 	require.NoError(t, err)
 	defer st.Close()
+	writeAtOnceAndCheck(t, st, atOnce{bad: true})
+}
+
+// atOnce shapes writeAtOnceAndCheck's writes.
+type atOnce struct {
+	// bad adds a decision record that fails (a NOT NULL).
+	bad bool
+	// meanwhile, when set, runs while the writes are under way, told how
+	// many were begun.
+	meanwhile func(n int)
+	// written, when set, runs once every write returned, before the
+	// checks read anything.
+	written func()
+}
+
+// writeAtOnceAndCheck makes 65 pending-row inserts (the last repeats the
+// first one's key), and those o adds, at once on st's pool, and checks
+// each caller's answer and what was committed.
+func writeAtOnceAndCheck(t *testing.T, st store.Store, o atOnce) {
+	t.Helper()
+	ctx := context.Background()
 	op := st.Executor()
 	at := time.Unix(1_800_000_000, 0)
 	const n = 64
@@ -39,11 +60,23 @@ func TestGroupedWritesAnswerEachCaller(t *testing.T) {
 				ID: fmt.Sprint(i), Action: "a", IdempotencyKey: key, At: at, LeaseUntil: at.Add(time.Minute)})
 		})
 	}
-	wg.Go(func() {
-		_, errs[n+1] = op.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: "c", Source: "s", ID: "bad", Decision: nil, At: at})
-	})
+	begun := n + 1
+	if o.bad {
+		begun++
+		wg.Go(func() {
+			_, errs[n+1] = op.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: "c", Source: "s", ID: "bad", Decision: nil, At: at})
+		})
+	}
+	if o.meanwhile != nil {
+		o.meanwhile(begun)
+	}
 	wg.Wait()
-	require.Error(t, errs[n+1], "a write that fails fails alone")
+	if o.written != nil {
+		o.written()
+	}
+	if o.bad {
+		require.Error(t, errs[n+1], "a write that fails fails alone")
+	}
 	wins := 0
 	for i := range n + 1 {
 		require.NoError(t, errs[i], "write %d", i)
@@ -57,7 +90,7 @@ func TestGroupedWritesAnswerEachCaller(t *testing.T) {
 		require.NoError(t, err, "committed when its write returned")
 		require.Equal(t, "pending", string(row.State))
 	}
-	_, err = op.DecisionGet(ctx, store.MessageRef{Consumer: "c", Source: "s", ID: "bad"})
+	_, err := op.DecisionGet(ctx, store.MessageRef{Consumer: "c", Source: "s", ID: "bad"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 

@@ -90,6 +90,19 @@ type Dialect struct {
 	// rows each affected in order. A batch's transaction then has a
 	// connection of its own, which the pool gets back at its end.
 	Pipeline func(ctx context.Context, conn *sql.Conn, stmts []store.Statement) ([]int64, error)
+	// Refused, with Pipeline, classifies a pipeline's failure: true when
+	// the server answered a statement with an error, so that nothing of
+	// the pipeline's implicit transaction was committed. With it, the
+	// pool's single statements on the agent path are sent together
+	// (pipeGroup); nil: each goes alone.
+	Refused func(err error) bool
+	// GroupFirst, when set, is sent first in each pipeGroup send of
+	// several statements, in its implicit transaction: on PostgreSQL it
+	// bounds how long the send waits for a row lock (lock_timeout), so
+	// that one statement's wait cannot hold the others of its send for
+	// longer; a send that times out is refused and each statement goes
+	// alone, waiting as it would have without the group.
+	GroupFirst string
 }
 
 // Querier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
@@ -112,6 +125,8 @@ type Store struct {
 	wconn *sql.Conn
 	// group commits the pool's single writes together (OneWriter).
 	group *groupCommit
+	// pipes sends the pool's single statements together (Refused).
+	pipes *pipeGroup
 	// location names the database (SQLite: the file; PostgreSQL: host,
 	// database and schema), for transports that acknowledge in the
 	// store's transaction.
@@ -192,6 +207,10 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 	}
 	if d.OneWriter {
 		s.group = newGroupCommit(s)
+	}
+	if d.Pipeline != nil && d.Refused != nil {
+		pool := s.executor(nil)
+		s.pipes = newPipeGroup(db, d, pool.alone)
 	}
 	opened.Store(db, d)
 	return s, nil
@@ -559,7 +578,7 @@ func (s *Store) executor(tx *sql.Tx) *Executor {
 	if tx != nil {
 		e.db, e.tx = tx, tx
 	} else {
-		e.group = s.group
+		e.group, e.pipes = s.group, s.pipes
 	}
 	return e
 }
@@ -571,6 +590,9 @@ func (s *Store) DB() *sql.DB { return s.db }
 func (s *Store) Close() error {
 	if s.group != nil {
 		s.group.close()
+	}
+	if s.pipes != nil {
+		s.pipes.close()
 	}
 	s.wmu.Lock()
 	if s.wconn != nil {

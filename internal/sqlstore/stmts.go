@@ -121,6 +121,67 @@ func (t *Executor) run(ctx context.Context, stmts ...store.Statement) error {
 	return nil
 }
 
+// single runs one statement of the agent path and returns the rows it
+// affected (with a Read: returned). On the pool of a store that pipelines
+// it goes with other callers' (pipeGroup); elsewhere alone, as exec and
+// query run it. A Read may run twice (pipeGroup.do).
+func (t *Executor) single(ctx context.Context, st store.Statement) (int64, error) {
+	if t.pipes != nil && t.tx == nil {
+		return t.pipes.do(ctx, st)
+	}
+	return t.alone(ctx, st)
+}
+
+// alone runs st by itself: exec for a write, query and its Read for rows.
+func (t *Executor) alone(ctx context.Context, st store.Statement) (int64, error) {
+	if st.Read == nil {
+		res, err := t.exec(ctx, st.Query, st.Args...)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	rows, err := t.query(ctx, st.Query, st.Args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := &countedRows{Rows: rows}
+	if err := st.Read(n); err != nil {
+		return 0, err
+	}
+	return n.n, rows.Err()
+}
+
+// countedRows counts the rows a Read took.
+type countedRows struct {
+	*sql.Rows
+	n int64
+}
+
+// Next implements store.Rows.
+func (r *countedRows) Next() bool {
+	if r.Rows.Next() {
+		r.n++
+		return true
+	}
+	return false
+}
+
+// oneRow is a Read that scans the first row into dest, as QueryRow's Scan
+// does: sql.ErrNoRows when there is none.
+func oneRow(dest ...any) func(store.Rows) error {
+	return func(rows store.Rows) error {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return sql.ErrNoRows
+		}
+		return rows.Scan(dest...)
+	}
+}
+
 // pipelined sends stmts together (t.pipeline) and says in words what a
 // storage failure means.
 func (t *Executor) pipelined(ctx context.Context, stmts []store.Statement) ([]int64, error) {

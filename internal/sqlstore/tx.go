@@ -52,6 +52,9 @@ type Executor struct {
 	carried []*groupJob
 	// carrier is the group whose writes go back to its queue on rollback.
 	carrier *groupCommit
+	// pipes, on the pool of a store that pipelines, sends single's
+	// statements together with other callers' (pipeGroup).
+	pipes *pipeGroup
 	// pipeline, in a transaction that pipelines (pipeTx), sends
 	// statements together, one round trip for all (Dialect.Pipeline);
 	// nil elsewhere.

@@ -63,6 +63,10 @@ func storeDialect(schema string) sqlstore.Dialect {
 		},
 		Legacy:   legacyTable,
 		Pipeline: pgdb.Pipeline,
+		Refused:  pgdb.Refused,
+		// A send of the pool's statements waits at most this long for a
+		// row lock, then its statements go alone (sqlstore's pipeGroup).
+		GroupFirst: `SELECT pg_catalog.set_config('lock_timeout', '250ms', true)`,
 	}
 }
 
