@@ -1,6 +1,10 @@
 package sqlstore
 
-import "github.com/seqbox/seqbox/store"
+import (
+	"context"
+
+	"github.com/seqbox/seqbox/store"
+)
 
 // NoGroupWriter keeps st's group writer from ever starting, so that only
 // store transactions carry the pool's queued writes (tests).
@@ -49,4 +53,10 @@ func PoolSends(st store.Store) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.sent
+}
+
+// PoolStatement runs st on st's pool as the agent path's single
+// statements run (Executor.single).
+func PoolStatement(ctx context.Context, s store.Store, st store.Statement) (int64, error) {
+	return s.(*Store).executor(nil).single(ctx, st)
 }

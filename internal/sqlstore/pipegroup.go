@@ -13,15 +13,16 @@ import (
 // one commit for all of them, where each was a round trip and a commit of
 // its own. On the agent path these are each event's look before its call,
 // the ledger's pending row, and the record of the call's result with its
-// decision (docs/design.md §5): with tens of agent calls in flight they
+// decision (docs/design.md §15.1): with tens of agent calls in flight they
 // are most of the statements and commits an event makes, and the server's
 // CPU is what the path is bound by.
 //
 // The statements of one send run in one implicit transaction (the
 // extended protocol's, up to its Sync): all commit, or none does. When the
 // server refuses one (Dialect.Refused: an error it answered, so nothing
-// was committed), each statement runs again alone, as it would have
-// without the group, and gets its own answer; any other failure (the
+// was committed), each caller runs its statement again alone, as it would
+// have without the group, for its own answer; a statement's Read that
+// fails is its caller's error only; any other failure (the
 // connection lost, so the commit is unknown) is every statement's error,
 // as it would have been a lone statement's. So a caller sees what it would
 // have seen alone, only later by the wait for its send.
@@ -48,7 +49,7 @@ type pipeGroup struct {
 	// held counts the statements waiting for it.
 	hold chan struct{}
 	held int
-	// sent counts the sends of more than one statement (tests).
+	// sent counts the sends (tests).
 	sent    int
 	q       []*pipeJob
 	running int
@@ -62,8 +63,10 @@ type pipeJob struct {
 	st       store.Statement
 	affected int64
 	err      error
-	// alone, once done: the statement was not sent with others (it went
-	// by itself, or its send was refused), and its caller runs it alone.
+	// readErr is what the statement's Read returned in its send.
+	readErr error
+	// alone, once done: the statement's send was refused, and its caller
+	// runs it alone.
 	alone bool
 	done  chan struct{}
 }
@@ -170,13 +173,15 @@ func (g *pipeGroup) flush(jobs []*pipeJob) {
 		}
 		live = append(live, j)
 	}
-	var err error
-	alone := len(live) < 2
-	if !alone {
-		err = g.together(context.WithoutCancel(live[0].ctx), live)
-		// Refused: nothing of the send was committed.
-		alone = err != nil && g.refused != nil && g.refused(err)
+	if len(live) == 0 {
+		return
 	}
+	// A send of one too: the leader is busy for its round trip, so that
+	// the statements made meanwhile queue for the next send, and the
+	// statement's wait for a lock is bounded as any send's is.
+	err := g.together(context.WithoutCancel(live[0].ctx), live)
+	// Refused: nothing of the send was committed.
+	alone := err != nil && g.refused != nil && g.refused(err)
 	for _, j := range live {
 		switch {
 		case alone:
@@ -200,7 +205,16 @@ func (g *pipeGroup) together(ctx context.Context, live []*pipeJob) error {
 	defer conn.Close()
 	stmts := append(make([]store.Statement, 0, len(g.first)+len(live)), g.first...)
 	for _, j := range live {
-		stmts = append(stmts, j.st)
+		st := j.st
+		if read := st.Read; read != nil {
+			// A Read's failure is its caller's alone: the send goes on,
+			// and commits with the others.
+			st.Read = func(rows store.Rows) error {
+				j.readErr = read(rows)
+				return nil
+			}
+		}
+		stmts = append(stmts, st)
 	}
 	g.mu.Lock()
 	g.sent++
@@ -210,7 +224,7 @@ func (g *pipeGroup) together(ctx context.Context, live []*pipeJob) error {
 		return err
 	}
 	for i, j := range live {
-		j.affected = affected[len(g.first)+i]
+		j.affected, j.err = affected[len(g.first)+i], j.readErr
 	}
 	return nil
 }

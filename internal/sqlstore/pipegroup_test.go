@@ -2,11 +2,13 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox/internal/pgtest"
@@ -92,8 +94,8 @@ func TestPoolSendIsNotHeldByOneStatementsLockWait(t *testing.T) {
 		for i := from; i < from+n; i++ {
 			wg.Go(func() {
 				ok, err := op.EffectInsertPending(ctx, pending(fmt.Sprint(i), fmt.Sprintf("free%d", i)))
-				require.NoError(t, err)
-				require.True(t, ok)
+				assert.NoError(t, err)
+				assert.True(t, ok)
 			})
 		}
 		waitfor.That(t, time.Minute, "the statements queued", func() bool { return waiting() >= from+n })
@@ -102,7 +104,7 @@ func TestPoolSendIsNotHeldByOneStatementsLockWait(t *testing.T) {
 	lockedDone := make(chan bool, 1)
 	go func() {
 		ok, err := op.EffectInsertPending(ctx, pending("again", "locked"))
-		require.NoError(t, err)
+		assert.NoError(t, err)
 		lockedDone <- ok
 	}()
 	waitfor.That(t, time.Minute, "the locked key's insert queued", func() bool { return waiting() == n+1 })
@@ -123,4 +125,55 @@ func TestPoolSendIsNotHeldByOneStatementsLockWait(t *testing.T) {
 	}
 	require.NoError(t, other.Commit())
 	require.False(t, <-lockedDone, "the row exists: the waiting insert inserted nothing")
+}
+
+// A statement whose Read fails (here: a row was expected, none came) is
+// its caller's failure alone: the other statements of its send are
+// answered and committed as if it had succeeded. (It is queued once the
+// first eight statements hold every send under way, so that it goes in
+// one send with the next eight.)
+func TestPoolStatementsReadFailureIsItsCallersAlone(t *testing.T) {
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.URL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	waiting, release := sqlstore.HoldPoolSends(st)
+	at := time.Unix(1_800_000_000, 0)
+	op := st.Executor()
+	const n = 8
+	var wg sync.WaitGroup
+	inserts := func(from int) {
+		for i := from; i < from+n; i++ {
+			wg.Go(func() {
+				ok, err := op.EffectInsertPending(ctx, store.EffectInsertPendingParams{Consumer: "c", Source: "s",
+					ID: fmt.Sprint(i), Action: "a", IdempotencyKey: fmt.Sprintf("k%d", i), At: at, LeaseUntil: at.Add(time.Minute)})
+				assert.NoError(t, err)
+				assert.True(t, ok)
+			})
+		}
+		waitfor.That(t, time.Minute, "the statements queued", func() bool { return waiting() >= from+n })
+	}
+	inserts(0)
+	var readErr error
+	wg.Go(func() {
+		_, readErr = sqlstore.PoolStatement(ctx, st, store.Statement{Query: `SELECT 1 WHERE false`,
+			Read: func(rows store.Rows) error {
+				if !rows.Next() {
+					return sql.ErrNoRows
+				}
+				return nil
+			}})
+	})
+	waitfor.That(t, time.Minute, "the failing read queued", func() bool { return waiting() == n+1 })
+	inserts(n + 1)
+	release()
+	wg.Wait()
+	require.ErrorIs(t, readErr, sql.ErrNoRows)
+	for i := range 2*n + 1 {
+		if i == n {
+			continue
+		}
+		_, err := op.EffectGet(ctx, fmt.Sprintf("k%d", i))
+		require.NoError(t, err)
+	}
 }
