@@ -44,7 +44,7 @@ func HoldPoolSends(st store.Store) (waiting func() int, release func()) {
 	}, func() { close(hold) }
 }
 
-// PoolSends is how many sends of several statements st's pipeGroup made.
+// PoolSends is how many sends st's pipeGroup made.
 func PoolSends(st store.Store) int {
 	g := st.(*Store).pipes
 	if g == nil {

@@ -27,27 +27,29 @@ import (
 // their statements' first preparation on a connection), where alone they
 // take at least 65.
 func TestPoolStatementsGoTogetherOnPostgres(t *testing.T) {
-	ctx := context.Background()
 	trips, url := pgtest.Proxy(t, pgtest.URL(t))
-	st, err := postgres.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := openPostgres(t, url)
 	before, got := trips.Count(), int64(0)
 	writeAtOnceAndCheck(t, st, atOnce{meanwhile: heldUntilQueued(t, st), written: func() { got = trips.Count() - before }})
 	require.Less(t, got, int64(24), "round trips for 65 statements made at once")
-	require.Positive(t, sqlstore.PoolSends(st), "sends of several statements")
+	require.Positive(t, sqlstore.PoolSends(st), "sends")
 }
 
 // Each caller still gets its own answer, as on SQLite's group commit: a
 // record that fails (a NOT NULL) makes its send refused, and every
 // statement of that send then runs alone, each told its own result.
 func TestPoolStatementsOfARefusedSendGoAlone(t *testing.T) {
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.URL(t))
+	st := openPostgres(t, pgtest.URL(t))
+	writeAtOnceAndCheck(t, st, atOnce{bad: true, meanwhile: heldUntilQueued(t, st)})
+	require.Positive(t, sqlstore.PoolSends(st), "sends")
+}
+
+// openPostgres opens a PostgreSQL store at url, closed when t ends.
+func openPostgres(t *testing.T, url string) store.Store {
+	st, err := postgres.Open(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	writeAtOnceAndCheck(t, st, atOnce{bad: true, meanwhile: heldUntilQueued(t, st)})
-	require.Positive(t, sqlstore.PoolSends(st), "sends of several statements")
+	return st
 }
 
 // heldUntilQueued holds st's pool sends until n statements wait, then
@@ -66,58 +68,23 @@ func heldUntilQueued(t *testing.T, st store.Store) func(n int) {
 // statements of its send are answered and committed meanwhile (the send
 // times out on the lock, is refused, and its statements go alone). Once
 // the other transaction commits, the waiting insert is told the row
-// exists. The locked key's insert is queued after the first eight
-// statements hold every send under way, so that it goes in one send with
-// the next eight.
+// exists.
 func TestPoolSendIsNotHeldByOneStatementsLockWait(t *testing.T) {
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.URL(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	at := time.Unix(1_800_000_000, 0)
-	pending := func(id, key string) store.EffectInsertPendingParams {
-		return store.EffectInsertPendingParams{Consumer: "c", Source: "s", ID: id, Action: "a", IdempotencyKey: key,
-			At: at, LeaseUntil: at.Add(time.Minute)}
-	}
+	st := openPostgres(t, pgtest.URL(t))
 	other, err := st.Begin(ctx)
 	require.NoError(t, err)
 	defer other.Rollback()
-	ok, err := other.EffectInsertPending(ctx, pending("locked", "locked"))
+	ok, err := other.EffectInsertPending(ctx, pendingRow("locked", "locked"))
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	waiting, release := sqlstore.HoldPoolSends(st)
-	op := st.Executor()
-	const n = 8
-	var wg sync.WaitGroup
-	free := func(from int) {
-		for i := from; i < from+n; i++ {
-			wg.Go(func() {
-				ok, err := op.EffectInsertPending(ctx, pending(fmt.Sprint(i), fmt.Sprintf("free%d", i)))
-				assert.NoError(t, err)
-				assert.True(t, ok)
-			})
-		}
-		waitfor.That(t, time.Minute, "the statements queued", func() bool { return waiting() >= from+n })
-	}
-	free(0)
 	lockedDone := make(chan bool, 1)
-	go func() {
-		ok, err := op.EffectInsertPending(ctx, pending("again", "locked"))
+	inOneSend(t, st, func() {
+		ok, err := st.Executor().EffectInsertPending(ctx, pendingRow("again", "locked"))
 		assert.NoError(t, err)
 		lockedDone <- ok
-	}()
-	waitfor.That(t, time.Minute, "the locked key's insert queued", func() bool { return waiting() == n+1 })
-	free(n + 1)
-	release()
-	wg.Wait() // while the other transaction is still open
-	for i := range 2*n + 1 {
-		if i == n {
-			continue
-		}
-		_, err := op.EffectGet(ctx, fmt.Sprintf("free%d", i))
-		require.NoError(t, err, "committed while the locked key's insert waits")
-	}
+	})
 	select {
 	case <-lockedDone:
 		t.Fatal("the insert of a key another transaction holds returned before that transaction ended")
@@ -129,24 +96,46 @@ func TestPoolSendIsNotHeldByOneStatementsLockWait(t *testing.T) {
 
 // A statement whose Read fails (here: a row was expected, none came) is
 // its caller's failure alone: the other statements of its send are
-// answered and committed as if it had succeeded. (It is queued once the
-// first eight statements hold every send under way, so that it goes in
-// one send with the next eight.)
+// answered and committed as if it had succeeded.
 func TestPoolStatementsReadFailureIsItsCallersAlone(t *testing.T) {
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.URL(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	waiting, release := sqlstore.HoldPoolSends(st)
+	st := openPostgres(t, pgtest.URL(t))
+	readErr := make(chan error, 1)
+	inOneSend(t, st, func() {
+		_, err := sqlstore.PoolStatement(context.Background(), st, store.Statement{Query: `SELECT 1 WHERE false`,
+			Read: func(rows store.Rows) error {
+				if !rows.Next() {
+					return sql.ErrNoRows
+				}
+				return nil
+			}})
+		readErr <- err
+	})
+	require.ErrorIs(t, <-readErr, sql.ErrNoRows)
+}
+
+// pendingRow is the pending row of id under key.
+func pendingRow(id, key string) store.EffectInsertPendingParams {
 	at := time.Unix(1_800_000_000, 0)
+	return store.EffectInsertPendingParams{Consumer: "c", Source: "s", ID: id, Action: "a", IdempotencyKey: key,
+		At: at, LeaseUntil: at.Add(time.Minute)}
+}
+
+// inOneSend runs odd (in a goroutine of its own) between sixteen pending
+// rows on st's pool, so that its statement goes in one send with eight of
+// them: it is queued once the first eight hold every send under way (st's
+// sends are held until all seventeen wait). It returns once the sixteen
+// are answered, without waiting for odd, and requires each of them
+// inserted and committed.
+func inOneSend(t *testing.T, st store.Store, odd func()) {
+	t.Helper()
+	waiting, release := sqlstore.HoldPoolSends(st)
 	op := st.Executor()
 	const n = 8
 	var wg sync.WaitGroup
 	inserts := func(from int) {
 		for i := from; i < from+n; i++ {
 			wg.Go(func() {
-				ok, err := op.EffectInsertPending(ctx, store.EffectInsertPendingParams{Consumer: "c", Source: "s",
-					ID: fmt.Sprint(i), Action: "a", IdempotencyKey: fmt.Sprintf("k%d", i), At: at, LeaseUntil: at.Add(time.Minute)})
+				ok, err := op.EffectInsertPending(context.Background(), pendingRow(fmt.Sprint(i), fmt.Sprintf("free%d", i)))
 				assert.NoError(t, err)
 				assert.True(t, ok)
 			})
@@ -154,26 +143,16 @@ func TestPoolStatementsReadFailureIsItsCallersAlone(t *testing.T) {
 		waitfor.That(t, time.Minute, "the statements queued", func() bool { return waiting() >= from+n })
 	}
 	inserts(0)
-	var readErr error
-	wg.Go(func() {
-		_, readErr = sqlstore.PoolStatement(ctx, st, store.Statement{Query: `SELECT 1 WHERE false`,
-			Read: func(rows store.Rows) error {
-				if !rows.Next() {
-					return sql.ErrNoRows
-				}
-				return nil
-			}})
-	})
-	waitfor.That(t, time.Minute, "the failing read queued", func() bool { return waiting() == n+1 })
+	go odd()
+	waitfor.That(t, time.Minute, "the odd statement queued", func() bool { return waiting() == n+1 })
 	inserts(n + 1)
 	release()
 	wg.Wait()
-	require.ErrorIs(t, readErr, sql.ErrNoRows)
 	for i := range 2*n + 1 {
 		if i == n {
 			continue
 		}
-		_, err := op.EffectGet(ctx, fmt.Sprintf("k%d", i))
-		require.NoError(t, err)
+		_, err := op.EffectGet(context.Background(), fmt.Sprintf("free%d", i))
+		require.NoError(t, err, "committed when its insert returned")
 	}
 }
