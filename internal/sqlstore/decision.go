@@ -596,6 +596,10 @@ func (o *Executor) DecisionLook(ctx context.Context, p store.MessageRef) (store.
 		(SELECT outcome FROM seqbox_inbox` + where + `),
 		EXISTS (SELECT 1 FROM seqbox_retries` + where + `)`, Args: []any{p.Consumer, p.Source, p.ID},
 		Read: oneRow(&l.Decided, &outcome, &l.TurnHeld)})
+	if err != nil {
+		// A refused send may have read into l before the look ran alone.
+		return store.DecisionLook{}, err
+	}
 	l.Seen, l.Outcome = outcome.Valid, seqboxtype.Outcome(outcome.String)
-	return l, err
+	return l, nil
 }
