@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"sync"
 
 	"github.com/seqbox/seqbox/store"
@@ -92,8 +93,10 @@ func newPipeGroup(db *sql.DB, d Dialect, alone func(ctx context.Context, st stor
 // returns its rows affected (or, with a Read, returned) once its send
 // committed. st.Read may run twice (the second time when a send is
 // refused and the statement runs alone): it must set, not add to, what it
-// reads into. Once queued, the statement is waited for whatever ctx does:
-// it may commit.
+// reads into. A caller that gives up while its send waits for a pool
+// connection is told its context's error once all of the send's callers
+// have (nothing is sent); once sent, the statement is waited for whatever
+// ctx does: it may commit.
 func (g *pipeGroup) do(ctx context.Context, st store.Statement) (int64, error) {
 	j := &pipeJob{ctx: ctx, st: st, done: make(chan struct{})}
 	g.mu.Lock()
@@ -182,8 +185,11 @@ func (g *pipeGroup) flush(jobs []*pipeJob) {
 	err := g.together(context.WithoutCancel(live[0].ctx), live)
 	// Refused: nothing of the send was committed.
 	alone := err != nil && g.refused != nil && g.refused(err)
+	unsent := errors.Is(err, errGivenUp)
 	for _, j := range live {
 		switch {
+		case unsent:
+			j.affected, j.err = 0, j.ctx.Err() // nothing was sent
 		case alone:
 			// Each caller runs its statement by itself, at once and all
 			// at the same time, as without the group, for its own answer.
@@ -195,10 +201,17 @@ func (g *pipeGroup) flush(jobs []*pipeJob) {
 	}
 }
 
+// errGivenUp is together's error when every caller gave up before a
+// connection was had: nothing was sent.
+var errGivenUp = errors.New("sqlstore: every statement of the send was given up on")
+
 // together sends live's statements in one round trip on a connection of
-// the pool, and sets each job's rows affected.
+// the pool, and sets each job's rows affected. The wait for the
+// connection ends when every caller has given up (as a lone statement's
+// wait ends with its context: errGivenUp); once sent, the statements are
+// waited for.
 func (g *pipeGroup) together(ctx context.Context, live []*pipeJob) error {
-	conn, err := g.db.Conn(ctx)
+	conn, err := g.conn(ctx, live)
 	if err != nil {
 		return err
 	}
@@ -227,6 +240,30 @@ func (g *pipeGroup) together(ctx context.Context, live []*pipeJob) error {
 		j.affected, j.err = affected[len(g.first)+i], j.readErr
 	}
 	return nil
+}
+
+// conn takes a connection of the pool for live's send, giving up once
+// every one of live's callers has.
+func (g *pipeGroup) conn(ctx context.Context, live []*pipeJob) (*sql.Conn, error) {
+	wait, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	had := make(chan struct{})
+	defer close(had)
+	go func() {
+		for _, j := range live {
+			select {
+			case <-j.ctx.Done():
+			case <-had:
+				return
+			}
+		}
+		giveUp()
+	}()
+	conn, err := g.db.Conn(wait)
+	if err != nil && wait.Err() != nil && ctx.Err() == nil {
+		return nil, errGivenUp
+	}
+	return conn, err
 }
 
 // close refuses new statements and waits for the sends under way.

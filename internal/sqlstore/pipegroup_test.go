@@ -156,3 +156,30 @@ func inOneSend(t *testing.T, st store.Store, odd func()) {
 		require.NoError(t, err, "committed when its insert returned")
 	}
 }
+
+// A statement whose caller gives up while its send waits for a pool
+// connection is given up on, as a lone statement's wait for a connection
+// is: it returns its context's error and writes nothing. (Before, a send
+// waited for a connection whatever its callers' contexts did: with the
+// database unreachable, a shutdown waited as long as the dial did.)
+func TestPoolStatementGivenUpWhileItsSendWaitsForAConnection(t *testing.T) {
+	st := openPostgres(t, pgtest.URL(t))
+	db := st.DB()
+	db.SetMaxOpenConns(1)
+	held, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	defer held.Close()
+	waits := db.Stats().WaitCount
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Executor().EffectInsertPending(ctx, pendingRow("gone", "gone"))
+		done <- err
+	}()
+	waitfor.That(t, time.Minute, "the send waiting for the pool's one connection", func() bool { return db.Stats().WaitCount > waits })
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.NoError(t, held.Close())
+	_, err = st.Executor().EffectGet(context.Background(), "gone")
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing written")
+}
