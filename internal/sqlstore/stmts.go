@@ -99,22 +99,7 @@ func (t *Executor) run(ctx context.Context, stmts ...store.Statement) error {
 		return err
 	}
 	for _, st := range stmts {
-		if st.Read == nil {
-			if _, err := t.exec(ctx, st.Query, st.Args...); err != nil {
-				return err
-			}
-			continue
-		}
-		rows, err := t.query(ctx, st.Query, st.Args...)
-		if err != nil {
-			return err
-		}
-		err = st.Read(rows)
-		rows.Close()
-		if err == nil {
-			err = rows.Err()
-		}
-		if err != nil {
+		if _, err := t.alone(ctx, st); err != nil {
 			return err
 		}
 	}
