@@ -42,13 +42,7 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 	var pipe *decidePipe
 	if c.cfg.Decide != nil {
 		pipe = newDecidePipe(ctx, c, func(err error) { cancel(err) })
-		// One applier where writers take turns (SQLite): a second would
-		// only wait for the first. Elsewhere, one per worker.
-		appliers := c.cfg.Workers
-		if oneWriter(c.cfg.Store) {
-			appliers = 1
-		}
-		wg.Go(func() { pipe.run(ctx, appliers) })
+		wg.Go(func() { pipe.run(ctx) })
 	}
 	for range c.cfg.Workers {
 		wg.Go(func() {
