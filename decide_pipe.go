@@ -67,18 +67,20 @@ func (p *decidePipe) add(us []undecided, g pipeGroup) {
 }
 
 // run applies stages until ctx ends, one after the other, on one applier
-// on every store; an applier that meets a crash tells crashed at once,
-// which ends ctx. Whatever is still in the pipe then is left to its
+// on every store; when the applier meets a crash it tells crashed at
+// once, which ends ctx. Whatever is still in the pipe then is left to its
 // leases, as a worker stopped mid-batch leaves its batch.
 //
 // One applier, not one per worker: where writers take turns (SQLite) a
 // second would only wait for the first, and on PostgreSQL appliers side
 // by side split what was decided into stages of a few messages each,
 // whose set-based statements then cost nearly as much as for many. With
-// one, a stage holds all that was decided while the last one committed:
-// on the 2-core machine, `seqbox bench agent --target library` rose from
-// 2,292–2,410 to 3,558–3,786 events/s with an instant agent and from 0.78–0.81
-// to 0.87 efficiency with a 300 ms one (docs/benchmarks-history.md §27).
+// one, a stage holds all that was decided while the last one committed.
+// On the 2-core machine, PostgreSQL, an instant agent: 2,122–2,439 →
+// 2,642–2,979 events/s with `seqbox bench agent --target library`,
+// 1,485–1,628 → 1,862–2,193 with serve; a 300 ms agent moved within its
+// spread (docs/benchmarks-history.md §27). A server with many cores may
+// apply faster with several; that is unmeasured.
 func (p *decidePipe) run(ctx context.Context) {
 	defer p.st.wait()
 	if err := p.apply(ctx); err != nil && fault.IsCrash(err) {
