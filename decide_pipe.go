@@ -95,10 +95,11 @@ func (p *decidePipe) apply(ctx context.Context) error {
 		ins := make([]input, len(stage))
 		keys := make([]string, len(stage))
 		grps := make([]*pipeGroup, len(stage))
+		after := make([]bool, len(stage))
 		for j, u := range stage {
-			ds[j], ins[j], keys[j], grps[j] = u.delivery, u.rerun(), u.key, u.grp
+			ds[j], ins[j], keys[j], grps[j], after[j] = u.delivery, u.rerun(), u.key, u.grp, u.after
 		}
-		ds, ins, keys, grps = p.adoptSuccessors(ctx, ds, ins, keys, grps)
+		ds, ins, keys, grps = p.adoptSuccessors(ctx, ds, ins, keys, grps, after)
 		_, more, err := p.c.commitAndSettle(ctx, ds, ins, keys)
 		if err != nil && (fault.IsCrash(err) || ctx.Err() != nil) {
 			return err
@@ -122,8 +123,12 @@ func (p *decidePipe) apply(ctx context.Context) error {
 // stage, that key's next delivery if its batch's scheduler holds one
 // received already, or else, on a transport that hands a group's
 // messages out one at a time, takes that next one now (takeNext); it
-// joins the batch's group.
-func (p *decidePipe) adoptSuccessors(ctx context.Context, ds []transport.Delivery, ins []input, keys []string, grps []*pipeGroup) ([]transport.Delivery, []input, []string, []*pipeGroup) {
+// joins the batch's group. Not behind a message with no decision yet
+// (after[j]: it went with its predecessor and only takes its turn in
+// this stage): the next one could only go with it again, a pass through
+// the pipeline for nothing; it is adopted by the stage that applies that
+// message (TestNextMessageIsNotTakenBehindAnUndecidedOne).
+func (p *decidePipe) adoptSuccessors(ctx context.Context, ds []transport.Delivery, ins []input, keys []string, grps []*pipeGroup, after []bool) ([]transport.Delivery, []input, []string, []*pipeGroup) {
 	last := map[string]int{}
 	for j, key := range keys {
 		last[key] = j
@@ -132,7 +137,7 @@ func (p *decidePipe) adoptSuccessors(ctx context.Context, ds []transport.Deliver
 	n := len(keys)
 	for j := range n {
 		key, g := keys[j], grps[j]
-		if last[key] != j || g.adopt == nil || !strings.HasPrefix(key, "k:") {
+		if last[key] != j || after[j] || g.adopt == nil || !strings.HasPrefix(key, "k:") {
 			continue
 		}
 		d, pe, ok := g.adopt(key)
