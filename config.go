@@ -64,7 +64,10 @@ type Config struct {
 
 	// Workers is the number of goroutines applying batches; keys are
 	// spread over them and a key is pinned to one worker at a time.
-	// Default 4.
+	// With Decide, Run applies the decided messages on one more
+	// goroutine, all that were decided while its last transaction
+	// committed in the next (docs/design.md §10.1); Workers do not
+	// divide that work. Default 4.
 	Workers int
 	// BatchSize is the most deliveries one transaction holds: a worker
 	// takes what is ready, up to BatchSize, so batches grow with the load
