@@ -18,6 +18,7 @@ import (
 	"github.com/seqbox/seqbox/internal/dbopen"
 	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/internal/writeturn"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
@@ -318,7 +319,10 @@ func (s *Server) publishAccepting(ctx context.Context, group []*pubReq) error {
 			copies = append(copies, store.GatewayCopy{Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash, At: now})
 		}
 	}
-	tx, err := s.store.Begin(ctx)
+	// A producer's transaction: on SQLite it takes the one writer before
+	// the consumers' waiting batches (writeturn), so that a request waits
+	// for at most one of them.
+	tx, err := s.store.Begin(writeturn.Urgent(ctx))
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"modernc.org/sqlite"
+
+	"github.com/seqbox/seqbox/internal/writeturn"
 )
 
 // A writer pool's connections (openWriter) make the file's busy or locked
@@ -38,13 +39,13 @@ import (
 type turnKey struct{}
 
 // noTurn is the turnKey value of WithoutTurn.
-var noTurn = make(chan struct{})
+var noTurn = new(writeturn.Turn)
 
-// Hold waits for turn, as Take does, and returns ctx marked as holding it:
-// writes outside a transaction run with that context on the file's pools
-// do not wait for the turn again.
-func Hold(ctx context.Context, turn chan struct{}) (context.Context, func(), error) {
-	release, err := Take(ctx, turn)
+// Hold waits for turn (first if ctx is writeturn.Urgent) and returns ctx
+// marked as holding it: writes outside a transaction run with that
+// context on the file's pools do not wait for the turn again.
+func Hold(ctx context.Context, turn *writeturn.Turn) (context.Context, func(), error) {
+	release, err := turn.Take(ctx)
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -100,7 +101,7 @@ func Contended(err error) bool { return IsBusy(err) || IsLocked(err) }
 type patientConnector struct {
 	base driver.Connector
 	// turn is the file's writer turn; nil for an in-memory database.
-	turn chan struct{}
+	turn *writeturn.Turn
 }
 
 func (c *patientConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -120,7 +121,7 @@ func (c *patientConnector) Driver() driver.Driver { return c.base.Driver() }
 // patientConn is one connection of a writer pool.
 type patientConn struct {
 	conn driver.Conn
-	turn chan struct{}
+	turn *writeturn.Turn
 	// inTx is set while a transaction BeginTx opened is open.
 	inTx bool
 }
@@ -241,25 +242,20 @@ func (c *patientConn) takeTurn(ctx context.Context, deadline time.Time) (func(),
 	if c.turn == nil {
 		return nil, nil
 	}
-	if h, _ := ctx.Value(turnKey{}).(chan struct{}); h == c.turn || h == noTurn {
+	if h, _ := ctx.Value(turnKey{}).(*writeturn.Turn); h == c.turn || h == noTurn {
 		return nil, nil
 	}
-	select {
-	case c.turn <- struct{}{}:
-	default:
-		contended()
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		select {
-		case c.turn <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-			return nil, &ContendedError{Err: fmt.Errorf("sqlite: waited %s for this process's writer turn", busyPatience)}
-		}
+	if release, ok := c.turn.TryTake(); ok {
+		return release, nil
 	}
-	var once sync.Once
-	return func() { once.Do(func() { <-c.turn }) }, nil
+	contended()
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	release, err := c.turn.Take(wctx)
+	if err != nil && ctx.Err() == nil {
+		return nil, &ContendedError{Err: fmt.Errorf("sqlite: waited %s for this process's writer turn", busyPatience)}
+	}
+	return release, err
 }
 
 // contended tells a test that a step met its database in use and goes on.

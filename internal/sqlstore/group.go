@@ -183,7 +183,7 @@ func (g *groupCommit) run() {
 		// Bounded: a caller that writes on the pool while it holds the
 		// writer's turn itself (a ledger call in a Handler, inside its
 		// batch) would otherwise stop every grouped write for good.
-		if w := g.s.dialect.Waiting; w != nil && len(g.s.writer) == cap(g.s.writer) {
+		if w := g.s.dialect.Waiting; w != nil && g.s.writer.Held() {
 			w()
 		}
 		bctx, cancel := context.WithTimeout(context.Background(), groupBeginPatience)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/ddl"
 	"github.com/seqbox/seqbox/internal/dialect"
+	"github.com/seqbox/seqbox/internal/writeturn"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -47,7 +48,7 @@ type Dialect struct {
 	// WriterTurn, with OneWriter, returns the turn that this process's
 	// writers of the database named where share (every pool on one SQLite
 	// file, the embedded queue's included); nil: a turn per store.
-	WriterTurn func(where string) chan struct{}
+	WriterTurn func(where string) *writeturn.Turn
 	// ListTables is a query returning the names of the tables where
 	// seqbox keeps its own (on PostgreSQL: in seqbox's schema, whatever
 	// the connection's search_path).
@@ -118,7 +119,7 @@ type Store struct {
 	// stmts caches prepared statements when the dialect asks for it.
 	stmts *stmtCache
 	// writer is the turn of this process's one writer (OneWriter).
-	writer chan struct{}
+	writer *writeturn.Turn
 	// wconn, with OneWriter, is the one connection the store's write
 	// transactions run on (beginOnWriterConn); wmu guards the field.
 	wmu   sync.Mutex
@@ -201,7 +202,7 @@ func OpenWith(ctx context.Context, db *sql.DB, d Dialect, where string, access s
 	if d.CacheStatements {
 		s.stmts = &stmtCache{db: db}
 	}
-	s.writer = make(chan struct{}, 1)
+	s.writer = new(writeturn.Turn)
 	if d.WriterTurn != nil {
 		s.writer = d.WriterTurn(where)
 	}
@@ -474,14 +475,13 @@ func (s *Store) Begin(ctx context.Context) (store.ExecutorTx, error) {
 	if s.dialect.OneWriter {
 		// Take turns here rather than in SQLite's busy handler, which
 		// polls with sleeps: the next batch starts the moment the last
-		// one commits. Other processes still meet busy_timeout.
-		select {
-		case s.writer <- struct{}{}:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, ctx.Err())
+		// one commits, and a producer's (writeturn.Urgent) goes first.
+		// Other processes still meet busy_timeout.
+		release, err := s.writer.Take(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: begin: %w", s.dialect.Name, err)
 		}
-		var once sync.Once
-		unlock = func() { once.Do(func() { <-s.writer }) }
+		unlock = release
 	}
 	// The transaction itself does not end with ctx: database/sql would
 	// roll it back the moment ctx is cancelled, and the drivers run COMMIT

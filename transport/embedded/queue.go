@@ -26,6 +26,7 @@ import (
 	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/sqlitedb"
+	"github.com/seqbox/seqbox/internal/writeturn"
 	"github.com/seqbox/seqbox/transport"
 )
 
@@ -94,8 +95,9 @@ type Queue struct {
 	// turn, on SQLite, is the writer turn of the queue's file, shared
 	// with a store on the same file (sqlitedb.Turn): receiving, publishing
 	// and settling wait for it instead of polling in SQLite's busy
-	// handler. Extend does not: it must not wait behind a long batch.
-	turn chan struct{}
+	// handler, a publish before the consumers' writes (writeturn.Urgent).
+	// Extend does not: it must not wait behind a long batch.
+	turn *writeturn.Turn
 }
 
 // writing runs fn in the file's writer turn (SQLite), or at once. fn's
@@ -249,7 +251,7 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 // Publish appends a message, ready at once.
 func (q *Queue) Publish(ctx context.Context, body []byte) error {
 	now := q.cfg.Now().UnixMicro()
-	err := q.writing(ctx, func(ctx context.Context) error {
+	err := q.writing(writeturn.Urgent(ctx), func(ctx context.Context) error {
 		_, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
 			q.cfg.Name, body, now)
 		return err
@@ -278,10 +280,11 @@ func (q *Queue) PublishGrouped(ctx context.Context, bodies [][]byte, groups []st
 	return q.publishing(ctx, bodies, groups)
 }
 
-// publishing publishes in the writer's turn, then wakes this process's
-// idle receivers.
+// publishing publishes in the writer's turn, a producer's (it goes before
+// the consumers' waiting writes), then wakes this process's idle
+// receivers.
 func (q *Queue) publishing(ctx context.Context, bodies [][]byte, groups []string) error {
-	if err := q.writing(ctx, func(ctx context.Context) error { return q.publishBatch(ctx, bodies, groups) }); err != nil {
+	if err := q.writing(writeturn.Urgent(ctx), func(ctx context.Context) error { return q.publishBatch(ctx, bodies, groups) }); err != nil {
 		return err
 	}
 	if len(bodies) > 0 {
