@@ -50,11 +50,48 @@ func TestIngestGoesBeforeAWaitingConsumersWrite(t *testing.T) {
 
 	published := make(chan error, 1)
 	req := &pubReq{evs: []seqboxtype.Event{ev}, err: make(chan error, 1)}
-	go func() { published <- s.publishAccepting(ctx, []*pubReq{req}) }()
+	go func() { published <- s.publishAccepting(ctx, &pubGroup{reqs: []*pubReq{req}, n: 1}) }()
 	waitfor.That(t, 10*time.Second, "the ingest waiting behind it", func() bool { return turn.Waiters() == 2 })
 
 	release()
 	require.NoError(t, <-published)
 	require.Equal(t, 1, <-found, "the ingest committed first")
 	require.True(t, req.accepted[0].New)
+}
+
+// A request that arrives while the ingest's transaction waits for
+// SQLite's writer goes with that transaction, not with the next one.
+func TestIngestRequestsThatArriveWhileItWaitsForTheWriterGoWithIt(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "seqbox.db")
+	s, err := New(ctx, Options{DB: db, Addr: "127.0.0.1:0", PurgeEvery: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer s.Close()
+	sizes := make(chan int, 4)
+	publish := s.publisher.publish
+	s.publisher.publish = func(ctx context.Context, g *pubGroup) error {
+		err := publish(ctx, g)
+		sizes <- len(g.reqs)
+		return err
+	}
+	go s.publisher.run()
+	defer s.publisher.close()
+	event := func(id string) []seqboxtype.Event {
+		ev, canon, err := ingestEvent([]byte(`{"specversion":"1.0","id":"` + id + `","source":"shop","type":"order.created","data":{}}`))
+		require.NoError(t, err)
+		ev.Raw = canon
+		return []seqboxtype.Event{ev}
+	}
+	turn := sqlitedb.Turn(db)
+	release, err := turn.Take(ctx)
+	require.NoError(t, err)
+	done := make(chan error, 2)
+	go func() { _, err := s.publisher.Publish(ctx, event("a")); done <- err }()
+	waitfor.That(t, 10*time.Second, "the first request's transaction waiting for the writer", func() bool { return turn.Waiters() == 1 })
+	go func() { _, err := s.publisher.Publish(ctx, event("b")); done <- err }()
+	waitfor.That(t, 10*time.Second, "the second request waiting for a group", func() bool { return s.publisher.waiting.Load() == 1 })
+	release()
+	require.NoError(t, <-done)
+	require.NoError(t, <-done)
+	require.Equal(t, 2, <-sizes, "both in the transaction that waited")
 }

@@ -311,7 +311,17 @@ func (s *Server) circuitChanged(open bool, why string, pause time.Duration) {
 // Without that, a competing process could take a key's second event
 // while the first waits in another's hands, and the second would become
 // the key's baseline, the first stale.
-func (s *Server) publishAccepting(ctx context.Context, group []*pubReq) error {
+func (s *Server) publishAccepting(ctx context.Context, g *pubGroup) error {
+	// A producer's transaction: on SQLite it takes the one writer before
+	// the consumers' waiting batches (writeturn), so that a request waits
+	// for at most one of them; the requests that came meanwhile join it.
+	tx, err := s.store.Begin(writeturn.Urgent(ctx))
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	g.gather()
+	group := g.reqs
 	now := s.consumerNow().UTC()
 	var copies []store.GatewayCopy
 	for _, r := range group {
@@ -319,14 +329,6 @@ func (s *Server) publishAccepting(ctx context.Context, group []*pubReq) error {
 			copies = append(copies, store.GatewayCopy{Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash, At: now})
 		}
 	}
-	// A producer's transaction: on SQLite it takes the one writer before
-	// the consumers' waiting batches (writeturn), so that a request waits
-	// for at most one of them.
-	tx, err := s.store.Begin(writeturn.Urgent(ctx))
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	accepted, err := tx.GatewayAccept(ctx, store.GatewayAcceptParams{Consumer: s.opt.Consumer, Copies: copies})
 	if err != nil {
 		return err
