@@ -349,13 +349,32 @@ func (q *Queue) insert(ctx context.Context, exec transport.Execer, bodies [][]by
 		}
 		return nil
 	}
+	// One statement prepared for all of them: run as text, each would be
+	// parsed and planned again.
+	const insert = `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ($1, $2, $3, $3, $4)`
+	run := exec.ExecContext
+	if p, ok := exec.(preparer); ok && len(bodies) > 1 {
+		st, err := p.PrepareContext(ctx, insert)
+		if err != nil {
+			return fmt.Errorf("embedded queue: publish batch: %w", err)
+		}
+		defer st.Close()
+		run = func(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+			return st.ExecContext(ctx, args...)
+		}
+	}
 	for i, b := range bodies {
-		if _, err := exec.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ($1, $2, $3, $3, $4)`,
-			q.cfg.Name, b, now, groups[i]); err != nil {
+		if _, err := run(ctx, insert, q.cfg.Name, b, now, groups[i]); err != nil {
 			return fmt.Errorf("embedded queue: publish batch: %w", err)
 		}
 	}
 	return nil
+}
+
+// preparer is an Execer that prepares statements: a transaction, a
+// connection or a pool.
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
 // Receive leases up to max ready messages, oldest first, waiting up to
