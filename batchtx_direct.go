@@ -127,6 +127,13 @@ func (b *batchTx) DecisionGet(ctx context.Context, p store.MessageRef) (store.De
 	return b.tx.DecisionGet(ctx, p)
 }
 
+// DecisionClaimLive is store.Executor.DecisionClaimLive, read from the
+// store: it asks about another decider's claim (a claim this run defers
+// is its own message's, taken after the read).
+func (b *batchTx) DecisionClaimLive(ctx context.Context, p store.DecisionClaimParams) (bool, error) {
+	return b.tx.DecisionClaimLive(ctx, p)
+}
+
 // TurnTake is store.Executor.TurnTake; the key now has a turn, which the
 // gate of its later messages in the batch must see (HasRetries). In an
 // optimistic run, a turn of a message without a business key whose turn

@@ -98,8 +98,9 @@ func TestRapidModelPostgres(t *testing.T) {
 			slowCommit:   rapid.SampledFrom([]time.Duration{0, 75 * time.Millisecond, 75 * time.Millisecond}).Draw(rt, "slowCommit"),
 		}
 		slots := rapid.IntRange(2, 3).Draw(rt, "processes")
-		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), 3)
 		epoch := time.Now()
+		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), 3, epoch, 2500*time.Millisecond)
+		cfg.maxAge = rapid.SampledFrom([]time.Duration{0, 0, 4 * time.Second}).Draw(rt, "maxAge")
 		rapidEpoch.Store(&epoch)
 		runModelPG(rt, t, cfg, slots, events)
 	})

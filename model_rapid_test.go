@@ -129,7 +129,8 @@ func TestRapidModel(t *testing.T) {
 			frozenClock:  rapid.Bool().Draw(rt, "frozenClock"),
 			holdTimeout:  rHoldTimeout,
 		}
-		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), rapid.IntRange(0, 1).Draw(rt, "businessKeyPairs"))
+		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), rapid.IntRange(0, 1).Draw(rt, "businessKeyPairs"), bubbleStart, 25*time.Second)
+		cfg.maxAge = rapid.SampledFrom([]time.Duration{0, 0, 40 * time.Second}).Draw(rt, "maxAge")
 		dir, err := os.MkdirTemp(base, "run")
 		if err != nil {
 			rt.Fatal(err)

@@ -101,6 +101,10 @@ type rConfig struct {
 	// after the one before, as a real clock's.
 	frozenClock bool
 	holdTimeout time.Duration
+	// maxAge is the consumer's business deadline (Policies.MaxAge; 0:
+	// none). Every event occurred at the run's start (scenario), so time
+	// passing expires the events not yet decided.
+	maxAge time.Duration
 	// slowCommit (PostgreSQL): every commit of the pipeline waits up to
 	// twice this long first (a disk that stalls), widening the window in
 	// which another process's transaction runs beside it.
@@ -108,10 +112,10 @@ type rConfig struct {
 }
 
 func (c rConfig) String() string {
-	return fmt.Sprintf("firstVersion=%v onDeadLetter=%s holdExpiry=%s maxAttempts=%d workers=%d batch=%d sharedQueue=%v lease=%s extend=%v frozenClock=%v",
+	return fmt.Sprintf("firstVersion=%v onDeadLetter=%s holdExpiry=%s maxAttempts=%d workers=%d batch=%d sharedQueue=%v lease=%s extend=%v frozenClock=%v maxAge=%s",
 		c.firstVersion, map[bool]string{true: "release", false: "block"}[c.releaseDL],
 		map[bool]string{true: "advance", false: "block"}[c.holdAdvance], c.maxAttempts, c.workers, c.batch,
-		c.sharedQueue, c.lease, c.extend, c.frozenClock)
+		c.sharedQueue, c.lease, c.extend, c.frozenClock, c.maxAge)
 }
 
 // The timing of every run, on the bubble's fake clock.
@@ -276,12 +280,15 @@ func fakeNow() string {
 // an event with a new identity and no partition key asking for bk0 too;
 // when poison, k1's last event is refused by the agent; and pairs pairs
 // of events of keys kaI and kbI asking for business key bkI. Every event
-// also has another payload under its id (rEvent.other).
-func scenario(n int, poison bool, pairs int) []*rEvent {
+// also has another payload under its id (rEvent.other). The nth event of
+// a key occurred at at plus n-1 steps (the others at at), so that time
+// passing expires a key's first events before its later ones.
+func scenario(n int, poison bool, pairs int, at time.Time, step time.Duration) []*rEvent {
 	var out []*rEvent
-	add := func(e *rEvent) {
+	add := func(e *rEvent, nth int) {
 		e.idx = len(out)
-		fields := []string{fmt.Sprintf(`"specversion":"1.0","id":%q,"source":%q,"type":"rapid.step"`, e.id, rapidSource)}
+		occurred := at.Add(time.Duration(nth-1) * step)
+		fields := []string{fmt.Sprintf(`"specversion":"1.0","id":%q,"source":%q,"type":"rapid.step","time":%q`, e.id, rapidSource, occurred.Format(time.RFC3339Nano))}
 		if e.key != "" {
 			fields = append(fields, fmt.Sprintf(`"partitionkey":%q`, e.key))
 		}
@@ -310,18 +317,18 @@ func scenario(n int, poison bool, pairs int) []*rEvent {
 		if v == 1 {
 			e.bk = "bk0"
 		}
-		add(e)
+		add(e, v)
 	}
 	for i := 1; i <= n; i++ {
-		add(&rEvent{id: fmt.Sprintf("k1-e%d", i), key: "k1", poison: poison && i == n})
+		add(&rEvent{id: fmt.Sprintf("k1-e%d", i), key: "k1", poison: poison && i == n}, i)
 	}
-	add(&rEvent{id: "bk-dup", bk: "bk0"})
+	add(&rEvent{id: "bk-dup", bk: "bk0"}, 1)
 	for i := 1; i <= pairs; i++ {
 		// Two events of other ids and other partition keys sharing one
 		// business key, published at the same instant (the "pair"
 		// action of TestRapidModelPostgres).
-		add(&rEvent{id: fmt.Sprintf("bx%d-a", i), key: fmt.Sprintf("ka%d", i), bk: fmt.Sprintf("bk%d", i)})
-		add(&rEvent{id: fmt.Sprintf("bx%d-b", i), key: fmt.Sprintf("kb%d", i), bk: fmt.Sprintf("bk%d", i)})
+		add(&rEvent{id: fmt.Sprintf("bx%d-a", i), key: fmt.Sprintf("ka%d", i), bk: fmt.Sprintf("bk%d", i)}, 1)
+		add(&rEvent{id: fmt.Sprintf("bx%d-b", i), key: fmt.Sprintf("kb%d", i), bk: fmt.Sprintf("bk%d", i)}, 1)
 	}
 	return out
 }
@@ -515,9 +522,10 @@ func (w *world) startIn(ctx context.Context, slot int) (*process, error) {
 		Handler:       w.handler,
 		DecideTimeout: tm.decide, ClaimHeartbeat: tm.heartbeat,
 		Workers: w.cfg.workers, BatchSize: w.cfg.batch,
-		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: w.cfg.maxAttempts, InitialBackoff: tm.backoff, MaxBackoff: tm.maxBackoff}, HoldTimeout: w.cfg.holdTimeout},
-		Now:      w.now,
-		Logger:   rapidQuiet,
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: w.cfg.maxAttempts, InitialBackoff: tm.backoff, MaxBackoff: tm.maxBackoff}, HoldTimeout: w.cfg.holdTimeout,
+			MaxAge: w.cfg.maxAge},
+		Now:    w.now,
+		Logger: rapidQuiet,
 		Observer: func(r seqboxtype.Result) {
 			n := w.outcomes.Add(1)
 			if n <= 50 || n%100 == 0 {
@@ -757,11 +765,13 @@ type remote struct {
 	// abandonApplies: a call its caller gave up on (timeout, crash) had
 	// applied before the caller left.
 	abandonApplies bool
+	// okTo are the processes that got an ok answer, by idempotency key.
+	okTo map[string][]*process
 }
 
 func newRemote() *remote {
 	return &remote{applied: map[string]int{}, requests: map[string]int{}, refs: map[string]string{}, events: map[string]*rEvent{},
-		hashes: map[string]map[string]bool{}}
+		hashes: map[string]map[string]bool{}, okTo: map[string][]*process{}}
 }
 
 // call is the Call the ledger makes for e under key.
@@ -849,6 +859,7 @@ func (r *remote) applyLocked(c *remoteCall) string {
 func (r *remote) respondLocked(c *remoteCall, a answer) (string, error) {
 	switch a {
 	case ansOK:
+		r.okTo[c.key] = append(r.okTo[c.key], c.proc)
 		return r.applyLocked(c), nil
 	case ansTransient:
 		return "", errors.New("503 service unavailable")

@@ -473,7 +473,12 @@ func (p *pipeline) expiredUndecided(ctx context.Context, tx *batchTx, ev seqboxt
 	}
 	d, err := tx.DecisionGet(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
 	if errors.Is(err, store.ErrNotFound) {
-		return true, nil
+		// A decider's live claim: its call may be running (this copy came
+		// back because the first's lease ran out during it), and a call
+		// that takes effect applies. The copy goes on to meet the claim
+		// and wait for its outcome, keeping its key's turn.
+		live, err := tx.DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Now: now})
+		return !live && err == nil, err
 	}
 	return err == nil && !d.MadeFor(ev.Hash), err
 }
