@@ -150,7 +150,8 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	// A claim younger than a heartbeat has two left before it can run
 	// out: it is still this decider's. An older one is taken again (or
 	// found taken over).
-	if fresh := owner != "" && cfg.Now().Sub(claimedAt) < cfg.ClaimHeartbeat; !fresh {
+	fresh := owner != "" && cfg.Now().Sub(claimedAt) < cfg.ClaimHeartbeat
+	if !fresh {
 		if owner == "" {
 			owner = d.owner()
 		}
@@ -184,9 +185,23 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	// asking now would reach the agent out of its key's order (the
 	// model's guard "claim: settled elsewhere", internal/model); its run
 	// again ends a duplicate. One look reads both.
-	look, err := op.DecisionLook(ctx, ref)
-	if err != nil || look.Decided || finalElsewhere(look) {
-		return err
+	//
+	// Not after a claim its own transaction took less than a heartbeat
+	// ago on a store that runs one write transaction at a time: that
+	// transaction read no decision and the identity unsettled, and
+	// committed the claim with its turn; since then nothing records a
+	// decision or settles the identity under a live claim (copies,
+	// expiry, skip, release and the sweep all meet it), and nobody may
+	// take it over before three heartbeats. A decider that lost an older
+	// claim and records its call late is the ledger's to catch, as after
+	// a look. On PostgreSQL the transaction's reads are not one snapshot
+	// (READ COMMITTED): a decision committed between its read and its
+	// claim is seen only by the look (docs/design.md §10.1).
+	if !fresh || !d.c.p.serialWriters {
+		look, err := op.DecisionLook(ctx, ref)
+		if err != nil || look.Decided || finalElsewhere(look) {
+			return err
+		}
 	}
 	// Its business key, looked at again now that it is about to ask: a
 	// redriven identity of the same key may have taken it since this copy

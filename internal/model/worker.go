@@ -96,12 +96,18 @@ func (m *Model) claim(s *State, w, i int) {
 	if own {
 		m.reach(gClaimPreTaken)
 	}
+	// A claim the turn's transaction took, still w's, on a store with one
+	// writer: that transaction read no decision and the identity
+	// unsettled, and nothing decides or settles it under a live claim;
+	// the decider does not look again (decider.go). On PostgreSQL it
+	// does: its transaction's reads are not one snapshot.
+	looks := !own || m.b.Postgres
 	switch {
-	case id.Decided:
+	case looks && id.Decided:
 		m.reach(gClaimDecided)
 		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
-	case id.Status.final() && !id.Turn: // settled elsewhere
+	case looks && id.Status.final() && !id.Turn: // settled elsewhere
 		m.reach(gClaimSettled)
 		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
