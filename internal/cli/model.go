@@ -122,6 +122,7 @@ heartbeat, a refusal, a gap). Bound flags given explicitly override both.`,
 	f.BoolVar(&b.BusinessKey, "business-key", b.BusinessKey, "an unkeyed event asks for the first event's business key under a new identity")
 	f.BoolVar(&b.Gap, "gap", b.Gap, "the first key's last event skips a version")
 	f.BoolVar(&b.Poison, "poison", b.Poison, "the last key's last event fails permanently at the remote side")
+	f.BoolVar(&b.Deadline, "deadline", b.Deadline, "the business deadline (MaxAge) may pass, for every event at once")
 	return c
 }
 
@@ -131,7 +132,8 @@ func overrideBounds(cmd *cobra.Command, b *model.Bounds, given model.Bounds) {
 		"workers": {&b.Workers, &given.Workers}, "crashes": {&b.Crashes, &given.Crashes}, "expiries": {&b.Expiries, &given.Expiries},
 		"failures": {&b.Failures, &given.Failures}, "ops": {&b.Ops, &given.Ops}, "max-attempts": {&b.MaxAttempts, &given.MaxAttempts}}
 	bools := map[string][2]*bool{"resend": {&b.Resend, &given.Resend}, "collision": {&b.Collision, &given.Collision},
-		"business-key": {&b.BusinessKey, &given.BusinessKey}, "gap": {&b.Gap, &given.Gap}, "poison": {&b.Poison, &given.Poison}}
+		"business-key": {&b.BusinessKey, &given.BusinessKey}, "gap": {&b.Gap, &given.Gap}, "poison": {&b.Poison, &given.Poison},
+		"deadline": {&b.Deadline, &given.Deadline}}
 	for name, p := range ints {
 		if cmd.Flags().Changed(name) {
 			*p[0] = *p[1]

@@ -111,7 +111,7 @@ func (e *encoder) encode(s *State, n int, b []byte) []byte {
 	for i := range m.msgs {
 		b = append(b, bit(s.Collided[i]))
 	}
-	return append(b, s.Crashes, s.Expiries, s.Failures, s.Ops, s.Losses, s.Violation.Code, byte(s.Violation.A), byte(s.Violation.B))
+	return append(b, s.Crashes, s.Expiries, s.Failures, s.Ops, s.Losses, bit(s.Late), s.Violation.Code, byte(s.Violation.A), byte(s.Violation.B))
 }
 
 func bit(b bool) byte {

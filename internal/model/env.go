@@ -75,6 +75,9 @@ func (m *Model) answer(s *State, i int, a answer) {
 
 // clockSteps: heartbeats stop counting, leases and holds run out.
 func (m *Model) clockSteps(s *State, emit func(step, *State)) {
+	if m.b.Deadline && !s.Late {
+		try(s, step{kind: stDeadline}, emit, func(t *State) { t.Late = true })
+	}
 	for i := range m.ids {
 		id := s.ID[i]
 		x := int8(i)

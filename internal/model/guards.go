@@ -46,6 +46,9 @@ const (
 	gEndStaleTurn                         // the sweep ends a lost unkeyed turn (a business key's)
 	gReleaseTurn                          // an operator ends a key's turn
 	gRedriveApplied                       // a redrive's apply unblocks its key
+	gExpired                              // past the deadline, undecided and unclaimed: expired
+	gExpiryUnderClaim                     // past the deadline, undecided, but a live claim: not expired
+	gClaimLate                            // the decider finds the deadline passed: not asked
 	nGuards
 )
 
@@ -67,6 +70,7 @@ var guardText = [nGuards]string{
 	gEndTurnClaimLive: "turn end: refused while its claim is live", gEndTurn: "turn end: the sweep ends a lost message's turn",
 	gEndStaleTurn: "turn end: the sweep ends a lost unkeyed turn",
 	gReleaseTurn:  "turn end: an operator releases a key's turn", gRedriveApplied: "redrive: its apply unblocks the key",
+	gExpired: "deadline: expired", gExpiryUnderClaim: "deadline: not expired under a live claim", gClaimLate: "claim: past the deadline, not asked",
 }
 
 func (m *Model) reach(g guard) { m.reached[g]++ }

@@ -31,6 +31,7 @@ const (
 	vTwoPayloads
 	vDecisionElsewhere
 	vAppliedNotReceived
+	vExpiredUnderCall
 )
 
 var violationText = map[uint8]string{
@@ -53,6 +54,7 @@ var violationText = map[uint8]string{
 	vTwoPayloads:        "one identity, one payload at the agent: %[1]s was sent under the identity whose agent already received %[2]s",
 	vDecisionElsewhere:  "bound to the payload: %[1]s applied with the decision made for %[2]s",
 	vAppliedNotReceived: "the envelope applied is the one the agent received: %[1]s applied, the agent received %[2]s",
+	vExpiredUnderCall:   "the outcome follows the effect: %[1]s's call took effect for a live decider that kept its claim, and %[1]s ended expired",
 }
 
 // describe words the violation with the scenario's names.

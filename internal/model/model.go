@@ -84,6 +84,7 @@ const (
 	stEndTurn
 	stReleaseTurn
 	stSweepUnpark
+	stDeadline
 )
 
 // step is one transition: who took it and on what.

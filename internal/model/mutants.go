@@ -40,6 +40,8 @@ const (
 	SkipRecordsNoGap         Mutant = "skip-records-no-gap"
 	UnparkPastTurn           Mutant = "unpark-past-turn"
 	SkipWhileDeciding        Mutant = "skip-while-deciding"
+	// Issue 37: a race at the business deadline.
+	ExpiryUnderLiveCall Mutant = "expiry-under-live-call"
 )
 
 // mutants says what each one does.
@@ -68,6 +70,7 @@ var mutants = map[Mutant]string{
 	SkipRecordsNoGap:          "a skip or release moves the key past versions without recording the gap",
 	UnparkPastTurn:            "unparking lets the next parked message out while a predecessor holds the key's turn",
 	SkipWhileDeciding:         "a dead letter is skipped while its redrive's decision is being asked",
+	ExpiryUnderLiveCall:       "a copy past the business deadline ends its event expired while a live decider's call for it runs",
 }
 
 // Mutants lists every mutant's name, sorted.
@@ -120,6 +123,8 @@ func (m Mutant) Needs(b Bounds) Bounds {
 	case SkipWhileDeciding:
 		b = PoisonMidBounds()
 		b.Ops = 2
+	case ExpiryUnderLiveCall:
+		b = DeadlineBounds()
 
 	}
 	return b

@@ -39,6 +39,9 @@ func (m *Model) pipeline(s *State, w int) {
 			m.reach(gGateTurnElsewhere)
 			m.park(s, w, held)
 			return
+		case m.expires(s, i):
+			m.expire(s, w)
+			return
 		case msg.ver > 0 && key.Ver > 0 && msg.ver > int(key.Ver)+1 && !m.b.GapAdvance:
 			m.reach(gGateGap)
 			m.park(s, w, held) // a gap
@@ -48,6 +51,9 @@ func (m *Model) pipeline(s *State, w int) {
 			m.checkOneAtATime(s, k, i)
 			id.Passed = true
 		}
+	} else if m.expires(s, i) {
+		m.expire(s, w)
+		return
 	}
 	// 4. The business key (docs/design.md §5, "Business key"): applied elsewhere, or being decided elsewhere
 	// (after the gate, as the library has it: a key's turn comes first).
@@ -316,6 +322,33 @@ func (m *Model) unblock(s *State, k int) {
 			s.ID[i].Status = held
 		}
 	}
+}
+
+// expires: the deadline passed and identity i has no decision
+// (expiredUndecided). A decider's live claim says its call may be
+// running: a call that takes effect applies, so the copy goes on to meet
+// the claim (the mutant expires it anyway).
+func (m *Model) expires(s *State, i int) bool {
+	id := &s.ID[i]
+	if !s.Late || id.Decided || m.b.Plain {
+		return false
+	}
+	if id.Claim >= claimLive && !m.mut(ExpiryUnderLiveCall) {
+		m.reach(gExpiryUnderClaim)
+		return false
+	}
+	return true
+}
+
+// expire ends w's message expired; the key's next version records its
+// gap, so its successors are not held for it.
+func (m *Model) expire(s *State, w int) {
+	m.reach(gExpired)
+	msg := m.msgs[s.Worker[w].Msg]
+	if k := msg.key; k >= 0 && msg.ver > 0 && s.Key[k].Ver > 0 && msg.ver == int(s.Key[k].Ver)+1 {
+		m.skipTo(s, k, msg.ver)
+	}
+	m.endWith(s, w, expired)
 }
 
 // skipTo records a gap decision: versions up to v are passed over.

@@ -71,6 +71,11 @@ type Bounds struct {
 	// Plain is the plain handler path: no Decide, no agent; the handler's
 	// effect is in the transaction, and its failure is a retry.
 	Plain bool
+	// Deadline: the consumer has a business deadline (MaxAge), and the
+	// clock may pass it once, for every event at once: an undecided event
+	// then ends expired, unless a decider's live claim says its call may
+	// be running (docs/design.md §10.1).
+	Deadline bool
 }
 
 // DefaultBounds are `seqbox model check` without bound flags: one key of
@@ -117,7 +122,17 @@ func ScenarioBounds() []Bounds {
 	holdAdvance.HoldAdvance, holdAdvance.Gap, holdAdvance.Losses = true, true, 1
 	gapAdvance := PoisonMidBounds()
 	gapAdvance.GapAdvance, gapAdvance.Gap = true, true
-	return []Bounds{plain, handler, pg, PoisonMidBounds(), release, holdAdvance, gapAdvance}
+	return []Bounds{plain, handler, pg, PoisonMidBounds(), release, holdAdvance, gapAdvance, DeadlineBounds()}
+}
+
+// DeadlineBounds are CI's bounds with a business deadline: the first
+// event sent twice (a copy that comes back while its call runs, as after
+// a lease that ran out during a slow model call), and the deadline may
+// pass at any step.
+func DeadlineBounds() Bounds {
+	b := SmallBounds()
+	b.Deadline, b.Resend = true, true
+	return b
 }
 
 // LostBusinessKeyBounds: an unkeyed event with a business key may be
@@ -281,6 +296,9 @@ func (b Bounds) Describe() string {
 	}
 	if b.GapAdvance {
 		parts = append(parts, "GapPolicy=advance")
+	}
+	if b.Deadline {
+		parts = append(parts, "MaxAge may pass")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -13,6 +13,9 @@ type State struct {
 	Collided [maxMsgs]bool
 	// Fault budgets left.
 	Crashes, Expiries, Failures, Ops, Losses uint8
+	// Late: the business deadline (MaxAge) passed for every event
+	// (Bounds.Deadline).
+	Late bool
 	// Violation is the invariant a step broke (0: none).
 	Violation violation
 }
@@ -43,6 +46,7 @@ const (
 	semDup                // final: its business key applied under another identity
 	dead                  // final until redriven: in the DLQ
 	skipped               // final: skipped by an operator
+	expired               // final: past its business deadline (MaxAge), undecided
 )
 
 func (s status) final() bool { return s >= applied }

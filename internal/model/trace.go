@@ -6,7 +6,7 @@ import (
 )
 
 var statusText = [...]string{none: "nothing recorded", held: "held", blocked: "blocked", ready: "let out, to be decided",
-	applied: "applied", stale: "stale", semDup: "semantic_duplicate", dead: "dead_lettered", skipped: "skipped"}
+	applied: "applied", stale: "stale", semDup: "semantic_duplicate", dead: "dead_lettered", skipped: "skipped", expired: "expired"}
 
 var ledgerText = [...]string{noRow: "no row", pending: "pending", pendingDead: "pending (caller dead)",
 	uncertainFresh: "uncertain", uncertainOld: "uncertain (past the call timeout)", succeeded: "succeeded", failed: "failed"}
@@ -19,7 +19,7 @@ func (m *Model) stepText(st step, s, t *State) string {
 	w := fmt.Sprintf("worker %d", st.w+1)
 	var name string
 	if st.kind != stLeaseExpire && st.kind != stReceive && st.kind != stHoldExpire && st.kind != stRelease &&
-		st.kind != stLose && st.kind != stReleaseTurn && st.kind != stSweepUnpark {
+		st.kind != stLose && st.kind != stReleaseTurn && st.kind != stSweepUnpark && st.kind != stDeadline {
 		name = m.msgs[st.x].name
 	}
 	if wk := s.Worker[max(st.w, 0)]; st.kind >= stRun && st.kind <= stFinish && st.kind != stAnswer && st.kind != stDrop {
@@ -27,6 +27,8 @@ func (m *Model) stepText(st step, s, t *State) string {
 	}
 	i := int(st.x)
 	switch st.kind {
+	case stDeadline:
+		return "the business deadline (MaxAge) passes for every event"
 	case stReceive:
 		c := m.copies[st.x]
 		return fmt.Sprintf("%s receives %s (copy %d)", w, m.msgs[c.msg].name, st.x+1)

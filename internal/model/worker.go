@@ -118,6 +118,12 @@ func (m *Model) claim(s *State, w, i int) {
 		m.reach(gClaimBKTaken)
 		m.unclaim(s, w, i)
 		m.nack(s, w, false) // its business key, looked at again: the run again says
+	case s.Late && !m.b.Plain:
+		// Past its deadline while it waited for its claim: not asked; its
+		// run again finds no decision and ends it expired.
+		m.reach(gClaimLate)
+		m.unclaim(s, w, i)
+		s.Worker[w].Phase = run
 	default:
 		id.Claim = claimLive + claimState(w)
 		s.Worker[w].Phase = ledger
@@ -213,6 +219,9 @@ func (m *Model) record(s *State, w, i int) {
 		// The ledger row and then the decision: a crash between the two
 		// leaves a succeeded row, which the next attempt takes as the
 		// decision (the ledger step's first case), so they are one step.
+		if id.Status == expired && id.Claim == claimLive+claimState(w) {
+			s.fail(vExpiredUnderCall, i, -1)
+		}
 		id.Ledger, id.Decided, id.DecFor = succeeded, true, s.Worker[w].Msg
 		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
