@@ -88,3 +88,59 @@ func TestDeadlinePassedBeforeTheCallIsNotAsked(t *testing.T) {
 	require.Equal(t, []string{"e1:expired"}, outcomes(results), results[0].Reason)
 	require.Equal(t, []string{"e0"}, a.called(), "an expired event is not sent to the agent")
 }
+
+// A copy of an event whose call runs elsewhere, received once the event's
+// deadline passed (the broker redelivered it: the first copy's lease ran
+// out during a slow model call), does not end the event expired: the
+// call may take effect, so the event applies when it does. Ending it
+// expired ended its key's turn too, and the key's next version reached
+// the agent while the first call still ran.
+func TestCopyPastItsDeadlineWhileItsCallRunsIsNotExpired(t *testing.T) {
+	for _, keyed := range []bool{true, false} {
+		t.Run(fmt.Sprint("keyed=", keyed), func(t *testing.T) {
+			b := setup(t)
+			a := newAgent()
+			clock := newFoundClock()
+			a.block["e1"] = make(chan struct{})
+			b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge = clock.Now, a.decide, time.Hour
+			b.cfg.ClaimHeartbeat = 20 * time.Millisecond
+			first, other := b.consumer(t), b.consumer(t) // two processes
+			ev := timed("e1", 1, clock.Now().Add(-50*time.Minute), "")
+			if !keyed {
+				ev = fmt.Appendf(nil, `{"id":"e1","source":"crm","type":"t","time":%q}`,
+					clock.Now().Add(-50*time.Minute).Format(time.RFC3339))
+			}
+			done := make(chan []seqboxtype.Result, 1)
+			go func() { done <- mustDeliver(t, first, ev, 1) }()
+			require.Equal(t, "e1", <-a.started, "asked before its deadline")
+			clock.add(20 * time.Minute) // the deadline passes while the agent works
+			waitfor.That(t, time.Minute, "the live decider to renew its claim", func() bool {
+				var until int64
+				require.NoError(t, b.store.DB().QueryRowContext(context.Background(),
+					`SELECT expires_at FROM seqbox_decision_claims WHERE id = 'e1'`).Scan(&until))
+				return until > clock.Now().UnixMicro()
+			})
+
+			copied := mustDeliver(t, other, ev, 2)
+			require.NotEqual(t, []string{"e1:expired"}, outcomes(copied), "its call is running: %s", copied[0].Reason)
+			if keyed {
+				next := mustDeliver(t, other, timed("e2", 2, clock.Now(), ""), 1)
+				require.Equal(t, []string{"e2:held"}, outcomes(next), "behind e1, whose call runs: %s", next[0].Reason)
+			}
+
+			require.Equal(t, []string{"e1"}, a.called(), "nothing else of its key is asked while its call runs")
+
+			close(a.block["e1"])
+			results := <-done
+			require.Equal(t, "e1:applied", outcomes(results)[0], "the call took effect: %s", results[0].Reason)
+			require.Equal(t, "applied", outcomeOf(t, b, "e1"))
+			if keyed {
+				// e2 was let out by e1's outcome, and asked after it.
+				require.Equal(t, []string{"e1:applied", "e2:applied"}, outcomes(results))
+				require.Equal(t, []string{"e1", "e2"}, a.called())
+			} else {
+				require.Equal(t, []string{"e1"}, a.called())
+			}
+		})
+	}
+}
