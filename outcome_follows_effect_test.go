@@ -18,6 +18,18 @@ func timed(id string, v int, t time.Time, bk string) []byte {
 		id, v, t.Format(time.RFC3339), bk)
 }
 
+// deadlineHour is a consumer's bundle with a business deadline of an hour
+// on a clock the test moves, and an agent whose call for e1 waits until
+// the test closes a.block["e1"].
+func deadlineHour(t *testing.T) (*bundle, *agent, *foundClock) {
+	b := setup(t)
+	a := newAgent()
+	clock := newFoundClock()
+	a.block["e1"] = make(chan struct{})
+	b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge = clock.Now, a.decide, time.Hour
+	return b, a, clock
+}
+
 // Class 6 of issue 36: MaxAge passes while the agent works on the call.
 // The agent applied it, so the event is applied, not expired: the
 // deadline is checked before the call, never after it. The key's version
@@ -26,11 +38,7 @@ func timed(id string, v int, t time.Time, bk string) []byte {
 func TestDeadlinePassingDuringTheCallStillApplies(t *testing.T) {
 	for _, keyed := range []bool{true, false} {
 		t.Run(fmt.Sprint("keyed=", keyed), func(t *testing.T) {
-			b := setup(t)
-			a := newAgent()
-			clock := newFoundClock()
-			a.block["e1"] = make(chan struct{})
-			b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge = clock.Now, a.decide, time.Hour
+			b, a, clock := deadlineHour(t)
 			c := b.consumer(t)
 			ev := timed("e1", 1, clock.Now().Add(-50*time.Minute), "refund:1")
 			if !keyed {
@@ -98,11 +106,7 @@ func TestDeadlinePassedBeforeTheCallIsNotAsked(t *testing.T) {
 func TestCopyPastItsDeadlineWhileItsCallRunsIsNotExpired(t *testing.T) {
 	for _, keyed := range []bool{true, false} {
 		t.Run(fmt.Sprint("keyed=", keyed), func(t *testing.T) {
-			b := setup(t)
-			a := newAgent()
-			clock := newFoundClock()
-			a.block["e1"] = make(chan struct{})
-			b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge = clock.Now, a.decide, time.Hour
+			b, a, clock := deadlineHour(t)
 			b.cfg.ClaimHeartbeat = 20 * time.Millisecond
 			first, other := b.consumer(t), b.consumer(t) // two processes
 			ev := timed("e1", 1, clock.Now().Add(-50*time.Minute), "")
