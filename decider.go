@@ -74,6 +74,13 @@ type decider struct {
 	slots chan struct{}
 	mu    sync.Mutex
 	calls map[store.Identity]*decision
+	// ended is when this process's last call of an identity ended, kept
+	// about two heartbeats (prunedAt: the last time older ones went): a
+	// copy whose transaction took the claim before that found the claim
+	// its twin's (one owner per process), which the twin's record or
+	// unclaim has dropped since (endedSince).
+	ended    map[store.Identity]time.Time
+	prunedAt time.Time
 }
 
 // decision is one Decide in flight in this process.
@@ -83,7 +90,8 @@ type decision struct {
 }
 
 func newDecider(c *Consumer) *decider {
-	return &decider{c: c, slots: make(chan struct{}, c.cfg.DecideConcurrency), calls: map[store.Identity]*decision{}}
+	return &decider{c: c, slots: make(chan struct{}, c.cfg.DecideConcurrency), calls: map[store.Identity]*decision{},
+		ended: map[store.Identity]time.Time{}}
 }
 
 // decide decides ev unless its decision is recorded, and returns why it
@@ -111,9 +119,36 @@ func (d *decider) decide(ctx context.Context, ev seqboxtype.Event, pre preClaim)
 	call.err = d.decideOnce(ctx, ev, pre)
 	d.mu.Lock()
 	delete(d.calls, id)
+	d.ended[id] = d.c.cfg.Now()
+	d.prune()
 	d.mu.Unlock()
 	close(call.done)
 	return call.err
+}
+
+// prune drops, at most once a heartbeat, the ends older than two
+// heartbeats: a claim that old is not fresh, so no copy asks about it.
+// d.mu is held.
+func (d *decider) prune() {
+	now, hb := d.c.cfg.Now(), d.c.cfg.ClaimHeartbeat
+	if now.Sub(d.prunedAt) < hb {
+		return
+	}
+	d.prunedAt = now
+	for id, at := range d.ended {
+		if now.Sub(at) > 2*hb {
+			delete(d.ended, id)
+		}
+	}
+}
+
+// endedSince reports whether a call of id in this process ended at or
+// after at.
+func (d *decider) endedSince(id store.Identity, at time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.ended[id]
+	return ok && !t.Before(at)
 }
 
 // owner names this decider's claims. One name serves all of them: a claim
@@ -149,8 +184,11 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	owner, claimedAt := pre.owner, pre.at
 	// A claim younger than a heartbeat has two left before it can run
 	// out: it is still this decider's. An older one is taken again (or
-	// found taken over).
-	fresh := owner != "" && cfg.Now().Sub(claimedAt) < cfg.ClaimHeartbeat
+	// found taken over), and so is one a twin's call in this process held
+	// when the transaction took it, since ended: that call's record or
+	// unclaim dropped it (TestCopyWhoseClaimWasItsTwinsLooksBeforeItAsks).
+	fresh := owner != "" && cfg.Now().Sub(claimedAt) < cfg.ClaimHeartbeat &&
+		!d.endedSince(store.Identity{Source: ev.Source, ID: ev.ID}, claimedAt)
 	if !fresh {
 		if owner == "" {
 			owner = d.owner()
