@@ -286,7 +286,7 @@ func (w *world) check(s *snapshot) []string {
 		}
 		if w.byID[id] == nil {
 			fail("inbox row %s was never published", id)
-		} else if w.published[w.byID[id].idx] == 0 {
+		} else if i := w.byID[id].idx; w.published[i]+w.delivered[i] == 0 {
 			fail("inbox row %s before any copy of it was published", id)
 		}
 	}

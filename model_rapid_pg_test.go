@@ -110,7 +110,7 @@ func TestRapidModelPostgres(t *testing.T) {
 // (and one more for the queue unless it shares the store's), the apply
 // log, and a publisher per slot's queue.
 func newPGWorld(ctx context.Context, tb testing.TB, cfg rConfig, slots int, events []*rEvent) (*world, error) {
-	w := &world{cfg: cfg, events: events, byID: map[string]*rEvent{}, published: make([]int, len(events)),
+	w := &world{cfg: cfg, events: events, byID: map[string]*rEvent{}, published: make([]int, len(events)), delivered: make([]int, len(events)),
 		pubHashes: map[string]map[string]bool{}, remote: newRemote(), agent: newAgentLog(), pg: true,
 		slots: make([]*process, slots)}
 	for _, e := range events {

@@ -225,6 +225,49 @@ func runModel(t *rapid.T, dir string, cfg rConfig, events []*rEvent) {
 			}
 			w.step(t, "publish %s, %s (copy %d)", e, e.hashName(map[bool]string{false: e.hash, true: e.otherHash}[other]), w.published[e.idx])
 		},
+		// A copy handed to the consumer directly (Consumer.Deliver, as an
+		// application with a broker of its own does, redelivering it after
+		// a retry) beside what Run receives: it runs outside Run's
+		// scheduler, so it can meet a copy of its own event that Run is
+		// deciding, as a copy another process received would.
+		"deliver": func(t *rapid.T) {
+			e := rapid.SampledFrom(w.events).Draw(t, "event")
+			other := rapid.IntRange(0, 4).Draw(t, "otherPayload") == 0
+			p := live(t)
+			w.delivered[e.idx]++
+			w.published1(e, other)
+			w.step(t, "deliver %s, %s, to %s directly (copy %d)", e, e.hashName(map[bool]string{false: e.hash, true: e.otherHash}[other]), p, w.published[e.idx]+w.delivered[e.idx])
+			d := &delivered{e: e, other: other}
+			p.mu.Lock()
+			if p.delivering == nil {
+				p.delivering = map[*delivered]bool{}
+			}
+			p.delivering[d] = true
+			p.mu.Unlock()
+			w.operator(p, "deliver "+e.id, func(ctx context.Context) ([]seqboxtype.Result, error) {
+				// As a broker redelivers: again after a retry, until the
+				// copy has an outcome or its process dies (then reap puts
+				// it back in the queue).
+				for attempt := 1; ; attempt++ {
+					res, err := p.c.Deliver(ctx, e.bodyOf(other), attempt)
+					if ctx.Err() != nil {
+						return res, err
+					}
+					if err != nil || len(res) == 0 || res[0].Outcome != seqboxtype.Retry {
+						p.mu.Lock()
+						delete(p.delivering, d)
+						p.mu.Unlock()
+						return res, err
+					}
+					select {
+					case <-time.After(max(res[0].RetryAfter, rBackoff)):
+					case <-ctx.Done():
+						return res, ctx.Err()
+					}
+				}
+			})
+			advance(100 * time.Millisecond)
+		},
 		// The consumer runs for a moment: it receives what is ready and
 		// processes it until it waits (for the remote side, a backoff, a
 		// lease).

@@ -136,6 +136,9 @@ type world struct {
 	events           []*rEvent
 	byID             map[string]*rEvent
 	published        []int // copies published, by event index
+	// delivered counts the copies handed to Consumer.Deliver directly (the
+	// "deliver" action), by event index: never in the queue.
+	delivered []int
 	// pubHashes are the payload hashes published, by event id.
 	pubHashes map[string]map[string]bool
 
@@ -336,7 +339,7 @@ func scenario(n int, poison bool, pairs int, at time.Time, step time.Duration) [
 // newWorld opens the run's database and queue and creates the handler's
 // apply log.
 func newWorld(ctx context.Context, dir string, cfg rConfig, events []*rEvent) (*world, error) {
-	w := &world{dir: dir, cfg: cfg, events: events, byID: map[string]*rEvent{}, published: make([]int, len(events)),
+	w := &world{dir: dir, cfg: cfg, events: events, byID: map[string]*rEvent{}, published: make([]int, len(events)), delivered: make([]int, len(events)),
 		pubHashes: map[string]map[string]bool{}, remote: newRemote(), agent: newAgentLog()}
 	for _, e := range events {
 		w.byID[e.id] = e
@@ -485,6 +488,16 @@ type process struct {
 	mu    sync.Mutex
 	armed fault.Point // a crash waiting at this point
 	armN  int         // at its armN-th passage
+	// delivering are the copies handed to Deliver (the "deliver" action)
+	// without an outcome yet: should the process die, its broker hands
+	// them out again (reap publishes them to the queue).
+	delivering map[*delivered]bool
+}
+
+// delivered is a copy handed to Consumer.Deliver.
+type delivered struct {
+	e     *rEvent
+	other bool
 }
 
 func (p *process) String() string { return fmt.Sprintf("P%d", p.n) }
@@ -634,6 +647,18 @@ func (w *world) reap(p *process) error {
 	if !w.pg {
 		quiesce()
 	}
+	p.mu.Lock()
+	for d := range p.delivering {
+		// Its Deliver died with the process: the broker's lease on it
+		// runs out, and it comes back through the queue.
+		if err := w.publishTo(context.Background(), w.pub, d.e, d.other); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+		w.note("%s's delivered copy of %s comes back through the queue", p, d.e)
+	}
+	p.delivering = nil
+	p.mu.Unlock()
 	p.q.Close()
 	p.st.Close()
 	if w.proc == p {
