@@ -326,3 +326,30 @@ func sweepEvery(t *testing.T, c *seqbox.Consumer, clock *foundClock, every time.
 		require.NoError(t, err)
 	}
 }
+
+// Found by the state-machine test once it drew a business deadline and
+// delivered copies directly (seed 5319360192409456554). A message that
+// holds its key's turn went back to the parked table (it was let out, and
+// its call failed transiently) behind a lower version that arrived after
+// it took the turn. The parked line is in version order, so the sweep
+// waited for the lower version, which waited for the turn: the key never
+// moved again. The turn's holder now goes first.
+func TestRapidFoundParkedTurnHolderBehindALowerVersionGoesFirst(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	a.fail["v1"], a.fail["v3"] = 1, 1
+	clock := newFoundClock()
+	b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge, b.cfg.HoldTimeout = clock.Now, a.decide, time.Hour, time.Minute
+	c := b.consumer(t)
+	old := clock.Now().Add(-50 * time.Minute)
+	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 1)))
+	require.Equal(t, []string{"v3:held"}, outcomes(mustDeliver(t, c, timed("v3", 3, clock.Now(), ""), 1)))
+	clock.add(20 * time.Minute) // v1 is past its deadline; v3 is let out, and its call fails
+	require.Equal(t, []string{"v1:expired", "v3:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 2)))
+	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, timed("v2", 2, clock.Now(), ""), 1)))
+	clock.add(2 * time.Minute) // past v3's backoff and v2's hold
+	results, err := c.Sweep(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []string{"v3:applied", "v2:stale"}, outcomes(results))
+	require.Equal(t, []string{"v1", "v3", "v3"}, a.called())
+}

@@ -319,7 +319,19 @@ func (p *pipeline) expireHold(ctx context.Context, tx *batchTx, h store.Parked, 
 		return nil, err
 	}
 	first := parked[0]
-	if first.Seq != h.Seq || first.Reason != seqboxtype.ParkHeld || first.HoldUntil.IsZero() || first.HoldUntil.After(now) {
+	if first.Seq != h.Seq {
+		// Not the lowest parked: it goes now only if it holds the key's
+		// turn itself (nextParked lets it out first), its hold still due.
+		r, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, h.PartitionKey)
+		if err != nil || !retrying || r.Source != h.Source || r.ID != h.ID {
+			return nil, err
+		}
+		if own := parkedIdentity(parked, h.Source, h.ID); own == nil || own.Seq != h.Seq || own.HoldUntil.IsZero() || own.HoldUntil.After(now) {
+			return nil, nil // unparked or resolved meanwhile
+		}
+		return p.unpark(ctx, tx, h.PartitionKey)
+	}
+	if first.Reason != seqboxtype.ParkHeld || first.HoldUntil.IsZero() || first.HoldUntil.After(now) {
 		return nil, nil // unparked or resolved meanwhile
 	}
 	if next, err := p.nextParked(ctx, tx, h.PartitionKey); err != nil || next != nil {

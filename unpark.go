@@ -67,8 +67,18 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 	}
 	first := parked[0]
 	r, retrying, err := tx.retryOnKey(ctx, p.cfg.Name, key)
-	if err != nil || (retrying && (r.Source != first.Source || r.ID != first.ID)) {
-		return nil, err // a predecessor is still retrying at the broker: nobody overtakes it
+	if err != nil {
+		return nil, err
+	}
+	if retrying && (r.Source != first.Source || r.ID != first.ID) {
+		// The turn's holder, parked itself (its process died while it was
+		// decided, or it waits out a backoff), goes first: lower versions
+		// that came after it took the turn wait behind it, so the line's
+		// order would have it wait for them.
+		if holder := parkedIdentity(parked, r.Source, r.ID); holder != nil {
+			return holder, nil
+		}
+		return nil, nil // a predecessor is still retrying at the broker: nobody overtakes it
 	}
 	expected := p.expectedVersion(ks)
 	if first.ObjectVersion == nil || expected < 0 || *first.ObjectVersion <= expected || p.cfg.GapPolicy == GapAdvance {
@@ -85,6 +95,16 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 		return nil, err
 	}
 	return nil, tx.ParkedStartHolds(ctx, store.ParkedStartHoldsParams{Consumer: p.cfg.Name, Key: key, Until: deadline})
+}
+
+// parkedIdentity is the parked row of (source, id) in parked, or nil.
+func parkedIdentity(parked []store.Parked, source, id string) *store.Parked {
+	for i := range parked {
+		if parked[i].Source == source && parked[i].ID == id {
+			return &parked[i]
+		}
+	}
+	return nil
 }
 
 // expectedVersion is the version a key accepts next: one past the
