@@ -87,3 +87,11 @@ func (o *outcomeSeries) snapshot() (map[string]int64, []SeriesPoint) {
 	}
 	return totals, points
 }
+
+// total is how many results with outcome oc were committed since the
+// server started.
+func (o *outcomeSeries) total(oc seqboxtype.Outcome) int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.totals[oc]
+}
