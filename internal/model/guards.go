@@ -49,6 +49,9 @@ const (
 	gExpired                              // past the deadline, undecided and unclaimed: expired
 	gExpiryUnderClaim                     // past the deadline, undecided, but a live claim: not expired
 	gClaimLate                            // the decider finds the deadline passed: not asked
+	gExpiryOverCall                       // past the deadline, undecided, but a call took effect or may have: not expired
+	gClaimLateTouched                     // the decider finds the deadline passed and a call that may have taken effect: resolves it
+	gLedgerLate                           // past the deadline the ledger makes no new call
 	nGuards
 )
 
@@ -71,6 +74,8 @@ var guardText = [nGuards]string{
 	gEndStaleTurn: "turn end: the sweep ends a lost unkeyed turn",
 	gReleaseTurn:  "turn end: an operator releases a key's turn", gRedriveApplied: "redrive: its apply unblocks the key",
 	gExpired: "deadline: expired", gExpiryUnderClaim: "deadline: not expired under a live claim", gClaimLate: "claim: past the deadline, not asked",
+	gExpiryOverCall: "deadline: not expired over a call that may have taken effect", gClaimLateTouched: "claim: past the deadline, a call to resolve",
+	gLedgerLate: "ledger: past the deadline, no new call",
 }
 
 func (m *Model) reach(g guard) { m.reached[g]++ }

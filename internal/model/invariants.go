@@ -32,6 +32,7 @@ const (
 	vDecisionElsewhere
 	vAppliedNotReceived
 	vExpiredUnderCall
+	vExpiredWithEffect
 )
 
 var violationText = map[uint8]string{
@@ -55,6 +56,7 @@ var violationText = map[uint8]string{
 	vDecisionElsewhere:  "bound to the payload: %[1]s applied with the decision made for %[2]s",
 	vAppliedNotReceived: "the envelope applied is the one the agent received: %[1]s applied, the agent received %[2]s",
 	vExpiredUnderCall:   "the outcome follows the effect: %[1]s's call took effect for a live decider that kept its claim, and %[1]s ended expired",
+	vExpiredWithEffect:  "the outcome follows the effect: %[1]s ended expired, and the remote side applied its call",
 }
 
 // describe words the violation with the scenario's names.
@@ -195,6 +197,9 @@ func (m *Model) checkAsk(s *State, i, mi int) {
 func (m *Model) checkRemote(s *State, i int) {
 	if s.ID[i].Remote > 1 {
 		s.fail(vRemoteTwice, i, -1)
+	}
+	if s.ID[i].Status == expired && !m.b.Plain {
+		s.fail(vExpiredWithEffect, i, -1)
 	}
 	if b := m.msgs[i].bk; b >= 0 {
 		for j := range m.ids {

@@ -42,6 +42,8 @@ const (
 	SkipWhileDeciding        Mutant = "skip-while-deciding"
 	// Issue 37: a race at the business deadline.
 	ExpiryUnderLiveCall Mutant = "expiry-under-live-call"
+	// Issue 37: the same race, with a dead caller.
+	ExpiryOverUncertainCall Mutant = "expiry-over-uncertain-call"
 )
 
 // mutants says what each one does.
@@ -70,7 +72,8 @@ var mutants = map[Mutant]string{
 	SkipRecordsNoGap:          "a skip or release moves the key past versions without recording the gap",
 	UnparkPastTurn:            "unparking lets the next parked message out while a predecessor holds the key's turn",
 	SkipWhileDeciding:         "a dead letter is skipped while its redrive's decision is being asked",
-	ExpiryUnderLiveCall:       "a copy past the business deadline ends its event expired while a live decider's call for it runs",
+	ExpiryUnderLiveCall:       "a copy past the business deadline ends its event expired while a live decider's call for it runs (neither its claim nor its ledger row is looked at)",
+	ExpiryOverUncertainCall:   "past the business deadline an event ends expired, though its ledger row says a dead caller's call took effect or may have (only a live claim is looked at)",
 }
 
 // Mutants lists every mutant's name, sorted.
@@ -123,7 +126,7 @@ func (m Mutant) Needs(b Bounds) Bounds {
 	case SkipWhileDeciding:
 		b = PoisonMidBounds()
 		b.Ops = 2
-	case ExpiryUnderLiveCall:
+	case ExpiryUnderLiveCall, ExpiryOverUncertainCall:
 		b = DeadlineBounds()
 
 	}

@@ -337,6 +337,13 @@ func (m *Model) expires(s *State, i int) bool {
 		m.reach(gExpiryUnderClaim)
 		return false
 	}
+	// A call of it took effect or may have (a dead caller's pending or
+	// uncertain row, a success its decider did not record): it is
+	// resolved, not expired; the decider reconciles it.
+	if id.Ledger.touched() && !m.mut(ExpiryOverUncertainCall) && !m.mut(ExpiryUnderLiveCall) {
+		m.reach(gExpiryOverCall)
+		return false
+	}
 	return true
 }
 
@@ -345,6 +352,9 @@ func (m *Model) expires(s *State, i int) bool {
 func (m *Model) expire(s *State, w int) {
 	m.reach(gExpired)
 	msg := m.msgs[s.Worker[w].Msg]
+	if s.ID[msg.id].Remote > 0 {
+		s.fail(vExpiredWithEffect, msg.id, -1)
+	}
 	if k := msg.key; k >= 0 && msg.ver > 0 && s.Key[k].Ver > 0 && msg.ver == int(s.Key[k].Ver)+1 {
 		m.skipTo(s, k, msg.ver)
 	}

@@ -118,13 +118,18 @@ func (m *Model) claim(s *State, w, i int) {
 		m.reach(gClaimBKTaken)
 		m.unclaim(s, w, i)
 		m.nack(s, w, false) // its business key, looked at again: the run again says
-	case s.Late && !m.b.Plain:
+	case s.Late && !m.b.Plain && (!id.Ledger.touched() || m.mut(ExpiryOverUncertainCall)):
 		// Past its deadline while it waited for its claim: not asked; its
 		// run again finds no decision and ends it expired.
 		m.reach(gClaimLate)
 		m.unclaim(s, w, i)
 		s.Worker[w].Phase = run
 	default:
+		if s.Late && !m.b.Plain {
+			// Past it, but a call of it took effect or may have: its
+			// ledger step resolves that call, and makes no new one.
+			m.reach(gClaimLateTouched)
+		}
 		id.Claim = claimLive + claimState(w)
 		s.Worker[w].Phase = ledger
 	}
@@ -177,6 +182,9 @@ func (m *Model) ledger(s *State, w, i int) {
 			s.Worker[w].Phase = run
 		case l == uncertainOld || m.mut(ReconcileTooEarly): // reconciled: it did not
 			m.reach(gLedgerReconciledNot)
+			if m.late(s, w, i) {
+				return
+			}
 			id.Ledger, id.Owner = pending, int8(w)
 			m.ask(s, w, i)
 		default: // a request may still be in flight: still uncertain
@@ -188,11 +196,31 @@ func (m *Model) ledger(s *State, w, i int) {
 			m.failAttempt(s, w, i)
 		}
 	default: // no row, or it definitely failed
+		if m.late(s, w, i) {
+			return
+		}
 		if !m.mut(LedgerNoPending) {
 			id.Ledger, id.Owner = pending, int8(w)
 		}
 		m.ask(s, w, i)
 	}
+}
+
+// late: past the business deadline the ledger makes no new call
+// (effects.ErrPastDeadline); the decider drops its claim and the run
+// again finds no decision, and no call that took effect: expired.
+func (m *Model) late(s *State, w, i int) bool {
+	if !s.Late || m.b.Plain {
+		return false
+	}
+	m.reach(gLedgerLate)
+	id := &s.ID[i]
+	if id.Ledger.touched() {
+		id.Ledger = failed // reconciled: it did not
+	}
+	m.unclaim(s, w, i)
+	s.Worker[w].Phase = run
+	return true
 }
 
 // ask sends the request right after the pending row commits (a crash
