@@ -155,9 +155,9 @@ func (p *pipeline) runHandler(ctx context.Context, tx *batchTx, ev seqboxtype.Ev
 	}()
 	ctx = own.WithTx(ctx, tx.ownTx()) // outbox.Emit and the gateway's envelopes write in it
 	if p.cfg.BatchHandler != nil {
-		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true), tx.SQL(), []seqboxtype.Event{ev})
+		return p.cfg.BatchHandler(withIdentity(ctx, p.cfg.Name, ev, true, time.Time{}), tx.SQL(), []seqboxtype.Event{ev})
 	}
-	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true), tx.handlerTx(), ev)
+	return p.cfg.Handler(withIdentity(ctx, p.cfg.Name, ev, true, time.Time{}), tx.handlerTx(), ev)
 }
 
 // recoverHandler turns a handler's panic into a permanent error.

@@ -134,6 +134,12 @@ func (b *batchTx) DecisionClaimLive(ctx context.Context, p store.DecisionClaimPa
 	return b.tx.DecisionClaimLive(ctx, p)
 }
 
+// LedgerTouched is store.Executor.LedgerTouched, read from the store:
+// the ledger's rows are written outside the run's transactions.
+func (b *batchTx) LedgerTouched(ctx context.Context, p store.MessageRef) (bool, error) {
+	return b.tx.LedgerTouched(ctx, p)
+}
+
 // TurnTake is store.Executor.TurnTake; the key now has a turn, which the
 // gate of its later messages in the batch must see (HasRetries). In an
 // optimistic run, a turn of a message without a business key whose turn

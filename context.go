@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -13,9 +14,11 @@ type identityKey struct{}
 // decisionKey keys the recorded decision ([]byte) in a Handler's context.
 type decisionKey struct{}
 
-// withIdentity puts the message's identity into ctx (seqbox.IdentityFrom).
-func withIdentity(ctx context.Context, consumer string, ev seqboxtype.Event, inTx bool) context.Context {
-	return context.WithValue(ctx, identityKey{}, seqboxtype.Identity{Consumer: consumer, Source: ev.Source, ID: ev.ID, InTransaction: inTx})
+// withIdentity puts the message's identity into ctx (seqbox.IdentityFrom),
+// with its business deadline (zero: none).
+func withIdentity(ctx context.Context, consumer string, ev seqboxtype.Event, inTx bool, deadline time.Time) context.Context {
+	return context.WithValue(ctx, identityKey{}, seqboxtype.Identity{Consumer: consumer, Source: ev.Source, ID: ev.ID, InTransaction: inTx,
+		Deadline: deadline})
 }
 
 // withDecision puts a recorded decision into ctx (seqbox.DecisionFrom).

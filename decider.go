@@ -254,9 +254,13 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	}
 	// Past its business deadline while it waited for a slot or a claim:
 	// not asked. Its run again finds no decision and ends it expired (the
-	// deadline is checked before the call, never after it).
+	// deadline is checked before the call, never after it). Unless a call
+	// of it took effect or may have (its caller died): Decide runs to
+	// resolve that call through the ledger, which makes no new one.
 	if d.c.p.isExpired(ev, cfg.Now()) {
-		return nil
+		if touched, err := op.LedgerTouched(ctx, ref); err != nil || !touched {
+			return err
+		}
 	}
 	// Still its claim? A decider stalled past three heartbeats since it
 	// claimed has been taken over; the new owner asks, not this one, so no
@@ -272,7 +276,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 			return &decisionInFlight{wait: d.c.p.waitForOthers()}
 		}
 	}
-	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false), cfg.DecideTimeout)
+	dctx, cancel := context.WithTimeout(withIdentity(ctx, cfg.Name, ev, false, d.c.p.deadline(ev)), cfg.DecideTimeout)
 	defer cancel()
 	dctx, span := d.c.tr.startDecide(dctx, ev)
 	dctx, slot := ride.With(dctx, cfg.Name, ev.Source, ev.ID)
@@ -296,6 +300,9 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 			// and this failure spends no attempt of the message.
 			return &decisionInFlight{wait: d.c.p.waitForOthers()}
 		}
+		if errors.Is(err, ErrPastDeadline) {
+			return d.pastDeadline(ctx, ref, err)
+		}
 		return fmt.Errorf("decide: %w", err)
 	}
 	if out == nil {
@@ -303,6 +310,20 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	}
 	return d.record(context.WithoutCancel(ctx), store.DecisionRecordParams{Consumer: cfg.Name, Source: ev.Source, ID: ev.ID,
 		Decision: out, PayloadHash: ev.Hash, At: cfg.Now(), Owner: owner}, held, &recorded)
+}
+
+// pastDeadline settles a Decide the ledger refused a new call past the
+// event's deadline (err): with no call of it that took effect or may
+// have, nothing was done, and its run again ends it expired; with one (a
+// call of another action, made before the deadline), the event is neither
+// expired nor decidable, and is dead-lettered for an operator.
+func (d *decider) pastDeadline(ctx context.Context, ref store.MessageRef, err error) error {
+	touched, terr := d.c.cfg.Store.Executor().LedgerTouched(ctx, ref)
+	if terr != nil || !touched {
+		return terr
+	}
+	return Permanent(fmt.Errorf("decide: %w; an earlier call of its decision took effect or may have (seqbox effects list), "+
+		"so it is neither expired nor decided again: an operator skips it, or finishes its decision by hand", err))
 }
 
 // record records a decision, with its last call's held result in the same

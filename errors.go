@@ -15,6 +15,13 @@ func invalidConfig(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 }
 
+// ErrPastDeadline is matched by the effects ledger's refusal to make a
+// new call for an event past its business deadline (Config.MaxAge); a
+// call made before the deadline is still resolved. The decider then ends
+// the event expired, or dead-letters it when another call of it took
+// effect or may have (docs/design.md §10.1).
+var ErrPastDeadline = errors.New("past the event's business deadline: no new call is made")
+
 // permanentError marks an error as not worth retrying.
 type permanentError struct{ err error }
 

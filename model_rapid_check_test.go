@@ -345,17 +345,14 @@ func (w *world) check(s *snapshot) []string {
 			fail("the applied envelope is the one recorded: %s applied %s, its inbox row holds %s", a.id, e.hashName(a.hash), e.hashName(in.hash))
 		}
 	}
-	// The outcome follows the effect: a call whose caller got its ok
-	// answer and lives on is never undone by the business deadline (the
-	// deadline is checked before the call, never after it). A caller that
-	// died with the answer is not held to it: its event may end expired,
-	// its call's ledger row uncertain (docs/design.md §10.1).
-	for key, procs := range w.remote.okTo {
-		e := w.remote.events[key]
-		for _, p := range procs {
-			if !p.dead.Load() && s.inbox[e.id].outcome == "expired" {
-				fail("the outcome follows the effect: %s's call took effect at the remote side, %s got its answer and lives, and %s ended expired", e, p, e)
-			}
+	// The outcome follows the effect: an event whose call took effect at
+	// the remote side is never undone by the business deadline (the
+	// deadline is checked before the call, never after it), whether its
+	// caller got the answer or died with it: a dead caller's call is
+	// reconciled, not expired (docs/design.md §10.1).
+	for key, n := range w.remote.applied {
+		if e := w.remote.events[key]; n > 0 && s.inbox[e.id].outcome == "expired" {
+			fail("the outcome follows the effect: %s's call took effect at the remote side, and %s ended expired", e, e)
 		}
 	}
 	// One payload per idempotency key at the remote side.

@@ -790,13 +790,11 @@ type remote struct {
 	// abandonApplies: a call its caller gave up on (timeout, crash) had
 	// applied before the caller left.
 	abandonApplies bool
-	// okTo are the processes that got an ok answer, by idempotency key.
-	okTo map[string][]*process
 }
 
 func newRemote() *remote {
 	return &remote{applied: map[string]int{}, requests: map[string]int{}, refs: map[string]string{}, events: map[string]*rEvent{},
-		hashes: map[string]map[string]bool{}, okTo: map[string][]*process{}}
+		hashes: map[string]map[string]bool{}}
 }
 
 // call is the Call the ledger makes for e under key.
@@ -884,7 +882,6 @@ func (r *remote) applyLocked(c *remoteCall) string {
 func (r *remote) respondLocked(c *remoteCall, a answer) (string, error) {
 	switch a {
 	case ansOK:
-		r.okTo[c.key] = append(r.okTo[c.key], c.proc)
 		return r.applyLocked(c), nil
 	case ansTransient:
 		return "", errors.New("503 service unavailable")

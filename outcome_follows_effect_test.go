@@ -2,12 +2,16 @@ package seqbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -145,6 +149,116 @@ func TestCopyPastItsDeadlineWhileItsCallRunsIsNotExpired(t *testing.T) {
 			} else {
 				require.Equal(t, []string{"e1"}, a.called())
 			}
+		})
+	}
+}
+
+// deadRemote is a remote side that keeps each idempotency key's effect,
+// and answers reconciliations from them.
+type deadRemote struct {
+	mu      sync.Mutex
+	applied map[string]int
+}
+
+func (r *deadRemote) apply(key string) {
+	r.mu.Lock()
+	r.applied[key]++
+	r.mu.Unlock()
+}
+
+func (r *deadRemote) total() (n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.applied {
+		n += c
+	}
+	return n
+}
+
+func (r *deadRemote) reconcile(_ context.Context, e effects.Effect) (effects.Reconciliation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return effects.Reconciliation{Applied: r.applied[e.IdempotencyKey] > 0, Ref: "ref"}, nil
+}
+
+// A decider that dies with its call (its process froze or was killed
+// after the request left) leaves a pending ledger row and a claim that
+// runs out. Past the business deadline, a copy of its event must not end
+// it expired when the call took effect: the call is reconciled and the
+// event applies. When the call never reached the remote side, the
+// reconciliation says so and the event ends expired, with no new call
+// past its deadline; unless an earlier call of the same Decide took
+// effect (planned): then it is a dead letter for an operator.
+func TestDeadCallersCallPastTheDeadlineIsResolvedNotExpired(t *testing.T) {
+	for _, tc := range []struct {
+		reached, planned bool
+		want             string
+	}{
+		{true, false, "e1:applied"},
+		{false, false, "e1:expired"},
+		{false, true, "e1:dead_lettered"},
+	} {
+		t.Run(fmt.Sprintf("reached=%v,planned=%v", tc.reached, tc.planned), func(t *testing.T) {
+			b := setup(t)
+			clock := newFoundClock()
+			remote := &deadRemote{applied: map[string]int{}}
+			ledger, err := effects.New(b.store, effects.Config{Now: clock.Now, Reconcile: remote.reconcile,
+				Timeout: time.Minute, Heartbeat: 20 * time.Millisecond})
+			require.NoError(t, err)
+			sent, frozen := make(chan struct{}), make(chan struct{})
+			var calls atomic.Int32
+			b.cfg.Now, b.cfg.MaxAge, b.cfg.ClaimHeartbeat = clock.Now, time.Hour, 20*time.Millisecond
+			b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+				if tc.planned {
+					if _, err := ledger.Do(ctx, "plan", func(_ context.Context, key string) (string, error) {
+						remote.apply(key)
+						return "plan", nil
+					}); err != nil {
+						return nil, err
+					}
+				}
+				ref, err := ledger.Do(ctx, "refund", func(ctx context.Context, key string) (string, error) {
+					if calls.Add(1) == 1 {
+						// The first caller: its request reaches the remote
+						// side or not, and then its process stops for good.
+						if tc.reached {
+							remote.apply(key)
+						}
+						close(sent)
+						<-frozen
+						return "", errors.New("the process is gone")
+					}
+					remote.apply(key)
+					return "ref", nil
+				})
+				return []byte(ref), err
+			}
+			first, other := b.consumer(t), b.consumer(t) // two processes
+			ev := timed("e1", 1, clock.Now().Add(-50*time.Minute), "")
+
+			ctx, die := context.WithCancel(context.Background())
+			gone := make(chan struct{})
+			go func() {
+				defer close(gone)
+				_, _ = first.Deliver(ctx, ev, 1)
+			}()
+			defer func() { close(frozen); <-gone }()
+			<-sent
+			die() // its heartbeats stop: the claim and the ledger's lease run out unrenewed
+			clock.add(20 * time.Minute)
+
+			results := mustDeliver(t, other, ev, 2)
+			if !tc.reached {
+				// Uncertain, and the call may still be running at the remote
+				// side: asked again once the ledger's Timeout has passed.
+				require.Equal(t, []string{"e1:retry"}, outcomes(results), results[0].Reason)
+				clock.add(2 * time.Minute)
+				results = mustDeliver(t, other, ev, 3)
+			}
+			require.Equal(t, []string{tc.want}, outcomes(results), results[0].Reason)
+			require.Equal(t, int32(1), calls.Load(), "no new call past the deadline")
+			want := map[bool]int{true: 1}[tc.reached] + map[bool]int{true: 1}[tc.planned]
+			require.Equal(t, want, remote.total())
 		})
 	}
 }

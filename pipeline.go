@@ -462,6 +462,15 @@ func (p *pipeline) isExpired(ev seqboxtype.Event, now time.Time) bool {
 	return p.cfg.MaxAge > 0 && !ev.Time.IsZero() && now.Sub(ev.Time) > p.cfg.MaxAge
 }
 
+// deadline is ev's business deadline: past it, ev is expired (zero: it
+// has none).
+func (p *pipeline) deadline(ev seqboxtype.Event) time.Time {
+	if p.cfg.MaxAge <= 0 || ev.Time.IsZero() {
+		return time.Time{}
+	}
+	return ev.Time.Add(p.cfg.MaxAge)
+}
+
 // expiredUndecided reports an event past its business deadline that was
 // not decided yet. The deadline is checked before the agent's call, never
 // after it: an event whose decision is recorded was sent, and its call
@@ -478,7 +487,15 @@ func (p *pipeline) expiredUndecided(ctx context.Context, tx *batchTx, ev seqboxt
 		// that takes effect applies. The copy goes on to meet the claim
 		// and wait for its outcome, keeping its key's turn.
 		live, err := tx.DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Now: now})
-		return !live && err == nil, err
+		if live || err != nil {
+			return false, err
+		}
+		// A call of it took effect or may have, and its caller is gone (a
+		// dead decider's pending row, an uncertain one, a success not
+		// recorded as a decision): the decider resolves that call, and the
+		// ledger makes no new one past the deadline.
+		touched, err := tx.LedgerTouched(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID})
+		return !touched && err == nil, err
 	}
 	return err == nil && !d.MadeFor(ev.Hash), err
 }

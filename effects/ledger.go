@@ -232,21 +232,29 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 // succeeded row is returned as it is, a live pending one is an
 // *InFlightError, a dead caller's pending one turns uncertain, an
 // uncertain one is reconciled with reconcile (nil: an *UncertainError),
-// and a new or failed one is taken, counting a call.
+// and a new or failed one is taken, counting a call. Past the identity's
+// business deadline (Identity.Deadline) nothing is taken: a call made
+// before it is resolved, and a new one is refused (ErrPastDeadline).
 func (l *Ledger) begin(ctx context.Context, id seqboxtype.Identity, action string, reconcile Reconciler) (Begun, error) {
 	key := Key(id.Consumer, id.Source, id.ID, action)
 	fresh := Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action, IdempotencyKey: key, State: Pending, Calls: 1}
+	late := !id.Deadline.IsZero() && l.cfg.Now().After(id.Deadline)
 	// The first call of a key is the common case: its pending row is
 	// written without a look first, and a row that exists is read then.
-	if inserted, err := l.insertPending(ctx, fresh); err != nil || inserted {
-		return Begun{Effect: fresh, Granted: inserted}, err
+	if !late {
+		if inserted, err := l.insertPending(ctx, fresh); err != nil || inserted {
+			return Begun{Effect: fresh, Granted: inserted}, err
+		}
 	}
 	for range 3 {
 		e, found, err := l.get(ctx, key)
 		if err != nil {
 			return Begun{}, err
 		}
-		if !found {
+		if !found || (late && e.State == Failed) {
+			if late {
+				return Begun{}, pastDeadline(key, id.Deadline)
+			}
 			inserted, err := l.insertPending(ctx, fresh)
 			if err != nil {
 				return Begun{}, err
@@ -446,6 +454,11 @@ func (l *Ledger) refuse(ctx context.Context, cur Effect, to State, ref string, c
 		_ = l.setState(ctx, cur.IdempotencyKey, cur.State, cur.Ref, note, cur.State)
 	}
 	return c
+}
+
+// pastDeadline refuses a new call of key past the business deadline.
+func pastDeadline(key string, deadline time.Time) error {
+	return fmt.Errorf("effects: %s: no new call past %s: %w", key, deadline.Format(time.RFC3339Nano), seqbox.ErrPastDeadline)
 }
 
 // logFailure is the one line a failed call gets.

@@ -1,5 +1,7 @@
 package seqboxtype
 
+import "time"
+
 // Identity names the message a Decider or Handler is working on: the
 // inbox identity (consumer, source, id). Libraries that keep per-message
 // state outside the inbox (the effects ledger) key it by this.
@@ -13,4 +15,9 @@ type Identity struct {
 	// commit on its own (a ledger row before an external call) cannot
 	// run there: on SQLite the open transaction holds the only writer.
 	InTransaction bool
+	// Deadline is the event's business deadline (its time plus the
+	// consumer's MaxAge; zero: none), in a Decider's context. Past it the
+	// effects ledger makes no new call for the identity: it only resolves
+	// a call made before it (docs/design.md §10.1).
+	Deadline time.Time
 }

@@ -324,6 +324,10 @@ type Decisions interface {
 	// DecisionClaimLive reports whether someone is deciding the identity
 	// right now: a claim that has not run out at Now.
 	DecisionClaimLive(ctx context.Context, p DecisionClaimParams) (bool, error)
+	// LedgerTouched reports whether a call the effects ledger made for
+	// the identity took effect or may have: a row of it pending,
+	// uncertain or succeeded.
+	LedgerTouched(ctx context.Context, p MessageRef) (bool, error)
 	// DecisionGet reads the agent decision recorded for an identity,
 	// with the payload hash of the copy it was made for; ErrNotFound when
 	// none.

@@ -348,6 +348,18 @@ func (o *Executor) DecisionClaimLive(ctx context.Context, p store.DecisionClaimP
 	return err == nil, err
 }
 
+// LedgerTouched reports a ledger row of the identity whose call took
+// effect or may have.
+func (o *Executor) LedgerTouched(ctx context.Context, p store.MessageRef) (bool, error) {
+	var one int
+	err := o.queryRow(ctx, `SELECT 1 FROM seqbox_effects WHERE consumer = $1 AND source = $2 AND id = $3
+		AND state IN ('pending', 'uncertain', 'succeeded') LIMIT 1`, p.Consumer, p.Source, p.ID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // DecisionGetMany reads the decisions of many identities, a primary-key
 // term each (as InboxGetMany).
 func (t *Executor) DecisionGetMany(ctx context.Context, p store.IdentitiesRef) (map[store.Identity]store.Decision, error) {

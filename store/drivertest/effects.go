@@ -17,6 +17,33 @@ var effectTests = []driverTest{
 	{"EffectRenewLease", testEffectRenewLease},
 	{"EffectList", testEffectList},
 	{"EffectCountUncertain", testEffectCountUncertain},
+	{"LedgerTouched", testLedgerTouched},
+}
+
+// testLedgerTouched: an identity's row pending, uncertain or succeeded
+// says a call of it took effect or may have; a failed one, another
+// identity's or another consumer's does not.
+func testLedgerTouched(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	touched := func(consumer, id string) bool {
+		t.Helper()
+		ok, err := e.tx.LedgerTouched(e.ctx, store.MessageRef{Consumer: consumer, Source: "s", ID: id})
+		require.NoError(t, err)
+		return ok
+	}
+	require.False(t, touched(e.consumer, "1"), "no row")
+	key := e.insertEffect("a", 1)
+	require.True(t, touched(e.consumer, "1"), "pending")
+	require.False(t, touched(e.consumer, "2"), "another identity's row")
+	require.False(t, touched(e.consumer+"-other", "1"), "another consumer's row")
+	for _, tc := range []struct {
+		to   seqboxtype.Effect
+		want bool
+	}{{seqboxtype.EffectUncertain, true}, {seqboxtype.EffectFailed, false}, {seqboxtype.EffectSucceeded, true}} {
+		require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{IdempotencyKey: key, To: tc.to, At: at(2),
+			From: []seqboxtype.Effect{seqboxtype.EffectPending, seqboxtype.EffectUncertain, seqboxtype.EffectFailed}}))
+		require.Equal(t, tc.want, touched(e.consumer, "1"), "%s", tc.to)
+	}
 }
 
 // insertEffect inserts a pending row of action for the test's consumer,
