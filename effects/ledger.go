@@ -192,6 +192,9 @@ type Call func(ctx context.Context, idempotencyKey string) (ref string, err erro
 // looked dead) is refused with a *ConflictError. Inside a Decider, a
 // succeeded call's record is written in the same commit as the decision
 // made from it (docs/design.md §11): Do returns before it is written.
+// Past the event's business deadline (its Decider's Identity.Deadline) Do
+// makes no new call: it returns an error matching seqbox.ErrPastDeadline,
+// and still returns or reconciles a call made before it.
 func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, error) {
 	id, ok := seqbox.IdentityFrom(ctx)
 	if !ok {
