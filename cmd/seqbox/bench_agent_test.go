@@ -33,6 +33,17 @@ func TestBenchAgent(t *testing.T) {
 			})
 		}
 	}
+	// --timeline adds where the run's time went: the first answers, and
+	// a step per later version.
+	out := ok(t, "bench", "agent", "--db", newDB(t), "--target", "library", "--keys", "4", "--versions", "3",
+		"--latency", "5ms", "--concurrency", "4", "--chain", "2", "--core-messages", "100", "--timeline")
+	m := kv(t, out, "agent timeline: ")
+	for _, k := range []string{"first_p50_ms", "first_max_ms", "tail_ms"} {
+		require.Regexp(t, regexp.MustCompile(`^`+num+`$`), m[k], k)
+	}
+	for _, k := range []string{"steps_p50_ms", "steps_max_ms"} {
+		require.Regexp(t, regexp.MustCompile(`^`+num+`,`+num+`$`), m[k], k)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string

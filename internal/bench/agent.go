@@ -57,6 +57,32 @@ type AgentResult struct {
 	AttemptsOnContention int64
 	// Checked says what the agent saw was in order and once per event.
 	Checked string
+	// Timeline is where the Keys x Versions run's time went.
+	Timeline AgentTimeline
+}
+
+// AgentTimeline is where the Keys x Versions run's time went beyond the
+// agent's latency, from the times the agent answered each event: how
+// late each key's first answer came after the start (the publish and the
+// first pass included), each later step's time from one answer of a key
+// to its next (Steps[v-1]: from version v to v+1), and the tail from the
+// last answer to the last event applied. With every key in step, the
+// run's time is about First's max, the steps' p90s and the tail, plus
+// Versions x Latency.
+type AgentTimeline struct {
+	First Latency
+	Steps []Latency
+	Tail  time.Duration
+}
+
+// Line renders the timeline as `seqbox bench agent --timeline` prints it.
+func (t AgentTimeline) Line() string {
+	p50, worst := make([]string, len(t.Steps)), make([]string, len(t.Steps))
+	for i, s := range t.Steps {
+		p50[i], worst[i] = fmt.Sprintf("%.1f", msOf(s.P50)), fmt.Sprintf("%.1f", msOf(s.Max))
+	}
+	return fmt.Sprintf("agent timeline: first_p50_ms=%.1f first_max_ms=%.1f steps_p50_ms=%s steps_max_ms=%s tail_ms=%.1f",
+		msOf(t.First.P50), msOf(t.First.Max), strings.Join(p50, ","), strings.Join(worst, ","), msOf(t.Tail))
 }
 
 // EventsPerS is the agent path's rate.
@@ -129,6 +155,7 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 		return res, err
 	}
 	res.Events, res.Elapsed = o.Keys*o.Versions, time.Since(start)
+	res.Timeline = a.timeline(run, o, start, res.Elapsed)
 
 	// The chain: one key, an instant agent; each step is the time from
 	// one event's call to the next one's.
@@ -319,6 +346,34 @@ func (a *benchAgent) steps(prefix string, posted time.Time) []time.Duration {
 		prev = a.at[id]
 	}
 	return out
+}
+
+// timeline is where the Keys x Versions run (started at start, ended
+// elapsed later) spent its time beyond the agent's latency.
+func (a *benchAgent) timeline(run string, o AgentOptions, start time.Time, elapsed time.Duration) AgentTimeline {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var first []time.Duration
+	steps := make([][]time.Duration, o.Versions-1)
+	var last time.Duration
+	for k := range o.Keys {
+		var prev time.Time
+		for v := 1; v <= o.Versions; v++ {
+			at := a.at[idOf(agentBody(run, "e", k, v))]
+			last = max(last, at.Sub(start))
+			if v == 1 {
+				first = append(first, at.Sub(start)-o.Latency)
+			} else {
+				steps[v-2] = append(steps[v-2], at.Sub(prev)-o.Latency)
+			}
+			prev = at
+		}
+	}
+	t := AgentTimeline{First: LatencyOf(first), Tail: elapsed - last}
+	for _, s := range steps {
+		t.Steps = append(t.Steps, LatencyOf(s))
+	}
+	return t
 }
 
 // check fails when an Idempotency-Key came twice or a key's versions came

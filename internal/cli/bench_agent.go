@@ -13,6 +13,7 @@ import (
 func benchAgentCmd() *cobra.Command {
 	var o bench.AgentOptions
 	var cpuProfile string
+	var timeline bool
 	c := &cobra.Command{
 		Use:   "agent",
 		Short: "The agent path (seqbox serve's pipeline, or Config.Decide with effects.Ledger) against an agent in this process, beside the core",
@@ -22,7 +23,11 @@ func benchAgentCmd() *cobra.Command {
 			"chain_p99_ms: the time from one event's call to the next's). It checks that the agent got every event\n" +
 			"once, each key's in version order, and prints one line:\n" +
 			"agent: store=… target=… keys=… latency_ms=… concurrency=… events_per_s=… ideal_per_s=… efficiency=…\n" +
-			"core_per_s=… ratio_vs_core=… chain_p50_ms=… chain_p99_ms=… busy_errors=… attempts_on_contention=… check=…",
+			"core_per_s=… ratio_vs_core=… chain_p50_ms=… chain_p99_ms=… busy_errors=… attempts_on_contention=… check=…\n" +
+			"With --timeline, a second line says where the --keys x --versions run's time went beyond the agent's latency,\n" +
+			"from the agent's answers: how late each key's first answer came after the start, each later step (one\n" +
+			"answer of a key to its next: p50 and max, per step), and the tail from the last answer to the last event applied:\n" +
+			"agent timeline: first_p50_ms=… first_max_ms=… steps_p50_ms=… steps_max_ms=… tail_ms=…",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct {
@@ -64,7 +69,10 @@ func benchAgentCmd() *cobra.Command {
 			if pgdb.IsURL(db) {
 				store = "postgres"
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Line(o, store))
+			if _, err = fmt.Fprintln(cmd.OutOrStdout(), res.Line(o, store)); err != nil || !timeline {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Timeline.Line())
 			return err
 		},
 	}
@@ -78,5 +86,6 @@ func benchAgentCmd() *cobra.Command {
 	fl.IntVar(&o.Chain, "chain", 20, "events of the one-key chain (instant agent)")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fl.IntVar(&o.CoreMessages, "core-messages", 5000, "messages of the core's run (core_per_s)")
+	fl.BoolVar(&timeline, "timeline", false, "print a second line: where the run's time went beyond the agent's latency")
 	return c
 }
