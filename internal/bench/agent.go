@@ -81,8 +81,14 @@ func (t AgentTimeline) Line() string {
 	for i, s := range t.Steps {
 		p50[i], worst[i] = fmt.Sprintf("%.1f", msOf(s.P50)), fmt.Sprintf("%.1f", msOf(s.Max))
 	}
+	list := func(xs []string) string {
+		if len(xs) == 0 {
+			return "-" // one version: no step
+		}
+		return strings.Join(xs, ",")
+	}
 	return fmt.Sprintf("agent timeline: first_p50_ms=%.1f first_max_ms=%.1f steps_p50_ms=%s steps_max_ms=%s tail_ms=%.1f",
-		msOf(t.First.P50), msOf(t.First.Max), strings.Join(p50, ","), strings.Join(worst, ","), msOf(t.Tail))
+		msOf(t.First.P50), msOf(t.First.Max), list(p50), list(worst), msOf(t.Tail))
 }
 
 // EventsPerS is the agent path's rate.
