@@ -67,7 +67,7 @@ type AgentResult struct {
 // first pass included), each later step's time from one answer of a key
 // to its next (Steps[v-1]: from version v to v+1), and the tail from the
 // last answer to the last event applied. With every key in step, the
-// run's time is about First's max, the steps' p90s and the tail, plus
+// run's time is about First's max, the steps' maxima and the tail, plus
 // Versions x Latency.
 type AgentTimeline struct {
 	First Latency
