@@ -301,7 +301,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 			return &decisionInFlight{wait: d.c.p.waitForOthers()}
 		}
 		if errors.Is(err, ErrPastDeadline) {
-			return d.pastDeadline(ctx, ref, err)
+			return pastDeadline(ctx, op, ref, err)
 		}
 		return fmt.Errorf("decide: %w", err)
 	}
@@ -317,8 +317,8 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 // have, nothing was done, and its run again ends it expired; with one (a
 // call of another action, made before the deadline), the event is neither
 // expired nor decidable, and is dead-lettered for an operator.
-func (d *decider) pastDeadline(ctx context.Context, ref store.MessageRef, err error) error {
-	touched, terr := d.c.cfg.Store.Executor().LedgerTouched(ctx, ref)
+func pastDeadline(ctx context.Context, op store.Executor, ref store.MessageRef, err error) error {
+	touched, terr := op.LedgerTouched(ctx, ref)
 	if terr != nil || !touched {
 		return terr
 	}

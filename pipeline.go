@@ -459,7 +459,8 @@ func (p *pipeline) parkRow(ev seqboxtype.Event, reason seqboxtype.Park, detail s
 }
 
 func (p *pipeline) isExpired(ev seqboxtype.Event, now time.Time) bool {
-	return p.cfg.MaxAge > 0 && !ev.Time.IsZero() && now.Sub(ev.Time) > p.cfg.MaxAge
+	d := p.deadline(ev)
+	return !d.IsZero() && now.After(d)
 }
 
 // deadline is ev's business deadline: past it, ev is expired (zero: it
