@@ -18,6 +18,40 @@ import (
 // statement per power-of-two chunk. The SQL decides exactly as the
 // multi-row statements do (same conflicts, same compare-and-set, same
 // lock order).
+//
+// The keys' rows and the decisions, tables that grow with the keys and
+// the events, are looked up by the batch's keys or identities as a probe
+// of the table's key per element (probeKeys, probeIDs): a nested loop
+// over the arrays whose inner side is a subquery on the whole key, kept
+// from being merged into a join (FOR UPDATE, LIMIT). A join or an = ANY
+// left to the planner was planned from statistics a new store's tables
+// lack until autovacuum's first ANALYZE, and pgx's prepared statements
+// keep the plan made then: it took `consumer = $1` (every row of a store
+// with one consumer) for a handful of rows, and read all of the
+// consumer's rows per statement, with a filter or a hash join, a cost
+// that grew with the table (5.6 ms a batch for the keys' lock at 5,000
+// keys). Each of these tables has no index but its key, so the probe is
+// the only plan an index offers, with statistics or without
+// (TestKeyProbesUseTheKeyWhateverTheStatistics). The turns, the parked
+// messages and the inbox have other indexes that also begin with the
+// consumer; with no statistics the planner may probe one of those by the
+// consumer alone, so they keep the join. For the turns and the parked
+// messages its cost is bounded by their size (the keys in flight); for
+// the inbox's reads by identity (re-sends, the stopped messages' rows)
+// it is not, until the first ANALYZE.
+
+// probeKeys is a FROM list of the keys in the array $2, each with the
+// rows of sub (a SELECT that names the key u.key) as f.
+func probeKeys(sub string) string {
+	return ` FROM unnest($2::text[]) AS u(key) CROSS JOIN LATERAL (` + sub + `) f`
+}
+
+// probeIDs is a FROM list of the identities in the arrays $2 (sources)
+// and $3 (ids), each with the rows of sub (a SELECT that names them u.s
+// and u.i) as f.
+func probeIDs(sub string) string {
+	return ` FROM unnest($2::text[], $3::text[]) AS u(s, i) CROSS JOIN LATERAL (` + sub + `) f`
+}
 
 // keyLockManyArrays is KeyLockMany in two statements: the key rows, locked
 // in byte order, then the parked and retrying flags, read after the locks
@@ -38,8 +72,8 @@ func (t *Executor) keyLockManyArrays(ctx context.Context, consumer string, keys 
 // keyLockArrays are keyLockManyArrays' two statements, read into out.
 func keyLockArrays(consumer string, keys []string, lockRow string, out map[string]store.KeyState) (lock, flags store.Statement) {
 	args := []any{consumer, keys}
-	return keysRead(`SELECT `+keyColumns+` FROM seqbox_keys
-		WHERE consumer = $1 AND partitionkey = ANY($2::text[]) ORDER BY partitionkey COLLATE "C"`+lockRow, args, out, false),
+	// keys is sorted (byte order): the probes lock the rows in its order.
+	return keysRead(`SELECT f.*`+probeKeys(`SELECT `+keyColumns+` FROM seqbox_keys WHERE consumer = $1 AND partitionkey = u.key`+lockRow), args, out, false),
 		flagsRead(`SELECT partitionkey, 'p' FROM seqbox_parked WHERE consumer = $1 AND partitionkey = ANY($2::text[])
 		UNION SELECT partitionkey, 'r' FROM seqbox_retries WHERE consumer = $1 AND partitionkey = ANY($2::text[])`, args, out)
 }
@@ -230,10 +264,12 @@ func keyAdvanceStatement(p store.KeyAdvanceManyParams) store.Statement {
 		}
 		keys, prev, next = append(keys, m.Key), append(prev, pv), append(next, m.Next)
 	}
-	return store.Statement{Query: `UPDATE seqbox_keys k SET version = u.next, updated_at = $2, baseline = COALESCE(k.baseline, u.next)
-		FROM unnest($3::text[], $4::bigint[], $5::bigint[]) AS u(key, prev, next)
-		WHERE k.consumer = $1 AND k.partitionkey = u.key AND COALESCE(k.version, -1) = u.prev`,
-		Args: []any{p.Consumer, micros(p.At), keys, prev, next}}
+	return store.Statement{Query: `UPDATE seqbox_keys k SET version = m.next, updated_at = $4, baseline = COALESCE(k.baseline, m.next)
+		FROM (SELECT f.ctid AS tid, u.next FROM unnest($2::text[], $3::bigint[], $5::bigint[]) AS u(key, prev, next)
+			CROSS JOIN LATERAL (SELECT ctid FROM seqbox_keys WHERE consumer = $1 AND partitionkey = u.key
+				AND COALESCE(version, -1) = u.prev FOR UPDATE) f) m
+		WHERE k.ctid = m.tid`,
+		Args: []any{p.Consumer, keys, prev, micros(p.At), next}}
 }
 
 // inboxGetArrays is InboxGetMany in one statement.

@@ -378,12 +378,15 @@ func (t *Executor) TurnBoundToMany(ctx context.Context, p store.IdentitiesRef) (
 // each row of (source, id, columns...) read by scan.
 type manyRead struct {
 	columns, table string
-	scan           func(store.Rows) error
+	// keyOnly: the table's one index is its key, so a probe per identity
+	// (probeIDs) is the only plan an index offers (arrays.go).
+	keyOnly bool
+	scan    func(store.Rows) error
 }
 
 // decisionsRead reads decisions into out (DecisionGetMany).
 func decisionsRead(out map[store.Identity]store.Decision) manyRead {
-	return manyRead{"decision, payload_hash", "seqbox_decisions", func(rows store.Rows) error {
+	return manyRead{"decision, payload_hash", "seqbox_decisions", true, func(rows store.Rows) error {
 		var id store.Identity
 		var d store.Decision
 		err := rows.Scan(&id.Source, &id.ID, &d.Value, &d.PayloadHash)
@@ -395,7 +398,7 @@ func decisionsRead(out map[store.Identity]store.Decision) manyRead {
 // turnsBoundRead reads the payload hashes turns are bound to into out
 // (TurnBoundToMany).
 func turnsBoundRead(out map[store.Identity]string) manyRead {
-	return manyRead{"payload_hash", "seqbox_retries", func(rows store.Rows) error {
+	return manyRead{"payload_hash", "seqbox_retries", false, func(rows store.Rows) error {
 		var id store.Identity
 		var hash string
 		err := rows.Scan(&id.Source, &id.ID, &hash)
@@ -432,6 +435,11 @@ func readManyArrays(p store.IdentitiesRef, r manyRead) store.Statement {
 	sources, ids := make([]string, len(p.IDs)), make([]string, len(p.IDs))
 	for i, id := range p.IDs {
 		sources[i], ids[i] = id.Source, id.ID
+	}
+	if r.keyOnly {
+		return store.Statement{Query: `SELECT f.*` + probeIDs(`SELECT source, id, `+r.columns+` FROM `+r.table+`
+			WHERE consumer = $1 AND source = u.s AND id = u.i LIMIT 1`), Args: []any{p.Consumer, sources, ids},
+			Read: func(rows store.Rows) error { return scanAll(rows, r.scan) }}
 	}
 	return store.Statement{Query: `SELECT t.source, t.id, ` + r.columns + ` FROM ` + r.table + ` t
 			JOIN unnest($2::text[], $3::text[]) AS u(s, d) ON t.source = u.s AND t.id = u.d

@@ -60,3 +60,20 @@ func PoolSends(st store.Store) int {
 func PoolStatement(ctx context.Context, s store.Store, st store.Statement) (int64, error) {
 	return s.(*Store).executor(nil).single(ctx, st)
 }
+
+// KeyProbes are PostgreSQL's set-based statements that look rows up by
+// key in a table whose one index is its key (arrays.go), named, for
+// consumer, keys and ids: the statements whose plans must probe the key
+// once per element whatever the tables' statistics say.
+func KeyProbes(consumer string, keys []string, ids []store.Identity) map[string]store.Statement {
+	lock, _ := keyLockArrays(consumer, keys, " FOR UPDATE", map[string]store.KeyState{})
+	moves := make([]store.KeyMove, len(keys))
+	for i, k := range keys {
+		moves[i] = store.KeyMove{Key: k, Next: 1}
+	}
+	return map[string]store.Statement{
+		"keys locked":    lock,
+		"keys advanced":  keyAdvanceStatement(store.KeyAdvanceManyParams{Consumer: consumer, Moves: moves}),
+		"decisions read": readManyArrays(store.IdentitiesRef{Consumer: consumer, IDs: ids}, decisionsRead(nil)),
+	}
+}
