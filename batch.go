@@ -121,7 +121,7 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	// The batch's own cost, for the sizer: from BEGIN's return, so the
 	// wait for SQLite's one writer (another batch's time) is left out.
 	began := time.Now()
-	btx := &batchTx{tx: tx, failed: failed, defers: c.cfg.BatchHandler != nil}
+	btx := &batchTx{tx: tx, failed: failed, defers: c.cfg.BatchHandler != nil, lookAfterClaims: !c.p.serialWriters}
 	if c.cfg.Decide != nil {
 		if err := c.p.lockBusinessKeys(ctx, btx, ins); err != nil {
 			tx.Rollback()

@@ -92,6 +92,14 @@ type batchTx struct {
 	turns  []store.TurnRow
 	turnAt time.Time
 	claims []store.DecisionClaimParams
+	// lookAfterClaims: after the run's claims, in the same transaction,
+	// it reads the claimed identities' decisions, so that their deciders
+	// need not look again before they ask (preClaim.looked,
+	// docs/design.md §10.1). Set where transactions run side by side
+	// (PostgreSQL): the run's earlier reads are not one snapshot there.
+	// decidedAfter holds what the queued read found (finishQueued).
+	lookAfterClaims bool
+	decidedAfter    map[store.Identity]store.Decision
 	// Deferred writes.
 	outcomes    map[store.Identity]int // index into outcomeRows
 	outcomeRows []store.OutcomeRow
@@ -250,6 +258,10 @@ func (b *batchTx) sendQueue(ctx context.Context) error {
 		b.claimsTaken(c.owner, c.claimed)
 	}
 	b.claimsQueued = nil
+	if b.decidedAfter != nil {
+		b.lookedAfterClaims(b.decidedAfter)
+		b.decidedAfter = nil
+	}
 	return nil
 }
 
@@ -315,11 +327,19 @@ func (b *batchTx) finishQueued(ctx context.Context) error {
 		stmts = append(stmts, pl.TurnTakeStatement(store.TurnTakeManyParams{Consumer: b.consumer, At: b.turnAt, Turns: b.turns}, q.taken))
 		b.turnsQueued, b.turns = q, b.turns[:0]
 	}
+	var claimed []store.Identity
 	for len(b.claims) > 0 {
 		p := b.claimsOfFirstOwner()
 		c := queuedClaims{owner: p.Owner, claimed: make(map[store.Identity]bool, len(p.IDs))}
 		stmts = append(stmts, pl.DecisionClaimStatement(p, c.claimed))
 		b.claimsQueued = append(b.claimsQueued, c)
+		claimed = append(claimed, p.IDs...)
+	}
+	if b.lookAfterClaims && len(claimed) > 0 {
+		// After the claims: a statement of its own, so it reads what
+		// committed while they waited for a row lock.
+		b.decidedAfter = make(map[store.Identity]store.Decision, len(claimed))
+		stmts = append(stmts, pl.DecisionsStatement(store.IdentitiesRef{Consumer: b.consumer, IDs: claimed}, b.decidedAfter))
 	}
 	for _, st := range stmts {
 		if _, err := b.queue.add(st); err != nil {

@@ -184,6 +184,7 @@ func (b *batchTx) DecisionClaim(ctx context.Context, p store.DecisionClaimParams
 // among them; a message whose claim another owner holds has its claim
 // taken off, and its decider claims for itself.
 func (b *batchTx) takeClaims(ctx context.Context) error {
+	var ids []store.Identity
 	for len(b.claims) > 0 {
 		p := b.claimsOfFirstOwner()
 		claimed, err := b.tx.DecisionClaimMany(ctx, p)
@@ -191,8 +192,37 @@ func (b *batchTx) takeClaims(ctx context.Context) error {
 			return err
 		}
 		b.claimsTaken(p.Owner, claimed)
+		for id := range claimed {
+			ids = append(ids, id)
+		}
 	}
+	if !b.lookAfterClaims || len(ids) == 0 {
+		return nil
+	}
+	decided, err := b.tx.DecisionGetMany(ctx, store.IdentitiesRef{Consumer: b.consumer, IDs: ids})
+	if err != nil {
+		return err
+	}
+	b.lookedAfterClaims(decided)
 	return nil
+}
+
+// lookedAfterClaims marks the claims of the run's stopped messages that
+// decided, the decisions read after the claims in the same transaction,
+// does not hold: their deciders ask without looking again while the
+// claim is fresh. A message with a decision keeps its claim unmarked:
+// its decider looks, and finds it. That read is the decider's look
+// (DecisionLook) but for the identity's inbox row and turn, which this
+// transaction holds as it read them: it inserted the row (a copy's
+// insert elsewhere waits for it, and it is taken back before the
+// commit) and took the turn.
+func (b *batchTx) lookedAfterClaims(decided map[store.Identity]store.Decision) {
+	for i, u := range b.undecided {
+		_, found := decided[store.Identity{Source: u.ev.Source, ID: u.ev.ID}]
+		if u.claim.owner != "" && !u.after && !found {
+			b.undecided[i].claim.looked = true
+		}
+	}
 }
 
 // claimsOfFirstOwner takes out of the run's deferred claims those of the

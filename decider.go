@@ -62,6 +62,10 @@ type undecided struct {
 type preClaim struct {
 	owner string
 	at    time.Time
+	// looked: the transaction read the identity's look after taking the
+	// claim (batchTx.lookAfterClaims) and found no decision and the
+	// identity not settled elsewhere.
+	looked bool
 }
 
 // decider runs Config.Decide for undecided messages: one call per identity
@@ -234,8 +238,12 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	// claim and records its call late is the ledger's to catch, as after
 	// a look. On PostgreSQL the transaction's reads are not one snapshot
 	// (READ COMMITTED): a decision committed between its read and its
-	// claim is seen only by the look (docs/design.md §10.1).
-	if !fresh || !d.c.p.serialWriters {
+	// claim is seen only by a look after the claim. The transaction
+	// reads it itself, in a statement after its claims (pre.looked,
+	// batchTx.lookAfterClaims); a claim taken without it is looked at
+	// here (docs/design.md §10.1,
+	// TestDecisionRecordedBetweenReadAndClaimIsNotAskedAgainOnPostgres).
+	if !fresh || !(d.c.p.serialWriters || pre.looked) {
 		look, err := op.DecisionLook(ctx, ref)
 		if err != nil || look.Decided || finalElsewhere(look) {
 			return err

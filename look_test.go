@@ -2,12 +2,16 @@ package seqbox_test
 
 import (
 	"context"
+	"database/sql"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -38,11 +42,12 @@ func (e lookCountExecutor) DecisionLook(ctx context.Context, p store.MessageRef)
 	return e.Executor.DecisionLook(ctx, p)
 }
 
-// On a store with one writer, a decider whose own transaction claimed the
-// message less than a heartbeat ago asks without looking again: that
-// transaction read no decision under the same writer, and nothing can
-// record one or settle the identity under its live claim. An older claim
-// is looked at, and on PostgreSQL (READ COMMITTED) every claim is.
+// A decider whose own transaction claimed the message less than a
+// heartbeat ago asks without looking again: on a store with one writer
+// that transaction read no decision under the same writer, on PostgreSQL
+// (READ COMMITTED) it read the look in a statement after its claim; and
+// nothing can record a decision or settle the identity under its live
+// claim. An older claim is looked at.
 func TestDeciderLooksAgainOnlyWhereItsClaimMayHaveChanged(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -52,7 +57,8 @@ func TestDeciderLooksAgainOnlyWhereItsClaimMayHaveChanged(t *testing.T) {
 	}{
 		{"sqlite fresh claim", setup, time.Minute, 0},
 		{"sqlite claim older than a heartbeat", setup, time.Nanosecond, 1},
-		{"postgres fresh claim", setupPostgres, time.Minute, 1},
+		{"postgres fresh claim", setupPostgres, time.Minute, 0},
+		{"postgres claim older than a heartbeat", setupPostgres, time.Nanosecond, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.bundle(t)
@@ -137,4 +143,128 @@ func TestCopyWhoseClaimWasItsTwinsLooksBeforeItAsks(t *testing.T) {
 			require.Equal(t, []string{"e1"}, a.called(), "the agent is asked once")
 		})
 	}
+}
+
+// On PostgreSQL a batch's reads are not one snapshot (READ COMMITTED).
+// Another process that holds the identity's claim records its decision
+// (dropping the claim) while the batch, which read no decision, claims
+// the identity: the batch's claim waits for that record's row lock, and
+// succeeds once it commits. Only a read that starts after the claim sees
+// the decision: the batch's look after its claims, in the same
+// transaction. The agent is then not asked again; a look before the
+// claims, or none, asks it twice.
+func TestDecisionRecordedWhileTheBatchClaimsIsNotAskedAgainOnPostgres(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		t.Run(map[bool]string{false: "statements sent together", true: "statements one by one"}[direct], func(t *testing.T) {
+			ctx := context.Background()
+			b := setupPostgres(t)
+			a := newAgent()
+			if direct {
+				// A handler that takes its tx for a *sql.Tx has the
+				// batches' statements sent one by one from then on.
+				record := b.cfg.Handler
+				b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+					_ = tx.(*sql.Tx)
+					return record(ctx, tx, ev)
+				}
+			}
+			raw := []byte(`{"id":"e1","source":"crm","type":"t","partitionkey":"opp","objectversion":1}`)
+			ev, err := seqboxtype.ParseEvent(raw)
+			require.NoError(t, err)
+			// The other process's claim, alive.
+			now := time.Now()
+			claim, err := b.store.Executor().DecisionClaim(ctx, store.DecisionClaimParams{Consumer: b.cfg.Name, Source: "crm", ID: "e1",
+				Owner: "other", Now: now, Until: now.Add(time.Hour)})
+			require.NoError(t, err)
+			require.True(t, claim.Claimed)
+			committed := make(chan error, 1)
+			record := func() {
+				// Its record, begun before the batch's claim and committed
+				// once that claim waits for it.
+				tx, err := b.store.Begin(ctx)
+				require.NoError(t, err)
+				_, err = tx.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: b.cfg.Name, Source: "crm", ID: "e1",
+					Decision: []byte(`"elsewhere"`), PayloadHash: ev.Hash, At: time.Now(), Owner: "other"})
+				require.NoError(t, err)
+				go func() {
+					waitfor.That(t, time.Minute, "the batch's claim waiting for the record's lock", func() bool {
+						var waiting int
+						err := b.store.DB().QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+						return err == nil && waiting > 0
+					})
+					committed <- tx.Commit()
+				}()
+			}
+			b.cfg.Store, b.cfg.Decide, b.cfg.ClaimHeartbeat = claimHook{Store: b.store, id: "e1", before: record, once: new(sync.Once)}, a.decide, time.Minute
+			cons := b.consumer(t)
+			if direct {
+				// Another key's message reaches the handler first.
+				require.Equal(t, []string{"e0:applied"}, outcomes(mustDeliver(t, cons, []byte(`{"id":"e0","source":"crm","type":"t","partitionkey":"other","objectversion":1}`), 1)))
+			}
+			results := mustDeliver(t, cons, raw, 1)
+			require.NoError(t, <-committed, "the other process's record")
+			require.Equal(t, []string{"e1:applied"}, outcomes(results))
+			require.NotContains(t, a.called(), "e1", "the agent is not asked: the decision was recorded elsewhere")
+		})
+	}
+}
+
+// claimHook is a store whose batch transactions run before once, just
+// before the first claim statement of identity id is made (and sent).
+type claimHook struct {
+	store.Store
+	id     string
+	before func()
+	once   *sync.Once
+}
+
+// claiming runs before once when p claims s.id.
+func (s claimHook) claiming(p store.DecisionClaimManyParams) {
+	for _, id := range p.IDs {
+		if id.ID == s.id {
+			s.once.Do(s.before)
+		}
+	}
+}
+
+// OneWriter is the wrapped store's.
+func (s claimHook) OneWriter() bool {
+	ow, ok := s.Store.(interface{ OneWriter() bool })
+	return ok && ow.OneWriter()
+}
+
+func (s claimHook) Begin(ctx context.Context) (store.ExecutorTx, error) {
+	tx, err := s.Store.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if pl, ok := tx.(store.Pipeliner); ok {
+		return claimHookPipe{Pipeliner: pl, s: s}, nil
+	}
+	return claimHookTx{ExecutorTx: tx, s: s}, nil
+}
+
+type claimHookTx struct {
+	store.ExecutorTx
+	s claimHook
+}
+
+func (t claimHookTx) DecisionClaimMany(ctx context.Context, p store.DecisionClaimManyParams) (map[store.Identity]bool, error) {
+	t.s.claiming(p)
+	return t.ExecutorTx.DecisionClaimMany(ctx, p)
+}
+
+type claimHookPipe struct {
+	store.Pipeliner
+	s claimHook
+}
+
+func (t claimHookPipe) DecisionClaimMany(ctx context.Context, p store.DecisionClaimManyParams) (map[store.Identity]bool, error) {
+	t.s.claiming(p)
+	return t.Pipeliner.DecisionClaimMany(ctx, p)
+}
+
+func (t claimHookPipe) DecisionClaimStatement(p store.DecisionClaimManyParams, claimed map[store.Identity]bool) store.Statement {
+	t.s.claiming(p)
+	return t.Pipeliner.DecisionClaimStatement(p, claimed)
 }
