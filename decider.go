@@ -62,9 +62,9 @@ type undecided struct {
 type preClaim struct {
 	owner string
 	at    time.Time
-	// looked: the transaction read the identity's look after taking the
-	// claim (batchTx.lookAfterClaims) and found no decision and the
-	// identity not settled elsewhere.
+	// looked: the transaction read the identity's decision after taking
+	// the claim (batchTx.lookAfterClaims) and found none; the rest of a
+	// look, the identity's inbox row and turn, it held itself.
 	looked bool
 }
 
@@ -242,7 +242,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	// reads it itself, in a statement after its claims (pre.looked,
 	// batchTx.lookAfterClaims); a claim taken without it is looked at
 	// here (docs/design.md §10.1,
-	// TestDecisionRecordedBetweenReadAndClaimIsNotAskedAgainOnPostgres).
+	// TestDecisionRecordedWhileTheBatchClaimsIsNotAskedAgainOnPostgres).
 	if !fresh || !(d.c.p.serialWriters || pre.looked) {
 		look, err := op.DecisionLook(ctx, ref)
 		if err != nil || look.Decided || finalElsewhere(look) {
