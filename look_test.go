@@ -3,6 +3,7 @@ package seqbox_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,16 +17,20 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// lookCount is a store whose executors count their DecisionLook calls.
-type lookCount struct {
-	store.Store
-	looks *atomic.Int64
-}
+// wrapped is a test's store around another: it says OneWriter as the
+// store it wraps does (the pipeline takes its rules from it).
+type wrapped struct{ store.Store }
 
 // OneWriter is the wrapped store's.
-func (s lookCount) OneWriter() bool {
+func (s wrapped) OneWriter() bool {
 	ow, ok := s.Store.(interface{ OneWriter() bool })
 	return ok && ow.OneWriter()
+}
+
+// lookCount is a store whose executors count their DecisionLook calls.
+type lookCount struct {
+	wrapped
+	looks *atomic.Int64
 }
 
 func (s lookCount) Executor() store.Executor {
@@ -64,7 +69,7 @@ func TestDeciderLooksAgainOnlyWhereItsClaimMayHaveChanged(t *testing.T) {
 			b := c.bundle(t)
 			a := newAgent()
 			var looks atomic.Int64
-			b.cfg.Store, b.cfg.Decide, b.cfg.ClaimHeartbeat = lookCount{Store: b.store, looks: &looks}, a.decide, c.heartbeat
+			b.cfg.Store, b.cfg.Decide, b.cfg.ClaimHeartbeat = lookCount{wrapped: wrapped{b.store}, looks: &looks}, a.decide, c.heartbeat
 			results := mustDeliver(t, b.consumer(t), []byte(`{"id":"e1","source":"crm","type":"t","partitionkey":"opp","objectversion":1}`), 1)
 			require.Equal(t, []string{"e1:applied"}, outcomes(results))
 			require.Equal(t, []string{"e1"}, a.called())
@@ -76,15 +81,9 @@ func TestDeciderLooksAgainOnlyWhereItsClaimMayHaveChanged(t *testing.T) {
 // commitGate is a store whose next batch commit, once armed, waits after
 // committing until release is closed (reached says it got there).
 type commitGate struct {
-	store.Store
+	wrapped
 	armed            *atomic.Bool
 	reached, release chan struct{}
-}
-
-// OneWriter is the wrapped store's.
-func (s commitGate) OneWriter() bool {
-	ow, ok := s.Store.(interface{ OneWriter() bool })
-	return ok && ow.OneWriter()
 }
 
 func (s commitGate) Begin(ctx context.Context) (store.ExecutorTx, error) {
@@ -124,7 +123,7 @@ func TestCopyWhoseClaimWasItsTwinsLooksBeforeItAsks(t *testing.T) {
 			b := c.bundle(t)
 			a := newAgent()
 			a.block["e1"] = make(chan struct{})
-			gate := commitGate{Store: b.store, armed: new(atomic.Bool), reached: make(chan struct{}), release: make(chan struct{})}
+			gate := commitGate{wrapped: wrapped{b.store}, armed: new(atomic.Bool), reached: make(chan struct{}), release: make(chan struct{})}
 			b.cfg.Store, b.cfg.Decide, b.cfg.ClaimHeartbeat = gate, a.decide, time.Minute
 			cons := b.consumer(t)
 			ev := []byte(`{"id":"e1","source":"crm","type":"t","partitionkey":"opp","objectversion":1}`)
@@ -195,7 +194,7 @@ func TestDecisionRecordedWhileTheBatchClaimsIsNotAskedAgainOnPostgres(t *testing
 					committed <- tx.Commit()
 				}()
 			}
-			b.cfg.Store, b.cfg.Decide, b.cfg.ClaimHeartbeat = claimHook{Store: b.store, id: "e1", before: record, once: new(sync.Once)}, a.decide, time.Minute
+			b.cfg.Store, b.cfg.Decide, b.cfg.ClaimHeartbeat = claimHook{wrapped: wrapped{b.store}, id: "e1", before: record, once: new(sync.Once)}, a.decide, time.Minute
 			cons := b.consumer(t)
 			if direct {
 				// Another key's message reaches the handler first.
@@ -209,10 +208,11 @@ func TestDecisionRecordedWhileTheBatchClaimsIsNotAskedAgainOnPostgres(t *testing
 	}
 }
 
-// claimHook is a store whose batch transactions run before once, just
-// before the first claim statement of identity id is made (and sent).
+// claimHook is a PostgreSQL store whose batch transactions run before
+// once, just before the first claim statement of identity id is made
+// (and sent): in a pipeline, or alone.
 type claimHook struct {
-	store.Store
+	wrapped
 	id     string
 	before func()
 	once   *sync.Once
@@ -227,31 +227,17 @@ func (s claimHook) claiming(p store.DecisionClaimManyParams) {
 	}
 }
 
-// OneWriter is the wrapped store's.
-func (s claimHook) OneWriter() bool {
-	ow, ok := s.Store.(interface{ OneWriter() bool })
-	return ok && ow.OneWriter()
-}
-
 func (s claimHook) Begin(ctx context.Context) (store.ExecutorTx, error) {
 	tx, err := s.Store.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if pl, ok := tx.(store.Pipeliner); ok {
-		return claimHookPipe{Pipeliner: pl, s: s}, nil
+	pl, ok := tx.(store.Pipeliner)
+	if !ok {
+		tx.Rollback()
+		return nil, fmt.Errorf("claimHook: %T is not a store.Pipeliner (PostgreSQL's are)", tx)
 	}
-	return claimHookTx{ExecutorTx: tx, s: s}, nil
-}
-
-type claimHookTx struct {
-	store.ExecutorTx
-	s claimHook
-}
-
-func (t claimHookTx) DecisionClaimMany(ctx context.Context, p store.DecisionClaimManyParams) (map[store.Identity]bool, error) {
-	t.s.claiming(p)
-	return t.ExecutorTx.DecisionClaimMany(ctx, p)
+	return claimHookPipe{Pipeliner: pl, s: s}, nil
 }
 
 type claimHookPipe struct {
