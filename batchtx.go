@@ -675,12 +675,31 @@ func (b *batchTx) retryWritten(key string) {
 }
 
 // retryOnKey reads the key's retrying identity; false when none.
+//
+// The store tells a retry row whose identity settled (stale) from one
+// that holds the key's turn by the identity's inbox row, and an
+// optimistic run records the identities it inserted as applied until
+// their deliveries say otherwise (provisional). So the row of one that
+// holds the turn elsewhere, whose copy is in this batch after the
+// message asking (its decision being asked by a Deliver, or by another
+// process), read as stale, and that message went ahead of the turn's
+// holder to the agent (TestTurnHolderWhoseCopyIsInTheBatchKeepsTheTurn;
+// the state-machine test found it). An identity the run inserted has no
+// row committed before it: with a retry row on the key, read under the
+// key's lock (retryIDs) and not cleared by this run, it holds the turn.
 func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
 	r, err := b.RetryOnKey(ctx, store.KeyRef{Consumer: consumer, Key: key})
-	if errors.Is(err, store.ErrNotFound) {
-		return r, false, nil
+	if !errors.Is(err, store.ErrNotFound) {
+		return r, err == nil, err
 	}
-	return r, err == nil, err
+	if consumer == b.consumer {
+		for _, id := range b.retryIDs[key] {
+			if b.provisional[id] && !b.cleared[id] {
+				return store.RetryRow{Consumer: consumer, PartitionKey: key, Source: id.Source, ID: id.ID}, true, nil
+			}
+		}
+	}
+	return r, false, nil
 }
 
 // RetryClear is deferred in an optimistic run.
