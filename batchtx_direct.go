@@ -192,11 +192,13 @@ func (b *batchTx) takeClaims(ctx context.Context) error {
 			return err
 		}
 		b.claimsTaken(p.Owner, claimed)
-		for id := range claimed {
-			ids = append(ids, id)
+		if b.lookAfterClaims {
+			for id := range claimed {
+				ids = append(ids, id)
+			}
 		}
 	}
-	if !b.lookAfterClaims || len(ids) == 0 {
+	if len(ids) == 0 {
 		return nil
 	}
 	decided, err := b.tx.DecisionGetMany(ctx, store.IdentitiesRef{Consumer: b.consumer, IDs: ids})
