@@ -115,10 +115,7 @@ func (t gatedTx) Commit() error {
 // claim gone; the second copy must not take its claim for a fresh one of
 // its own and ask again without looking.
 func TestCopyWhoseClaimWasItsTwinsLooksBeforeItAsks(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		bundle func(*testing.T) *bundle
-	}{{"sqlite", setup}, {"postgres", setupPostgres}} {
+	for _, c := range bothStores {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.bundle(t)
 			a := newAgent()

@@ -11,6 +11,13 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
+// bothStores are the stores a test of the agent path runs on, each with
+// its bundle.
+var bothStores = []struct {
+	name   string
+	bundle func(*testing.T) *bundle
+}{{"sqlite", setup}, {"postgres", setupPostgres}}
+
 // A batch's first run inserts its identities as applied until each
 // delivery says otherwise. A copy in the batch of a message that holds
 // its key's turn elsewhere (being decided by a Deliver of its own, with
@@ -20,10 +27,7 @@ import (
 // holder was being asked (the state-machine test found it: "order at
 // the agent", seed 17004061918496131439). It must wait, held, behind it.
 func TestTurnHolderWhoseCopyIsInTheBatchKeepsTheTurn(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		bundle func(*testing.T) *bundle
-	}{{"sqlite", setup}, {"postgres", setupPostgres}} {
+	for _, c := range bothStores {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			b := c.bundle(t)
@@ -68,10 +72,7 @@ func TestTurnHolderWhoseCopyIsInTheBatchKeepsTheTurn(t *testing.T) {
 // business key in the batch through to the agent. It holds without the
 // turn's fix (e1 waits, retry), and guards it.
 func TestBusinessKeyHolderWhoseCopyIsInTheBatchKeepsTheKey(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		bundle func(*testing.T) *bundle
-	}{{"sqlite", setup}, {"postgres", setupPostgres}} {
+	for _, c := range bothStores {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			b := c.bundle(t)
