@@ -687,12 +687,26 @@ func (b *batchTx) retryWritten(key string) {
 // the state-machine test found it). An identity the run inserted has no
 // row committed before it: with a retry row on the key, read under the
 // key's lock (retryIDs) and not cleared by this run, it holds the turn.
+// A key the run created has had no rows read (a retry row can stand
+// without its key's row: the failed attempt that created the key rolled
+// it back): they are read then, under the lock the gate holds
+// (TestRetryingMessageWhoseCopyIsInTheBatchKeepsTheTurn).
 func (b *batchTx) retryOnKey(ctx context.Context, consumer, key string) (store.RetryRow, bool, error) {
 	r, err := b.RetryOnKey(ctx, store.KeyRef{Consumer: consumer, Key: key})
 	if !errors.Is(err, store.ErrNotFound) {
 		return r, err == nil, err
 	}
-	if consumer == b.consumer {
+	if consumer == b.consumer && b.optimistic && len(b.provisional) > 0 {
+		if _, read := b.retryIDs[key]; !read {
+			ids, err := b.tx.RetryRowsOnKeys(ctx, store.KeysRef{Consumer: consumer, Keys: []string{key}})
+			if err != nil {
+				return r, false, err
+			}
+			if b.retryIDs == nil {
+				b.retryIDs = map[string][]store.Identity{}
+			}
+			b.retryIDs[key] = ids[key]
+		}
 		for _, id := range b.retryIDs[key] {
 			if b.provisional[id] && !b.cleared[id] {
 				return store.RetryRow{Consumer: consumer, PartitionKey: key, Source: id.Source, ID: id.ID}, true, nil

@@ -2,11 +2,13 @@ package seqbox_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -106,6 +108,38 @@ func TestBusinessKeyHolderWhoseCopyIsInTheBatchKeepsTheKey(t *testing.T) {
 			<-first
 			<-batch
 			require.Equal(t, []string{"e2"}, a.called(), "the business key reached the agent once")
+		})
+	}
+}
+
+// The same hole for a consumer without Decide: e2 failed once and holds
+// its key's turn (a retry row, no inbox row), then a batch holds e1 (no
+// objectversion) and, after it, e2's redelivered copy. e2's copy makes
+// its own turn read as stale to the store; e1 must not be applied ahead
+// of it.
+func TestRetryingMessageWhoseCopyIsInTheBatchKeepsTheTurn(t *testing.T) {
+	for _, c := range bothStores {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := c.bundle(t)
+			var order []string
+			failed := false
+			b.cfg.Handler = func(_ context.Context, _ seqbox.Tx, ev seqboxtype.Event) error {
+				if ev.ID == "e2" && !failed {
+					failed = true
+					return errors.New("e2 fails once")
+				}
+				order = append(order, ev.ID)
+				return nil
+			}
+			cons := b.consumer(t)
+			e1 := []byte(`{"id":"e1","source":"crm","type":"t","partitionkey":"opp"}`)
+			e2 := []byte(`{"id":"e2","source":"crm","type":"t","partitionkey":"opp"}`)
+			require.Equal(t, seqboxtype.Retry, mustDeliver(t, cons, e2, 1)[0].Outcome, "e2 fails and holds its key's turn")
+			out, err := cons.DeliverBatch(ctx, [][]byte{e1, e2})
+			require.NoError(t, err)
+			t.Logf("batch: %+v", out)
+			require.Equal(t, []string{"e2", "e1"}, order, "the handler, in the key's order")
 		})
 	}
 }
