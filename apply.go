@@ -201,7 +201,7 @@ func (p *pipeline) applyDeferred(ctx context.Context, tx *batchTx) (err error) {
 // failed handles a handler error: retry with the attempt counted, or
 // dead-letter when the error is permanent or attempts are used up.
 func (p *pipeline) failed(ctx context.Context, m *message, herr error) (reached, error) {
-	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
+	if err := p.rollback(ctx, m); err != nil {
 		return reached{}, err
 	}
 	rc, err := m.tx.RetryRecord(ctx, store.RetryRow{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID,

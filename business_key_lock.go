@@ -62,6 +62,6 @@ func (p *pipeline) lockForTurn(ctx context.Context, tx *batchTx, ev seqboxtype.E
 	if ev.PartitionKey == "" || p.serialWriters {
 		return nil
 	}
-	_, err := p.lockKey(ctx, tx, ev.PartitionKey, now)
+	_, _, err := p.lockKey(ctx, tx, ev.PartitionKey, now)
 	return err
 }

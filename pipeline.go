@@ -124,6 +124,9 @@ type message struct {
 	res seqboxtype.Result
 	sp  string
 	now time.Time
+	// newKey: lockKey created the key's row, within the message's
+	// savepoint (rollback creates it again).
+	newKey bool
 }
 
 // reached is where a delivery ended: its results (its own first, then
@@ -244,7 +247,7 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 
 	if ev.PartitionKey != "" {
 		var err error
-		if m.ks, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
+		if m.ks, m.newKey, err = p.lockKey(ctx, tx, ev.PartitionKey, now); err != nil {
 			return reached{}, err
 		}
 		if m.ks.Blocked && in.redrive() && m.ks.BlockedSource == ev.Source && m.ks.BlockedID == ev.ID {
@@ -506,14 +509,27 @@ func (p *pipeline) expiredReason(ev seqboxtype.Event) string {
 }
 
 // lockKey reads and locks a key's state, creating the key first when it is
-// new: one statement for a key seen before.
-func (p *pipeline) lockKey(ctx context.Context, tx *batchTx, key string, now time.Time) (store.KeyState, error) {
-	ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+// new (created): one statement for a key seen before.
+func (p *pipeline) lockKey(ctx context.Context, tx *batchTx, key string, now time.Time) (ks store.KeyState, created bool, err error) {
+	ks, err = tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
 	if !errors.Is(err, store.ErrNotFound) {
-		return ks, err
+		return ks, false, err
 	}
 	if err := tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: p.cfg.Name, Key: key, At: now}); err != nil {
-		return ks, err
+		return ks, false, err
 	}
-	return tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+	ks, err = tx.KeyLock(ctx, store.KeyRef{Consumer: p.cfg.Name, Key: key})
+	return ks, true, err
+}
+
+// rollback undoes a message's writes in a run with savepoints. A key row
+// the message created (newKey) goes with them, and is created again: the
+// retry row or turn the message writes next holds the key's turn, and a
+// turn without its key's row was one `keys release` could not find
+// (TestTurnOnANewKeyCanBeReleased).
+func (p *pipeline) rollback(ctx context.Context, m *message) error {
+	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil || !m.newKey {
+		return err
+	}
+	return m.tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: p.cfg.Name, Key: m.ev.PartitionKey, At: m.now})
 }

@@ -14,7 +14,7 @@ import (
 // wrote (undoable). Anything else ends the optimistic run (errRerun).
 func (p *pipeline) undo(ctx context.Context, m *message) error {
 	if !m.tx.optimistic {
-		return m.tx.SavepointRollback(ctx, m.sp)
+		return p.rollback(ctx, m)
 	}
 	return m.tx.uninsert(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID})
 }

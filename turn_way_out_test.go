@@ -2,6 +2,8 @@ package seqbox_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +145,38 @@ func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
 	require.Len(t, letters, 1)
 	require.Equal(t, "u1", letters[0].ID)
 	require.Equal(t, seqboxtype.DeadLetterSkipped, letters[0].State)
+}
+
+// A message that failed in a batch on a key new to the store held its
+// key's turn by a retry row with no key row: the failed attempt's key
+// row rolled back with it, and `keys release` answered `key "k2": not
+// found`, so the operator could not end the turn (TestBatchMatchesOneByOne
+// found it; one by one, the key's row stood). A turn's key has its row.
+func TestTurnOnANewKeyCanBeReleased(t *testing.T) {
+	for _, c := range bothStores {
+		for _, batch := range [][]string{{"k2-v2"}, {"u-1", "k2-v2"}} {
+			t.Run(c.name+"/"+strings.Join(batch, ","), func(t *testing.T) {
+				ctx := context.Background()
+				b := c.bundle(t)
+				b.cfg.Handler = func(_ context.Context, _ seqbox.Tx, ev seqboxtype.Event) error {
+					if ev.ID == "k2-v2" {
+						return errors.New("fails")
+					}
+					return nil
+				}
+				cons := b.consumer(t)
+				raws := map[string][]byte{"u-1": []byte(`{"id":"u-1","source":"crm","type":"t"}`), "k2-v2": keyed("k2-v2", "k2", 2)}
+				var in [][]byte
+				for _, id := range batch {
+					in = append(in, raws[id])
+				}
+				out, err := cons.DeliverBatch(ctx, in)
+				require.NoError(t, err)
+				require.Equal(t, seqboxtype.Retry, out[len(out)-1][0].Outcome, "k2-v2 fails and holds its key's turn")
+				_, err = cons.ReleaseKey(ctx, "k2", "ops", "test")
+				require.NoError(t, err, "the operator ends the turn")
+				require.Equal(t, "dead_lettered", outcomeOf(t, b, "k2-v2"), "the turn's holder is recorded a dead letter")
+			})
+		}
+	}
 }
