@@ -314,8 +314,12 @@ func (w *world) check(s *snapshot) []string {
 		}
 	}
 	// Applied only what the agent did: the decision applied is the
-	// remote side's reference for the identity's call.
+	// remote side's reference for the identity's call (a consumer
+	// without Decide has no agent: its handler applies alone).
 	for _, a := range s.applied {
+		if w.cfg.noDecide {
+			break
+		}
 		key := effects.Key(rapidConsumer, rapidSource, a.id, rapidAction)
 		if w.remote.applied[key] == 0 {
 			fail("applied only what the agent did: %s applied (decision %q) with no effect at the remote side", a.id, a.decision)
@@ -415,6 +419,8 @@ func (w *world) check(s *snapshot) []string {
 		}
 	}
 
+	bad = append(bad, w.checkTurnOrder(s)...)
+
 	// Per versioned key, applied versions strictly increase, and a
 	// version passed over is on record.
 	last := map[string]int64{}
@@ -474,6 +480,68 @@ func (w *world) check(s *snapshot) []string {
 				fail("dead letter %d of %s has no reason", d.seq, id)
 			}
 		}
+	}
+	return bad
+}
+
+// finalOutcomes are the inbox outcomes an identity keeps.
+var finalOutcomes = []string{"applied", "semantic_duplicate", "stale", "expired", "dead_lettered"}
+
+// checkTurnOrder: one turn per key, in the apply log, whatever asked the
+// agent or not. An identity seen holding its key's turn at the last
+// check (a retry row, its inbox row missing or not final) keeps it until
+// it settles: a message of its key without an objectversion applied
+// since then must come after its effect in the log, unless it settled
+// without one (dead-lettered, expired, a semantic duplicate, stale) or
+// its turn was ended or redriven (a dead letter of it on record). The
+// agent's own log checks the same at the moment an agent is asked; this
+// covers a consumer without Decide, whose handler is its only step
+// (found missing when a batch applied a message ahead of its key's
+// retrying holder: TestRetryingMessageWhoseCopyIsInTheBatchKeepsTheTurn).
+// A versioned message is left to the version order checked below.
+func (w *world) checkTurnOrder(s *snapshot) []string {
+	var bad []string
+	appliedAt := map[string]int64{}
+	for _, a := range s.applied {
+		appliedAt[a.id] = a.seq
+	}
+	for _, a := range s.applied {
+		if a.seq <= w.appliedSeen || a.key == "" || a.version.Valid {
+			continue
+		}
+		for _, h := range w.holders[a.key] {
+			if h == a.id || len(s.dlq[h]) > 0 {
+				continue
+			}
+			in, ok := s.inbox[h]
+			switch {
+			case ok && in.outcome == "applied" && appliedAt[h] < a.seq:
+			case ok && in.outcome != "applied" && slices.Contains(finalOutcomes, in.outcome):
+			default:
+				what := "no inbox row"
+				if ok {
+					what = "inbox " + in.outcome
+				}
+				if ok && in.outcome == "applied" {
+					what = fmt.Sprintf("applied after it (apply log %d, %s at %d)", appliedAt[h], a.id, a.seq)
+				}
+				bad = append(bad, fmt.Sprintf("one turn per key: %s applied while %s held %s's turn (seen at the last check; now: %s)", a.id, h, a.key, what))
+			}
+		}
+	}
+	w.holders = map[string][]string{}
+	for id := range s.turns {
+		e := w.byID[id]
+		if e == nil || e.key == "" {
+			continue
+		}
+		if in, ok := s.inbox[id]; ok && slices.Contains(finalOutcomes, in.outcome) {
+			continue
+		}
+		w.holders[e.key] = append(w.holders[e.key], id)
+	}
+	for _, a := range s.applied {
+		w.appliedSeen = max(w.appliedSeen, a.seq)
 	}
 	return bad
 }

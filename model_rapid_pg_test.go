@@ -101,6 +101,7 @@ func TestRapidModelPostgres(t *testing.T) {
 		epoch := time.Now()
 		events := scenario(rapid.IntRange(2, 3).Draw(rt, "eventsPerKey"), rapid.Bool().Draw(rt, "poison"), 3, epoch, 2500*time.Millisecond)
 		cfg.maxAge = rapid.SampledFrom([]time.Duration{0, 0, 4 * time.Second}).Draw(rt, "maxAge")
+		cfg.noDecide = rapid.IntRange(0, 2).Draw(rt, "noDecide") == 0
 		rapidEpoch.Store(&epoch)
 		runModelPG(rt, t, cfg, slots, events)
 	})
@@ -340,6 +341,9 @@ func runModelPG(t *rapid.T, tb testing.TB, cfg rConfig, nslots int, events []*rE
 				c.ev, c.seq, c.proc, hashOf(c.ev, other), slot, d, d/pgTiming.heartbeat)
 			run(d)
 		},
+		// The handler of a consumer without Decide fails its next runs
+		// of an event.
+		"fail": func(t *rapid.T) { failAction(t, w) },
 		// The remote side answers a waiting call.
 		"answer": func(t *rapid.T) {
 			calls := w.remote.waiting()

@@ -109,13 +109,17 @@ type rConfig struct {
 	// twice this long first (a disk that stalls), widening the window in
 	// which another process's transaction runs beside it.
 	slowCommit time.Duration
+	// noDecide: the consumer has no Config.Decide, only a Handler that
+	// fails when the "fail" action says so (world.plainHandler): the
+	// turns, retries and order of a consumer without an agent.
+	noDecide bool
 }
 
 func (c rConfig) String() string {
-	return fmt.Sprintf("firstVersion=%v onDeadLetter=%s holdExpiry=%s maxAttempts=%d workers=%d batch=%d sharedQueue=%v lease=%s extend=%v frozenClock=%v maxAge=%s",
+	return fmt.Sprintf("firstVersion=%v onDeadLetter=%s holdExpiry=%s maxAttempts=%d workers=%d batch=%d sharedQueue=%v lease=%s extend=%v frozenClock=%v maxAge=%s noDecide=%v",
 		c.firstVersion, map[bool]string{true: "release", false: "block"}[c.releaseDL],
 		map[bool]string{true: "advance", false: "block"}[c.holdAdvance], c.maxAttempts, c.workers, c.batch,
-		c.sharedQueue, c.lease, c.extend, c.frozenClock, c.maxAge)
+		c.sharedQueue, c.lease, c.extend, c.frozenClock, c.maxAge, c.noDecide)
 }
 
 // The timing of every run, on the bubble's fake clock.
@@ -179,6 +183,15 @@ type world struct {
 	// (a livelock keeps the fake clock from moving).
 	outcomes atomic.Int64
 	hot      atomic.Bool
+
+	// failNext counts, by event id, the handler runs still to fail (the
+	// "fail" action of a run with noDecide; under mu).
+	failNext map[string]int
+	// holders are the identities seen holding their key's turn at the
+	// last check, by key, and appliedSeen the apply log's last sequence
+	// then (checkTurnOrder; the root goroutine's own).
+	holders     map[string][]string
+	appliedSeen int64
 }
 
 // hotLoop is how many outcomes between two checks count as a livelock:
@@ -555,6 +568,9 @@ func (w *world) startIn(ctx context.Context, slot int) (*process, error) {
 	if w.cfg.firstVersion {
 		cfg.FirstVersion = &first
 	}
+	if w.cfg.noDecide {
+		cfg.Decide, cfg.Handler = nil, w.plainHandler
+	}
 	if w.cfg.releaseDL {
 		cfg.OnDeadLetter = seqbox.DeadLetterRelease
 	}
@@ -705,13 +721,53 @@ func (w *world) handler(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) 
 	if !ok {
 		return seqbox.Permanent(errors.New("no recorded decision in the handler's context"))
 	}
+	return recordApplied(ctx, tx, ev, string(d))
+}
+
+// recordApplied writes ev, applied with decision, to the apply log.
+func recordApplied(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event, decision string) error {
 	var ver any
 	if ev.ObjectVersion != nil {
 		ver = *ev.ObjectVersion
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO rapid_applied (source, id, partitionkey, version, businesskey, hash, decision, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, ev.Source, ev.ID, ev.PartitionKey, ver, ev.BusinessKey, ev.Hash, string(d), time.Now().UnixMicro())
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, ev.Source, ev.ID, ev.PartitionKey, ver, ev.BusinessKey, ev.Hash, decision, time.Now().UnixMicro())
 	return err
+}
+
+// plainHandler is the Handler of a consumer without Decide: it fails
+// when the "fail" action asked it to (a transient error), fails the
+// poison event for good until an operator fixes its cause, and
+// otherwise records what it applies in the inbox transaction, as
+// handler does (with no decision).
+func (w *world) plainHandler(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+	e := w.byID[ev.ID]
+	if e == nil {
+		return seqbox.Permanent(fmt.Errorf("%s was never published", ev.ID))
+	}
+	if e.poison && !w.fixed.Load() {
+		return seqbox.Permanent(errors.New("poison: the handler cannot handle this event"))
+	}
+	w.mu.Lock()
+	fail := w.failNext[e.id] > 0
+	if fail {
+		w.failNext[e.id]--
+	}
+	w.mu.Unlock()
+	if fail {
+		return fmt.Errorf("%s: a transient failure (the fail action)", e)
+	}
+	return recordApplied(ctx, tx, ev, "")
+}
+
+// failHandler makes the next n handler runs of e fail (noDecide).
+func (w *world) failHandler(e *rEvent, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failNext == nil {
+		w.failNext = map[string]int{}
+	}
+	w.failNext[e.id] += n
 }
 
 // errRefused is the remote side's permanent refusal; Decide dead-letters
