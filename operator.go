@@ -178,6 +178,14 @@ func (c *Consumer) ReleaseKey(ctx context.Context, key, who, why string) ([]seqb
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 		ks, err := tx.KeyLock(ctx, store.KeyRef{Consumer: c.cfg.Name, Key: key})
+		if errors.Is(err, store.ErrNotFound) {
+			// A turn whose key has no row (written before a failed
+			// message's rollback recreated the key it created,
+			// pipeline.rollback) is still released.
+			if _, holds, rerr := tx.retryOnKey(ctx, c.cfg.Name, key); rerr == nil && holds {
+				ks, _, err = c.p.lockKey(ctx, tx, key, c.cfg.Now())
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("key %q: %w", key, err)
 		}

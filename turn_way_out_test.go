@@ -180,3 +180,25 @@ func TestTurnOnANewKeyCanBeReleased(t *testing.T) {
 		}
 	}
 }
+
+// A database written before that fix can hold such a turn: `keys
+// release` still ends it.
+func TestTurnWithoutItsKeyRowCanBeReleased(t *testing.T) {
+	for _, c := range bothStores {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := c.bundle(t)
+			b.cfg.Handler = func(context.Context, seqbox.Tx, seqboxtype.Event) error { return errors.New("fails") }
+			cons := b.consumer(t)
+			require.Equal(t, []string{"k2-v2:retry"}, outcomes(mustDeliver(t, cons, keyed("k2-v2", "k2", 2), 1)))
+			// As a store written before pipeline.rollback leaves it.
+			_, err := b.store.DB().ExecContext(ctx, `DELETE FROM seqbox_keys WHERE consumer = $1 AND partitionkey = 'k2'`, b.cfg.Name)
+			require.NoError(t, err)
+			_, err = cons.ReleaseKey(ctx, "k2", "ops", "test")
+			require.NoError(t, err, "the operator ends the turn")
+			require.Equal(t, "dead_lettered", outcomeOf(t, b, "k2-v2"))
+			_, err = cons.ReleaseKey(ctx, "nokey", "ops", "test")
+			require.ErrorIs(t, err, store.ErrNotFound, "a key with no row and no turn is not found")
+		})
+	}
+}
