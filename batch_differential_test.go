@@ -1,23 +1,24 @@
 package seqbox_test
 
 // TestBatchMatchesOneByOne is a differential state-machine test of the
-// batch path. A batch's first run is optimistic (docs/design.md §8): it
+// batch path. A batch's first run is optimistic (docs/design.md §5): it
 // locks its keys and inserts its identities up front, as applied until
 // each delivery says otherwise, defers its writes, and reads turns and
 // retry rows from memory. Each of those shortcuts must give what the
 // same copies delivered one by one give. Two consumers on two stores
 // see the same steps; one takes each step's copies as one DeliverBatch,
-// the other one Deliver per copy, in order. Every step's outcomes and
-// every table that tells the state apart (the inbox, the handler's
-// apply log in commit order, parked messages, dead letters, turns) must
-// agree. The handler (and, when the run draws one, Decide) fails as the
-// steps say, the same in both.
+// the other one Deliver per copy, in order. The outcomes each identity
+// reached in a step, and every table that tells the state apart (the
+// inbox, each key's apply log in commit order, parked messages, dead
+// letters, turns, keys, decisions) must agree. The handler (and, when
+// the run draws one, Decide) fails as the steps say, the same in both.
 //
-// It found a batch applying a message ahead of its key's retrying
-// holder whose redelivered copy came later in the batch (the key new to
-// the store: TestRetryingMessageWhoseCopyIsInTheBatchKeepsTheTurn),
-// which TestRapidModel, whose batches are whatever its queue hands out,
-// had not. What it cannot see: races between processes (TestRapidModel,
+// It found a failed message's rollback taking with it the key row the
+// message had created, so that its turn stood on a key `keys release`
+// could not find (TestTurnOnANewKeyCanBeReleased): the root of the order
+// hole of TestRetryingMessageWhoseCopyIsInTheBatchKeepsTheTurn, which
+// TestRapidModel, whose batches are whatever its queue hands out, did
+// not find. What it cannot see: races between processes (TestRapidModel,
 // TestRapidModelPostgres and chaos cover those), and Decide calls in
 // flight while a batch runs (Decide here answers at once).
 //
@@ -312,7 +313,7 @@ func (w *dWorld) fatal(t *rapid.T, format string, args ...any) {
 // another identity of its business key, earlier in the same batch, was
 // stopped to be decided (a keyed successor runs again after its
 // predecessor instead; a business key's sibling waits as it would for
-// one decided elsewhere: docs/design.md §10.1). Delivered one by one,
+// one decided elsewhere: docs/design.md §10.2). Delivered one by one,
 // the sibling was decided first, so the copy ends at once.
 func waitsForBatchMate(r seqboxtype.Result) bool {
 	return r.Outcome == seqboxtype.Retry && strings.Contains(r.Reason, "is being decided under")
