@@ -79,7 +79,7 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 			if !errors.Is(err, errKeyConflict) {
 				return reached{}, err
 			}
-			if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
+			if err := p.rollback(ctx, m); err != nil {
 				return reached{}, err
 			}
 			m.res.Outcome, m.res.Reason, m.res.KeyConflict = seqboxtype.Retry, err.Error(), true

@@ -11,7 +11,7 @@ import (
 // writes roll back, the identity is kept with the outcome, the key moves
 // to the event's version, and the audit says why.
 func (p *pipeline) concluded(ctx context.Context, m *message, se *concludedError) (reached, error) {
-	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
+	if err := p.rollback(ctx, m); err != nil {
 		return reached{}, err
 	}
 	if row := m.in.parkedRow(); row != nil {
@@ -30,9 +30,7 @@ func (p *pipeline) concluded(ctx context.Context, m *message, se *concludedError
 		err = p.record(ctx, m.tx, m.ev, m.res, m.ks.Version, "none: the handler's system holds a newer state", m.now)
 	}
 	if v, ok := m.ev.Version(); ok && err == nil && m.ev.PartitionKey != "" {
-		if err = m.tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: p.cfg.Name, Key: m.ev.PartitionKey, At: m.now}); err == nil {
-			err = p.advance(ctx, m.tx, m.ev.PartitionKey, m.ks.Version, v, m.now)
-		}
+		err = p.advance(ctx, m.tx, m.ev.PartitionKey, m.ks.Version, v, m.now)
 	}
 	return p.closeSavepoint(ctx, m, m.ev.PartitionKey, err)
 }

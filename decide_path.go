@@ -140,7 +140,7 @@ func (p *pipeline) turnBoundElsewhere(ctx context.Context, tx *batchTx, ev seqbo
 // applied. Its writes roll back, the inbox row too: the identity is the
 // other copy's, which applies under it in its own time.
 func (p *pipeline) boundElsewhere(ctx context.Context, m *message, other, what string) (reached, error) {
-	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil {
+	if err := p.rollback(ctx, m); err != nil {
 		return reached{}, err
 	}
 	reason := fmt.Sprintf("%s of this identity belongs to a copy with payload hash %.12s, this one has %.12s", what, other, m.ev.Hash)

@@ -522,10 +522,11 @@ func (p *pipeline) lockKey(ctx context.Context, tx *batchTx, key string, now tim
 	return ks, true, err
 }
 
-// rollback undoes a message's writes in a run with savepoints. A key row
-// the message created (newKey) goes with them, and is created again: the
-// retry row or turn the message writes next holds the key's turn, and a
-// turn without its key's row was one `keys release` could not find
+// rollback undoes a message's writes in a run with savepoints; every
+// rollback of a message goes through it. A key row the message created
+// (newKey) goes with them, and is created again: the retry row, turn or
+// version the message writes next needs it, and a turn without its key's
+// row was one `keys release` could not find
 // (TestTurnOnANewKeyCanBeReleased).
 func (p *pipeline) rollback(ctx context.Context, m *message) error {
 	if err := m.tx.SavepointRollback(ctx, m.sp); err != nil || !m.newKey {
