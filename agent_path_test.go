@@ -2,6 +2,7 @@ package seqbox_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -380,4 +382,83 @@ func TestEmptyMessageIsRejected(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, seqboxtype.Rejected, results[0].Outcome, results[0].Reason)
 	}
+}
+
+// A Decide call's slot is the call's: it is given back once Decide
+// returns, not once its decision is recorded. With one slot and the
+// store's writer held elsewhere (another process's write lock) when the
+// first call answers, the second message is asked while the first's
+// record waits for the writer; the slot held through the record made
+// every call wait for the commit of the one before it (issue 37).
+func TestDecideSlotIsFreedWhenDecideReturns(t *testing.T) {
+	b := setup(t)
+	other, err := sql.Open("sqlite", "file:"+b.path+"?_pragma=busy_timeout(20)&_txlock=immediate")
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	var (
+		mu     sync.Mutex
+		held   *sql.Tx
+		asked  []string
+		second = make(chan struct{})
+	)
+	release := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if held != nil {
+			held.Rollback()
+			held = nil
+		}
+	}
+	t.Cleanup(release)
+	b.cfg.DecideConcurrency = 1
+	b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		mu.Lock()
+		asked = append(asked, ev.ID)
+		n := len(asked)
+		mu.Unlock()
+		if n == 1 {
+			// The first answer: its record will wait for the writer, which
+			// another process takes now.
+			tx, err := other.Begin() // BEGIN IMMEDIATE: the write lock
+			if err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			held = tx
+			mu.Unlock()
+			go func() {
+				// Should the second call never come (the slot held through the
+				// first's record), the lock is let go so that the test ends,
+				// and fails below.
+				if !waitfor.Until(10*time.Second, func() bool {
+					select {
+					case <-second:
+						return true
+					default:
+						return false
+					}
+				}) {
+					release()
+				}
+			}()
+			return []byte("d-" + ev.ID), nil
+		}
+		// The second call, while the first's record still waits.
+		mu.Lock()
+		stillHeld := held != nil
+		mu.Unlock()
+		close(second)
+		release()
+		if !stillHeld {
+			return nil, errors.New("asked only once the first decision's record was through")
+		}
+		return []byte("d-" + ev.ID), nil
+	}
+	c := b.consumer(t)
+	out, err := c.DeliverBatch(context.Background(), [][]byte{keyed("m1", "k1", 1), keyed("m2", "k2", 1)})
+	require.NoError(t, err)
+	for i, results := range out {
+		require.Equal(t, seqboxtype.Applied, results[0].Outcome, "message %d: %s", i+1, results[0].Reason)
+	}
+	require.Len(t, asked, 2)
 }

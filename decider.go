@@ -183,7 +183,11 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-d.slots }()
+	// The slot is Decide's: it is given back once Decide returns, not
+	// after the record (docs/design.md §10.1).
+	var freed sync.Once
+	free := func() { freed.Do(func() { <-d.slots }) }
+	defer free()
 	ttl := claimTTL(cfg)
 	owner, claimedAt := pre.owner, pre.at
 	// A claim younger than a heartbeat has two left before it can run
@@ -289,6 +293,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 	dctx, span := d.c.tr.startDecide(dctx, ev)
 	dctx, slot := ride.With(dctx, cfg.Name, ev.Source, ev.ID)
 	out, err := callDecide(dctx, cfg.Decide, ev)
+	free()
 	logPanic(cfg, ev, err)
 	endSpan(span, err)
 	// The result of its last effects-ledger call rides with the decision
