@@ -184,7 +184,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 		return ctx.Err()
 	}
 	// The slot is Decide's: it is given back once Decide returns, not
-	// after the record (docs/design.md §10.1).
+	// after the record (docs/design.md §10.2).
 	var freed sync.Once
 	free := func() { freed.Do(func() { <-d.slots }) }
 	defer free()
