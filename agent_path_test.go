@@ -392,7 +392,7 @@ func TestEmptyMessageIsRejected(t *testing.T) {
 // every call wait for the commit of the one before it (issue 37).
 func TestDecideSlotIsFreedWhenDecideReturns(t *testing.T) {
 	b := setup(t)
-	other, err := sql.Open("sqlite", "file:"+b.path+"?_pragma=busy_timeout(20)&_txlock=immediate")
+	other, err := sql.Open("sqlite", "file:"+b.path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	require.NoError(t, err)
 	t.Cleanup(func() { other.Close() })
 	var (
