@@ -11,6 +11,7 @@ package seqbox_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -191,5 +192,38 @@ func TestSweepLeavesTheTurnOfASlowLiveDecide(t *testing.T) {
 		require.Equal(t, int32(1), m.asked.Load())
 		m.answer()
 		require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-done), "v1's turn was ended while it was being decided")
+	})
+}
+
+// A slow Decide that fails spends its message's attempts: its claim's
+// heartbeat renewed the claim all along, so the failure is the message's,
+// not a takeover's (which would send it back without counting, to wait
+// for the new owner). A heartbeat that took a renewal for a loss made
+// every slow failure free: the message retried for good and never reached
+// the DLQ (found by mutation testing, docs/mutation.md).
+func TestSlowFailingDecideSpendsItsAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &slowModel{release: make(chan struct{})}
+		cfg, closeStore := slowDecideConfig(t, m)
+		defer closeStore()
+		cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+			m.asked.Add(1)
+			time.Sleep(5 * time.Second) // five heartbeats, each renewing the claim
+			return nil, errors.New("the model timed out")
+		}
+		c, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		ctx := context.Background()
+		msg := unversioned("m", "opp")
+		var got []string
+		for attempt := 1; attempt <= 3; attempt++ {
+			results, err := c.Deliver(ctx, msg, attempt)
+			require.NoError(t, err)
+			require.Len(t, results, 1)
+			require.NotContains(t, results[0].Reason, "in flight elsewhere", "attempt %d: a live claim's failure was taken for a takeover", attempt)
+			got = append(got, string(results[0].Outcome))
+		}
+		require.Equal(t, []string{"retry", "retry", "dead_lettered"}, got)
+		require.Equal(t, int32(3), m.asked.Load())
 	})
 }

@@ -221,3 +221,58 @@ func TestPanickingDeciderAfterItsCallLeavesTheCallRecorded(t *testing.T) {
 	require.Equal(t, seqboxtype.EffectSucceeded, row.State, "the call happened: it is recorded")
 	require.Equal(t, "task-m1", row.Ref)
 }
+
+// A call's result that was to ride with its decision is written alone
+// when the decision's record fails: the call took effect, and its row
+// says so (succeeded, with its reference), so that the next attempt takes
+// the recorded answer instead of finding a pending row and calling the
+// remote side again; and the decision's claim is dropped, so that
+// another process takes the redelivery at once. The store refuses the
+// decision here with a trigger. Without the lone write, or with the claim
+// kept (both found by mutation testing, docs/mutation.md), the row stayed
+// pending, or the other process waited for the claim to run out.
+func TestCallResultIsRecordedWhenItsDecisionsRecordFails(t *testing.T) {
+	for kind, open := range map[string]func(*testing.T) *bundle{"sqlite": setup, "postgres": setupPostgres} {
+		t.Run(kind, func(t *testing.T) {
+			b := open(t)
+			ctx := context.Background()
+			refuse, allow := `CREATE TRIGGER refuse_decisions BEFORE INSERT ON seqbox_decisions BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
+				`DROP TRIGGER refuse_decisions`
+			if kind == "postgres" {
+				_, err := b.store.DB().ExecContext(ctx, `CREATE FUNCTION refuse_decision() RETURNS trigger LANGUAGE plpgsql AS $$
+					BEGIN RAISE EXCEPTION 'refused by the test'; END $$`)
+				require.NoError(t, err)
+				refuse = `CREATE TRIGGER refuse_decisions BEFORE INSERT ON seqbox_decisions FOR EACH ROW EXECUTE FUNCTION refuse_decision()`
+				allow = `DROP TRIGGER refuse_decisions ON seqbox_decisions`
+			}
+			ledger, err := effects.New(b.store, effects.Config{Timeout: time.Hour})
+			require.NoError(t, err)
+			var calls atomic.Int32
+			b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+				ref, err := ledger.Do(ctx, "crm.create_task", func(ctx context.Context, key string) (string, error) {
+					calls.Add(1)
+					return "task-" + ev.ID, nil
+				})
+				return []byte(ref), err
+			}
+			c := b.consumer(t)
+			_, err = b.store.DB().ExecContext(ctx, refuse)
+			require.NoError(t, err)
+			first, err := c.Deliver(ctx, keyed("m1", "k1", 1), 1)
+			require.NoError(t, err)
+			require.Equal(t, []string{"m1:retry"}, outcomes(first), "the decision could not be recorded")
+			row := b.ledgerRow(t, "m1", "crm.create_task")
+			require.Equal(t, seqboxtype.EffectSucceeded, row.State, "the call's result, written alone")
+			require.Equal(t, "task-m1", row.Ref)
+
+			_, err = b.store.DB().ExecContext(ctx, allow)
+			require.NoError(t, err)
+			// Another process takes the redelivery: the failed record's
+			// claim was dropped, so it decides at once, from the ledger.
+			second, err := b.consumer(t).Deliver(ctx, keyed("m1", "k1", 1), 2)
+			require.NoError(t, err)
+			require.Equal(t, []string{"m1:applied"}, outcomes(second), "the claim of the failed record was dropped")
+			require.Equal(t, int32(1), calls.Load(), "the remote side was called once")
+		})
+	}
+}
