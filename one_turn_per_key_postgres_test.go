@@ -20,16 +20,26 @@ import (
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
+// The third case gives e1 a business key: its batch then runs with a
+// savepoint per delivery from the start (no optimistic run, whose key
+// locks are taken up front), so only lockForTurn's lock keeps e1's key
+// locked across the rollback to its savepoint. Without that lock (found by
+// mutation testing, docs/mutation.md) the first two cases passed.
 func TestOneTurnPerKeyAcrossProcessesOnPostgres(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		keyKnown bool // the key's row exists before the race
-	}{{"new key", false}, {"known key", true}} {
-		t.Run(tc.name, func(t *testing.T) { oneTurnPerKeyAcrossProcesses(t, tc.keyKnown) })
+		e1       []byte
+	}{
+		{"new key", false, unversioned("e1", "k")},
+		{"known key", true, unversioned("e1", "k")},
+		{"known key, savepoints", true, withBusinessKey("e1", "k", "bk-1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) { oneTurnPerKeyAcrossProcesses(t, tc.keyKnown, tc.e1) })
 	}
 }
 
-func oneTurnPerKeyAcrossProcesses(t *testing.T, keyKnown bool) {
+func oneTurnPerKeyAcrossProcesses(t *testing.T, keyKnown bool, e1 []byte) {
 	r := newPGRace(t, "turns")
 	if keyKnown {
 		results, err := r.a.Deliver(context.Background(), unversioned("e0", "k"), 1)
@@ -37,7 +47,7 @@ func oneTurnPerKeyAcrossProcesses(t *testing.T, keyKnown bool) {
 		require.Equal(t, []string{"e0:applied"}, outcomes(results))
 		require.Equal(t, "e0", <-r.agent.started)
 	}
-	doneA, doneB, releaseA := r.holdA(t, unversioned("e1", "k"), unversioned("e3", "k"))
+	doneA, doneB, releaseA := r.holdA(t, e1, unversioned("e3", "k"))
 	// While e1's turn is uncommitted, e3 must wait for it (the key's lock)
 	// or park behind it; it must not be decided, let alone applied.
 	var early []seqboxtype.Result
