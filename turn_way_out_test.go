@@ -119,7 +119,7 @@ func TestReleaseRefusesATurnBeingDecided(t *testing.T) {
 func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
 	b := setup(t)
 	a := newAgent()
-	a.fail["u1"] = 1
+	a.fail["u1"], a.fail["u2"] = 1, 1
 	clock := newFoundClock()
 	b.cfg.Now, b.cfg.Decide, b.cfg.RedeliveryWindow = clock.Now, a.decide, time.Hour
 	c := b.consumer(t)
@@ -127,6 +127,8 @@ func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
 		return []byte(`{"id":"` + id + `","source":"crm","type":"t","businesskey":"refund:9"}`)
 	}
 	require.Equal(t, []string{"u1:retry"}, outcomes(mustDeliver(t, c, unkeyedBK("u1"), 1)))
+	// u2, another lost unkeyed turn: one sweep ends both.
+	require.Equal(t, []string{"u2:retry"}, outcomes(mustDeliver(t, c, []byte(`{"id":"u2","source":"crm","type":"t","businesskey":"refund:10"}`), 1)))
 	results := mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 1)
 	require.Equal(t, []string{"k1:retry"}, outcomes(results), "k1 waits for u1, which holds refund:9: %s", results[0].Reason)
 
@@ -139,12 +141,25 @@ func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
 	require.NoError(t, err)
 	results = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 3)
 	require.Equal(t, []string{"k1:applied"}, outcomes(results), results[0].Reason)
-	require.Equal(t, []string{"u1", "k1"}, a.called())
+	require.Equal(t, []string{"u1", "u2", "k1"}, a.called())
 	letters, err := b.store.Executor().DeadLetterList(context.Background(), store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
 	require.NoError(t, err)
-	require.Len(t, letters, 1)
-	require.Equal(t, "u1", letters[0].ID)
-	require.Equal(t, seqboxtype.DeadLetterSkipped, letters[0].State)
+	var ended []string
+	for _, l := range letters {
+		require.Equal(t, seqboxtype.DeadLetterSkipped, l.State, l.ID)
+		ended = append(ended, l.ID)
+	}
+	require.ElementsMatch(t, []string{"u1", "u2"}, ended, "one sweep ends every lost turn it finds")
+	// The audit says so, as it says every outcome.
+	audit, err := b.store.Executor().AuditList(context.Background(), store.AuditListParams{Consumer: b.cfg.Name, Limit: 100})
+	require.NoError(t, err)
+	var audited []string
+	for _, row := range audit {
+		if row.Outcome == seqboxtype.DeadLettered && strings.Contains(row.Reason, "its key's turn was ended by sweep") {
+			audited = append(audited, row.ID)
+		}
+	}
+	require.ElementsMatch(t, []string{"u1", "u2"}, audited, "each ended turn is in the audit")
 }
 
 // A message that failed in a batch on a key new to the store held its
