@@ -24,16 +24,7 @@ func TestBusinessKeyIsReservedAtomicallyOnPostgres(t *testing.T) {
 	doneA, doneB, releaseA := r.holdA(t, withBusinessKey("a1", "opp-a", "followup:1"), withBusinessKey("b1", "opp-b", "followup:1"))
 	// B either waits on A's reservation or, without one, goes on to the
 	// agent.
-	var reached string
-	r.waitBWaits(t, func() bool {
-		select {
-		case reached = <-r.agent.started:
-			return true
-		default:
-			return false
-		}
-	})
-	require.Empty(t, reached, "b1 reached the agent while a1, uncommitted, held the business key")
+	require.Empty(t, r.bReachesAgent(t), "b1 reached the agent while a1, uncommitted, held the business key")
 	releaseA()
 
 	dsA := <-doneA
@@ -78,14 +69,7 @@ func TestUnparkedBusinessKeyIsReservedAtomicallyOnPostgres(t *testing.T) {
 	r.agent.mu.Lock()
 	r.agent.block["p0"] = gate
 	r.agent.mu.Unlock()
-	doneP0 := make(chan []seqboxtype.Result, 1)
-	go func() {
-		results, err := r.a.Deliver(ctx, unversioned("p0", "opp-a"), 1)
-		if err != nil {
-			results = []seqboxtype.Result{{Outcome: "error", Reason: err.Error()}}
-		}
-		doneP0 <- results
-	}()
+	doneP0 := deliverAsync(r.a, unversioned("p0", "opp-a"))
 	require.Equal(t, "p0", <-r.agent.started)
 	parked, err := r.a.Deliver(ctx, withBusinessKey("a1", "opp-a", "followup:1"), 1)
 	require.NoError(t, err)
@@ -96,24 +80,8 @@ func TestUnparkedBusinessKeyIsReservedAtomicallyOnPostgres(t *testing.T) {
 	armed.Store(true)
 	close(gate)
 	<-atCommit
-	doneB := make(chan []seqboxtype.Result, 1)
-	go func() {
-		results, err := r.b.Deliver(ctx, withBusinessKey("b1", "opp-b", "followup:1"), 1)
-		if err != nil {
-			results = []seqboxtype.Result{{Outcome: "error", Reason: err.Error()}}
-		}
-		doneB <- results
-	}()
-	var reached string
-	r.waitBWaits(t, func() bool {
-		select {
-		case reached = <-r.agent.started:
-			return true
-		default:
-			return false
-		}
-	})
-	require.Empty(t, reached, "b1 reached the agent while a1, let out and uncommitted, held the business key")
+	doneB := deliverAsync(r.b, withBusinessKey("b1", "opp-b", "followup:1"))
+	require.Empty(t, r.bReachesAgent(t), "b1 reached the agent while a1, let out and uncommitted, held the business key")
 	release()
 
 	require.Equal(t, []string{"p0:applied", "a1:applied"}, outcomes(<-doneP0))

@@ -73,20 +73,38 @@ func (r *pgRace) holdA(t *testing.T, rawA, rawB []byte) (doneA, doneB chan []seq
 		}
 		return nil
 	}
-	deliver := func(c *seqbox.Consumer, raw []byte) chan []seqboxtype.Result {
-		done := make(chan []seqboxtype.Result, 1)
-		go func() {
-			results, err := c.Deliver(context.Background(), raw, 1)
-			if err != nil {
-				results = []seqboxtype.Result{{Outcome: "error", Reason: err.Error()}}
-			}
-			done <- results
-		}()
-		return done
-	}
-	doneA = deliver(r.a, rawA)
+	doneA = deliverAsync(r.a, rawA)
 	<-atCommit
-	return doneA, deliver(r.b, rawB), release
+	return doneA, deliverAsync(r.b, rawB), release
+}
+
+// deliverAsync delivers raw through c (attempt 1) in a goroutine; its
+// results, or its error as one result, come on the channel.
+func deliverAsync(c *seqbox.Consumer, raw []byte) chan []seqboxtype.Result {
+	done := make(chan []seqboxtype.Result, 1)
+	go func() {
+		results, err := c.Deliver(context.Background(), raw, 1)
+		if err != nil {
+			results = []seqboxtype.Result{{Outcome: "error", Reason: err.Error()}}
+		}
+		done <- results
+	}()
+	return done
+}
+
+// bReachesAgent waits until B waits for a lock or reaches the agent, and
+// returns the id the agent was asked for, if it was.
+func (r *pgRace) bReachesAgent(t *testing.T) (reached string) {
+	t.Helper()
+	r.waitBWaits(t, func() bool {
+		select {
+		case reached = <-r.agent.started:
+			return true
+		default:
+			return false
+		}
+	})
+	return reached
 }
 
 // waitBWaits waits until B waits for a lock PostgreSQL shows as not
