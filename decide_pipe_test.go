@@ -3,6 +3,7 @@ package seqbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -261,4 +262,78 @@ func TestNextMessageIsNotTakenBehindAnUndecidedOne(t *testing.T) {
 	for _, id := range []string{"v1", "v2", "v3"} {
 		require.Equal(t, 1, r.b.effects(t, id), id)
 	}
+}
+
+// A stage whose transaction fails, without a crash, fails its own
+// messages only: commitAndSettle nacks them for redelivery and the
+// applier goes on with the next stage. Ending the applier there (a
+// mutant of decide_pipe.go that took any failure for a shutdown)
+// survived every test before this one; every later decision then waited
+// for a stage that never came, its key pinned for good.
+func TestApplierGoesOnAfterAFailedStage(t *testing.T) {
+	r := newPipeRig(t, "")
+	var armed atomic.Bool
+	failed := make(chan struct{})
+	decide := r.b.cfg.Decide
+	r.b.cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+		out, err := decide(ctx, ev)
+		if ev.ID == "bad" {
+			armed.Store(true) // the next commit is its stage's
+		}
+		return out, err
+	}
+	c := r.b.armedConsumer(t, func(p fault.Point) error {
+		if p == fault.BeforeCommit && armed.CompareAndSwap(true, false) {
+			close(failed)
+			return errors.New("the store refused the commit (injected)")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, r.q.Publish(ctx, keyed("bad", "k1", 1)))
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	require.Equal(t, "bad", <-r.started)
+	<-failed
+	require.NoError(t, r.q.Publish(ctx, keyed("good", "k2", 1)))
+	require.Equal(t, "good", <-r.started)
+	waitfor.That(t, 20*time.Second, "good applied after the failed stage", func() bool { return r.b.effects(t, "good") == 1 })
+	waitfor.That(t, 20*time.Second, "bad applied once redelivered", func() bool { return r.b.effects(t, "bad") == 1 })
+	cancel()
+	require.NoError(t, <-errc)
+}
+
+// The pipe ends each batch it was handed once the last of its messages
+// is through, successors it took into a stage included, and the
+// scheduler's room for deliveries in flight (Workers x BatchSize x 2)
+// comes back with it: with one worker taking one delivery at a time,
+// three keys' two versions each all apply. A pipe that never ended a
+// batch survived every test before this one, whichever of its counts
+// was off (decide_pipe.go: a message through, a successor joined, a
+// message stopped again): receiving stopped for good once two
+// deliveries had gone to the pipe.
+func TestPipeGivesBackTheRoomOfItsBatches(t *testing.T) {
+	r := newPipeRig(t, "")
+	r.b.cfg.BatchSize = 1
+	var asked atomic.Int32
+	r.b.cfg.Decide = func(context.Context, seqboxtype.Event) ([]byte, error) {
+		asked.Add(1)
+		return []byte("plan"), nil
+	}
+	c := r.b.consumer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const keys, versions = 3, 2
+	for k := range keys {
+		for v := 1; v <= versions; v++ {
+			require.NoError(t, r.q.Publish(ctx, keyed(fmt.Sprint("k", k, "v", v), fmt.Sprint("k", k), v)))
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx) }()
+	waitfor.That(t, 20*time.Second, "every event applied", func() bool { return r.b.effects(t, "") == keys*versions })
+	cancel()
+	require.NoError(t, <-errc)
+	require.Equal(t, int32(keys*versions), asked.Load(), "each decided once")
 }
