@@ -67,6 +67,26 @@ func TestSchedulerSharesBatchesAndPinsKeys(t *testing.T) {
 	require.True(t, s.busy["k:hot"], "hot belongs to the fourth batch now")
 }
 
+// A batch holds at most its size, the last key it reaches giving only
+// what is left of it, and a key it takes nothing from stays ready for
+// the next worker (mutants of take's bounds survived every test before
+// this one: a batch one key larger than its size, and a key pinned by a
+// batch that took none of its deliveries).
+func TestSchedulerBatchHoldsAtMostItsSize(t *testing.T) {
+	s := newScheduler(100)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c", "d"} {
+		for i := range 3 {
+			s.add("k:"+k, &stub{name: k + string(rune('0'+i))})
+		}
+	}
+	first := s.take(ctx, 5, nil)
+	require.Equal(t, []string{"a0", "a1", "b0", "b1", "c0"}, names(first), "two a key (half of five), then what is left")
+	require.Equal(t, []string{"k:d"}, s.ready, "d, untouched, stays ready")
+	second := s.take(ctx, 5, nil)
+	require.Contains(t, names(second), "d0", "the next worker takes d")
+}
+
 // take returns nil once the context ends, and abandon hands back what was
 // never taken, for nacking.
 func TestSchedulerShutdown(t *testing.T) {
