@@ -307,15 +307,18 @@ func TestApplierGoesOnAfterAFailedStage(t *testing.T) {
 // The pipe ends each batch it was handed once the last of its messages
 // is through, successors it took into a stage included, and the
 // scheduler's room for deliveries in flight (Workers x BatchSize x 2)
-// comes back with it: with one worker taking one delivery at a time,
-// three keys' two versions each all apply. A pipe that never ended a
-// batch survived every test before this one, whichever of its counts
-// was off (decide_pipe.go: a message through, a successor joined, a
-// message stopped again): receiving stopped for good once two
-// deliveries had gone to the pipe.
+// comes back with it; a successor taken into a stage leaves the ones
+// after it where they were. With one worker taking two deliveries at a
+// time, three keys' three versions each all apply. Before this test,
+// mutants that broke either survived every test (decide_pipe.go: a pipe
+// whose count of a batch's messages was off by a message through, a
+// successor joined or a message stopped again never ended the batch,
+// and receiving stopped for good once the room was taken; scheduler.go:
+// adopting the next of three received deliveries dropped the third,
+// which came back only when its lease ran out).
 func TestPipeGivesBackTheRoomOfItsBatches(t *testing.T) {
 	r := newPipeRig(t, "")
-	r.b.cfg.BatchSize = 1
+	r.b.cfg.BatchSize = 2
 	var asked atomic.Int32
 	r.b.cfg.Decide = func(context.Context, seqboxtype.Event) ([]byte, error) {
 		asked.Add(1)
@@ -324,7 +327,7 @@ func TestPipeGivesBackTheRoomOfItsBatches(t *testing.T) {
 	c := r.b.consumer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const keys, versions = 3, 2
+	const keys, versions = 3, 3
 	for k := range keys {
 		for v := 1; v <= versions; v++ {
 			require.NoError(t, r.q.Publish(ctx, keyed(fmt.Sprint("k", k, "v", v), fmt.Sprint("k", k), v)))
