@@ -227,3 +227,27 @@ func TestReplayOversizedLine(t *testing.T) {
 	require.Len(t, strings.Split(strings.TrimSuffix(ok(t, "dlq", "list", "--db", db, "--json"), "\n"), "\n"), 1,
 		"one DLQ row for the oversized line, however often it is replayed")
 }
+
+// A held message that its predecessor lets out and that then fails
+// transiently is retried at once in a replay, as any retry is there
+// (docs/design.md §17), until it applies or is dead-lettered; before
+// this test a mutant of that rule for unparked messages (unpark.go)
+// survived every suite, and the replay ended with f2 still held.
+func TestReplayRetriesAnUnparkedMessageAtOnce(t *testing.T) {
+	t.Parallel()
+	in := `{"specversion":"1.0","id":"f2","source":"shop","type":"order.paid","partitionkey":"F","objectversion":2,"data":{"fail":"transient"}}
+{"specversion":"1.0","id":"f1","source":"shop","type":"order.created","partitionkey":"F","objectversion":1}
+`
+	r := exe(t, in, "replay", "--now", now, "--max-attempts", "2", "--first-version", "1", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, lines(
+		`{"source":"shop","id":"f2","partitionkey":"F","objectversion":2,"outcome":"held","reason":"waiting for version 1 (got 2)"}`,
+		`{"source":"shop","id":"f1","partitionkey":"F","objectversion":1,"outcome":"applied","reason":""}`,
+		`{"source":"shop","id":"f2","partitionkey":"F","objectversion":2,"outcome":"retry",`+
+			`"reason":"attempt 1 of 2 failed: record: data.fail=transient"}`,
+		`{"source":"shop","id":"f2","partitionkey":"F","objectversion":2,"outcome":"dead_lettered",`+
+			`"reason":"attempts exhausted (2 of 2): record: data.fail=transient"}`,
+		"deliveries=2 accepted=1 duplicates=0 inbox_rows=2 business_effects=1 applied=1 duplicate=0 collision=0 "+
+			"semantic_duplicate=0 stale=0 version_conflict=0 held=1 expired=0 blocked=0 retry=1 dead_lettered=1 rejected=0",
+	), r.stdout)
+}
