@@ -88,13 +88,16 @@ func (p *pipeline) nextParked(ctx context.Context, tx *batchTx, key string) (*st
 		return &first, nil
 	}
 	// Still a gap. Messages that were blocked behind a key that is now
-	// free wait as held again, and messages that waited behind a retry
-	// start their hold now: every hold is bounded by HoldTimeout.
-	deadline := p.cfg.Now().Add(p.cfg.HoldTimeout)
+	// free wait as held again, and messages whose hold ran out while a
+	// predecessor held the key's turn (the sweep lets such a hold be: it
+	// was no gap then) start their hold now: a hold bounds the wait for a
+	// missing version (TestHoldStartsOverOnceThePredecessorIsThrough).
+	now := p.cfg.Now()
+	deadline := now.Add(p.cfg.HoldTimeout)
 	if err := tx.ParkedSetReason(ctx, store.ParkedSetReasonParams{Consumer: p.cfg.Name, Key: key, From: seqboxtype.ParkBlocked, To: seqboxtype.ParkHeld, HoldUntil: deadline}); err != nil {
 		return nil, err
 	}
-	return nil, tx.ParkedStartHolds(ctx, store.ParkedStartHoldsParams{Consumer: p.cfg.Name, Key: key, Until: deadline})
+	return nil, tx.ParkedStartHolds(ctx, store.ParkedStartHoldsParams{Consumer: p.cfg.Name, Key: key, Until: deadline, Now: now})
 }
 
 // parkedIdentity is the parked row of (source, id) in parked, or nil.

@@ -202,6 +202,8 @@ type ParkedSetReasonParams struct {
 type ParkedStartHoldsParams struct {
 	Consumer, Key string
 	Until         time.Time
+	// Now, when set, also starts over the holds that ran out by Now.
+	Now time.Time
 }
 
 // ParkedReholdParams are Executor.ParkedRehold's.

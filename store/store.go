@@ -220,7 +220,9 @@ type ParkedMessages interface {
 	// hold deadline (zero: none).
 	ParkedSetReason(ctx context.Context, p ParkedSetReasonParams) error
 	// ParkedStartHolds gives the held messages of a key that have no hold
-	// deadline (they waited behind a retry) the deadline Until.
+	// deadline, and with Now those whose deadline ran out by Now (they
+	// waited behind a retrying predecessor, which the sweep lets be), the
+	// deadline Until.
 	ParkedStartHolds(ctx context.Context, p ParkedStartHoldsParams) error
 	// ParkedRehold puts one parked message back as held until Until (a
 	// message let out of the parked table that failed transiently waits

@@ -363,9 +363,14 @@ func (t *Executor) ParkedSetReason(ctx context.Context, p store.ParkedSetReasonP
 
 // ParkedStartHolds sets a hold deadline on held rows that have none.
 func (t *Executor) ParkedStartHolds(ctx context.Context, p store.ParkedStartHoldsParams) error {
-	consumer, key, until := p.Consumer, p.Key, p.Until
+	if p.Now.IsZero() {
+		_, err := t.exec(ctx, `UPDATE seqbox_parked SET hold_until = $3
+			WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND hold_until IS NULL`, p.Consumer, p.Key, micros(p.Until))
+		return err
+	}
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET hold_until = $3
-		WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND hold_until IS NULL`, consumer, key, micros(until))
+		WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND (hold_until IS NULL OR hold_until <= $4)`,
+		p.Consumer, p.Key, micros(p.Until), micros(p.Now))
 	return err
 }
 

@@ -188,7 +188,7 @@ func testSetParkedReason(t *testing.T, st store.Store) {
 }
 
 // ParkedStartHolds gives a deadline to the held rows of a key that have none,
-// and to nothing else.
+// and with Now to those whose deadline ran out by then, and to nothing else.
 func testStartHolds(t *testing.T, st store.Store) {
 	e := beginTx(t, st)
 	a := e.parkOne(e.parked("k", "crm", "a", ptr(int64(1)), seqboxtype.ParkHeld, 1))
@@ -201,6 +201,13 @@ func testStartHolds(t *testing.T, st store.Store) {
 
 	require.NoError(t, e.tx.ParkedStartHolds(e.ctx, store.ParkedStartHoldsParams{Consumer: e.consumer, Key: "k", Until: at(99)}))
 	a.HoldUntil, c.HoldUntil = at(99), at(99)
+	require.Equal(t, []store.Parked{a, b, c, d}, e.parkedForKey("k"))
+	require.Equal(t, []store.Parked{other}, e.parkedForKey("k2"))
+
+	// With Now, the holds that ran out by then start over too (b's, at 10,
+	// by 10), and the others keep theirs (a's and c's, at 99).
+	require.NoError(t, e.tx.ParkedStartHolds(e.ctx, store.ParkedStartHoldsParams{Consumer: e.consumer, Key: "k", Until: at(120), Now: at(10)}))
+	b.HoldUntil = at(120)
 	require.Equal(t, []store.Parked{a, b, c, d}, e.parkedForKey("k"))
 	require.Equal(t, []store.Parked{other}, e.parkedForKey("k2"))
 }
