@@ -20,7 +20,14 @@ import (
 // started again) survived every suite: the next sweep advanced over v2
 // at once, v3 applied before it, and v2 came too late, stale.
 func TestHoldStartsOverOnceThePredecessorIsThrough(t *testing.T) {
-	b := setup(t)
+	for kind, open := range map[string]func(*testing.T) *bundle{"sqlite": setup, "postgres": setupPostgres} {
+		t.Run(kind, func(t *testing.T) { holdStartsOver(t, open(t)) })
+	}
+}
+
+// holdStartsOver is TestHoldStartsOverOnceThePredecessorIsThrough on b's
+// store.
+func holdStartsOver(t *testing.T, b *bundle) {
 	a := newAgent()
 	a.fail["v1"] = 1
 	clock := newFoundClock()
