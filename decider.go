@@ -112,10 +112,7 @@ func (d *decider) decide(ctx context.Context, ev seqboxtype.Event, pre preClaim)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if call.err != nil {
-			return &decisionInFlight{wait: minDecisionWait}
-		}
-		return nil
+		return copyDecision(call.err)
 	}
 	call := &decision{done: make(chan struct{})}
 	d.calls[id] = call

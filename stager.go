@@ -112,6 +112,9 @@ type stager struct {
 type stageItem struct {
 	u       undecided
 	decided bool
+	// copies are the later copies of its identity added with it, which
+	// share its decision (add).
+	copies []*stageItem
 }
 
 func newStager(ctx context.Context, c *Consumer) *stager {
@@ -125,6 +128,12 @@ func (st *stager) add(us []undecided) {
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	// Copies of one identity added together (a batch's) share the first
+	// one's decision, as the decider shares a call in flight with a copy
+	// that asks meanwhile: here whatever the scheduling, so that a copy
+	// never asks again after its twin's call failed
+	// (TestCopiesInABatchShareOneDecision).
+	first := map[store.Identity]*stageItem{}
 	for _, u := range us {
 		it := &stageItem{u: u}
 		st.pending = append(st.pending, it)
@@ -135,17 +144,39 @@ func (st *stager) add(us []undecided) {
 			continue
 		}
 		st.undecided++
+		id := store.Identity{Source: u.ev.Source, ID: u.ev.ID}
+		if f := first[id]; f != nil {
+			f.copies = append(f.copies, it)
+			continue
+		}
+		first[id] = it
 		st.wg.Go(func() {
 			err := st.c.decider.decide(trace.ContextWithSpanContext(st.ctx, it.u.span), it.u.ev, it.u.claim)
 			st.mu.Lock()
 			it.u.in.decideErr = err
 			it.decided = true
 			st.undecided--
+			for _, cp := range it.copies {
+				cp.u.in.decideErr = copyDecision(err)
+				cp.decided = true
+				st.undecided--
+			}
 			st.mu.Unlock()
 			st.wake()
 		})
 	}
 	st.wake()
+}
+
+// copyDecision is what a copy that shared a decision learns of it: as
+// the decider tells a copy that waited for a call in flight, a failure
+// is the first copy's, and the copy waits to be redelivered without an
+// attempt of its own.
+func copyDecision(err error) error {
+	if err != nil {
+		return &decisionInFlight{wait: minDecisionWait}
+	}
+	return nil
 }
 
 // wake tells next that something changed.
