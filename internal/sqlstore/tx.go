@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"syscall"
 	"time"
@@ -361,16 +362,16 @@ func (t *Executor) ParkedSetReason(ctx context.Context, p store.ParkedSetReasonP
 	return err
 }
 
-// ParkedStartHolds sets a hold deadline on held rows that have none.
+// ParkedStartHolds sets a hold deadline on held rows that have none and,
+// with Now, on those whose deadline ran out by then.
 func (t *Executor) ParkedStartHolds(ctx context.Context, p store.ParkedStartHoldsParams) error {
-	if p.Now.IsZero() {
-		_, err := t.exec(ctx, `UPDATE seqbox_parked SET hold_until = $3
-			WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND hold_until IS NULL`, p.Consumer, p.Key, micros(p.Until))
-		return err
+	ranOut := int64(math.MinInt64) // no deadline is that old
+	if !p.Now.IsZero() {
+		ranOut = micros(p.Now)
 	}
 	_, err := t.exec(ctx, `UPDATE seqbox_parked SET hold_until = $3
 		WHERE consumer = $1 AND partitionkey = $2 AND reason = 'held' AND (hold_until IS NULL OR hold_until <= $4)`,
-		p.Consumer, p.Key, micros(p.Until), micros(p.Now))
+		p.Consumer, p.Key, micros(p.Until), ranOut)
 	return err
 }
 
