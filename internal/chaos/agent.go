@@ -138,10 +138,12 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 		add(a.byKey, ev.ID, key)
 		add(a.payloads, ev.ID, hex.EncodeToString(sum[:8]))
 		a.mu.Unlock()
+		a.failedCall(ev.ID, "lie 503")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	if time.Now().UnixNano() < a.down.Load() {
+		a.failedCall(ev.ID, "outage")
 		// Mid-deploy: half refused connections (reset), half 503.
 		if a.r.IntN(2) == 0 {
 			if hj, ok := w.(http.Hijacker); ok {
@@ -169,9 +171,11 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch f {
 	case call503:
+		a.failedCall(ev.ID, "503")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	case call429:
+		a.failedCall(ev.ID, "429")
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
@@ -179,10 +183,12 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 		// Longer than the gateway's agent timeout: the call is
 		// uncertain, and may be applied or not (here: applied).
 		time.Sleep(2500 * time.Millisecond)
+		a.failedCall(ev.ID, "too slow")
 	case callSlow:
 		time.Sleep(time.Duration(50+a.r.IntN(200)) * time.Millisecond)
 	}
 	if poisoned {
+		a.failedCall(ev.ID, "poison 422")
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		_, _ = w.Write([]byte(`{"title":"poison event","status":422}`))
@@ -203,6 +209,7 @@ func (a *faultyAgent) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Unlock()
 	if f == callLostAnswer {
+		a.failedCall(ev.ID, "answer lost")
 		// Applied, but the answer never arrives: a reset connection.
 		if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {

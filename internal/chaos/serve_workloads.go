@@ -100,6 +100,9 @@ type agentWorkloads struct {
 	// found applied) and whose 200 reached the gateway: its arrival and
 	// its answer.
 	answered map[string]timedApply
+	// failed: per event id, each of its calls the agent answered with a
+	// failure, or answered too late or not at all (why, in order).
+	failed map[string][]string
 	// storm: refusals left per key, given per event, and those given.
 	stormLeft  map[string]int
 	stormGiven map[string]int
@@ -115,8 +118,24 @@ type agentWorkloads struct {
 
 func (w *agentWorkloads) init() {
 	w.data, w.arrivals, w.answered = map[string]string{}, map[string][]time.Time{}, map[string]timedApply{}
+	w.failed = map[string][]string{}
 	w.stormLeft, w.stormGiven = map[string]int{}, map[string]int{}
 	w.victims, w.hung, w.hit = map[string]bool{}, map[string]chan struct{}{}, make(chan string, 8)
+}
+
+// failedCall records that the agent failed a call of event id (why).
+func (a *faultyAgent) failedCall(id, why string) {
+	a.mu.Lock()
+	a.w.failed[id] = append(a.w.failed[id], why)
+	a.mu.Unlock()
+}
+
+// failures says how the agent failed event id's calls, for a dead
+// letter's report: the count and the kinds.
+func (a *faultyAgent) failures(id string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("the agent failed %d of its %d calls %v", len(a.w.failed[id]), len(a.w.arrivals[id]), a.w.failed[id])
 }
 
 func (a *faultyAgent) arrived(ev agentEvent) time.Time {
@@ -157,6 +176,7 @@ func (a *faultyAgent) storm(w http.ResponseWriter, ev agentEvent) bool {
 		code = http.StatusServiceUnavailable
 	}
 	a.w.refusals = append(a.w.refusals, refusal{id: ev.ID, key: ev.PartitionKey, at: time.Now()})
+	a.w.failed[ev.ID] = append(a.w.failed[ev.ID], fmt.Sprintf("storm %d", code))
 	a.mu.Unlock()
 	w.Header().Set("Retry-After", "3")
 	w.WriteHeader(code)
@@ -176,6 +196,7 @@ func (a *faultyAgent) dropped(w http.ResponseWriter, ev agentEvent) bool {
 	a.w.hung[ev.ID] = release
 	a.mu.Unlock()
 	a.w.hit <- ev.ID
+	a.failedCall(ev.ID, "dropped")
 	select {
 	case <-release:
 	case <-time.After(time.Minute):
@@ -450,6 +471,19 @@ func (s *serveRun) extraServeArgs() []string {
 	switch s.name {
 	case dropScenario:
 		return []string{"--redelivery-window", "10s", "--hold-timeout", "3s", "--hold-expiry", "advance"}
+	case stormScenario:
+		// The storm spends two attempts of each event of its keys on
+		// purpose, and the agent's random faults (about one call in six:
+		// 503, 429, too slow, answer lost) come from a seeded stream: at
+		// a run's tail, a storm event's calls are almost the only ones and
+		// take that stream's draws in a row, so one run of bad draws meets
+		// the same event run after run. With seed 6, e00008 spent 2 to 5
+		// attempts on eleven quiet or loaded runs, and all 8 once in CI
+		// (its reasons were not kept; the oracle's report now names the
+		// agent's failures). The oracle is that the storm dead-letters
+		// nothing; the budget bounds the random faults an event survives
+		// on top of it.
+		return []string{"--max-attempts", "24"}
 	case lieScenario:
 		// The circuit is a process's own and starts closed: each serve
 		// restarted during the lie spends up to three calls (attempts of
@@ -716,7 +750,7 @@ func (s *serveRun) verifyNoDeadLetter(ctx context.Context, st store.Store, wl se
 			continue
 		}
 		if n++; n <= 5 {
-			s.res.fail("%s: event %s was dead-lettered though the agent would have taken it: %s", s.name, id, reason)
+			s.res.fail("%s: event %s was dead-lettered though the agent would have taken it: %s (%s)", s.name, id, reason, s.agent.failures(id))
 		}
 	}
 	if n > 5 {
