@@ -23,11 +23,17 @@ type proc struct {
 	output *capped
 }
 
-// capped is a goroutine-safe buffer that keeps the first 64 KiB.
+// capped is a goroutine-safe buffer that keeps the first 64 KiB, and the
+// last tailMax bytes (for a goroutine dump at the end).
 type capped struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	tail []byte
+	// written counts every byte written.
+	written int
 }
+
+const tailMax = 1 << 20
 
 func (c *capped) Write(b []byte) (int, error) {
 	c.mu.Lock()
@@ -35,7 +41,27 @@ func (c *capped) Write(b []byte) (int, error) {
 	if room := 64<<10 - c.buf.Len(); room > 0 {
 		c.buf.Write(b[:min(len(b), room)])
 	}
+	c.written += len(b)
+	c.tail = append(c.tail, b...)
+	if over := len(c.tail) - tailMax; over > 0 {
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+	}
 	return len(b), nil
+}
+
+// mark is how many bytes were written so far, for since.
+func (c *capped) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.written
+}
+
+// since is what was written after mark m, as far as the tail keeps it.
+func (c *capped) since(m int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := min(c.written-m, len(c.tail))
+	return string(c.tail[len(c.tail)-n:])
 }
 
 func (c *capped) String() string {
@@ -98,6 +124,23 @@ func (p *proc) killedBySIGKILL() bool {
 func (p *proc) kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
+}
+
+// quit sends SIGQUIT, on which a Go program writes every goroutine's
+// stack and exits, and returns what it wrote since (its output's tail);
+// SIGKILL if it has not exited within grace.
+func (p *proc) quit(grace time.Duration) string {
+	if p.exited() {
+		return ""
+	}
+	from := p.output.mark()
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.kill()
+	}
+	return p.output.since(from)
 }
 
 // stop asks for a clean shutdown and waits; SIGKILL after a grace period.

@@ -420,7 +420,7 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 			lastPending, stall = n, time.Now()
 		}
 		if time.Since(stall) > 2*time.Minute {
-			return fmt.Errorf("stalled with %d events not final (parked: %s)", n, s.heldKeys(ctx))
+			return fmt.Errorf("stalled with %d events not final (parked: %s)%s", n, s.heldKeys(ctx), s.stuckReport())
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("timed out with %d events not final", n)

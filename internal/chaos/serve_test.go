@@ -19,6 +19,9 @@ import (
 // self is the seqbox binary the serve target starts, built once.
 var self string
 
+// selfEnv hands self to the package's internal tests (stacks_test.go).
+const selfEnv = "SEQBOX_CHAOS_TEST_SELF"
+
 func TestMain(m *testing.M) {
 	if shorttest.SkipMain("the chaos suite") {
 		return
@@ -29,6 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	self = filepath.Join(dir, "seqbox")
+	// The package's own tests (package chaos) find it here.
+	os.Setenv(selfEnv, self)
 	build := exec.Command("go", "build", "-o", self, "github.com/seqbox/seqbox/cmd/seqbox")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	code := 1
