@@ -204,6 +204,11 @@ type fileState struct {
 	size   int64
 	// wal is set when the header says the database is in WAL mode.
 	wal bool
+	// held is set when a pool of this process holds the file (held.go):
+	// then it is never opened immutable=1, whose close, as any close of
+	// a descriptor outside SQLite's locking, would drop that pool's
+	// locks.
+	held bool
 }
 
 // examine checks the file t names without opening it as a database: its
@@ -233,6 +238,14 @@ func examine(t Target) (fileState, error) {
 	}
 	state := fileState{exists: true, size: st.Size()}
 	if state.size == 0 {
+		return state, nil
+	}
+	// Read with a descriptor of its own only if no pool of this process
+	// holds the file (held.go): closing it would drop their locks.
+	held.Lock()
+	defer held.Unlock()
+	if h := held.files[heldKey(t.Path)]; h != nil {
+		state.wal, state.held = h.state.wal, true
 		return state, nil
 	}
 	f, err := os.Open(t.Path)
@@ -340,8 +353,9 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 		return nil, fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
 	// Its writes outside transactions take the file's writer turn, and
-	// its statements and BEGINs outlast a busy database (patient.go).
-	pc := &patientConnector{base: base}
+	// its statements and BEGINs outlast a busy database (patient.go). It
+	// holds the file (held.go) until it is closed.
+	pc := &patientConnector{base: base, release: hold(t, fileState{})}
 	if t.Path != "" {
 		if abs, err := filepath.Abs(t.Path); err == nil {
 			pc.turn = turnOf(abs)
@@ -360,6 +374,7 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 		db.Close()
 		return nil, refusal(t, err)
 	}
+	markWAL(t)
 	return db, nil
 }
 
@@ -378,7 +393,7 @@ func inspectExclusive(ctx context.Context, t Target, st fileState) error {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Add("_pragma", "busy_timeout(10000)")
-	if st.wal && !hasContent(t.Path+"-wal") {
+	if st.wal && !hasContent(t.Path+"-wal") && !st.held {
 		// A WAL-mode file with nothing in its -wal: a mode=ro connection
 		// would create -wal and -shm beside it to read it. Everything
 		// committed is in the main file, so read that alone. A writer that
@@ -386,7 +401,7 @@ func inspectExclusive(ctx context.Context, t Target, st fileState) error {
 		// lock.
 		q.Set("immutable", "1")
 	}
-	ro, err := sql.Open("sqlite", Target{Where: t.Where, Path: t.Path}.DSN(q))
+	ro, err := openHeld(t, st, Target{Where: t.Where, Path: t.Path}.DSN(q))
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
@@ -450,25 +465,25 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 	q.Set("mode", "ro")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "query_only(1)")
-	if t.Path != "" && st.wal && !exists(t.Path+"-wal") {
+	if t.Path != "" && st.wal && !exists(t.Path+"-wal") && !st.held {
 		// No -wal: no connection has the file open in WAL mode, and every
 		// committed transaction is in the main file. Reading it as
 		// immutable creates no -wal or -shm, which another user's reader
 		// would otherwise leave behind, owned by them, locking the
 		// database's owner out of it.
 		q.Set("immutable", "1")
-		return probeOrRefuse(ctx, t, q)
+		return probeOrRefuse(ctx, t, st, q)
 	}
 	if t.Path != "" && st.wal && hasContent(t.Path+"-wal") && !exists(t.Path+"-shm") {
 		return nil, fmt.Errorf("sqlite: cannot read %s read-only: transactions wait in %s-wal and reading them would create %s-shm; "+
 			"let its consumer run (or open it once read-write) first", t.Where, filepath.Base(t.Path), filepath.Base(t.Path))
 	}
-	db, err := probe(ctx, t.DSN(q))
+	db, err := probe(ctx, t, st, t.DSN(q))
 	if err == nil {
 		return db, nil
 	}
 	var coded interface{ Code() int }
-	if t.Path == "" || !st.wal || !errors.As(err, &coded) || !cannotIndex[coded.Code()] {
+	if t.Path == "" || !st.wal || st.held || !errors.As(err, &coded) || !cannotIndex[coded.Code()] {
 		return nil, refusal(t, err)
 	}
 	if hasContent(t.Path + "-wal") {
@@ -477,21 +492,21 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 			t.Where, filepath.Base(t.Path), filepath.Base(t.Path), err)
 	}
 	q.Set("immutable", "1")
-	return probeOrRefuse(ctx, t, q)
+	return probeOrRefuse(ctx, t, st, q)
 }
 
-func probeOrRefuse(ctx context.Context, t Target, q url.Values) (*sql.DB, error) {
-	db, err := probe(ctx, t.DSN(q))
+func probeOrRefuse(ctx context.Context, t Target, st fileState, q url.Values) (*sql.DB, error) {
+	db, err := probe(ctx, t, st, t.DSN(q))
 	if err != nil {
 		return nil, refusal(t, err)
 	}
 	return db, nil
 }
 
-// probe opens a pool and reads the schema once, so that a file SQLite
-// cannot read fails here.
-func probe(ctx context.Context, dsn string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn)
+// probe opens a pool on the file t names, holding it (held.go), and reads
+// the schema once, so that a file SQLite cannot read fails here.
+func probe(ctx context.Context, t Target, st fileState, dsn string) (*sql.DB, error) {
+	db, err := openHeld(t, st, dsn)
 	if err != nil {
 		return nil, err
 	}

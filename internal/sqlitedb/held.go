@@ -1,0 +1,113 @@
+package sqlitedb
+
+import (
+	"database/sql"
+	"database/sql/driver"
+	"path/filepath"
+	"sync"
+
+	"modernc.org/sqlite"
+)
+
+// A process must never open and close a database file outside SQLite
+// while SQLite holds locks on it: closing any descriptor of a file drops
+// every POSIX lock the process holds on that file, SQLite's included, and
+// SQLite, which counts its locks per file in the process, never takes
+// them again. A seqbox process left so holds no shared lock on its
+// database: the next process that closes its last connection to it
+// cleanly (the sqlite3 shell, Python, a backup tool) believes itself the
+// last, checkpoints, and deletes the -wal and -shm under it; what it
+// commits afterwards goes to an unlinked -wal that no other process reads
+// and that a SIGKILL loses (docs/design.md §15.1,
+// TestASecondOpenKeepsTheProcessLocks).
+//
+// examine reads a file's header with a descriptor of its own, before any
+// driver opens it. So it does that only for a file no pool of this
+// process holds open: held counts, per file, the pools OpenAccess and
+// OpenRelaxed opened and have not closed, and remembers what examine
+// found. The count is taken under held's lock, with the header read, and
+// before the pool's first connection, so no pool of this process takes a
+// lock on a file while its header is read.
+var held = struct {
+	sync.Mutex
+	files map[string]*heldFile
+}{files: map[string]*heldFile{}}
+
+// heldFile is one file's entry in held.
+type heldFile struct {
+	pools int
+	// state is what examine found when it last read the header.
+	state fileState
+}
+
+// heldKey is the key of path in held: its absolute, cleaned form.
+func heldKey(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return filepath.Clean(path)
+}
+
+// hold counts a pool on the file t names until release is called; for
+// an in-memory database it counts nothing.
+func hold(t Target, st fileState) (release func()) {
+	if t.Path == "" {
+		return func() {}
+	}
+	key := heldKey(t.Path)
+	held.Lock()
+	h := held.files[key]
+	if h == nil {
+		h = &heldFile{state: st}
+		held.files[key] = h
+	}
+	h.pools++
+	held.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			held.Lock()
+			defer held.Unlock()
+			if h.pools--; h.pools == 0 {
+				delete(held.files, key)
+			}
+		})
+	}
+}
+
+// heldConnector is a pool's connector that releases its hold on the file
+// when the pool is closed (sql.DB.Close closes a connector that is an
+// io.Closer).
+type heldConnector struct {
+	driver.Connector
+	release func()
+}
+
+func (c *heldConnector) Close() error {
+	c.release()
+	return nil
+}
+
+// openHeld opens a pool on dsn that holds the file t names until it is
+// closed.
+func openHeld(t Target, st fileState, dsn string) (*sql.DB, error) {
+	base, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(&heldConnector{Connector: base, release: hold(t, st)}), nil
+}
+
+// markWAL records that the file t names is in WAL mode: a writer pool
+// switched it, and a later open of this process reads that here, not in
+// the header.
+func markWAL(t Target) {
+	if t.Path == "" {
+		return
+	}
+	held.Lock()
+	defer held.Unlock()
+	if h := held.files[heldKey(t.Path)]; h != nil {
+		h.state.wal = true
+	}
+}
