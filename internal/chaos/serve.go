@@ -420,6 +420,7 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 			lastPending, stall = n, time.Now()
 		}
 		if time.Since(stall) > 2*time.Minute {
+			s.checkLocks()
 			return fmt.Errorf("stalled with %d events not final (parked: %s)%s", n, s.heldKeys(ctx), s.stuckReport())
 		}
 		if ctx.Err() != nil {
@@ -429,6 +430,8 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 	}
 	stopChaos()
 	chaos.Wait()
+	// Every live serve still holds its lock on a SQLite file.
+	s.checkLocks()
 	return nil
 }
 

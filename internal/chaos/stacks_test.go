@@ -52,3 +52,17 @@ func TestQuitReturnsTheGoroutineDump(t *testing.T) {
 	require.Contains(t, dump, "github.com/seqbox/seqbox/internal/serve.(*Server).Serve(")
 	require.Empty(t, p.quit(time.Second), "an exited process writes nothing more")
 }
+
+// The kernel's lock table as /proc/locks gives it: the holders of a
+// POSIX lock on one inode, not its waiters, not another inode's, not a
+// flock.
+func TestParseLockHolders(t *testing.T) {
+	table := `1: POSIX  ADVISORY  READ 32252 fe:00:10986261 1073741826 1073742335
+2: -> POSIX  ADVISORY  WRITE 4000 fe:00:10986261 1073741824 1073741824
+3: POSIX  ADVISORY  READ 32236 fe:00:10953011 128 128
+4: FLOCK  ADVISORY  WRITE 777 fe:00:10986261 0 EOF
+5: POSIX  ADVISORY  WRITE 32210 fe:00:10986261 120 120
+`
+	require.Equal(t, map[int]bool{32252: true, 32210: true}, parseLockHolders(table, 10986261))
+	require.Empty(t, parseLockHolders(table, 1))
+}

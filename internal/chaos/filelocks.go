@@ -1,0 +1,75 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// lockHolders returns the processes that hold a POSIX lock on the file at
+// path, from the kernel's table (/proc/locks): a process with a SQLite
+// database open in WAL mode holds a shared lock on it for as long as a
+// connection of it is open. One that holds none is invisible to the
+// others: the next to close its last connection cleanly takes itself for
+// the last, checkpoints and deletes the -wal and -shm under it
+// (docs/design.md §15.1).
+func lockHolders(path string) (map[int]bool, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("no inode for %s", path)
+	}
+	table, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return nil, err
+	}
+	return parseLockHolders(string(table), sys.Ino), nil
+}
+
+// parseLockHolders reads a /proc/locks table: the pids holding a POSIX
+// lock on inode ino. A line is "1: POSIX  ADVISORY  READ 4242
+// fe:00:10986261 128 128"; a waiter's line has "->" after its number and
+// holds nothing.
+func parseLockHolders(table string, ino uint64) map[int]bool {
+	holders := map[int]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || f[1] != "POSIX" {
+			continue
+		}
+		dev := strings.Split(f[5], ":")
+		if len(dev) != 3 || dev[2] != strconv.FormatUint(ino, 10) {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[4]); err == nil {
+			holders[pid] = true
+		}
+	}
+	return holders
+}
+
+// checkLocks fails the scenario for each live serve process that holds no
+// lock on the SQLite file it serves (a PostgreSQL scenario has none).
+func (s *serveRun) checkLocks() {
+	if strings.Contains(s.db, "://") {
+		return
+	}
+	holders, err := lockHolders(s.db)
+	if err != nil {
+		s.res.fail("read the file's locks: %v", err)
+		return
+	}
+	s.mu.Lock()
+	procs := s.procs
+	s.mu.Unlock()
+	for _, p := range procs {
+		if p != nil && !p.exited() && !holders[p.cmd.Process.Pid] {
+			s.res.fail("%s (pid %d) holds no lock on %s: another process's clean close would delete the -wal under it", p.name, p.cmd.Process.Pid, s.db)
+		}
+	}
+}
