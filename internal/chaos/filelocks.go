@@ -53,23 +53,34 @@ func parseLockHolders(table string, ino uint64) map[int]bool {
 	return holders
 }
 
-// checkLocks fails the scenario for each live serve process that holds no
-// lock on the SQLite file it serves (a PostgreSQL scenario has none).
-func (s *serveRun) checkLocks() {
-	if strings.Contains(s.db, "://") {
-		return
+// unlocked names each live process of procs that holds no lock on the
+// SQLite file at db (nothing for a PostgreSQL URL), or why the table
+// could not be read.
+func unlocked(db string, procs []*proc) []string {
+	if db == "" || strings.Contains(db, "://") {
+		return nil
 	}
-	holders, err := lockHolders(s.db)
+	holders, err := lockHolders(db)
 	if err != nil {
-		s.res.fail("read the file's locks: %v", err)
-		return
+		return []string{fmt.Sprintf("read the locks on %s: %v", db, err)}
 	}
+	var out []string
+	for _, p := range procs {
+		if p != nil && !p.exited() && !holders[p.cmd.Process.Pid] {
+			out = append(out, fmt.Sprintf("%s (pid %d) holds no lock on %s: another process's clean close would delete the -wal under it",
+				p.name, p.cmd.Process.Pid, db))
+		}
+	}
+	return out
+}
+
+// checkLocks fails the scenario for each live serve process that holds no
+// lock on the SQLite file it serves.
+func (s *serveRun) checkLocks() {
 	s.mu.Lock()
 	procs := s.procs
 	s.mu.Unlock()
-	for _, p := range procs {
-		if p != nil && !p.exited() && !holders[p.cmd.Process.Pid] {
-			s.res.fail("%s (pid %d) holds no lock on %s: another process's clean close would delete the -wal under it", p.name, p.cmd.Process.Pid, s.db)
-		}
+	for _, why := range unlocked(s.db, procs[:]) {
+		s.res.fail("%s", why)
 	}
 }
