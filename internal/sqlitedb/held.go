@@ -40,12 +40,20 @@ type heldFile struct {
 	state fileState
 }
 
-// heldKey is the key of path in held: its absolute, cleaned form.
+// heldKey is the key of path in held: its absolute form, in its
+// directory's real path (so that two opens through different paths to
+// one directory, a symlink's or a relative one, meet; the directory
+// exists before the file does, so the key is the same once the first
+// open has created it).
 func heldKey(path string) string {
-	if abs, err := filepath.Abs(path); err == nil {
-		return abs
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
 	}
-	return filepath.Clean(path)
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
 }
 
 // hold counts a pool on the file t names until release is called; for

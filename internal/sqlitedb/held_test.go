@@ -3,6 +3,7 @@ package sqlitedb
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -74,4 +75,18 @@ func TestASecondOpenKeepsTheProcessLocks(t *testing.T) {
 			require.Equal(t, "2", otherProcess(t, path))
 		})
 	}
+}
+
+// Two paths to one file, through a symlinked directory and a relative
+// path, are one file held.
+func TestHeldKeyMeetsThroughASymlinkedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	require.NoError(t, os.Mkdir(real, 0o755))
+	require.NoError(t, os.Symlink(real, filepath.Join(dir, "link")))
+	t.Chdir(real)
+	want := heldKey(filepath.Join(real, "x.db"))
+	require.Equal(t, want, heldKey(filepath.Join(dir, "link", "x.db")))
+	require.Equal(t, want, heldKey("x.db"))
+	require.Equal(t, want, heldKey("./sub/../x.db"))
 }
