@@ -90,3 +90,36 @@ func TestHeldKeyMeetsThroughASymlinkedDirectory(t *testing.T) {
 	require.Equal(t, want, heldKey("x.db"))
 	require.Equal(t, want, heldKey("./sub/../x.db"))
 }
+
+// The file stays held while any pool of the process is open: a pool
+// closed does not end the hold of another, and a file no pool holds any
+// more is read as before (its header checked).
+func TestAFileIsHeldUntilItsLastPoolCloses(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "held.db")
+	first, err := OpenAccess(ctx, path, store.Adopt)
+	require.NoError(t, err)
+	defer first.Close()
+	_, err = first.Exec(`CREATE TABLE t (i INTEGER PRIMARY KEY)`)
+	require.NoError(t, err)
+	second, err := OpenAccess(ctx, path, store.ReadOnly)
+	require.NoError(t, err)
+	require.NoError(t, second.Close())
+	third, err := OpenAccess(ctx, path, store.Adopt)
+	require.NoError(t, err)
+	defer third.Close()
+
+	require.Equal(t, "0", otherProcess(t, path))
+	require.FileExists(t, path+"-wal", "another process's clean close took the -wal from under this one")
+
+	require.NoError(t, third.Close())
+	require.NoError(t, first.Close())
+	held.Lock()
+	_, still := held.files[heldKey(path)]
+	held.Unlock()
+	require.False(t, still, "no pool holds the file")
+	st, err := examine(Target{Where: path, Path: path})
+	require.NoError(t, err)
+	require.True(t, st.wal, "read from the header")
+	require.False(t, st.held)
+}
