@@ -24,21 +24,13 @@ import (
 // examine reads a file's header with a descriptor of its own, before any
 // driver opens it. So it does that only for a file no pool of this
 // process holds open: held counts, per file, the pools OpenAccess and
-// OpenRelaxed opened and have not closed, and remembers what examine
-// found. The count is taken under held's lock, with the header read, and
+// OpenRelaxed opened and have not closed. The count is taken under held's lock, with the header read, and
 // before the pool's first connection, so no pool of this process takes a
 // lock on a file while its header is read.
 var held = struct {
 	sync.Mutex
-	files map[string]*heldFile
-}{files: map[string]*heldFile{}}
-
-// heldFile is one file's entry in held.
-type heldFile struct {
-	pools int
-	// state is what examine found when it last read the header.
-	state fileState
-}
+	files map[string]int
+}{files: map[string]int{}}
 
 // heldKey is the key of path in held: its absolute form, in its
 // directory's real path (so that two opens through different paths to
@@ -58,25 +50,20 @@ func heldKey(path string) string {
 
 // hold counts a pool on the file t names until release is called; for
 // an in-memory database it counts nothing.
-func hold(t Target, st fileState) (release func()) {
+func hold(t Target) (release func()) {
 	if t.Path == "" {
 		return func() {}
 	}
 	key := heldKey(t.Path)
 	held.Lock()
-	h := held.files[key]
-	if h == nil {
-		h = &heldFile{state: st}
-		held.files[key] = h
-	}
-	h.pools++
+	held.files[key]++
 	held.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			held.Lock()
 			defer held.Unlock()
-			if h.pools--; h.pools == 0 {
+			if held.files[key]--; held.files[key] == 0 {
 				delete(held.files, key)
 			}
 		})
@@ -98,24 +85,10 @@ func (c *heldConnector) Close() error {
 
 // openHeld opens a pool on dsn that holds the file t names until it is
 // closed.
-func openHeld(t Target, st fileState, dsn string) (*sql.DB, error) {
+func openHeld(t Target, dsn string) (*sql.DB, error) {
 	base, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return sql.OpenDB(&heldConnector{Connector: base, release: hold(t, st)}), nil
-}
-
-// markWAL records that the file t names is in WAL mode: a writer pool
-// switched it, and a later open of this process reads that here, not in
-// the header.
-func markWAL(t Target) {
-	if t.Path == "" {
-		return
-	}
-	held.Lock()
-	defer held.Unlock()
-	if h := held.files[heldKey(t.Path)]; h != nil {
-		h.state.wal = true
-	}
+	return sql.OpenDB(&heldConnector{Connector: base, release: hold(t)}), nil
 }

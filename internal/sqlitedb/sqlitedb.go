@@ -244,8 +244,10 @@ func examine(t Target) (fileState, error) {
 	// holds the file (held.go): closing it would drop their locks.
 	held.Lock()
 	defer held.Unlock()
-	if h := held.files[heldKey(t.Path)]; h != nil {
-		state.wal, state.held = h.state.wal, true
+	if held.files[heldKey(t.Path)] > 0 {
+		// SQLite has it open: a database. Its WAL flag is not read; a
+		// held file takes no branch that depends on it.
+		state.held = true
 		return state, nil
 	}
 	f, err := os.Open(t.Path)
@@ -355,7 +357,7 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 	// Its writes outside transactions take the file's writer turn, and
 	// its statements and BEGINs outlast a busy database (patient.go). It
 	// holds the file (held.go) until it is closed.
-	pc := &patientConnector{base: base, release: hold(t, fileState{})}
+	pc := &patientConnector{base: base, release: hold(t)}
 	if t.Path != "" {
 		if abs, err := filepath.Abs(t.Path); err == nil {
 			pc.turn = turnOf(abs)
@@ -374,7 +376,6 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 		db.Close()
 		return nil, refusal(t, err)
 	}
-	markWAL(t)
 	return db, nil
 }
 
@@ -401,7 +402,7 @@ func inspectExclusive(ctx context.Context, t Target, st fileState) error {
 		// lock.
 		q.Set("immutable", "1")
 	}
-	ro, err := openHeld(t, st, Target{Where: t.Where, Path: t.Path}.DSN(q))
+	ro, err := openHeld(t, Target{Where: t.Where, Path: t.Path}.DSN(q))
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
@@ -472,13 +473,13 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 		// would otherwise leave behind, owned by them, locking the
 		// database's owner out of it.
 		q.Set("immutable", "1")
-		return probeOrRefuse(ctx, t, st, q)
+		return probeOrRefuse(ctx, t, q)
 	}
 	if t.Path != "" && st.wal && hasContent(t.Path+"-wal") && !exists(t.Path+"-shm") {
 		return nil, fmt.Errorf("sqlite: cannot read %s read-only: transactions wait in %s-wal and reading them would create %s-shm; "+
 			"let its consumer run (or open it once read-write) first", t.Where, filepath.Base(t.Path), filepath.Base(t.Path))
 	}
-	db, err := probe(ctx, t, st, t.DSN(q))
+	db, err := probe(ctx, t, t.DSN(q))
 	if err == nil {
 		return db, nil
 	}
@@ -492,11 +493,11 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 			t.Where, filepath.Base(t.Path), filepath.Base(t.Path), err)
 	}
 	q.Set("immutable", "1")
-	return probeOrRefuse(ctx, t, st, q)
+	return probeOrRefuse(ctx, t, q)
 }
 
-func probeOrRefuse(ctx context.Context, t Target, st fileState, q url.Values) (*sql.DB, error) {
-	db, err := probe(ctx, t, st, t.DSN(q))
+func probeOrRefuse(ctx context.Context, t Target, q url.Values) (*sql.DB, error) {
+	db, err := probe(ctx, t, t.DSN(q))
 	if err != nil {
 		return nil, refusal(t, err)
 	}
@@ -505,8 +506,8 @@ func probeOrRefuse(ctx context.Context, t Target, st fileState, q url.Values) (*
 
 // probe opens a pool on the file t names, holding it (held.go), and reads
 // the schema once, so that a file SQLite cannot read fails here.
-func probe(ctx context.Context, t Target, st fileState, dsn string) (*sql.DB, error) {
-	db, err := openHeld(t, st, dsn)
+func probe(ctx context.Context, t Target, dsn string) (*sql.DB, error) {
+	db, err := openHeld(t, dsn)
 	if err != nil {
 		return nil, err
 	}
