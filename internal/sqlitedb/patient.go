@@ -102,14 +102,6 @@ type patientConnector struct {
 	base driver.Connector
 	// turn is the file's writer turn; nil for an in-memory database.
 	turn *writeturn.Turn
-	// release ends the pool's hold on the file (held.go).
-	release func()
-}
-
-// Close is called by sql.DB.Close: the pool no longer holds the file.
-func (c *patientConnector) Close() error {
-	c.release()
-	return nil
 }
 
 func (c *patientConnector) Connect(ctx context.Context) (driver.Conn, error) {

@@ -17,7 +17,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -204,17 +203,25 @@ type fileState struct {
 	size   int64
 	// wal is set when the header says the database is in WAL mode.
 	wal bool
-	// held is set when a pool of this process holds the file (held.go):
-	// then it is never opened immutable=1, whose close, as any close of
-	// a descriptor outside SQLite's locking, would drop that pool's
-	// locks.
-	held bool
 }
 
-// examine checks the file t names without opening it as a database: its
+// examine checks the file t names before any pool opens it: its
 // directory exists, it is a regular file, and, when not empty, it starts
-// with the SQLite header.
-func examine(t Target) (fileState, error) {
+// with the SQLite header, whose WAL flag it reports.
+//
+// The header is read through SQLite (page 1, from sqlite_dbpage, on a
+// read-only immutable=1 connection, which writes nothing and creates no
+// file beside it), never with a descriptor of seqbox's own: closing any
+// descriptor of a file drops every POSIX lock the process holds on it,
+// SQLite's included, and SQLite, which counts its locks per file in the
+// process, would never take them again. A process that opened its
+// database a second time (the embedded queue's pool beside the store's, a
+// gateway's pools, a read-only look) or after the application's own pool
+// was left without its shared lock: the next process to close its last
+// connection cleanly took itself for the last and deleted the -wal and
+// -shm under it (docs/design.md §15.1). SQLite's own close keeps a
+// descriptor of a file the process still holds locks on.
+func examine(ctx context.Context, t Target) (fileState, error) {
 	if t.Path == "" {
 		return fileState{}, nil
 	}
@@ -240,37 +247,44 @@ func examine(t Target) (fileState, error) {
 	if state.size == 0 {
 		return state, nil
 	}
-	// Read with a descriptor of its own only if no pool of this process
-	// holds the file (held.go): closing it would drop their locks.
-	held.Lock()
-	defer held.Unlock()
-	if held.files[heldKey(t.Path)] > 0 {
-		// SQLite has it open: a database. Its WAL flag is not read; a
-		// held file takes no branch that depends on it.
-		state.held = true
-		return state, nil
+	foreign := func(what string) error {
+		return fmt.Errorf("%w: %s is not a SQLite database (%s); refusing to touch it", store.ErrForeignDatabase, t.Where, what)
 	}
-	f, err := os.Open(t.Path)
+	if state.size < 100 {
+		// SQLite would take a file shorter than a page for an empty
+		// database.
+		return fileState{}, foreign(fmt.Sprintf("%d bytes, shorter than a SQLite header", state.size))
+	}
+	h, err := firstPage(ctx, t)
 	if err != nil {
-		return fileState{}, fmt.Errorf("sqlite: %s: %w", t.Where, err)
-	}
-	defer f.Close()
-	var h [100]byte
-	n, err := io.ReadFull(f, h[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return fileState{}, fmt.Errorf("sqlite: %s: %w", t.Where, err)
-	}
-	if n < len(h) || string(h[:len(header)]) != header {
-		what := "it does not start with the SQLite header"
-		if n < len(h) {
-			what = fmt.Sprintf("%d bytes, shorter than a SQLite header", n)
+		var coded interface{ Code() int }
+		if errors.As(err, &coded) && coded.Code()&0xff == 26 { // SQLITE_NOTADB
+			return fileState{}, foreign("it does not start with the SQLite header")
 		}
-		return fileState{}, fmt.Errorf("%w: %s is not a SQLite database (%s); refusing to touch it",
-			store.ErrForeignDatabase, t.Where, what)
+		return fileState{}, fmt.Errorf("sqlite: %s: %w", t.Where, err)
+	}
+	if len(h) < 100 || string(h[:len(header)]) != header {
+		return fileState{}, foreign("it does not start with the SQLite header")
 	}
 	// Bytes 18 and 19: file format write and read versions, 2 = WAL.
 	state.wal = h[18] == 2 || h[19] == 2
 	return state, nil
+}
+
+// firstPage reads page 1 of the file t names as it is in the main file
+// (a -wal is not read) through a read-only immutable=1 connection.
+func firstPage(ctx context.Context, t Target) ([]byte, error) {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("immutable", "1")
+	db, err := sql.Open("sqlite", Target{Where: t.Where, Path: t.Path}.DSN(q))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var page []byte
+	err = db.QueryRowContext(ctx, `SELECT data FROM sqlite_dbpage WHERE pgno = 1`).Scan(&page)
+	return page, err
 }
 
 // Open opens (creating if needed) the SQLite database at path with
@@ -304,7 +318,7 @@ func OpenAccess(ctx context.Context, path string, access store.Access) (*sql.DB,
 	if err != nil {
 		return nil, err
 	}
-	st, err := examine(t)
+	st, err := examine(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -355,9 +369,8 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 		return nil, fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
 	// Its writes outside transactions take the file's writer turn, and
-	// its statements and BEGINs outlast a busy database (patient.go). It
-	// holds the file (held.go) until it is closed.
-	pc := &patientConnector{base: base, release: hold(t)}
+	// its statements and BEGINs outlast a busy database (patient.go).
+	pc := &patientConnector{base: base}
 	if t.Path != "" {
 		if abs, err := filepath.Abs(t.Path); err == nil {
 			pc.turn = turnOf(abs)
@@ -394,7 +407,7 @@ func inspectExclusive(ctx context.Context, t Target, st fileState) error {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Add("_pragma", "busy_timeout(10000)")
-	if st.wal && !hasContent(t.Path+"-wal") && !st.held {
+	if st.wal && !hasContent(t.Path+"-wal") {
 		// A WAL-mode file with nothing in its -wal: a mode=ro connection
 		// would create -wal and -shm beside it to read it. Everything
 		// committed is in the main file, so read that alone. A writer that
@@ -402,7 +415,7 @@ func inspectExclusive(ctx context.Context, t Target, st fileState) error {
 		// lock.
 		q.Set("immutable", "1")
 	}
-	ro, err := openHeld(t, Target{Where: t.Where, Path: t.Path}.DSN(q))
+	ro, err := sql.Open("sqlite", Target{Where: t.Where, Path: t.Path}.DSN(q))
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", t.Where, err)
 	}
@@ -466,7 +479,7 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 	q.Set("mode", "ro")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "query_only(1)")
-	if t.Path != "" && st.wal && !exists(t.Path+"-wal") && !st.held {
+	if t.Path != "" && st.wal && !exists(t.Path+"-wal") {
 		// No -wal: no connection has the file open in WAL mode, and every
 		// committed transaction is in the main file. Reading it as
 		// immutable creates no -wal or -shm, which another user's reader
@@ -479,12 +492,12 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 		return nil, fmt.Errorf("sqlite: cannot read %s read-only: transactions wait in %s-wal and reading them would create %s-shm; "+
 			"let its consumer run (or open it once read-write) first", t.Where, filepath.Base(t.Path), filepath.Base(t.Path))
 	}
-	db, err := probe(ctx, t, t.DSN(q))
+	db, err := probe(ctx, t.DSN(q))
 	if err == nil {
 		return db, nil
 	}
 	var coded interface{ Code() int }
-	if t.Path == "" || !st.wal || st.held || !errors.As(err, &coded) || !cannotIndex[coded.Code()] {
+	if t.Path == "" || !st.wal || !errors.As(err, &coded) || !cannotIndex[coded.Code()] {
 		return nil, refusal(t, err)
 	}
 	if hasContent(t.Path + "-wal") {
@@ -497,17 +510,17 @@ func openReadOnly(ctx context.Context, t Target, st fileState) (*sql.DB, error) 
 }
 
 func probeOrRefuse(ctx context.Context, t Target, q url.Values) (*sql.DB, error) {
-	db, err := probe(ctx, t, t.DSN(q))
+	db, err := probe(ctx, t.DSN(q))
 	if err != nil {
 		return nil, refusal(t, err)
 	}
 	return db, nil
 }
 
-// probe opens a pool on the file t names, holding it (held.go), and reads
-// the schema once, so that a file SQLite cannot read fails here.
-func probe(ctx context.Context, t Target, dsn string) (*sql.DB, error) {
-	db, err := openHeld(t, dsn)
+// probe opens a pool and reads the schema once, so that a file SQLite
+// cannot read fails here.
+func probe(ctx context.Context, dsn string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}

@@ -65,12 +65,6 @@ func Open(ctx context.Context, path string) (store.Store, error) {
 //
 // A database migrated by a newer seqbox is refused with
 // store.ErrSchemaTooNew.
-//
-// An application that opens the same file with a pool of its own in the
-// same process opens it after this store: before any seqbox pool holds a
-// file, seqbox reads its header with a descriptor of its own, and closing
-// that descriptor drops every POSIX lock the process holds on the file
-// (docs/design.md §15.1).
 func OpenWith(ctx context.Context, path string, opt Options) (store.Store, error) {
 	db, err := sqlitedb.OpenAccess(ctx, path, opt.Access)
 	if err != nil {
