@@ -160,6 +160,13 @@ func TestExamineReadsTheHeaderThroughSQLite(t *testing.T) {
 	require.NoError(t, os.WriteFile(short, []byte("SQLite format 3\x00"), 0o600))
 	_, err = examine(ctx, Target{Where: short, Path: short})
 	require.ErrorContains(t, err, "16 bytes, shorter than a SQLite header")
+	hundred := filepath.Join(dir, "hundred.db")
+	require.NoError(t, os.WriteFile(hundred, []byte(strings.Repeat("x", 100)), 0o600))
+	_, err = examine(ctx, Target{Where: hundred, Path: hundred})
+	require.ErrorContains(t, err, "it does not start with the SQLite header", "100 bytes is a header's length")
+	missing := filepath.Join(dir, "no-such-dir", "x.db")
+	_, err = examine(ctx, Target{Where: missing, Path: missing})
+	require.ErrorContains(t, err, "directory of "+missing+" does not exist")
 
 	got, err := os.ReadFile(foreign)
 	require.NoError(t, err)
@@ -170,5 +177,5 @@ func TestExamineReadsTheHeaderThroughSQLite(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	require.ElementsMatch(t, []string{"wal.db", "journal.db", "notes.txt", "short.db"}, names)
+	require.ElementsMatch(t, []string{"wal.db", "journal.db", "notes.txt", "short.db", "hundred.db"}, names)
 }
