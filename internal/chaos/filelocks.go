@@ -53,6 +53,22 @@ func parseLockHolders(table string, ino uint64) map[int]bool {
 	return holders
 }
 
+// workerReady is what a consume-mode worker writes once its store and
+// transport are open.
+const workerReady = "chaos worker: store and transport open"
+
+// readyWorkers are the workers of procs that said workerReady: one just
+// restarted may not have opened the file yet.
+func readyWorkers(procs []*proc) []*proc {
+	var out []*proc
+	for _, p := range procs {
+		if p != nil && strings.Contains(p.output.String(), workerReady) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // unlocked names each live process of procs that holds no lock on the
 // SQLite file at db (nothing for a PostgreSQL URL), or why the table
 // could not be read.

@@ -301,7 +301,7 @@ func (s *scenarioRun) supervise(ctx context.Context, phase string) error {
 			if time.Since(emptySince) > 3*s.h.opt.Lease/2 {
 				// Every live consumer still holds its lock on a SQLite
 				// file (docs/design.md §15.1).
-				for _, why := range unlocked(s.db, s.procs) {
+				for _, why := range unlocked(s.db, readyWorkers(s.procs)) {
 					s.res.fail("%s: %s", phase, why)
 				}
 				s.h.progress("%s: %s drained in %s (kills so far %d)", s.name, phase, time.Since(phaseStart).Round(time.Millisecond), s.kills)

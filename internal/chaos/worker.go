@@ -134,6 +134,9 @@ func RunWorker(ctx context.Context, opt WorkerOptions) error {
 			return err
 		}
 		defer q.Close()
+		// The harness checks a consumer's lock on the file only once
+		// it has opened it (filelocks.go).
+		fmt.Fprintln(os.Stderr, workerReady)
 		cfg.Transport = q
 		if opt.DiskFullFor > 0 {
 			if err := fillDisk(ctx, opt.DiskFullFor, func(s string) { fmt.Fprintln(os.Stderr, s) }); err != nil {
