@@ -307,3 +307,32 @@ func TestOneWriterStores(t *testing.T) {
 	require.True(t, oneWriter(st), "SQLite")
 	require.False(t, oneWriter(nil))
 }
+
+// A delivery taken outside a receive and joined to a batch (the next of
+// its group, transport.NextTaker) holds room as a received one does, and
+// gives it back with the batch: the room stays the bound on deliveries in
+// flight. Without its count, each such delivery gave back room it never
+// took, and the receive loop went past its bound, lease after lease.
+// One that is not joined (its key is not the batch's) waits as received,
+// and holds room too.
+func TestSchedulerCountsTheRoomOfATakenDelivery(t *testing.T) {
+	s := newScheduler(4)
+	ctx := context.Background()
+	s.add("k:a", &stub{name: "a1"})
+	b := s.take(ctx, 2, nil)
+	require.Equal(t, []string{"a1"}, names(b))
+	require.Equal(t, 1, s.inFlight)
+
+	require.True(t, s.adoptTaken(b, "k:a", &stub{name: "a2"}, nil, true))
+	require.Equal(t, []string{"a1", "a2"}, names(b))
+	require.Equal(t, 2, s.inFlight, "the joined delivery holds room")
+	require.False(t, s.adoptTaken(b, "k:other", &stub{name: "o1"}, nil, true), "not the batch's key")
+	require.Equal(t, 3, s.inFlight, "filed as received, it holds room too")
+
+	s.done(b)
+	require.Equal(t, 1, s.inFlight, "the batch gave back what it held, the other still waits")
+	c := s.take(ctx, 2, nil)
+	require.Equal(t, []string{"o1"}, names(c))
+	s.done(c)
+	require.Zero(t, s.inFlight)
+}
