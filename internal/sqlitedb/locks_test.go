@@ -155,7 +155,7 @@ func TestExamineReadsTheHeaderThroughSQLite(t *testing.T) {
 	require.NoError(t, os.WriteFile(foreign, body, 0o600))
 	_, err = examine(ctx, Target{Where: foreign, Path: foreign})
 	require.ErrorIs(t, err, store.ErrForeignDatabase)
-	require.ErrorContains(t, err, "it does not start with the SQLite header")
+	require.ErrorContains(t, err, "SQLite reads no database header in it")
 	short := filepath.Join(dir, "short.db")
 	require.NoError(t, os.WriteFile(short, []byte("SQLite format 3\x00"), 0o600))
 	_, err = examine(ctx, Target{Where: short, Path: short})
@@ -163,7 +163,12 @@ func TestExamineReadsTheHeaderThroughSQLite(t *testing.T) {
 	hundred := filepath.Join(dir, "hundred.db")
 	require.NoError(t, os.WriteFile(hundred, []byte(strings.Repeat("x", 100)), 0o600))
 	_, err = examine(ctx, Target{Where: hundred, Path: hundred})
-	require.ErrorContains(t, err, "it does not start with the SQLite header", "100 bytes is a header's length")
+	require.ErrorContains(t, err, "SQLite reads no database header in it", "100 bytes is a header's length")
+	// The magic string alone is not a header.
+	magic := filepath.Join(dir, "magic.db")
+	require.NoError(t, os.WriteFile(magic, append([]byte("SQLite format 3\x00"), []byte(strings.Repeat("\x01", 4000))...), 0o600))
+	_, err = examine(ctx, Target{Where: magic, Path: magic})
+	require.ErrorIs(t, err, store.ErrForeignDatabase)
 	missing := filepath.Join(dir, "no-such-dir", "x.db")
 	_, err = examine(ctx, Target{Where: missing, Path: missing})
 	require.ErrorContains(t, err, "directory of "+missing+" does not exist")
@@ -177,5 +182,5 @@ func TestExamineReadsTheHeaderThroughSQLite(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	require.ElementsMatch(t, []string{"wal.db", "journal.db", "notes.txt", "short.db", "hundred.db"}, names)
+	require.ElementsMatch(t, []string{"wal.db", "journal.db", "notes.txt", "short.db", "hundred.db", "magic.db"}, names)
 }

@@ -251,15 +251,14 @@ func examine(ctx context.Context, t Target) (fileState, error) {
 		return fmt.Errorf("%w: %s is not a SQLite database (%s); refusing to touch it", store.ErrForeignDatabase, t.Where, what)
 	}
 	if state.size < 100 {
-		// SQLite would take a file shorter than a page for an empty
-		// database.
+		// Too short to hold a header: refused from its size alone.
 		return fileState{}, foreign(fmt.Sprintf("%d bytes, shorter than a SQLite header", state.size))
 	}
 	h, err := firstPage(ctx, t)
 	if err != nil {
 		var coded interface{ Code() int }
 		if errors.As(err, &coded) && coded.Code()&0xff == 26 { // SQLITE_NOTADB
-			return fileState{}, foreign("it does not start with the SQLite header")
+			return fileState{}, foreign("SQLite reads no database header in it: " + err.Error())
 		}
 		return fileState{}, fmt.Errorf("sqlite: %s: %w", t.Where, err)
 	}
