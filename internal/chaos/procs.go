@@ -23,17 +23,15 @@ type proc struct {
 	output *capped
 }
 
-// capped is a goroutine-safe buffer that keeps the first 64 KiB, and the
-// last tailMax bytes (for a goroutine dump at the end).
+// capped is a goroutine-safe buffer that keeps the first 64 KiB, and,
+// once record is called, everything written from then on (a goroutine
+// dump after SIGQUIT).
 type capped struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	tail []byte
-	// written counts every byte written.
-	written int
+	mu  sync.Mutex
+	buf bytes.Buffer
+	// rec, once set by record, gets every later write.
+	rec *bytes.Buffer
 }
-
-const tailMax = 1 << 20
 
 func (c *capped) Write(b []byte) (int, error) {
 	c.mu.Lock()
@@ -41,27 +39,27 @@ func (c *capped) Write(b []byte) (int, error) {
 	if room := 64<<10 - c.buf.Len(); room > 0 {
 		c.buf.Write(b[:min(len(b), room)])
 	}
-	c.written += len(b)
-	c.tail = append(c.tail, b...)
-	if over := len(c.tail) - tailMax; over > 0 {
-		c.tail = append(c.tail[:0], c.tail[over:]...)
+	if c.rec != nil {
+		c.rec.Write(b)
 	}
 	return len(b), nil
 }
 
-// mark is how many bytes were written so far, for since.
-func (c *capped) mark() int {
+// record starts keeping every write from now on; recorded returns them.
+func (c *capped) record() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.written
+	c.rec = &bytes.Buffer{}
 }
 
-// since is what was written after mark m, as far as the tail keeps it.
-func (c *capped) since(m int) string {
+// recorded is what was written since record.
+func (c *capped) recorded() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := min(c.written-m, len(c.tail))
-	return string(c.tail[len(c.tail)-n:])
+	if c.rec == nil {
+		return ""
+	}
+	return c.rec.String()
 }
 
 func (c *capped) String() string {
@@ -127,20 +125,20 @@ func (p *proc) kill() {
 }
 
 // quit sends SIGQUIT, on which a Go program writes every goroutine's
-// stack and exits, and returns what it wrote since (its output's tail);
+// stack and exits, and returns what it wrote since;
 // SIGKILL if it has not exited within grace.
 func (p *proc) quit(grace time.Duration) string {
 	if p.exited() {
 		return ""
 	}
-	from := p.output.mark()
+	p.output.record()
 	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
 		p.kill()
 	}
-	return p.output.since(from)
+	return p.output.recorded()
 }
 
 // stop asks for a clean shutdown and waits; SIGKILL after a grace period.
