@@ -210,7 +210,7 @@ type fileState struct {
 // with the SQLite header, whose WAL flag it reports.
 //
 // The header is read through SQLite (page 1, from sqlite_dbpage, on a
-// read-only immutable=1 connection, which writes nothing and creates no
+// read-only connection, firstPage, which writes nothing and creates no
 // file beside it), never with a descriptor of seqbox's own: closing any
 // descriptor of a file drops every POSIX lock the process holds on it,
 // SQLite's included, and SQLite, which counts its locks per file in the
@@ -270,12 +270,18 @@ func examine(ctx context.Context, t Target) (fileState, error) {
 	return state, nil
 }
 
-// firstPage reads page 1 of the file t names as it is in the main file
-// (a -wal is not read) through a read-only immutable=1 connection.
+// firstPage reads page 1 of the file t names through a read-only
+// connection. A file with a -wal and a -shm beside it may be in use: it
+// is read as its users see it, through them (TestExamineReadsAFileInUseThroughItsWAL);
+// the main file alone is consistent only between checkpoints, and in the
+// middle of one SQLite may read its schema as malformed. Without them it
+// is read immutable=1, which creates neither.
 func firstPage(ctx context.Context, t Target) ([]byte, error) {
 	q := url.Values{}
 	q.Set("mode", "ro")
-	q.Set("immutable", "1")
+	if !exists(t.Path+"-wal") || !exists(t.Path+"-shm") {
+		q.Set("immutable", "1")
+	}
 	db, err := sql.Open("sqlite", Target{Where: t.Where, Path: t.Path}.DSN(q))
 	if err != nil {
 		return nil, err
