@@ -53,6 +53,7 @@ func RetryBusy(ctx context.Context, fn func() error) error {
 		if !IsBusy(err) || time.Now().After(deadline) {
 			return err
 		}
+		contended()
 		t := time.NewTimer(50 * time.Millisecond)
 		select {
 		case <-ctx.Done():

@@ -279,6 +279,11 @@ func examine(ctx context.Context, t Target) (fileState, error) {
 func firstPage(ctx context.Context, t Target) ([]byte, error) {
 	q := url.Values{}
 	q.Set("mode", "ro")
+	// Read through the -wal, it waits, as the pool's connections do, for
+	// a process that holds the file's WAL locks: one recovering its
+	// -wal after a crash answers SQLITE_BUSY_RECOVERY meanwhile
+	// (TestOpenWaitsForARecoveryElsewhere).
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	if !exists(t.Path+"-wal") || !exists(t.Path+"-shm") {
 		q.Set("immutable", "1")
 	}
@@ -288,7 +293,9 @@ func firstPage(ctx context.Context, t Target) ([]byte, error) {
 	}
 	defer db.Close()
 	var page []byte
-	err = db.QueryRowContext(ctx, `SELECT data FROM sqlite_dbpage WHERE pgno = 1`).Scan(&page)
+	err = RetryBusy(ctx, func() error {
+		return db.QueryRowContext(ctx, `SELECT data FROM sqlite_dbpage WHERE pgno = 1`).Scan(&page)
+	})
 	return page, err
 }
 
