@@ -44,10 +44,26 @@ func TestBenchAgent(t *testing.T) {
 	for _, k := range []string{"steps_p50_ms", "steps_max_ms"} {
 		require.Regexp(t, regexp.MustCompile(`^`+num+`,`+num+`$`), m[k], k)
 	}
+	// --statements N: where SQLite's writer spent the core's run and the
+	// agent run, a summary line and the N longest statements of each.
+	out = ok(t, "bench", "agent", "--db", newDB(t), "--target", "library", "--keys", "4", "--versions", "2",
+		"--concurrency", "4", "--chain", "2", "--core-messages", "100", "--statements", "3")
+	for _, run := range []string{"core", "agent"} {
+		m := kv(t, out, "agent statements: run="+run+" ")
+		for _, k := range []string{"units", "statements", "commits"} {
+			require.Regexp(t, regexp.MustCompile(`^[1-9][0-9]*$`), m[k], run+" "+k)
+		}
+		for _, k := range []string{"total_ms", "per_unit_ms", "commit_ms"} {
+			require.Regexp(t, regexp.MustCompile(`^`+num+`$`), m[k], run+" "+k)
+		}
+	}
+	require.Regexp(t, regexp.MustCompile(`(?m)^agent statements: run=agent units=8 .*\n(  count=[1-9][0-9]* total_ms=`+num+` avg_us=`+num+` \S.*\n){3}`), out)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--statements", "-1"}, "seqbox: bench agent: --statements -1: must not be negative"},
+		{[]string{"--statements", "2", "--db", "postgres://nowhere/x"}, "seqbox: bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)"},
 		{[]string{"--keys", "0"}, "seqbox: bench agent: --keys 0: must be at least 1"},
 		{[]string{"--target", "nope"}, `seqbox: bench agent: --target "nope": want serve or library`},
 		{[]string{"--latency", "-1s"}, "seqbox: bench agent: --latency -1s: must not be negative"},

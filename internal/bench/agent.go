@@ -20,6 +20,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/internal/serve"
+	"github.com/seqbox/seqbox/internal/sqlitedb"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
 
@@ -45,6 +46,11 @@ type AgentOptions struct {
 	Chain int
 	// CoreMessages is the messages of the core's run (core_per_s).
 	CoreMessages int
+	// Statements, when positive, records the statements SQLite's writer
+	// pools ran in the core's run and in the Keys x Versions run
+	// (AgentResult.CoreStatements, AgentStatements): where the one
+	// writer's time goes (`--statements N` prints the N longest).
+	Statements int
 }
 
 // AgentResult is what one `seqbox bench agent` run measured.
@@ -59,6 +65,9 @@ type AgentResult struct {
 	Checked string
 	// Timeline is where the Keys x Versions run's time went.
 	Timeline AgentTimeline
+	// CoreStatements and AgentStatements are what the statement
+	// recordings saw (AgentOptions.Statements), the longest first.
+	CoreStatements, AgentStatements []sqlitedb.StatementTime
 }
 
 // AgentTimeline is where the Keys x Versions run's time went beyond the
@@ -127,11 +136,11 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 	if o.Target != "serve" && o.Target != "library" {
 		return res, fmt.Errorf("bench agent: --target %q: want serve or library", o.Target)
 	}
-	core, err := corePerS(ctx, o)
+	core, coreStatements, err := corePerS(ctx, o)
 	if err != nil {
 		return res, fmt.Errorf("core: %w", err)
 	}
-	res.CorePerS = core
+	res.CorePerS, res.CoreStatements = core, coreStatements
 	run := newRun()
 	watch := &contention{}
 	a := newBenchAgent(o.Latency)
@@ -144,6 +153,7 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 
 	// Keys x Versions: each round posts one version of every key, so a
 	// key's versions are accepted in order.
+	stopRecording := recordIf(o)
 	start := time.Now()
 	for v := 1; v <= o.Versions; v++ {
 		bodies := make([][]byte, o.Keys)
@@ -158,9 +168,11 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 		return res, err
 	}
 	if err := tgt.waitApplied(ctx, o.Keys*o.Versions); err != nil {
+		stopRecording()
 		return res, err
 	}
 	res.Events, res.Elapsed = o.Keys*o.Versions, time.Since(start)
+	res.AgentStatements = stopRecording()
 	res.Timeline = a.timeline(run, o, start, res.Elapsed)
 
 	// The chain: one key, an instant agent; each step is the time from
@@ -203,26 +215,66 @@ func agentBody(run, prefix string, k, v int) []byte {
 
 // corePerS measures the core pipeline (embedded queue, per-message
 // Handler) on the same database: CoreMessages over 100 keys.
-func corePerS(ctx context.Context, o AgentOptions) (float64, error) {
+func corePerS(ctx context.Context, o AgentOptions) (float64, []sqlitedb.StatementTime, error) {
 	run := newRun()
 	e, err := open(ctx, o.DB, "bench-core-"+run)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer e.close()
 	if err := publish(ctx, e.q, Bodies("bench", run+"-core", run, o.CoreMessages, 100)); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	stopRecording := recordIf(o)
 	l, err := startLive(ctx, e, 4, 64)
 	if err != nil {
-		return 0, err
+		stopRecording()
+		return 0, nil, err
 	}
 	waitErr := l.waitApplied(ctx, int64(o.CoreMessages))
 	elapsed := time.Since(l.start)
+	statements := stopRecording()
 	if err := errors.Join(waitErr, l.stop()); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return float64(o.CoreMessages) / elapsed.Seconds(), nil
+	return float64(o.CoreMessages) / elapsed.Seconds(), statements, nil
+}
+
+// recordIf starts recording SQLite's statements when o.Statements asks for
+// it; its stop returns what the recording saw (nil without one).
+func recordIf(o AgentOptions) func() []sqlitedb.StatementTime {
+	if o.Statements > 0 {
+		if stop, ok := sqlitedb.RecordStatements(); ok {
+			return stop
+		}
+	}
+	return func() []sqlitedb.StatementTime { return nil }
+}
+
+// StatementLines renders a recording of a run of units messages or
+// events as `seqbox bench agent --statements top` prints it: a summary
+// line, then the top statements longest in all first, each with its
+// count, its time in all and a run's average.
+func StatementLines(run string, units int, ss []sqlitedb.StatementTime, top int) []string {
+	var n, commits int64
+	var total, commit time.Duration
+	for _, s := range ss {
+		n, total = n+s.Count, total+s.Total
+		if s.Query == "COMMIT" {
+			commits, commit = s.Count, s.Total
+		}
+	}
+	out := []string{fmt.Sprintf("agent statements: run=%s units=%d statements=%d total_ms=%.1f per_unit_ms=%.3f commits=%d commit_ms=%.1f",
+		run, units, n, msOf(total), msOf(total)/float64(max(units, 1)), commits, msOf(commit))}
+	for _, s := range ss[:min(top, len(ss))] {
+		q := s.Query
+		if len(q) > 120 {
+			q = q[:120] + "…"
+		}
+		out = append(out, fmt.Sprintf("  count=%d total_ms=%.1f avg_us=%.1f %s", s.Count, msOf(s.Total),
+			float64(s.Total.Microseconds())/float64(s.Count), q))
+	}
+	return out
 }
 
 // contention counts what a busy or locked database of seqbox's own did:

@@ -27,7 +27,10 @@ func benchAgentCmd() *cobra.Command {
 			"With --timeline, a second line says where the --keys x --versions run's time went beyond the agent's latency,\n" +
 			"from the agent's answers: how late each key's first answer came after the start, each later step (one\n" +
 			"answer of a key to its next: p50 and max, per step), and the tail from the last answer to the last event applied:\n" +
-			"agent timeline: first_p50_ms=… first_max_ms=… steps_p50_ms=… steps_max_ms=… tail_ms=…",
+			"agent timeline: first_p50_ms=… first_max_ms=… steps_p50_ms=… steps_max_ms=… tail_ms=…\n" +
+			"With --statements N (SQLite), where SQLite's one writer spent the core's run and the agent run: for each, a line\n" +
+			"agent statements: run=core|agent units=… statements=… total_ms=… per_unit_ms=… commits=… commit_ms=…\n" +
+			"and the N statements longest in all, with their count, time in all and a run's average.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct {
@@ -43,6 +46,12 @@ func benchAgentCmd() *cobra.Command {
 			}
 			if o.Target != "serve" && o.Target != "library" {
 				return fmt.Errorf("bench agent: --target %q: want serve or library", o.Target)
+			}
+			if o.Statements < 0 {
+				return fmt.Errorf("bench agent: --statements %d: must not be negative", o.Statements)
+			}
+			if o.Statements > 0 && pgdb.IsURL(o.DB) {
+				return fmt.Errorf("bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)")
 			}
 			db, cleanup, err := benchDB(o.DB)
 			if err != nil {
@@ -69,11 +78,20 @@ func benchAgentCmd() *cobra.Command {
 			if pgdb.IsURL(db) {
 				store = "postgres"
 			}
-			if _, err = fmt.Fprintln(cmd.OutOrStdout(), res.Line(o, store)); err != nil || !timeline {
-				return err
+			lines := []string{res.Line(o, store)}
+			if timeline {
+				lines = append(lines, res.Timeline.Line())
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Timeline.Line())
-			return err
+			if o.Statements > 0 {
+				lines = append(lines, bench.StatementLines("core", o.CoreMessages, res.CoreStatements, o.Statements)...)
+				lines = append(lines, bench.StatementLines("agent", res.Events, res.AgentStatements, o.Statements)...)
+			}
+			for _, l := range lines {
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), l); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	fl := c.Flags()
@@ -87,5 +105,6 @@ func benchAgentCmd() *cobra.Command {
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fl.IntVar(&o.CoreMessages, "core-messages", 5000, "messages of the core's run (core_per_s)")
 	fl.BoolVar(&timeline, "timeline", false, "print a second line: where the run's time went beyond the agent's latency")
+	fl.IntVar(&o.Statements, "statements", 0, "print the N statements SQLite's writer spent longest on, in the core's run and the agent run (SQLite only)")
 	return c
 }

@@ -153,7 +153,7 @@ func (c *patientConn) PrepareContext(ctx context.Context, query string) (driver.
 	if err != nil {
 		return nil, err
 	}
-	return &patientStmt{stmt: st, c: c, kind: kindOf(query)}, nil
+	return &patientStmt{stmt: st, c: c, kind: kindOf(query), query: query}, nil
 }
 
 func (c *patientConn) Close() error { return c.conn.Close() }
@@ -163,6 +163,7 @@ func (c *patientConn) Begin() (driver.Tx, error) {
 }
 
 func (c *patientConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	defer timeStatement("BEGIN")()
 	var tx driver.Tx
 	err := patiently(ctx, func() (err error) {
 		tx, err = c.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
@@ -176,6 +177,7 @@ func (c *patientConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 }
 
 func (c *patientConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	defer timeStatement(query)()
 	var res driver.Result
 	_, err := c.run(ctx, kindOf(query), func() (_ driver.Rows, err error) {
 		res, err = c.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
@@ -185,6 +187,7 @@ func (c *patientConn) ExecContext(ctx context.Context, query string, args []driv
 }
 
 func (c *patientConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	defer timeStatement(query)()
 	return c.run(ctx, kindOf(query), func() (driver.Rows, error) {
 		return c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 	})
@@ -343,9 +346,10 @@ func (r *heldRows) Close() error {
 // patientStmt is a prepared statement of a writer pool: run as its
 // connection runs statements.
 type patientStmt struct {
-	stmt driver.Stmt
-	c    *patientConn
-	kind kind
+	stmt  driver.Stmt
+	query string // its text, for RecordStatements
+	c     *patientConn
+	kind  kind
 }
 
 func (s *patientStmt) Close() error  { return s.stmt.Close() }
@@ -360,6 +364,7 @@ func (s *patientStmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *patientStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	defer timeStatement(s.query)()
 	var res driver.Result
 	_, err := s.c.run(ctx, s.kind, func() (_ driver.Rows, err error) {
 		res, err = s.stmt.(driver.StmtExecContext).ExecContext(ctx, args)
@@ -369,6 +374,7 @@ func (s *patientStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 }
 
 func (s *patientStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	defer timeStatement(s.query)()
 	return s.c.run(ctx, s.kind, func() (driver.Rows, error) {
 		return s.stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	})
@@ -391,6 +397,7 @@ type patientTx struct {
 }
 
 func (t *patientTx) Commit() error {
+	defer timeStatement("COMMIT")()
 	t.c.inTx = false
 	return t.tx.Commit()
 }
