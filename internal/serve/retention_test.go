@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,4 +41,28 @@ func TestRetentionPurgeAndEarlyPurgeMetric(t *testing.T) {
 	_, err = New(t.Context(), Options{DB: t.TempDir() + "/x.db", Policy: seqbox.Config{Policies: seqbox.Policies{Retention: time.Hour}}})
 	require.ErrorIs(t, err, seqbox.ErrInvalidConfig)
 	require.ErrorContains(t, err, "Retention")
+}
+
+// A server that starts over a database whose retention purged identities
+// (another run's purge: none in this process) still counts one that comes
+// back after its purge. (Without the look at the tombstones at start,
+// every test passed: only a purge in the same process turned the check
+// on.)
+func TestEarlyPurgeIsCountedAfterARestart(t *testing.T) {
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	opt := Options{DB: filepath.Join(t.TempDir(), "seqbox.db"), Policy: seqbox.Config{Now: now, Policies: seqbox.Policies{
+		Retention: 3 * time.Hour, RedeliveryWindow: time.Hour, DLQRetention: time.Hour, RedriveWindow: time.Hour}}}
+	first := start(t, opt)
+	first.post(t, ev("p1", "P", 1, ""))
+	eventually(t, "applied", func() bool { return first.effects(t) == 1 })
+	offset.Store(int64(4 * time.Hour))
+	first.purge(t.Context())
+	first.stop()
+
+	again := start(t, opt)
+	again.post(t, ev("p1", "P", 1, "")) // the queue redelivers after the purge, to a new process
+	eventually(t, "counted by the new process", func() bool {
+		return again.metricValue(t, `seqbox_purged_before_redelivery_total{consumer="gateway"}`) == 1
+	})
 }
