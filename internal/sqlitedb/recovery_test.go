@@ -128,7 +128,6 @@ func TestOpenWaitsForARecoveryElsewhere(t *testing.T) {
 			r := <-done
 			require.NoError(t, r.err)
 			require.Equal(t, 500, r.n, "every row the killed writer committed, read through its -wal")
-
 		})
 	}
 }

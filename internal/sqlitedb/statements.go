@@ -1,6 +1,7 @@
 package sqlitedb
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -34,7 +35,8 @@ var recording atomic.Pointer[recorder]
 // --statements`: where the one writer's time goes. stop ends the
 // recording and returns its statements, the longest in all first. One
 // recording runs at a time; a second RecordStatements while one runs
-// returns ok false. Off, a statement pays one atomic load.
+// returns ok false. Off, a statement pays one atomic load and a
+// deferred call that does nothing.
 func RecordStatements() (stop func() []StatementTime, ok bool) {
 	r := &recorder{by: map[string]*StatementTime{}}
 	if !recording.CompareAndSwap(nil, r) {
@@ -49,10 +51,7 @@ func RecordStatements() (stop func() []StatementTime, ok bool) {
 			out = append(out, *s)
 		}
 		slices.SortFunc(out, func(a, b StatementTime) int {
-			if a.Total != b.Total {
-				return int(b.Total - a.Total)
-			}
-			return strings.Compare(a.Query, b.Query)
+			return cmp.Or(cmp.Compare(b.Total, a.Total), strings.Compare(a.Query, b.Query))
 		})
 		return out
 	}, true
