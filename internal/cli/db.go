@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,4 +41,38 @@ func openStoreAccess(ctx context.Context, db string, access store.Access) (store
 		return nil, nil, err
 	}
 	return s, func() { s.Close(); cleanup() }, nil
+}
+
+// openReadOnly opens the store a --db value names with store.ReadOnly (the
+// inspecting commands).
+func openReadOnly(ctx context.Context, db string) (store.Store, func(), error) {
+	return openStoreAccess(ctx, db, store.ReadOnly)
+}
+
+// openForOperator opens, for an operator's writes (purge, effects
+// resolve), a database that already holds seqbox's data: one that holds
+// none is refused as the inspecting commands refuse it (a read-only open
+// comes first), and nothing is created or migrated into it. It is then
+// opened as openOwned opens it.
+func openForOperator(ctx context.Context, db string) (store.Store, func(), error) {
+	_, closeStore, err := openReadOnly(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeStore()
+	return openOwned(ctx, db)
+}
+
+// openOwned opens a database that holds seqbox's data for writing, as its
+// owner left it: one the CLI made (replay, demo, bench: seqbox_meta owner
+// seqbox) stays the CLI's (store.Exclusive), where store.Adopt would mark
+// it an application's and refuse the next replay; an application's (or
+// one with other tables beside seqbox's) is opened as the library opens
+// it (store.Adopt), which writes nothing but seqbox's own tables.
+func openOwned(ctx context.Context, db string) (store.Store, func(), error) {
+	st, closeStore, err := openStoreAccess(ctx, db, store.Exclusive)
+	if errors.Is(err, store.ErrForeignDatabase) {
+		return openStoreAccess(ctx, db, store.Adopt)
+	}
+	return st, closeStore, err
 }

@@ -24,16 +24,17 @@ func effectsCmd() *cobra.Command {
 		effectsListCmd(), effectsResolveCmd())
 }
 
-// ledger opens --db with access, selects the consumer as every operator
-// command does, and runs fn with the consumer's ledger.
-func (f *opFlags) ledger(ctx context.Context, access store.Access, fn func(l *effects.Ledger, consumer string) error) error {
+// ledger opens --db (with open: read-only for a listing, openForOperator
+// for a write), selects the consumer as every operator command does, and
+// runs fn with the consumer's ledger.
+func (f *opFlags) ledger(ctx context.Context, open func(context.Context, string) (store.Store, func(), error), fn func(l *effects.Ledger, consumer string) error) error {
 	if f.token != "" {
 		return fmt.Errorf("--admin-token is for --server: the database path needs no token")
 	}
 	if f.db == "" {
 		return fmt.Errorf("--db is required: the database the consumer uses (or --server, a running seqbox serve)")
 	}
-	st, closeStore, err := openStoreAccess(ctx, f.db, access)
+	st, closeStore, err := open(ctx, f.db)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func effectsListCmd() *cobra.Command {
 			if f.server != "" {
 				return f.remote(cmd, func(c *adminClient) error { return c.listEffects(action, state, limit, f.out) })
 			}
-			return f.ledger(cmd.Context(), store.ReadOnly, func(l *effects.Ledger, consumer string) error {
+			return f.ledger(cmd.Context(), openReadOnly, func(l *effects.Ledger, consumer string) error {
 				rows, err := l.List(cmd.Context(), effects.Filter{Consumer: consumer, Action: action, State: effects.State(state), Limit: limit})
 				if err != nil {
 					return fmt.Errorf("effects list: %w", err)
@@ -141,7 +142,7 @@ func effectsResolveCmd() *cobra.Command {
 			if f.server != "" {
 				return f.remote(cmd, func(c *adminClient) error { return c.resolveEffect(key, res, f.out) })
 			}
-			return f.ledger(cmd.Context(), store.Adopt, func(l *effects.Ledger, consumer string) error {
+			return f.ledger(cmd.Context(), openForOperator, func(l *effects.Ledger, consumer string) error {
 				if err := ops.ResolveEffect(cmd.Context(), l, consumer, key, res); err != nil {
 					return fmt.Errorf("effects resolve: %w", err)
 				}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
-	"github.com/seqbox/seqbox/store"
 	"github.com/spf13/cobra"
 )
 
@@ -34,7 +33,7 @@ removed.`,
 				return fmt.Errorf("purge: --batch %d: must be at least 1", batch)
 			}
 			ctx := cmd.Context()
-			st, closeStore, err := openStoreAccess(ctx, db, store.Adopt)
+			st, closeStore, err := openForOperator(ctx, db)
 			if err != nil {
 				return err
 			}

@@ -64,13 +64,9 @@ func (f *actionFlags) check(cmd string, attributed bool) error {
 // is driven here, in-process.
 func (f *actionFlags) request(cmd *cobra.Command, s *session, action, target string) error {
 	ctx := cmd.Context()
-	// A replay's database stays the CLI's own; an application's database
+	// A database the CLI made stays its own; an application's database
 	// is adopted (seqbox writes only its request table).
-	access := store.Adopt
-	if s.reg.HandlerKind == store.HandlerRecord {
-		access = store.Exclusive
-	}
-	st, closeStore, err := openStoreAccess(ctx, f.db, access)
+	st, closeStore, err := openOwned(ctx, f.db)
 	if err != nil {
 		return err
 	}
