@@ -177,6 +177,19 @@ func (c *Config) Validate() error {
 	return d.validate()
 }
 
+// ValidateSettings reports the first problem with the configuration's
+// name, policies and sizes, as Validate does, leaving out what only an
+// opened database gives (Store) and the handler: a command checks its
+// flags with it before it opens, creates or migrates a database, so that
+// a refused flag leaves nothing behind.
+func (c *Config) ValidateSettings() error {
+	if err := c.validateGiven(); err != nil {
+		return err
+	}
+	d := c.WithDefaults()
+	return d.validateSettings()
+}
+
 // validateGiven refuses what defaults would otherwise hide: a negative
 // duration or count is a mistake, not a request for the default.
 func (c *Config) validateGiven() error {
@@ -237,6 +250,12 @@ func (c *Config) validate() error {
 	case c.BatchHandler != nil && c.Decide != nil:
 		return invalidConfig("BatchHandler", "cannot be combined with Decide: a recorded decision belongs to one event's Handler")
 	}
+	return c.validateSettings()
+}
+
+// validateSettings checks the policies of a configuration with defaults
+// applied: everything validate checks but the Store and the handler.
+func (c *Config) validateSettings() error {
 	if c.GapPolicy != GapHold && c.GapPolicy != GapAdvance {
 		return invalidConfig("GapPolicy", "%q is not hold or advance", c.GapPolicy)
 	}

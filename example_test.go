@@ -73,6 +73,19 @@ func ExamplePermanent() {
 	// Output: true permanent: customer record is corrupt
 }
 
+// ValidateSettings checks a consumer's name and policies before any
+// database is opened: a command refuses a bad flag without creating or
+// migrating anything.
+func ExampleConfig_ValidateSettings() {
+	cfg := seqbox.Config{Name: "crm-followup", Policies: seqbox.Policies{GapPolicy: "wait"}}
+	fmt.Println(cfg.ValidateSettings())
+	cfg.GapPolicy = seqbox.GapHold
+	fmt.Println(cfg.ValidateSettings())
+	// Output:
+	// invalid config: GapPolicy: "wait" is not hold or advance
+	// <nil>
+}
+
 // ParseEvent validates a CloudEvent and names the field that is wrong.
 func ExampleParseEvent() {
 	_, err := seqboxtype.ParseEvent([]byte(`{"id":"1","source":"erp","type":"order.cancelled","partitionkey":"PED-4821","objectversion":"v3"}`))

@@ -37,6 +37,9 @@ func (f *policyFlags) register(c *cobra.Command, defaultDB string) {
 
 func (f *policyFlags) config() (seqbox.Config, error) {
 	cfg := seqbox.Config{Name: f.consumer, Policies: f.pol, Logger: consumerLogger()}
+	if err := emptyPolicyFlag(f.pol); err != nil {
+		return cfg, err
+	}
 	if f.pol.Retry.MaxAttempts < 1 {
 		return cfg, fmt.Errorf("--max-attempts %d: must be at least 1", f.pol.Retry.MaxAttempts)
 	}
@@ -64,7 +67,25 @@ func (f *policyFlags) config() (seqbox.Config, error) {
 		}
 		cfg.Now = func() time.Time { return t }
 	}
-	return cfg, nil
+	// The consumer's settings are checked here, before any database is
+	// opened, created or migrated.
+	return cfg, cfg.ValidateSettings()
+}
+
+// emptyPolicyFlag refuses a policy flag given as the empty string: each
+// has a default of its own, so an empty value is a mistake, not a request
+// for the default.
+func emptyPolicyFlag(pol seqbox.Policies) error {
+	for _, f := range []struct{ flag, v, want string }{
+		{"--gap-policy", string(pol.GapPolicy), "hold or advance"},
+		{"--hold-expiry", string(pol.HoldExpiry), "block or advance"},
+		{"--on-dead-letter", string(pol.OnDeadLetter), "block or release"},
+	} {
+		if f.v == "" {
+			return fmt.Errorf("%s \"\": want %s", f.flag, f.want)
+		}
+	}
+	return nil
 }
 
 func replayCmd() *cobra.Command {

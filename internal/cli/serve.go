@@ -50,6 +50,16 @@ wins.`,
 			if err := envDefaults(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := emptyPolicyFlag(o.Policy.Policies); err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			// The options' defaults are the flags' own: a zero given on the
+			// command line is a mistake, not a request for the default.
+			if fl := cmd.Flags(); fl.Changed("max-body") && o.MaxBody == 0 {
+				return fmt.Errorf("serve: --max-body 0: at least 1024 bytes")
+			} else if fl.Changed("max-batch") && o.MaxBatch == 0 {
+				return fmt.Errorf("serve: --max-batch 0: at least 1 event")
+			}
 			switch {
 			case firstVersion < -1:
 				return fmt.Errorf("serve: --first-version %d: must be a version (0 or more), or -1 for the first version seen", firstVersion)
@@ -95,13 +105,15 @@ wins.`,
 				o.Policy.TracerProvider = tracing.Provider
 				o.Logger.Info("seqbox serve: exporting traces over OTLP/HTTP", "endpoint", tracing.Endpoint)
 			}
-			srv, err := serve.New(ctx, o)
+			// Listen first: an address that cannot be had leaves no
+			// database behind.
+			ln, err := net.Listen("tcp", o.Addr)
 			if err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
-			ln, err := net.Listen("tcp", o.Addr)
+			srv, err := serve.New(ctx, o)
 			if err != nil {
-				srv.Close()
+				ln.Close()
 				return fmt.Errorf("serve: %w", err)
 			}
 			handler := "record"

@@ -133,6 +133,14 @@ func (o Options) withDefaults() Options {
 
 // Validate reports the first problem with the options, naming the flag.
 func (o Options) Validate() error {
+	for _, n := range []struct {
+		flag string
+		v    int64
+	}{{"--max-body", o.MaxBody}, {"--max-batch", int64(o.MaxBatch)}} {
+		if n.v < 0 {
+			return fmt.Errorf("%s %d: must not be negative (0: the default)", n.flag, n.v)
+		}
+	}
 	if o.AgentConcurrency < 0 {
 		return fmt.Errorf("--agent-concurrency %d: at least 1 (0: the default, %d)", o.AgentConcurrency, seqbox.DefaultDecideConcurrency)
 	}
@@ -161,7 +169,10 @@ func (o Options) Validate() error {
 	if o.Lease < time.Second {
 		return fmt.Errorf("--lease %s: at least 1s", o.Lease)
 	}
-	return nil
+	// The consumer's settings, checked before New opens the database.
+	cfg := o.Policy
+	cfg.Name, cfg.Workers, cfg.BatchSize = o.Consumer, o.Workers, o.BatchSize
+	return cfg.ValidateSettings()
 }
 
 // CheckAddr refuses an address that is not host:port, and a non-loopback
