@@ -41,7 +41,7 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 	}
 	var decideErr error
 	redrive := func(tx *batchTx) ([]seqboxtype.Result, error) {
-		results, err := c.p.deliver(ctx, tx, input{kind: redriven{}, raw: letter.Envelope, attempt: 1, decideErr: decideErr})
+		results, err := c.p.deliver(ctx, tx, input{kind: redriven{seq: letter.Seq}, raw: letter.Envelope, attempt: 1, decideErr: decideErr})
 		if err != nil || results[0].Outcome == seqboxtype.Retry || results[0].Outcome == outcomeDeciding {
 			return results, err // still open: redrive again, or once decided
 		}
@@ -49,10 +49,10 @@ func (c *Consumer) Redrive(ctx context.Context, seq int64) ([]seqboxtype.Result,
 		switch results[0].Outcome {
 		case seqboxtype.Applied:
 		case seqboxtype.DeadLettered, seqboxtype.Rejected:
-			// Failed again: the identity's open row, this one, took the
-			// failure and keeps its number (DeadLetterInsert). A failure
-			// recorded under no identity (rejected before one was read)
-			// made a row of its own, which holds it now.
+			// Failed again: this row took the failure and keeps its
+			// number (DeadLetterInsert), identity or none. Only a row
+			// another transaction resolved meanwhile leaves the failure
+			// to a row of its own, which holds it now.
 			now, err := tx.DeadLetterGet(ctx, store.DeadLetterRef{Consumer: c.cfg.Name, Seq: letter.Seq})
 			if err != nil || (now.State == seqboxtype.DeadLetterOpen && now.Redrives > letter.Redrives) {
 				return results, err

@@ -50,7 +50,7 @@ type received struct{}
 
 // redriven is a message back from the DLQ: it may pass its own
 // dead-lettered identity and the block it caused.
-type redriven struct{}
+type redriven struct{ seq int64 }
 
 // unparked is a message out of the parked table (row); its identity is
 // recorded already.
@@ -87,6 +87,12 @@ func (in input) parkedRow() *store.Parked {
 func (in input) redrive() bool {
 	_, ok := in.kind.(redriven)
 	return ok
+}
+
+// redrivenSeq is the DLQ row a redriven message came from, else 0.
+func (in input) redrivenSeq() int64 {
+	r, _ := in.kind.(redriven)
+	return r.seq
 }
 
 // oversized describes a message too large to hand over, else nil.
@@ -395,7 +401,7 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 		envelope = []byte{} // a tombstone (Kafka's nil value): kept as empty bytes
 	}
 	if _, err := tx.DeadLetterInsert(ctx, store.DeadLetter{
-		Consumer: p.cfg.Name, Source: res.Source, ID: res.ID, PartitionKey: res.PartitionKey, Envelope: envelope, PayloadHash: hash,
+		Seq: in.redrivenSeq(), Consumer: p.cfg.Name, Source: res.Source, ID: res.ID, PartitionKey: res.PartitionKey, Envelope: envelope, PayloadHash: hash,
 		Reason: string(seqboxtype.Rejected) + ": " + perr.Error(), Attempts: in.attempt,
 		FirstError: perr.Error(), LastError: perr.Error(), DeadAt: now,
 	}); err != nil {

@@ -294,7 +294,9 @@ type DeadLetters interface {
 	// failed again), that row takes the failure instead
 	// and keeps its number: its attempts add up, its reason, last error
 	// and time are the new ones, Redrives counts one more, and History
-	// gains a line saying so.
+	// gains a line saying so. A letter whose Seq is set is a redrive of
+	// that row failing again: the row, while open, takes the failure the
+	// same way, identity or none (a message rejected before it had one).
 	DeadLetterInsert(ctx context.Context, letter DeadLetter) (int64, error)
 	// DeadLetterGet reads one DLQ row by its sequence number.
 	DeadLetterGet(ctx context.Context, p DeadLetterRef) (DeadLetter, error)

@@ -79,13 +79,17 @@ func TestDLQResolvingOneRejectedEnvelopeLeavesTheOthersOpen(t *testing.T) {
 	t.Run("redrive", func(t *testing.T) {
 		t.Parallel()
 		db := replayRejected(t)
+		// Rejected again is dead-lettered again: the command says so and
+		// exits 1, as for any redrive that fails again.
 		require.Equal(t, lines(`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
 			`"reason":"invalid event: envelope: not a JSON object: invalid character 'o' in literal null (expecting 'u') (at byte 1)"}`),
-			ok(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
-		// Row 1 is resolved and its bytes are rejected again as row 3; row 2
-		// was not touched and stays open.
-		require.Equal(t, map[int64]string{2: "", 3: ""}, openDLQ(t, "dlq", "list", "--db", db, "--json"),
-			"redriving dlq 1 must leave dlq 2 open")
+			failedAgain(t, "1", "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
+		// Row 1 took the failure and keeps its number (DESIGN.md §7: a
+		// dead letter keeps its number across redrives); row 2 was not
+		// touched and stays open.
+		require.Equal(t, map[int64]string{1: "", 2: ""}, openDLQ(t, "dlq", "list", "--db", db, "--json"),
+			"redriving dlq 1 must leave dlq 2 open, and dlq 1 under its number")
+		require.Contains(t, ok(t, "dlq", "show", "1", "--db", db), "failed again after a redrive")
 	})
 }
 

@@ -293,7 +293,7 @@ func TestDLQRedriveRetriesTransientFailure(t *testing.T) {
 		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"retry","reason":"attempt 2 of 3 failed: record: data.fail=transient"}`,
 		`{"source":"shop","id":"e1","partitionkey":"E","objectversion":1,"outcome":"dead_lettered",`+
 			`"reason":"attempts exhausted (3 of 3): record: data.fail=transient"}`,
-	), ok(t, "dlq", "redrive", "--output", "jsonl", "2", "--db", db))
+	), failedAgain(t, "2", "dlq", "redrive", "--output", "jsonl", "2", "--db", db))
 	// Dead-lettered again, on the same row: its attempts add up.
 	out = ok(t, "dlq", "show", "2", "--db", db)
 	require.Contains(t, out, "reason:        attempts exhausted (3 of 3)\nattempts:      4\n")
@@ -302,10 +302,10 @@ func TestDLQRedriveRetriesTransientFailure(t *testing.T) {
 	// The malformed line's bytes are kept and shown as they came.
 	out = ok(t, "dlq", "show", "1", "--db", db)
 	require.True(t, strings.HasSuffix(out, "\nenvelope (21 bytes):\nthis line is not JSON\n"), out)
-	// Redriving it can only reject it again.
+	// Redriving it can only reject it again, under its number.
 	require.Equal(t, lines(`{"source":"","id":"","partitionkey":"","objectversion":null,"outcome":"rejected",`+
 		`"reason":"invalid event: envelope: not a JSON object: invalid character 'h' in literal true (expecting 'r') (at byte 1)"}`),
-		ok(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
+		failedAgain(t, "1", "dlq", "redrive", "--output", "jsonl", "1", "--db", db))
 }
 
 func TestKeysHeldGapThenRelease(t *testing.T) {

@@ -114,9 +114,9 @@ func failedAgain(cmd *cobra.Command, a ops.Acted) error {
 	if a.DeadLetter != nil {
 		as = " (still dlq " + strconv.FormatInt(*a.DeadLetter, 10) + ")"
 	}
-	first := a.Results[0]
+	own, _ := a.Own()
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s: source=%q id=%q failed again and is dead-lettered%s: %s\n",
-		cmd.Root().Name(), subcommandPath(cmd), first.Source, first.ID, as, first.Reason)
+		cmd.Root().Name(), subcommandPath(cmd), own.Source, own.ID, as, own.Reason)
 	return exitCode(1)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -92,10 +93,28 @@ func ActedOf(r store.OperatorRequest) (Acted, error) {
 	return a, err
 }
 
-// FailedAgain reports whether a is a redrive whose own message (its first
-// result) was dead-lettered again.
+// FailedAgain reports whether a is a redrive whose own message was
+// dead-lettered again (or rejected again, which dead-letters it too) in
+// the end: its last result, after the retries the redrive ran.
 func (a Acted) FailedAgain() bool {
-	return a.Action == store.ActionRedrive && len(a.Results) > 0 && a.Results[0].Outcome == seqboxtype.DeadLettered
+	own, ok := a.Own()
+	return ok && a.Action == store.ActionRedrive && (own.Outcome == seqboxtype.DeadLettered || own.Outcome == seqboxtype.Rejected)
+}
+
+// Own is the last result of the action's own message (the first result's
+// identity; the successors it let out come after it), and false when
+// there are no results.
+func (a Acted) Own() (seqboxtype.Result, bool) {
+	if len(a.Results) == 0 {
+		return seqboxtype.Result{}, false
+	}
+	own := a.Results[0]
+	for _, r := range a.Results[1:] {
+		if r.Source == own.Source && r.ID == own.ID && own.ID != "" {
+			own = r
+		}
+	}
+	return own, true
 }
 
 // NoteDeadLetter sets DeadLetter when a failed again: the newest open DLQ
@@ -108,7 +127,16 @@ func (a *Acted) NoteDeadLetter(ctx context.Context, ctl store.Executor, consumer
 	if err != nil {
 		return err
 	}
-	first := a.Results[0]
+	// The redriven row itself, when still open: it took the failure.
+	if seq, err := strconv.ParseInt(a.Target, 10, 64); err == nil {
+		for _, letter := range letters {
+			if letter.Seq == seq {
+				a.DeadLetter = &letter.Seq
+				return nil
+			}
+		}
+	}
+	first, _ := a.Own()
 	for _, letter := range letters {
 		if letter.Source == first.Source && letter.ID == first.ID && (a.DeadLetter == nil || letter.Seq > *a.DeadLetter) {
 			a.DeadLetter = &letter.Seq
@@ -142,8 +170,8 @@ func ActionSentence(a Acted) string {
 		noun = "key"
 	}
 	verb := "done"
-	if len(a.Results) > 0 {
-		switch a.Results[0].Outcome {
+	if own, ok := a.Own(); ok {
+		switch own.Outcome {
 		case seqboxtype.DeadLettered, seqboxtype.Rejected, seqboxtype.Retry:
 			verb = "ran, and failed again"
 		}

@@ -499,11 +499,15 @@ func (t *Executor) DeadLetterInsert(ctx context.Context, d store.DeadLetter) (in
 	var seq int64
 	line := fmt.Sprintf("%s: failed again after a redrive (%d more attempts): %s", d.DeadAt.UTC().Format(time.RFC3339Nano), d.Attempts,
 		strings.ReplaceAll(d.Reason, "\n", " "))
+	// The row a redrive took the message from ($11), or else the
+	// identity's open row of the same payload.
 	err := t.queryRow(ctx, `UPDATE seqbox_dlq SET attempts = attempts + $4, reason = $5, last_error = $6, dead_at = $7,
 		redrives = redrives + 1, history = CASE WHEN history = '' THEN $8 ELSE history || $9 || $8 END
-		WHERE seq = (SELECT MIN(seq) FROM seqbox_dlq WHERE consumer = $1 AND source = $2 AND id = $3 AND state = 'open'
-			AND payload_hash = $10 AND $2 <> '' AND $3 <> '')
-		RETURNING seq`, d.Consumer, d.Source, d.ID, d.Attempts, d.Reason, d.LastError, micros(d.DeadAt), line, "\n", d.PayloadHash).Scan(&seq)
+		WHERE seq = COALESCE(
+			(SELECT seq FROM seqbox_dlq WHERE consumer = $1 AND seq = $11 AND state = 'open'),
+			(SELECT MIN(seq) FROM seqbox_dlq WHERE consumer = $1 AND source = $2 AND id = $3 AND state = 'open'
+				AND payload_hash = $10 AND $2 <> '' AND $3 <> ''))
+		RETURNING seq`, d.Consumer, d.Source, d.ID, d.Attempts, d.Reason, d.LastError, micros(d.DeadAt), line, "\n", d.PayloadHash, d.Seq).Scan(&seq)
 	if err == nil || !errors.Is(err, sql.ErrNoRows) {
 		return seq, err
 	}

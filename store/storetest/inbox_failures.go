@@ -361,6 +361,8 @@ func exerciseRedriveRejected(t *testing.T, open Factory) {
 			open := b.deadLetters(false)
 			require.Len(t, open, 1, "one open DLQ row per rejected message, however often it is redriven")
 			require.Equal(t, raw, open[0].Envelope)
+			require.Equal(t, letters[0].Seq, open[0].Seq, "a dead letter keeps its number across redrives")
+			require.Equal(t, 1, open[0].Redrives)
 			require.Equal(t, int64(1), b.counts().DeadLetters)
 			require.Equal(t, 0, b.effectCount(""))
 			require.Equal(t, int64(0), b.counts().InboxRows)
@@ -392,4 +394,8 @@ func exerciseRedriveOneWithoutIdentity(t *testing.T, open Factory) {
 	}
 	require.Contains(t, bodies, string(second), "the row that was not redriven stays open")
 	require.Len(t, bodies, 2, "the redriven envelope is rejected again; the other is still waiting")
+	after := b.deadLetters(false)
+	require.Equal(t, []int64{letters[0].Seq, letters[1].Seq}, []int64{after[0].Seq, after[1].Seq},
+		"the redriven row keeps its number; the other is untouched")
+	require.Equal(t, []int{1, 0}, []int{after[0].Redrives, after[1].Redrives})
 }
