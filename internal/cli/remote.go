@@ -349,8 +349,15 @@ func (c *adminClient) deadLetters(all bool) ([]store.DeadLetter, error) {
 // showDLQ is dlq show --server.
 func (c *adminClient) showDLQ(seq int64, out ops.Format) error {
 	var v serve.DeadLetterView
-	if err := c.call(http.MethodGet, "/v1/admin/dlq/"+strconv.FormatInt(seq, 10), fmt.Sprintf("dlq %d", seq), nil, &v, readTimeout); err != nil {
+	path := "/v1/admin/dlq/" + strconv.FormatInt(seq, 10)
+	if err := c.call(http.MethodGet, path, fmt.Sprintf("dlq %d", seq), nil, &v, readTimeout); err != nil {
 		return err
+	}
+	if v.Seq != seq {
+		// Any JSON object decodes into a view: only the row asked for is
+		// the admin API's answer.
+		return fmt.Errorf("%s: the answer of %s to GET %s is not the admin API's: want dead letter %d, got one numbered %d",
+			subcommandPath(c.cmd), c.base, path, seq, v.Seq)
 	}
 	// A DLQ row of the API does not name its consumer; the overview does.
 	consumer, err := c.consumerName()
