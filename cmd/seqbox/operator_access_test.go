@@ -71,3 +71,13 @@ func testOperatorWritesNeitherCreateNorAdopt(t *testing.T, refused map[string]st
 	require.NotEqual(t, first, again)
 	require.NotContains(t, again, `"outcome":"applied"`)
 }
+
+// An error of several lines (pgx's connect error puts its cause on a
+// line of its own) is printed on one line whole: it used to stop at the
+// first line's colon, without the cause.
+func TestUnreachablePostgresSaysWhy(t *testing.T) {
+	t.Parallel()
+	line := fails(t, "dlq", "list", "--db", "postgres://u:p@127.0.0.1:1/db?connect_timeout=5")
+	require.Contains(t, line, "is unreachable")
+	require.Contains(t, line, "connection refused")
+}

@@ -48,12 +48,16 @@ func Main(ed Edition) {
 	}
 }
 
+// oneLine is s on one line: its lines, trimmed, joined by a space (an
+// error whose cause is on a line of its own keeps its cause).
 func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+	var parts []string
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, line)
+		}
 	}
-	return s
+	return strings.Join(parts, " ")
 }
 
 func rootCmd(ed Edition) *cobra.Command {
