@@ -22,8 +22,10 @@ func (b bearer) allowed(r *http.Request) bool {
 	if len(b.token) == 0 {
 		return false
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme's name is case-insensitive (RFC 9110 §11.1); the token
+	// is not.
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	// Hash both sides so the comparison takes the same time whatever the
