@@ -23,13 +23,12 @@ class EventAPI:
         self.gateways = [g.rstrip("/") for g in gateways]
         self.token = token
         self.timeout = timeout
-        self.prefix = ("/v1/events/" + urllib.parse.quote(source, safe="") + "/" +
-                       urllib.parse.quote(event_id, safe=""))
+        self.prefix = "/v1/events/" + segment(source) + "/" + segment(event_id)
 
     def call(self, kind, name, body):
         """POST one operation on the step ("step") or effect ("effect")
         name, returning the row as the gateway answers it."""
-        path = f"{self.prefix}/{kind}s/{urllib.parse.quote(name, safe='')}"
+        path = f"{self.prefix}/{kind}s/{segment(name)}"
         data = json.dumps(body).encode()
         last = None
         for base in self.gateways:
@@ -47,3 +46,11 @@ class EventAPI:
             except (urllib.error.URLError, OSError) as e:
                 last = e
         raise GatewayError(f"{kind} {name}: no gateway answered: {last}")
+
+
+def segment(s):
+    """s percent-encoded as one path segment. `.` and `..` are encoded
+    as %2E: a client or the gateway's router would resolve them away."""
+    if s in (".", ".."):
+        return s.replace(".", "%2E")
+    return urllib.parse.quote(s, safe="")

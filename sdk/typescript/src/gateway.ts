@@ -1,6 +1,6 @@
 /**
  * The gateway's agent API: the steps and effects of one event
- * (docs/agents.md), over fetch.
+ * (docs/agents.md), over Node's http where there is one, else fetch.
  * @module
  */
 
@@ -80,42 +80,116 @@ export class EventAPI {
 
   /** The API of the event (source, id), with its token; timeout in seconds per request. */
   constructor(gateways: readonly string[], source: string, id: string, token: string, timeout = 10) {
-    this.#gateways = gateways.map((g) => g.replace(/\/+$/, ""));
+    this.#gateways = [...gateways];
     this.#token = token;
     this.#timeoutMs = timeout * 1000;
-    this.#prefix = `/v1/events/${encodeURIComponent(source)}/${encodeURIComponent(id)}`;
+    this.#prefix = `/v1/events/${segment(source)}/${segment(id)}`;
   }
 
   /** POSTs one operation on the step or effect name; resolves to the row the gateway answers. */
   async call(kind: CallKind, name: string, body: CallOp): Promise<CallRow> {
-    const path = `${this.#prefix}/${kind}s/${encodeURIComponent(name)}`;
+    const path = `${this.#prefix}/${kind}s/${segment(name)}`;
     const data = JSON.stringify(body);
+    const headers = { "Content-Type": "application/json", [TOKEN_HEADER]: this.#token };
+    const post = await poster();
     let last: unknown = "no gateway URL";
     for (const base of this.#gateways) {
-      let resp: Response;
-      let text: string;
+      let answer: Answer;
       try {
-        resp = await fetch(base + path, {
-          method: "POST",
-          body: data,
-          headers: { "Content-Type": "application/json", [TOKEN_HEADER]: this.#token },
-          signal: AbortSignal.timeout(this.#timeoutMs),
-          redirect: "manual",
-        });
-        text = await resp.text();
+        answer = await post(base, path, headers, data, this.#timeoutMs);
       } catch (e) {
-        last = e instanceof Error && e.cause instanceof Error ? e.cause.message : e;
+        last = e instanceof Error && e.cause instanceof Error ? e.cause.message : e instanceof Error ? e.message : e;
         continue;
       }
-      if (!resp.ok) {
-        const problem = parseObject(text);
+      if (answer.status < 200 || answer.status > 299) {
+        const problem = parseObject(answer.text);
         const detail = typeof problem.detail === "string" ? problem.detail : "";
-        throw new GatewayError(`${kind} ${name}: ${resp.status} ${detail}`, resp.status, problem);
+        throw new GatewayError(`${kind} ${name}: ${answer.status} ${detail}`, answer.status, problem);
       }
-      return JSON.parse(text) as CallRow;
+      return JSON.parse(answer.text) as CallRow;
     }
     throw new GatewayError(`${kind} ${name}: no gateway answered: ${String(last)}`);
   }
+}
+
+/**
+ * s percent-encoded as one path segment. `.` and `..` are encoded as
+ * %2E: a URL parser or the gateway's router would resolve them away.
+ */
+export function segment(s: string): string {
+  return s === "." || s === ".." ? s.replaceAll(".", "%2E") : encodeURIComponent(s);
+}
+
+/** What the gateway answered one request: its status, Location and body. */
+interface Answer {
+  status: number;
+  location: string;
+  text: string;
+}
+
+/** POSTs body to path (encoded, sent as it is) under the base URL base. */
+type Post = (base: string, path: string, headers: Record<string, string>, body: string, timeoutMs: number) => Promise<Answer>;
+
+let posting: Promise<Post> | undefined;
+
+/**
+ * How the agent API is reached: Node's http and https (in Node, Deno and
+ * Bun), which send a path as it is given; elsewhere fetch, whose URL
+ * parser resolves `%2E%2E` as `..`, so that an event whose source or id
+ * is `.` or `..` cannot be reached there.
+ */
+function poster(): Promise<Post> {
+  posting ??= Promise.all([import("node:http"), import("node:https")]).then(
+    ([http, https]) => nodePost(http.request, https.request),
+    () => fetchPost,
+  );
+  return posting;
+}
+
+/** A Post over Node's http.request and https.request. */
+function nodePost(httpRequest: typeof import("node:http").request, httpsRequest: typeof import("node:https").request): Post {
+  return (base, path, headers, body, timeoutMs) =>
+    new Promise<Answer>((resolve, reject) => {
+      const u = new URL(base);
+      const request = u.protocol === "https:" ? httpsRequest : httpRequest;
+      const req = request(
+        {
+          protocol: u.protocol,
+          hostname: u.hostname.replace(/^\[(.*)\]$/, "$1"),
+          port: u.port,
+          path: u.pathname.replace(/\/+$/, "") + path,
+          method: "POST",
+          headers: { ...headers, "Content-Length": String(Buffer.byteLength(body)) },
+          signal: AbortSignal.timeout(timeoutMs),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (chunk: Buffer) => chunks.push(chunk));
+          res.on("error", reject);
+          res.on("end", () => {
+            const location = res.headers.location;
+            resolve({ status: res.statusCode ?? 0, location: location ?? "", text: Buffer.concat(chunks).toString("utf8") });
+          });
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+}
+
+/** A Post over fetch, for a runtime without Node's http. */
+async function fetchPost(base: string, path: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
+  if (/\/%2E(%2E)?(\/|$)/.test(path)) {
+    throw new GatewayError(`${path}: fetch cannot send a path segment . or .. (this runtime has no node:http)`);
+  }
+  const resp = await fetch(base.replace(/\/+$/, "") + path, {
+    method: "POST",
+    body,
+    headers,
+    signal: AbortSignal.timeout(timeoutMs),
+    redirect: "manual",
+  });
+  return { status: resp.status, location: resp.headers.get("Location") ?? "", text: await resp.text() };
 }
 
 /** text as a JSON object, or an empty one. */

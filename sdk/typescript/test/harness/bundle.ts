@@ -65,15 +65,15 @@ export class Bundle {
   }
 
   /**
-   * The final outcome of the event id, the one before version on key: a
-   * sentinel event at version reaches the agent only once the earlier
-   * one's outcome is final (order per key).
+   * The final outcome of the event (source, id), the one before version
+   * on key: a sentinel event at version reaches the agent only once the
+   * earlier one's outcome is final (order per key).
    */
-  async final({ agent, gw }: Pair, id: string, key: string, version: number): Promise<string> {
+  async final({ agent, gw }: Pair, id: string, key: string, version: number, source = "crm"): Promise<string> {
     const sentinel = `${key}-sentinel-${version}`;
     await gw.post({ ...event(sentinel, key, version), type: SENTINEL_TYPE });
     await gw.watch(agent.reached.get(sentinel).fired);
-    return gw.outcome(id);
+    return gw.outcome(id, source);
   }
 }
 

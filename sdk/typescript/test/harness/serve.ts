@@ -97,17 +97,17 @@ export class Serve {
     return (await resp.json()) as Record<string, unknown>;
   }
 
-  /** The inbox outcome of the event (source crm, id), "" without one. */
-  async outcome(id: string): Promise<string> {
-    const q = new URLSearchParams({ source: "crm", id });
+  /** The inbox outcome of the event (source, id), "" without one. */
+  async outcome(id: string, source = "crm"): Promise<string> {
+    const q = new URLSearchParams({ source, id });
     const ids = ((await this.admin("/v1/admin/audit?" + q.toString())).identities ?? []) as { inbox_outcome: string }[];
     return ids[0]?.inbox_outcome ?? "";
   }
 
-  /** The effects ledger rows of the event (source crm, id), by action (steps as step:NAME). */
-  async effects(id: string): Promise<Map<string, Record<string, unknown>>> {
+  /** The effects ledger rows of the event (source, id), by action (steps as step:NAME). */
+  async effects(id: string, source = "crm"): Promise<Map<string, Record<string, unknown>>> {
     const rows = ((await this.admin("/v1/admin/effects?consumer=gateway")).effects ?? []) as Record<string, unknown>[];
-    return new Map(rows.filter((r) => r.source === "crm" && r.id === id).map((r) => [String(r.action), r]));
+    return new Map(rows.filter((r) => r.source === source && r.id === id).map((r) => [String(r.action), r]));
   }
 
   /** p, or a failure naming what serve printed if it exits first. */
