@@ -16,8 +16,9 @@ class Context:
     """The event the gateway dispatched, as the handler sees it.
 
     event is the CloudEvent (a dict); id, source, type and data are its
-    attributes; key is its partition key and version its object version
-    (None without); idempotency_key is the same on every retry of the
+    attributes; key is its partition key (its partitionkey attribute, else
+    the Seqbox-Partition-Key header) and version its object version (None
+    without); idempotency_key is the same on every retry of the
     event; consumer is the gateway's consumer.
     """
 
@@ -27,7 +28,8 @@ class Context:
         self.source = event["source"]
         self.type = event["type"]
         self.data = event.get("data")
-        self.key = headers.get("Seqbox-Partition-Key") or event.get("partitionkey")
+        key = event.get("partitionkey")
+        self.key = key if isinstance(key, str) and key else _utf8(headers.get("Seqbox-Partition-Key")) or None
         version = headers.get("Seqbox-Object-Version")
         self.version = int(version) if version else event.get("objectversion")
         self.idempotency_key = headers.get("Idempotency-Key")
@@ -113,6 +115,17 @@ class Context:
             api.call("effect", action, {"op": "record", "call": call, "state": "succeeded", "ref": ref})
             return ref
         raise Retry(f"effect {action!r} kept changing under this call")
+
+
+def _utf8(value):
+    """A header's value as the gateway wrote it, UTF-8: http.server and
+    WSGI hand header bytes over decoded as Latin-1."""
+    if not value:
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
 
 
 def _record_quietly(api, kind, name, body):

@@ -57,7 +57,7 @@ export class Context {
   readonly type: string;
   /** The event's data (undefined without). */
   readonly data: unknown;
-  /** The event's partition key (null without). */
+  /** The event's partition key: its partitionkey attribute, else the `Seqbox-Partition-Key` header (null without). */
   readonly key: string | null;
   /** The event's object version (null without). */
   readonly version: number | null;
@@ -76,7 +76,10 @@ export class Context {
     this.source = event.source;
     this.type = event.type;
     this.data = event.data;
-    this.key = headers.get("Seqbox-Partition-Key") || (typeof event.partitionkey === "string" ? event.partitionkey : null);
+    this.key =
+      typeof event.partitionkey === "string" && event.partitionkey !== ""
+        ? event.partitionkey
+        : utf8(headers.get("Seqbox-Partition-Key")) || null;
     const version = headers.get("Seqbox-Object-Version");
     this.version = version ? Number.parseInt(version, 10) : typeof event.objectversion === "number" ? event.objectversion : null;
     this.idempotencyKey = headers.get("Idempotency-Key");
@@ -186,6 +189,21 @@ export class Context {
       return recorded;
     }
     throw new Retry(`effect ${JSON.stringify(action)} kept changing under this call`);
+  }
+}
+
+/**
+ * A header's value as the gateway wrote it, UTF-8: Node's http (and the
+ * Fetch API's Headers) hand header bytes over as Latin-1 characters.
+ */
+function utf8(value: string | null): string | null {
+  if (!value || !/[\x80-\xff]/.test(value) || /[^\x00-\xff]/.test(value)) {
+    return value;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(value, (c) => c.charCodeAt(0)));
+  } catch {
+    return value;
   }
 }
 
