@@ -11,6 +11,17 @@ from .errors import GatewayError
 TOKEN_HEADER = "Seqbox-Effects-Token"
 
 
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the token goes to the gateway's URL and
+    nowhere else, and a 3xx is a failure that names its Location."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_opener = urllib.request.build_opener(_RefuseRedirects)
+
+
 class EventAPI:
     """The agent API of one event, reached with its Seqbox-Effects-Token.
 
@@ -35,9 +46,13 @@ class EventAPI:
             req = urllib.request.Request(base + path, data=data, method="POST", headers={
                 "Content-Type": "application/json", TOKEN_HEADER: self.token})
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with _opener.open(req, timeout=self.timeout) as resp:
                     return json.loads(resp.read())
             except urllib.error.HTTPError as e:
+                if 300 <= e.code < 400:
+                    raise GatewayError(f"{kind} {name}: the gateway at {base} answered {e.code} to "
+                                       f"{e.headers.get('Location', '(no Location)')}: redirects are not followed, "
+                                       f"give the gateway's own URL", e.code) from None
                 try:
                     problem = json.loads(e.read() or b"{}")
                 except ValueError:

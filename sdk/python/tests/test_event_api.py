@@ -2,11 +2,15 @@
 refused, and what the gateway answers mapped to the agent's answer."""
 
 import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests import harness
 from tests.test_agent_over_gateway import GatewayCase
 
 import seqbox
+from seqbox.errors import GatewayError
+from seqbox.gateway import EventAPI
 
 # A failing event is dead-lettered after two quick attempts, so that a
 # test that fails does so at once.
@@ -33,3 +37,53 @@ class TestDotSegments(GatewayCase):
                 if e["source"] == "." and e["id"] == ".."}
         self.assertEqual(rows["step:plan"]["state"], "succeeded")
         self.assertEqual(rows["refund"]["state"], "succeeded")
+
+
+class Canned:
+    """A local HTTP server that answers every request with status,
+    headers and body, and keeps what it received (path, headers)."""
+
+    def __init__(self, test, status, body=b"", headers=None):
+        self.received = []
+        canned = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                size = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(size)
+                canned.received.append((self.path, dict(self.headers.items())))
+                self.send_response(status)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST
+
+            def log_message(self, *args):
+                pass
+
+        self.server = harness.serve_in_thread(ThreadingHTTPServer(("127.0.0.1", 0), Handler))
+        test.addCleanup(self.server.server_close)
+        test.addCleanup(self.server.shutdown)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+
+class TestRedirects(unittest.TestCase):
+    def test_a_redirect_is_refused_and_its_target_never_contacted(self):
+        """The token opens the event's steps and effects: it goes to the
+        gateway's URL and nowhere else (DESIGN.md: redirects are never
+        followed)."""
+        elsewhere = Canned(self, 200, b'{"state":"succeeded","result":1}', {"Content-Type": "application/json"})
+        for status in (301, 302, 307, 308):
+            gateway = Canned(self, status, b"", {"Location": elsewhere.url + "/v1/events/crm/e1/steps/plan"})
+            with self.assertRaises(GatewayError) as e:
+                EventAPI([gateway.url], "crm", "e1", "v1.secret-token").call("step", "plan", {"op": "begin"})
+            self.assertEqual(e.exception.status, status)
+            self.assertIn(str(status), str(e.exception))
+            self.assertIn(elsewhere.url, str(e.exception), "the error names the Location")
+            self.assertEqual(len(gateway.received), 1)
+        self.assertEqual(elsewhere.received, [], "the redirect's target was contacted")

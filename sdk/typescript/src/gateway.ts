@@ -101,6 +101,13 @@ export class EventAPI {
         last = e instanceof Error && e.cause instanceof Error ? e.cause.message : e instanceof Error ? e.message : e;
         continue;
       }
+      if (answer.status >= 300 && answer.status <= 399) {
+        throw new GatewayError(
+          `${kind} ${name}: the gateway at ${base} answered ${answer.status} to ${answer.location || "(no Location)"}: ` +
+            "redirects are not followed, give the gateway's own URL",
+          answer.status,
+        );
+      }
       if (answer.status < 200 || answer.status > 299) {
         const problem = parseObject(answer.text);
         const detail = typeof problem.detail === "string" ? problem.detail : "";

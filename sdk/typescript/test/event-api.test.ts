@@ -4,7 +4,11 @@
  */
 
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { test, type TestContext } from "node:test";
+import { GatewayError } from "../src/index.js";
+import { EventAPI } from "../src/gateway.js";
 import { Bundle } from "./harness/bundle.js";
 
 /** Serve flags under which a failing event is dead-lettered after two quick attempts, so that a failing test fails at once. */
@@ -25,4 +29,46 @@ test("an event whose source and id are dot segments runs a step and an effect", 
   const rows = await pair.gw.effects("..", ".");
   assert.equal(rows.get("step:plan")?.state, "succeeded");
   assert.equal(rows.get("refund")?.state, "succeeded");
+});
+
+/** A local HTTP server that answers every request with status, headers and body, and keeps what it received. */
+async function canned(
+  t: TestContext,
+  status: number,
+  body = "",
+  headers: Record<string, string> = {},
+): Promise<{ url: string; received: { path: string; headers: IncomingHttpHeaders }[] }> {
+  const received: { path: string; headers: IncomingHttpHeaders }[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      received.push({ path: req.url ?? "", headers: req.headers });
+      res.writeHead(status, headers).end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received };
+}
+
+test("a redirect is refused and its target never contacted", async (t) => {
+  // The token opens the event's steps and effects: it goes to the
+  // gateway's URL and nowhere else (DESIGN.md: redirects are never followed).
+  const elsewhere = await canned(t, 200, JSON.stringify({ state: "succeeded", result: 1 }), { "Content-Type": "application/json" });
+  for (const status of [301, 302, 307, 308]) {
+    const gateway = await canned(t, status, "", { Location: `${elsewhere.url}/v1/events/crm/e1/steps/plan` });
+    const err = await new EventAPI([gateway.url], "crm", "e1", "v1.secret-token").call("step", "plan", { op: "begin" }).then(
+      () => assert.fail("no error"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof GatewayError, String(err));
+    assert.equal(err.status, status);
+    assert.match(err.message, new RegExp(`${status}`));
+    assert.ok(err.message.includes(elsewhere.url), `the error names the Location: ${err.message}`);
+    assert.equal(gateway.received.length, 1);
+  }
+  assert.deepEqual(elsewhere.received, [], "the redirect's target was contacted");
 });
