@@ -11,6 +11,10 @@ from .gateway import EventAPI
 # this call (a row that keeps changing under it).
 _ROUNDS = 4
 
+# The most bytes (UTF-8) of an effect's ref and of a call's error the
+# gateway takes.
+MAX_TEXT_BYTES = 4096
+
 
 class Context:
     """The event the gateway dispatched, as the handler sees it.
@@ -70,7 +74,8 @@ class Context:
 
     def effect(self, action, fn, reconcile=None):
         """Makes the call fn(idempotency_key) once for this event and
-        action, and returns its reference (a string; fn's return value).
+        action, and returns its reference (a string: fn's return value,
+        cut to 4096 bytes of UTF-8 as the ledger keeps it).
 
         A call already made returns its recorded reference without
         calling. fn raising Permanent or Retry says the remote side did not
@@ -93,7 +98,7 @@ class Context:
                 if "retry_after_ms" not in row:
                     found = reconcile(key)
                     row = api.call("effect", action, {"op": "reconcile", "applied": found is not None,
-                                                      "ref": "" if found is None else str(found)})
+                                                      "ref": "" if found is None else _cut(str(found))})
                     if row["state"] == "succeeded":
                         return row.get("ref", "")
                 if row["state"] == "uncertain":
@@ -111,7 +116,7 @@ class Context:
             except BaseException as e:
                 _record_quietly(api, "effect", action, {"op": "record", "call": call, "state": "uncertain", "error": _text(e)})
                 raise Retry(f"effect {action!r} ({key}) may or may not have taken effect: {_text(e)}") from e
-            ref = "" if ref is None else str(ref)
+            ref = "" if ref is None else _cut(str(ref))
             api.call("effect", action, {"op": "record", "call": call, "state": "succeeded", "ref": ref})
             return ref
         raise Retry(f"effect {action!r} kept changing under this call")
@@ -139,7 +144,17 @@ def _record_quietly(api, kind, name, body):
 
 
 def _text(e):
-    return (f"{type(e).__name__}: {e}")[:4000]
+    """An error as the ledger keeps it: its type and message, cut to fit."""
+    return _cut(f"{type(e).__name__}: {e}")
+
+
+def _cut(s, limit=MAX_TEXT_BYTES):
+    """s cut to at most limit bytes of UTF-8, at a character boundary (a
+    lone surrogate counts the 3 bytes the gateway makes of it)."""
+    b = s.encode("utf-8", "surrogatepass")
+    if len(b) <= limit:
+        return s
+    return b[:limit].decode("utf-8", "ignore")
 
 
 class _Heartbeat:

@@ -29,6 +29,10 @@ sys.path.insert(0, SDK)
 ADMIN_TOKEN = "sdk-test-admin-token-0123456789"
 DEADLINE = 120.0  # bounds a failing wait only
 
+# serve flags under which a failing event is dead-lettered after two
+# quick attempts, so that a test that fails does so at once.
+FAST_DEAD_LETTER = ("--max-attempts", "2", "--retry-backoff", "10ms", "--max-retry-backoff", "10ms")
+
 _binary = None
 
 
@@ -100,6 +104,15 @@ class Serve:
         q = urllib.parse.urlencode({"source": source, "id": event_id})
         ids = self.admin("/v1/admin/audit?" + q).get("identities") or []
         return ids[0]["inbox_outcome"] if ids else ""
+
+    def final(self, event_id, source="crm"):
+        """The event's outcome, once it has one."""
+        return wait_until(f"{source} {event_id}'s outcome", lambda: self.outcome(event_id, source))
+
+    def effects(self, event_id, source="crm"):
+        """The effects ledger rows of the event, by action (steps as step:NAME)."""
+        return {e["action"]: e for e in self.admin("/v1/admin/effects?consumer=gateway")["effects"]
+                if e["source"] == source and e["id"] == event_id}
 
     def wait_outcome(self, event_id, want="applied"):
         wait_until(f"{event_id} {want}", lambda: self.outcome(event_id) == want)

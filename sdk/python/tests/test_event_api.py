@@ -12,10 +12,6 @@ import seqbox
 from seqbox.errors import GatewayError
 from seqbox.gateway import EventAPI
 
-# A failing event is dead-lettered after two quick attempts, so that a
-# test that fails does so at once.
-FAST_DEAD_LETTER = ("--max-attempts", "2", "--retry-backoff", "10ms", "--max-retry-backoff", "10ms")
-
 
 class TestDotSegments(GatewayCase):
     def test_an_event_whose_source_and_id_are_dot_segments_runs_a_step_and_an_effect(self):
@@ -29,12 +25,11 @@ class TestDotSegments(GatewayCase):
             seen["ref"] = ctx.effect("refund", lambda key: "r-" + key[-4:])
             done.set()
 
-        gw = self.start(handle, *FAST_DEAD_LETTER)
+        gw = self.start(handle, *harness.FAST_DEAD_LETTER)
         gw.post({"specversion": "1.0", "id": "..", "source": ".", "type": "t", "partitionkey": "K", "objectversion": 1})
-        self.assertEqual(harness.wait_until(". ..'s outcome", lambda: gw.outcome("..", source=".")), "applied")
+        self.assertEqual(gw.final("..", source="."), "applied")
         self.assertEqual(seen["plan"], {"refund": 1})
-        rows = {e["action"]: e for e in gw.admin("/v1/admin/effects?consumer=gateway")["effects"]
-                if e["source"] == "." and e["id"] == ".."}
+        rows = gw.effects("..", source=".")
         self.assertEqual(rows["step:plan"]["state"], "succeeded")
         self.assertEqual(rows["refund"]["state"], "succeeded")
 

@@ -128,8 +128,8 @@ export class Context {
 
   /**
    * Makes the call fn(idempotencyKey) once for this event and action, and
-   * resolves to its reference (fn's result as a string; "" for null or
-   * undefined).
+   * resolves to its reference (fn's result as a string, cut to 4096
+   * bytes of UTF-8 as the ledger keeps it; "" for null or undefined).
    *
    * A call already made resolves to its recorded reference without
    * calling. fn throwing {@link Permanent} or {@link Retry} says the
@@ -159,7 +159,7 @@ export class Context {
         if (row.retry_after_ms === undefined) {
           const found = await reconcile(key);
           const applied = found !== null && found !== undefined;
-          row = await api.call("effect", action, { op: "reconcile", applied, ref: applied ? String(found) : "" });
+          row = await api.call("effect", action, { op: "reconcile", applied, ref: applied ? cut(String(found)) : "" });
           if (row.state === "succeeded") {
             return row.ref ?? "";
           }
@@ -184,7 +184,7 @@ export class Context {
         await recordQuietly(api, "effect", action, { op: "record", call, state: "uncertain", error: text(e) });
         throw new Retry(`effect ${JSON.stringify(action)} (${key}) may or may not have taken effect: ${text(e)}`, { cause: e });
       }
-      const recorded = ref === null || ref === undefined ? "" : String(ref);
+      const recorded = ref === null || ref === undefined ? "" : cut(String(ref));
       await api.call("effect", action, { op: "record", call, state: "succeeded", ref: recorded });
       return recorded;
     }
@@ -223,16 +223,20 @@ async function recordQuietly(api: EventAPI, kind: CallKind, name: string, body: 
   }
 }
 
-/** The most bytes of an error text the ledger keeps (the gateway takes 4 KiB). */
-const MAX_ERROR_BYTES = 4000;
+/** The most bytes (UTF-8) of an effect's ref and of a call's error the gateway takes. */
+export const MAX_TEXT_BYTES = 4096;
 
-/** An error as the ledger keeps it: its name and message, cut to MAX_ERROR_BYTES of UTF-8. */
+/** An error as the ledger keeps it: its name and message, cut to fit. */
 function text(e: unknown): string {
-  const s = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  return cut(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+}
+
+/** s cut to at most limit bytes of UTF-8, at a character boundary (a lone surrogate counts the 3 bytes of U+FFFD). */
+function cut(s: string, limit = MAX_TEXT_BYTES): string {
   const bytes = new TextEncoder().encode(s);
-  if (bytes.length <= MAX_ERROR_BYTES) {
+  if (bytes.length <= limit) {
     return s;
   }
   // A character cut in two decodes as U+FFFD: drop it.
-  return new TextDecoder().decode(bytes.subarray(0, MAX_ERROR_BYTES - 3)).replace(/\uFFFD$/, "");
+  return new TextDecoder().decode(bytes.subarray(0, limit)).replace(/\uFFFD$/, "");
 }
