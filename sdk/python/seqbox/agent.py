@@ -69,6 +69,8 @@ class Agent:
         except Retry as e:
             return _retry(str(e), e.after)
         except GatewayError as e:
+            if e.definite:
+                return _problem(422, "Unprocessable Content", f"the gateway refused it: {e}")
             return _retry(str(e), 1)
         except Exception as e:
             self.log("seqbox agent: the handler failed on %s: %s" % (ctx.id, "".join(traceback.format_exception(e))))

@@ -2,10 +2,11 @@
 once-only effects through the gateway (docs/agents.md)."""
 
 import json
+import re
 import threading
 
 from .errors import GatewayError, Permanent, Retry, Waiting
-from .gateway import EventAPI
+from .gateway import EventAPI, encode_json
 
 # How many times a step or effect goes round begin before it gives up for
 # this call (a row that keeps changing under it).
@@ -14,6 +15,12 @@ _ROUNDS = 4
 # The most bytes (UTF-8) of an effect's ref and of a call's error the
 # gateway takes.
 MAX_TEXT_BYTES = 4096
+
+# The most bytes of a step's result, as compact JSON, the gateway takes.
+MAX_RESULT_BYTES = 256 << 10
+
+# What a step or effect name may be (docs/agents.md).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class Context:
@@ -52,7 +59,11 @@ class Context:
     def step(self, name, fn):
         """Returns the recorded result of the step name, or runs fn() once,
         records its result (any JSON value) and returns it. The result is
-        returned as JSON gives it back, the same on every retry."""
+        returned as JSON gives it back, the same on every retry.
+
+        A result JSON cannot hold (NaN, Infinity, a set, a cycle) or over
+        256 KiB of JSON is recorded failed and raises Permanent."""
+        _check_name("step", name)
         api = self._gateway()
         for _ in range(_ROUNDS):
             row = api.call("step", name, {"op": "begin"})
@@ -64,10 +75,21 @@ class Context:
             try:
                 with _Heartbeat(api, "step", name, call, row["heartbeat_ms"]):
                     result = fn()
-                encoded = json.loads(json.dumps(result))
             except BaseException as e:
                 _record_quietly(api, "step", name, {"op": "record", "call": call, "state": "failed", "error": _text(e)})
                 raise
+            try:
+                raw = encode_json(result)
+            except (TypeError, ValueError, RecursionError) as e:
+                refusal = Permanent(f"step {name!r}: its result cannot be recorded as JSON "
+                                    f"(NaN or Infinity, a set, a cycle...): {type(e).__name__}: {e}")
+            else:
+                refusal = None if len(raw) <= MAX_RESULT_BYTES else Permanent(
+                    f"step {name!r}: its result is {len(raw)} bytes of JSON, over the gateway's {MAX_RESULT_BYTES}")
+            if refusal is not None:
+                _record_quietly(api, "step", name, {"op": "record", "call": call, "state": "failed", "error": _text(refusal)})
+                raise refusal
+            encoded = json.loads(raw)
             api.call("step", name, {"op": "record", "call": call, "state": "succeeded", "result": encoded})
             return encoded
         raise Retry(f"step {name!r} kept changing under this call")
@@ -85,6 +107,7 @@ class Context:
         returns the reference it has, or None when it has nothing; without
         reconcile, the event waits for an operator (`seqbox effects
         resolve`)."""
+        _check_name("effect", action)
         api = self._gateway()
         for _ in range(_ROUNDS):
             row = api.call("effect", action, {"op": "begin"})
@@ -120,6 +143,14 @@ class Context:
             api.call("effect", action, {"op": "record", "call": call, "state": "succeeded", "ref": ref})
             return ref
         raise Retry(f"effect {action!r} kept changing under this call")
+
+
+def _check_name(kind, name):
+    """Raises Permanent unless name is a step's or effect's name the
+    gateway takes."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or (kind == "effect" and name == "agent"):
+        raise Permanent(f"{kind} name {name!r} is not allowed: a letter or digit, then up to 63 letters, "
+                        f"digits, '.', '_' or '-' (and an effect may not be named 'agent', the gateway's own call)")
 
 
 def _utf8(value):

@@ -40,12 +40,19 @@ class VersionConflict(Stale):
 
 class GatewayError(Exception):
     """The gateway's agent API could not be reached or refused a request.
-    The handler answers 503: the event is retried."""
+
+    definite says the refusal concerns this event alone and a retry would
+    meet it again (the gateway's 400, 403, 404, 405, 413): the handler
+    answers 422, as for Permanent, with the gateway's detail. Otherwise
+    (a 5xx, no connection) it answers 503: the event is retried."""
+
+    DEFINITE = frozenset({400, 403, 404, 405, 413})
 
     def __init__(self, message, status=0, problem=None):
         super().__init__(message)
         self.status = status
         self.problem = problem or {}
+        self.definite = status in self.DEFINITE
 
 
 class Waiting(Exception):

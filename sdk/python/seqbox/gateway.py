@@ -40,7 +40,7 @@ class EventAPI:
         """POST one operation on the step ("step") or effect ("effect")
         name, returning the row as the gateway answers it."""
         path = f"{self.prefix}/{kind}s/{segment(name)}"
-        data = json.dumps(body).encode()
+        data = encode_json(body)
         last = None
         for base in self.gateways:
             req = urllib.request.Request(base + path, data=data, method="POST", headers={
@@ -69,3 +69,13 @@ def segment(s):
     if s in (".", ".."):
         return s.replace(".", "%2E")
     return urllib.parse.quote(s, safe="")
+
+
+def encode_json(value):
+    """value as compact JSON in UTF-8, the bytes the gateway measures; it
+    raises ValueError or TypeError for what JSON cannot hold (NaN,
+    Infinity, a set, a cycle)."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
