@@ -102,6 +102,9 @@ export class Agent {
       return retryLater(e.message, e.after);
     }
     if (e instanceof GatewayError) {
+      if (e.definite) {
+        return problem(422, "Unprocessable Content", `the gateway refused it: ${e.message}`);
+      }
       return retryLater(e.message, 1);
     }
     this.#log(`seqbox agent: the handler failed on ${ctx.id}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);

@@ -14,6 +14,12 @@ import { withHeartbeat } from "./heartbeat.js";
  */
 const ROUNDS = 4;
 
+/** The most bytes of a step's result, as compact JSON, the gateway takes. */
+export const MAX_RESULT_BYTES = 256 << 10;
+
+/** What a step or effect name may be (docs/agents.md). */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
 /** A structured CloudEvent as the gateway sends it. */
 export interface CloudEvent {
   /** The producer's id of the event. */
@@ -100,8 +106,13 @@ export class Context {
    * records its result (any JSON value; undefined is recorded as null)
    * and resolves to it. The result is what JSON gives back, the same on
    * every retry (a Date comes back a string).
+   *
+   * A result JSON cannot hold as it is (NaN, Infinity, a bigint, a Set
+   * or Map, a function, a cycle) or over 256 KiB of JSON is recorded
+   * failed and throws {@link Permanent}.
    */
   async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+    checkName("step", name);
     const api = this.#gateway();
     for (let round = 0; round < ROUNDS; round++) {
       const row = await api.call("step", name, { op: "begin" });
@@ -112,14 +123,29 @@ export class Context {
         throw new Waiting("step", name, (row.retry_after_ms ?? 1000) / 1000);
       }
       const call = row.call;
-      let encoded: T;
+      let result: T;
       try {
-        const result = await withHeartbeat(api, "step", name, call, row.heartbeat_ms, fn);
-        encoded = JSON.parse(JSON.stringify(result ?? null)) as T;
+        result = await withHeartbeat(api, "step", name, call, row.heartbeat_ms, fn);
       } catch (e) {
         await recordQuietly(api, "step", name, { op: "record", call, state: "failed", error: text(e) });
         throw e;
       }
+      let raw = "";
+      let refusal: Permanent | null = null;
+      try {
+        raw = strictJSON(result ?? null);
+      } catch (e) {
+        refusal = new Permanent(`step ${JSON.stringify(name)}: its result cannot be recorded as JSON: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      const size = new TextEncoder().encode(raw).length;
+      if (refusal === null && size > MAX_RESULT_BYTES) {
+        refusal = new Permanent(`step ${JSON.stringify(name)}: its result is ${size} bytes of JSON, over the gateway's ${MAX_RESULT_BYTES}`);
+      }
+      if (refusal !== null) {
+        await recordQuietly(api, "step", name, { op: "record", call, state: "failed", error: text(refusal) });
+        throw refusal;
+      }
+      const encoded = JSON.parse(raw) as T;
       await api.call("step", name, { op: "record", call, state: "succeeded", result: encoded });
       return encoded;
     }
@@ -140,6 +166,7 @@ export class Context {
    * (`seqbox effects resolve`).
    */
   async effect(action: string, fn: (idempotencyKey: string) => unknown, options: EffectOptions = {}): Promise<string> {
+    checkName("effect", action);
     const api = this.#gateway();
     for (let round = 0; round < ROUNDS; round++) {
       let row = await api.call("effect", action, { op: "begin" });
@@ -190,6 +217,38 @@ export class Context {
     }
     throw new Retry(`effect ${JSON.stringify(action)} kept changing under this call`);
   }
+}
+
+/** Throws Permanent unless name is a step's or effect's name the gateway takes. */
+function checkName(kind: CallKind, name: string): void {
+  if (typeof name !== "string" || !NAME.test(name) || (kind === "effect" && name === "agent")) {
+    throw new Permanent(
+      `${kind} name ${JSON.stringify(name)} is not allowed: a letter or digit, then up to 63 letters, digits, '.', '_' or '-' ` +
+        "(and an effect may not be named 'agent', the gateway's own call)",
+    );
+  }
+}
+
+/**
+ * value as JSON, or a TypeError for what JSON would not give back as it
+ * is: NaN and Infinity (JSON.stringify writes null), a Set or Map
+ * (written {}), a function or symbol, a bigint, a cycle. A Date and
+ * anything else with toJSON are written as toJSON says; undefined in an
+ * object is left out, in an array null, as JSON.stringify does.
+ */
+export function strictJSON(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === "number" && !Number.isFinite(v)) {
+      throw new TypeError(`${v} is not a JSON number (NaN or Infinity)`);
+    }
+    if (v instanceof Set || v instanceof Map || v instanceof WeakSet || v instanceof WeakMap) {
+      throw new TypeError(`a ${v.constructor.name} is not JSON (make it an array or an object)`);
+    }
+    if (typeof v === "function" || typeof v === "symbol") {
+      throw new TypeError(`a ${typeof v} is not JSON`);
+    }
+    return v;
+  });
 }
 
 /**

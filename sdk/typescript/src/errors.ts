@@ -63,9 +63,17 @@ export class VersionConflict extends Stale {
   override readonly outcome = "version_conflict";
 }
 
+/** The gateway's answers that refuse a request about one event for good (docs/problems.md). */
+const DEFINITE = new Set([400, 403, 404, 405, 413]);
+
 /**
- * The gateway's agent API could not be reached or refused a request. The
- * handler answers 503: the event is retried.
+ * The gateway's agent API could not be reached or refused a request.
+ *
+ * {@link GatewayError.definite} says the refusal concerns this event
+ * alone and a retry would meet it again (the gateway's 400, 403, 404,
+ * 405, 413): the handler answers 422, as for {@link Permanent}, with the
+ * gateway's detail. Otherwise (a 5xx, no connection) it answers 503: the
+ * event is retried.
  */
 export class GatewayError extends Error {
   override name = "GatewayError";
@@ -73,12 +81,15 @@ export class GatewayError extends Error {
   readonly status: number;
   /** The problem document the gateway answered with (empty without). */
   readonly problem: Record<string, unknown>;
+  /** Whether the refusal concerns this event alone and will not change on a retry. */
+  readonly definite: boolean;
 
   /** An error of the agent API: message, the status and its problem. */
   constructor(message: string, status = 0, problem: Record<string, unknown> = {}) {
     super(message);
     this.status = status;
     this.problem = problem;
+    this.definite = DEFINITE.has(status);
   }
 }
 

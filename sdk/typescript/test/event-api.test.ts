@@ -32,7 +32,7 @@ test("an event whose source and id are dot segments runs a step and an effect", 
 });
 
 /** A local HTTP server that answers every request with status, headers and body, and keeps what it received. */
-async function canned(
+export async function canned(
   t: TestContext,
   status: number,
   body = "",
