@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .context import Context
 from .errors import GatewayError, Permanent, Retry, Stale, Waiting
+from .gateway import encode_json
 
 PROBLEMS = "https://github.com/seqbox/seqbox/blob/main/docs/problems.md#"
 
@@ -77,7 +78,13 @@ class Agent:
             return _problem(500, "Internal Server Error", f"{type(e).__name__}: {e}")
         if out is None:
             return Response(204)
-        return Response(200, json.dumps(out).encode(), {"Content-Type": "application/json"})
+        try:
+            body = encode_json(out)
+        except (TypeError, ValueError, RecursionError) as e:
+            self.log("seqbox agent: the handler's result on %s is not JSON: %s: %s" % (ctx.id, type(e).__name__, e))
+            return _problem(500, "Internal Server Error",
+                            f"the handler's result is not JSON (NaN or Infinity, a set, a cycle...): {type(e).__name__}: {e}")
+        return Response(200, body, {"Content-Type": "application/json"})
 
     def wsgi(self, environ, start_response):
         """The agent as a WSGI application (wsgiref, gunicorn, a

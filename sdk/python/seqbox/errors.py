@@ -1,5 +1,7 @@
 """The answers an agent's handler raises, and what the gateway makes of them."""
 
+import math
+
 
 class Permanent(Exception):
     """The event can never be processed: answered 422, the gateway
@@ -13,6 +15,7 @@ class Permanent(Exception):
 class Retry(Exception):
     """The event was not processed; try it again later: answered 503 with
     Retry-After (seconds, at least 1), under the same Idempotency-Key.
+    after is seconds, finite and not negative (ValueError otherwise).
 
     Raised inside an effect's call, it also says the remote side did not
     apply the call (a 429, a refusal that may pass later): the ledger
@@ -21,7 +24,10 @@ class Retry(Exception):
 
     def __init__(self, reason="retry later", after=1.0):
         super().__init__(reason)
-        self.after = max(float(after), 0.0)
+        after = float(after)
+        if not math.isfinite(after) or after < 0:
+            raise ValueError(f"Retry: after is {after}: seconds, finite and not negative")
+        self.after = after
 
 
 class Stale(Exception):

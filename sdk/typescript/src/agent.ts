@@ -6,7 +6,7 @@
  */
 
 import type { Server } from "node:http";
-import { type CloudEvent, Context } from "./context.js";
+import { type CloudEvent, Context, strictJSON } from "./context.js";
 import { GatewayError, Permanent, Retry, Stale, Waiting } from "./errors.js";
 import { toNodeListener } from "./node.js";
 import { PROBLEMS, problem, retryLater } from "./problem.js";
@@ -84,7 +84,15 @@ export class Agent {
     if (out === undefined) {
       return new Response(null, { status: 204 });
     }
-    return new Response(JSON.stringify(out), { status: 200, headers: { "Content-Type": "application/json" } });
+    let body: string;
+    try {
+      body = strictJSON(out);
+    } catch (e) {
+      const reason = e instanceof Error ? e.message : String(e);
+      this.#log(`seqbox agent: the handler's result on ${ctx.id} is not JSON: ${reason}`);
+      return problem(500, "Internal Server Error", `the handler's result is not JSON (NaN or Infinity, a bigint, a Set, a cycle...): ${reason}`);
+    }
+    return new Response(body, { status: 200, headers: { "Content-Type": "application/json" } });
   };
 
   /** What an error the handler threw answers. */

@@ -18,7 +18,7 @@ export class Permanent extends Error {
 
 /** Options of {@link Retry}. */
 export interface RetryOptions {
-  /** Seconds to wait before the event is tried again (at least 1 is sent). */
+  /** Seconds to wait before the event is tried again (at least 1 is sent): finite and not negative, else the constructor throws RangeError. */
   after?: number;
   /** The error that caused it. */
   cause?: unknown;
@@ -40,7 +40,11 @@ export class Retry extends Error {
   /** A retry for reason, after `options.after` seconds (default 1). */
   constructor(reason = "retry later", options: RetryOptions = {}) {
     super(reason, options.cause === undefined ? undefined : { cause: options.cause });
-    this.after = Math.max(options.after ?? 1, 0);
+    const after = options.after ?? 1;
+    if (typeof after !== "number" || !Number.isFinite(after) || after < 0) {
+      throw new RangeError(`Retry: after is ${String(after)}: seconds, finite and not negative`);
+    }
+    this.after = after;
   }
 }
 

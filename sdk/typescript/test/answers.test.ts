@@ -1,0 +1,56 @@
+/**
+ * What Agent.handle answers for what a handler returns or throws, when
+ * that cannot be said as it is: a 500 problem (JSON), never a rejection
+ * out of handle or a header that is not a number.
+ */
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Agent, type Handler, Retry } from "../src/index.js";
+
+/** What an agent running handle answers for one event. */
+async function answer(handle: Handler): Promise<Response> {
+  return new Agent(handle, [], { log: () => undefined }).handle(
+    new Request("http://agent.test/", { method: "POST", body: JSON.stringify({ id: "e1", source: "crm", type: "t" }) }),
+  );
+}
+
+/** resp's problem, checked to be a 500 problem+json. */
+async function problem500(resp: Response, what: string): Promise<{ status: number; detail: string }> {
+  assert.equal(resp.status, 500, what);
+  assert.equal(resp.headers.get("Content-Type"), "application/problem+json", what);
+  const p = (await resp.json()) as { status: number; detail: string };
+  assert.equal(p.status, 500, what);
+  return p;
+}
+
+test("a result JSON cannot hold as it is is a 500 problem", async () => {
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  for (const [what, value] of [
+    ["a bigint", 1n],
+    ["a cycle", cycle],
+    ["NaN", Number.NaN],
+    ["Infinity in an array", [Number.POSITIVE_INFINITY]],
+    ["a Set", new Set([1])],
+  ] as const) {
+    await problem500(await answer(() => value), what);
+  }
+});
+
+test("Retry's after must be finite and not negative", async () => {
+  for (const after of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1]) {
+    assert.throws(() => new Retry("later", { after }), RangeError, String(after));
+    const p = await problem500(
+      await answer(() => {
+        throw new Retry("later", { after });
+      }),
+      String(after),
+    );
+    assert.match(p.detail, /after/);
+  }
+  const soon = await answer(() => {
+    throw new Retry("later", { after: 0 });
+  });
+  assert.equal(soon.headers.get("Retry-After"), "1");
+});
