@@ -93,7 +93,12 @@ class Agent:
             size = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
             size = 0
-        body = environ["wsgi.input"].read(size) if size else b""
+        if size:
+            body = environ["wsgi.input"].read(size)
+        elif environ.get("wsgi.input_terminated"):  # a chunked body the server decoded (gunicorn, ...)
+            body = environ["wsgi.input"].read()
+        else:
+            body = b""
         headers = _Headers({k[5:].replace("_", "-"): v for k, v in environ.items() if k.startswith("HTTP_")})
         resp = self.handle(environ["REQUEST_METHOD"], headers, body)
         start_response(f"{resp.status} {_REASONS.get(resp.status, 'Status')}", list(resp.headers.items()))
@@ -109,8 +114,18 @@ class Agent:
             protocol_version = "HTTP/1.1"
 
             def _answer(self):
-                size = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(size) if size else b""
+                try:
+                    body = _read_body(self.rfile, self.headers)
+                except ValueError as e:
+                    self.close_connection = True
+                    resp = _problem(400, "Bad Request", f"the body cannot be read: {e}")
+                    self.send_response(resp.status)
+                    self.send_header("Content-Type", resp.headers["Content-Type"])
+                    self.send_header("Content-Length", str(len(resp.body)))
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(resp.body)
+                    return
                 resp = agent.handle(self.command, _Headers(dict(self.headers.items())), body)
                 self.send_response(resp.status)
                 for k, v in resp.headers.items():
@@ -126,6 +141,32 @@ class Agent:
                 pass
 
         return ThreadingHTTPServer((host, port), Handler)
+
+
+def _read_body(rfile, headers):
+    """The request's body: Content-Length bytes, or a chunked body
+    (Transfer-Encoding: chunked) decoded; ValueError when it is neither."""
+    if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+        parts = []
+        while True:
+            line = rfile.readline(1 << 16)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise ValueError(f"a chunk's size is not hex: {line[:40]!r}") from None
+            if size == 0:
+                while rfile.readline(1 << 16) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(parts)
+            chunk = rfile.read(size)
+            if len(chunk) != size or rfile.readline(1 << 16) not in (b"\r\n", b"\n"):
+                raise ValueError("a chunk ends early")
+            parts.append(chunk)
+    try:
+        size = int(headers.get("Content-Length") or 0)
+    except ValueError:
+        raise ValueError("Content-Length is not a number") from None
+    return rfile.read(size) if size > 0 else b""
 
 
 def _retry(detail, after):

@@ -41,3 +41,34 @@ class TestUnsayable(unittest.TestCase):
             problem = self.assertProblem500(answer(handler), after)
             self.assertIn("after", problem["detail"])
         self.assertEqual(answer(lambda ctx: (_ for _ in ()).throw(seqbox.Retry("x", after=0))).headers["Retry-After"], "1")
+
+
+class TestServe(unittest.TestCase):
+    def test_a_chunked_body_is_read(self):
+        import http.client
+        from tests import harness
+        seen = []
+        server = harness.serve_in_thread(seqbox.Agent(lambda ctx: seen.append(ctx.id), []).serve("127.0.0.1", 0))
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=30)
+        self.addCleanup(conn.close)
+        chunks = [b'{"id":"ch', b'1","source":"crm",', b'"type":"t"}']
+        conn.request("POST", "/", body=iter(chunks), headers={"Content-Type": "application/cloudevents+json"})
+        resp = conn.getresponse()
+        self.assertEqual((resp.status, resp.read()), (204, b""))
+        self.assertEqual(seen, ["ch1"])
+        # The connection is still good for the next request.
+        conn.request("POST", "/", body=iter([b'{"id":"ch2","source":"crm","type":"t"}']))
+        self.assertEqual(conn.getresponse().status, 204)
+        self.assertEqual(seen, ["ch1", "ch2"])
+
+    def test_a_wsgi_body_the_server_terminated_is_read(self):
+        import io
+        seen = []
+        app = seqbox.Agent(lambda ctx: seen.append(ctx.id), []).wsgi
+        statuses = []
+        environ = {"REQUEST_METHOD": "POST", "wsgi.input": io.BytesIO(b'{"id":"wt1","source":"crm","type":"t"}'),
+                   "wsgi.input_terminated": True}
+        app(environ, lambda status, headers: statuses.append(status))
+        self.assertEqual((statuses, seen), (["204 No Content"], ["wt1"]))
