@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .context import Context
 from .errors import GatewayError, Permanent, Retry, Stale, Waiting
-from .gateway import encode_json
+from .gateway import check_url, encode_json
 
 PROBLEMS = "https://github.com/seqbox/seqbox/blob/main/docs/problems.md#"
 
@@ -38,9 +38,20 @@ class Agent:
 
     def __init__(self, handler, gateways, timeout=10.0, log=None):
         self.handler = handler
-        self.gateways = [gateways] if isinstance(gateways, str) else list(gateways)
+        self.gateways = gateways
         self.timeout = timeout
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+
+    @property
+    def gateways(self):
+        """The gateway's base URLs (a list). Set it before the first event
+        when the gateway starts after the agent; a string is one URL."""
+        return self._gateways
+
+    @gateways.setter
+    def gateways(self, gateways):
+        gateways = [gateways] if isinstance(gateways, str) else list(gateways)
+        self._gateways = [check_url(g) for g in gateways]
 
     def handle(self, method, headers, body):
         """Answers one request: headers is a mapping whose get() takes the

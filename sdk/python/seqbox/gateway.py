@@ -47,7 +47,7 @@ class EventAPI:
                 "Content-Type": "application/json", TOKEN_HEADER: self.token})
             try:
                 with _opener.open(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read())
+                    raw = resp.read()
             except urllib.error.HTTPError as e:
                 if 300 <= e.code < 400:
                     raise GatewayError(f"{kind} {name}: the gateway at {base} answered {e.code} to "
@@ -60,7 +60,45 @@ class EventAPI:
                 raise GatewayError(f"{kind} {name}: {e.code} {problem.get('detail', '')}", e.code, problem) from None
             except (urllib.error.URLError, OSError) as e:
                 last = e
+                continue
+            return _row(kind, name, base, raw)
         raise GatewayError(f"{kind} {name}: no gateway answered: {last}")
+
+
+_STATES = ("pending", "succeeded", "failed", "uncertain")
+
+
+def _row(kind, name, base, raw):
+    """The row of a 2xx answer, or GatewayError naming what is wrong with
+    it (a proxy's HTML page, a row without a state)."""
+    def bad(what):
+        return GatewayError(f"{kind} {name}: the gateway at {base} answered 2xx with {what}: {raw[:120]!r}")
+    try:
+        row = json.loads(raw)
+    except ValueError:
+        raise bad("a body that is not JSON") from None
+    if not isinstance(row, dict):
+        raise bad("a body that is not a JSON object")
+    if row.get("state") not in _STATES:
+        raise bad("no state of " + ", ".join(_STATES))
+    if row.get("granted") and not (isinstance(row.get("call"), int) and isinstance(row.get("heartbeat_ms"), (int, float))):
+        raise bad("a grant without its call and heartbeat_ms")
+    if "retry_after_ms" in row and not (isinstance(row["retry_after_ms"], (int, float))
+                                        and 0 <= row["retry_after_ms"] < float("inf")):
+        raise bad("a retry_after_ms that is not a number of milliseconds")
+    if kind == "effect" and not isinstance(row.get("idempotency_key"), str):
+        raise bad("no idempotency_key")
+    return row
+
+
+def check_url(url):
+    """url if it is a gateway's base URL (http or https, a host, no query
+    or fragment), else ValueError."""
+    u = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+    if u is None or u.scheme not in ("http", "https") or not u.hostname or u.query or u.fragment or "?" in url or "#" in url:
+        raise ValueError(f"gateway URL {url!r} is not one: http:// or https://, a host, an optional path, "
+                         f"no query or fragment (http://127.0.0.1:8080)")
+    return url
 
 
 def segment(s):

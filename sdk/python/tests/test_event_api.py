@@ -82,3 +82,38 @@ class TestRedirects(unittest.TestCase):
             self.assertIn(elsewhere.url, str(e.exception), "the error names the Location")
             self.assertEqual(len(gateway.received), 1)
         self.assertEqual(elsewhere.received, [], "the redirect's target was contacted")
+
+
+class TestUnexpectedAnswers(unittest.TestCase):
+    def call(self, status, body, content_type="application/json"):
+        gateway = Canned(self, status, body, {"Content-Type": content_type})
+        with self.assertRaises(GatewayError) as e:
+            EventAPI([gateway.url], "crm", "e1", "v1.token").call("step", "plan", {"op": "begin"})
+        return str(e.exception)
+
+    def test_an_answer_that_is_not_a_row_is_a_gateway_error_naming_the_problem(self):
+        self.assertIn("not JSON", self.call(200, b"<html><body>proxy login</body></html>", "text/html"))
+        self.assertIn("state", self.call(200, b'{"granted":true}'))
+        self.assertIn("state", self.call(200, b'{"state":"sleeping"}'))
+        self.assertIn("call", self.call(200, b'{"state":"pending","granted":true}'))
+        self.assertIn("not a JSON object", self.call(200, b'[1]'))
+
+    def test_the_handler_answers_503_for_it(self):
+        gateway = Canned(self, 200, b"<html></html>", {"Content-Type": "text/html"})
+        resp = seqbox.Agent(lambda ctx: ctx.step("plan", lambda: 1), [gateway.url], log=lambda m: None).handle(
+            "POST", {"Seqbox-Effects-Token": "v1.token"}, b'{"id":"e1","source":"crm","type":"t"}')
+        self.assertEqual(resp.status, 503, resp.body)
+
+
+class TestGatewayURLs(unittest.TestCase):
+    def test_a_gateway_url_that_is_not_one_is_refused_at_once(self):
+        for bad in ("127.0.0.1:8080", "ftp://gw", "http://", "http://gw/?q=1", "http://gw/#f", ""):
+            with self.assertRaises(ValueError, msg=bad):
+                seqbox.Agent(lambda ctx: None, bad)
+            with self.assertRaises(ValueError, msg=bad):
+                seqbox.Agent(lambda ctx: None, ["http://127.0.0.1:8080", bad])
+            agent = seqbox.Agent(lambda ctx: None, [])
+            with self.assertRaises(ValueError, msg=bad):
+                agent.gateways = [bad]
+        ok = seqbox.Agent(lambda ctx: None, ["http://127.0.0.1:8080/", "https://gw.example/prefix"])
+        self.assertEqual(ok.gateways, ["http://127.0.0.1:8080/", "https://gw.example/prefix"])
