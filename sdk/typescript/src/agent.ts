@@ -8,6 +8,7 @@
 import type { Server } from "node:http";
 import { type CloudEvent, Context, strictJSON } from "./context.js";
 import { GatewayError, Permanent, Retry, Stale, Waiting } from "./errors.js";
+import { checkURL } from "./gateway.js";
 import { toNodeListener } from "./node.js";
 import { PROBLEMS, problem, retryLater } from "./problem.js";
 
@@ -34,12 +35,7 @@ export interface AgentOptions {
 export class Agent {
   /** The agent's work on one event. */
   readonly handler: Handler;
-  /**
-   * The base URLs of the gateway's agent API (several serve processes
-   * on one database are one gateway). Set it before the first event when
-   * the gateway starts after the agent.
-   */
-  gateways: string[];
+  #gateways: string[] = [];
   /** Seconds a request of the agent API may take. */
   readonly timeout: number;
   readonly #log: (message: string) => void;
@@ -47,9 +43,23 @@ export class Agent {
   /** An agent running handler, reaching the agent API at gateways (one base URL or several). */
   constructor(handler: Handler, gateways: string | readonly string[], options: AgentOptions = {}) {
     this.handler = handler;
-    this.gateways = typeof gateways === "string" ? [gateways] : [...gateways];
+    this.gateways = typeof gateways === "string" ? [gateways] : gateways;
     this.timeout = options.timeout ?? 10;
     this.#log = options.log ?? ((message) => console.error(message));
+  }
+
+  /**
+   * The base URLs of the gateway's agent API (several serve processes
+   * on one database are one gateway). Set it before the first event when
+   * the gateway starts after the agent; a URL that is not one (http or
+   * https, a host, no query or fragment) throws TypeError.
+   */
+  get gateways(): string[] {
+    return this.#gateways;
+  }
+
+  set gateways(gateways: readonly string[]) {
+    this.#gateways = gateways.map(checkURL);
   }
 
   /**

@@ -113,7 +113,7 @@ export class EventAPI {
         const detail = typeof problem.detail === "string" ? problem.detail : "";
         throw new GatewayError(`${kind} ${name}: ${answer.status} ${detail}`, answer.status, problem);
       }
-      return JSON.parse(answer.text) as CallRow;
+      return parseRow(kind, name, base, answer.text);
     }
     throw new GatewayError(`${kind} ${name}: no gateway answered: ${String(last)}`);
   }
@@ -197,6 +197,53 @@ async function fetchPost(base: string, path: string, headers: Record<string, str
     redirect: "manual",
   });
   return { status: resp.status, location: resp.headers.get("Location") ?? "", text: await resp.text() };
+}
+
+const STATES: readonly string[] = ["pending", "succeeded", "failed", "uncertain"];
+
+/** The row of a 2xx answer, or a GatewayError naming what is wrong with it (a proxy's HTML page, a row without a state). */
+function parseRow(kind: CallKind, name: string, base: string, text: string): CallRow {
+  const bad = (what: string) =>
+    new GatewayError(`${kind} ${name}: the gateway at ${base} answered 2xx with ${what}: ${JSON.stringify(text.slice(0, 120))}`);
+  let row: unknown;
+  try {
+    row = JSON.parse(text);
+  } catch {
+    throw bad("a body that is not JSON");
+  }
+  if (typeof row !== "object" || row === null || Array.isArray(row)) {
+    throw bad("a body that is not a JSON object");
+  }
+  const r = row as Record<string, unknown>;
+  if (typeof r.state !== "string" || !STATES.includes(r.state)) {
+    throw bad(`no state of ${STATES.join(", ")}`);
+  }
+  if (r.granted === true && !(Number.isInteger(r.call) && typeof r.heartbeat_ms === "number")) {
+    throw bad("a grant without its call and heartbeat_ms");
+  }
+  if ("retry_after_ms" in r && !(typeof r.retry_after_ms === "number" && Number.isFinite(r.retry_after_ms) && r.retry_after_ms >= 0)) {
+    throw bad("a retry_after_ms that is not a number of milliseconds");
+  }
+  if (kind === "effect" && typeof r.idempotency_key !== "string") {
+    throw bad("no idempotency_key");
+  }
+  return r as unknown as CallRow;
+}
+
+/** url if it is a gateway's base URL (http or https, a host, no query or fragment), else a TypeError. */
+export function checkURL(url: string): string {
+  let u: URL | null = null;
+  try {
+    u = new URL(url);
+  } catch {
+    u = null;
+  }
+  if (u === null || (u.protocol !== "http:" && u.protocol !== "https:") || u.hostname === "" || url.includes("?") || url.includes("#")) {
+    throw new TypeError(
+      `gateway URL ${JSON.stringify(url)} is not one: http:// or https://, a host, an optional path, no query or fragment (http://127.0.0.1:8080)`,
+    );
+  }
+  return url;
 }
 
 /** text as a JSON object, or an empty one. */

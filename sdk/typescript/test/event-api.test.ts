@@ -4,15 +4,12 @@
  */
 
 import assert from "node:assert/strict";
-import { createServer, type IncomingHttpHeaders } from "node:http";
-import type { AddressInfo } from "node:net";
-import { test, type TestContext } from "node:test";
-import { GatewayError } from "../src/index.js";
+import { test } from "node:test";
+import { Agent, GatewayError } from "../src/index.js";
 import { EventAPI } from "../src/gateway.js";
-import { Bundle } from "./harness/bundle.js";
+import { Bundle, FAST_DEAD_LETTER } from "./harness/bundle.js";
+import { canned } from "./harness/canned.js";
 
-/** Serve flags under which a failing event is dead-lettered after two quick attempts, so that a failing test fails at once. */
-export const FAST_DEAD_LETTER = ["--max-attempts", "2", "--retry-backoff", "10ms", "--max-retry-backoff", "10ms"];
 
 test("an event whose source and id are dot segments runs a step and an effect", async (t) => {
   // `.` and `..` are path segments a URL parser or the gateway's router
@@ -31,29 +28,6 @@ test("an event whose source and id are dot segments runs a step and an effect", 
   assert.equal(rows.get("refund")?.state, "succeeded");
 });
 
-/** A local HTTP server that answers every request with status, headers and body, and keeps what it received. */
-export async function canned(
-  t: TestContext,
-  status: number,
-  body = "",
-  headers: Record<string, string> = {},
-): Promise<{ url: string; received: { path: string; headers: IncomingHttpHeaders }[] }> {
-  const received: { path: string; headers: IncomingHttpHeaders }[] = [];
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      received.push({ path: req.url ?? "", headers: req.headers });
-      res.writeHead(status, headers).end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.after(async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received };
-}
-
 test("a redirect is refused and its target never contacted", async (t) => {
   // The token opens the event's steps and effects: it goes to the
   // gateway's URL and nowhere else (DESIGN.md: redirects are never followed).
@@ -71,4 +45,44 @@ test("a redirect is refused and its target never contacted", async (t) => {
     assert.equal(gateway.received.length, 1);
   }
   assert.deepEqual(elsewhere.received, [], "the redirect's target was contacted");
+});
+
+test("an answer that is not a row is a GatewayError naming the problem", async (t) => {
+  for (const [body, contentType, want] of [
+    ["<html><body>proxy login</body></html>", "text/html", "not JSON"],
+    ['{"granted":true}', "application/json", "state"],
+    ['{"state":"sleeping"}', "application/json", "state"],
+    ['{"state":"pending","granted":true}', "application/json", "call"],
+    ["[1]", "application/json", "not a JSON object"],
+  ] as const) {
+    const gw = await canned(t, 200, body, { "Content-Type": contentType });
+    const err = await new EventAPI([gw.url], "crm", "e1", "v1.token").call("step", "plan", { op: "begin" }).then(
+      () => assert.fail(`no error for ${body}`),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof GatewayError, `${body}: ${String(err)}`);
+    assert.ok(err.message.includes(want), err.message);
+  }
+  const gw = await canned(t, 200, "<html></html>", { "Content-Type": "text/html" });
+  const resp = await new Agent((ctx) => ctx.step("plan", () => 1), [gw.url], { log: () => undefined }).handle(
+    new Request("http://agent.test/", {
+      method: "POST",
+      headers: { "Seqbox-Effects-Token": "v1.token" },
+      body: JSON.stringify({ id: "e1", source: "crm", type: "t" }),
+    }),
+  );
+  assert.equal(resp.status, 503);
+});
+
+test("a gateway URL that is not one is refused at once", () => {
+  for (const bad of ["127.0.0.1:8080", "ftp://gw", "http://", "http://gw/?q=1", "http://gw/#f", ""]) {
+    assert.throws(() => new Agent(() => undefined, bad), TypeError, bad);
+    assert.throws(() => new Agent(() => undefined, ["http://127.0.0.1:8080", bad]), TypeError, bad);
+    const agent = new Agent(() => undefined, []);
+    assert.throws(() => {
+      agent.gateways = [bad];
+    }, TypeError, bad);
+  }
+  const ok = new Agent(() => undefined, ["http://127.0.0.1:8080/", "https://gw.example/prefix"]);
+  assert.deepEqual(ok.gateways, ["http://127.0.0.1:8080/", "https://gw.example/prefix"]);
 });

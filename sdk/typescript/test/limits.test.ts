@@ -3,9 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Permanent, Retry } from "../src/index.js";
-import { Bundle } from "./harness/bundle.js";
+import { Bundle, FAST_DEAD_LETTER } from "./harness/bundle.js";
 import { event } from "./harness/serve.js";
-import { FAST_DEAD_LETTER } from "./event-api.test.js";
 
 const LIMIT = 4096;
 const bytes = (s: string): number => Buffer.byteLength(s, "utf8");

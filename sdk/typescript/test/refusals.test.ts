@@ -9,9 +9,9 @@
 import assert from "node:assert/strict";
 import { describe, test, type TestContext } from "node:test";
 import { Agent, type Handler } from "../src/index.js";
-import { Bundle } from "./harness/bundle.js";
+import { Bundle, FAST_DEAD_LETTER } from "./harness/bundle.js";
 import { event } from "./harness/serve.js";
-import { canned, FAST_DEAD_LETTER } from "./event-api.test.js";
+import { canned } from "./harness/canned.js";
 
 /** What an agent running handle answers for an event with a token, its gateway at url. */
 async function answer(handle: Handler, url: string): Promise<{ status: number; problem: { detail: string }; retryAfter: string | null }> {

@@ -13,6 +13,9 @@ import type { Handler } from "../../src/index.js";
 import { InProcessAgent, SENTINEL_TYPE } from "./agents.js";
 import { event, Serve } from "./serve.js";
 
+/** Serve flags under which a failing event is dead-lettered after two quick attempts, so that a failing test fails at once. */
+export const FAST_DEAD_LETTER = ["--max-attempts", "2", "--retry-backoff", "10ms", "--max-retry-backoff", "10ms"];
+
 /** An in-process agent and the gateway in front of it. */
 export interface Pair {
   /** The agent. */
