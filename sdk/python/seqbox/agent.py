@@ -34,7 +34,16 @@ class Agent:
     Context. It returns None (204) or a JSON value (200), or raises
     Permanent (422), Retry (503 with Retry-After), Stale or
     VersionConflict (409 with the outcome). gateways are the base URLs of
-    the gateway's agent API (one string or a list)."""
+    the gateway's agent API (one string or a list; one that is not an
+    http or https URL raises ValueError at once); timeout is the seconds
+    a request of the agent API may take (default 10); log(message) is
+    where a handler's unexpected error is written (default: stderr).
+
+    A refusal of the gateway that concerns this event alone (400, 403,
+    404, 405, 413), a bad step or effect name, or a step result JSON
+    cannot hold (NaN, Infinity, a set, a cycle) or over 256 KiB answers
+    422, as Permanent does; a gateway that is down (5xx, no connection)
+    503. A handler result JSON cannot hold answers a 500 problem."""
 
     def __init__(self, handler, gateways, timeout=10.0, log=None):
         self.handler = handler
@@ -75,7 +84,7 @@ class Agent:
         except Permanent as e:
             return _problem(422, "Unprocessable Content", str(e))
         except Waiting as e:
-            resp = _problem(503, "Service Unavailable", str(e), type=PROBLEMS + "agent-waits", **{e.kind: e.name})
+            resp = _problem(503, "Service Unavailable", str(e), type=PROBLEMS + "agent-waits", **{e.kind: e.call_name})
             resp.headers["Retry-After"] = str(max(1, math.ceil(e.after)))
             return resp
         except Retry as e:

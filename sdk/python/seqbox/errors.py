@@ -65,10 +65,19 @@ class Waiting(Exception):
     """A step or effect of this event runs in another live caller, or an
     uncertain call may still be running at the remote side: answered 503
     with an agent-waits problem, which the gateway checks against its
-    ledger and retries without spending an attempt."""
+    ledger and retries without spending an attempt.
+
+    kind is "step" or "effect", call_name the step's or effect's name
+    (callName in the TypeScript SDK; name is the same, kept for older
+    code), after the seconds to wait."""
 
     def __init__(self, kind, name, after):
         super().__init__(f"waiting for {kind} {name!r} ({after:.1f}s)")
         self.kind = kind
         self.name = name
         self.after = after
+
+    @property
+    def call_name(self):
+        """The step's or effect's name (TypeScript: callName)."""
+        return self.name

@@ -72,3 +72,9 @@ class TestServe(unittest.TestCase):
                    "wsgi.input_terminated": True}
         app(environ, lambda status, headers: statuses.append(status))
         self.assertEqual((statuses, seen), (["204 No Content"], ["wt1"]))
+
+
+class TestNames(unittest.TestCase):
+    def test_waiting_names_its_call_as_the_typescript_sdk_does(self):
+        w = seqbox.Waiting("step", "plan", 1.5)
+        self.assertEqual((w.kind, w.call_name, w.name, w.after), ("step", "plan", "plan", 1.5))
