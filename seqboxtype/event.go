@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -295,6 +296,11 @@ func (e envelope) objectVersion() (*int64, error) {
 		return nil, invalid("objectversion", "%s does not fit in a 64-bit integer", quoteTrunc(text))
 	}
 	if err != nil {
+		if f, ferr := strconv.ParseFloat(text, 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) <= maxSafeInteger {
+			// 1.0 or 1e0: an integer's value, not written as one.
+			return nil, invalid("objectversion", "%s is not written as an integer: digits only (%s or %q)",
+				quoteTrunc(text), strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f, 'f', -1, 64))
+		}
 		return nil, invalid("objectversion", "%s is not an integer", quoteTrunc(text))
 	}
 	if n < 0 {
