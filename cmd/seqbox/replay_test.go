@@ -251,3 +251,19 @@ func TestReplayRetriesAnUnparkedMessageAtOnce(t *testing.T) {
 			"semantic_duplicate=0 stale=0 version_conflict=0 held=1 expired=0 blocked=0 retry=1 dead_lettered=1 rejected=0",
 	), r.stdout)
 }
+
+// A file that starts with a UTF-8 byte order mark (as editors on Windows
+// write it) replays its first line too: the mark is not part of the
+// event (RFC 8259 §8.1 lets a parser ignore it). Before, the first line
+// was rejected ("byte 0xef outside a string"). A mark anywhere else is
+// content, and its line is rejected.
+func TestReplaySkipsAByteOrderMarkAtTheStart(t *testing.T) {
+	t.Parallel()
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	require.NoError(t, os.WriteFile(events, []byte("\ufeff"+`{"specversion":"1.0","id":"a","source":"s","type":"t"}`+"\n"+
+		"\ufeff"+`{"specversion":"1.0","id":"b","source":"s","type":"t"}`+"\n"), 0o644))
+	out := ok(t, "replay", "--db", newDB(t), events)
+	require.True(t, strings.HasPrefix(out, `{"source":"s","id":"a","partitionkey":"","objectversion":null,"outcome":"applied","reason":""}`+"\n"), out)
+	require.Contains(t, out, " applied=1 ")
+	require.Contains(t, out, " rejected=1\n")
+}

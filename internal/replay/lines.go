@@ -25,8 +25,15 @@ type lineReader struct {
 	limit int
 }
 
+// newLineReader reads r's lines. A UTF-8 byte order mark at the very
+// start (editors on Windows write one) is skipped: it is not part of the
+// first line's JSON (RFC 8259 §8.1).
 func newLineReader(r io.Reader, limit int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64*1024), limit: limit}
+	br := bufio.NewReaderSize(r, 64*1024)
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
+		_, _ = br.Discard(3)
+	}
+	return &lineReader{r: br, limit: limit}
 }
 
 // next returns the next line without its "\n", or io.EOF after the last.
