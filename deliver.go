@@ -3,6 +3,7 @@ package seqbox
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -59,6 +60,11 @@ func (c *Consumer) deliverAll(ctx context.Context, ins []input) ([][]seqboxtype.
 func (c *Consumer) DeliverTx(ctx context.Context, tx *sql.Tx, raw []byte, attempt int) ([]seqboxtype.Result, error) {
 	if c.cfg.Decide != nil {
 		return nil, invalidConfig("Decide", "DeliverTx runs inside the caller's transaction; a consumer with Decide uses Deliver or Run, so the model call stays outside it")
+	}
+	if tx == nil {
+		// Without one, each statement would commit on its own: the
+		// identity recorded, the handler's writes not.
+		return nil, errors.New("seqbox: DeliverTx: tx is nil: pass the transaction the delivery joins (or use Deliver)")
 	}
 	if err := c.registerWith(ctx, false, tx); err != nil {
 		return nil, err

@@ -132,6 +132,9 @@ type Store struct {
 	// database and schema), for transports that acknowledge in the
 	// store's transaction.
 	location string
+	// closeOnce makes Close idempotent; closeErr is its first result.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // SetLocation records the file the store's tables live in.
@@ -586,8 +589,15 @@ func (s *Store) executor(tx *sql.Tx) *Executor {
 // DB returns the pool.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close closes the pool.
+// Close closes the pool. Closing again does nothing and returns the
+// first Close's result (an explicit Close and a deferred one are fine).
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+// close is Close's work, done once.
+func (s *Store) close() error {
 	if s.group != nil {
 		s.group.close()
 	}

@@ -191,3 +191,13 @@ func TestDurabilitySettings(t *testing.T) {
 		require.Equal(t, 1, fk)
 	}
 }
+
+// Close may be called more than once (an explicit Close and a deferred
+// one): the second does nothing. It used to panic closing the grouped
+// writes' channel again.
+func TestCloseTwice(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "seqbox.db"))
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	require.NotPanics(t, func() { require.NoError(t, st.Close()) })
+}
