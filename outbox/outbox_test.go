@@ -235,6 +235,38 @@ func TestAFailingKeyDoesNotStallTheOthers(t *testing.T) {
 	require.Equal(t, []int64{1, 2, 3, 4, 5}, got["ord-2"])
 }
 
+// A publisher that panics is a refusal of that event, not the end of the
+// process: the relay's goroutine recovers it, records the panic as the
+// event's error, and the key waits for it as for any refusal. Before,
+// the panic escaped a goroutine of the relay and nobody could recover it.
+func TestAPanickingPublisherIsARefusal(t *testing.T) {
+	up := openStage(t, filepath.Join(t.TempDir(), "seqbox.db"))
+	emitAll(t, up, 2, 2)
+	q := openQueue(t, up.where)
+	panicked := false
+	pub := &recorder{inner: q, fail: func(body []byte) error {
+		if strings.Contains(string(body), `"ord-1-v1"`) && !panicked {
+			panicked = true
+			panic("publisher crashed")
+		}
+		return nil
+	}}
+	clk := newClock()
+	r, err := outbox.NewRelay(up.st, pub, outbox.Config{Now: clk.Now})
+	require.NoError(t, err)
+	n, err := r.RunOnce(context.Background())
+	require.ErrorContains(t, err, "publisher crashed")
+	require.Equal(t, 2, n, "ord-2 published; ord-1 stopped at v1")
+	var lastErr string
+	require.NoError(t, up.st.DB().QueryRow(`SELECT last_error FROM seqbox_outbox WHERE event_id = 'ord-1-v1'`).Scan(&lastErr))
+	require.Contains(t, lastErr, "panic: publisher crashed")
+	clk.Add(time.Minute)
+	_, err = r.RunOnce(context.Background())
+	require.NoError(t, err)
+	got, _ := downstream(t, up, q)
+	exactlyOnce(t, got, 2, 2)
+}
+
 func TestOneRelayAtATime(t *testing.T) {
 	up := openStage(t, filepath.Join(t.TempDir(), "seqbox.db"))
 	emitAll(t, up, 1, 3)

@@ -248,7 +248,7 @@ func (r *Relay) publish(ctx context.Context, events []event) (done []int64, fail
 		wg.Go(func() {
 			defer func() { <-sem }()
 			for _, e := range byKey[k] {
-				err := r.pub.Publish(ctx, e.body)
+				err := r.safePublish(ctx, e.body)
 				mu.Lock()
 				if err != nil {
 					failed = append(failed, failure{e, fmt.Errorf("event %s (key %s): %w", e.id, e.key, err)})
@@ -264,6 +264,19 @@ func (r *Relay) publish(ctx context.Context, events []event) (done []int64, fail
 	}
 	wg.Wait()
 	return done, failed
+}
+
+// safePublish is the publisher's Publish with a panic recovered as its
+// error: a publisher that panics refuses that event (its key waits and
+// backs off as for any refusal) instead of ending the process from a
+// goroutine of the relay's that nobody could recover.
+func (r *Relay) safePublish(ctx context.Context, body []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the publisher panicked: panic: %v", p)
+		}
+	}()
+	return r.pub.Publish(ctx, body)
 }
 
 // mark records the round: published rows get their time, refused ones an
