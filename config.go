@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -126,6 +127,19 @@ const DefaultTargetLatency = 20 * time.Millisecond
 // DefaultBatchSize is Config.BatchSize's default.
 const DefaultBatchSize = 512
 
+// The largest sizes Validate accepts: each is far beyond what helps (a
+// batch's statements grow with it, and workers share one database),
+// and beyond them the consumer's own arithmetic and memory would not
+// hold (Workers × BatchSize deliveries are received ahead).
+const (
+	// MaxWorkers is the largest Config.Workers.
+	MaxWorkers = 1024
+	// MaxBatchSize is the largest Config.BatchSize.
+	MaxBatchSize = 1 << 16
+	// MaxDecideConcurrency is the largest Config.DecideConcurrency.
+	MaxDecideConcurrency = 1 << 16
+)
+
 // WithDefaults returns c with every unset field at its default: what a
 // Consumer built from c runs with.
 func (c *Config) WithDefaults() Config {
@@ -217,7 +231,25 @@ func (c *Config) validateGiven() error {
 			return invalidConfig(n.name, "%d is negative", n.v)
 		}
 	}
+	for _, n := range []struct {
+		name   string
+		v, max int
+	}{{"Workers", c.Workers, MaxWorkers}, {"BatchSize", c.BatchSize, MaxBatchSize}, {"DecideConcurrency", c.DecideConcurrency, MaxDecideConcurrency}} {
+		if n.v > n.max {
+			return invalidConfig(n.name, "%d is more than the %d seqbox takes", n.v, n.max)
+		}
+	}
 	return nil
+}
+
+// addSaturating is a + b for durations that are not negative, at most
+// the largest duration: a sum that overflowed would be negative and pass
+// any check it is compared in.
+func addSaturating(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // validName holds a consumer name to the limits every store can index, so
@@ -275,7 +307,7 @@ func (c *Config) validateSettings() error {
 		return invalidConfig("Retention", "%s is shorter than the broker's redelivery window %s: a redelivery would look new",
 			c.Retention, c.RedeliveryWindow)
 	}
-	if c.Retention < c.DLQRetention+c.RedriveWindow {
+	if c.Retention < addSaturating(c.DLQRetention, c.RedriveWindow) {
 		return invalidConfig("Retention", "%s is shorter than DLQ retention %s plus redrive window %s: a redrive would look new",
 			c.Retention, c.DLQRetention, c.RedriveWindow)
 	}

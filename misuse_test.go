@@ -2,8 +2,11 @@ package seqbox_test
 
 import (
 	"context"
+	"math"
 	"testing"
+	"time"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
 )
@@ -24,4 +27,27 @@ func TestDeliverTxWithoutATransactionIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, seqboxtype.Applied, results[0].Outcome)
 	require.Equal(t, 1, b.effects(t, "tx2"))
+}
+
+// Values that overflow seqbox's arithmetic or its memory are refused,
+// naming the field: a DLQ retention of math.MaxInt64 made DLQRetention +
+// RedriveWindow negative and passed the retention check; a BatchSize of
+// math.MaxInt overflowed the scheduler's room, and Run consumed nothing.
+func TestConfigRefusesValuesThatOverflow(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cfg   seqbox.Config
+		field string
+	}{
+		{seqbox.Config{Name: "c", Policies: seqbox.Policies{DLQRetention: math.MaxInt64, RedriveWindow: time.Hour}}, "Retention"},
+		{seqbox.Config{Name: "c", BatchSize: math.MaxInt}, "BatchSize"},
+		{seqbox.Config{Name: "c", Workers: 1_000_000}, "Workers"},
+		{seqbox.Config{Name: "c", DecideConcurrency: math.MaxInt}, "DecideConcurrency"},
+	} {
+		err := c.cfg.ValidateSettings()
+		require.ErrorIs(t, err, seqbox.ErrInvalidConfig, "%+v", c.cfg)
+		require.ErrorContains(t, err, c.field+":")
+	}
+	ok := seqbox.Config{Name: "c", Workers: seqbox.MaxWorkers, BatchSize: seqbox.MaxBatchSize, DecideConcurrency: seqbox.MaxDecideConcurrency}
+	require.NoError(t, ok.ValidateSettings())
 }
