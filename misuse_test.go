@@ -51,3 +51,37 @@ func TestConfigRefusesValuesThatOverflow(t *testing.T) {
 	ok := seqbox.Config{Name: "c", Workers: seqbox.MaxWorkers, BatchSize: seqbox.MaxBatchSize, DecideConcurrency: seqbox.MaxDecideConcurrency}
 	require.NoError(t, ok.ValidateSettings())
 }
+
+// A handler that ends seqbox's transaction itself (COMMIT or ROLLBACK
+// through tx, on SQLite) is told so at once, and nothing of the delivery
+// is committed: the statement is refused, not run. Before, the COMMIT ran,
+// committed the identity and the handler's row, and the next statement
+// waited two minutes for the writer turn its own batch held, then blamed
+// seqbox's contention.
+func TestHandlerThatEndsTheTransactionIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, stmt := range []string{"COMMIT", "ROLLBACK", "END TRANSACTION", "BEGIN"} {
+		t.Run(stmt, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			_, err := b.store.DB().Exec(`CREATE TABLE fx (id TEXT PRIMARY KEY)`)
+			require.NoError(t, err)
+			b.cfg.Policies.Retry.MaxAttempts = 1
+			b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO fx VALUES ($1)`, ev.ID); err != nil {
+					return err
+				}
+				_, err := tx.ExecContext(ctx, stmt)
+				return err
+			}
+			c := b.consumer(t)
+			results, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"h1","source":"crm","type":"t"}`), 1)
+			require.NoError(t, err)
+			require.Equal(t, seqboxtype.DeadLettered, results[0].Outcome)
+			require.Contains(t, results[0].Reason, stmt+" inside the transaction seqbox opened")
+			var n int
+			require.NoError(t, b.store.DB().QueryRow(`SELECT COUNT(*) FROM fx`).Scan(&n))
+			require.Zero(t, n, "the handler's row was committed")
+		})
+	}
+}

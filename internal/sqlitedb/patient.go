@@ -122,8 +122,10 @@ func (c *patientConnector) Driver() driver.Driver { return c.base.Driver() }
 type patientConn struct {
 	conn driver.Conn
 	turn *writeturn.Turn
-	// inTx is set while a transaction BeginTx opened is open.
-	inTx bool
+	// inTx is set while a transaction is open: one BeginTx opened
+	// (driverTx set too) or one a BEGIN statement began.
+	inTx     bool
+	driverTx bool
 }
 
 var (
@@ -172,14 +174,14 @@ func (c *patientConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	if err != nil {
 		return nil, err
 	}
-	c.inTx = true
+	c.inTx, c.driverTx = true, true
 	return &patientTx{tx: tx, c: c}, nil
 }
 
 func (c *patientConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	defer timeStatement(query)()
 	var res driver.Result
-	_, err := c.run(ctx, kindOf(query), func() (_ driver.Rows, err error) {
+	_, err := c.run(ctx, query, kindOf(query), func() (_ driver.Rows, err error) {
 		res, err = c.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 		return nil, err
 	})
@@ -188,7 +190,7 @@ func (c *patientConn) ExecContext(ctx context.Context, query string, args []driv
 
 func (c *patientConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	defer timeStatement(query)()
-	return c.run(ctx, kindOf(query), func() (driver.Rows, error) {
+	return c.run(ctx, query, kindOf(query), func() (driver.Rows, error) {
 		return c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 	})
 }
@@ -197,7 +199,14 @@ func (c *patientConn) QueryContext(ctx context.Context, query string, args []dri
 // (nil for an Exec). Outside a transaction a write runs in the writer
 // turn, kept until its rows are closed, and any statement that meets the
 // database busy or locked runs again.
-func (c *patientConn) run(ctx context.Context, k kind, do func() (driver.Rows, error)) (driver.Rows, error) {
+func (c *patientConn) run(ctx context.Context, query string, k kind, do func() (driver.Rows, error)) (driver.Rows, error) {
+	if c.driverTx && (k == kindBegin || k == kindEnd) {
+		// The transaction is database/sql's (a Handler's tx is one):
+		// ended by a statement, it would commit or drop what its owner
+		// still counts on, and the owner's next statement would run
+		// outside it.
+		return nil, &TxStatementError{Statement: statementHead(query)}
+	}
 	if c.inTx {
 		rows, err := do()
 		if err == nil && k == kindEnd {
@@ -343,6 +352,31 @@ func (r *heldRows) Close() error {
 	return err
 }
 
+// TxStatementError refuses a statement that would begin or end a
+// transaction inside one database/sql opened (a Handler's tx): COMMIT,
+// END, ROLLBACK (not ROLLBACK TO) or BEGIN. It is refused before it runs;
+// the transaction goes on as it was.
+type TxStatementError struct {
+	// Statement is the refused statement's start.
+	Statement string
+}
+
+// Error says what was refused and how the transaction ends instead.
+func (e *TxStatementError) Error() string {
+	return fmt.Sprintf("sqlite: %s inside the transaction seqbox opened: a Handler ends its work by returning "+
+		"(seqbox commits, or rolls back on its error); a transaction of database/sql ends with its Commit or Rollback", e.Statement)
+}
+
+// statementHead is the start of query, for an error: at most 40 bytes
+// of it, on one line.
+func statementHead(query string) string {
+	q := strings.Join(strings.Fields(query), " ")
+	if len(q) > 40 {
+		q = strings.ToValidUTF8(q[:40], "") + "…"
+	}
+	return q
+}
+
 // patientStmt is a prepared statement of a writer pool: run as its
 // connection runs statements.
 type patientStmt struct {
@@ -366,7 +400,7 @@ func (s *patientStmt) Query(args []driver.Value) (driver.Rows, error) {
 func (s *patientStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	defer timeStatement(s.query)()
 	var res driver.Result
-	_, err := s.c.run(ctx, s.kind, func() (_ driver.Rows, err error) {
+	_, err := s.c.run(ctx, s.query, s.kind, func() (_ driver.Rows, err error) {
 		res, err = s.stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 		return nil, err
 	})
@@ -375,7 +409,7 @@ func (s *patientStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 
 func (s *patientStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	defer timeStatement(s.query)()
-	return s.c.run(ctx, s.kind, func() (driver.Rows, error) {
+	return s.c.run(ctx, s.query, s.kind, func() (driver.Rows, error) {
 		return s.stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	})
 }
@@ -398,12 +432,12 @@ type patientTx struct {
 
 func (t *patientTx) Commit() error {
 	defer timeStatement("COMMIT")()
-	t.c.inTx = false
+	t.c.inTx, t.c.driverTx = false, false
 	return t.tx.Commit()
 }
 
 func (t *patientTx) Rollback() error {
-	t.c.inTx = false
+	t.c.inTx, t.c.driverTx = false, false
 	return t.tx.Rollback()
 }
 
