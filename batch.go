@@ -77,6 +77,9 @@ func (c *Consumer) batchFailed(ctx context.Context, ds []transport.Delivery, ins
 	delay := time.Second
 	if errors.Is(err, errKeyConflict) {
 		delay = keyConflictDelay
+	} else {
+		// The store's failure: Run looks at it before it receives again.
+		c.gate.suspect.Store(true)
 	}
 	for _, d := range ds {
 		if d != nil {

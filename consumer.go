@@ -41,6 +41,8 @@ type Consumer struct {
 	tr tracing
 	// sizer bounds batches by the target latency.
 	sizer *batchSizer
+	// gate holds Run's receiving while the store does not answer.
+	gate storeGate
 }
 
 // NewConsumer validates cfg, fills in defaults and returns a consumer.

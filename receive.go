@@ -70,6 +70,10 @@ func (c *Consumer) run(ctx context.Context, idle time.Duration) error {
 		if !s.waitRoom(ctx) {
 			break
 		}
+		if err := c.awaitStore(ctx); err != nil {
+			recvErr = err
+			break
+		}
 		received := time.Now()
 		ds, err := c.cfg.Transport.Receive(ctx, c.cfg.BatchSize)
 		if idle > 0 && err == nil {

@@ -23,6 +23,29 @@ type RoundTrips struct {
 	mu     sync.Mutex
 	conns  []net.Conn
 	closed bool
+	// cut, while set, drops every connection and refuses new ones: the
+	// server is unreachable (Cut, Restore).
+	cut bool
+}
+
+// Cut makes the server unreachable through the proxy, as a network
+// partition or a server restart would: the open connections are closed
+// and new ones are closed as soon as they are accepted, until Restore.
+func (p *RoundTrips) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// Restore makes the server reachable through the proxy again.
+func (p *RoundTrips) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
 }
 
 // Proxy starts a RoundTrips for the server rawURL names and returns it
@@ -70,6 +93,12 @@ func (p *RoundTrips) accept() {
 			c.Close()
 			s.Close()
 			return
+		}
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			continue
 		}
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
