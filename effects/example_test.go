@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
-	"github.com/seqbox/seqbox/internal/remoteapi"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
@@ -23,7 +24,20 @@ import (
 // request.
 func Example() {
 	ctx := context.Background()
-	api := remoteapi.Start() // the CRM, on loopback
+	// The CRM, on loopback: it creates a task per request and remembers
+	// the Idempotency-Key each came with.
+	var mu sync.Mutex
+	requests, created := 0, map[string]string{}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		requests++
+		key := r.Header.Get("Idempotency-Key")
+		if _, ok := created[key]; !ok {
+			created[key] = fmt.Sprintf("task-%d", len(created)+1)
+		}
+		fmt.Fprintf(w, `{"id":%q}`, created[key])
+	}))
 	defer api.Close()
 	dir, _ := os.MkdirTemp("", "seqbox-effects-")
 	defer os.RemoveAll(dir)
@@ -64,8 +78,9 @@ func Example() {
 	}
 	var task string
 	st.DB().QueryRow(`SELECT crm_task FROM followups`).Scan(&task)
-	requests, applied, _ := api.Counts()
-	fmt.Println("task:", task, "requests:", requests, "created:", applied)
+	mu.Lock()
+	fmt.Println("task:", task, "requests:", requests, "created:", len(created))
+	mu.Unlock()
 	// Output:
 	// delivery 1 applied
 	// delivery 2 duplicate
