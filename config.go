@@ -14,15 +14,17 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Config configures a Consumer. Name, Store, Transport and Handler are
-// required; everything else has a default that favours correctness.
+// Config configures a Consumer. Name, Store and Handler (or BatchHandler)
+// are required, and Transport for Run and RunUntilIdle (Deliver and the
+// operator actions take none); everything else has a default that
+// favours correctness.
 type Config struct {
 	// Name is the consumer's logical name; it is part of every identity,
 	// so independent consumers of one event each apply it once.
 	Name string
 	// Store is where the inbox lives.
 	Store store.Store
-	// Transport delivers the messages.
+	// Transport delivers the messages to Run and RunUntilIdle.
 	Transport transport.Transport
 	// Handler applies one event inside the inbox transaction. Set it or
 	// BatchHandler, not both.

@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,4 +47,20 @@ func TestPostgresPublishIsOneRoundTrip(t *testing.T) {
 	after, _, err := q.Depth(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ready, after, "nothing of the refused batch was published")
+}
+
+// A nil body is refused by name, and a batch holding one publishes
+// nothing; an empty body is a message. Before, the refusal was the
+// database's "NOT NULL constraint failed: seqbox_queue.body".
+func TestPublishRefusesANilBody(t *testing.T) {
+	ctx := context.Background()
+	q, err := embedded.Open(ctx, filepath.Join(t.TempDir(), "q.db"), embedded.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { q.Close() })
+	require.ErrorContains(t, q.Publish(ctx, nil), "embedded queue: publish: the body is nil")
+	require.ErrorContains(t, q.PublishBatch(ctx, [][]byte{[]byte(`{}`), nil}), "(message 1 of the batch)")
+	ready, _, err := q.Depth(ctx)
+	require.NoError(t, err)
+	require.Zero(t, ready)
+	require.NoError(t, q.Publish(ctx, []byte{}))
 }

@@ -250,6 +250,9 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 
 // Publish appends a message, ready at once.
 func (q *Queue) Publish(ctx context.Context, body []byte) error {
+	if body == nil {
+		return errNilBody
+	}
 	now := q.cfg.Now().UnixMicro()
 	err := q.writing(writeturn.Urgent(ctx), func(ctx context.Context) error {
 		_, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at) VALUES ($1, $2, $3, $3)`,
@@ -268,6 +271,10 @@ func (q *Queue) PublishBatch(ctx context.Context, bodies [][]byte) error {
 	return q.publishing(ctx, bodies, nil)
 }
 
+// errNilBody refuses a message with no body at all (nil; an empty body,
+// []byte{}, is a message, which the consumer rejects as it would any).
+var errNilBody = errors.New("embedded queue: publish: the body is nil; nothing was published")
+
 // PublishGrouped is PublishBatch with a message group per body ("" for
 // none): a group's messages are received one at a time, in publication
 // order, each once the one before it is acknowledged, by whichever
@@ -284,6 +291,11 @@ func (q *Queue) PublishGrouped(ctx context.Context, bodies [][]byte, groups []st
 // the consumers' waiting writes), then wakes this process's idle
 // receivers.
 func (q *Queue) publishing(ctx context.Context, bodies [][]byte, groups []string) error {
+	for i, b := range bodies {
+		if b == nil {
+			return fmt.Errorf("%w (message %d of the batch)", errNilBody, i)
+		}
+	}
 	if err := q.writing(writeturn.Urgent(ctx), func(ctx context.Context) error { return q.publishBatch(ctx, bodies, groups) }); err != nil {
 		return err
 	}
