@@ -127,7 +127,9 @@ func New(st store.Store, cfg Config) (*Ledger, error) {
 // ErrNoIdentity is returned by Do when ctx is not a Decider's or Handler's.
 var ErrNoIdentity = errors.New("effects: the context carries no message identity: call Do from Config.Decide, or use DoFor")
 
-// ErrInTransaction is returned by Do inside the inbox transaction.
+// ErrInTransaction is returned by Do inside the inbox transaction, marked
+// seqbox.Permanent: a Handler that returns it dead-letters its message at
+// once (errors.Is finds it).
 var ErrInTransaction = errors.New("effects: Do runs inside the inbox transaction, where its pending row cannot commit before the call: call it from Config.Decide")
 
 // UncertainError says a call may or may not have taken effect. It is not
@@ -201,7 +203,9 @@ func (l *Ledger) Do(ctx context.Context, action string, call Call) (string, erro
 		return "", ErrNoIdentity
 	}
 	if id.InTransaction {
-		return "", ErrInTransaction
+		// Permanent: it cannot succeed there, however often it is
+		// retried; the message is dead-lettered for its code to change.
+		return "", seqbox.Permanent(ErrInTransaction)
 	}
 	return l.DoFor(ctx, id, action, call)
 }

@@ -344,6 +344,20 @@ func TestDoNeedsAnIdentityOutsideTheTransaction(t *testing.T) {
 	results, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"1","source":"crm","type":"t"}`), 1)
 	require.NoError(t, err)
 	require.Equal(t, seqboxtype.Applied, results[0].Outcome, results[0].Reason)
+
+	// A handler that returns the refusal is dead-lettered at once: the
+	// call can never be made there, and retrying it only spent the
+	// message's attempts before the same end.
+	c, err = seqbox.NewConsumer(seqbox.Config{Name: "crm-worker-2", Store: st,
+		Handler: func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+			_, err := l.Do(ctx, "crm.create_task", never)
+			return err
+		}})
+	require.NoError(t, err)
+	results, err = c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"2","source":"crm","type":"t"}`), 1)
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.DeadLettered, results[0].Outcome, results[0].Reason)
+	require.Contains(t, results[0].Reason, "call it from Config.Decide")
 }
 
 // net/http retries a request carrying an Idempotency-Key by itself when a
