@@ -33,6 +33,7 @@ func TestRefusedFlagsLeaveNoDatabase(t *testing.T) {
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-body", "-1"}, "--max-body"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-body", "0"}, "--max-body"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-batch", "0"}, "--max-batch"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-batch", "-5"}, "--max-batch -5: at least 1 event"},
 		{[]string{"serve", "--addr", "127.0.0.1:99999"}, "99999"},
 	} {
 		t.Run(strings.ReplaceAll(strings.Join(c.args, " "), events, "FILE"), func(t *testing.T) {

@@ -55,10 +55,10 @@ wins.`,
 			}
 			// The options' defaults are the flags' own: a zero given on the
 			// command line is a mistake, not a request for the default.
-			if fl := cmd.Flags(); fl.Changed("max-body") && o.MaxBody == 0 {
-				return fmt.Errorf("serve: --max-body 0: at least 1024 bytes")
-			} else if fl.Changed("max-batch") && o.MaxBatch == 0 {
-				return fmt.Errorf("serve: --max-batch 0: at least 1 event")
+			if fl := cmd.Flags(); fl.Changed("max-body") && o.MaxBody <= 0 {
+				return fmt.Errorf("serve: --max-body %d: at least 1024 bytes", o.MaxBody)
+			} else if fl.Changed("max-batch") && o.MaxBatch <= 0 {
+				return fmt.Errorf("serve: --max-batch %d: at least 1 event", o.MaxBatch)
 			}
 			switch {
 			case firstVersion < -1:
