@@ -190,6 +190,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	d := c.WithDefaults()
+	if err := c.validateBackoff(d); err != nil {
+		return err
+	}
 	return d.validate()
 }
 
@@ -203,7 +206,25 @@ func (c *Config) ValidateSettings() error {
 		return err
 	}
 	d := c.WithDefaults()
+	if err := c.validateBackoff(d); err != nil {
+		return err
+	}
 	return d.validateSettings()
+}
+
+// validateBackoff refuses a first retry delay longer than its cap (d is c
+// with defaults applied): every retry would then wait the cap, which is
+// not what either value says. A cap left unset is named as the default.
+func (c *Config) validateBackoff(d Config) error {
+	if d.Retry.InitialBackoff <= d.Retry.MaxBackoff {
+		return nil
+	}
+	capNote := ""
+	if c.Retry.MaxBackoff == 0 {
+		capNote = " (the default)"
+	}
+	return invalidConfig("Retry.InitialBackoff", "%s is longer than Retry.MaxBackoff %s%s: the first retry's delay is at most the cap",
+		d.Retry.InitialBackoff, d.Retry.MaxBackoff, capNote)
 }
 
 // validateGiven refuses what defaults would otherwise hide: a negative

@@ -52,6 +52,22 @@ func TestConfigRefusesValuesThatOverflow(t *testing.T) {
 	require.NoError(t, ok.ValidateSettings())
 }
 
+// A first backoff longer than the cap is a mistake, not a policy: the
+// first retry would wait the cap, and every later one too. It is refused
+// naming both, with the default cap named as the default. The same value
+// on both sides (a constant backoff) is taken.
+func TestConfigRefusesAFirstBackoffAboveItsCap(t *testing.T) {
+	t.Parallel()
+	bad := seqbox.Config{Name: "c", Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{InitialBackoff: time.Minute, MaxBackoff: time.Second}}}
+	err := bad.ValidateSettings()
+	require.ErrorIs(t, err, seqbox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "Retry.InitialBackoff: 1m0s is longer than Retry.MaxBackoff 1s")
+	overDefault := seqbox.Config{Name: "c", Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{InitialBackoff: 10 * time.Minute}}}
+	require.ErrorContains(t, overDefault.ValidateSettings(), "Retry.MaxBackoff 5m0s (the default)")
+	constant := seqbox.Config{Name: "c", Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{InitialBackoff: time.Second, MaxBackoff: time.Second}}}
+	require.NoError(t, constant.ValidateSettings())
+}
+
 // A handler that ends seqbox's transaction itself (COMMIT or ROLLBACK
 // through tx, on SQLite) is told so at once, and nothing of the delivery
 // is committed: the statement is refused, not run. Before, the COMMIT ran,

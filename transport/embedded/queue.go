@@ -30,7 +30,8 @@ import (
 	"github.com/seqbox/seqbox/transport"
 )
 
-// Config configures a Queue. Zero values take the defaults.
+// Config configures a Queue. Zero values take the defaults; a negative
+// duration is refused by Open.
 type Config struct {
 	// Name separates queues that share a file. Default "default".
 	Name string
@@ -43,6 +44,20 @@ type Config struct {
 	Wait time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+}
+
+// validate refuses a negative duration: a mistake, not a request for the
+// default (zero is).
+func (c *Config) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Lease", c.Lease}, {"PollInterval", c.PollInterval}, {"Wait", c.Wait}} {
+		if d.v < 0 {
+			return fmt.Errorf("embedded queue: %s: %s is negative (zero takes the default)", d.name, d.v)
+		}
+	}
+	return nil
 }
 
 func (c *Config) defaults() {
@@ -128,6 +143,9 @@ var (
 // database a postgres:// URL names (it may be the store's own database).
 // On PostgreSQL, competing receivers lease with FOR UPDATE SKIP LOCKED.
 func Open(ctx context.Context, path string, cfg Config) (*Queue, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
 	if pgdb.IsURL(path) {
 		t, err := pgdb.Locate(path, "")

@@ -290,3 +290,25 @@ func TestQueueClosed(t *testing.T) {
 	require.ErrorIs(t, err, transport.ErrClosed)
 	require.Error(t, b.q.Publish(context.Background(), []byte("after close")))
 }
+
+// A negative lease, poll interval or wait is a mistake, not a request for
+// the default: Open refuses it by name before it creates anything.
+func TestOpenRefusesNegativeDurations(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cfg   embedded.Config
+		field string
+	}{
+		{embedded.Config{Lease: -time.Second}, "Lease"},
+		{embedded.Config{PollInterval: -time.Millisecond}, "PollInterval"},
+		{embedded.Config{Wait: -time.Second}, "Wait"},
+	} {
+		path := filepath.Join(t.TempDir(), "q.db")
+		q, err := embedded.Open(context.Background(), path, c.cfg)
+		if q != nil {
+			require.NoError(t, q.Close())
+		}
+		require.ErrorContains(t, err, "embedded queue: "+c.field+": -")
+		require.NoFileExists(t, path)
+	}
+}
