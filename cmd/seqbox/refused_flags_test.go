@@ -26,6 +26,8 @@ func TestRefusedFlagsLeaveNoDatabase(t *testing.T) {
 		{[]string{"replay", "--on-dead-letter", "bogus", events}, "OnDeadLetter"},
 		{[]string{"replay", "--hold-expiry", "bogus", events}, "HoldExpiry"},
 		{[]string{"replay", "--consumer", "", events}, "Name"},
+		{[]string{"replay", "--now", "", events}, `--now "": not an RFC 3339 time`},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--retry-backoff", "10m"}, "Retry.InitialBackoff"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--gap-policy", "nope"}, "GapPolicy"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--retention", "1h"}, "Retention"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--workers", "-1"}, "Workers"},

@@ -17,6 +17,9 @@ type policyFlags struct {
 	db, consumer, now string
 	pol               seqbox.Policies
 	firstVersion      int64
+	// nowGiven: --now was on the command line (an empty value given is
+	// refused, not taken as the real clock).
+	nowGiven func() bool
 }
 
 func (f *policyFlags) register(c *cobra.Command, defaultDB string) {
@@ -33,6 +36,7 @@ func (f *policyFlags) register(c *cobra.Command, defaultDB string) {
 	fl.DurationVar(&f.pol.MaxBlock, "max-block", def.MaxBlock, "release a key blocked longer than this, with an alert (0: never)")
 	fl.Int64Var(&f.firstVersion, "first-version", -1, "version every new key must start at (-1: first seen is the baseline)")
 	fl.StringVar(&f.now, "now", "", "fixed current time, RFC 3339 (deterministic runs)")
+	f.nowGiven = func() bool { return fl.Changed("now") }
 }
 
 func (f *policyFlags) config() (seqbox.Config, error) {
@@ -60,7 +64,7 @@ func (f *policyFlags) config() (seqbox.Config, error) {
 	if f.firstVersion >= 0 {
 		cfg.FirstVersion = &f.firstVersion
 	}
-	if f.now != "" {
+	if f.now != "" || (f.nowGiven != nil && f.nowGiven()) {
 		t, err := time.Parse(time.RFC3339Nano, f.now)
 		if err != nil {
 			return cfg, fmt.Errorf("--now %q: not an RFC 3339 time", f.now)

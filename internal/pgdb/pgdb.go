@@ -102,11 +102,19 @@ func stripSchemaParam(rawURL string) (conn, schema string, err error) {
 		return rawURL, "", nil
 	}
 	var keep []string
+	given := false
 	for _, kv := range strings.Split(query, "&") {
 		k, v, _ := strings.Cut(kv, "=")
 		if uk, err := url.QueryUnescape(k); err == nil && uk == SchemaParam {
+			if given {
+				return "", "", fmt.Errorf("postgres: %s is given twice in the URL", SchemaParam)
+			}
+			given = true
 			if schema, err = url.QueryUnescape(v); err != nil {
 				return "", "", fmt.Errorf("postgres: bad %s parameter: %w", SchemaParam, err)
+			}
+			if schema == "" {
+				return "", "", fmt.Errorf("postgres: %s is empty in the URL (leave it out for the default schema, %s)", SchemaParam, DefaultSchema)
 			}
 			continue
 		}
