@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	brokerkafka "github.com/seqbox/seqbox/internal/broker/kafka"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/kafka"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // A seqbox consumer over a Kafka consumer group: the event is published
@@ -20,16 +20,16 @@ import (
 // published again (a producer retry after a timeout) is a duplicate.
 func Example() {
 	ctx := context.Background()
-	srv, err := brokerkafka.Start(brokerkafka.Config{})
+	// An in-process Kafka (franz-go's kfake) with the topic: in
+	// production, Brokers are your cluster's addresses.
+	srv, err := kfake.NewCluster(kfake.SeedTopics(4, "crm-events"))
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Close()
-	if err := srv.CreateTopic(ctx, "crm-events", 4); err != nil {
-		panic(err)
-	}
+	brokers := srv.ListenAddrs()
 
-	pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: srv.Addrs(), Topic: "crm-events"})
+	pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers, Topic: "crm-events"})
 	if err != nil {
 		panic(err)
 	}
@@ -41,7 +41,7 @@ func Example() {
 		}
 	}
 
-	tr, err := kafka.Open(ctx, kafka.Config{Brokers: srv.Addrs(), Topic: "crm-events", Group: "crm-followup"})
+	tr, err := kafka.Open(ctx, kafka.Config{Brokers: brokers, Topic: "crm-events", Group: "crm-followup"})
 	if err != nil {
 		panic(err)
 	}

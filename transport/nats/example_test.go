@@ -2,16 +2,18 @@ package nats_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/seqbox/seqbox"
-	broker "github.com/seqbox/seqbox/internal/broker/nats"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	natstr "github.com/seqbox/seqbox/transport/nats"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // A producer publishes two versions of an order, and retries the first
@@ -23,12 +25,19 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "seqbox-nats-example-")
 	defer os.RemoveAll(dir)
 
-	srv, err := broker.Start(broker.Options{Dir: filepath.Join(dir, "jetstream")})
+	// An in-process NATS server with JetStream: in production, URL is
+	// your server's.
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT,
+		JetStream: true, StoreDir: filepath.Join(dir, "jetstream"), NoLog: true, NoSigs: true})
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Close()
-	cfg := natstr.Config{URL: srv.URL(), Stream: "ORDERS", Subject: "orders.events"}
+	srv.Start()
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		panic(errors.New("nats server not ready"))
+	}
+	cfg := natstr.Config{URL: srv.ClientURL(), Stream: "ORDERS", Subject: "orders.events"}
 
 	pub, err := natstr.NewPublisher(ctx, cfg)
 	if err != nil {

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox"
-	broker "github.com/seqbox/seqbox/internal/broker/pubsub"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store/sqlite"
 	"github.com/seqbox/seqbox/transport/pubsub"
+
+	"cloud.google.com/go/pubsub/v2/pstest"
 )
 
 // A producer publishes two versions of one order and, after a retry it
@@ -21,13 +22,12 @@ import (
 // inbox recognises the duplicate.
 func Example() {
 	ctx := context.Background()
-	srv, err := broker.Start(0) // in-process Pub/Sub on loopback
-	if err != nil {
-		panic(err)
-	}
+	// An in-process Pub/Sub emulator (the client library's pstest): in
+	// production, leave Endpoint empty and name your project.
+	srv := pstest.NewServer()
 	defer srv.Close()
 	cfg := pubsub.Config{
-		Project: broker.Project, Endpoint: srv.Addr,
+		Project: "seqbox", Endpoint: srv.Addr,
 		Topic: "orders", Subscription: "orders-seqbox",
 		AckDeadline: 60 * time.Second, MaxDeliveryAttempts: 25, RetryMaxAttempts: 5,
 	}
