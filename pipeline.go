@@ -1,6 +1,7 @@
 package seqbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -412,21 +413,71 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 }
 
 // bestEffortIdentity pulls source, id and partitionkey out of an envelope
-// that failed validation, for the DLQ row and the CLI line.
+// that failed validation, for the DLQ row and the CLI line. It reads the
+// top-level members one token at a time and skips every other value
+// unread, so that what made the envelope invalid elsewhere (a number no
+// double holds, data nested past any decoder's depth limit, a cut-off
+// end) does not hide the members it could read.
 func bestEffortIdentity(raw []byte) (source, id, key string) {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", "", ""
 	}
-	str := func(k string) string {
-		s, _ := m[k].(string)
-		s = strings.ReplaceAll(s, "\x00", "")
-		if len(s) > seqboxtype.MaxAttributeSize {
-			s = s[:seqboxtype.MaxAttributeSize]
+	found := map[string]*string{"source": &source, "id": &id, "partitionkey": &key}
+	seen := map[string]bool{}
+	for dec.More() {
+		name, err := dec.Token()
+		if err != nil {
+			break
 		}
-		return strings.ToValidUTF8(s, "")
+		dst, want := found[name.(string)]
+		t, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if d, ok := t.(json.Delim); ok {
+			if !skipNested(dec, d) {
+				break
+			}
+			continue
+		}
+		if s, ok := t.(string); ok && want && !seen[name.(string)] {
+			seen[name.(string)] = true
+			*dst = attributeText(s)
+		}
 	}
-	return str("source"), str("id"), str("partitionkey")
+	return source, id, key
+}
+
+// skipNested reads the rest of the array or object whose opening
+// delimiter open was just read, tokens only (no depth limit applies);
+// false when the input ends or breaks first.
+func skipNested(dec *json.Decoder, open json.Delim) bool {
+	depth := 1
+	for depth > 0 {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+	return true
+}
+
+// attributeText is an attribute read from a rejected envelope as it may
+// be stored and shown: no NUL, at most MaxAttributeSize bytes, valid UTF-8.
+func attributeText(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) > seqboxtype.MaxAttributeSize {
+		s = s[:seqboxtype.MaxAttributeSize]
+	}
+	return strings.ToValidUTF8(s, "")
 }
 
 // record writes the inbox outcome and the audit evidence of a result. A
