@@ -105,8 +105,13 @@ func (c *Consumer) DeliverBatch(ctx context.Context, raws [][]byte) ([][]seqboxt
 // far over seqboxtype.MaxEventSize: its first bytes, its full size, and
 // the SHA-256 of all of it.
 type Oversized struct {
+	// Prefix is the input's first bytes: the dead letter keeps them as
+	// its envelope.
 	Prefix []byte
-	Size   int64
+	// Size is the whole input's length in bytes, named in the reason.
+	Size int64
+	// SHA256 is the SHA-256 of the whole input: the rejected identity is
+	// "sha256:" and its hex, and the row's payload hash its hex.
 	SHA256 [32]byte
 }
 

@@ -12,8 +12,14 @@ import (
 // the same transaction that records the inbox identity, so the effect and
 // the identity commit together or not at all. *sql.Tx satisfies it.
 type Tx interface {
+	// ExecContext runs a statement in the transaction, as *sql.Tx's does.
+	// On a store that pipelines a batch's writes (PostgreSQL) it may be
+	// queued, and sent with the next read (SQLTx).
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	// QueryContext runs a query in the transaction, as *sql.Tx's does.
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	// QueryRowContext runs a query that returns at most one row in the
+	// transaction, as *sql.Tx's does.
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 

@@ -6,24 +6,52 @@ import "github.com/prometheus/client_golang/prometheus"
 // Create them once with NewMetrics and register them where you serve
 // /metrics; every series is labelled by consumer.
 type Metrics struct {
-	Deliveries     *prometheus.CounterVec
-	KeyConflicts   *prometheus.CounterVec
-	Gaps           *prometheus.GaugeVec
-	Redrives       *prometheus.CounterVec
+	// Deliveries is the counter seqbox_deliveries_total{consumer,outcome}:
+	// committed deliveries by outcome.
+	Deliveries *prometheus.CounterVec
+	// KeyConflicts is the counter seqbox_key_conflicts_total: retries
+	// because another consumer moved the key's version first.
+	KeyConflicts *prometheus.CounterVec
+	// Gaps is the gauge seqbox_gaps_recorded: the gaps recorded in the
+	// store, set by RefreshMetrics.
+	Gaps *prometheus.GaugeVec
+	// Redrives is the counter seqbox_redrives_total: dead letters redriven.
+	Redrives *prometheus.CounterVec
+	// MaxBlockAlerts is the counter seqbox_max_block_exceeded_total: keys
+	// released because they stayed blocked longer than MaxBlock.
 	MaxBlockAlerts *prometheus.CounterVec
 	// StaleBeforeBaseline counts stale events whose version is lower than
 	// their key's baseline, the first version seen (no FirstVersion
 	// configured): they arrived after a later version started the key.
 	StaleBeforeBaseline *prometheus.CounterVec
-	CommitLatency       *prometheus.HistogramVec
-	BatchSize           *prometheus.HistogramVec
-	HeldMessages        *prometheus.GaugeVec
-	BlockedKeys         *prometheus.GaugeVec
-	OldestStuckAge      *prometheus.GaugeVec
-	DLQSize             *prometheus.GaugeVec
-	InboxRows           *prometheus.GaugeVec
-	PurgedRows          *prometheus.CounterVec
-	ContractFailure     *prometheus.CounterVec
+	// CommitLatency is the histogram seqbox_receive_to_commit_seconds: the
+	// time from receiving a batch to its commit, in seconds.
+	CommitLatency *prometheus.HistogramVec
+	// BatchSize is the histogram seqbox_batch_size: deliveries per
+	// committed transaction.
+	BatchSize *prometheus.HistogramVec
+	// HeldMessages is the gauge seqbox_held_messages: messages parked as
+	// held, set by RefreshMetrics.
+	HeldMessages *prometheus.GaugeVec
+	// BlockedKeys is the gauge seqbox_blocked_keys: keys blocked behind a
+	// dead letter or a gap, set by RefreshMetrics.
+	BlockedKeys *prometheus.GaugeVec
+	// OldestStuckAge is the gauge seqbox_oldest_stuck_age_seconds: seconds
+	// since the oldest stuck key got stuck (0 when none), set by
+	// RefreshMetrics.
+	OldestStuckAge *prometheus.GaugeVec
+	// DLQSize is the gauge seqbox_dlq_size: open dead letters, set by
+	// RefreshMetrics.
+	DLQSize *prometheus.GaugeVec
+	// InboxRows is the gauge seqbox_inbox_rows: identities in the inbox,
+	// rejected envelopes' left out, set by RefreshMetrics.
+	InboxRows *prometheus.GaugeVec
+	// PurgedRows is the counter seqbox_purged_rows_total: inbox identities
+	// retention removed.
+	PurgedRows *prometheus.CounterVec
+	// ContractFailure is the counter seqbox_contract_failures_total:
+	// envelopes rejected as invalid.
+	ContractFailure *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil:

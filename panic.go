@@ -27,6 +27,8 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error implements error: What, the panic's value on one line, and At
+// when known ("handler panicked: boom (at main.apply main.go:12)").
 func (e *PanicError) Error() string {
 	msg := strings.Join(strings.Fields(fmt.Sprint(e.Value)), " ")
 	if e.At == "" {

@@ -11,7 +11,11 @@ var ErrInvalidEvent = errors.New("invalid event")
 
 // InvalidEventError says which envelope field is wrong and why.
 type InvalidEventError struct {
-	Field  string
+	// Field names what is wrong: the attribute ("id"), a JSON path inside
+	// data ("data.items[2].name"), or "envelope" for the whole document.
+	// Error leaves it out when empty.
+	Field string
+	// Reason says what is wrong with it.
 	Reason string
 }
 

@@ -31,9 +31,17 @@ func DefaultVolatileAttributes() []string { return append([]string(nil), default
 // extension attributes seqbox uses for identity, ordering and business
 // deduplication.
 type Event struct {
-	ID          string
-	Source      string
-	Type        string
+	// ID is the id attribute: with Source, the producer's identity of the
+	// fact. Required and never blank.
+	ID string
+	// Source is the source attribute: with ID, the producer's identity of
+	// the fact. Required and never blank.
+	Source string
+	// Type is the event type ("order.cancelled"). Required and never
+	// blank.
+	Type string
+	// SpecVersion is the specversion attribute: "1.0", or empty when the
+	// envelope has none.
 	SpecVersion string
 	// Time is when the fact happened at the source (zero when absent).
 	Time time.Time
@@ -45,15 +53,23 @@ type Event struct {
 	// BusinessKey names the effect the event asks for, catching the same
 	// effect requested under a new id.
 	BusinessKey string
+	// CausationID is the causationid extension attribute as sent (empty
+	// when absent).
 	CausationID string
-	TenantID    string
-	DataSchema  string
+	// TenantID is the tenantid extension attribute (empty when absent),
+	// kept on the inbox row as its tenant.
+	TenantID string
+	// DataSchema is the dataschema attribute (empty when absent), kept on
+	// the inbox row as its contract version.
+	DataSchema string
 	// TraceParent and TraceState are the CloudEvents distributed-tracing
 	// extension: the W3C trace context of the producer. They are read
 	// leniently (a value that is not a string is left out, never refused)
 	// and are volatile: they do not enter the payload hash.
 	TraceParent string
-	TraceState  string
+	// TraceState is the tracestate that goes with TraceParent (empty when
+	// absent or unreadable).
+	TraceState string
 	// Data is the event's data member exactly as it appears in Raw (a
 	// sub-slice of it): not re-encoded, so numbers keep every digit and
 	// strings their escapes. Two deliveries of one fact may differ here in

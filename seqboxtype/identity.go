@@ -6,9 +6,13 @@ import "time"
 // inbox identity (consumer, source, id). Libraries that keep per-message
 // state outside the inbox (the effects ledger) key it by this.
 type Identity struct {
+	// Consumer is the consumer's Config.Name: independent consumers of one
+	// event each have an identity of their own.
 	Consumer string
-	Source   string
-	ID       string
+	// Source is the event's source attribute.
+	Source string
+	// ID is the event's id attribute.
+	ID string
 	// InTransaction is true while the inbox transaction is open: in a
 	// Handler, and in a Decider run inside it (a message let out of
 	// the parked table without a recorded decision). Work that must

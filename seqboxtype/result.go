@@ -5,11 +5,19 @@ import "time"
 // Result is the outcome reached for one delivery, as reported to
 // Config.Observer, the CLI and the gateway.
 type Result struct {
-	Source        string  `json:"source"`
-	ID            string  `json:"id"`
-	PartitionKey  string  `json:"partitionkey"`
-	ObjectVersion *int64  `json:"objectversion"`
-	Outcome       Outcome `json:"outcome"`
+	// Source is the event's source; for a rejected envelope, what could be
+	// read of it (empty when it could not, or when it is what is invalid).
+	Source string `json:"source"`
+	// ID is the event's id; for a rejected envelope, as Source.
+	ID string `json:"id"`
+	// PartitionKey is the event's partitionkey ("" for none); for a
+	// rejected envelope, as Source.
+	PartitionKey string `json:"partitionkey"`
+	// ObjectVersion is the event's objectversion: nil when it has none,
+	// and for a rejected envelope.
+	ObjectVersion *int64 `json:"objectversion"`
+	// Outcome is the outcome the delivery ended in (docs/design.md §4).
+	Outcome Outcome `json:"outcome"`
 	// Reason explains every outcome but applied.
 	Reason string `json:"reason"`
 	// Attempt is the delivery attempt the outcome was reached on.
