@@ -36,17 +36,36 @@ const (
 
 // Effect is one row of the ledger.
 type Effect struct {
-	Consumer       string    `json:"consumer"`
-	Source         string    `json:"source"`
-	ID             string    `json:"id"`
-	Action         string    `json:"action"`
-	IdempotencyKey string    `json:"idempotency_key"`
-	State          State     `json:"state"`
-	Ref            string    `json:"ref"`
-	LastError      string    `json:"last_error"`
-	Calls          int       `json:"calls"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	// Consumer is the consumer of the message that made the call.
+	Consumer string `json:"consumer"`
+	// Source is the message's source attribute.
+	Source string `json:"source"`
+	// ID is the message's id attribute.
+	ID string `json:"id"`
+	// Action names the call ("crm.create_task"): the ledger keeps one row
+	// per message and action.
+	Action string `json:"action"`
+	// IdempotencyKey is the key the call passes to the remote side,
+	// Key(Consumer, Source, ID, Action); unique in the ledger.
+	IdempotencyKey string `json:"idempotency_key"`
+	// State is where the call stands. List shows a pending call whose
+	// lease ran out as uncertain.
+	State State `json:"state"`
+	// Ref is the remote side's reference for the effect once the call
+	// succeeded (from the call, a reconciliation or Resolve); empty before.
+	Ref string `json:"ref"`
+	// LastError is the latest failed call's error, or a note on the row: a
+	// reconciliation's finding, an operator's resolution (who and why), a
+	// refused late answer.
+	LastError string `json:"last_error"`
+	// Calls counts the calls made under the key, the first included: each
+	// time the row turned pending.
+	Calls int `json:"calls"`
+	// CreatedAt is when the row was written, before the first call.
+	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the row last changed state, reference or error (a
+	// lease renewal does not count).
+	UpdatedAt time.Time `json:"updated_at"`
 	// UncertainAt is when the call first turned uncertain, if it did.
 	UncertainAt *time.Time `json:"uncertain_at,omitempty"`
 	// ReconciledAt is when a reconciliation last answered for it.
@@ -62,7 +81,9 @@ type Effect struct {
 type Reconciliation struct {
 	// Applied: the remote side has the effect; Ref names it.
 	Applied bool
-	Ref     string
+	// Ref is the remote side's reference for the effect when Applied: it
+	// becomes the row's Ref.
+	Ref string
 }
 
 // Reconciler asks the remote side whether an uncertain call took effect,
@@ -135,24 +156,30 @@ var ErrInTransaction = errors.New("effects: Do runs inside the inbox transaction
 // UncertainError says a call may or may not have taken effect. It is not
 // re-executed until it is reconciled.
 type UncertainError struct {
+	// IdempotencyKey is the uncertain call's key.
 	IdempotencyKey string
-	Err            error
+	// Err is why it is uncertain: the call's error, or why reconciling it
+	// did not settle it.
+	Err error
 	// Until, when set, is when a reconciliation that found nothing may
 	// let the call go again (the uncertain call may still be running at
 	// the remote side until then).
 	Until time.Time
 }
 
+// Error implements error: the call's idempotency key and Err.
 func (e *UncertainError) Error() string {
 	return fmt.Sprintf("effects: call %s is uncertain: %v", e.IdempotencyKey, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *UncertainError) Unwrap() error { return e.Err }
 
 // InFlightError says a call under the same idempotency key is running in
 // a live caller right now. It is transient: try again later, when the
 // call has reported back (or its caller's heartbeat stopped).
 type InFlightError struct {
+	// IdempotencyKey is the key of the call in flight.
 	IdempotencyKey string
 	// Until is when the caller's lease runs out unless renewed.
 	Until time.Time
@@ -162,6 +189,8 @@ type InFlightError struct {
 // attempt of it counts no attempt (the consumer retries it after d).
 func (e *InFlightError) Wait() time.Duration { return max(time.Until(e.Until), 100*time.Millisecond) }
 
+// Error implements error: the call's idempotency key and when its
+// caller's lease runs out.
 func (e *InFlightError) Error() string {
 	return fmt.Sprintf("effects: call %s is in flight in a live caller (lease until %s)", e.IdempotencyKey, e.Until.Format(time.RFC3339Nano))
 }
@@ -425,6 +454,7 @@ func (l *Ledger) record(ctx context.Context, e Effect, ref string, err error) (s
 // (succeeded: its reference; failed: call again under the same key). It
 // is a wait, not a failure of the message (Wait).
 type ConflictError struct {
+	// IdempotencyKey is the key of the call that answered late.
 	IdempotencyKey string
 	// State is the row's state that stands.
 	State State
@@ -432,6 +462,8 @@ type ConflictError struct {
 	Answer string
 }
 
+// Error implements error: the call's idempotency key, its late Answer,
+// and the State the ledger keeps.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("effects: call %s answered (%s) after its row was recorded %s by someone else (an operator, or another attempt): the ledger keeps %s, and the answer is refused",
 		e.IdempotencyKey, e.Answer, e.State, e.State)

@@ -11,9 +11,13 @@ import (
 
 // Filter selects ledger rows for List. Zero fields match everything.
 type Filter struct {
+	// Consumer selects one consumer's rows.
 	Consumer string
-	Action   string
-	State    State
+	// Action selects one action's rows.
+	Action string
+	// State selects the rows in one state, as List shows them: uncertain
+	// takes a pending row whose lease ran out, and pending only live ones.
+	State State
 	// Limit caps the rows returned; default 100.
 	Limit int
 }
@@ -100,10 +104,15 @@ func (l *Ledger) Resolve(ctx context.Context, key string, to State, ref, who, wh
 // UncertainCount is how many calls of one action are uncertain, and since
 // when the oldest.
 type UncertainCount struct {
+	// Consumer is the consumer whose calls are counted.
 	Consumer string
-	Action   string
-	Count    int
-	Oldest   time.Time
+	// Action is the action counted.
+	Action string
+	// Count is how many of its calls are uncertain, a pending call whose
+	// lease ran out included.
+	Count int
+	// Oldest is the earliest UpdatedAt among them.
+	Oldest time.Time
 }
 
 // Uncertain counts the uncertain calls by consumer and action.

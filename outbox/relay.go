@@ -360,11 +360,13 @@ func (r *Relay) backlog(ctx context.Context) (store.OutboxBacklog, time.Duration
 type Refusal struct {
 	// Key is the partition key; its later events wait.
 	Key string
-	// EventID is the refused event's id; Seq its place in the outbox.
+	// EventID is the refused event's id.
 	EventID string
-	Seq     int64
-	// Attempts counts the refusals so far; LastError is the latest.
-	Attempts  int
+	// Seq is its place in the outbox: a key's events publish in Seq order.
+	Seq int64
+	// Attempts counts the publisher's refusals of it so far.
+	Attempts int
+	// LastError is the latest refusal's error.
 	LastError string
 	// Unpublished counts the key's events not yet published, this one included.
 	Unpublished int

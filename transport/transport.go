@@ -85,6 +85,7 @@ type BatchExtender interface {
 
 // Execer runs a statement; *sql.Tx is one.
 type Execer interface {
+	// ExecContext runs query with args, as *sql.Tx's ExecContext does.
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
@@ -130,5 +131,8 @@ type NextTaker interface {
 
 // Publisher puts messages on a transport.
 type Publisher interface {
+	// Publish puts one message on the transport, body as its bytes (a
+	// structured-mode CloudEvent), and returns once the transport has
+	// stored it.
 	Publish(ctx context.Context, body []byte) error
 }

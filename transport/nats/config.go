@@ -214,10 +214,13 @@ func validSubject(s string) error {
 
 // ConfigError is a configuration problem; Field names the Config field.
 type ConfigError struct {
-	Field  string
+	// Field is the name of the Config field ("AckWait").
+	Field string
+	// Reason says what is wrong with its value.
 	Reason string
 }
 
+// Error implements error: "nats transport: Config.<Field>: <Reason>".
 func (e *ConfigError) Error() string { return "nats transport: Config." + e.Field + ": " + e.Reason }
 
 func invalid(field, format string, args ...any) error {
