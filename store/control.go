@@ -44,23 +44,34 @@ const (
 // OperatorRequest is one action an operator asked the owning consumer to
 // execute, with who asked, why, and what came of it.
 type OperatorRequest struct {
-	Seq      int64
+	// Seq is the request's sequence number (RequestInsert returns it).
+	Seq int64
+	// Consumer is the consumer the request is for: only it executes it.
 	Consumer string
 	// Action is ActionRedrive, ActionSkip or ActionRelease.
 	Action string
 	// Target is the DLQ sequence number (redrive, skip) or the key
 	// (release).
-	Target      string
+	Target string
+	// RequestedBy is who asked; a skip or a release records it as who
+	// decided.
 	RequestedBy string
-	Reason      string
+	// Reason is why, as the operator gave it; a skip or a release records
+	// it as its why.
+	Reason string
+	// RequestedAt is when the request was recorded.
 	RequestedAt time.Time
-	State       seqboxtype.Request
+	// State is where the request stands: pending, running, done, failed or
+	// cancelled.
+	State seqboxtype.Request
 	// TakenBy names the consumer process that took the request.
 	TakenBy string
+	// TakenAt is when it was taken (zero until then).
 	TakenAt time.Time
 	// Result is the JSON of the results the action produced.
 	Result []byte
 	// Error is why a failed or cancelled request did not run.
-	Error  string
+	Error string
+	// DoneAt is when it finished or was cancelled (zero until then).
 	DoneAt time.Time
 }

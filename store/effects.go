@@ -14,17 +14,23 @@ var ErrEffectChanged = errors.New("the effect's row is no longer this call's: no
 // EffectRow is one row of the effects ledger: one external call of an
 // identity and action (package effects).
 type EffectRow struct {
+	// Consumer, Source and ID are the identity of the message that made
+	// the call.
 	Consumer, Source, ID string
 	// Action names the call; IdempotencyKey is the key the remote side
 	// deduplicates on, unique in the ledger.
 	Action, IdempotencyKey string
-	State                  seqboxtype.Effect
+	// State is where the call stands, as stored: a pending row whose
+	// lease ran out is still pending here.
+	State seqboxtype.Effect
 	// Ref names the effect at the remote side once it succeeded.
 	Ref string
 	// LastError is the latest error, or an operator's note.
 	LastError string
 	// Calls counts the calls made (each move to pending).
-	Calls                int
+	Calls int
+	// CreatedAt is when the row was inserted; UpdatedAt when its state,
+	// reference or error last changed (a lease renewal does not count).
 	CreatedAt, UpdatedAt time.Time
 	// UncertainAt is when the call first turned uncertain; nil if never.
 	UncertainAt *time.Time
@@ -38,29 +44,41 @@ type EffectRow struct {
 // EffectInsertPendingParams are Executor.EffectInsertPending's: the new
 // row is pending with one call, created and updated At.
 type EffectInsertPendingParams struct {
+	// Consumer, Source, ID and Action name the call; IdempotencyKey is its
+	// key.
 	Consumer, Source, ID, Action, IdempotencyKey string
-	At, LeaseUntil                               time.Time
+	// At is when the row is created; LeaseUntil is the first call's lease.
+	At, LeaseUntil time.Time
 }
 
 // EffectTransitionParams are Executor.EffectTransition's.
 type EffectTransitionParams struct {
+	// IdempotencyKey names the row.
 	IdempotencyKey string
-	From, To       seqboxtype.Effect
-	At             time.Time
+	// From is the state the row must be in; To the state it moves to.
+	From, To seqboxtype.Effect
+	// At is the row's new UpdatedAt.
+	At time.Time
 	// LeaseUntil is the new lease when To is pending (ignored otherwise).
 	LeaseUntil time.Time
 }
 
 // EffectRecordParams are Executor.EffectRecord's.
 type EffectRecordParams struct {
+	// IdempotencyKey names the row.
 	IdempotencyKey string
 	// From lists the states the row may be in; in any other, it is left
 	// alone.
-	From      []seqboxtype.Effect
-	To        seqboxtype.Effect
-	Ref       string
+	From []seqboxtype.Effect
+	// To is the state recorded.
+	To seqboxtype.Effect
+	// Ref replaces the row's reference, empty included.
+	Ref string
+	// LastError replaces the row's last error, empty included.
 	LastError string
-	At        time.Time
+	// At is the row's new UpdatedAt, and its UncertainAt when To is
+	// uncertain and the row never was.
+	At time.Time
 	// Reconciled records At as the time a reconciliation answered.
 	Reconciled bool
 	// Calls, when non-zero, makes the write the calls-th call's own: the
@@ -72,19 +90,23 @@ type EffectRecordParams struct {
 
 // EffectRenewLeaseParams are Executor.EffectRenewLease's.
 type EffectRenewLeaseParams struct {
+	// IdempotencyKey names the row.
 	IdempotencyKey string
-	Until          time.Time
+	// Until is the lease's new end.
+	Until time.Time
 }
 
 // EffectListParams are Executor.EffectList's. Empty fields match every
 // row.
 type EffectListParams struct {
+	// Consumer and Action select that consumer's and that action's rows.
 	Consumer, Action string
 	// State selects one state, as the operator sees it at Now: pending
 	// means a pending row whose lease runs past Now; uncertain also takes
 	// a pending row whose lease ran out by Now (its caller died).
 	State seqboxtype.Effect
-	Now   time.Time
+	// Now is the time State is judged at.
+	Now time.Time
 	// Limit bounds the rows returned.
 	Limit int
 }
@@ -92,8 +114,11 @@ type EffectListParams struct {
 // EffectUncertainCount is how many calls of one consumer and action are
 // uncertain, and since when the oldest (Executor.EffectCountUncertain).
 type EffectUncertainCount struct {
+	// Consumer and Action name the calls counted.
 	Consumer, Action string
-	Count            int
+	// Count is how many are uncertain, pending ones whose lease ran out
+	// included.
+	Count int
 	// Oldest is the oldest such row's last change.
 	Oldest time.Time
 }

@@ -9,23 +9,32 @@ import (
 // MessageRef names one message for a consumer: its CloudEvents source and
 // id.
 type MessageRef struct {
+	// Consumer, Source and ID are the identity: the consumer's name and
+	// the message's source and id.
 	Consumer, Source, ID string
 }
 
 // KeyRef names one business object (partition key) of a consumer.
 type KeyRef struct {
+	// Consumer names the consumer and Key the partition key (ParkedList
+	// and GapList: "" for every key).
 	Consumer, Key string
 }
 
 // DeadLetterRef names one DLQ row of a consumer.
 type DeadLetterRef struct {
+	// Consumer is the consumer whose DLQ holds the row.
 	Consumer string
-	Seq      int64
+	// Seq is the row's sequence number.
+	Seq int64
 }
 
 // Seen is what the inbox recorded of an identity (Executor.InboxSeen).
 type Seen struct {
-	Outcome     seqboxtype.Outcome
+	// Outcome is the outcome recorded ("" when its delivery has not
+	// reached one yet).
+	Outcome seqboxtype.Outcome
+	// PayloadHash is the payload hash of the copy recorded.
 	PayloadHash string
 }
 
@@ -35,7 +44,9 @@ type DecisionLook struct {
 	// Decided: a decision is recorded for the identity.
 	Decided bool
 	// Seen: the inbox holds the identity, with Outcome.
-	Seen    bool
+	Seen bool
+	// Outcome is the inbox's outcome for the identity ("" when not Seen,
+	// or when its delivery has not reached one yet).
 	Outcome seqboxtype.Outcome
 	// TurnHeld: the identity has a retry row (its key's turn, or a
 	// counted failure).
@@ -44,6 +55,8 @@ type DecisionLook struct {
 
 // RetryCount is an identity's failed attempts so far (Executor.RetryRecord).
 type RetryCount struct {
+	// Attempts is how many failed attempts the identity has counted, the
+	// one just recorded included.
 	Attempts int
 	// FirstError is the error of the first attempt.
 	FirstError string
@@ -60,20 +73,26 @@ type DecisionClaim struct {
 
 // InboxSetOutcomeParams are Executor.InboxSetOutcome's.
 type InboxSetOutcomeParams struct {
+	// Consumer, Source and ID name the identity.
 	Consumer, Source, ID string
-	Outcome              seqboxtype.Outcome
+	// Outcome is the outcome recorded ("" for none yet: the delivery
+	// stopped before it reached one).
+	Outcome seqboxtype.Outcome
 	// ProcessedAt is when the outcome was reached (nil: not processed).
 	ProcessedAt *time.Time
 }
 
 // InboxSetOutcomeManyParams are Executor.InboxSetOutcomeMany's.
 type InboxSetOutcomeManyParams struct {
+	// Consumer is the consumer whose identities they are.
 	Consumer string
-	Rows     []OutcomeRow
+	// Rows are the identities and their outcomes.
+	Rows []OutcomeRow
 }
 
 // InboxPurgeParams are Executor.InboxPurge's.
 type InboxPurgeParams struct {
+	// Consumer is the consumer whose identities go.
 	Consumer string
 	// Now: identities whose retention ended before it go.
 	Now time.Time
@@ -101,71 +120,97 @@ type InboxPurgeResult struct {
 
 // BusinessKeyClaimParams are Executor.BusinessKeyClaim's.
 type BusinessKeyClaimParams struct {
+	// Consumer claims BusinessKey, the effect an event asks for.
 	Consumer, BusinessKey string
 	// Source and ID name the message that claims it.
 	Source, ID string
-	At         time.Time
+	// At is when the message applies it.
+	At time.Time
 }
 
 // KeyLockManyParams are Executor.KeyLockMany's.
 type KeyLockManyParams struct {
+	// Consumer is the consumer whose keys they are.
 	Consumer string
-	Keys     []string
+	// Keys are the partition keys to lock, in any order (a key repeated
+	// counts once).
+	Keys []string
 }
 
 // KeysRef names keys of a consumer.
 type KeysRef struct {
+	// Consumer is the consumer whose keys they are.
 	Consumer string
-	Keys     []string
+	// Keys are the partition keys.
+	Keys []string
 }
 
 // KeyEnsureParams are Executor.KeyEnsure's.
 type KeyEnsureParams struct {
+	// Consumer and Key name the key.
 	Consumer, Key string
-	At            time.Time
+	// At is a new row's UpdatedAt.
+	At time.Time
 }
 
 // KeyEnsureManyParams are Executor.KeyEnsureMany's.
 type KeyEnsureManyParams struct {
+	// Consumer is the consumer whose keys they are.
 	Consumer string
-	Keys     []string
-	At       time.Time
+	// Keys are the partition keys.
+	Keys []string
+	// At is the new rows' UpdatedAt.
+	At time.Time
 }
 
 // KeyAdvanceParams are Executor.KeyAdvance's: the compare-and-set of a key
 // version from Prev (nil: no version yet) to Next.
 type KeyAdvanceParams struct {
+	// Consumer and Key name the key.
 	Consumer, Key string
-	Prev          *int64
-	Next          int64
-	At            time.Time
+	// Prev is the version the key must hold for the move to win (nil: no
+	// version yet).
+	Prev *int64
+	// Next is the version it moves to, and its baseline when it has none.
+	Next int64
+	// At is the row's new UpdatedAt.
+	At time.Time
 }
 
 // KeyAdvanceManyParams are Executor.KeyAdvanceMany's.
 type KeyAdvanceManyParams struct {
+	// Consumer is the consumer whose keys they are.
 	Consumer string
-	Moves    []KeyMove
-	At       time.Time
+	// Moves are the compare-and-sets, each of a different key.
+	Moves []KeyMove
+	// At is the moved rows' new UpdatedAt.
+	At time.Time
 }
 
 // KeyBlockParams are Executor.KeyBlock's.
 type KeyBlockParams struct {
+	// Consumer and Key name the key.
 	Consumer, Key string
 	// Source and ID name the message the key is blocked behind (empty for
 	// a gap).
 	Source, ID string
-	Reason     string
-	At         time.Time
+	// Reason says why, in words (KeyState.BlockedReason).
+	Reason string
+	// At is when the key is blocked: its BlockedSince and UpdatedAt.
+	At time.Time
 }
 
 // KeyUnblockParams are Executor.KeyUnblock's.
 type KeyUnblockParams struct {
+	// Consumer and Key name the key.
 	Consumer, Key string
-	At            time.Time
+	// At is the row's new UpdatedAt.
+	At time.Time
 }
 
 // KeyViewListParams are Executor.KeyViewList's.
 type KeyViewListParams struct {
+	// Consumer is the consumer whose keys are listed.
 	Consumer string
 	// Stuck lists only blocked keys and keys holding messages.
 	Stuck bool
@@ -173,66 +218,87 @@ type KeyViewListParams struct {
 
 // KeyListBlockedBeforeParams are Executor.KeyListBlockedBefore's.
 type KeyListBlockedBeforeParams struct {
+	// Consumer is the consumer whose keys are listed.
 	Consumer string
-	Before   time.Time
+	// Before: keys blocked since before it are listed.
+	Before time.Time
 }
 
 // TurnListStaleParams are Executor.TurnListStale's.
 type TurnListStaleParams struct {
+	// Consumer is the consumer whose turns are listed.
 	Consumer string
-	Before   time.Time
-	Limit    int
+	// Before: turns last seen before it are listed.
+	Before time.Time
+	// Limit bounds the rows listed.
+	Limit int
 }
 
 // ParkedListDueParams are Executor.ParkedListDue's.
 type ParkedListDueParams struct {
+	// Consumer is the consumer whose held messages are listed.
 	Consumer string
-	Now      time.Time
+	// Now: holds whose deadline is at or before it are due.
+	Now time.Time
 }
 
 // ParkedSetReasonParams are Executor.ParkedSetReason's.
 type ParkedSetReasonParams struct {
+	// Consumer and Key name the key whose parked rows move.
 	Consumer, Key string
-	From, To      seqboxtype.Park
+	// From is the reason of the rows that move, To the one they get.
+	From, To seqboxtype.Park
 	// HoldUntil is the new hold deadline (zero: none).
 	HoldUntil time.Time
 }
 
 // ParkedStartHoldsParams are Executor.ParkedStartHolds's.
 type ParkedStartHoldsParams struct {
+	// Consumer and Key name the key whose held messages get a deadline.
 	Consumer, Key string
-	Until         time.Time
+	// Until is the hold deadline they get.
+	Until time.Time
 	// Now, when set, also starts over the holds that ran out by Now.
 	Now time.Time
 }
 
 // ParkedReholdParams are Executor.ParkedRehold's.
 type ParkedReholdParams struct {
-	Seq    int64
-	Until  time.Time
+	// Seq names the parked row.
+	Seq int64
+	// Until is its new hold deadline.
+	Until time.Time
+	// Detail replaces the row's detail: why it waits now.
 	Detail string
 }
 
 // IdentitiesRef names many identities of one consumer.
 type IdentitiesRef struct {
+	// Consumer is the consumer whose identities they are.
 	Consumer string
-	IDs      []Identity
+	// IDs are the messages' source and id.
+	IDs []Identity
 }
 
 // InboxGetManyParams are Executor.InboxGetMany's.
 type InboxGetManyParams struct {
+	// Consumer is the consumer whose identities they are.
 	Consumer string
-	IDs      []Identity
+	// IDs are the identities to read.
+	IDs []Identity
 }
 
 // RetryClearManyParams are Executor.RetryClearMany's.
 type RetryClearManyParams struct {
+	// Consumer is the consumer whose identities they are.
 	Consumer string
-	IDs      []Identity
+	// IDs are the identities whose retry rows go.
+	IDs []Identity
 }
 
 // DeadLetterListParams are Executor.DeadLetterList's.
 type DeadLetterListParams struct {
+	// Consumer is the consumer whose DLQ is listed.
 	Consumer string
 	// All lists resolved rows too.
 	All bool
@@ -240,32 +306,39 @@ type DeadLetterListParams struct {
 
 // DeadLetterResolveParams are Executor.DeadLetterResolve's.
 type DeadLetterResolveParams struct {
+	// Consumer is the consumer whose DLQ holds the row.
 	Consumer string
-	Seq      int64
+	// Seq names the open row.
+	Seq int64
 	// State is how the row was resolved: redriven, redrive_failed or
 	// skipped.
 	State seqboxtype.DeadLetter
 	// Resolution says it in words: who, why, what came of a redrive.
 	Resolution string
-	At         time.Time
+	// At is when it was resolved (DeadLetter.ResolvedAt).
+	At time.Time
 }
 
 // AuditListParams are Executor.AuditList's.
 type AuditListParams struct {
+	// Consumer is the consumer whose audit is listed.
 	Consumer string
 	// Key, when not empty, lists that key's rows only.
-	Key   string
+	Key string
+	// Limit bounds the rows: the latest Limit are listed.
 	Limit int
 }
 
 // DecisionRecordParams are Executor.DecisionRecord's.
 type DecisionRecordParams struct {
+	// Consumer, Source and ID name the identity decided.
 	Consumer, Source, ID string
 	// Decision is the agent's output, as its Decider returned it.
 	Decision []byte
 	// PayloadHash is the hash of the copy the decision was made for.
 	PayloadHash string
-	At          time.Time
+	// At is when it was decided.
+	At time.Time
 	// Owner, when set, is the claim the decision was made under: it is
 	// dropped in the same commit as the record.
 	Owner string
@@ -293,13 +366,20 @@ func (d Decision) MadeFor(hash string) bool { return d.PayloadHash == "" || d.Pa
 
 // DecisionClaimParams are Executor.DecisionClaim's.
 type DecisionClaimParams struct {
+	// Consumer, Source and ID name the identity claimed.
 	Consumer, Source, ID string
-	Owner                string
-	Now, Until           time.Time
+	// Owner names the claimant: a Consumer, by its process and a random
+	// suffix.
+	Owner string
+	// Now is the time claims are judged at (another owner's that ran out
+	// by Now is taken over); Until is when the claim taken or extended
+	// runs out.
+	Now, Until time.Time
 }
 
 // TurnTakeParams are Executor.TurnTake's.
 type TurnTakeParams struct {
+	// Consumer, Source and ID name the message taking the turn.
 	Consumer, Source, ID string
 	// PartitionKey is the key whose turn it takes ("" for an unkeyed
 	// message, whose row only reserves its business key).
@@ -308,77 +388,108 @@ type TurnTakeParams struct {
 	BusinessKey string
 	// PayloadHash is the hash of the copy taking the turn.
 	PayloadHash string
-	At          time.Time
+	// At is when the turn is taken: the row's last-seen time
+	// (RetryRow.At).
+	At time.Time
 }
 
 // TurnTakeManyParams are Executor.TurnTakeMany's: turns of messages
 // without a business key, all taken At.
 type TurnTakeManyParams struct {
+	// Consumer is the consumer whose messages take the turns.
 	Consumer string
-	At       time.Time
-	Turns    []TurnRow
+	// At is when the turns are taken.
+	At time.Time
+	// Turns are the turns to take (an identity repeated counts once).
+	Turns []TurnRow
 }
 
 // TurnRow is one turn of TurnTakeMany.
 type TurnRow struct {
-	Source, ID   string
+	// Source and ID name the message taking the turn.
+	Source, ID string
+	// PartitionKey is the key whose turn it takes.
 	PartitionKey string
-	PayloadHash  string
+	// PayloadHash is the hash of the copy taking it.
+	PayloadHash string
 }
 
 // DecisionClaimManyParams are Executor.DecisionClaimMany's: claims of
 // many identities for one owner.
 type DecisionClaimManyParams struct {
-	Consumer   string
-	IDs        []Identity
-	Owner      string
+	// Consumer is the consumer whose identities are claimed.
+	Consumer string
+	// IDs are the identities to claim (an identity repeated counts once).
+	IDs []Identity
+	// Owner names the claimant: a Consumer, by its process and a random
+	// suffix.
+	Owner string
+	// Now and Until are as in DecisionClaimParams.
 	Now, Until time.Time
 }
 
 // GapCoversParams are Executor.GapCovers's.
 type GapCoversParams struct {
+	// Consumer and Key name the key.
 	Consumer, Key string
-	Version       int64
+	// Version is the version asked about.
+	Version int64
 }
 
 // BusinessKeyRef names a business key asked for by one identity: the
 // identity itself is left out of Executor.BusinessKeyInFlight's answer.
 type BusinessKeyRef struct {
+	// Consumer and BusinessKey name the business key; Source and ID the
+	// identity asking.
 	Consumer, BusinessKey, Source, ID string
 }
 
 // DecisionUnclaimParams are Executor.DecisionUnclaim's.
 type DecisionUnclaimParams struct {
+	// Consumer, Source and ID name the identity.
 	Consumer, Source, ID string
-	Owner                string
+	// Owner is the claimant whose claim is dropped: another's stays.
+	Owner string
 }
 
 // ConsumerHeartbeatParams are Executor.ConsumerHeartbeat's.
 type ConsumerHeartbeatParams struct {
+	// Consumer is the registered consumer.
 	Consumer string
-	At       time.Time
+	// At is its new HeartbeatAt.
+	At time.Time
 }
 
 // RequestClaimParams are Executor.RequestClaim's.
 type RequestClaimParams struct {
-	Seq   int64
+	// Seq names the request.
+	Seq int64
+	// Taker names the consumer process taking it (host:pid): its TakenBy.
 	Taker string
-	At    time.Time
+	// At is its TakenAt.
+	At time.Time
 }
 
 // RequestFinishParams are Executor.RequestFinish's.
 type RequestFinishParams struct {
-	Seq   int64
+	// Seq names the running request.
+	Seq int64
+	// State is RequestDone or RequestFailed.
 	State seqboxtype.Request
 	// Result is the JSON of what the messages reached.
 	Result []byte
-	Error  string
-	At     time.Time
+	// Error is why it failed ("" when done).
+	Error string
+	// At is its DoneAt.
+	At time.Time
 }
 
 // RequestCancelParams are Executor.RequestCancel's.
 type RequestCancelParams struct {
+	// Seq names the pending request.
 	Seq int64
+	// Why says why it is withdrawn: the request's Error.
 	Why string
-	At  time.Time
+	// At is its DoneAt.
+	At time.Time
 }

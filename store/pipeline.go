@@ -7,8 +7,10 @@ import (
 
 // Statement is one statement of a pipeline: its text and its arguments.
 type Statement struct {
+	// Query is the statement's SQL text.
 	Query string
-	Args  []any
+	// Args are the values of its placeholders, in order.
+	Args []any
 	// Read, when set, reads the rows the statement returns (a SELECT, or
 	// RETURNING) as the pipeline's answers arrive; its affected count is
 	// then the rows it returned. A Read that fails fails the pipeline at
@@ -19,8 +21,12 @@ type Statement struct {
 // Rows are the rows a pipeline's statement returned, handed to its Read:
 // Next and Scan as database/sql's Rows.
 type Rows interface {
+	// Next moves to the next row; false when there is none left or
+	// reading failed (Err says which).
 	Next() bool
+	// Scan copies the current row's columns into dest.
 	Scan(dest ...any) error
+	// Err is the error that ended the rows; nil when all were read.
 	Err() error
 }
 
@@ -83,9 +89,11 @@ type PipelineError struct {
 	Index int
 	// Query is its text.
 	Query string
-	Err   error
+	// Err is the database's error for it.
+	Err error
 }
 
+// Error implements error: the statement's Index, its Query and Err.
 func (e *PipelineError) Error() string {
 	return fmt.Sprintf("statement %d of a pipeline (%s): %v", e.Index, e.Query, e.Err)
 }
