@@ -55,9 +55,13 @@ type Policies struct {
 	// RedeliveryWindow is the longest the broker may redeliver a message.
 	// Default 14 days (the longest SQS retention).
 	RedeliveryWindow time.Duration `policy:"redelivery_window"`
-	// DLQRetention and RedriveWindow: a dead-lettered message can come
-	// back this long after it failed. Retention must cover their sum.
-	DLQRetention  time.Duration `policy:"dlq_retention"`
+	// DLQRetention is the longest a dead letter waits for its redrive
+	// (in seqbox's DLQ or the broker's). Default 14 days. Retention must
+	// cover DLQRetention plus RedriveWindow: a dead-lettered message can
+	// come back that long after it failed.
+	DLQRetention time.Duration `policy:"dlq_retention"`
+	// RedriveWindow is how long a redriven message may take to arrive
+	// after its dead letter's retention. Default 1 day.
 	RedriveWindow time.Duration `policy:"redrive_window"`
 }
 
