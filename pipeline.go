@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -321,7 +322,7 @@ func endsOnKey(o seqboxtype.Outcome) bool {
 func (p *pipeline) inboxRow(ev seqboxtype.Event, now time.Time) store.InboxRow {
 	return store.InboxRow{
 		Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, PayloadHash: ev.Hash,
-		BusinessKey: ev.BusinessKey, EventType: ev.Type, Tenant: ev.TenantID, ContractVersion: ev.DataSchema,
+		BusinessKey: ev.BusinessKey, EventType: ev.Type, Tenant: ev.TenantID, ContractVersion: ev.DataSchema, CausationID: ev.CausationID,
 		PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Outcome: noOutcome,
 		ReceivedAt: now, RetentionUntil: now.Add(p.cfg.Retention),
 	}
@@ -416,29 +417,40 @@ func (p *pipeline) reject(ctx context.Context, tx *batchTx, in input, perr error
 // that failed validation, for the DLQ row and the CLI line. It reads the
 // top-level members one token at a time and skips every other value
 // unread, so that what made the envelope invalid elsewhere (a number no
-// double holds, data nested past any decoder's depth limit, a cut-off
-// end) does not hide the members it could read.
+// double holds, data nested past any decoder's depth limit) does not hide
+// them. Bytes that are not one JSON object to their end (cut off, or
+// followed by more) have none.
 func bestEffortIdentity(raw []byte) (source, id, key string) {
+	source, id, key, ok := readIdentity(raw)
+	if !ok {
+		return "", "", ""
+	}
+	return source, id, key
+}
+
+// readIdentity is bestEffortIdentity's walk; ok when raw is one JSON
+// object to its end.
+func readIdentity(raw []byte) (source, id, key string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", "", ""
+		return "", "", "", false
 	}
 	found := map[string]*string{"source": &source, "id": &id, "partitionkey": &key}
 	seen := map[string]bool{}
 	for dec.More() {
 		name, err := dec.Token()
 		if err != nil {
-			break
+			return "", "", "", false
 		}
 		dst, want := found[name.(string)]
 		t, err := dec.Token()
 		if err != nil {
-			break
+			return "", "", "", false
 		}
 		if d, ok := t.(json.Delim); ok {
 			if !skipNested(dec, d) {
-				break
+				return "", "", "", false
 			}
 			continue
 		}
@@ -447,7 +459,13 @@ func bestEffortIdentity(raw []byte) (source, id, key string) {
 			*dst = attributeText(s)
 		}
 	}
-	return source, id, key
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return "", "", "", false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", "", "", false // more after the object
+	}
+	return source, id, key, true
 }
 
 // skipNested reads the rest of the array or object whose opening

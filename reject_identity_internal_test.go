@@ -13,6 +13,7 @@ import (
 // A rejected envelope's source, id and partition key are shown when they
 // can be read, whatever else in it is wrong: a number no double holds, or
 // data nested past every decoder's depth limit, once hid all three.
+// Bytes that are not one JSON object to their end show none.
 func TestRejectionShowsTheIdentityItCanRead(t *testing.T) {
 	t.Parallel()
 	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
@@ -25,7 +26,10 @@ func TestRejectionShowsTheIdentityItCanRead(t *testing.T) {
 		{`{"id":"e","source":"s","nested":{"id":"inner","source":"inner"}}`, "s", "e", ""},
 		{`{"id":"f\u0000g","source":"s"}`, "s", "fg", ""},
 		{`not json`, "", "", ""},
-		{`{"id":"h","source":`, "", "h", ""},
+		{`{"id":"h","source":`, "", "", ""},
+		{`{"id":"i","source":"s"} {"id":"j"}`, "", "", ""},
+		{`{"id":"k","source":"s"`, "", "", ""},
+		{`{"id":"l","source":"s","data":[1,2}`, "", "", ""},
 		{`["id","a"]`, "", "", ""},
 	} {
 		source, id, key := bestEffortIdentity([]byte(c.raw))
