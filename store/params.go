@@ -280,6 +280,23 @@ type IdentitiesRef struct {
 	IDs []Identity
 }
 
+// InboxListParams are Executor.InboxList's.
+type InboxListParams struct {
+	// Consumer is the consumer whose identities are listed.
+	Consumer string
+	// Tenant, when not empty, keeps the identities whose event's tenantid
+	// it is.
+	Tenant string
+	// CausationID, when not empty, keeps the identities whose event's
+	// causationid it is.
+	CausationID string
+	// DataSchema, when not empty, keeps the identities whose event's
+	// dataschema it is.
+	DataSchema string
+	// Limit is the most rows returned (at least 1).
+	Limit int
+}
+
 // InboxGetManyParams are Executor.InboxGetMany's.
 type InboxGetManyParams struct {
 	// Consumer is the consumer whose identities they are.

@@ -50,6 +50,8 @@ type InboxRow struct {
 	Tenant string
 	// ContractVersion is the event's dataschema ("" for none).
 	ContractVersion string
+	// CausationID is the event's causationid ("" for none).
+	CausationID string
 	// PartitionKey is the event's partitionkey ("" for none).
 	PartitionKey string
 	// ObjectVersion is the event's objectversion (nil for none).

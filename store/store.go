@@ -143,6 +143,10 @@ type Inbox interface {
 	// InboxGet reads one; an identity never recorded is absent from the
 	// map.
 	InboxGetMany(ctx context.Context, p InboxGetManyParams) (map[Identity]InboxRow, error)
+	// InboxList reads a consumer's identities of a tenant, a cause
+	// (causationid), a contract (dataschema), or of several, newest
+	// first, at most Limit; at least one of them is required.
+	InboxList(ctx context.Context, p InboxListParams) ([]InboxRow, error)
 	// InboxSeen reports the recorded outcome and payload hash of an
 	// identity, without locking: a fast path before expensive work, never
 	// the arbiter. ErrNotFound when it was never recorded.

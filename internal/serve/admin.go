@@ -25,6 +25,8 @@ func (s *Server) adminRoutes() http.Handler {
 	mux.HandleFunc("GET /v1/admin/dlq/{seq}", s.showDLQ)
 	mux.HandleFunc("POST /v1/admin/dlq/{seq}/redrive", s.redrive)
 	mux.HandleFunc("POST /v1/admin/dlq/{seq}/skip", s.skip)
+	mux.HandleFunc("GET /v1/admin/inbox", s.listInbox)
+	mux.HandleFunc("GET /v1/admin/inbox/{source}/{id}", s.showInbox)
 	mux.HandleFunc("GET /v1/admin/collisions", s.collisions)
 	mux.HandleFunc("GET /v1/admin/audit", s.audit)
 	mux.HandleFunc("GET /v1/admin/retention", s.retentionHandler)

@@ -92,6 +92,8 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 		"get /v1/admin/dlq/{seq}":                        with(adminGet, "400", "404"),
 		"post /v1/admin/dlq/{seq}/redrive":               action,
 		"post /v1/admin/dlq/{seq}/skip":                  action,
+		"get /v1/admin/inbox":                            with(adminGet, "400"),
+		"get /v1/admin/inbox/{source}/{id}":              with(adminGet, "404"),
 		"get /v1/admin/collisions":                       adminGet,
 		"get /v1/admin/audit":                            with(adminGet, "400"),
 		"get /v1/admin/retention":                        adminGet,

@@ -125,14 +125,14 @@ func inboxInsertArrays(rs []store.InboxRow, inserted []bool) store.Statement {
 	n := len(rs)
 	consumer, source, id, hash := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	bkey, etype, tenant, contract, pkey := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	outcome, ref := make([]string, n), make([]string, n)
+	outcome, ref, causation := make([]string, n), make([]string, n), make([]string, n)
 	version, processed := make([]*int64, n), make([]*int64, n)
 	received, retention := make([]int64, n), make([]int64, n)
 	at := make(map[rowIdentity]int, n)
 	for i, r := range rs {
 		consumer[i], source[i], id[i], hash[i] = r.Consumer, r.Source, r.ID, r.PayloadHash
 		bkey[i], etype[i], tenant[i], contract[i], pkey[i] = r.BusinessKey, r.EventType, r.Tenant, r.ContractVersion, r.PartitionKey
-		outcome[i], ref[i] = string(r.Outcome), r.ResultReference
+		outcome[i], ref[i], causation[i] = string(r.Outcome), r.ResultReference, r.CausationID
 		version[i] = r.ObjectVersion
 		if r.ProcessedAt != nil {
 			p := micros(*r.ProcessedAt)
@@ -146,7 +146,7 @@ func inboxInsertArrays(rs []store.InboxRow, inserted []bool) store.Statement {
 		textColumn("businesskey", bkey), textColumn("event_type", etype), textColumn("tenant", tenant),
 		textColumn("contract_version", contract), textColumn("partitionkey", pkey), optIntColumn("objectversion", version),
 		textColumn("outcome", outcome), intColumn("received_at", received), optIntColumn("processed_at", processed),
-		textColumn("result_reference", ref), intColumn("retention_until", retention),
+		textColumn("result_reference", ref), intColumn("retention_until", retention), textColumn("causation", causation),
 	}
 	q, args := insertFromArrays("seqbox_inbox", cols, " ON CONFLICT (consumer, source, id) DO NOTHING RETURNING consumer, source, id")
 	return insertedRead(q, args, at, inserted)

@@ -161,11 +161,11 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 		return inserted, t.run(ctx, inboxInsertArrays(rs, inserted))
 	}
 	err := eachChunk(len(rs), func(lo, hi int) error {
-		args := make([]any, 0, (hi-lo)*15)
+		args := make([]any, 0, (hi-lo)*16)
 		for _, r := range rs[lo:hi] {
 			args = append(args, r.Consumer, r.Source, r.ID, r.PayloadHash, r.BusinessKey, r.EventType, r.Tenant,
 				r.ContractVersion, r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt),
-				optMicros(r.ProcessedAt), r.ResultReference, micros(r.RetentionUntil))
+				optMicros(r.ProcessedAt), r.ResultReference, micros(r.RetentionUntil), r.CausationID)
 		}
 		if t.tx != nil {
 			all, err := t.insertedAll(ctx, rowsText(inboxInsertValues, inboxInsertRow, 0, hi-lo), args, hi-lo)
@@ -194,9 +194,9 @@ func (t *Executor) InboxInsertMany(ctx context.Context, rs []store.InboxRow) ([]
 const (
 	inboxInsertValues = `INSERT INTO seqbox_inbox
 			(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
-			 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
+			 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until, causation)
 			VALUES {{ROWS}} ON CONFLICT (consumer, source, id) DO NOTHING`
-	inboxInsertRow = "($a, $b, $c, $d, $e, $f, $g, $h, $i, $j, $k, $l, $m, $n, $o)"
+	inboxInsertRow = "($a, $b, $c, $d, $e, $f, $g, $h, $i, $j, $k, $l, $m, $n, $o, $p)"
 )
 
 // insertedAll runs the insert q of n rows and reports whether it

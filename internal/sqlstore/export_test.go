@@ -77,3 +77,6 @@ func KeyProbes(consumer string, keys []string, ids []store.Identity) map[string]
 		"decisions read": readManyArrays(store.IdentitiesRef{Consumer: consumer, IDs: ids}, decisionsRead(nil)),
 	}
 }
+
+// InboxListQuery is InboxList's statement and arguments for p.
+func InboxListQuery(p store.InboxListParams) (string, []any) { return inboxListQuery(p) }

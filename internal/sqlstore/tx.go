@@ -130,12 +130,12 @@ func (t *Executor) Rollback() error {
 func (t *Executor) InboxInsert(ctx context.Context, r store.InboxRow) (bool, error) {
 	res, err := t.exec(ctx, `INSERT INTO seqbox_inbox
 		(consumer, source, id, payload_hash, businesskey, event_type, tenant, contract_version,
-		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		 partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until, causation)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		ON CONFLICT (consumer, source, id) DO NOTHING`,
 		r.Consumer, r.Source, r.ID, r.PayloadHash, r.BusinessKey, r.EventType, r.Tenant, r.ContractVersion,
 		r.PartitionKey, optInt(r.ObjectVersion), r.Outcome, micros(r.ReceivedAt), optMicros(r.ProcessedAt),
-		r.ResultReference, micros(r.RetentionUntil))
+		r.ResultReference, micros(r.RetentionUntil), r.CausationID)
 	if err != nil {
 		return false, err
 	}
@@ -154,16 +154,74 @@ func (t *Executor) InboxGet(ctx context.Context, p store.MessageRef) (store.Inbo
 	return r, err
 }
 
+// InboxList reads identities by tenant, cause and contract, newest first. Each
+// filter says its column is not empty, as the partial indexes of
+// migration 017 do, so that a planner that cannot see a parameter's value
+// still knows the index holds every row the query wants.
+func (t *Executor) InboxList(ctx context.Context, p store.InboxListParams) ([]store.InboxRow, error) {
+	if p.Tenant == "" && p.CausationID == "" && p.DataSchema == "" {
+		return nil, errors.New("inbox list: a tenant, a causation id or a dataschema is required")
+	}
+	if p.Limit < 1 {
+		return nil, fmt.Errorf("inbox list: limit %d: at least 1", p.Limit)
+	}
+	q, args := inboxListQuery(p)
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.InboxRow
+	for rows.Next() {
+		r := store.InboxRow{Consumer: p.Consumer}
+		if err := scanInbox(prefixed{rows, []any{&r.Source, &r.ID}}, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// inboxListQuery is InboxList's statement for p's filters.
+func inboxListQuery(p store.InboxListParams) (string, []any) {
+	q := `SELECT source, id, ` + inboxColumns + ` FROM seqbox_inbox WHERE consumer = $1`
+	args := []any{p.Consumer}
+	if p.Tenant != "" {
+		args = append(args, p.Tenant)
+		q += fmt.Sprintf(` AND tenant = $%d AND tenant <> ''`, len(args))
+	}
+	if p.CausationID != "" {
+		args = append(args, p.CausationID)
+		q += fmt.Sprintf(` AND causation = $%d AND causation <> ''`, len(args))
+	}
+	if p.DataSchema != "" {
+		args = append(args, p.DataSchema)
+		q += fmt.Sprintf(` AND contract_version = $%d AND contract_version <> ''`, len(args))
+	}
+	args = append(args, p.Limit)
+	q += fmt.Sprintf(` ORDER BY received_at DESC, source DESC, id DESC LIMIT $%d`, len(args))
+	return q, args
+}
+
+// prefixed scans the columns before scanInbox's into dst first.
+type prefixed struct {
+	row interface{ Scan(...any) error }
+	dst []any
+}
+
+// Scan implements scanInbox's row.
+func (p prefixed) Scan(dst ...any) error { return p.row.Scan(append(p.dst, dst...)...) }
+
 // inboxColumns are the columns scanInbox reads, after the identity.
 const inboxColumns = `payload_hash, businesskey, event_type, tenant, contract_version,
-		partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until`
+		partitionkey, objectversion, outcome, received_at, processed_at, result_reference, retention_until, causation`
 
 // scanInbox reads inboxColumns into r, whose identity is already set.
 func scanInbox(row interface{ Scan(...any) error }, r *store.InboxRow) error {
 	var ver, processed sql.NullInt64
 	var received, retention int64
 	if err := row.Scan(&r.PayloadHash, &r.BusinessKey, &r.EventType, &r.Tenant, &r.ContractVersion, &r.PartitionKey,
-		&ver, &r.Outcome, &received, &processed, &r.ResultReference, &retention); err != nil {
+		&ver, &r.Outcome, &received, &processed, &r.ResultReference, &retention, &r.CausationID); err != nil {
 		return err
 	}
 	r.ObjectVersion = ptrInt(ver)

@@ -85,6 +85,7 @@ var txTests = []driverTest{
 	{"RollbackDiscards", testRollbackDiscards},
 	{"InsertInbox", testInsertInbox},
 	{"InboxInsertMany", testInsertInboxes},
+	{"InboxList", testInboxList},
 	{"InsertInboxesEmpty", testInsertInboxesEmpty},
 	{"InsertInboxesManyConsumers", testInsertInboxesManyConsumers},
 	{"SetInboxOutcome", testSetInboxOutcome},

@@ -20,6 +20,7 @@ func (e *txEnv) inboxRow(source, id string, n int) store.InboxRow {
 		EventType:       "com.example.order.updated",
 		Tenant:          "acme",
 		ContractVersion: "v2",
+		CausationID:     fmt.Sprintf("CMD-%d", n),
 		PartitionKey:    fmt.Sprintf("order-%d", n%7),
 		ObjectVersion:   ptr(int64(n)),
 		Outcome:         "applied",
@@ -89,7 +90,7 @@ func testInsertInbox(t *testing.T, st store.Store) {
 	// a version.
 	bare := e.inboxRow("crm", "bare", 8)
 	bare.ObjectVersion, bare.ProcessedAt = nil, nil
-	bare.BusinessKey, bare.Tenant, bare.ContractVersion, bare.PartitionKey, bare.ResultReference = "", "", "", "", ""
+	bare.BusinessKey, bare.Tenant, bare.ContractVersion, bare.PartitionKey, bare.ResultReference, bare.CausationID = "", "", "", "", "", ""
 	zero := e.inboxRow("crm", "zero", 9)
 	zero.ObjectVersion = ptr(int64(0))
 	for _, r := range []store.InboxRow{bare, zero} {
@@ -370,4 +371,47 @@ func testInboxGetMany(t *testing.T, st store.Store) {
 		require.Equal(t, one, got[store.Identity{Source: r.Source, ID: r.ID}], "%s/%s as InboxGet reads it", r.Source, r.ID)
 		require.Equal(t, r, one)
 	}
+}
+
+// InboxList finds a consumer's identities by tenant, cause and contract,
+// newest first and at most Limit of them; no filter is refused.
+func testInboxList(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	var rows []store.InboxRow
+	for n := range 6 {
+		r := e.inboxRow("crm", fmt.Sprintf("l%d", n), 100+n)
+		r.Tenant = []string{"acme", "globex"}[n%2]
+		r.CausationID = []string{"CMD-1", "CMD-2", ""}[n%3]
+		r.ContractVersion = []string{"v1", "", "", "v2"}[n%4]
+		rows = append(rows, r)
+	}
+	other := e.inboxRow("crm", "elsewhere", 200)
+	other.Consumer += "/other"
+	other.Tenant, other.CausationID = "acme", "CMD-1"
+	inserted, err := tx.InboxInsertMany(ctx, append(rows, other))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true, true, true, true, true, true}, inserted)
+
+	ids := func(p store.InboxListParams) []string {
+		t.Helper()
+		p.Consumer = e.consumer
+		got, err := tx.InboxList(ctx, p)
+		require.NoError(t, err)
+		var out []string
+		for _, r := range got {
+			require.Equal(t, rows[r.ID[1]-'0'], r, "every column of a listed row")
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{"l4", "l2", "l0"}, ids(store.InboxListParams{Tenant: "acme", Limit: 10}), "newest first")
+	require.Equal(t, []string{"l4", "l2"}, ids(store.InboxListParams{Tenant: "acme", Limit: 2}))
+	require.Equal(t, []string{"l3", "l0"}, ids(store.InboxListParams{CausationID: "CMD-1", Limit: 10}))
+	require.Equal(t, []string{"l3"}, ids(store.InboxListParams{Tenant: "globex", CausationID: "CMD-1", Limit: 10}))
+	require.Equal(t, []string{"l4", "l0"}, ids(store.InboxListParams{DataSchema: "v1", Limit: 10}))
+	require.Equal(t, []string{"l3"}, ids(store.InboxListParams{DataSchema: "v2", CausationID: "CMD-1", Limit: 10}))
+	require.Empty(t, ids(store.InboxListParams{Tenant: "initech", Limit: 10}))
+	_, err = tx.InboxList(ctx, store.InboxListParams{Consumer: e.consumer, Limit: 10})
+	require.Error(t, err, "neither a tenant nor a cause")
 }

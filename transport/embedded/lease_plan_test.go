@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/ddl/ddltest"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
@@ -199,16 +200,7 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 // sqlitePlan is SQLite's query plan for stmt with args, a line per step.
 func sqlitePlan(t *testing.T, q *Queue, stmt string, args ...any) string {
 	t.Helper()
-	rows, err := q.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+stmt, args...)
+	plan, err := ddltest.SQLitePlan(context.Background(), q.db, stmt, args...)
 	require.NoError(t, err)
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-		plan = append(plan, detail)
-	}
-	require.NoError(t, rows.Err())
-	return strings.Join(plan, "\n")
+	return plan
 }

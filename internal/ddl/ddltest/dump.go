@@ -41,12 +41,37 @@ func Postgres(ctx context.Context, db *sql.DB, schema string) (string, error) {
 	return strings.ReplaceAll(s, schema, "$SCHEMA"), err
 }
 
+// Querier runs a query: a pool, one of its connections, a transaction.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // Rows runs query and returns its one text column, a line per row.
-func Rows(ctx context.Context, db *sql.DB, query string, args ...any) (string, error) {
+func Rows(ctx context.Context, db Querier, query string, args ...any) (string, error) {
 	return lines(ctx, db, query, args...)
 }
 
-func lines(ctx context.Context, db *sql.DB, query string, args ...any) (string, error) {
+// SQLitePlan is SQLite's query plan for query with args, a line per step
+// (EXPLAIN QUERY PLAN's detail column).
+func SQLitePlan(ctx context.Context, db Querier, query string, args ...any) (string, error) {
+	rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return "", err
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "\n"), rows.Err()
+}
+
+func lines(ctx context.Context, db Querier, query string, args ...any) (string, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return "", err
