@@ -266,10 +266,10 @@ func (p *pipeline) deadLetter(ctx context.Context, m *message, reason string, at
 		return "", err
 	}
 	row := p.inboxRow(m.ev, m.now)
-	row.Outcome = seqboxtype.DeadLettered
+	row.Outcome, row.ProcessedAt = seqboxtype.DeadLettered, &m.now
 	inserted, err := m.tx.InboxInsert(ctx, row)
 	if err == nil && !inserted {
-		err = m.tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: m.ev.Source, ID: m.ev.ID, Outcome: seqboxtype.DeadLettered, ProcessedAt: nil})
+		err = m.tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: name, Source: m.ev.Source, ID: m.ev.ID, Outcome: seqboxtype.DeadLettered, ProcessedAt: &m.now})
 	}
 	if err == nil {
 		err = m.tx.RetryClear(ctx, store.MessageRef{Consumer: name, Source: m.ev.Source, ID: m.ev.ID})

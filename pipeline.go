@@ -498,12 +498,24 @@ func attributeText(s string) string {
 	return strings.ToValidUTF8(s, "")
 }
 
+// processedAt is when an identity that reached outcome o was processed:
+// now for a final outcome, none for one that parks it (held, blocked),
+// retries it or stops it to be decided.
+func processedAt(o seqboxtype.Outcome, now time.Time) *time.Time {
+	switch o {
+	case seqboxtype.Held, seqboxtype.Blocked, seqboxtype.Retry, noOutcome, outcomeDeciding:
+		return nil
+	}
+	return &now
+}
+
 // record writes the inbox outcome and the audit evidence of a result. A
 // message whose outcome is final forgets its attempts, so that nothing is held
 // behind a retry that is over.
 func (p *pipeline) record(ctx context.Context, tx *batchTx, ev seqboxtype.Event, res seqboxtype.Result, current *int64, next string, now time.Time) error {
 	if res.Outcome != seqboxtype.Duplicate && res.Outcome != seqboxtype.Collision {
-		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: res.Outcome, ProcessedAt: nil}); err != nil {
+		if err := tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID, Outcome: res.Outcome,
+			ProcessedAt: processedAt(res.Outcome, now)}); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,4 +118,35 @@ func TestInboxRemoteRefusesAnswersOfAnotherShape(t *testing.T) {
 		`is not the admin API's: want identity "erp" "e1", got "erp" "e2"`,
 		fails(t, append([]string{"inbox", "show", "erp", "e1"}, flags...)...))
 	require.Contains(t, fails(t, append([]string{"inbox", "show", "erp", "bad"}, flags...)...), `received_at "yesterday"`)
+}
+
+// An identity's processed_at is when its outcome became final, whatever
+// the outcome: stale, dead-lettered, expired and semantic duplicates
+// once showed none, as if never processed. One parked (held) has none
+// yet.
+func TestInboxProcessedAtIsSetForEveryFinalOutcome(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "seqbox.db")
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	require.NoError(t, os.WriteFile(events, []byte(strings.Join([]string{
+		`{"specversion":"1.0","id":"a1","source":"s","type":"t","partitionkey":"K","objectversion":2}`,
+		`{"specversion":"1.0","id":"a0","source":"s","type":"t","partitionkey":"K","objectversion":1}`,
+		`{"specversion":"1.0","id":"p1","source":"s","type":"t","partitionkey":"P","objectversion":1,"data":{"fail":"permanent"}}`,
+		`{"specversion":"1.0","id":"h1","source":"s","type":"t","partitionkey":"H","objectversion":1}`,
+		`{"specversion":"1.0","id":"h3","source":"s","type":"t","partitionkey":"H","objectversion":3}`,
+		`{"specversion":"1.0","id":"x1","source":"s","type":"t","time":"2020-01-01T00:00:00Z"}`,
+		`{"specversion":"1.0","id":"b1","source":"s","type":"t","businesskey":"B"}`,
+		`{"specversion":"1.0","id":"b2","source":"s","type":"t","businesskey":"B"}`,
+	}, "\n")+"\n"), 0o644))
+	ok(t, "replay", "--db", db, "--max-age", "1h", "--now", "2026-12-06T12:00:00Z", events)
+	for id, want := range map[string][]any{
+		"a1": {"applied", "2026-12-06T12:00:00Z"}, "a0": {"stale", "2026-12-06T12:00:00Z"},
+		"p1": {"dead_lettered", "2026-12-06T12:00:00Z"}, "h1": {"applied", "2026-12-06T12:00:00Z"},
+		"h3": {"held", nil}, "x1": {"expired", "2026-12-06T12:00:00Z"},
+		"b1": {"applied", "2026-12-06T12:00:00Z"}, "b2": {"semantic_duplicate", "2026-12-06T12:00:00Z"},
+	} {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ok(t, "inbox", "show", "--db", db, "s", id, "-o", "json")), &v))
+		require.Equal(t, want, []any{v["outcome"], v["processed_at"]}, id)
+	}
 }
