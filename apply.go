@@ -60,7 +60,8 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 		}
 	}
 	if herr == nil {
-		herr = m.tx.handle(hctx, m.ev, p.runHandler)
+		m.resultRef = ""
+		herr = m.tx.handle(withResultRef(hctx, &m.resultRef), m.ev, p.runHandler)
 	}
 	if herr != nil {
 		if ctx.Err() != nil {
@@ -87,7 +88,8 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 		}
 	}
 	processed := m.now
-	if err := m.tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID, Outcome: seqboxtype.Applied, ProcessedAt: &processed}); err != nil {
+	if err := m.tx.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID, Outcome: seqboxtype.Applied,
+		ProcessedAt: &processed, ResultReference: m.resultRef}); err != nil {
 		return reached{}, err
 	}
 	if key == "" || m.ks.HasRetries {

@@ -487,12 +487,12 @@ func (b *batchTx) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomePa
 	k := store.Identity{Source: p.Source, ID: p.ID}
 	if b.provisional[k] {
 		delete(b.provisional, k)
-		if p.Outcome == seqboxtype.Applied {
+		if p.Outcome == seqboxtype.Applied && p.ResultReference == "" {
 			return nil // the row as inserted: existing still holds it
 		}
 	}
 	delete(b.existing, k)
-	row := store.OutcomeRow{Identity: k, Outcome: p.Outcome, ProcessedAt: p.ProcessedAt}
+	row := store.OutcomeRow{Identity: k, Outcome: p.Outcome, ProcessedAt: p.ProcessedAt, ResultReference: p.ResultReference}
 	if i, ok := b.outcomes[k]; ok {
 		b.outcomeRows[i] = row
 		return nil

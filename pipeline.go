@@ -135,6 +135,8 @@ type message struct {
 	// newKey: lockKey created the key's row, within the message's
 	// savepoint (rollback creates it again).
 	newKey bool
+	// resultRef is what the Handler named with SetResultReference.
+	resultRef string
 }
 
 // reached is where a delivery ended: its results (its own first, then

@@ -80,6 +80,10 @@ type InboxSetOutcomeParams struct {
 	Outcome seqboxtype.Outcome
 	// ProcessedAt is when the outcome was reached (nil: not processed).
 	ProcessedAt *time.Time
+	// ResultReference, when not empty, is recorded as what the handler's
+	// effect produced (seqbox.SetResultReference); empty leaves the
+	// recorded one as it is.
+	ResultReference string
 }
 
 // InboxSetOutcomeManyParams are Executor.InboxSetOutcomeMany's.

@@ -20,6 +20,8 @@ type OutcomeRow struct {
 	Outcome seqboxtype.Outcome
 	// ProcessedAt is when the outcome was reached (nil: not processed).
 	ProcessedAt *time.Time
+	// ResultReference is as InboxSetOutcomeParams.ResultReference.
+	ResultReference string
 }
 
 // KeyMove is one compare-and-set of a key version, from Prev (nil: no

@@ -102,14 +102,12 @@ func stripSchemaParam(rawURL string) (conn, schema string, err error) {
 		return rawURL, "", nil
 	}
 	var keep []string
-	given := false
 	for _, kv := range strings.Split(query, "&") {
 		k, v, _ := strings.Cut(kv, "=")
 		if uk, err := url.QueryUnescape(k); err == nil && uk == SchemaParam {
-			if given {
-				return "", "", fmt.Errorf("postgres: %s is given twice in the URL", SchemaParam)
-			}
-			given = true
+			// Given twice, the last one counts: a URL that names a
+			// schema and has another appended (a harness's, a script's)
+			// means the appended one.
 			if schema, err = url.QueryUnescape(v); err != nil {
 				return "", "", fmt.Errorf("postgres: bad %s parameter: %w", SchemaParam, err)
 			}

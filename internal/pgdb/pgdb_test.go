@@ -25,11 +25,11 @@ func TestLocate(t *testing.T) {
 		{in: "postgres://h/db?seqbox_schema=Jobs", err: "plain identifier"},
 		{in: "postgres://h/db", schema: "pg_jobs", err: "reserved"},
 		{in: "postgres://h/db", schema: `x"; DROP TABLE t; --`, err: "plain identifier"},
-		// Given but empty, or given twice: a mistake in the URL, not a
-		// request for the default schema.
+		// Given but empty: a mistake in the URL, not a request for the
+		// default schema. Given twice: the last one counts.
 		{in: "postgres://h/db?seqbox_schema=", err: "seqbox_schema is empty"},
 		{in: "postgres://h/db?seqbox_schema", err: "seqbox_schema is empty"},
-		{in: "postgres://h/db?seqbox_schema=a&seqbox_schema=b", err: "seqbox_schema is given twice"},
+		{in: "postgres://h/db?seqbox_schema=a&seqbox_schema=b", url: "postgres://h/db", wantSchema: "b"},
 	} {
 		got, err := pgdb.Locate(c.in, c.schema)
 		if c.err != "" {

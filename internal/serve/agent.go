@@ -35,6 +35,11 @@ const (
 	HeaderConsumer       = "Seqbox-Consumer"
 )
 
+// HeaderResultReference is the header of an agent's 2xx answer that names
+// what its effect produced (the task it created): the gateway keeps it on
+// the event's inbox row (seqbox.SetResultReference, `seqbox inbox show`).
+const HeaderResultReference = "Seqbox-Result-Reference"
+
 // AgentDecision is what the agent said about one event: the decision seqbox
 // records under the event's identity (seqbox.DecisionFrom), so a
 // redelivery never asks the agent again.
@@ -46,6 +51,9 @@ type AgentDecision struct {
 	// Detail is the agent's problem detail, or the start of its answer.
 	Detail string `json:"detail,omitempty"`
 	At     string `json:"at"`
+	// Ref is what the agent named with HeaderResultReference ("" for
+	// nothing).
+	Ref string `json:"ref,omitempty"`
 }
 
 // dispatcher calls the agent for each event (seqbox.Config.Decide),
@@ -268,7 +276,8 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 	switch {
 	case code >= 200 && code < 300:
 		p.success()
-		return AgentDecision{Outcome: string(seqboxtype.Applied), Status: code, Detail: snippet(body), At: now}, nil
+		return AgentDecision{Outcome: string(seqboxtype.Applied), Status: code, Detail: snippet(body), At: now,
+			Ref: resp.Header.Get(HeaderResultReference)}, nil
 	case code >= 300 && code < 400:
 		// Never followed: the event was not delivered, and following
 		// would send it (and its Idempotency-Key) elsewhere.
@@ -405,6 +414,14 @@ func (s *Server) applyAgent(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Eve
 		// The agent's object is newer than the gate could know: the event
 		// ends stale or version_conflict, and its key moves on.
 		return seqbox.Conclude(seqboxtype.Outcome(v.Outcome), fmt.Sprintf("the agent answered %d: %s", v.Status, v.Detail))
+	}
+	if v.Ref != "" {
+		if err := seqbox.SetResultReference(ctx, v.Ref); err != nil {
+			// The effect took place: an unfit name of it costs the event
+			// nothing but the name.
+			s.opt.Logger.Warn("seqbox serve: the agent's result reference is left out", "consumer", s.opt.Consumer,
+				"source", ev.Source, "id", ev.ID, "err", err)
+		}
 	}
 	return s.envelopes.record(ctx, ev, s.consumerNow())
 }

@@ -257,7 +257,8 @@ func markInserted(rows store.Rows, at map[rowIdentity]int, inserted []bool) erro
 func (t *Executor) InboxSetOutcomeMany(ctx context.Context, p store.InboxSetOutcomeManyParams) error {
 	consumer, rs := p.Consumer, p.Rows
 	for _, r := range rs {
-		if err := t.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: consumer, Source: r.Source, ID: r.ID, Outcome: r.Outcome, ProcessedAt: r.ProcessedAt}); err != nil {
+		if err := t.InboxSetOutcome(ctx, store.InboxSetOutcomeParams{Consumer: consumer, Source: r.Source, ID: r.ID, Outcome: r.Outcome,
+			ProcessedAt: r.ProcessedAt, ResultReference: r.ResultReference}); err != nil {
 			return err
 		}
 	}

@@ -237,6 +237,11 @@ func scanInbox(row interface{ Scan(...any) error }, r *store.InboxRow) error {
 // InboxSetOutcome records the final outcome of an identity.
 func (t *Executor) InboxSetOutcome(ctx context.Context, p store.InboxSetOutcomeParams) error {
 	consumer, source, id, outcome, processedAt := p.Consumer, p.Source, p.ID, p.Outcome, p.ProcessedAt
+	if p.ResultReference != "" {
+		_, err := t.exec(ctx, `UPDATE seqbox_inbox SET outcome = $4, processed_at = $5, result_reference = $6
+			WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id, outcome, optMicros(processedAt), p.ResultReference)
+		return err
+	}
 	_, err := t.exec(ctx, `UPDATE seqbox_inbox SET outcome = $4, processed_at = $5
 		WHERE consumer = $1 AND source = $2 AND id = $3`, consumer, source, id, outcome, optMicros(processedAt))
 	return err
