@@ -96,15 +96,20 @@ class Agent:
         except Exception as e:
             self.log("seqbox agent: the handler failed on %s: %s" % (ctx.id, "".join(traceback.format_exception(e))))
             return _problem(500, "Internal Server Error", f"{type(e).__name__}: {e}")
+        named = {}
+        if ctx.result_reference:
+            # Its UTF-8 bytes as they are: the gateway reads the header's
+            # bytes, and http.server writes a str as Latin-1.
+            named["Seqbox-Result-Reference"] = ctx.result_reference.encode("utf-8").decode("latin-1")
         if out is None:
-            return Response(204)
+            return Response(204, headers=named)
         try:
             body = encode_json(out)
         except (TypeError, ValueError, RecursionError) as e:
             self.log("seqbox agent: the handler's result on %s is not JSON: %s: %s" % (ctx.id, type(e).__name__, e))
             return _problem(500, "Internal Server Error",
                             f"the handler's result is not JSON (NaN or Infinity, a set, a cycle...): {type(e).__name__}: {e}")
-        return Response(200, body, {"Content-Type": "application/json"})
+        return Response(200, body, {"Content-Type": "application/json", **named})
 
     def wsgi(self, environ, start_response):
         """The agent as a WSGI application (wsgiref, gunicorn, a

@@ -4,6 +4,7 @@ once-only effects through the gateway (docs/agents.md)."""
 import json
 import re
 import threading
+import unicodedata
 
 from .errors import GatewayError, Permanent, Retry, Waiting
 from .gateway import EventAPI, encode_json
@@ -15,6 +16,10 @@ _ROUNDS = 4
 # The most bytes (UTF-8) of an effect's ref and of a call's error the
 # gateway takes.
 MAX_TEXT_BYTES = 4096
+
+# The most bytes (UTF-8) of a result reference the gateway keeps
+# (seqboxtype.MaxAttributeSize).
+MAX_RESULT_REFERENCE = 1024
 
 # The most bytes of a step's result, as compact JSON, the gateway takes.
 MAX_RESULT_BYTES = 256 << 10
@@ -31,6 +36,13 @@ class Context:
     the Seqbox-Partition-Key header) and version its object version (None
     without); idempotency_key is the same on every retry of the
     event; consumer is the gateway's consumer.
+
+    result_reference, when the handler sets it (a str: what its effect
+    produced, such as the id of the task it created), is sent with its
+    2xx answer in the Seqbox-Result-Reference header, and the gateway
+    keeps it on the event's inbox row (seqbox inbox show). At most 1,024
+    bytes of UTF-8 with no control character: anything else raises
+    ValueError where it is set.
     """
 
     def __init__(self, event, headers, gateways, timeout=10.0):
@@ -46,9 +58,30 @@ class Context:
         self.idempotency_key = headers.get("Idempotency-Key")
         self.consumer = headers.get("Seqbox-Consumer")
         self.token = headers.get("Seqbox-Effects-Token")
+        self._result_reference = None
         self._api = None
         if self.token and gateways:
             self._api = EventAPI(gateways, self.source, self.id, self.token, timeout)
+
+    @property
+    def result_reference(self):
+        """What the handler named as its effect's result (None: nothing)."""
+        return self._result_reference
+
+    @result_reference.setter
+    def result_reference(self, ref):
+        if ref is not None:
+            if not isinstance(ref, str):
+                raise ValueError("result_reference must be a str, not %s" % type(ref).__name__)
+            if len(ref.encode("utf-8", "surrogatepass")) > MAX_RESULT_REFERENCE:
+                raise ValueError("result_reference is over %d bytes of UTF-8" % MAX_RESULT_REFERENCE)
+            try:
+                ref.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("result_reference holds a lone surrogate: it is not UTF-8 text") from None
+            if any(unicodedata.category(c) == "Cc" for c in ref):
+                raise ValueError("result_reference holds a control character")
+        self._result_reference = ref
 
     def _gateway(self):
         if self._api is None:

@@ -91,8 +91,14 @@ export class Agent {
     } catch (e) {
       return this.#answerError(ctx, e);
     }
+    // The reference's UTF-8 bytes, one header character each: the
+    // gateway reads the header's bytes, and a Headers value is a ByteString.
+    const named: Record<string, string> =
+      ctx.resultReference === null
+        ? {}
+        : { "Seqbox-Result-Reference": String.fromCharCode(...new TextEncoder().encode(ctx.resultReference)) };
     if (out === undefined) {
-      return new Response(null, { status: 204 });
+      return new Response(null, { status: 204, headers: named });
     }
     let body: string;
     try {
@@ -102,7 +108,7 @@ export class Agent {
       this.#log(`seqbox agent: the handler's result on ${ctx.id} is not JSON: ${reason}`);
       return problem(500, "Internal Server Error", `the handler's result is not JSON (NaN or Infinity, a bigint, a Set, a cycle...): ${reason}`);
     }
-    return new Response(body, { status: 200, headers: { "Content-Type": "application/json" } });
+    return new Response(body, { status: 200, headers: { "Content-Type": "application/json", ...named } });
   };
 
   /** What an error the handler threw answers. */

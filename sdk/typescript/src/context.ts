@@ -74,6 +74,7 @@ export class Context {
   /** The event's `Seqbox-Effects-Token` (null without). */
   readonly token: string | null;
   readonly #api: EventAPI | null;
+  #resultReference: string | null = null;
 
   /** The context of event, from the call's headers; gateways are the agent API's base URLs, timeout in seconds. */
   constructor(event: CloudEvent, headers: Headers, gateways: readonly string[], timeout = 10) {
@@ -92,6 +93,36 @@ export class Context {
     this.consumer = headers.get("Seqbox-Consumer");
     this.token = headers.get("Seqbox-Effects-Token") || null;
     this.#api = this.token && gateways.length > 0 ? new EventAPI(gateways, this.source, this.id, this.token, timeout) : null;
+  }
+
+  /**
+   * What the handler's effect produced (the id of the task it created), or
+   * null: set, it is sent with the 2xx answer in the
+   * `Seqbox-Result-Reference` header, and the gateway keeps it on the
+   * event's inbox row (`seqbox inbox show`). At most 1,024 bytes of UTF-8
+   * with no control character: anything else throws a RangeError where it
+   * is set.
+   */
+  get resultReference(): string | null {
+    return this.#resultReference;
+  }
+
+  set resultReference(ref: string | null) {
+    if (ref !== null) {
+      if (typeof ref !== "string") {
+        throw new RangeError(`resultReference must be a string, not ${typeof ref}`);
+      }
+      if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(ref)) {
+        throw new RangeError("resultReference holds a lone surrogate: it is not UTF-8 text");
+      }
+      if (new TextEncoder().encode(ref).length > MAX_RESULT_REFERENCE) {
+        throw new RangeError(`resultReference is over ${MAX_RESULT_REFERENCE} bytes of UTF-8`);
+      }
+      if (/[\x00-\x1f\x7f-\x9f]/.test(ref)) {
+        throw new RangeError("resultReference holds a control character");
+      }
+    }
+    this.#resultReference = ref;
   }
 
   #gateway(): EventAPI {
@@ -284,6 +315,9 @@ async function recordQuietly(api: EventAPI, kind: CallKind, name: string, body: 
 
 /** The most bytes (UTF-8) of an effect's ref and of a call's error the gateway takes. */
 export const MAX_TEXT_BYTES = 4096;
+
+/** The most bytes (UTF-8) of a result reference the gateway keeps. */
+export const MAX_RESULT_REFERENCE = 1024;
 
 /** An error as the ledger keeps it: its name and message, cut to fit. */
 function text(e: unknown): string {
