@@ -27,8 +27,10 @@ import (
 // Turn is the writer turn of one SQLite file in this process. The zero
 // value is free and ready to use; a Turn must not be copied.
 type Turn struct {
-	mu   sync.Mutex
-	held bool
+	mu sync.Mutex
+	// taken counts the holdings so far.
+	taken uint64
+	held  bool
 	// lastUrgent is set while the turn is held by an urgent taker, or
 	// was last: the next hand-over prefers a waiting consumer.
 	lastUrgent bool
@@ -66,6 +68,7 @@ func (t *Turn) TryTake() (release func(), ok bool) {
 		return nil, false
 	}
 	t.held, t.lastUrgent = true, false
+	t.taken++
 	return t.releaser(), true
 }
 
@@ -77,6 +80,7 @@ func (t *Turn) Take(ctx context.Context) (release func(), err error) {
 	t.mu.Lock()
 	if !t.held {
 		t.held, t.lastUrgent = true, urgent
+		t.taken++
 		t.mu.Unlock()
 		return t.releaser(), nil
 	}
@@ -102,6 +106,14 @@ func (t *Turn) Take(ctx context.Context) (release func(), err error) {
 	<-w.ready
 	t.handOver()
 	return nil, ctx.Err()
+}
+
+// Taken is how many times the turn was taken so far (each Take or
+// TryTake that got it), for tests and diagnostics.
+func (t *Turn) Taken() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.taken
 }
 
 // Held reports whether someone holds the turn now.
@@ -141,6 +153,7 @@ func (t *Turn) handOver() {
 		return
 	}
 	t.lastUrgent = next.urgent
+	t.taken++
 	next.ready <- struct{}{}
 }
 

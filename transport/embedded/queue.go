@@ -410,18 +410,25 @@ type preparer interface {
 // Receive leases up to max ready messages, oldest first, waiting up to
 // Config.Wait for one to become ready: it looks again every PollInterval,
 // and at once when a Queue on the same queue in this process publishes
-// (waker).
+// (waker). Its first look and a look after a wake-up lease at once; a
+// look on its poll first asks a reader whether anything is ready
+// (anyReady), so that an idle receiver's polls neither lock the queue
+// nor, on SQLite, take the one writer's turn from the process's writes.
 func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, error) {
 	deadline := time.Now().Add(q.cfg.Wait)
+	lease := true
 	for {
 		// Taken before the look, so that a publish between the look and
 		// the wait still wakes it.
 		wake := q.readied()
 		var ds []transport.Delivery
-		err := q.writing(ctx, func(ctx context.Context) (err error) {
-			ds, err = q.receiveOnce(ctx, max)
-			return err
-		})
+		var err error
+		if lease || q.anyReady(ctx) {
+			err = q.writing(ctx, func(ctx context.Context) (err error) {
+				ds, err = q.receiveOnce(ctx, max)
+				return err
+			})
+		}
 		if err != nil || len(ds) > 0 || time.Now().After(deadline) {
 			return ds, err
 		}
@@ -433,8 +440,10 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]transport.Delivery, err
 			t.Stop()
 			return nil, ctx.Err()
 		case <-t.C:
+			lease = false
 		case <-wake:
 			t.Stop()
+			lease = true
 		}
 		q.waiting.Add(-1)
 	}
@@ -491,12 +500,31 @@ func (q *Queue) wakeReceivers() {
 // by any receiver, or waiting out a nack), the later ones stay out of
 // every receive, as in an SQS FIFO message group. Only the holder of the
 // head can take the next one before it acknowledges the head (TakeNext).
-const leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
-		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE h.queue = $3 AND h.visible_at <= $4
-			AND (h.msg_group = '' OR NOT EXISTS (SELECT 1 FROM seqbox_queue e
-				WHERE e.queue = h.queue AND e.msg_group <> '' AND e.msg_group = h.msg_group AND e.seq < h.seq))
+var leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
+		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE ` + readyText("$3", "$4") + `
 			ORDER BY h.seq LIMIT $5{{LOCK}})
 		RETURNING seq, body, attempts`
+
+// readyText is the condition of a ready message h of queue at now (the
+// statement's parameters): visible, and the head of its group if it has
+// one.
+func readyText(queue, now string) string {
+	return `h.queue = ` + queue + ` AND h.visible_at <= ` + now + `
+			AND (h.msg_group = '' OR NOT EXISTS (SELECT 1 FROM seqbox_queue e
+				WHERE e.queue = h.queue AND e.msg_group <> '' AND e.msg_group = h.msg_group AND e.seq < h.seq))`
+}
+
+// probeText is an idle Receive's look: is any message ready? A read, on
+// a reader: it takes no lock and, on SQLite, not the writer's turn.
+var probeText = `SELECT 1 FROM seqbox_queue h WHERE ` + readyText("$1", "$2") + ` LIMIT 1`
+
+// anyReady reports whether a message may be ready to lease now: a look
+// that fails says yes, so that the lease meets (and returns) the error.
+func (q *Queue) anyReady(ctx context.Context) bool {
+	var one int
+	err := q.db.QueryRowContext(ctx, probeText, q.cfg.Name, q.cfg.Now().UnixMicro()).Scan(&one)
+	return !errors.Is(err, sql.ErrNoRows)
+}
 
 // leaseStatement is the receive statement in the queue's dialect.
 func (q *Queue) leaseStatement() string {
