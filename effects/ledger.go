@@ -167,6 +167,23 @@ type UncertainError struct {
 	Until time.Time
 }
 
+// ReconcileWaitError is the UncertainError of a reconciliation that found
+// nothing while the uncertain call may still be running at the remote
+// side (within Timeout of it): a wait until Until, not a failure. A
+// consumer waits that long without spending an attempt (its Wait), and
+// the next reconciliation past Until lets the call go again; errors.As
+// finds the UncertainError in it.
+type ReconcileWaitError struct {
+	*UncertainError
+	wait time.Duration
+}
+
+// Wait is how long until the call may go again, at least 100 ms.
+func (e *ReconcileWaitError) Wait() time.Duration { return max(e.wait, 100*time.Millisecond) }
+
+// Unwrap returns the UncertainError.
+func (e *ReconcileWaitError) Unwrap() error { return e.UncertainError }
+
 // Error implements error: the call's idempotency key and Err.
 func (e *UncertainError) Error() string {
 	return fmt.Sprintf("effects: call %s is uncertain: %v", e.IdempotencyKey, e.Err)
@@ -536,8 +553,9 @@ func (l *Ledger) reconciled(ctx context.Context, e Effect, r Reconciliation) (re
 		// effect twice. Ask again once a whole Timeout has passed since
 		// the row last turned uncertain (UpdatedAt; UncertainAt is the
 		// first time, which an earlier round may have set).
-		return "", false, &UncertainError{IdempotencyKey: e.IdempotencyKey, Until: since.Add(l.cfg.Timeout),
-			Err: fmt.Errorf("the remote side has no effect yet, but the uncertain call may still be running there (uncertain since %s); asking again later", since.Format(time.RFC3339Nano))}
+		until := since.Add(l.cfg.Timeout)
+		return "", false, &ReconcileWaitError{wait: until.Sub(l.cfg.Now()), UncertainError: &UncertainError{IdempotencyKey: e.IdempotencyKey, Until: until,
+			Err: fmt.Errorf("the remote side has no effect yet, but the uncertain call may still be running there (uncertain since %s); asking again later", since.Format(time.RFC3339Nano))}}
 	}
 	// The remote side has nothing: calling again with the same key is safe.
 	err = l.update(ctx, e.IdempotencyKey, Failed, "", "reconciled: the remote side has no effect for this key", true, Uncertain)

@@ -193,7 +193,10 @@ func (m *Model) ledger(s *State, w, i int) {
 				id.Ledger = uncertainFresh
 				id.credit()
 			}
-			m.failAttempt(s, w, i)
+			// effects.ReconcileWaitError: a wait until the call's
+			// Timeout has passed, not a failure; no attempt is spent.
+			m.unclaim(s, w, i)
+			m.nack(s, w, false)
 		}
 	default: // no row, or it definitely failed
 		if m.late(s, w, i) {
