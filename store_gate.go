@@ -3,9 +3,10 @@ package seqbox
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/seqbox/seqbox/internal/sqlstore"
 )
 
 // storeGate holds Run's receiving while the store may be unreachable
@@ -65,8 +66,5 @@ func (c *Consumer) awaitStore(ctx context.Context) error {
 	return nil
 }
 
-// storeClosed reports whether err says the store's pool was closed
-// (database/sql's "sql: database is closed", which it does not export).
-func storeClosed(err error) bool {
-	return strings.Contains(err.Error(), "sql: database is closed")
-}
+// storeClosed reports whether err says the store was closed.
+func storeClosed(err error) bool { return sqlstore.IsClosed(err) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/own"
+	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/transport"
 )
@@ -128,14 +129,27 @@ func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, erro
 }
 
 // Run publishes until ctx ends, taking the lease when it is free and
-// keeping it while active. It returns nil when ctx ends.
+// keeping it while active. It returns nil when ctx ends, having marked
+// what its last round published and given its lease up (a standby, or
+// the next process, takes over at once), and the store's error when the
+// store was closed.
 func (r *Relay) Run(ctx context.Context) error {
+	defer func() {
+		// Given up even though ctx ended: a relay that stops cleanly
+		// does not make the next one wait the lease out.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = r.Release(rctx)
+	}()
 	for ctx.Err() == nil {
 		n, err := r.RunOnce(ctx)
 		refused := errors.Is(err, errRefused) // logged event by event
 		if err != nil && !refused && ctx.Err() == nil {
 			if fault.IsCrash(err) {
 				return err
+			}
+			if sqlstore.IsClosed(err) {
+				return fmt.Errorf("outbox: relay %s: its store is closed: %w", r.cfg.Name, err)
 			}
 			r.cfg.Logger.Warn("outbox: relay round failed", "relay", r.cfg.Name, "err", err)
 		}
@@ -166,15 +180,24 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil || !leader {
 		return 0, err
 	}
-	events, err := r.unpublished(ctx)
+	// A round never outlasts the lease it began under, so that no standby
+	// takes over while this relay publishes (two relays publishing at
+	// once send a key's events twice and out of order), and one publish
+	// that never returns holds up its own key only.
+	rctx, cancel := context.WithTimeout(ctx, r.roundBound())
+	defer cancel()
+	events, err := r.unpublished(rctx)
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
-	done, failed := r.publish(ctx, events)
+	done, failed := r.publish(rctx, events)
 	if err := r.hook.At(fault.RelayAfterPublish); err != nil {
 		return 0, err
 	}
-	if err := r.mark(ctx, done, failed); err != nil {
+	// What was published is marked even when ctx ended meanwhile (a
+	// process told to stop): left unmarked, all of it would be published
+	// again.
+	if err := r.mark(context.WithoutCancel(ctx), done, failed); err != nil {
 		return 0, err
 	}
 	if err := r.hook.At(fault.RelayAfterMark); err != nil {
@@ -228,9 +251,21 @@ func (r *Relay) unpublished(ctx context.Context) ([]event, error) {
 	return out, nil
 }
 
+// roundBound is how long a round may publish: two thirds of the lease,
+// the rest left for its reads and marks and for clocks that differ.
+func (r *Relay) roundBound() time.Duration { return r.cfg.Lease * 2 / 3 }
+
+// stuckGrace is how long a round that reached its bound waits for the
+// publishes in flight to return (a publisher that honours its context
+// returns at once).
+const stuckGrace = 50 * time.Millisecond
+
 // publish publishes the events, each key's in order and up to Parallel
-// keys at once. A key stops at its first failure, so its later events
-// are not published ahead of it.
+// keys at once, until ctx (the round) ends. A key stops at its first
+// failure, so its later events are not published ahead of it. A publish
+// cut short by the round's end is no refusal (its event waits for the
+// next round); one that has not returned by then is its key's refusal,
+// and the round does not wait for it.
 func (r *Relay) publish(ctx context.Context, events []event) (done []int64, failed []failure) {
 	var keys []string
 	byKey := map[string][]event{}
@@ -241,29 +276,67 @@ func (r *Relay) publish(ctx context.Context, events []event) (done []int64, fail
 		byKey[e.key] = append(byKey[e.key], e)
 	}
 	var mu sync.Mutex
+	over := false              // the round ended: late results are not counted
+	busy := map[string]event{} // the event each key is publishing now
 	sem := make(chan struct{}, r.cfg.Parallel)
 	var wg sync.WaitGroup
+launch:
 	for _, k := range keys {
-		sem <- struct{}{}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break launch
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			for _, e := range byKey[k] {
+				mu.Lock()
+				if over || ctx.Err() != nil {
+					mu.Unlock()
+					return // the round is over: the rest wait for the next
+				}
+				busy[k] = e
+				mu.Unlock()
 				err := r.safePublish(ctx, e.body)
 				mu.Lock()
-				if err != nil {
+				delete(busy, k)
+				cut := err != nil && ctx.Err() != nil
+				switch {
+				case over:
+				case cut:
+				case err != nil:
 					failed = append(failed, failure{e, fmt.Errorf("event %s (key %s): %w", e.id, e.key, err)})
-				} else {
+				default:
 					done = append(done, e.seq)
 				}
+				stop := over || err != nil
 				mu.Unlock()
-				if err != nil {
+				if stop {
 					return
 				}
 			}
 		})
 	}
-	wg.Wait()
-	return done, failed
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		t := time.NewTimer(stuckGrace)
+		select {
+		case <-finished:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	over = true
+	for _, e := range busy {
+		failed = append(failed, failure{e, fmt.Errorf("event %s (key %s): the publish did not return within the round (%s, two thirds of the lease): "+
+			"a publisher must return when its context ends", e.id, e.key, r.roundBound())})
+	}
+	return slices.Clone(done), slices.Clone(failed)
 }
 
 // safePublish is the publisher's Publish with a panic recovered as its

@@ -22,6 +22,11 @@ const (
 	// a transaction holds it from its business-key check to its commit,
 	// so that the check and the turn reserving the key are one step.
 	BusinessKeyLockSeed int64 = 7357214
+	// OutboxKeyLockSeed seeds the hash that names an outbox key's advisory
+	// lock (hashtextextended(partitionkey, seed)): a transaction that
+	// emits for a key holds it until it ends, so that a key's outbox seqs
+	// commit in their order.
+	OutboxKeyLockSeed int64 = 7357215
 )
 
 // XactLock is the statement that takes the advisory lock id until the

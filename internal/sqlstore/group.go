@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 )
@@ -269,4 +270,12 @@ func pending(jobs []*groupJob, j *groupJob) []*groupJob {
 		}
 	}
 	return nil
+}
+
+// IsClosed reports whether err says the store was closed: its writes'
+// queue (errStoreClosed) or its pool (database/sql's "sql: database is
+// closed", which it does not export). Nothing on such a store will ever
+// succeed again, so a loop over it ends rather than retries.
+func IsClosed(err error) bool {
+	return err != nil && (errors.Is(err, errStoreClosed) || strings.Contains(err.Error(), "sql: database is closed"))
 }

@@ -3,7 +3,9 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"strconv"
 
+	"github.com/seqbox/seqbox/internal/dialect"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -12,8 +14,24 @@ import (
 // migration 8.
 
 // OutboxInsert adds an event to the outbox.
+//
+// In a transaction on a database that runs write transactions side by
+// side (PostgreSQL), the insert first takes its key's advisory lock until
+// the transaction ends: a key's events are published in seq order, and
+// without the lock a transaction that drew a higher seq could commit, and
+// be published, before one that drew a lower seq and committed later
+// (which the relay would then publish after it: a version older than the
+// one downstream already applied). With it, a key's seqs commit in their
+// order. SQLite runs one write transaction at a time and needs none.
 func (t *Executor) OutboxInsert(ctx context.Context, e store.OutboxEvent) (int64, error) {
 	var seq int64
+	if t.tx != nil && !t.serialWriters {
+		err := t.queryRow(ctx, `WITH k AS (SELECT pg_advisory_xact_lock(hashtextextended($2::text, `+strconv.FormatInt(dialect.OutboxKeyLockSeed, 10)+`)))
+			INSERT INTO seqbox_outbox (origin, partitionkey, event_id, body, created_at)
+			SELECT $1::text, $2::text, $3::text, $4::bytea, $5::bigint FROM k RETURNING seq`,
+			e.Origin, e.PartitionKey, e.EventID, e.Body, micros(e.CreatedAt)).Scan(&seq)
+		return seq, err
+	}
 	err := t.queryRow(ctx, `INSERT INTO seqbox_outbox (origin, partitionkey, event_id, body, created_at)
 		VALUES ($1, $2, $3, $4, $5) RETURNING seq`, e.Origin, e.PartitionKey, e.EventID, e.Body, micros(e.CreatedAt)).Scan(&seq)
 	return seq, err
