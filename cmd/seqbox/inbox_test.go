@@ -150,3 +150,32 @@ func TestInboxProcessedAtIsSetForEveryFinalOutcome(t *testing.T) {
 		require.Equal(t, want, []any{v["outcome"], v["processed_at"]}, id)
 	}
 }
+
+// The password in --agent-url is never logged: the line that says what
+// serve runs shows it redacted, as the agent's failures do.
+func TestServeLogsTheAgentURLRedacted(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, nil, "--db", filepath.Join(t.TempDir(), "seqbox.db"), "--agent-url", "http://agentuser:S3cretPass@127.0.0.1:9/")
+	require.Contains(t, s.stderrText(), "agentuser:xxxxx@127.0.0.1:9")
+	require.NotContains(t, s.stderrText(), "S3cretPass")
+}
+
+// A key or identity named "." or ".." is reached through --server as
+// through --db: the client escapes such a path segment (%2E), which an
+// HTTP stack would otherwise take for the current or parent directory
+// (the gateway answered 307 to the cleaned path, and the client blamed
+// --server).
+func TestRemoteReachesDotNames(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "seqbox.db")
+	s := startServe(t, nil, "--db", db, "--admin-token", serveToken)
+	s.event(t, `{"specversion":"1.0","id":".","source":"..","type":"t","partitionkey":"..","objectversion":1,"data":{"fail":"permanent"}}`)
+	waitUntil(t, "key .. blocked", func() bool { return len(s.stuckKeys(t)) == 1 })
+	for _, args := range [][]string{{"keys", "show", ".."}, {"inbox", "show", "..", "."}, {"inbox", "show", "..", ".", "-o", "json"}} {
+		local := ok(t, append(args, "--db", db)...)
+		remote := ok(t, append(args, "--server", s.url, "--admin-token", serveToken)...)
+		if args[0] == "keys" {
+			local = strings.ReplaceAll(local, " --db "+db+" --consumer gateway", " --server "+s.url)
+		}
+		require.Equal(t, local, remote, "seqbox %s", strings.Join(args, " "))
+	}
+}

@@ -191,7 +191,7 @@ func (c *adminClient) listEffects(action, state string, limit int, out ops.Forma
 // resolveEffect is effects resolve --server.
 func (c *adminClient) resolveEffect(key string, res ops.Resolution, out ops.Format) error {
 	var got serve.EffectResolved
-	if err := c.call(http.MethodPost, "/v1/admin/effects/"+url.PathEscape(key)+"/resolve", fmt.Sprintf("call %q", key), res, &got, readTimeout); err != nil {
+	if err := c.call(http.MethodPost, "/v1/admin/effects/"+serve.PathSegment(key)+"/resolve", fmt.Sprintf("call %q", key), res, &got, readTimeout); err != nil {
 		return err
 	}
 	if got.IdempotencyKey != key || got.State != res.State {

@@ -121,7 +121,7 @@ func writeInboxRow(w io.Writer, row store.InboxRow, out ops.Format) error {
 // showInbox is inbox show --server.
 func (c *adminClient) showInbox(source, id string, out ops.Format) error {
 	var v serve.InboxView
-	path := "/v1/admin/inbox/" + url.PathEscape(source) + "/" + url.PathEscape(id)
+	path := "/v1/admin/inbox/" + serve.PathSegment(source) + "/" + serve.PathSegment(id)
 	what := fmt.Sprintf("inbox %s %s", strconv.Quote(source), strconv.Quote(id))
 	if err := c.call(http.MethodGet, path, what, nil, &v, readTimeout); err != nil {
 		return err

@@ -397,7 +397,7 @@ func (c *adminClient) key(key string) (ops.KeyDetail, error) {
 		return ops.KeyDetail{}, fmt.Errorf("%s: key %q: %w", subcommandPath(c.cmd), key, store.ErrNotFound)
 	}
 	var v serve.KeyDetailView
-	if err := c.call(http.MethodGet, "/v1/admin/keys/"+url.PathEscape(key), fmt.Sprintf("key %q", key), nil, &v, readTimeout,
+	if err := c.call(http.MethodGet, "/v1/admin/keys/"+serve.PathSegment(key), fmt.Sprintf("key %q", key), nil, &v, readTimeout,
 		"parked", "gaps", "audit"); err != nil {
 		return ops.KeyDetail{}, err
 	}
@@ -460,7 +460,7 @@ func (c *adminClient) releaseKey(key string, f *actionFlags) error {
 	if !d.Blocked && d.Turn == nil {
 		return fmt.Errorf("keys release: key %q is not blocked (status %s)", key, d.Status)
 	}
-	return c.act("/v1/admin/keys/"+url.PathEscape(key)+"/release", f)
+	return c.act("/v1/admin/keys/"+serve.PathSegment(key)+"/release", f)
 }
 
 func (c *adminClient) unreadable(err error) error {

@@ -163,6 +163,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	d := newDashboardSetup(t)
 	login(b, d.url)
 	type css = chromedp.CSS
+	// A key named "." or ".." is fetched as %2E, not as a directory.
+	require.Equal(t, []string{"%2E", "%2E%2E", "a%2Fb", "..."}, eval[[]string](b, `[".", "..", "a/b", "..."].map(seg)`))
 	row := func(key string) string { return `#stuck-keys tbody tr[data-key="` + key + `"]` }
 	b.do("the stuck keys, the DLQ and the collision", chromedp.WaitVisible(css(row("G"))), chromedp.WaitVisible(css(row("K"))),
 		chromedp.WaitVisible(css(row("S"))), chromedp.WaitVisible(css(`#dlq tbody tr`)), chromedp.WaitVisible(css(`.collision .diff-summary`)))

@@ -196,7 +196,7 @@ func keyItem(rep ops.KeyReport, now time.Time) KeyItem {
 			it.AgeSeconds = &age
 		}
 	}
-	key := url.PathEscape(rep.PartitionKey)
+	key := PathSegment(rep.PartitionKey)
 	switch {
 	case rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil:
 		seq := itoa(*rep.BlockedBy.DLQSeq)
@@ -223,4 +223,15 @@ func redactDB(db string) string {
 		return "<unparsable database URL>"
 	}
 	return u.Redacted()
+}
+
+// PathSegment is s escaped as one segment of an admin API path: "." and
+// ".." as %2E, which no HTTP stack takes for the current or parent
+// directory (url.PathEscape leaves dots as they are, and a client or
+// browser drops such a segment).
+func PathSegment(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
 }

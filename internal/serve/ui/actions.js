@@ -151,7 +151,7 @@ async function runResolve(p, by, reason) {
   const ref = $("#resolve-ref").value.trim();
   setStatus("busy", `resolving the call of ${p.label}…`);
   try {
-    const res = await post(`/v1/admin/effects/${encodeURIComponent(p.key)}/resolve`, { state, ref, by, reason });
+    const res = await post(`/v1/admin/effects/${seg(p.key)}/resolve`, { state, ref, by, reason });
     setStatus("ok", `the call of ${p.label} is resolved as ${res.state}, by ${res.by}`);
   } catch (e) {
     if (e instanceof Unauthorized) throw e;

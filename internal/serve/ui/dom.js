@@ -41,6 +41,11 @@ function svg(tag, props, text) {
 // v shows a value, or "-" for none.
 function v(x) { return x === null || x === undefined ? "-" : String(x); }
 
+// seg is s as one segment of an admin API path: "." and ".." as %2E,
+// which the browser would otherwise take for the current or parent
+// directory and drop (encodeURIComponent leaves dots as they are).
+function seg(s) { s = String(s); return s === "." || s === ".." ? "%2E".repeat(s.length) : encodeURIComponent(s); }
+
 // href of a page of the dashboard (the part after #).
 function pageHref(...parts) { return "#/" + parts.map((p) => encodeURIComponent(String(p))).join("/"); }
 

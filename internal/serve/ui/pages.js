@@ -113,7 +113,7 @@ function renderKey(d) {
 async function keyPage(r) {
   let d;
   try {
-    d = await api("/v1/admin/keys/" + encodeURIComponent(r.key));
+    d = await api("/v1/admin/keys/" + seg(r.key));
   } catch (e) {
     if (e instanceof Unauthorized) throw e;
     if (location.hash !== drawing) return;
@@ -196,7 +196,7 @@ async function deadLetterPage(r) {
   }
   let key = null;
   if (d.partitionkey) {
-    try { key = await api("/v1/admin/keys/" + encodeURIComponent(d.partitionkey)); } catch (e) { if (e instanceof Unauthorized) throw e; }
+    try { key = await api("/v1/admin/keys/" + seg(d.partitionkey)); } catch (e) { if (e instanceof Unauthorized) throw e; }
   }
   renderChanged("deadletter", { d, key }, renderDeadLetter);
 }
