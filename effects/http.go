@@ -84,6 +84,11 @@ func noReplay(req *http.Request) {
 	req.GetBody = nil
 }
 
+// ErrNotSent is matched (errors.Is) by SendOnce's error for a request
+// that never reached the remote side: no connection was made (refused,
+// unreachable, a dial that timed out), so nothing of it took effect.
+var ErrNotSent = errors.New("not sent")
+
 // SendOnce sends req through client exactly once (net/http's own retry of
 // a broken reused connection is switched off, as in HTTP) and says
 // whether a failed request can have reached the remote side. Through a
@@ -94,6 +99,9 @@ func noReplay(req *http.Request) {
 // context ended first is NotApplied. Any other error is returned as
 // net/http gave it: the request may have gone out. Through another
 // Transport nothing is known, and no error is classified.
+//
+// A request that never reached the remote side (no connection was made)
+// fails with an error that matches ErrNotSent.
 func SendOnce(client *http.Client, req *http.Request) (*http.Response, error) {
 	if client == nil {
 		client = http.DefaultClient
@@ -116,9 +124,9 @@ func SendOnce(client *http.Client, req *http.Request) (*http.Response, error) {
 	var t interface{ Timeout() bool }
 	switch {
 	case dialling.Load(), req.Context().Err() != nil, errors.As(err, &t) && t.Timeout():
-		return nil, NotApplied(fmt.Errorf("not sent: %w", err))
+		return nil, NotApplied(fmt.Errorf("%w: %w", ErrNotSent, err))
 	}
-	return nil, Definite(fmt.Errorf("not sent: %w", err))
+	return nil, Definite(fmt.Errorf("%w: %w", ErrNotSent, err))
 }
 
 // classify maps a non-2xx answer to the ledger's error classes.

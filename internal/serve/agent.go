@@ -257,6 +257,12 @@ func (a *dispatcher) call(ctx context.Context, ev seqboxtype.Event, key string) 
 		if ctx.Err() == nil || result == "timeout" {
 			p.failure(err.Error())
 		}
+		if errors.Is(err, effects.ErrNotSent) && ctx.Err() == nil {
+			// Never sent: the agent is down (or not up yet), which is the
+			// circuit's business, not the event's; it comes back without
+			// spending an attempt, as while the circuit is open.
+			return AgentDecision{}, effects.NotApplied(&agentDownError{err: err})
+		}
 		return AgentDecision{}, err
 	}
 	a.metrics.agentSeconds.WithLabelValues(a.consumer).Observe(time.Since(start).Seconds())

@@ -65,3 +65,21 @@ func (e *agentWaitError) Unwrap() error { return e.err }
 
 // Wait says the event comes back after the wait, its attempts untouched.
 func (e *agentWaitError) Wait() time.Duration { return e.wait }
+
+// agentDownError is a dispatch that was never sent: no connection to the
+// agent was made. The agent is down or not up yet; the event comes back
+// after agentDownWait (within Retry.MaxBackoff), its attempts untouched,
+// while the failures open the circuit.
+type agentDownError struct{ err error }
+
+// agentDownWait is how long a dispatch that was never sent waits.
+const agentDownWait = time.Second
+
+func (e *agentDownError) Error() string {
+	return "the agent is not reachable, the event was not sent: " + e.err.Error()
+}
+func (e *agentDownError) Unwrap() error { return e.err }
+
+// Wait says the event comes back after agentDownWait, its attempts
+// untouched.
+func (e *agentDownError) Wait() time.Duration { return agentDownWait }
