@@ -77,6 +77,8 @@ type dispatcher struct {
 	log  *slog.Logger
 	// inFlight counts the agent calls open now.
 	inFlight atomic.Int64
+	// draining: the gateway is shutting down; no new call starts (drain).
+	draining atomic.Bool
 }
 
 // newAgentClient is the dispatcher's HTTP client: it never follows a
@@ -97,6 +99,9 @@ func newAgentClient(timeout time.Duration, concurrency int) *http.Client {
 // decide is Config.Decide: wait while the agent's circuit is open, then
 // call the agent through the ledger under the event's Idempotency-Key.
 func (a *dispatcher) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+	if a.draining.Load() {
+		return nil, errDraining
+	}
 	p, err := a.circuit.wait(ctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -107,6 +112,9 @@ func (a *dispatcher) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, e
 		return nil, fmt.Errorf("waiting for the agent's circuit to close: %w", err)
 	}
 	defer p.release()
+	if a.draining.Load() { // it began to drain while this one waited
+		return nil, errDraining
+	}
 	ctx = context.WithValue(ctx, eventKey{}, ev)
 	ctx = context.WithValue(ctx, passKey{}, p)
 	ref, err := a.ledger.Do(ctx, AgentAction, func(ctx context.Context, key string) (string, error) {

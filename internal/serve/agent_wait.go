@@ -66,6 +66,38 @@ func (e *agentWaitError) Unwrap() error { return e.err }
 // Wait says the event comes back after the wait, its attempts untouched.
 func (e *agentWaitError) Wait() time.Duration { return e.wait }
 
+// drainingError is a dispatch not made because the gateway is shutting
+// down: the event comes back later (after the restart), its attempts
+// untouched.
+type drainingError struct{}
+
+// errDraining is the one drainingError.
+var errDraining error = &drainingError{}
+
+func (*drainingError) Error() string {
+	return "the gateway is shutting down: the agent is not called now; the event is sent after the restart"
+}
+
+// Wait says the event comes back after the restart, its attempts
+// untouched.
+func (*drainingError) Wait() time.Duration { return agentDownWait }
+
+// drain stops new agent calls and waits, until ctx ends, for the calls
+// in flight to finish; it returns how many were still open then.
+func (a *dispatcher) drain(ctx context.Context) int64 {
+	a.draining.Store(true)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for a.inFlight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return a.inFlight.Load()
+		case <-t.C:
+		}
+	}
+	return 0
+}
+
 // agentDownError is a dispatch that was never sent: no connection to the
 // agent was made. The agent is down or not up yet; the event comes back
 // after agentDownWait (within Retry.MaxBackoff), its attempts untouched,

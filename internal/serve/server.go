@@ -268,6 +268,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	<-serveDone
 	s.publisher.close()
+	// Drain: the agent calls in flight finish within the same deadline,
+	// and their results are recorded, before the consumer stops; no new
+	// call starts. Stopping at once cancelled them, left their ledger
+	// rows uncertain though the agent applied them, and sent each again
+	// after the restart.
+	if left := s.disp.drain(sctx); left > 0 {
+		s.opt.Logger.Warn("seqbox serve: agent calls still open at the shutdown deadline are cancelled; they are reconciled after the restart",
+			"consumer", s.opt.Consumer, "calls", left)
+	}
 	stopRun()
 	if err := <-runDone; err != nil && failure == nil {
 		failure = fmt.Errorf("consumer: %w", err)
