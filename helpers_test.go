@@ -85,7 +85,7 @@ func (b *bundle) armedConsumer(t *testing.T, hook fault.Hook) *seqbox.Consumer {
 func (b *bundle) effects(t *testing.T, id string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, b.store.DB().QueryRow(`SELECT COUNT(*) FROM record_effects WHERE consumer = $1 AND ($2 = '' OR id = $2)`,
+	require.NoError(t, b.store.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1 AND ($2 = '' OR id = $2)`,
 		b.cfg.Name, id).Scan(&n))
 	return n
 }

@@ -393,7 +393,7 @@ func verifyCompeting(t *testing.T, db *sql.DB, w competingWorkload) competingRes
 
 	// Every logical event exactly one effect; per key, effects in commit
 	// order are versions 1..N.
-	rows, err := db.QueryContext(ctx, `SELECT source, id, partitionkey, objectversion FROM record_effects
+	rows, err := db.QueryContext(ctx, `SELECT source, id, partitionkey, objectversion FROM seqbox_record_effects
 		WHERE consumer = $1 ORDER BY n`, chaos.Consumer)
 	require.NoError(t, err)
 	perID := map[string]int{}

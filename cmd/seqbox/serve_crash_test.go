@@ -68,7 +68,7 @@ func TestServeKill9DuringLoadAppliesEvery202ExactlyOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	counts := func() map[string]int {
-		rows, err := st.DB().Query(`SELECT id, COUNT(*) FROM record_effects GROUP BY id`)
+		rows, err := st.DB().Query(`SELECT id, COUNT(*) FROM seqbox_record_effects GROUP BY id`)
 		require.NoError(t, err)
 		defer rows.Close()
 		m := map[string]int{}

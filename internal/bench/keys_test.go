@@ -71,7 +71,7 @@ func testRunKeyCase(t *testing.T, e *env) {
 			require.EqualValues(t, c.keys, all)
 		}
 		var effects int
-		require.NoError(t, e.st.DB().QueryRow(`SELECT COUNT(*) FROM record_effects WHERE consumer = $1 AND id LIKE $2`,
+		require.NoError(t, e.st.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1 AND id LIKE $2`,
 			Consumer, prefix+"%").Scan(&effects))
 		require.Equal(t, c.n, effects)
 	}

@@ -301,7 +301,7 @@ func printPrefill(w io.Writer, o PrefillOptions, r PrefillResult, batches []time
 // empty one's dead queue rows.
 func vacuumPhase(ctx context.Context, e *env) error {
 	if e.pg {
-		if _, err := e.st.DB().ExecContext(ctx, `VACUUM (ANALYZE) seqbox_queue, seqbox_keys, record_effects, record_objects`); err != nil {
+		if _, err := e.st.DB().ExecContext(ctx, `VACUUM (ANALYZE) seqbox_queue, seqbox_keys, seqbox_record_effects, seqbox_record_objects`); err != nil {
 			return fmt.Errorf("vacuum: %w", err)
 		}
 	}
@@ -607,7 +607,7 @@ func (s prefillStream) count(ctx context.Context, e *env, at time.Time) (prefill
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND source >= $3 AND source < $4),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND source >= $3 AND source < $4 AND retention_until < $2),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND source IN ($5, $6)),
-		(SELECT COUNT(*) FROM record_effects WHERE consumer = $1 AND source >= $3 AND source < $4)`,
+		(SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1 AND source >= $3 AND source < $4)`,
 		Consumer, at.UnixMicro(), s.prefix, prefixEnd(s.prefix), s.held, s.blocked).
 		Scan(&c.purgeable, &c.rows, &c.expired, &c.kept, &c.effects)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // rawSources are the tables seqbox writes a row of per applied message in
 // `seqbox bench`: the inbox identity, the key's version, and the record
 // handler's effect and object. The raw limit writes into copies of them.
-var rawSources = []string{"seqbox_inbox", "seqbox_keys", "record_effects", "record_objects"}
+var rawSources = []string{"seqbox_inbox", "seqbox_keys", "seqbox_record_effects", "seqbox_record_objects"}
 
 // rawTables names the raw limit's copies of rawSources for one step of its
 // search: bench_raw_<what>_<suffix>, in rawSources' order.

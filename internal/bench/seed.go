@@ -76,7 +76,7 @@ func countInbox(ctx context.Context, e *env, now time.Time, seedSrc, heldSrc, li
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND source = $3),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND source = $4),
 		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND source = $5),
-		(SELECT COUNT(*) FROM record_effects WHERE consumer = $1 AND source = $5)`,
+		(SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1 AND source = $5)`,
 		Consumer, now.UnixMicro(), seedSrc, heldSrc, liveSrc).Scan(&c.Purgeable, &c.Seeded, &c.Held, &c.Live, &c.LiveEffects)
 	return c, err
 }

@@ -124,7 +124,7 @@ func printModes(w io.Writer, res ThroughputResult) {
 func checkThroughput(ctx context.Context, e *env, run string, o ThroughputOptions, res ThroughputResult, l *live, w io.Writer) error {
 	effects := func(prefix string) (int64, error) {
 		var n int64
-		err := e.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects WHERE consumer = $1 AND id LIKE $2`,
+		err := e.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1 AND id LIKE $2`,
 			Consumer, prefix+"%").Scan(&n)
 		return n, err
 	}

@@ -101,11 +101,11 @@ func loadAccounting(ctx context.Context, st store.Store, consumer string) (*Acco
 }
 
 // effectHistory reads the record handler's effects of consumer in commit
-// order: record_effects.n is assigned at insert, and the version gate
+// order: seqbox_record_effects.n is assigned at insert, and the version gate
 // serialises a key's transactions, so a key's rows are in commit order.
 // businessKeys gives each identity's business key (the table keeps none).
 func effectHistory(ctx context.Context, db *sql.DB, consumer string, businessKeys map[string]string) ([]Apply, error) {
-	rows, err := db.QueryContext(ctx, `SELECT source, id, partitionkey, objectversion FROM record_effects
+	rows, err := db.QueryContext(ctx, `SELECT source, id, partitionkey, objectversion FROM seqbox_record_effects
 		WHERE consumer = $1 ORDER BY n`, consumer)
 	if err != nil {
 		return nil, err

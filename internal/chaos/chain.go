@@ -102,7 +102,7 @@ func (s *scenarioRun) chainPending(ctx context.Context) (int, error) {
 // and in order, where m is how many messages of the key A applied.
 func verifyChain(ctx context.Context, st store.Store, res *Result) error {
 	count := func(consumer string) (map[string][]int64, error) {
-		rows, err := st.DB().QueryContext(ctx, `SELECT partitionkey, COALESCE(objectversion, 0) FROM record_effects
+		rows, err := st.DB().QueryContext(ctx, `SELECT partitionkey, COALESCE(objectversion, 0) FROM seqbox_record_effects
 			WHERE consumer = $1 ORDER BY n`, consumer)
 		if err != nil {
 			return nil, err

@@ -145,7 +145,7 @@ func TestHistoryFromTheDatabase(t *testing.T) {
 		id, key string
 		v       any
 	}{{"a-v1", "a", 1}, {"free-1", "", nil}, {"a-v7", "a", 7}} {
-		_, err := st.DB().ExecContext(ctx, `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
+		_, err := st.DB().ExecContext(ctx, `INSERT INTO seqbox_record_effects (consumer, source, id, partitionkey, objectversion, type)
 			VALUES ($1, 'chaos', $2, $3, $4, 't')`, Consumer, e.id, e.key, e.v)
 		require.NoError(t, err)
 	}

@@ -26,7 +26,7 @@ const diskFullFor = 2 * time.Second
 func (s *scenarioRun) diskFull(ctx context.Context) error {
 	time.Sleep(diskFullFor * 3 / 4)
 	var effects int
-	if err := s.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects`).Scan(&effects); err != nil {
+	if err := s.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_record_effects`).Scan(&effects); err != nil {
 		return err
 	}
 	if effects != 0 {
@@ -157,7 +157,7 @@ func (s *scenarioRun) purge(ctx context.Context) error {
 		s.res.fail("purge left %d inbox identities past retention", c.InboxRows)
 	}
 	var effects int
-	if err := s.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects WHERE consumer = $1`, Consumer).Scan(&effects); err != nil {
+	if err := s.st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1`, Consumer).Scan(&effects); err != nil {
 		return err
 	}
 	if effects != effectsBefore {

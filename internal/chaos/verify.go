@@ -109,7 +109,7 @@ func verify(ctx context.Context, st store.Store, q queue, wl Workload, res *Resu
 
 func verifyInto(ctx context.Context, st store.Store, q queue, wl Workload, res *Result) error {
 	db := st.DB()
-	rows, err := db.QueryContext(ctx, `SELECT id, partitionkey, COALESCE(objectversion, 0) FROM record_effects
+	rows, err := db.QueryContext(ctx, `SELECT id, partitionkey, COALESCE(objectversion, 0) FROM seqbox_record_effects
 		WHERE consumer = $1 ORDER BY n`, Consumer)
 	if err != nil {
 		return err

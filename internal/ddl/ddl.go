@@ -19,6 +19,13 @@ import (
 // names the statement that failed. A busy database is the caller's to
 // retry (the store's Dialect.Retry).
 func Ensure(ctx context.Context, db *sql.DB, d dialect.SQL, stmts ...string) error {
+	return EnsureAfter(ctx, db, d, nil, stmts...)
+}
+
+// EnsureAfter is Ensure with a step of Go run first in its transaction,
+// under the lock (before may be nil): a rename of tables an older seqbox
+// made, say, which no statement can make conditional on both databases.
+func EnsureAfter(ctx context.Context, db *sql.DB, d dialect.SQL, before func(ctx context.Context, tx *sql.Tx) error, stmts ...string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create tables: %w", err)
@@ -27,6 +34,11 @@ func Ensure(ctx context.Context, db *sql.DB, d dialect.SQL, stmts ...string) err
 	if d.SideTablesLock != "" {
 		if _, err := tx.ExecContext(ctx, d.SideTablesLock); err != nil {
 			return fmt.Errorf("create tables: lock: %w", err)
+		}
+	}
+	if before != nil {
+		if err := before(ctx, tx); err != nil {
+			return fmt.Errorf("create tables: %w", err)
 		}
 	}
 	for _, s := range stmts {

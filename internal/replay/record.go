@@ -24,11 +24,11 @@ import (
 //
 // n is the effect's position: an auto-increment, so within one key (whose
 // transactions the version gate serializes) it is the commit order.
-const recordSchema = `CREATE TABLE IF NOT EXISTS record_effects (
+const recordSchema = `CREATE TABLE IF NOT EXISTS seqbox_record_effects (
 	n {{SERIAL}}, consumer TEXT NOT NULL, source TEXT NOT NULL, id TEXT NOT NULL,
 	partitionkey TEXT NOT NULL, objectversion BIGINT, type TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS record_objects (
+CREATE TABLE IF NOT EXISTS seqbox_record_objects (
 	consumer TEXT NOT NULL, partitionkey TEXT NOT NULL, state TEXT NOT NULL, version BIGINT,
 	PRIMARY KEY (consumer, partitionkey)
 )`
@@ -36,8 +36,66 @@ CREATE TABLE IF NOT EXISTS record_objects (
 // EnsureRecordTables creates the record handler's tables (safe when several
 // processes do it at once), together with any extra statements, on db, the
 // pool of an open store (sqlstore.EnsureTables).
+//
+// The tables are seqbox_ tables (DESIGN: seqbox creates only its own
+// objects); an older seqbox named them record_effects and record_objects,
+// and such a pair, with exactly the columns it made, is renamed first. A
+// table of those names that is not seqbox's is left alone.
 func EnsureRecordTables(ctx context.Context, db *sql.DB, extra ...string) error {
-	return sqlstore.EnsureTables(ctx, db, append(strings.Split(recordSchema, ";"), extra...)...)
+	return sqlstore.EnsureTablesAfter(ctx, db, renameLegacyRecordTables, append(strings.Split(recordSchema, ";"), extra...)...)
+}
+
+// legacyRecordTables are the record handler's tables as an older seqbox
+// named them, with their columns, and their names now.
+var legacyRecordTables = []struct {
+	old, now string
+	columns  []string
+}{
+	{"record_effects", "seqbox_record_effects", []string{"consumer", "id", "n", "objectversion", "partitionkey", "source", "type"}},
+	{"record_objects", "seqbox_record_objects", []string{"consumer", "partitionkey", "state", "version"}},
+}
+
+// renameLegacyRecordTables renames an older seqbox's record tables to
+// their seqbox_ names: only a table with exactly the columns seqbox made,
+// and only when its new name is free.
+func renameLegacyRecordTables(ctx context.Context, tx *sql.Tx, postgres bool) error {
+	columnsOf := `SELECT name FROM pragma_table_info(?) ORDER BY name`
+	if postgres {
+		columnsOf = `SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attname`
+	}
+	columns := func(table string) ([]string, error) {
+		rows, err := tx.QueryContext(ctx, columnsOf, table)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, rows.Err()
+	}
+	for _, l := range legacyRecordTables {
+		old, err := columns(l.old)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", l.old, err)
+		}
+		now, err := columns(l.now)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", l.now, err)
+		}
+		if len(now) > 0 || strings.Join(old, ",") != strings.Join(l.columns, ",") {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+l.old+` RENAME TO `+l.now); err != nil {
+			return fmt.Errorf("rename %s: %w", l.old, err)
+		}
+	}
+	return nil
 }
 
 // RecordHandler is the built-in handler of replay and demo: it writes one
@@ -53,9 +111,9 @@ func RecordHandlerOn(db *sql.DB, consumer string) seqbox.Handler {
 }
 
 const (
-	insertEffect = `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
+	insertEffect = `INSERT INTO seqbox_record_effects (consumer, source, id, partitionkey, objectversion, type)
 			VALUES ($1, $2, $3, $4, $5, $6)`
-	upsertObject = `INSERT INTO record_objects (consumer, partitionkey, state, version)
+	upsertObject = `INSERT INTO seqbox_record_objects (consumer, partitionkey, state, version)
 			VALUES ($1, $2, $3, $4) ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`
 )
 
@@ -122,7 +180,7 @@ func failOnPurpose(ev seqboxtype.Event) error {
 // Effects counts the consumer's effect rows.
 func Effects(ctx context.Context, db *sql.DB, consumer string) (int64, error) {
 	var n int64
-	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM record_effects WHERE consumer = $1`, consumer).Scan(&n)
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1`, consumer).Scan(&n)
 	return n, err
 }
 

@@ -60,7 +60,7 @@ func recordBatchPG(ctx context.Context, tx seqbox.Tx, consumer string, evs, obje
 	for i, ev := range evs {
 		source[i], id[i], key[i], typ[i], version[i] = ev.Source, ev.ID, ev.PartitionKey, ev.Type, ev.ObjectVersion
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_record_effects (consumer, source, id, partitionkey, objectversion, type)
 		SELECT $1, s, i, p, v, t FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
 			WITH ORDINALITY AS u(s, i, p, v, t, n) ORDER BY n`,
 		consumer, source, id, key, version, typ); err != nil {
@@ -74,7 +74,7 @@ func recordBatchPG(ctx context.Context, tx seqbox.Tx, consumer string, evs, obje
 	for i, ev := range objects {
 		okey[i], otyp[i], over[i] = ev.PartitionKey, ev.Type, ev.ObjectVersion
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO record_objects (consumer, partitionkey, state, version)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_record_objects (consumer, partitionkey, state, version)
 		SELECT $1, p, t, v FROM unnest($2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY AS u(p, t, v, n) ORDER BY n
 		ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`,
 		consumer, okey, otyp, over); err != nil {
@@ -94,7 +94,7 @@ func recordBatchSQLite(ctx context.Context, tx seqbox.Tx, consumer string, evs, 
 		for _, ev := range part {
 			args = append(args, consumer, ev.Source, ev.ID, ev.PartitionKey, ev.ObjectVersion, ev.Type)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, source, id, partitionkey, objectversion, type) VALUES `+
+		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_record_effects (consumer, source, id, partitionkey, objectversion, type) VALUES `+
 			groups("(?, ?, ?, ?, ?, ?)", len(part)), args...); err != nil {
 			return fmt.Errorf("record effects: %w", err)
 		}
@@ -105,7 +105,7 @@ func recordBatchSQLite(ctx context.Context, tx seqbox.Tx, consumer string, evs, 
 		for _, ev := range part {
 			args = append(args, consumer, ev.PartitionKey, ev.Type, ev.ObjectVersion)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO record_objects (consumer, partitionkey, state, version) VALUES `+
+		if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_record_objects (consumer, partitionkey, state, version) VALUES `+
 			groups("(?, ?, ?, ?)", len(part))+
 			` ON CONFLICT (consumer, partitionkey) DO UPDATE SET state = excluded.state, version = excluded.version`, args...); err != nil {
 			return fmt.Errorf("record objects: %w", err)

@@ -82,8 +82,8 @@ func recordRows(t *testing.T, db string, batch bool) recordState {
 			s.outcomes = append(s.outcomes, res.ID+" "+string(res.Outcome))
 		}
 	}
-	s.effects = threeColumns(t, st.DB(), `SELECT id, partitionkey, objectversion FROM record_effects WHERE consumer = 'rec' ORDER BY n`)
-	s.objects = threeColumns(t, st.DB(), `SELECT partitionkey, state, version FROM record_objects WHERE consumer = 'rec' ORDER BY partitionkey`)
+	s.effects = threeColumns(t, st.DB(), `SELECT id, partitionkey, objectversion FROM seqbox_record_effects WHERE consumer = 'rec' ORDER BY n`)
+	s.objects = threeColumns(t, st.DB(), `SELECT partitionkey, state, version FROM seqbox_record_objects WHERE consumer = 'rec' ORDER BY partitionkey`)
 	return s
 }
 

@@ -153,7 +153,7 @@ func writeState(ctx context.Context, consumer string, s store.Store, w io.Writer
 
 func objectState(ctx context.Context, s store.Store, consumer, key string) (string, error) {
 	var st string
-	err := s.DB().QueryRowContext(ctx, `SELECT state FROM record_objects WHERE consumer = $1 AND partitionkey = $2`,
+	err := s.DB().QueryRowContext(ctx, `SELECT state FROM seqbox_record_objects WHERE consumer = $1 AND partitionkey = $2`,
 		consumer, key).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil

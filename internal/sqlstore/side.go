@@ -25,12 +25,23 @@ var ErrUnknownPool = errors.New("sqlstore: the pool is not an open seqbox store'
 // ddl.Ensure does, in the store's dialect, and again while the database
 // is busy when the store's driver retries its opening work.
 func EnsureTables(ctx context.Context, db *sql.DB, stmts ...string) error {
+	return EnsureTablesAfter(ctx, db, nil, stmts...)
+}
+
+// EnsureTablesAfter is EnsureTables with a step of Go run first in its
+// transaction (ddl.EnsureAfter); postgres tells the step which database
+// it runs on.
+func EnsureTablesAfter(ctx context.Context, db *sql.DB, before func(ctx context.Context, tx *sql.Tx, postgres bool) error, stmts ...string) error {
 	v, ok := opened.Load(db)
 	if !ok {
 		return ErrUnknownPool
 	}
 	d := v.(Dialect)
-	run := func() error { return ddl.Ensure(ctx, db, d.SQL, stmts...) }
+	var step func(context.Context, *sql.Tx) error
+	if before != nil {
+		step = func(ctx context.Context, tx *sql.Tx) error { return before(ctx, tx, !d.OneWriter) }
+	}
+	run := func() error { return ddl.EnsureAfter(ctx, db, d.SQL, step, stmts...) }
 	if d.Retry != nil {
 		return d.Retry(ctx, run)
 	}

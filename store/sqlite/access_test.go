@@ -186,7 +186,7 @@ func TestExclusiveAcceptsEmptyOrSeqboxDatabases(t *testing.T) {
 	t.Run("seqbox's, with the record handler's tables", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "seqbox.db")
 		open(t, path)
-		rawDB(t, path, `CREATE TABLE record_effects (consumer TEXT, source TEXT, id TEXT)`)
+		rawDB(t, path, `CREATE TABLE seqbox_record_effects (consumer TEXT, source TEXT, id TEXT)`)
 		open(t, path)
 	})
 	t.Run("only seqbox-named tables (an embedded queue's file)", func(t *testing.T) {
@@ -545,13 +545,13 @@ func TestExclusiveRefusesASeqboxDatabaseWithOtherObjects(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := seqboxFile(t, t.TempDir())
-			rawDB(t, path, `CREATE TABLE record_effects (n)`, c.stmt) // closing checkpoints and removes the -wal
+			rawDB(t, path, `CREATE TABLE seqbox_record_effects (n)`, c.stmt) // closing checkpoints and removes the -wal
 			before, err := os.ReadFile(path)
 			require.NoError(t, err)
 			_, err = sqlite.OpenWith(context.Background(), path, sqlite.Options{Access: store.Exclusive})
 			require.ErrorIs(t, err, store.ErrForeignDatabase)
 			require.Contains(t, err.Error(), c.found)
-			require.NotContains(t, err.Error(), "record_effects", "the CLI's own handler tables are seqbox's")
+			require.NotContains(t, err.Error(), "seqbox_record_effects", "the CLI's own handler tables are seqbox's")
 			requireUntouched(t, path, before)
 		})
 	}

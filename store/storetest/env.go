@@ -19,7 +19,7 @@ import (
 )
 
 // env is the one fixture of every conformance test: a fresh store with the
-// record handler's business tables (its record_effects rows are the
+// record handler's business tables (its seqbox_record_effects rows are the
 // business effects), the consumer configuration the test starts from, and
 // the readers the tests check it with. setupInbox makes it for the inbox
 // tests, on the real clock; ordSetup for the ordering scenarios, on a
@@ -126,10 +126,10 @@ func (e *env) effectCount(id string) int {
 // in commit order, as "id@version type".
 func (e *env) effects(key string) []string {
 	e.t.Helper()
-	q := `SELECT id, objectversion, type FROM record_effects WHERE consumer = $1 ORDER BY n`
+	q := `SELECT id, objectversion, type FROM seqbox_record_effects WHERE consumer = $1 ORDER BY n`
 	args := []any{e.cfg.Name}
 	if key != "" {
-		q = `SELECT id, objectversion, type FROM record_effects WHERE consumer = $1 AND partitionkey = $2 ORDER BY n`
+		q = `SELECT id, objectversion, type FROM seqbox_record_effects WHERE consumer = $1 AND partitionkey = $2 ORDER BY n`
 		args = append(args, key)
 	}
 	rows, err := e.st.DB().QueryContext(e.ctx, q, args...)
@@ -152,7 +152,7 @@ func (e *env) object(key string) (string, *int64) {
 	e.t.Helper()
 	var state string
 	var v *int64
-	err := e.st.DB().QueryRowContext(e.ctx, `SELECT state, version FROM record_objects WHERE consumer = $1 AND partitionkey = $2`,
+	err := e.st.DB().QueryRowContext(e.ctx, `SELECT state, version FROM seqbox_record_objects WHERE consumer = $1 AND partitionkey = $2`,
 		e.cfg.Name, key).Scan(&state, &v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil

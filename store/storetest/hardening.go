@@ -102,7 +102,7 @@ func rowCounts(t *testing.T, st store.Store, consumer string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, table := range []string{"seqbox_inbox", "seqbox_dlq", "seqbox_audit", "seqbox_parked", "seqbox_gaps",
-		"seqbox_business_keys", "seqbox_keys", "seqbox_retries", "record_effects"} {
+		"seqbox_business_keys", "seqbox_keys", "seqbox_retries", "seqbox_record_effects"} {
 		var n int
 		require.NoError(t, st.DB().QueryRowContext(context.Background(),
 			`SELECT COUNT(*) FROM `+table+` WHERE consumer = $1`, consumer).Scan(&n))

@@ -29,9 +29,9 @@ func countEffects(t *testing.T, st store.Store, consumer, id string) int {
 	var n int
 	var err error
 	if id == "" {
-		err = st.DB().QueryRow(`SELECT COUNT(*) FROM record_effects WHERE consumer = $1`, consumer).Scan(&n)
+		err = st.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1`, consumer).Scan(&n)
 	} else {
-		err = st.DB().QueryRow(`SELECT COUNT(*) FROM record_effects WHERE consumer = $1 AND id = $2`, consumer, id).Scan(&n)
+		err = st.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1 AND id = $2`, consumer, id).Scan(&n)
 	}
 	require.NoError(t, err)
 	return n

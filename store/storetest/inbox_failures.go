@@ -259,7 +259,7 @@ func exerciseFailures(t *testing.T, open Factory) {
 		b := setupInbox(t, open)
 		c := b.consumer(func(c *seqbox.Config) {
 			c.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO record_effects (consumer, n, source, id, partitionkey, type)
+				if _, err := tx.ExecContext(ctx, `INSERT INTO seqbox_record_effects (consumer, n, source, id, partitionkey, type)
 					VALUES ($1, 1, $2, $3, '', $4)`, inboxConsumer, ev.Source, ev.ID, ev.Type); err != nil {
 					return err
 				}

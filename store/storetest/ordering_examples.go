@@ -149,7 +149,7 @@ func ordPersonEdits(t *testing.T, open Factory) {
 	ok, err = tx.KeyAdvance(e.ctx, store.KeyAdvanceParams{Consumer: e.cfg.Name, Key: k, Prev: ks.Version, Next: 5, At: ordT0})
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = tx.SQL().ExecContext(e.ctx, `UPDATE record_objects SET state = $3, version = $4 WHERE consumer = $1 AND partitionkey = $2`,
+	_, err = tx.SQL().ExecContext(e.ctx, `UPDATE seqbox_record_objects SET state = $3, version = $4 WHERE consumer = $1 AND partitionkey = $2`,
 		e.cfg.Name, k, "editado_manualmente", 5)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit())
