@@ -47,6 +47,10 @@ func readAction(w http.ResponseWriter, r *http.Request, attributed bool) (Action
 			Detail: fmt.Sprintf("an action's body is at most %d bytes", maxActionBody)})
 		return a, false
 	}
+	if name := repeatedMember(body); name != "" {
+		writeProblem(w, r, repeatedProblem(name))
+		return a, false
+	}
 	if len(strings.TrimSpace(string(body))) > 0 {
 		dec := json.NewDecoder(strings.NewReader(string(body)))
 		dec.DisallowUnknownFields()

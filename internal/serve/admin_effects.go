@@ -83,6 +83,10 @@ func (s *Server) resolveEffect(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("a resolution's body is at most %d bytes", maxActionBody)})
 		return
 	}
+	if name := repeatedMember(body); name != "" {
+		writeProblem(w, r, repeatedProblem(name))
+		return
+	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&res); err != nil {

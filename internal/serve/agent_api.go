@@ -208,6 +208,10 @@ func checkRecord(req agentCallRequest, kind agentCallKind) *Problem {
 // decodeStrict decodes one JSON object into v, refusing unknown members
 // and anything after it.
 func decodeStrict(body []byte, v any) *Problem {
+	if name := repeatedMember(body); name != "" {
+		p := repeatedProblem(name)
+		return &p
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
