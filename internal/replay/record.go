@@ -14,6 +14,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/own"
+	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/sqlstore"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -56,9 +57,11 @@ var legacyRecordTables = []struct {
 }
 
 // renameLegacyRecordTables renames an older seqbox's record tables to
-// their seqbox_ names: only a table with exactly the columns seqbox made,
-// and only when its new name is free.
-func renameLegacyRecordTables(ctx context.Context, tx *sql.Tx, postgres bool) error {
+// their seqbox_ names (on PostgreSQL, into seqbox's schema, from the
+// connection's, where the older seqbox made them): only a table with
+// exactly the columns seqbox made, and only when its new name is free.
+func renameLegacyRecordTables(ctx context.Context, tx *sql.Tx, schema string) error {
+	postgres := schema != ""
 	columnsOf := `SELECT name FROM pragma_table_info(?) ORDER BY name`
 	if postgres {
 		columnsOf = `SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attname`
@@ -93,6 +96,13 @@ func renameLegacyRecordTables(ctx context.Context, tx *sql.Tx, postgres bool) er
 		}
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+l.old+` RENAME TO `+l.now); err != nil {
 			return fmt.Errorf("rename %s: %w", l.old, err)
+		}
+		if postgres {
+			// Into seqbox's schema, where the record tables are made now:
+			// left in the application's, it would hide seqbox's there.
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE `+l.now+` SET SCHEMA `+pgdb.QuoteIdent(schema)); err != nil {
+				return fmt.Errorf("move %s into schema %s: %w", l.now, schema, err)
+			}
 		}
 	}
 	return nil

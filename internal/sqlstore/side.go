@@ -29,17 +29,27 @@ func EnsureTables(ctx context.Context, db *sql.DB, stmts ...string) error {
 }
 
 // EnsureTablesAfter is EnsureTables with a step of Go run first in its
-// transaction (ddl.EnsureAfter); postgres tells the step which database
-// it runs on.
-func EnsureTablesAfter(ctx context.Context, db *sql.DB, before func(ctx context.Context, tx *sql.Tx, postgres bool) error, stmts ...string) error {
+// transaction (ddl.EnsureAfter), under the connection's own search path;
+// schema tells the step seqbox's schema on PostgreSQL ("" on SQLite). On
+// PostgreSQL the statements then run in seqbox's schema (Dialect.Enter):
+// the tables beside seqbox's own are seqbox's too, and none lands in the
+// application's schema.
+func EnsureTablesAfter(ctx context.Context, db *sql.DB, before func(ctx context.Context, tx *sql.Tx, schema string) error, stmts ...string) error {
 	v, ok := opened.Load(db)
 	if !ok {
 		return ErrUnknownPool
 	}
 	d := v.(Dialect)
-	var step func(context.Context, *sql.Tx) error
-	if before != nil {
-		step = func(ctx context.Context, tx *sql.Tx) error { return before(ctx, tx, !d.OneWriter) }
+	step := func(ctx context.Context, tx *sql.Tx) error {
+		if before != nil {
+			if err := before(ctx, tx, d.Schema); err != nil {
+				return err
+			}
+		}
+		if d.Enter != nil {
+			return d.Enter(ctx, tx)
+		}
+		return nil
 	}
 	run := func() error { return ddl.EnsureAfter(ctx, db, d.SQL, step, stmts...) }
 	if d.Retry != nil {

@@ -77,7 +77,10 @@ type Dialect struct {
 	// Enter, when set, runs in the migration transaction just before
 	// seqbox creates anything: PostgreSQL creates seqbox's schema and makes
 	// it the transaction's search_path, so the unqualified DDL lands there.
+	// EnsureTables runs it too: the tables beside seqbox's own go there.
 	Enter func(ctx context.Context, tx *sql.Tx) error
+	// Schema is seqbox's schema on PostgreSQL ("" on SQLite).
+	Schema string
 	// Legacy, when set, finds the table that name, unqualified, reaches
 	// on the store's pool, and describes it; nil when it reaches none. It
 	// runs in the migration transaction before Enter, so that the name

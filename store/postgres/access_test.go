@@ -307,10 +307,10 @@ func TestExclusiveAcceptsNewAndSeqboxDatabases(t *testing.T) {
 	db := rawDB(t, u)
 	st, err := postgres.OpenWith(ctx, u, postgres.Options{Access: store.Exclusive})
 	require.NoError(t, err)
-	_, err = st.DB().Exec(`CREATE TABLE seqbox_record_effects (consumer TEXT)`) // as the record handler does
+	_, err = st.DB().Exec(`CREATE TABLE record_effects (consumer TEXT)`) // as an older record handler did, in the connection's schema
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
-	require.Equal(t, []string{"seqbox_record_effects"}, schemaTables(t, db, "public"))
+	require.Equal(t, []string{"record_effects"}, schemaTables(t, db, "public"))
 
 	st, err = postgres.OpenWith(ctx, u, postgres.Options{Access: store.Exclusive})
 	require.NoError(t, err)
