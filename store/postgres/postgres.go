@@ -61,7 +61,7 @@ func storeDialect(schema string) sqlstore.Dialect {
 		Enter: func(ctx context.Context, tx *sql.Tx) error {
 			return pgdb.EnterSchema(ctx, tx, schema)
 		},
-		Schema: schema,
+		Schema:   schema,
 		Legacy:   legacyTable,
 		Pipeline: pgdb.Pipeline,
 		Refused:  pgdb.Refused,
