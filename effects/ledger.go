@@ -265,6 +265,12 @@ func (l *Ledger) DoFor(ctx context.Context, id seqboxtype.Identity, action strin
 	if id.Consumer == "" || id.Source == "" || id.ID == "" {
 		return "", fmt.Errorf("effects: identity %+v is incomplete: consumer, source and id are required", id)
 	}
+	if call == nil {
+		// Nothing can leave the process: refused before a row exists
+		// (a panic inside a call, which may have reached the remote
+		// side, is recorded uncertain).
+		return "", seqbox.Permanent(fmt.Errorf("effects: %s: the call is nil", action))
+	}
 	ctx, span := startSpan(ctx, action, Key(id.Consumer, id.Source, id.ID, action))
 	defer func() { endSpan(span, err) }()
 	// An earlier call of this Decider whose record waits to ride with the

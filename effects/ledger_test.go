@@ -403,3 +403,20 @@ func TestFailedCallsAreLogged(t *testing.T) {
 		}
 	})
 }
+
+// A nil call never leaves the process: it is refused before anything is
+// recorded, not recorded uncertain (a panic inside the call, which may
+// have reached the remote side, is).
+func TestANilCallIsRefusedBeforeAnythingIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "l.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	l, err := effects.New(st, effects.Config{})
+	require.NoError(t, err)
+	_, err = l.DoFor(ctx, seqboxtype.Identity{Consumer: "c", Source: "s", ID: "1"}, "x", nil)
+	require.ErrorContains(t, err, "call is nil")
+	rows, err := l.List(ctx, effects.Filter{Consumer: "c"})
+	require.NoError(t, err)
+	require.Empty(t, rows)
+}
