@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -119,7 +118,7 @@ wins.`,
 			}
 			handler := "record"
 			if o.AgentURL != "" {
-				handler = "agent " + redactedURL(o.AgentURL) // its password is never logged
+				handler = "agent " + serve.RedactURL(o.AgentURL) // its password is never logged
 			}
 			// The address is in the message, so that a script finds it with
 			// grep whatever the log format.
@@ -186,14 +185,4 @@ func envDefaults(fl *pflag.FlagSet) error {
 		}
 	})
 	return err
-}
-
-// redactedURL is u with its password hidden (url.URL.Redacted); a URL
-// that does not parse is not shown at all.
-func redactedURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	return p.Redacted()
 }

@@ -49,7 +49,7 @@ func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) 
 
 func (s *Server) reporter() ops.Reporter {
 	return ops.Reporter{Op: s.store.Executor(), Consumer: s.opt.Consumer, FirstVersion: s.opt.Policy.FirstVersion,
-		Now: s.consumerNow(), DB: redactDB(s.opt.DB)}
+		Now: s.consumerNow(), DB: RedactURL(s.opt.DB)}
 }
 
 // Overview is GET /v1/admin/overview: what the dashboard's header shows.

@@ -86,7 +86,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 	fillPolicyDefaults(&opt.Policy)
 	st, err := dbopen.StoreAccess(ctx, opt.DB, store.Adopt)
 	if err != nil {
-		return nil, fmt.Errorf("--db %s: %w", redactDB(opt.DB), err)
+		return nil, fmt.Errorf("--db %s: %w", RedactURL(opt.DB), err)
 	}
 	s := &Server{opt: opt, store: st, started: time.Now(), envelopes: newEnvelopes(opt.Consumer),
 		retention: &retentionStatus{}}

@@ -213,14 +213,16 @@ func keyItem(rep ops.KeyReport, now time.Time) KeyItem {
 	return it
 }
 
-// redactDB hides a password in a postgres:// URL.
-func redactDB(db string) string {
-	if !strings.Contains(db, "://") {
-		return db
+// RedactURL hides the password in a URL (a postgres:// --db, an
+// --agent-url) for logs and messages; a path without "://" is returned as
+// it is.
+func RedactURL(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
 	}
-	u, err := url.Parse(db)
+	u, err := url.Parse(s)
 	if err != nil {
-		return "<unparsable database URL>"
+		return "<unparsable URL>"
 	}
 	return u.Redacted()
 }
