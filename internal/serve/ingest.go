@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -217,6 +218,14 @@ func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) (string, [][
 			Detail: fmt.Sprintf("the Content-Type header is %s: send %s (one event), %s (a batch) or %s (one event), or binary mode (ce-* headers, the body is data)",
 				mt, mediaStructured, mediaBatch, mediaJSON)}
 	}
+	if p := encodingProblem(r.Header); p != nil {
+		return mode, nil, p
+	}
+	if r.ContentLength > s.opt.MaxBody {
+		// Declared too large: refused before a byte of it is read.
+		return mode, nil, &Problem{Type: ProblemTooLarge, Title: "Request body too large", Status: http.StatusRequestEntityTooLarge,
+			Field: "body", Detail: fmt.Sprintf("Content-Length %d is larger than the %d-byte limit (--max-body); nothing was queued", r.ContentLength, s.opt.MaxBody)}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -242,6 +251,23 @@ func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) (string, [][
 			Detail: "envelope: the body is empty: send one CloudEvent as JSON"}
 	}
 	return mode, [][]byte{body}, nil
+}
+
+// encodingProblem refuses a body with a Content-Encoding other than
+// identity: seqbox reads bodies as sent, so a compressed one would be
+// taken for a malformed envelope or, in binary mode, kept as the event's
+// data.
+func encodingProblem(h http.Header) *Problem {
+	values := h.Values("Content-Encoding")
+	for _, v := range values {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return &Problem{Type: ProblemUnsupported, Status: http.StatusUnsupportedMediaType, Field: "Content-Encoding",
+					Detail: fmt.Sprintf("Content-Encoding %s: seqbox takes uncompressed bodies only; send the body as it is, without Content-Encoding; nothing was queued", strings.Join(values, ", "))}
+			}
+		}
+	}
+	return nil
 }
 
 // splitBatch splits a JSON array of envelopes into their exact bytes.
