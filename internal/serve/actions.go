@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -209,9 +208,8 @@ func resultOf(req store.OperatorRequest) ActionResult {
 // showRequest is GET /v1/admin/requests/{seq}: an operator request and
 // its result, for a client whose wait timed out.
 func (s *Server) showRequest(w http.ResponseWriter, r *http.Request) {
-	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
-	if err != nil {
-		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "seq", Detail: "seq: not a request number"})
+	seq, ok := pathNumber(w, r, "a request number")
+	if !ok {
 		return
 	}
 	req, err := s.store.Executor().RequestGet(r.Context(), seq)

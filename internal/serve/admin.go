@@ -135,13 +135,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 // ?limit= the first that many (total says how many matched).
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	var all bool
-	switch v := q.Get("all"); v {
-	case "", "false":
-	case "true":
-		all = true
-	default:
-		badQuery(w, r, "all", strconv.Quote(v)+" is not true or false")
+	all, ok := queryAll(w, r)
+	if !ok {
 		return
 	}
 	search, bad := querySearch(q, "search")
@@ -200,8 +195,26 @@ func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, KeyDetailView{KeyItem: keyItem(d.KeyReport, s.consumerNow()), KeyRecord: KeyRecordOf(d)})
 }
 
+// queryAll reads ?all, true or false (false when absent), answering 400
+// when it is neither.
+func queryAll(w http.ResponseWriter, r *http.Request) (bool, bool) {
+	switch v := r.URL.Query().Get("all"); v {
+	case "", "false":
+		return false, true
+	case "true":
+		return true, true
+	default:
+		badQuery(w, r, "all", strconv.Quote(v)+" is not true or false")
+		return false, false
+	}
+}
+
 func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
-	letters, err := s.store.Executor().DeadLetterList(r.Context(), store.DeadLetterListParams{Consumer: s.opt.Consumer, All: r.URL.Query().Get("all") == "true"})
+	all, ok := queryAll(w, r)
+	if !ok {
+		return
+	}
+	letters, err := s.store.Executor().DeadLetterList(r.Context(), store.DeadLetterListParams{Consumer: s.opt.Consumer, All: all})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -213,12 +226,19 @@ func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "dead_letters": out})
 }
 
-// pathSeq reads the {seq} path value, answering 400 when it is not one.
+// pathSeq reads the {seq} path value of a dead letter, answering 400 when
+// it is not one.
 func pathSeq(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	return pathNumber(w, r, "a DLQ sequence number")
+}
+
+// pathNumber reads the {seq} path value, a positive integer, answering
+// 400 naming what it should be (what) when it is not one.
+func pathNumber(w http.ResponseWriter, r *http.Request, what string) (int64, bool) {
 	seq, err := strconv.ParseInt(r.PathValue("seq"), 10, 64)
 	if err != nil || seq <= 0 {
 		writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "seq",
-			Detail: "seq: " + strconv.Quote(r.PathValue("seq")) + " is not a DLQ sequence number"})
+			Detail: "seq: " + strconv.Quote(r.PathValue("seq")) + " is not " + what + " (a positive integer)"})
 		return 0, false
 	}
 	return seq, true

@@ -289,3 +289,33 @@ func TestAdminRedriveFailingAgainKeepsTheNumber(t *testing.T) {
 	all := list(t, r.admin(t, "GET", "/v1/admin/dlq?all=true", "", 200), "dead_letters")
 	require.Len(t, all, 1, "no other row was made")
 }
+
+// The admin API reads a flag and a path number one way everywhere: before,
+// dlq?all=maybe listed the open letters (200) where keys?all=maybe was
+// refused, and requests/0 answered 404 where dlq/0 answered 400.
+func TestAdminReadsFlagsAndPathNumbersOneWay(t *testing.T) {
+	r := start(t, Options{})
+	for _, path := range []string{"/v1/admin/keys?all=maybe", "/v1/admin/dlq?all=maybe", "/v1/admin/dlq?all=1"} {
+		body := r.admin(t, "GET", path, "", 400)
+		require.Equal(t, "all", body["field"], path)
+		require.Contains(t, body["detail"], "is not true or false", path)
+	}
+	for _, path := range []string{"/v1/admin/dlq?all=true", "/v1/admin/dlq?all=false", "/v1/admin/keys?all=true"} {
+		r.admin(t, "GET", path, "", 200)
+	}
+	for _, c := range []struct{ method, path, what string }{
+		{"GET", "/v1/admin/dlq/0", "a DLQ sequence number"},
+		{"GET", "/v1/admin/dlq/-3", "a DLQ sequence number"},
+		{"GET", "/v1/admin/dlq/x", "a DLQ sequence number"},
+		{"POST", "/v1/admin/dlq/0/redrive", "a DLQ sequence number"},
+		{"GET", "/v1/admin/requests/0", "a request number"},
+		{"GET", "/v1/admin/requests/-1", "a request number"},
+		{"GET", "/v1/admin/requests/x", "a request number"},
+	} {
+		body := r.admin(t, c.method, c.path, `{"by":"a","reason":"b"}`, 400)
+		require.Equal(t, "seq", body["field"], c.path)
+		require.Contains(t, body["detail"], "is not "+c.what+" (a positive integer)", c.path)
+	}
+	r.admin(t, "GET", "/v1/admin/requests/99", "", 404)
+	r.admin(t, "GET", "/v1/admin/dlq/99", "", 404)
+}
