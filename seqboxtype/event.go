@@ -314,7 +314,7 @@ func (e envelope) objectVersion() (*int64, error) {
 	if err != nil {
 		if f, ferr := strconv.ParseFloat(text, 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) <= maxSafeInteger {
 			// 1.0 or 1e0: an integer's value, not written as one.
-			return nil, invalid("objectversion", "%s is not written as an integer: digits only (%s or %q)",
+			return nil, invalid("objectversion", "%s is not written as an integer: write %s or %q",
 				quoteTrunc(text), strconv.FormatFloat(f, 'f', -1, 64), strconv.FormatFloat(f, 'f', -1, 64))
 		}
 		return nil, invalid("objectversion", "%s is not an integer", quoteTrunc(text))
