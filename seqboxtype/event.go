@@ -249,8 +249,8 @@ func storable(name, s string) error {
 func keyText(name, s string) error {
 	for k := 0; k < len(s); k++ {
 		if c := s[k]; c < 0x20 || c == 0x7f {
-			return invalid(name, "contains a control character (U+%04X at byte %d): an identity or ordering key must be printable, "+
-				"as it travels in headers and shows in tables", c, k)
+			return invalid(name, "contains a control character (U+%04X at byte %d): an identity or ordering key holds none of "+
+				"U+0000 to U+001F and U+007F, as it travels in HTTP headers, which refuse them, and shows in tables", c, k)
 		}
 	}
 	return nil
