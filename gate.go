@@ -24,6 +24,10 @@ type gateResult struct {
 	after bool
 }
 
+// gapBlockAction is a blocked message's next action when its key is
+// blocked by a gap (a hold that timed out) rather than a dead letter.
+const gapBlockAction = "release the key (seqbox keys release): it is blocked by a gap, with no dead letter behind it"
+
 // gate is the ordering gate (docs/design.md §6) for an event with a partition key. It
 // returns nil when the event may be applied now, or the outcome it reached
 // (after parking the event where the outcome says so).
@@ -31,7 +35,11 @@ func (p *pipeline) gate(ctx context.Context, tx *batchTx, in input, ev seqboxtyp
 	name, key := p.cfg.Name, ev.PartitionKey
 	if ks.Blocked {
 		reason := fmt.Sprintf("key blocked since %s: %s", ks.BlockedSince.Format(time.RFC3339), ks.BlockedReason)
-		return &gateResult{Outcome: seqboxtype.Blocked, Reason: reason, NextAction: "redrive or skip the message blocking the key"},
+		next := "redrive or skip the message blocking the key"
+		if ks.BlockedID == "" {
+			next = gapBlockAction
+		}
+		return &gateResult{Outcome: seqboxtype.Blocked, Reason: reason, NextAction: next},
 			tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkBlocked, reason, now, time.Time{}))
 	}
 	v, versioned := ev.Version()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 )
 
 // A consumer driven by Deliver gets Run's upkeep from Maintain: a hold that
@@ -46,4 +47,38 @@ func TestMaintainDoesWhatRunDoesInTheBackground(t *testing.T) {
 	now.Add(int64(60 * 24 * time.Hour)) // past the default 30-day retention
 	require.NoError(t, c.Maintain(ctx))
 	require.Equal(t, 0, inbox(), "Maintain purged the identities whose retention ended")
+}
+
+// A key blocked by a hold that timed out (HoldExpiry=block) has no dead
+// letter to redrive or skip: the audit of a version parked behind it says
+// to release the key, as keys list does. Before, it said "redrive or skip
+// the message blocking the key", which no dead letter answered.
+func TestAGapBlockNamesKeysReleaseAsTheWayOut(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	b.cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	b.cfg.HoldTimeout, b.cfg.HoldExpiry = time.Minute, seqbox.HoldExpiryBlock
+	c := b.consumer(t)
+	for v, want := range map[int]seqboxtype.Outcome{1: seqboxtype.Applied, 3: seqboxtype.Held} {
+		res, err := c.Deliver(ctx, versioned("K", v), 1)
+		require.NoError(t, err)
+		require.Equal(t, want, res[0].Outcome)
+	}
+	now.Add(int64(2 * time.Minute))
+	require.NoError(t, c.Maintain(ctx))
+	res, err := c.Deliver(ctx, versioned("K", 4), 1)
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.Blocked, res[0].Outcome)
+	audit, err := b.store.Executor().AuditList(ctx, store.AuditListParams{Consumer: b.cfg.Name, Key: "K", Limit: 10})
+	require.NoError(t, err)
+	var found bool
+	for _, a := range audit {
+		if a.ID == "K-v4" {
+			found = true
+			require.Equal(t, "release the key (seqbox keys release): it is blocked by a gap, with no dead letter behind it", a.NextAction)
+		}
+	}
+	require.True(t, found, "v4's audit row: %+v", audit)
 }
