@@ -123,8 +123,12 @@ func (p *pipeline) passed(ctx context.Context, tx *batchTx, ev seqboxtype.Event,
 		return &gateResult{Outcome: seqboxtype.Stale, NextAction: "none: its version was skipped by a recorded gap",
 			Reason: fmt.Sprintf("version %d was passed over by a recorded gap (seqbox keys show %s)", v, ev.PartitionKey)}, nil
 	}
-	reason := fmt.Sprintf("version %d is already committed under another identity", v)
-	return &gateResult{Outcome: seqboxtype.VersionConflict, Reason: reason, NextAction: "investigate: two events claim the same version"},
+	// The inbox has no row of this identity: another identity committed
+	// the version, or this one did and retention purged it before this
+	// copy came (the key keeps no name of who committed it).
+	reason := fmt.Sprintf("version %d is already committed under another identity, or under this one if retention purged it before this redelivery", v)
+	return &gateResult{Outcome: seqboxtype.VersionConflict, Reason: reason,
+			NextAction: "investigate: two events claim the same version, or the retention is shorter than the redelivery window"},
 		tx.ParkedInsert(ctx, p.parkRow(ev, seqboxtype.ParkVersionConflict, reason, now, time.Time{}))
 }
 
