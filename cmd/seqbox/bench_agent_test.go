@@ -12,14 +12,14 @@ import (
 // and its check says the agent got every event once and in order, on both
 // targets and both stores; the figures are not asserted.
 func TestBenchAgent(t *testing.T) {
-	dbs := map[string]func() string{
-		"sqlite":   func() string { return newDB(t) },
-		"postgres": func() string { return pgtest.URL(t) },
+	dbs := map[string]func(*testing.T) string{
+		"sqlite":   func(t *testing.T) string { return newDB(t) },
+		"postgres": func(t *testing.T) string { return pgtest.URL(t) },
 	}
 	for store, db := range dbs {
 		for _, target := range []string{"serve", "library"} {
 			t.Run(store+"/"+target, func(t *testing.T) {
-				out := ok(t, "bench", "agent", "--db", db(), "--target", target, "--keys", "6", "--versions", "3",
+				out := ok(t, "bench", "agent", "--db", db(t), "--target", target, "--keys", "6", "--versions", "3",
 					"--latency", "5ms", "--concurrency", "4", "--chain", "5", "--core-messages", "200")
 				m := kv(t, out, "agent: ")
 				require.Equal(t, store, m["store"])

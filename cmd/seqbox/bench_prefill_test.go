@@ -17,12 +17,12 @@ import (
 // stderr (not a terminal), a line as each phase ends. The figures are not
 // asserted.
 func TestBenchPrefill(t *testing.T) {
-	for store, db := range map[string]func() string{
-		"sqlite":   func() string { return newDB(t) },
-		"postgres": func() string { return pgtest.URL(t) },
+	for store, db := range map[string]func(*testing.T) string{
+		"sqlite":   func(t *testing.T) string { return newDB(t) },
+		"postgres": func(t *testing.T) string { return pgtest.URL(t) },
 	} {
 		t.Run(store, func(t *testing.T) {
-			r := exe(t, "", "bench", "prefill", "--db", db(), "--rows", "20000", "--messages", "300", "--seconds", "0.3",
+			r := exe(t, "", "bench", "prefill", "--db", db(t), "--rows", "20000", "--messages", "300", "--seconds", "0.3",
 				"--workers", "2", "--batch", "64", "--keys", "10")
 			require.Equal(t, 0, r.code, "stderr %q", r.stderr)
 			t.Logf("\n%s\n%s", r.stdout, r.stderr)
@@ -88,12 +88,12 @@ func TestBenchPrefill(t *testing.T) {
 // fixed rate): the empty and the pre-filled inbox side by side, then the
 // purge of the expired half (999 of 2,000) against the ingest, checked.
 func TestBenchPrefillFlag(t *testing.T) {
-	for store, db := range map[string]func() string{
-		"sqlite":   func() string { return newDB(t) },
-		"postgres": func() string { return pgtest.URL(t) },
+	for store, db := range map[string]func(*testing.T) string{
+		"sqlite":   func(t *testing.T) string { return newDB(t) },
+		"postgres": func(t *testing.T) string { return pgtest.URL(t) },
 	} {
 		t.Run(store, func(t *testing.T) {
-			r := exe(t, "", "bench", "--prefill", "2000", "--quick", "--db", db())
+			r := exe(t, "", "bench", "--prefill", "2000", "--quick", "--db", db(t))
 			require.Equal(t, 0, r.code, "stderr %q", r.stderr)
 			t.Logf("\n%s\n%s", r.stdout, r.stderr)
 			require.Regexp(t, `^seqbox bench prefill  db=`+store+` \S+ rows=2000 messages=2000 seconds=1 workers=4 batch=[0-9]+ keys=100 purge_batch=500\n`, r.stdout)
