@@ -76,6 +76,6 @@ func rootCmd(ed Edition) *cobra.Command {
 		path := strings.TrimPrefix(c.CommandPath(), ed.Name+" ")
 		return fmt.Errorf("%s: %w (see %s %s --help)", path, err, ed.Name, path)
 	})
-	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), inboxCmd(), chaosCmd(ed), benchCmd(), serveCmd(), effectsCmd(), consumersCmd(), purgeCmd(), modelCmd(), versionCmd(ed.Name))
+	root.AddCommand(demoCmd(), replayCmd(), dlqCmd(), keysCmd(), inboxCmd(), collisionsCmd(), chaosCmd(ed), benchCmd(), serveCmd(), effectsCmd(), consumersCmd(), purgeCmd(), modelCmd(), versionCmd(ed.Name))
 	return root
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/ops"
-	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
@@ -257,87 +256,15 @@ func (s *Server) showDLQ(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, DeadLetterViewOf(letter, true))
 }
 
-// Collision is one identity that arrived with two different payloads.
-type Collision struct {
-	Source       string  `json:"source"`
-	ID           string  `json:"id"`
-	PartitionKey string  `json:"partitionkey"`
-	Reason       string  `json:"reason"`
-	At           *string `json:"at"`
-	// First is the payload recorded first (nil when retention purged it),
-	// Second the colliding one, parked.
-	First        *Payload `json:"first"`
-	FirstOutcome string   `json:"first_outcome"`
-	Second       Payload  `json:"second"`
-	SecondHash   string   `json:"second_payload_hash"`
-	// Diff lists the fields that differ from First to Second; null when
-	// the two cannot be compared field by field (First purged, or not a
-	// JSON object).
-	Diff []FieldDiff `json:"diff"`
-}
-
 // collisions is GET /v1/admin/collisions: every parked collision with
 // both payloads side by side.
 func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	op := s.store.Executor()
-	parked, err := op.ParkedList(ctx, store.KeyRef{Consumer: s.opt.Consumer, Key: ""})
+	out, err := Collisions(r.Context(), s.store.Executor(), s.opt.Consumer)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	out := []Collision{}
-	for _, p := range parked {
-		if p.Reason != seqboxtype.ParkCollision {
-			continue
-		}
-		c := Collision{Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, Reason: p.Detail, At: stamp(p.ParkedAt),
-			Second: payload(p.Envelope), SecondHash: p.PayloadHash}
-		first, outcome, err := s.firstPayload(ctx, p, parked)
-		if err != nil {
-			s.serverError(w, r, err)
-			return
-		}
-		if first != nil {
-			fp := payload(first)
-			c.First = &fp
-		}
-		if d, ok := diffEnvelopes(first, p.Envelope); ok {
-			c.Diff = d
-		}
-		c.FirstOutcome = outcome
-		out = append(out, c)
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "collisions": out})
-}
-
-// firstPayload finds the payload an identity was first recorded with:
-// applied (the gateway kept it), parked (held or blocked) or dead-lettered.
-func (s *Server) firstPayload(ctx context.Context, c store.Parked, parked []store.Parked) ([]byte, string, error) {
-	seen, err := s.store.Executor().InboxSeen(ctx, store.MessageRef{Consumer: s.opt.Consumer, Source: c.Source, ID: c.ID})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, "", err
-	}
-	outcome := string(seen.Outcome)
-	env, ok, err := envelopeOf(ctx, s.store.Executor(), s.opt.Consumer, c.Source, c.ID)
-	if err != nil || ok {
-		return env, outcome, err
-	}
-	for _, p := range parked {
-		if p.Source == c.Source && p.ID == c.ID && p.Reason != seqboxtype.ParkCollision {
-			return p.Envelope, outcome, nil
-		}
-	}
-	letters, err := s.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: s.opt.Consumer, All: true})
-	if err != nil {
-		return nil, outcome, err
-	}
-	for i := len(letters) - 1; i >= 0; i-- {
-		if letters[i].Source == c.Source && letters[i].ID == c.ID && letters[i].PayloadHash != c.PayloadHash {
-			return letters[i].Envelope, outcome, nil
-		}
-	}
-	return nil, outcome, nil
 }
 
 // identity reads what the inbox, the decisions and the gateway hold for

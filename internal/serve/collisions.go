@@ -1,0 +1,90 @@
+package serve
+
+import (
+	"context"
+	"errors"
+
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// Collision is one identity that arrived with two different payloads.
+type Collision struct {
+	Source       string  `json:"source"`
+	ID           string  `json:"id"`
+	PartitionKey string  `json:"partitionkey"`
+	Reason       string  `json:"reason"`
+	At           *string `json:"at"`
+	// First is the payload recorded first (nil when retention purged it),
+	// Second the colliding one, parked.
+	First        *Payload `json:"first"`
+	FirstOutcome string   `json:"first_outcome"`
+	Second       Payload  `json:"second"`
+	SecondHash   string   `json:"second_payload_hash"`
+	// Diff lists the fields that differ from First to Second; null when
+	// the two cannot be compared field by field (First purged, or not a
+	// JSON object).
+	Diff []FieldDiff `json:"diff"`
+}
+
+// Collisions reads consumer's parked collisions from ex, each with the
+// payload its identity was first recorded with (when something still
+// holds it) and the fields that differ: the admin API's and seqbox
+// collisions' one reading.
+func Collisions(ctx context.Context, ex store.Executor, consumer string) ([]Collision, error) {
+	parked, err := ex.ParkedList(ctx, store.KeyRef{Consumer: consumer, Key: ""})
+	if err != nil {
+		return nil, err
+	}
+	out := []Collision{}
+	for _, p := range parked {
+		if p.Reason != seqboxtype.ParkCollision {
+			continue
+		}
+		c := Collision{Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, Reason: p.Detail, At: stamp(p.ParkedAt),
+			Second: payload(p.Envelope), SecondHash: p.PayloadHash}
+		first, outcome, err := firstPayload(ctx, ex, consumer, p, parked)
+		if err != nil {
+			return nil, err
+		}
+		if first != nil {
+			fp := payload(first)
+			c.First = &fp
+		}
+		if d, ok := diffEnvelopes(first, p.Envelope); ok {
+			c.Diff = d
+		}
+		c.FirstOutcome = outcome
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// firstPayload finds the payload an identity was first recorded with:
+// applied (the gateway kept it), parked (held or blocked) or dead-lettered.
+func firstPayload(ctx context.Context, ex store.Executor, consumer string, c store.Parked, parked []store.Parked) ([]byte, string, error) {
+	seen, err := ex.InboxSeen(ctx, store.MessageRef{Consumer: consumer, Source: c.Source, ID: c.ID})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, "", err
+	}
+	outcome := string(seen.Outcome)
+	env, ok, err := envelopeOf(ctx, ex, consumer, c.Source, c.ID)
+	if err != nil || ok {
+		return env, outcome, err
+	}
+	for _, p := range parked {
+		if p.Source == c.Source && p.ID == c.ID && p.Reason != seqboxtype.ParkCollision {
+			return p.Envelope, outcome, nil
+		}
+	}
+	letters, err := ex.DeadLetterList(ctx, store.DeadLetterListParams{Consumer: consumer, All: true})
+	if err != nil {
+		return nil, outcome, err
+	}
+	for i := len(letters) - 1; i >= 0; i-- {
+		if letters[i].Source == c.Source && letters[i].ID == c.ID && letters[i].PayloadHash != c.PayloadHash {
+			return letters[i].Envelope, outcome, nil
+		}
+	}
+	return nil, outcome, nil
+}
