@@ -190,8 +190,14 @@ func (c *Consumer) runBatchOnce(ctx context.Context, ins []input, beforeCommit f
 	}
 	batchDone(c.cfg.Metrics, c.cfg.Name, len(ins), start)
 	c.sizer.observe(len(ins), time.Since(began))
-	for _, results := range out {
-		c.observe(final(results))
+	if len(out) == 1 {
+		c.observe(final(out[0]))
+	} else {
+		var all []seqboxtype.Result // one batch: its keys' spread is one observation each
+		for _, results := range out {
+			all = append(all, final(results)...)
+		}
+		c.observe(all)
 	}
 	return out, btx.undecided, nil
 }

@@ -52,7 +52,38 @@ type Metrics struct {
 	// ContractFailure is the counter seqbox_contract_failures_total:
 	// envelopes rejected as invalid.
 	ContractFailure *prometheus.CounterVec
+	// Unidentified is the counter seqbox_unidentified_total: envelopes
+	// rejected with no readable source or id, whose producer cannot be
+	// told a duplicate from a new event.
+	Unidentified *prometheus.CounterVec
+	// Redelivered is the counter seqbox_redelivered_total{consumer,outcome}:
+	// broker redeliveries (a delivery attempt above 1) settled, by the
+	// outcome they reached; duplicate is a copy the inbox absorbed.
+	Redelivered *prometheus.CounterVec
+	// ActiveKeys is the gauge seqbox_active_keys: the partition keys the
+	// consumer keeps a version or state for, set by RefreshMetrics.
+	ActiveKeys *prometheus.GaugeVec
+	// RetryingKeys is the gauge seqbox_retrying_keys: keys whose message
+	// failed and waits to be tried again (its successors wait behind it),
+	// set by RefreshMetrics.
+	RetryingKeys *prometheus.GaugeVec
+	// KeyMessages is the histogram seqbox_key_messages_per_batch: how many
+	// of a committed batch's deliveries each of its keys had, which shows
+	// the distribution of messages over keys (a hot key stands out).
+	KeyMessages *prometheus.HistogramVec
+	// OccurrenceToPublication is the histogram
+	// seqbox_occurrence_to_publication_seconds: from the event's time (when
+	// the fact happened) to its publication (its publishedat attribute, or
+	// the broker's publish time), for events that carry both.
+	OccurrenceToPublication *prometheus.HistogramVec
+	// PublicationToCommit is the histogram
+	// seqbox_publication_to_commit_seconds: from the event's publication
+	// (as OccurrenceToPublication reads it) to the commit of its outcome.
+	PublicationToCommit *prometheus.HistogramVec
 }
+
+// lagBuckets are the lag histograms' buckets: 1 ms to about 9 hours.
+var lagBuckets = prometheus.ExponentialBuckets(0.001, 2.5, 18)
 
 // NewMetrics creates the collectors and registers them with reg (nil:
 // not registered).
@@ -89,11 +120,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Inbox identities removed by retention."}, c),
 		ContractFailure: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_contract_failures_total",
 			Help: "Envelopes rejected as invalid."}, c),
+		Unidentified: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_unidentified_total",
+			Help: "Envelopes rejected with no readable source or id: their producer sends events seqbox cannot identify."}, c),
+		Redelivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_redelivered_total",
+			Help: "Broker redeliveries (delivery attempt above 1) settled, by outcome; duplicate is a copy the inbox absorbed."}, []string{"consumer", "outcome"}),
+		ActiveKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_active_keys",
+			Help: "Partition keys the consumer keeps a version or state for."}, c),
+		RetryingKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seqbox_retrying_keys",
+			Help: "Keys whose message failed and waits to be tried again; their successors wait behind it."}, c),
+		KeyMessages: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_key_messages_per_batch",
+			Help: "Deliveries of one key in one committed batch: the distribution of messages over keys.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)}, c),
+		OccurrenceToPublication: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_occurrence_to_publication_seconds",
+			Help: "From an event's time to its publication (publishedat, or the broker's publish time).", Buckets: lagBuckets}, c),
+		PublicationToCommit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_publication_to_commit_seconds",
+			Help: "From an event's publication (publishedat, or the broker's publish time) to the commit of its outcome.", Buckets: lagBuckets}, c),
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.Deliveries, m.KeyConflicts, m.Gaps, m.Redrives, m.MaxBlockAlerts, m.StaleBeforeBaseline,
 			m.CommitLatency, m.BatchSize, m.HeldMessages, m.BlockedKeys, m.OldestStuckAge, m.DLQSize, m.InboxRows,
-			m.PurgedRows, m.ContractFailure} {
+			m.PurgedRows, m.ContractFailure, m.Unidentified, m.Redelivered, m.ActiveKeys, m.RetryingKeys, m.KeyMessages,
+			m.OccurrenceToPublication, m.PublicationToCommit} {
 			reg.MustRegister(col)
 		}
 	}

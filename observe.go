@@ -9,16 +9,37 @@ import (
 	"github.com/seqbox/seqbox/store"
 )
 
-// observe counts committed results.
-func observe(m *Metrics, consumer string, results []seqboxtype.Result) {
+// observe counts results committed at now (one batch's, or one
+// Deliver's).
+func observe(m *Metrics, consumer string, results []seqboxtype.Result, now time.Time) {
 	if m == nil {
 		return
 	}
+	var perKey map[string]int
 	for _, res := range results {
 		m.Deliveries.WithLabelValues(consumer, string(res.Outcome)).Inc()
+		if res.Attempt > 1 {
+			m.Redelivered.WithLabelValues(consumer, string(res.Outcome)).Inc()
+		}
+		if res.PartitionKey != "" {
+			if perKey == nil {
+				perKey = map[string]int{}
+			}
+			perKey[res.PartitionKey]++
+		}
+		if !res.Published.IsZero() && res.Outcome != seqboxtype.Duplicate {
+			// A copy's lags are its first delivery's, counted then.
+			if !res.Occurred.IsZero() {
+				m.OccurrenceToPublication.WithLabelValues(consumer).Observe(lag(res.Occurred, res.Published))
+			}
+			m.PublicationToCommit.WithLabelValues(consumer).Observe(lag(res.Published, now))
+		}
 		switch res.Outcome {
 		case seqboxtype.Rejected:
 			m.ContractFailure.WithLabelValues(consumer).Inc()
+			if res.Source == "" || res.ID == "" {
+				m.Unidentified.WithLabelValues(consumer).Inc()
+			}
 		case seqboxtype.Retry:
 			if res.KeyConflict {
 				m.KeyConflicts.WithLabelValues(consumer).Inc()
@@ -29,6 +50,14 @@ func observe(m *Metrics, consumer string, results []seqboxtype.Result) {
 			}
 		}
 	}
+	for _, n := range perKey {
+		m.KeyMessages.WithLabelValues(consumer).Observe(float64(n))
+	}
+}
+
+// lag is the seconds from to to, 0 when the clocks put to first.
+func lag(from, to time.Time) float64 {
+	return max(to.Sub(from).Seconds(), 0)
 }
 
 // refresh sets the gauges from the store's counts at now.
@@ -41,6 +70,8 @@ func refresh(m *Metrics, consumer string, c store.Counts, now time.Time) {
 	m.DLQSize.WithLabelValues(consumer).Set(float64(c.DeadLetters))
 	m.InboxRows.WithLabelValues(consumer).Set(float64(c.InboxRows))
 	m.Gaps.WithLabelValues(consumer).Set(float64(c.Gaps))
+	m.ActiveKeys.WithLabelValues(consumer).Set(float64(c.Keys))
+	m.RetryingKeys.WithLabelValues(consumer).Set(float64(c.RetryingKeys))
 	age := 0.0
 	if !c.OldestStuck.IsZero() {
 		age = now.Sub(c.OldestStuck).Seconds()
@@ -59,7 +90,7 @@ func batchDone(m *Metrics, consumer string, n int, since time.Time) {
 
 // RefreshMetrics sets the gauges of Config.Metrics (held messages,
 // blocked keys, age of the oldest stuck message, DLQ size, inbox rows,
-// gaps) from the store; without Metrics it does nothing. Run refreshes
+// gaps, active and retrying keys) from the store; without Metrics it does nothing. Run refreshes
 // them every 15 seconds (less often when counting takes long), Maintain
 // once; a program that serves /metrics may also refresh them on each
 // scrape.
@@ -77,7 +108,7 @@ func (c *Consumer) RefreshMetrics(ctx context.Context) error {
 
 // observe counts results and tells the Observer, after their commit.
 func (c *Consumer) observe(results []seqboxtype.Result) {
-	observe(c.cfg.Metrics, c.cfg.Name, results)
+	observe(c.cfg.Metrics, c.cfg.Name, results, c.cfg.Now())
 	c.logResults(results)
 	if c.cfg.Observer != nil {
 		for _, res := range results {

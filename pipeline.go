@@ -38,6 +38,10 @@ type input struct {
 	// traceParent and traceState are the producer's trace context from
 	// the broker's headers, for an envelope that carries none.
 	traceParent, traceState string
+	// published is when the broker says the message was published (zero
+	// when it does not say: transport.PublishTimer), for an envelope
+	// without publishedat.
+	published time.Time
 	// span is the input's process span once its pass started it: the
 	// parent of its settle span.
 	span trace.SpanContext
@@ -218,7 +222,11 @@ func (p *pipeline) process(ctx context.Context, tx *batchTx, in input) (r reache
 		m.res, err = p.reject(ctx, tx, in, perr, now)
 		return p.closeSavepoint(ctx, m, "", err)
 	}
-	m.res = seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt}
+	m.res = seqboxtype.Result{Source: ev.Source, ID: ev.ID, PartitionKey: ev.PartitionKey, ObjectVersion: ev.ObjectVersion, Attempt: in.attempt,
+		Occurred: ev.Time, Published: ev.PublishedAt}
+	if m.res.Published.IsZero() {
+		m.res.Published = in.published
+	}
 
 	if row := in.parkedRow(); row != nil {
 		if err := tx.ParkedDelete(ctx, row.Seq); err != nil {

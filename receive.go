@@ -170,6 +170,9 @@ func (c *Consumer) runDeliveries(ctx context.Context, b *batch, s *scheduler, pi
 func deliveryInput(d transport.Delivery, pe *parsedEnvelope) input {
 	in := input{kind: received{}, raw: d.Body(), attempt: d.Attempt()}
 	in.traceParent, in.traceState = brokerTrace(d)
+	if pt, ok := d.(transport.PublishTimer); ok {
+		in.published = pt.PublishedAt()
+	}
 	if pe != nil {
 		in.ev, in.perr, in.parsed = pe.ev, pe.err, true
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/ride"
 	"github.com/seqbox/seqbox/seqboxtype"
@@ -117,6 +119,11 @@ type Config struct {
 type Ledger struct {
 	ex  store.Effects
 	cfg Config
+	// calls and reconcileTime are the counter and the histogram the
+	// Collector exposes: kept by every ledger, read only where it is
+	// registered.
+	calls         *prometheus.CounterVec
+	reconcileTime *prometheus.HistogramVec
 }
 
 // New returns a ledger on st's database.
@@ -142,7 +149,14 @@ func New(st store.Store, cfg Config) (*Ledger, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Ledger{ex: st.Executor(), cfg: cfg}, nil
+	return &Ledger{ex: st.Executor(), cfg: cfg,
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_effects_calls_total",
+			Help: "External calls whose outcome was recorded, by result: succeeded, refused (the remote side did not apply it) or uncertain."},
+			[]string{"consumer", "action", "result"}),
+		reconcileTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "seqbox_effects_reconcile_seconds",
+			Help:    "From a call turning uncertain to its reconciliation, by what the remote side had: applied or absent.",
+			Buckets: prometheus.ExponentialBuckets(0.1, 2.5, 14)}, []string{"consumer", "action", "found"}),
+	}, nil
 }
 
 // ErrNoIdentity is returned by Do when ctx is not a Decider's or Handler's.
@@ -460,6 +474,7 @@ func (l *Ledger) record(ctx context.Context, e Effect, ref string, err error) (s
 		}
 		return "", errors.Join(err, serr)
 	}
+	l.calls.WithLabelValues(e.Consumer, e.Action, callResult(to)).Inc()
 	switch to {
 	case Succeeded:
 		return ref, nil
@@ -551,6 +566,7 @@ func (l *Ledger) reconciled(ctx context.Context, e Effect, r Reconciliation) (re
 		if err := l.update(ctx, e.IdempotencyKey, Succeeded, r.Ref, "", true, Uncertain); err != nil {
 			return "", false, err
 		}
+		l.observeReconciled(e, "applied")
 		return r.Ref, false, nil
 	}
 	if since := e.UpdatedAt; l.cfg.Now().Sub(since) < l.cfg.Timeout {
@@ -565,7 +581,32 @@ func (l *Ledger) reconciled(ctx context.Context, e Effect, r Reconciliation) (re
 	}
 	// The remote side has nothing: calling again with the same key is safe.
 	err = l.update(ctx, e.IdempotencyKey, Failed, "", "reconciled: the remote side has no effect for this key", true, Uncertain)
+	if err == nil {
+		l.observeReconciled(e, "absent")
+	}
 	return "", err == nil, err
+}
+
+// observeReconciled times e's reconciliation, found being what the
+// remote side had: from when the call first turned uncertain.
+func (l *Ledger) observeReconciled(e Effect, found string) {
+	since := e.UpdatedAt
+	if e.UncertainAt != nil {
+		since = *e.UncertainAt
+	}
+	l.reconcileTime.WithLabelValues(e.Consumer, e.Action, found).Observe(max(l.cfg.Now().Sub(since).Seconds(), 0))
+}
+
+// callResult is the seqbox_effects_calls_total result of a call recorded
+// in state st.
+func callResult(st State) string {
+	switch st {
+	case Succeeded:
+		return "succeeded"
+	case Failed:
+		return "refused"
+	}
+	return "uncertain"
 }
 
 // safeCall runs call, turning a panic into an error: the call may have

@@ -15,7 +15,9 @@ var (
 )
 
 // Collector exposes the ledger's uncertain calls to Prometheus, read from
-// the database at every scrape.
+// the database at every scrape, with the calls this ledger recorded by
+// result (seqbox_effects_calls_total) and how long its reconciliations
+// took (seqbox_effects_reconcile_seconds).
 type Collector struct {
 	l   *Ledger
 	now func() time.Time
@@ -29,10 +31,14 @@ func NewCollector(l *Ledger) *Collector { return &Collector{l: l, now: l.cfg.Now
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- uncertainDesc
 	ch <- oldestDesc
+	c.l.calls.Describe(ch)
+	c.l.reconcileTime.Describe(ch)
 }
 
 // Collect reads the uncertain calls and sends their gauges.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.l.calls.Collect(ch)
+	c.l.reconcileTime.Collect(ch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	us, err := c.l.Uncertain(ctx)

@@ -70,6 +70,11 @@ type Event struct {
 	// TraceState is the tracestate that goes with TraceParent (empty when
 	// absent or unreadable).
 	TraceState string
+	// PublishedAt is the publishedat extension attribute, an RFC 3339 time
+	// a producer or relay stamps when it publishes the event (zero when
+	// absent or unreadable: read leniently, as it is volatile and does not
+	// enter the payload hash). The lag metrics read it.
+	PublishedAt time.Time
 	// Data is the event's data member exactly as it appears in Raw (a
 	// sub-slice of it): not re-encoded, so numbers keep every digit and
 	// strings their escapes. Two deliveries of one fact may differ here in
@@ -148,6 +153,9 @@ func ParseEventExcluding(raw []byte, volatile []string) (Event, error) {
 	// trace context asks, rather than costing the event.
 	ev.TraceParent = env.lenientString("traceparent")
 	ev.TraceState = env.lenientString("tracestate")
+	if pa := env.lenientString("publishedat"); pa != "" {
+		ev.PublishedAt, _ = time.Parse(time.RFC3339Nano, pa) // advisory: unreadable reads as absent
+	}
 	ts, err := env.optionalString("time")
 	if err != nil {
 		return Event{}, err

@@ -33,4 +33,9 @@ type Result struct {
 	// failure (its decision is in flight elsewhere): not counted as an
 	// attempt.
 	RetryAfter time.Duration `json:"-"`
+	// Occurred is the event's time attribute, when the fact happened (zero
+	// when it has none), and Published when it was published: its
+	// publishedat attribute, or the broker's publish time (zero when
+	// neither is known). The lag metrics read them.
+	Occurred, Published time.Time `json:"-"`
 }

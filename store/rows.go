@@ -260,6 +260,10 @@ type Counts struct {
 	BlockedKeys int64
 	// Gaps counts recorded gaps.
 	Gaps int64
+	// RetryingKeys counts the keys with a message whose failed attempts
+	// are recorded and that waits to be tried again (a key's turn with no
+	// attempt counted, taken to decide, is not one).
+	RetryingKeys int64
 	// OldestStuck is when the longest-stuck key got stuck: the earliest of
 	// the blocked keys' BlockedSince and the held or blocked messages'
 	// ParkedAt (zero when none), the oldest Since of the stuck keys'

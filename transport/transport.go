@@ -54,6 +54,16 @@ type HeaderCarrier interface {
 	Header(name string) string
 }
 
+// PublishTimer is implemented by deliveries whose broker records when
+// the message was published: the embedded queue, NATS JetStream, Kafka,
+// SQS and Pub/Sub. The consumer's lag metrics read it for an envelope
+// without a publishedat attribute.
+type PublishTimer interface {
+	// PublishedAt is when the broker took the message (zero when it does
+	// not say).
+	PublishedAt() time.Time
+}
+
 // Transport receives deliveries.
 type Transport interface {
 	// Receive returns up to max deliveries, waiting a short while when none

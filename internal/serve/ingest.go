@@ -113,6 +113,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	if len(bad) > 0 {
 		s.metrics.ingestRequests.WithLabelValues(mode, "400").Inc()
 		s.metrics.ingestRejected.WithLabelValues(s.opt.Consumer, mode).Add(float64(len(bad)))
+		s.countContractFailures(bad)
 		p := Problem{Type: ProblemInvalidEvent, Title: "Invalid event", Status: http.StatusBadRequest,
 			Field: bad[0].Field, Detail: bad[0].Field + ": " + bad[0].Detail}
 		if mode == "batch" {
@@ -251,6 +252,24 @@ func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) (string, [][
 			Detail: "envelope: the body is empty: send one CloudEvent as JSON"}
 	}
 	return mode, [][]byte{body}, nil
+}
+
+// countContractFailures counts the events ingest refused as invalid in
+// the consumer's own metrics, as the pipeline counts the envelopes it
+// rejects: seqbox_contract_failures_total, and seqbox_unidentified_total
+// for those whose identity could not be read.
+func (s *Server) countContractFailures(bad []EventError) {
+	m := s.consumerMetrics
+	if m == nil {
+		return
+	}
+	m.ContractFailure.WithLabelValues(s.opt.Consumer).Add(float64(len(bad)))
+	for _, e := range bad {
+		switch e.Field {
+		case "id", "source", "envelope":
+			m.Unidentified.WithLabelValues(s.opt.Consumer).Inc()
+		}
+	}
 }
 
 // encodingProblem refuses a body with a Content-Encoding other than

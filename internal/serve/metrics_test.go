@@ -58,3 +58,18 @@ func TestMetricsAndHealth(t *testing.T) {
 	code, _, _ = r.call(t, "GET", "/readyz", "", nil, "")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 }
+
+// An event ingest refuses as invalid is a contract failure in the
+// consumer's metrics too, as an envelope the pipeline rejects is, and one
+// whose identity cannot be read is unidentified: before, only the
+// gateway's own seqbox_gateway_invalid_events_total moved, and a
+// dashboard on seqbox_contract_failures_total saw none.
+func TestIngestRefusalsAreContractFailures(t *testing.T) {
+	r := start(t, Options{})
+	r.postWant(t, `{"specversion":"1.0","source":"s","type":"t"}`, http.StatusBadRequest)        // no id
+	r.postWant(t, `{"specversion":"1.0","id":"a","source":"s","type":7}`, http.StatusBadRequest) // a bad type
+	r.postWant(t, `not json`, http.StatusBadRequest)                                             // no envelope
+	require.Equal(t, 3.0, r.metricValue(t, `seqbox_contract_failures_total{consumer="gateway"}`))
+	require.Equal(t, 2.0, r.metricValue(t, `seqbox_unidentified_total{consumer="gateway"}`))
+	require.Equal(t, 3.0, r.metricValue(t, `seqbox_gateway_invalid_events_total{consumer="gateway",mode="structured"}`))
+}

@@ -208,9 +208,10 @@ func (o *Executor) Counts(ctx context.Context, consumer string) (store.Counts, e
 		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1),
 		(SELECT COUNT(*) FROM seqbox_gaps WHERE consumer = $1),
 		(SELECT MIN(parked_at) FROM seqbox_parked WHERE consumer = $1 AND reason IN ('held', 'blocked')),
-		(SELECT MIN(blocked_since) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1)`, consumer).
+		(SELECT MIN(blocked_since) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1),
+		(SELECT COUNT(DISTINCT partitionkey) FROM seqbox_retries WHERE consumer = $1 AND attempts > 0 AND partitionkey <> '')`, consumer).
 		Scan(&c.InboxRows, &c.Applied, &c.Parked, &c.Held, &c.Blocked, &c.DeadLetters, &c.Keys,
-			&c.BlockedKeys, &c.Gaps, &oldest, &blockedSince)
+			&c.BlockedKeys, &c.Gaps, &oldest, &blockedSince, &c.RetryingKeys)
 	// A key is stuck since the earlier of its block and its oldest held
 	// or blocked message (ops.KeyReport.Since): a hold that became a
 	// block keeps its start, and a key blocked with nothing parked

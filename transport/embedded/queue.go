@@ -503,7 +503,7 @@ func (q *Queue) wakeReceivers() {
 var leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
 		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE ` + readyText("$3", "$4") + `
 			ORDER BY h.seq LIMIT $5{{LOCK}})
-		RETURNING seq, body, attempts`
+		RETURNING seq, body, attempts, enqueued_at`
 
 // readyText is the condition of a ready message h of queue at now (the
 // statement's parameters): visible, and the head of its group if it has
@@ -580,7 +580,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 	var out []*delivery
 	for rows.Next() {
 		d := &delivery{q: q, token: token}
-		if err := rows.Scan(&d.seq, &d.body, &d.attempt); err != nil {
+		if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued); err != nil {
 			return nil, fmt.Errorf("embedded queue: receive: %w", err)
 		}
 		out = append(out, d)
@@ -624,7 +624,7 @@ func (q *Queue) TakeNext(ctx context.Context, heads []transport.Delivery) ([]tra
 		var ds []*delivery
 		for rows.Next() {
 			d := &delivery{q: q, token: token}
-			if err := rows.Scan(&d.seq, &d.body, &d.attempt); err != nil {
+			if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued); err != nil {
 				return err
 			}
 			ds = append(ds, d)
@@ -657,7 +657,7 @@ func takeNextText(arrays bool, token string, until int64, queue string, now int6
 	update := `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
 		WHERE seq IN (SELECT ` + next + ` FROM seqbox_queue h WHERE h.queue = $3 AND h.msg_group <> '' AND h.visible_at > $4 AND %s)
 		AND queue = $3 AND visible_at <= $4
-		RETURNING seq, body, attempts`
+		RETURNING seq, body, attempts, enqueued_at`
 	if arrays {
 		return fmt.Sprintf(update, `h.seq = ANY($5::bigint[]) AND h.lease = ANY($6::text[])`),
 			[]any{token, until, queue, now, seqs, tokens}
@@ -910,10 +910,16 @@ type delivery struct {
 	body    []byte
 	attempt int
 	token   string
+	// enqueued is when it was published, in Unix microseconds.
+	enqueued int64
 }
 
 func (d *delivery) Body() []byte { return d.body }
 func (d *delivery) Attempt() int { return d.attempt }
+
+// PublishedAt implements transport.PublishTimer: when the message was
+// published.
+func (d *delivery) PublishedAt() time.Time { return time.UnixMicro(d.enqueued).UTC() }
 
 func (d *delivery) settle(ctx context.Context, what, query string, args ...any) error {
 	var res sql.Result
@@ -1047,3 +1053,5 @@ func ensureHOT(ctx context.Context, tx *sql.Tx) error {
 	}
 	return nil
 }
+
+var _ transport.PublishTimer = (*delivery)(nil)

@@ -38,6 +38,15 @@ func (d *delivery) Body() []byte { return d.e.rec.Value }
 // package documentation).
 func (d *delivery) Attempt() int { return d.attempt }
 
+// PublishedAt implements transport.PublishTimer: the record's timestamp
+// (the producer's, or the broker's append time, as the topic says).
+func (d *delivery) PublishedAt() time.Time {
+	if d.e.rec.Timestamp.Unix() <= 0 {
+		return time.Time{}
+	}
+	return d.e.rec.Timestamp
+}
+
 // leasedLocked reports whether the delivery's partition is still in the
 // assignment it was received in; t.mu is held.
 func (d *delivery) leasedLocked() bool { return !d.t.closed && d.e.p.owned && d.e.epoch == d.e.p.epoch }
@@ -139,4 +148,7 @@ func (d *delivery) Extend(context.Context, time.Duration) error {
 	return nil
 }
 
-var _ transport.HeaderCarrier = (*delivery)(nil)
+var (
+	_ transport.HeaderCarrier = (*delivery)(nil)
+	_ transport.PublishTimer  = (*delivery)(nil)
+)

@@ -17,6 +17,16 @@ type delivery struct {
 	attempt int
 }
 
+// PublishedAt implements transport.PublishTimer: when the stream stored
+// the message (zero when its metadata cannot be read).
+func (d *delivery) PublishedAt() time.Time {
+	md, err := d.msg.Metadata()
+	if err != nil {
+		return time.Time{}
+	}
+	return md.Timestamp
+}
+
 // Header returns the message's NATS header of that name, matched
 // without regard to case.
 func (d *delivery) Header(name string) string {
@@ -84,4 +94,7 @@ func (t *Transport) flush(ctx context.Context) error {
 	return t.nc.FlushWithContext(ctx)
 }
 
-var _ transport.HeaderCarrier = (*delivery)(nil)
+var (
+	_ transport.HeaderCarrier = (*delivery)(nil)
+	_ transport.PublishTimer  = (*delivery)(nil)
+)

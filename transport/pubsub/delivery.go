@@ -15,6 +15,17 @@ type delivery struct {
 	body    []byte
 	attempt int
 	attrs   map[string]string
+	// published is the message's publish time.
+	published time.Time
+}
+
+// PublishedAt implements transport.PublishTimer: the message's publish
+// time (zero when Pub/Sub did not give it).
+func (d *delivery) PublishedAt() time.Time {
+	if d.published.Unix() <= 0 {
+		return time.Time{}
+	}
+	return d.published
 }
 
 // Header returns the message's attribute of that name.
@@ -58,4 +69,7 @@ func deadlineSeconds(d time.Duration, floor int32) int32 {
 	return max(int32(s), floor)
 }
 
-var _ transport.HeaderCarrier = (*delivery)(nil)
+var (
+	_ transport.HeaderCarrier = (*delivery)(nil)
+	_ transport.PublishTimer  = (*delivery)(nil)
+)

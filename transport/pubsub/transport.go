@@ -151,7 +151,7 @@ func (t *Transport) Receive(ctx context.Context, max int) ([]transport.Delivery,
 	for _, rm := range res.GetReceivedMessages() {
 		m := rm.GetMessage()
 		ds = append(ds, &delivery{t: t, ackID: rm.GetAckId(), msgID: m.GetMessageId(), body: m.GetData(),
-			attempt: t.attempt(m.GetMessageId(), rm.GetDeliveryAttempt()), attrs: m.GetAttributes()})
+			attempt: t.attempt(m.GetMessageId(), rm.GetDeliveryAttempt()), attrs: m.GetAttributes(), published: m.GetPublishTime().AsTime()})
 	}
 	return ds, nil
 }

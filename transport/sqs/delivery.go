@@ -28,6 +28,7 @@ type delivery struct {
 	handle  string
 	attempt int
 	attrs   map[string]types.MessageAttributeValue
+	sent    time.Time
 }
 
 // traceAttributes are the message attributes a receive asks for: the
@@ -47,9 +48,17 @@ func (t *Transport) delivery(m types.Message) *delivery {
 	if err != nil || attempt < 1 {
 		attempt = 1
 	}
-	return &delivery{t: t, body: []byte(aws.ToString(m.Body)), id: aws.ToString(m.MessageId),
+	d := &delivery{t: t, body: []byte(aws.ToString(m.Body)), id: aws.ToString(m.MessageId),
 		handle: aws.ToString(m.ReceiptHandle), attempt: attempt, attrs: m.MessageAttributes}
+	if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil && ms > 0 {
+		d.sent = time.UnixMilli(ms).UTC()
+	}
+	return d
 }
+
+// PublishedAt implements transport.PublishTimer: the message's
+// SentTimestamp (zero when SQS did not give it).
+func (d *delivery) PublishedAt() time.Time { return d.sent }
 
 // Body is the message body exactly as published.
 func (d *delivery) Body() []byte { return d.body }
@@ -144,4 +153,7 @@ func batchEntryError(e types.BatchResultErrorEntry) error {
 	return &smithy.GenericAPIError{Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)}
 }
 
-var _ transport.HeaderCarrier = (*delivery)(nil)
+var (
+	_ transport.HeaderCarrier = (*delivery)(nil)
+	_ transport.PublishTimer  = (*delivery)(nil)
+)

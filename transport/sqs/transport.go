@@ -161,7 +161,7 @@ func (t *Transport) receive(ctx context.Context, n int, wait int32) ([]types.Mes
 		QueueUrl:                    aws.String(t.cfg.QueueURL),
 		MaxNumberOfMessages:         int32(n),
 		WaitTimeSeconds:             wait,
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount, types.MessageSystemAttributeNameSentTimestamp},
 		MessageAttributeNames:       traceAttributes,
 	})
 	if err != nil {
