@@ -96,9 +96,14 @@ func testRoundTrip(t *testing.T, h Harness) {
 			want = append(want, string(Event(k, v)))
 		}
 	}
+	// The broker's publish time (transport.PublishTimer) falls between
+	// the publish and the receive, give or take a second of the broker's
+	// clock and its precision (SQS: milliseconds).
+	before := time.Now().Add(-time.Second)
 	b.publish(t, pub...)
 	tr := b.open(t)
 	got := Receive(t, tr, len(pub), 30*time.Second)
+	after := time.Now().Add(time.Second)
 	slices.Sort(want)
 	if g := bodies(got); !slices.Equal(g, want) {
 		t.Fatalf("received bodies differ from published:\n got %q\nwant %q", g, want)
@@ -106,6 +111,13 @@ func testRoundTrip(t *testing.T, h Harness) {
 	for _, d := range got {
 		if d.Attempt() != 1 {
 			t.Fatalf("first delivery reports attempt %d: %s", d.Attempt(), d.Body())
+		}
+		pt, ok := d.(transport.PublishTimer)
+		if !ok {
+			t.Fatalf("%T does not say when its message was published (transport.PublishTimer)", d)
+		}
+		if at := pt.PublishedAt(); at.Before(before) || at.After(after) {
+			t.Fatalf("published at %s, not between the publish (%s) and the receive (%s): %s", at, before, after, d.Body())
 		}
 	}
 	// Half one by one, half in one batch.
