@@ -140,6 +140,12 @@ func (b *batchTx) LedgerTouched(ctx context.Context, p store.MessageRef) (bool, 
 	return b.tx.LedgerTouched(ctx, p)
 }
 
+// LedgerOpen is store.Executor.LedgerOpen, read from the store, as
+// LedgerTouched.
+func (b *batchTx) LedgerOpen(ctx context.Context, p store.MessageRef) (store.OpenCall, error) {
+	return b.tx.LedgerOpen(ctx, p)
+}
+
 // TurnTake is store.Executor.TurnTake; the key now has a turn, which the
 // gate of its later messages in the batch must see (HasRetries). In an
 // optimistic run, a turn of a message without a business key whose turn

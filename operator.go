@@ -26,6 +26,15 @@ var ErrNotBlocking = errors.New("dead letter already resolved")
 // to a message being decided right now: try again once its result is in.
 var ErrBeingDecided = errors.New("it is being decided right now; try again once its result is in")
 
+// ErrCallOpen is returned by Skip and ReleaseKey (and holds back the
+// sweep) for a message whose call through the effects ledger is pending
+// or uncertain: it may be running at the remote side, or have taken
+// effect, though its caller is gone. Letting the message's successors go
+// would send the next event, or another event of its business key,
+// while it may still apply. Wait for the call to end, or resolve it
+// (seqbox effects resolve) once the remote side says what became of it.
+var ErrCallOpen = errors.New("a call of it through the effects ledger is pending or uncertain: it may still take effect; resolve it first (seqbox effects resolve)")
+
 // Redrive sends DLQ message seq back through the pipeline under its
 // original identity. Anything already applied is recognised by the inbox;
 // if the message blocked its key, the key is released and its parked
@@ -131,6 +140,11 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 		}
 		return nil, fmt.Errorf("dlq %d: %w", seq, ErrBeingDecided)
 	}
+	// Nor one whose call is open in a process that froze or died (its
+	// claim ran out): the call may still take effect after its successors.
+	if err := c.p.callOpen(ctx, letter.Source, letter.ID); err != nil {
+		return nil, fmt.Errorf("dlq %d: %w", seq, err)
+	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
 		now := c.cfg.Now()
 		if err := tx.DeadLetterResolve(ctx, store.DeadLetterResolveParams{Consumer: c.cfg.Name, Seq: letter.Seq, State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
@@ -218,6 +232,9 @@ func (c *Consumer) releaseTurn(ctx context.Context, tx *batchTx, ks store.KeySta
 		}
 		return nil, fmt.Errorf("key %q: its turn belongs to %s/%s: %w", ks.Key, r.Source, r.ID, ErrBeingDecided)
 	}
+	if err := c.p.callOpen(ctx, r.Source, r.ID); err != nil {
+		return nil, fmt.Errorf("key %q: its turn belongs to %w", ks.Key, err)
+	}
 	if err := c.p.endTurn(ctx, tx, r, ks.Key, who, why, now); err != nil {
 		return nil, err
 	}
@@ -291,11 +308,6 @@ func (c *Consumer) Sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 		return out, err
 	}
 	for _, ks := range stuck {
-		c.cfg.Logger.Error("seqbox: ALERT key blocked longer than MaxBlock; releasing with a recorded gap",
-			"consumer", c.cfg.Name, "key", ks.Key, "since", ks.BlockedSince, "reason", ks.BlockedReason)
-		if c.cfg.Metrics != nil {
-			c.cfg.Metrics.MaxBlockAlerts.WithLabelValues(c.cfg.Name).Inc()
-		}
 		why := fmt.Sprintf("blocked since %s, longer than MaxBlock %s", ks.BlockedSince.Format(time.RFC3339), c.cfg.MaxBlock)
 		var results []seqboxtype.Result
 		if ks.BlockedID != "" {
@@ -303,8 +315,20 @@ func (c *Consumer) Sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 		} else {
 			results, err = c.ReleaseKey(ctx, ks.Key, "max_block", why)
 		}
+		if errors.Is(err, ErrCallOpen) || errors.Is(err, ErrBeingDecided) {
+			// Its blocker's call may still take effect: the key stays
+			// blocked until that call ends or an operator resolves it.
+			c.cfg.Logger.Error("seqbox: ALERT key blocked longer than MaxBlock, not released: its blocker's call is open",
+				"consumer", c.cfg.Name, "key", ks.Key, "since", ks.BlockedSince, "err", err)
+			continue
+		}
 		if err != nil {
 			return out, err
+		}
+		c.cfg.Logger.Error("seqbox: ALERT key blocked longer than MaxBlock; released with a recorded gap",
+			"consumer", c.cfg.Name, "key", ks.Key, "since", ks.BlockedSince, "reason", ks.BlockedReason)
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.MaxBlockAlerts.WithLabelValues(c.cfg.Name).Inc()
 		}
 		out = append(out, results...)
 	}

@@ -2,6 +2,7 @@ package seqbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,7 +33,30 @@ func (p *pipeline) deadTurn(ctx context.Context, r store.RetryRow, now time.Time
 	}
 	live, err := p.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: p.cfg.Name,
 		Source: r.Source, ID: r.ID, Now: now})
-	return !live, err
+	if err != nil || live {
+		return false, err
+	}
+	// A call of it that is pending or uncertain may still take effect:
+	// its turn waits for the call's resolution (an operator's, or a
+	// redelivery's reconciliation), as an operator's release does.
+	err = p.callOpen(ctx, r.Source, r.ID)
+	if errors.Is(err, ErrCallOpen) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// callOpen refuses, with ErrCallOpen naming the call, a message whose
+// call through the effects ledger is pending or uncertain.
+func (p *pipeline) callOpen(ctx context.Context, source, id string) error {
+	c, err := p.cfg.Store.Executor().LedgerOpen(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: source, ID: id})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s/%s: its call %s is %s: %w", source, id, c.IdempotencyKey, c.State, ErrCallOpen)
 }
 
 // endTurn ends the turn of the message r on key, which will not come
@@ -57,8 +81,11 @@ func (p *pipeline) endTurn(ctx context.Context, tx *batchTx, r store.RetryRow, k
 		State: seqboxtype.DeadLetterSkipped, Resolution: "skipped by " + who + ": " + why, At: now}); err != nil {
 		return err
 	}
+	// It keeps its business key: a call of it that took effect (resolved
+	// applied) then keeps another event of that key from asking again
+	// (BusinessKeyTouched).
 	inserted, err := tx.InboxInsert(ctx, store.InboxRow{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID, PayloadHash: r.PayloadHash,
-		PartitionKey: key, Outcome: seqboxtype.DeadLettered, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
+		PartitionKey: key, BusinessKey: r.BusinessKey, Outcome: seqboxtype.DeadLettered, ReceivedAt: now, ProcessedAt: &now, RetentionUntil: now.Add(p.cfg.Retention)})
 	if err != nil {
 		return err
 	}

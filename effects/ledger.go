@@ -61,7 +61,8 @@ type Effect struct {
 	// refused late answer.
 	LastError string `json:"last_error"`
 	// Calls counts the calls made under the key, the first included: each
-	// time the row turned pending.
+	// time the row turned pending. A Reconciler's own lookups are not
+	// counted (the gateway's sends the request again under the key).
 	Calls int `json:"calls"`
 	// CreatedAt is when the row was written, before the first call.
 	CreatedAt time.Time `json:"created_at"`
@@ -117,8 +118,11 @@ type Config struct {
 // Ledger records external calls in the store's database (the
 // seqbox_effects table the store's migrations create).
 type Ledger struct {
-	ex  store.Effects
-	cfg Config
+	ex store.Effects
+	// claims reads the decision claims: a call is not resolved by hand
+	// while its message is being decided (Resolve).
+	claims store.Decisions
+	cfg    Config
 	// calls and reconcileTime are the counter and the histogram the
 	// Collector exposes: kept by every ledger, read only where it is
 	// registered.
@@ -149,7 +153,7 @@ func New(st store.Store, cfg Config) (*Ledger, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Ledger{ex: st.Executor(), cfg: cfg,
+	return &Ledger{ex: st.Executor(), claims: st.Executor(), cfg: cfg,
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seqbox_effects_calls_total",
 			Help: "External calls whose outcome was recorded, by result: succeeded, refused (the remote side did not apply it) or uncertain."},
 			[]string{"consumer", "action", "result"}),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/internal/remoteapi"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
 )
@@ -147,5 +148,29 @@ func TestResolveSaysWhenTheCallReportedBackFirst(t *testing.T) {
 		require.Equal(t, "task-1", ref)
 		require.ErrorContains(t, l.Resolve(ctx, key, effects.Failed, "", "ana", "nothing in the CRM"), "not uncertain")
 		require.Equal(t, effects.Succeeded, state(t, l).State)
+	})
+}
+
+// A call whose message is being decided right now (a live decision claim)
+// is not resolved by hand: its decider reconciles it. The protocol's model
+// found that a resolution under a live claim lets another event of the
+// message's business key go ahead while the message asks again.
+func TestResolveRefusesACallWhoseMessageIsBeingDecided(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		c := newCRM(t)
+		l, err := effects.New(st, effects.Config{Timeout: time.Hour})
+		require.NoError(t, err)
+		ctx := context.Background()
+		c.Arm(remoteapi.ResetBeforeApply)
+		_, err = l.DoFor(ctx, msg, "crm.create_task", c.create())
+		var unc *effects.UncertainError
+		require.ErrorAs(t, err, &unc)
+		now := time.Now()
+		_, err = st.Executor().DecisionClaim(ctx, store.DecisionClaimParams{Consumer: msg.Consumer, Source: msg.Source, ID: msg.ID,
+			Owner: "decider-1", Now: now, Until: now.Add(time.Minute)})
+		require.NoError(t, err)
+		err = l.Resolve(ctx, unc.IdempotencyKey, effects.Failed, "", "ops", "nothing in the CRM")
+		require.ErrorIs(t, err, effects.ErrBeingDecided)
+		require.Equal(t, effects.Uncertain, state(t, l).State, "nothing was resolved")
 	})
 }

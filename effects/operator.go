@@ -2,6 +2,7 @@ package effects
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -51,6 +52,11 @@ func validState(s State) bool {
 	return false
 }
 
+// ErrBeingDecided is returned by Resolve for a call whose message is
+// being decided right now (a live decision claim): its decider reconciles
+// the call itself; try again once its result is in.
+var ErrBeingDecided = errors.New("its message is being decided right now; try again once its result is in")
+
 // Resolve records an uncertain call's outcome by hand, after an operator checked
 // the remote side: succeeded with its reference, or failed (the remote
 // side has nothing, so the next attempt calls again). why is kept as the
@@ -76,6 +82,17 @@ func (l *Ledger) Resolve(ctx context.Context, key string, to State, ref, who, wh
 	e = l.seen(e)
 	if e.State != Uncertain {
 		return fmt.Errorf("effects: %s is %s, not uncertain: nothing to resolve", key, e.State)
+	}
+	// Its message being decided right now, its decider reconciles the
+	// call itself; a resolution under it could let another event of the
+	// message's business key go ahead while this one asks again (the
+	// protocol's model, internal/model, found that schedule).
+	if live, err := l.claims.DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: e.Consumer, Source: e.Source, ID: e.ID,
+		Now: l.cfg.Now()}); err != nil || live {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("effects: %s: %s/%s is being decided right now, and its decider reconciles the call: %w", key, e.Source, e.ID, ErrBeingDecided)
 	}
 	// A dead caller's pending row is recorded as an uncertain one (unless
 	// its caller came back and reported meanwhile).

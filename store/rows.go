@@ -146,6 +146,16 @@ type RetryRow struct {
 	// PayloadHash is the hash of the copy its turn is bound to (RetryOnKey
 	// only; "" when none is).
 	PayloadHash string
+	// BusinessKey is the business key its turn reserves ("" for none),
+	// read back by RetryOnKey and TurnListStale.
+	BusinessKey string
+}
+
+// OpenCall is a call of the effects ledger that is pending or uncertain.
+type OpenCall struct {
+	// IdempotencyKey is the call's key, State its state (pending or
+	// uncertain).
+	IdempotencyKey, State string
 }
 
 // DeadLetter is a message the pipeline gave up on, byte for byte.

@@ -336,6 +336,10 @@ type Decisions interface {
 	// the identity took effect or may have: a row of it pending,
 	// uncertain or succeeded.
 	LedgerTouched(ctx context.Context, p MessageRef) (bool, error)
+	// LedgerOpen finds a call the effects ledger made for the identity
+	// that is pending or uncertain (it may still take effect), and returns
+	// its idempotency key and state; ErrNotFound when none is.
+	LedgerOpen(ctx context.Context, p MessageRef) (OpenCall, error)
 	// DecisionGet reads the agent decision recorded for an identity,
 	// with the payload hash of the copy it was made for; ErrNotFound when
 	// none.

@@ -149,7 +149,7 @@ func (m *Model) clockSteps(s *State, emit func(step, *State)) {
 		// window and has no live claim (turn_end.go, endStaleTurns). A
 		// keyed one goes by its held successor's hold expiry above.
 		id := &s.ID[j]
-		if m.msgs[j].key >= 0 || !id.Turn || id.Status != none || id.Claim >= claimLive || s.alive(m, j) {
+		if m.msgs[j].key >= 0 || !id.Turn || id.Status != none || id.Claim >= claimLive || s.alive(m, j) || m.callOpen(s, j) {
 			continue
 		}
 		m.reach(gEndStaleTurn)
@@ -245,7 +245,22 @@ func (m *Model) deadTurn(s *State, k int) int {
 		m.reach(gEndTurnClaimLive)
 		return -1
 	}
+	if m.callOpen(s, j) {
+		return -1
+	}
 	return j
+}
+
+// callOpen: identity i's call through the ledger is pending or uncertain,
+// so no skip, release or sweep ends it and lets its successors go
+// (operator.go, callOpen): its caller may be frozen with the request
+// still open, or the call may have taken effect.
+func (m *Model) callOpen(s *State, i int) bool {
+	if !s.ID[i].Ledger.unresolved() {
+		return false
+	}
+	m.reach(gCallOpen)
+	return true
 }
 
 // endTurn ends identity j's turn, which will not come back: a dead letter
@@ -289,6 +304,25 @@ func (m *Model) holdDue(s *State, k int) bool {
 // ran out, or end a key's turn (keys release of a key that is not
 // blocked), within the Ops budget.
 func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
+	for i := range m.ids {
+		if id := s.ID[i]; (id.Ledger == uncertainFresh || id.Ledger == uncertainOld) && id.InFlight == 0 && !s.calling(m, i) && id.Claim < claimLive {
+			// seqbox effects resolve: the operator looks at the remote
+			// side, which no request of the call can still reach, and
+			// records what it shows, while nobody decides the message; an open call's message then has its
+			// way out again (callOpen).
+			// It takes no operator action of the budget: like the
+			// sweep, it is what eventually happens to a call nobody
+			// reconciles (its message lost), and it leaves nothing to
+			// resolve again.
+			try(s, step{kind: stResolve, x: int8(i)}, emit, func(t *State) {
+				if t.ID[i].Remote > 0 {
+					t.ID[i].Ledger = succeeded
+				} else {
+					t.ID[i].Ledger = failed
+				}
+			})
+		}
+	}
 	if s.Ops == 0 {
 		return
 	}
@@ -324,6 +358,9 @@ func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
 			m.reach(gSkipBeingDecided)
 			continue
 		}
+		if m.callOpen(s, i) {
+			continue
+		}
 		try(s, step{kind: stSkip, x: int8(i)}, emit, func(t *State) {
 			t.Ops--
 			t.ID[i].Status, t.ID[i].Turn = skipped, false
@@ -345,7 +382,7 @@ func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
 			if j := s.turnHolder(m, k); j >= 0 && s.ID[j].Status == none && !s.busyOn(m, j) {
 				if s.ID[j].Claim >= claimLive {
 					m.reach(gEndTurnClaimLive)
-				} else {
+				} else if !m.callOpen(s, j) {
 					m.reach(gReleaseTurn)
 					try(s, step{kind: stReleaseTurn, x: int8(k)}, emit, func(t *State) {
 						t.Ops--

@@ -85,6 +85,7 @@ const (
 	stReleaseTurn
 	stSweepUnpark
 	stDeadline
+	stResolve
 )
 
 // step is one transition: who took it and on what.

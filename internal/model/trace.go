@@ -83,6 +83,8 @@ func (m *Model) stepText(st step, s, t *State) string {
 		return fmt.Sprintf("the sweep: %s was not seen for the redelivery window and has no live claim; its turn ends (a skipped dead letter) and the hold expiry blocks its key", name)
 	case stSweepUnpark:
 		return fmt.Sprintf("the sweep: a hold on key k%d passes; it unparks the key", st.x)
+	case stResolve:
+		return fmt.Sprintf("the operator resolves %s's open call (seqbox effects resolve) as the remote side shows it: ledger %s", name, ledgerText[t.ID[st.x].Ledger])
 	case stReleaseTurn:
 		return fmt.Sprintf("the operator releases key k%d: the turn of its holder ends (a skipped dead letter)", st.x)
 	case stCrash:

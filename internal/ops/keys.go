@@ -155,6 +155,21 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 	if d.KeyReport, err = r.report(ctx, v, dlq, d.Parked); err != nil {
 		return d, err
 	}
+	if d.Turn == nil && !d.Blocked {
+		// A message holds the key's turn with nothing parked behind it
+		// (retrying, being decided, or gone with its call open): shown,
+		// with its way out, as keys release ends it.
+		t, err := r.Op.RetryOnKey(ctx, store.KeyRef{Consumer: r.Consumer, Key: key})
+		if err == nil {
+			d.Turn = &TurnHolder{Source: t.Source, ID: t.ID, LastSeen: timeText(t.At), LastError: t.Error}
+			d.Reason = fmt.Sprintf("%s/%s holds the key's turn (last seen %s)", t.Source, t.ID, timeText(t.At))
+			d.Action = fmt.Sprintf("wait for %s/%s (retrying, or being decided); should it never come back: %s "+
+				"(refused while a call of it is open: resolve that call first, seqbox effects resolve)",
+				t.Source, t.ID, command("seqbox keys release", key, " --by WHO --reason WHY"+r.target()))
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return d, err
+		}
+	}
 	d.FirstVersion = firstVersionRule(r.FirstVersion, v.Baseline)
 	if d.Gaps, err = r.Op.GapList(ctx, store.KeyRef{Consumer: r.Consumer, Key: key}); err != nil {
 		return d, err

@@ -360,6 +360,18 @@ func (o *Executor) LedgerTouched(ctx context.Context, p store.MessageRef) (bool,
 	return err == nil, err
 }
 
+// LedgerOpen finds a ledger row of the identity that is pending or
+// uncertain.
+func (o *Executor) LedgerOpen(ctx context.Context, p store.MessageRef) (store.OpenCall, error) {
+	var c store.OpenCall
+	err := o.queryRow(ctx, `SELECT idempotency_key, state FROM seqbox_effects WHERE consumer = $1 AND source = $2 AND id = $3
+		AND state IN ('pending', 'uncertain') ORDER BY idempotency_key LIMIT 1`, p.Consumer, p.Source, p.ID).Scan(&c.IdempotencyKey, &c.State)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, store.ErrNotFound
+	}
+	return c, err
+}
+
 // DecisionGetMany reads the decisions of many identities, a primary-key
 // term each (as InboxGetMany).
 func (t *Executor) DecisionGetMany(ctx context.Context, p store.IdentitiesRef) (map[store.Identity]store.Decision, error) {

@@ -482,9 +482,9 @@ func (t *Executor) RetryOnKey(ctx context.Context, p store.KeyRef) (store.RetryR
 	// whose identity is parked (held or blocked) still holds the turn: it
 	// was let out of the parked table and waits for its decision or its
 	// backoff.
-	err := t.queryRow(ctx, `SELECT r.source, r.id, r.last_error, r.last_at, r.payload_hash FROM seqbox_retries r
+	err := t.queryRow(ctx, `SELECT r.source, r.id, r.last_error, r.last_at, r.payload_hash, r.businesskey FROM seqbox_retries r
 		WHERE r.consumer = $1 AND r.partitionkey = $2 AND `+unsettled+`
-		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last, &r.PayloadHash)
+		ORDER BY r.first_at LIMIT 1`, consumer, key).Scan(&r.Source, &r.ID, &r.Error, &last, &r.PayloadHash, &r.BusinessKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, store.ErrNotFound
 	}
@@ -537,7 +537,7 @@ func readRetryIDs(rows store.Rows, out map[string][]store.Identity) error {
 
 // TurnListStale lists the unsettled retry rows last seen before p.Before.
 func (t *Executor) TurnListStale(ctx context.Context, p store.TurnListStaleParams) ([]store.RetryRow, error) {
-	rows, err := t.query(ctx, `SELECT r.source, r.id, r.partitionkey, r.last_error, r.last_at, r.payload_hash FROM seqbox_retries r
+	rows, err := t.query(ctx, `SELECT r.source, r.id, r.partitionkey, r.last_error, r.last_at, r.payload_hash, r.businesskey FROM seqbox_retries r
 		WHERE r.consumer = $1 AND r.last_at < $2 AND `+unsettled+`
 		ORDER BY r.last_at LIMIT $3`, p.Consumer, micros(p.Before), p.Limit)
 	if err != nil {
@@ -548,7 +548,7 @@ func (t *Executor) TurnListStale(ctx context.Context, p store.TurnListStaleParam
 	for rows.Next() {
 		r := store.RetryRow{Consumer: p.Consumer}
 		var last int64
-		if err := rows.Scan(&r.Source, &r.ID, &r.PartitionKey, &r.Error, &last, &r.PayloadHash); err != nil {
+		if err := rows.Scan(&r.Source, &r.ID, &r.PartitionKey, &r.Error, &last, &r.PayloadHash, &r.BusinessKey); err != nil {
 			return nil, err
 		}
 		r.At = time.UnixMicro(last).UTC()

@@ -1,0 +1,163 @@
+package seqbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/internal/ops"
+	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
+)
+
+// ledgerAgent is a Decide that makes its call through the effects ledger,
+// as the gateway's dispatch does: failing permanently for the ids in
+// refuse (once each), answering with an uncertain error for those in
+// reset, and holding the call of those in block until the test closes
+// their channel (started says which call went out).
+type ledgerAgent struct {
+	l       *effects.Ledger
+	mu      sync.Mutex
+	refuse  map[string]int
+	reset   map[string]bool
+	block   map[string]chan struct{}
+	started chan string
+	calls   []string
+}
+
+func newLedgerAgent(t *testing.T, b *bundle) *ledgerAgent {
+	l, err := effects.New(b.store, effects.Config{Timeout: time.Hour})
+	require.NoError(t, err)
+	return &ledgerAgent{l: l, refuse: map[string]int{}, reset: map[string]bool{}, block: map[string]chan struct{}{}, started: make(chan string, 16)}
+}
+
+func (a *ledgerAgent) decide(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+	a.mu.Lock()
+	refuse := a.refuse[ev.ID] > 0
+	if refuse {
+		a.refuse[ev.ID]--
+	}
+	reset, block := a.reset[ev.ID], a.block[ev.ID]
+	a.mu.Unlock()
+	if refuse {
+		return nil, seqbox.Permanent(errors.New("400 from the agent"))
+	}
+	ref, err := a.l.Do(ctx, "agent", func(ctx context.Context, key string) (string, error) {
+		a.mu.Lock()
+		a.calls = append(a.calls, ev.ID)
+		a.mu.Unlock()
+		a.started <- ev.ID
+		if block != nil {
+			<-block
+		}
+		if reset {
+			return "", errors.New("connection reset by peer")
+		}
+		return "done-" + ev.ID, nil
+	})
+	return []byte(ref), err
+}
+
+func (a *ledgerAgent) called() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.calls...)
+}
+
+// elsewhere is a second consumer of the same name on b's store whose
+// clock is an hour ahead: to it, every claim of the first looks dead, as
+// a process frozen mid-call (SIGSTOP, a long pause) looks to the others.
+func elsewhere(t *testing.T, b *bundle) *seqbox.Consumer {
+	cfg := b.cfg
+	cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	c, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// Found by an attacker with two gateways (helper-29): a redrive's call was
+// in flight in a process that froze, its claim ran out, and dlq skip
+// through the other process let the key's next event reach the agent
+// while the first one's call was still open; the first then took effect,
+// recorded skipped. A skip now waits for the dead letter's open call.
+func TestSkipRefusesADeadLetterWhoseCallIsOpen(t *testing.T) {
+	b := setup(t)
+	a := newLedgerAgent(t, b)
+	a.refuse["v1"] = 1
+	b.cfg.Decide = a.decide
+	c := b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"v1:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
+	require.Equal(t, []string{"v2:blocked"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	require.NoError(t, err)
+	require.Len(t, letters, 1)
+
+	a.block["v1"] = make(chan struct{})
+	redriven := make(chan []seqboxtype.Result, 1)
+	go func() {
+		res, err := c.Redrive(ctx, letters[0].Seq)
+		require.NoError(t, err)
+		redriven <- res
+	}()
+	require.Equal(t, "v1", <-a.started)
+
+	other := elsewhere(t, b)
+	_, err = other.Skip(ctx, letters[0].Seq, "ops", "v1 is not needed")
+	require.ErrorIs(t, err, seqbox.ErrCallOpen, "the skip let v2 go while v1's call was open")
+	require.Equal(t, []string{"v1"}, a.called(), "v2 did not reach the agent")
+
+	close(a.block["v1"])
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-redriven))
+	require.Equal(t, []string{"v1", "v2"}, a.called())
+}
+
+// Found by the same attacker: a keyed turn holder whose call was uncertain
+// (its caller died mid-call, the broker dropped its message) was ended by
+// keys release, and another event of its business key then reached the
+// agent. A release now waits for the call to be resolved; resolved as
+// applied, the ended message keeps its business key, so the other event
+// is not sent (the effect it asks for took place).
+func TestReleaseRefusesATurnWhoseCallIsUncertain(t *testing.T) {
+	b := setup(t)
+	a := newLedgerAgent(t, b)
+	a.reset["x"] = true
+	b.cfg.Decide = a.decide
+	c := b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"x:retry"}, outcomes(mustDeliver(t, c, withBusinessKey("x", "k1", "refund:7"), 1)))
+	calls, err := a.l.List(ctx, effects.Filter{Consumer: b.cfg.Name})
+	require.NoError(t, err)
+	require.Len(t, calls, 1)
+	require.Equal(t, effects.Uncertain, calls[0].State)
+
+	// keys show names the turn holder and the way out, though nothing is
+	// parked behind it (before, the key read "ok" and the CLI refused to
+	// release a key "not blocked").
+	d, err := ops.Reporter{Op: b.store.Executor(), Consumer: b.cfg.Name}.Key(ctx, "k1")
+	require.NoError(t, err)
+	require.NotNil(t, d.Turn)
+	require.Equal(t, "x", d.Turn.ID)
+	require.Contains(t, d.Action, "seqbox keys release k1 --by WHO --reason WHY")
+
+	other := elsewhere(t, b)
+	_, err = other.ReleaseKey(ctx, "k1", "ops", "x was dropped by the broker")
+	require.ErrorIs(t, err, seqbox.ErrCallOpen, "released while x's call may have taken effect")
+	require.Contains(t, err.Error(), calls[0].IdempotencyKey, "the refusal names the call to resolve")
+
+	// The operator finds the effect at the agent and says so.
+	require.NoError(t, a.l.Resolve(ctx, calls[0].IdempotencyKey, effects.Succeeded, "task-9", "ops", "found in the CRM"))
+	_, err = other.ReleaseKey(ctx, "k1", "ops", "x was dropped by the broker")
+	require.NoError(t, err)
+
+	results := mustDeliver(t, c, withBusinessKey("y", "k2", "refund:7"), 1)
+	require.Len(t, results, 1)
+	require.NotEqual(t, seqboxtype.Applied, results[0].Outcome, "y asked for the effect x's call made: %s", results[0].Reason)
+	require.Equal(t, []string{"x"}, a.called(), "y did not reach the agent")
+}
