@@ -144,7 +144,9 @@ func TestRedriveWithoutLiveConsumer(t *testing.T) {
 
 	line := fails(t, "dlq", "redrive", "--output", "jsonl", "1", "--db", db, "--wait", "300ms")
 	require.Contains(t, line, `no live consumer "billing" took request 1 within 300ms`)
-	require.Contains(t, line, "it has never run")
+	require.Contains(t, line, "no Run of it has a heartbeat")
+	require.Contains(t, line, "a consumer driven by Deliver takes requests only when it calls Maintain or RunRequests",
+		"billing delivered and was never Run: the message says how such a consumer takes requests (it said \"it has never run\")")
 	require.Contains(t, line, "cancelled")
 	r, err := st.Executor().RequestGet(ctx, 1)
 	require.NoError(t, err)

@@ -82,7 +82,15 @@ func effectsListCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the consumer's external calls, oldest change first (--state uncertain: what waits for reconciliation)",
-		Args:  cobra.NoArgs,
+		Long: `List the consumer's external calls through the effects ledger, oldest change
+first: each call's idempotency key, message, action, state (pending,
+succeeded, failed, uncertain), reference, and CALLS, the times the ledger
+made the call under its key (each time the row turned pending). A
+reconciliation's own request is not counted there: the gateway reconciles
+an uncertain call by sending it again under the same Idempotency-Key,
+which the agent deduplicates, so the agent may see more requests for a key
+than CALLS says. --state uncertain lists what waits for reconciliation.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return fmt.Errorf("effects list: --limit %d: at least 1", limit)

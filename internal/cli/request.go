@@ -158,7 +158,8 @@ func awaitRequest(ctx context.Context, ctl store.Executor, seq int64, wait time.
 
 func heartbeatText(r store.Registration) string {
 	if r.HeartbeatAt.IsZero() {
-		return "it has never run; it registered at " + r.StartedAt.Format(time.RFC3339) + " from " + r.Process
+		return "no Run of it has a heartbeat; it registered at " + r.StartedAt.Format(time.RFC3339) + " from " + r.Process +
+			", and a consumer driven by Deliver takes requests only when it calls Maintain or RunRequests"
 	}
 	return fmt.Sprintf("last heartbeat %s ago from %s", time.Since(r.HeartbeatAt).Round(time.Second), r.Process)
 }
