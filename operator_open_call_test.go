@@ -160,4 +160,19 @@ func TestReleaseRefusesATurnWhoseCallIsUncertain(t *testing.T) {
 	require.Len(t, results, 1)
 	require.NotEqual(t, seqboxtype.Applied, results[0].Outcome, "y asked for the effect x's call made: %s", results[0].Reason)
 	require.Equal(t, []string{"x"}, a.called(), "y did not reach the agent")
+
+	// Found by a second attacker run (helper-30): retention purged x's
+	// inbox row, the evidence that refund:7 took effect under it, and a
+	// redrive of y then reached the agent. Such a row stays while the
+	// ledger keeps x's call.
+	later := b.cfg
+	later.Now = func() time.Time { return time.Now().Add(90 * 24 * time.Hour) }
+	purger, err := seqbox.NewConsumer(later)
+	require.NoError(t, err)
+	_, err = purger.Purge(ctx, 0)
+	require.NoError(t, err)
+	results = mustDeliver(t, c, withBusinessKey("y2", "k3", "refund:7"), 1)
+	require.Len(t, results, 1)
+	require.NotEqual(t, seqboxtype.Applied, results[0].Outcome, "after the purge, y2 asked again for x's effect: %s", results[0].Reason)
+	require.Equal(t, []string{"x"}, a.called(), "y2 did not reach the agent after the purge")
 }

@@ -272,10 +272,18 @@ func (o *Executor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (st
 			AND i.retention_until < $2) LIMIT $3)`, consumer, micros(now), batch); err != nil {
 		return res, err
 	}
-	// Oldest first from p.From, through the retention index.
+	// Oldest first from p.From, through the retention index. An identity
+	// that settled without applying while a call of it took effect or may
+	// have stays while the ledger keeps that call: it is what keeps
+	// another event of its business key from asking for the effect again
+	// (BusinessKeyTouched).
 	rows, err := o.query(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
-		SELECT source, id FROM seqbox_inbox WHERE consumer = $1 AND retention_until < $2 AND retention_until >= $4
-		AND outcome NOT IN ('held', 'blocked') ORDER BY retention_until LIMIT $3) RETURNING retention_until`,
+		SELECT i.source, i.id FROM seqbox_inbox i WHERE i.consumer = $1 AND i.retention_until < $2 AND i.retention_until >= $4
+		AND i.outcome NOT IN ('held', 'blocked')
+		AND NOT (i.businesskey <> '' AND i.outcome IN ('dead_lettered', 'stale', 'expired') AND EXISTS (
+			SELECT 1 FROM seqbox_effects e WHERE e.consumer = i.consumer AND e.source = i.source AND e.id = i.id
+			AND e.state IN ('pending', 'uncertain', 'succeeded')))
+		ORDER BY i.retention_until LIMIT $3) RETURNING retention_until`,
 		consumer, micros(now), batch, purgeFrom(p.From))
 	if err != nil {
 		return res, err
