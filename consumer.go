@@ -43,6 +43,9 @@ type Consumer struct {
 	sizer *batchSizer
 	// gate holds Run's receiving while the store does not answer.
 	gate storeGate
+	// waitAlerts holds, by key, when the sweep last logged that a key
+	// past MaxBlock waits for its blocker's open call (once a minute).
+	waitAlerts sync.Map
 }
 
 // NewConsumer validates cfg, fills in defaults and returns a consumer.

@@ -318,10 +318,15 @@ func (c *Consumer) Sweep(ctx context.Context) ([]seqboxtype.Result, error) {
 		if errors.Is(err, ErrCallOpen) || errors.Is(err, ErrBeingDecided) {
 			// Its blocker's call may still take effect: the key stays
 			// blocked until that call ends or an operator resolves it.
-			c.cfg.Logger.Error("seqbox: ALERT key blocked longer than MaxBlock, not released: its blocker's call is open",
-				"consumer", c.cfg.Name, "key", ks.Key, "since", ks.BlockedSince, "err", err)
+			// Said once a minute, not at every sweep.
+			if last, ok := c.waitAlerts.Load(ks.Key); !ok || now.Sub(last.(time.Time)) >= time.Minute {
+				c.waitAlerts.Store(ks.Key, now)
+				c.cfg.Logger.Error("seqbox: ALERT key blocked longer than MaxBlock, not released: its blocker's call is open",
+					"consumer", c.cfg.Name, "key", ks.Key, "since", ks.BlockedSince, "err", err)
+			}
 			continue
 		}
+		c.waitAlerts.Delete(ks.Key)
 		if err != nil {
 			return out, err
 		}

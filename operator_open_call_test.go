@@ -3,7 +3,10 @@ package seqbox_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +178,49 @@ func TestReleaseRefusesATurnWhoseCallIsUncertain(t *testing.T) {
 	require.Len(t, results, 1)
 	require.NotEqual(t, seqboxtype.Applied, results[0].Outcome, "after the purge, y2 asked again for x's effect: %s", results[0].Reason)
 	require.Equal(t, []string{"x"}, a.called(), "y2 did not reach the agent after the purge")
+}
+
+// MaxBlock does not release a key whose blocker's call is open (the same
+// rule as a skip's), and says so once a minute, not at every sweep (an
+// attacker's run logged it twenty times in twenty seconds).
+func TestMaxBlockWaitsForAnOpenCallAndSaysSoOnce(t *testing.T) {
+	b := setup(t)
+	a := newLedgerAgent(t, b)
+	a.refuse["v1"] = 1
+	b.cfg.Decide = a.decide
+	c := b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"v1:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
+	require.Equal(t, []string{"v2:blocked"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
+	require.NoError(t, err)
+	a.block["v1"] = make(chan struct{})
+	redriven := make(chan []seqboxtype.Result, 1)
+	go func() {
+		res, err := c.Redrive(ctx, letters[0].Seq)
+		require.NoError(t, err)
+		redriven <- res
+	}()
+	require.Equal(t, "v1", <-a.started)
+
+	var logs strings.Builder
+	cfg := b.cfg
+	cfg.MaxBlock = time.Minute
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	var clock atomic.Int64
+	clock.Store(time.Now().Add(time.Hour).UnixNano())
+	cfg.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	sweeper, err := seqbox.NewConsumer(cfg)
+	require.NoError(t, err)
+	for range 3 {
+		results, err := sweeper.Sweep(ctx)
+		require.NoError(t, err)
+		require.Empty(t, results, "the key stays blocked while v1's call is open")
+		clock.Add(int64(10 * time.Second))
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), "not released: its blocker's call is open"), logs.String())
+	require.Equal(t, []string{"v1"}, a.called())
+
+	close(a.block["v1"])
+	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-redriven))
 }

@@ -56,7 +56,11 @@ func (p *pipeline) callOpen(ctx context.Context, source, id string) error {
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%s/%s: its call %s is %s: %w", source, id, c.IdempotencyKey, c.State, ErrCallOpen)
+	state := c.State
+	if state == "pending" {
+		state = "pending (in flight, or its caller died and the call is uncertain)"
+	}
+	return fmt.Errorf("%s/%s: its call %s is %s: %w", source, id, c.IdempotencyKey, state, ErrCallOpen)
 }
 
 // endTurn ends the turn of the message r on key, which will not come
