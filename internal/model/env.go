@@ -149,7 +149,7 @@ func (m *Model) clockSteps(s *State, emit func(step, *State)) {
 		// window and has no live claim (turn_end.go, endStaleTurns). A
 		// keyed one goes by its held successor's hold expiry above.
 		id := &s.ID[j]
-		if m.msgs[j].key >= 0 || !id.Turn || id.Status != none || id.Claim >= claimLive || s.alive(m, j) || m.callOpen(s, j) {
+		if m.msgs[j].key >= 0 || !id.Turn || id.Status != none || id.Claim >= claimLive || s.alive(m, j) {
 			continue
 		}
 		m.reach(gEndStaleTurn)
@@ -245,16 +245,14 @@ func (m *Model) deadTurn(s *State, k int) int {
 		m.reach(gEndTurnClaimLive)
 		return -1
 	}
-	if m.callOpen(s, j) {
-		return -1
-	}
 	return j
 }
 
 // callOpen: identity i's call through the ledger is pending or uncertain,
-// so no skip, release or sweep ends it and lets its successors go
+// so no operator's skip or release ends it and lets its successors go
 // (operator.go, callOpen): its caller may be frozen with the request
-// still open, or the call may have taken effect.
+// still open, or the call may have taken effect. The sweep, past the
+// redelivery window, ends such a turn all the same (turn_end.go).
 func (m *Model) callOpen(s *State, i int) bool {
 	if !s.ID[i].Ledger.unresolved() {
 		return false

@@ -38,7 +38,7 @@ const (
 	gDeadLetterSettled                    // a dead letter of an identity settled meanwhile
 	gHoldTurnHeld                         // a hold does not run out over a predecessor's turn
 	gSkipBeingDecided                     // skip refused: the redrive's decision is being asked
-	gCallOpen                             // skip, release or the sweep's turn end refused: the message's call is pending or uncertain
+	gCallOpen                             // an operator's skip or release refused: the message's call is pending or uncertain
 	gDrainTurnHeld                        // unparking waits for a predecessor's turn
 	gDrainGap                             // unparking stops at a missing version
 	gDrainStale                           // unparking settles a passed version stale
@@ -70,7 +70,7 @@ var guardText = [nGuards]string{
 	gRecordClaimLost: "record: permanent refusal after the claim was taken over", gTimeoutClaimLost: "failure after the claim was taken over: not counted",
 	gNackSettled: "nack: settled meanwhile", gDeadLetterSettled: "dead letter: settled meanwhile",
 	gHoldTurnHeld: "hold: no expiry over a turn", gSkipBeingDecided: "skip: refused while being decided",
-	gCallOpen:      "skip, release, turn end: refused while the call is open",
+	gCallOpen:      "skip, release: refused while the call is open",
 	gDrainTurnHeld: "unpark: waits for a predecessor's turn", gDrainGap: "unpark: stops at a gap", gDrainStale: "unpark: passed version stale",
 	gEndTurnClaimLive: "turn end: refused while its claim is live", gEndTurn: "turn end: the sweep ends a lost message's turn",
 	gEndStaleTurn: "turn end: the sweep ends a lost unkeyed turn",
