@@ -26,8 +26,8 @@ var ErrNotBlocking = errors.New("dead letter already resolved")
 // to a message being decided right now: try again once its result is in.
 var ErrBeingDecided = errors.New("it is being decided right now; try again once its result is in")
 
-// ErrCallOpen is returned by Skip and ReleaseKey (and holds back the
-// sweep) for a message whose call through the effects ledger is pending
+// ErrCallOpen is returned by Skip and ReleaseKey (and holds back
+// MaxBlock's release) for a message whose call through the effects ledger is pending
 // or uncertain: it may be running at the remote side, or have taken
 // effect, though its caller is gone. Letting the message's successors go
 // would send the next event, or another event of its business key,
