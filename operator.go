@@ -130,19 +130,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 	if letter.State != seqboxtype.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, letter.Resolution)
 	}
-	// A redrive deciding it right now would reach the agent while the
-	// skip lets its successors go (the state-machine test found two
-	// events of one key at the agent at once).
-	if live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
-		Source: letter.Source, ID: letter.ID, Now: c.cfg.Now()}); err != nil || live {
-		if err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("dlq %d: %w", seq, ErrBeingDecided)
-	}
-	// Nor one whose call is open in a process that froze or died (its
-	// claim ran out): the call may still take effect after its successors.
-	if err := c.p.callOpen(ctx, letter.Source, letter.ID); err != nil {
+	if err := c.unsettled(ctx, letter.Source, letter.ID, c.cfg.Now()); err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
@@ -225,20 +213,32 @@ func (c *Consumer) releaseTurn(ctx context.Context, tx *batchTx, ks store.KeySta
 		return nil, fmt.Errorf("key %q is not blocked, and no message holds its turn", ks.Key)
 	}
 	now := c.cfg.Now()
-	if live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
-		Source: r.Source, ID: r.ID, Now: now}); err != nil || live {
-		if err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("key %q: its turn belongs to %s/%s: %w", ks.Key, r.Source, r.ID, ErrBeingDecided)
-	}
-	if err := c.p.callOpen(ctx, r.Source, r.ID); err != nil {
-		return nil, fmt.Errorf("key %q: its turn belongs to %w", ks.Key, err)
+	if err := c.unsettled(ctx, r.Source, r.ID, now); err != nil {
+		return nil, fmt.Errorf("key %q: its turn belongs to %s/%s: %w", ks.Key, r.Source, r.ID, err)
 	}
 	if err := c.p.endTurn(ctx, tx, r, ks.Key, who, why, now); err != nil {
 		return nil, err
 	}
 	return c.p.releaseKey(ctx, tx, ks, nil, who, why, now)
+}
+
+// unsettled refuses an operator's ending of message (source, id), which
+// would let its successors go, while it may still reach the agent or take
+// effect there: its decision is being asked right now (a live claim:
+// ErrBeingDecided; the state-machine test found two events of one key at
+// the agent at once), or its call through the ledger is pending or
+// uncertain in a process that froze or died, its claim run out
+// (ErrCallOpen; an attacker's two gateways).
+func (c *Consumer) unsettled(ctx context.Context, source, id string, now time.Time) error {
+	live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
+		Source: source, ID: id, Now: now})
+	if err != nil {
+		return err
+	}
+	if live {
+		return ErrBeingDecided
+	}
+	return c.p.callOpen(ctx, source, id)
 }
 
 // releaseKey unblocks ks. With skipped set, that version is recorded as the

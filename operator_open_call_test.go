@@ -84,12 +84,12 @@ func elsewhere(t *testing.T, b *bundle) *seqbox.Consumer {
 	return c
 }
 
-// Found by an attacker with two gateways (helper-29): a redrive's call was
-// in flight in a process that froze, its claim ran out, and dlq skip
-// through the other process let the key's next event reach the agent
-// while the first one's call was still open; the first then took effect,
-// recorded skipped. A skip now waits for the dead letter's open call.
-func TestSkipRefusesADeadLetterWhoseCallIsOpen(t *testing.T) {
+// redriveInFlight dead-letters v1 of key opp (its first call refused),
+// blocks v2 behind it, and redrives v1 in the background with its call
+// held open at the agent: the state both operator tests start from. It
+// returns the dead letter's seq, and the redrive's results once the test
+// closes a.block["v1"].
+func redriveInFlight(t *testing.T) (*bundle, *ledgerAgent, int64, chan []seqboxtype.Result) {
 	b := setup(t)
 	a := newLedgerAgent(t, b)
 	a.refuse["v1"] = 1
@@ -101,18 +101,29 @@ func TestSkipRefusesADeadLetterWhoseCallIsOpen(t *testing.T) {
 	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
 	require.NoError(t, err)
 	require.Len(t, letters, 1)
-
 	a.block["v1"] = make(chan struct{})
 	redriven := make(chan []seqboxtype.Result, 1)
 	go func() {
 		res, err := c.Redrive(ctx, letters[0].Seq)
-		require.NoError(t, err)
+		if err != nil {
+			t.Errorf("redrive: %v", err)
+		}
 		redriven <- res
 	}()
 	require.Equal(t, "v1", <-a.started)
+	return b, a, letters[0].Seq, redriven
+}
 
+// Found by an attacker with two gateways (helper-29): a redrive's call was
+// in flight in a process that froze, its claim ran out, and dlq skip
+// through the other process let the key's next event reach the agent
+// while the first one's call was still open; the first then took effect,
+// recorded skipped. A skip now waits for the dead letter's open call.
+func TestSkipRefusesADeadLetterWhoseCallIsOpen(t *testing.T) {
+	b, a, seq, redriven := redriveInFlight(t)
+	ctx := context.Background()
 	other := elsewhere(t, b)
-	_, err = other.Skip(ctx, letters[0].Seq, "ops", "v1 is not needed")
+	_, err := other.Skip(ctx, seq, "ops", "v1 is not needed")
 	require.ErrorIs(t, err, seqbox.ErrCallOpen, "the skip let v2 go while v1's call was open")
 	require.Equal(t, []string{"v1"}, a.called(), "v2 did not reach the agent")
 
@@ -184,25 +195,8 @@ func TestReleaseRefusesATurnWhoseCallIsUncertain(t *testing.T) {
 // rule as a skip's), and says so once a minute, not at every sweep (an
 // attacker's run logged it twenty times in twenty seconds).
 func TestMaxBlockWaitsForAnOpenCallAndSaysSoOnce(t *testing.T) {
-	b := setup(t)
-	a := newLedgerAgent(t, b)
-	a.refuse["v1"] = 1
-	b.cfg.Decide = a.decide
-	c := b.consumer(t)
+	b, a, _, redriven := redriveInFlight(t)
 	ctx := context.Background()
-	require.Equal(t, []string{"v1:dead_lettered"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
-	require.Equal(t, []string{"v2:blocked"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
-	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name})
-	require.NoError(t, err)
-	a.block["v1"] = make(chan struct{})
-	redriven := make(chan []seqboxtype.Result, 1)
-	go func() {
-		res, err := c.Redrive(ctx, letters[0].Seq)
-		require.NoError(t, err)
-		redriven <- res
-	}()
-	require.Equal(t, "v1", <-a.started)
-
 	var logs strings.Builder
 	cfg := b.cfg
 	cfg.MaxBlock = time.Minute

@@ -43,8 +43,9 @@ func (p *pipeline) deadTurn(ctx context.Context, r store.RetryRow, now time.Time
 	return !live, err
 }
 
-// callOpen refuses, with ErrCallOpen naming the call, a message whose
-// call through the effects ledger is pending or uncertain.
+// callOpen refuses, with ErrCallOpen naming the call, the message
+// (source, id) whose call through the effects ledger is pending or
+// uncertain.
 func (p *pipeline) callOpen(ctx context.Context, source, id string) error {
 	c, err := p.cfg.Store.Executor().LedgerOpen(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: source, ID: id})
 	if errors.Is(err, store.ErrNotFound) {
@@ -57,7 +58,7 @@ func (p *pipeline) callOpen(ctx context.Context, source, id string) error {
 	if state == "pending" {
 		state = "pending (in flight, or its caller died and the call is uncertain)"
 	}
-	return fmt.Errorf("%s/%s: its call %s is %s: %w", source, id, c.IdempotencyKey, state, ErrCallOpen)
+	return fmt.Errorf("its call %s is %s: %w", c.IdempotencyKey, state, ErrCallOpen)
 }
 
 // endTurn ends the turn of the message r on key, which will not come
