@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/seqboxtype"
 )
 
 // Metrics count committed outcomes by name and expose the stuck-work
@@ -81,6 +82,14 @@ func TestMetricsFollowTheSeedsSignals(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Deliver(ctx, []byte(stamped), 2) // the broker's redelivery: absorbed
 	require.NoError(t, err)
+	// Held first (v3 before v2), applied when v2 comes: its lags count once.
+	held := `{"id":"s3","source":"erp","type":"t","partitionkey":"P","objectversion":3,"publishedat":"2026-09-25T10:00:03Z"}`
+	res, err := c.Deliver(ctx, []byte(held), 1)
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.Held, res[0].Outcome)
+	res, err = c.Deliver(ctx, []byte(`{"id":"s2","source":"erp","type":"t","partitionkey":"P","objectversion":2,"publishedat":"2026-09-25T10:00:03Z"}`), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"s2:applied", "s3:applied"}, outcomes(res))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Redelivered.WithLabelValues("test", "duplicate")))
 	require.Equal(t, 0.0, testutil.ToFloat64(m.Redelivered.WithLabelValues("test", "applied")), "a first delivery is no redelivery")
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
@@ -89,7 +98,7 @@ func TestMetricsFollowTheSeedsSignals(t *testing.T) {
 `+histogramLines("seqbox_occurrence_to_publication_seconds", 3, 1)+`
 # HELP seqbox_publication_to_commit_seconds From an event's publication (publishedat, or the broker's publish time) to the commit of its outcome.
 # TYPE seqbox_publication_to_commit_seconds histogram
-`+histogramLines("seqbox_publication_to_commit_seconds", 7, 1)),
+`+histogramLines("seqbox_publication_to_commit_seconds", 7, 3)),
 		"seqbox_occurrence_to_publication_seconds", "seqbox_publication_to_commit_seconds"))
 
 	// No identity: unidentified and a contract failure; a bad type with an
@@ -101,8 +110,8 @@ func TestMetricsFollowTheSeedsSignals(t *testing.T) {
 	require.Equal(t, 2.0, testutil.ToFloat64(m.ContractFailure.WithLabelValues("test")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Unidentified.WithLabelValues("test")))
 
-	// Three messages of HOT and one of COLD in one batch (P's two
-	// deliveries above were one message each).
+	// Three messages of HOT and one of COLD in one batch (P's deliveries
+	// above were one message each, but for s2's, which applied s3 too).
 	ev := func(id, key string, v int, extra string) []byte {
 		return []byte(`{"id":"` + id + `","source":"erp","type":"t","partitionkey":"` + key + `","objectversion":` +
 			string(rune('0'+v)) + extra + `}`)
@@ -112,20 +121,20 @@ func TestMetricsFollowTheSeedsSignals(t *testing.T) {
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP seqbox_key_messages_per_batch Deliveries of one key in one committed batch: the distribution of messages over keys.
 # TYPE seqbox_key_messages_per_batch histogram
-seqbox_key_messages_per_batch_bucket{consumer="test",le="1"} 3
-seqbox_key_messages_per_batch_bucket{consumer="test",le="2"} 3
-seqbox_key_messages_per_batch_bucket{consumer="test",le="4"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="8"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="16"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="32"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="64"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="128"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="256"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="512"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="1024"} 4
-seqbox_key_messages_per_batch_bucket{consumer="test",le="+Inf"} 4
-seqbox_key_messages_per_batch_sum{consumer="test"} 6
-seqbox_key_messages_per_batch_count{consumer="test"} 4
+seqbox_key_messages_per_batch_bucket{consumer="test",le="1"} 4
+seqbox_key_messages_per_batch_bucket{consumer="test",le="2"} 5
+seqbox_key_messages_per_batch_bucket{consumer="test",le="4"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="8"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="16"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="32"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="64"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="128"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="256"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="512"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="1024"} 6
+seqbox_key_messages_per_batch_bucket{consumer="test",le="+Inf"} 6
+seqbox_key_messages_per_batch_sum{consumer="test"} 9
+seqbox_key_messages_per_batch_count{consumer="test"} 6
 `), "seqbox_key_messages_per_batch"))
 
 	// A transient failure leaves its key retrying.

@@ -27,8 +27,9 @@ func observe(m *Metrics, consumer string, results []seqboxtype.Result, now time.
 			}
 			perKey[res.PartitionKey]++
 		}
-		if !res.Published.IsZero() && res.Outcome != seqboxtype.Duplicate {
-			// A copy's lags are its first delivery's, counted then.
+		if !res.Published.IsZero() && settles(res.Outcome) {
+			// Once an event: at the outcome that settles it, not at a
+			// copy's, a retry's or a hold's.
 			if !res.Occurred.IsZero() {
 				m.OccurrenceToPublication.WithLabelValues(consumer).Observe(lag(res.Occurred, res.Published))
 			}
@@ -53,6 +54,17 @@ func observe(m *Metrics, consumer string, results []seqboxtype.Result, now time.
 	for _, n := range perKey {
 		m.KeyMessages.WithLabelValues(consumer).Observe(float64(n))
 	}
+}
+
+// settles reports whether outcome o settles its identity for the first
+// time: not a copy's (duplicate), nor one that waits (retry, held,
+// blocked).
+func settles(o seqboxtype.Outcome) bool {
+	switch o {
+	case seqboxtype.Duplicate, seqboxtype.Retry, seqboxtype.Held, seqboxtype.Blocked:
+		return false
+	}
+	return true
 }
 
 // lag is the seconds from to to, 0 when the clocks put to first.
