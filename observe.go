@@ -27,8 +27,8 @@ func observe(m *Metrics, consumer string, results []seqboxtype.Result, now time.
 			}
 			perKey[res.PartitionKey]++
 		}
-		if !res.Published.IsZero() && settles(res.Outcome) {
-			// Once an event: at the outcome that settles it, not at a
+		if !res.Published.IsZero() && concludes(res.Outcome) {
+			// Once an event: at the outcome that concludes it, not at a
 			// copy's, a retry's or a hold's.
 			if !res.Occurred.IsZero() {
 				m.OccurrenceToPublication.WithLabelValues(consumer).Observe(lag(res.Occurred, res.Published))
@@ -56,10 +56,10 @@ func observe(m *Metrics, consumer string, results []seqboxtype.Result, now time.
 	}
 }
 
-// settles reports whether outcome o settles its identity for the first
+// concludes reports whether outcome o concludes its identity for the first
 // time: not a copy's (duplicate), nor one that waits (retry, held,
 // blocked).
-func settles(o seqboxtype.Outcome) bool {
+func concludes(o seqboxtype.Outcome) bool {
 	switch o {
 	case seqboxtype.Duplicate, seqboxtype.Retry, seqboxtype.Held, seqboxtype.Blocked:
 		return false

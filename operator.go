@@ -130,7 +130,7 @@ func (c *Consumer) Skip(ctx context.Context, seq int64, who, why string) ([]seqb
 	if letter.State != seqboxtype.DeadLetterOpen {
 		return nil, fmt.Errorf("dlq %d: %w (%s)", seq, ErrNotBlocking, letter.Resolution)
 	}
-	if err := c.unsettled(ctx, letter.Source, letter.ID, c.cfg.Now()); err != nil {
+	if err := c.inFlight(ctx, letter.Source, letter.ID, c.cfg.Now()); err != nil {
 		return nil, fmt.Errorf("dlq %d: %w", seq, err)
 	}
 	return c.inTx(ctx, "", func(tx *batchTx) ([]seqboxtype.Result, error) {
@@ -213,7 +213,7 @@ func (c *Consumer) releaseTurn(ctx context.Context, tx *batchTx, ks store.KeySta
 		return nil, fmt.Errorf("key %q is not blocked, and no message holds its turn", ks.Key)
 	}
 	now := c.cfg.Now()
-	if err := c.unsettled(ctx, r.Source, r.ID, now); err != nil {
+	if err := c.inFlight(ctx, r.Source, r.ID, now); err != nil {
 		return nil, fmt.Errorf("key %q: its turn belongs to %s/%s: %w", ks.Key, r.Source, r.ID, err)
 	}
 	if err := c.p.endTurn(ctx, tx, r, ks.Key, who, why, now); err != nil {
@@ -222,14 +222,14 @@ func (c *Consumer) releaseTurn(ctx context.Context, tx *batchTx, ks store.KeySta
 	return c.p.releaseKey(ctx, tx, ks, nil, who, why, now)
 }
 
-// unsettled refuses an operator's ending of message (source, id), which
+// inFlight refuses an operator's ending of message (source, id), which
 // would let its successors go, while it may still reach the agent or take
 // effect there: its decision is being asked right now (a live claim:
 // ErrBeingDecided; the state-machine test found two events of one key at
 // the agent at once), or its call through the ledger is pending or
 // uncertain in a process that froze or died, its claim run out
 // (ErrCallOpen; an attacker's two gateways).
-func (c *Consumer) unsettled(ctx context.Context, source, id string, now time.Time) error {
+func (c *Consumer) inFlight(ctx context.Context, source, id string, now time.Time) error {
 	live, err := c.cfg.Store.Executor().DecisionClaimLive(ctx, store.DecisionClaimParams{Consumer: c.cfg.Name,
 		Source: source, ID: id, Now: now})
 	if err != nil {
