@@ -79,7 +79,7 @@ type Metrics struct {
 	// PublicationToCommit is the histogram
 	// seqbox_publication_to_commit_seconds: from the event's publication
 	// (as OccurrenceToPublication reads it) to the commit of the outcome
-	// that settles it (once an event: not a copy's, a retry's or a
+	// that concludes it (once an event: not a copy's, a retry's or a
 	// hold's; OccurrenceToPublication likewise).
 	PublicationToCommit *prometheus.HistogramVec
 }
