@@ -159,6 +159,14 @@ func TestReleaseRefusesATurnWhoseCallIsUncertain(t *testing.T) {
 	require.NotNil(t, d.Turn)
 	require.Equal(t, "x", d.Turn.ID)
 	require.Contains(t, d.Action, "seqbox keys release k1 --by WHO --reason WHY")
+	// keys list --all too (it read "ok" with no reason and no way out).
+	all, err := ops.Reporter{Op: b.store.Executor(), Consumer: b.cfg.Name}.Keys(ctx, true)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.NotNil(t, all[0].Turn, "keys list --all: %+v", all[0])
+	require.Equal(t, "x", all[0].Turn.ID)
+	require.Equal(t, d.Reason, all[0].Reason)
+	require.Equal(t, d.Action, all[0].Action)
 
 	other := elsewhere(t, b)
 	_, err = other.ReleaseKey(ctx, "k1", "ops", "x was dropped by the broker")

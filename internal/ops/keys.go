@@ -127,14 +127,55 @@ func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
 		return nil, err
 	}
 	out := make([]KeyReport, 0, len(views))
+	var quiet []string // keys with nothing parked and no block: a turn may still be held
 	for _, v := range views {
 		rep, err := r.report(ctx, v, dlq, nil)
 		if err != nil {
 			return nil, err
 		}
+		if rep.Turn == nil && !rep.Blocked {
+			quiet = append(quiet, rep.PartitionKey)
+		}
 		out = append(out, rep)
 	}
+	if len(quiet) == 0 {
+		return out, nil
+	}
+	// One read for all of them; only a key with a row is looked at again
+	// (RetryOnKey tells a live turn from a settled identity's row).
+	rows, err := r.Op.RetryRowsOnKeys(ctx, store.KeysRef{Consumer: r.Consumer, Keys: quiet})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if _, ok := rows[out[i].PartitionKey]; ok && out[i].Turn == nil && !out[i].Blocked {
+			if err := r.turnWithNothingBehind(ctx, &out[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return out, nil
+}
+
+// turnWithNothingBehind names, on rep, a message that holds its key's
+// turn with nothing parked behind it (retrying, being decided, or gone
+// with its call open), with its way out, as keys release ends it. The
+// key's status stays: nothing waits on it yet.
+func (r Reporter) turnWithNothingBehind(ctx context.Context, rep *KeyReport) error {
+	t, err := r.Op.RetryOnKey(ctx, store.KeyRef{Consumer: r.Consumer, Key: rep.PartitionKey})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	key := rep.PartitionKey
+	rep.Turn = &TurnHolder{Source: t.Source, ID: t.ID, LastSeen: timeText(t.At), LastError: t.Error}
+	rep.Reason = fmt.Sprintf("%s/%s holds the key's turn (last seen %s)", t.Source, t.ID, timeText(t.At))
+	rep.Action = fmt.Sprintf("wait for %s/%s (retrying, or being decided); should it never come back: %s "+
+		"(refused while a call of it is open: resolve that call first, seqbox effects resolve)",
+		t.Source, t.ID, command("seqbox keys release", key, " --by WHO --reason WHY"+r.target()))
+	return nil
 }
 
 // Key reports one key with its parked messages, recorded gaps and the
@@ -156,17 +197,7 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 		return d, err
 	}
 	if d.Turn == nil && !d.Blocked {
-		// A message holds the key's turn with nothing parked behind it
-		// (retrying, being decided, or gone with its call open): shown,
-		// with its way out, as keys release ends it.
-		t, err := r.Op.RetryOnKey(ctx, store.KeyRef{Consumer: r.Consumer, Key: key})
-		if err == nil {
-			d.Turn = &TurnHolder{Source: t.Source, ID: t.ID, LastSeen: timeText(t.At), LastError: t.Error}
-			d.Reason = fmt.Sprintf("%s/%s holds the key's turn (last seen %s)", t.Source, t.ID, timeText(t.At))
-			d.Action = fmt.Sprintf("wait for %s/%s (retrying, or being decided); should it never come back: %s "+
-				"(refused while a call of it is open: resolve that call first, seqbox effects resolve)",
-				t.Source, t.ID, command("seqbox keys release", key, " --by WHO --reason WHY"+r.target()))
-		} else if !errors.Is(err, store.ErrNotFound) {
+		if err := r.turnWithNothingBehind(ctx, &d.KeyReport); err != nil {
 			return d, err
 		}
 	}

@@ -27,6 +27,16 @@ func (f fakeExecutor) RetryOnKey(_ context.Context, p store.KeyRef) (store.Retry
 	return store.RetryRow{}, store.ErrNotFound
 }
 
+func (f fakeExecutor) RetryRowsOnKeys(_ context.Context, p store.KeysRef) (map[string][]store.Identity, error) {
+	out := map[string][]store.Identity{}
+	for _, k := range p.Keys {
+		if r, ok := f.turns[k]; ok {
+			out[k] = append(out[k], store.Identity{Source: r.Source, ID: r.ID})
+		}
+	}
+	return out, nil
+}
+
 func (f fakeExecutor) KeyViewList(context.Context, store.KeyViewListParams) ([]store.KeyView, error) {
 	return f.views, nil
 }
