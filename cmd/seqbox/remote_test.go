@@ -47,10 +47,10 @@ func exeEnv(t *testing.T, env []string, args ...string) result {
 // stuck keys: K, blocked behind dead letter 1 (k2 fails permanently) with
 // k3 parked behind it, and G, blocked by a gap (v2 never came; the hold
 // expired).
-func stuckServer(t *testing.T) (*server, string) {
+func stuckServer(t *testing.T, flags ...string) (*server, string) {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "seqbox.db")
-	s := startServe(t, nil, "--db", db, "--admin-token", serveToken, "--hold-timeout", "300ms")
+	s := startServe(t, nil, append([]string{"--db", db, "--admin-token", serveToken, "--hold-timeout", "300ms"}, flags...)...)
 	s.event(t, ce("k1", "K", 1, ""))
 	s.event(t, ce("k2", "K", 2, `{"fail":"permanent"}`))
 	s.event(t, ce("k3", "K", 3, ""))

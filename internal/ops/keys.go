@@ -19,6 +19,10 @@ const (
 	StatusBlocked = "blocked" // the key is blocked: nothing applies until an operator acts
 	StatusHeld    = "held"    // messages wait for a missing version or a retrying predecessor
 	StatusOK      = "ok"      // nothing is waiting
+	// StatusRetrying is a key whose turn is held by a message that failed
+	// and waits to be tried again, with nothing parked behind it (a
+	// gateway's next messages of the key wait in its queue).
+	StatusRetrying = "retrying"
 )
 
 // Blocker is the dead-lettered message a key is blocked behind.
@@ -27,6 +31,17 @@ type Blocker struct {
 	ID     string `json:"id"`
 	// DLQSeq is its open DLQ row (nil when none is open).
 	DLQSeq *int64 `json:"dlq_seq"`
+	// OpenCall is a call of it through the effects ledger that is pending
+	// or uncertain (nil when none is): while it is open the dead letter's
+	// skip is refused and a redrive waits on it, so it is the first thing
+	// to settle.
+	OpenCall *OpenCall `json:"open_call,omitempty"`
+}
+
+// OpenCall is a ledger call that may still take effect.
+type OpenCall struct {
+	IdempotencyKey string `json:"idempotency_key"`
+	State          string `json:"state"`
 }
 
 // KeyReport is one key as the stuck-keys view shows it: where it is,
@@ -99,6 +114,10 @@ type Reporter struct {
 	// DB is the --db value the advice commands repeat, so they can be
 	// pasted as they are.
 	DB string
+	// Server, when set, is the --server URL the advice commands carry
+	// instead of --db and --consumer (the admin API's reports: the
+	// server's own --db path means nothing where the operator is).
+	Server string
 }
 
 // command builds a command to paste: name, the argument shell-quoted, and
@@ -112,6 +131,9 @@ func command(name, arg, flags string) string {
 
 // target is the --db and --consumer flags the advice commands carry.
 func (r Reporter) target() string {
+	if r.Server != "" {
+		return " --server " + shellWord(r.Server)
+	}
 	return " --db " + shellWord(r.DB) + " --consumer " + shellWord(r.Consumer)
 }
 
@@ -127,13 +149,16 @@ func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
 		return nil, err
 	}
 	out := make([]KeyReport, 0, len(views))
-	var quiet []string // keys with nothing parked and no block: a turn may still be held
+	// quiet are the keys with nothing parked and no block, whose turn a
+	// message may still hold: in the stuck list (all false), those listed
+	// for a retrying turn holder alone.
+	var quiet []string
 	for _, v := range views {
 		rep, err := r.report(ctx, v, dlq, nil)
 		if err != nil {
 			return nil, err
 		}
-		if rep.Turn == nil && !rep.Blocked {
+		if rep.Status == StatusOK {
 			quiet = append(quiet, rep.PartitionKey)
 		}
 		out = append(out, rep)
@@ -148,7 +173,7 @@ func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
 		return nil, err
 	}
 	for i := range out {
-		if _, ok := rows[out[i].PartitionKey]; ok && out[i].Turn == nil && !out[i].Blocked {
+		if _, ok := rows[out[i].PartitionKey]; ok && out[i].Status == StatusOK {
 			if err := r.turnWithNothingBehind(ctx, &out[i]); err != nil {
 				return nil, err
 			}
@@ -172,6 +197,10 @@ func (r Reporter) turnWithNothingBehind(ctx context.Context, rep *KeyReport) err
 	key := rep.PartitionKey
 	rep.Turn = &TurnHolder{Source: t.Source, ID: t.ID, LastSeen: timeText(t.At), LastError: t.Error}
 	rep.Reason = fmt.Sprintf("%s/%s holds the key's turn (last seen %s)", t.Source, t.ID, timeText(t.At))
+	if t.Error != "" {
+		rep.Status = StatusRetrying
+		rep.Reason = fmt.Sprintf("%s/%s holds the key's turn and retries (last failed %s: %s)", t.Source, t.ID, timeText(t.At), t.Error)
+	}
 	rep.Action = fmt.Sprintf("wait for %s/%s (retrying, or being decided); should it never come back: %s "+
 		"(refused while a call of it is open: resolve that call first, seqbox effects resolve)",
 		t.Source, t.ID, command("seqbox keys release", key, " --by WHO --reason WHY"+r.target()))
@@ -196,7 +225,7 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 	if d.KeyReport, err = r.report(ctx, v, dlq, d.Parked); err != nil {
 		return d, err
 	}
-	if d.Turn == nil && !d.Blocked {
+	if d.Status == StatusOK {
 		if err := r.turnWithNothingBehind(ctx, &d.KeyReport); err != nil {
 			return d, err
 		}
@@ -258,6 +287,12 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 					// is the one that may apply next.
 					rep.Expected = letter.ObjectVersion
 				}
+				call, err := r.Op.LedgerOpen(ctx, store.MessageRef{Consumer: r.Consumer, Source: v.BlockedSource, ID: v.BlockedID})
+				if err == nil {
+					rep.BlockedBy.OpenCall = &OpenCall{IdempotencyKey: call.IdempotencyKey, State: call.State}
+				} else if !errors.Is(err, store.ErrNotFound) {
+					return rep, err
+				}
 			}
 		}
 		rep.Action = blockedAction(rep, r.target())
@@ -301,6 +336,17 @@ func earliest(a, b time.Time) time.Time {
 // (the flags that reach the consumer) after each command: redrive the
 // dead letter it is blocked behind, or release it.
 func blockedAction(rep KeyReport, target string) string {
+	if b := rep.BlockedBy; b != nil && b.DLQSeq != nil && b.OpenCall != nil {
+		// The skip is refused and a redrive fails again while the call is
+		// open: what the remote side shows settles it first.
+		if b.OpenCall.State != "uncertain" {
+			return fmt.Sprintf("wait: its call %s is %s (a caller may still be running it; it turns uncertain if that caller is gone), "+
+				"then redrive or skip dead letter %d", b.OpenCall.IdempotencyKey, b.OpenCall.State, *b.DLQSeq)
+		}
+		return fmt.Sprintf("check the remote side for call %s, then seqbox effects resolve %s --state succeeded --ref REF|--state failed "+
+			"--by WHO --reason WHY%s, then seqbox dlq redrive %d%s (skip and redrive are refused or fail while the call is uncertain)",
+			b.OpenCall.IdempotencyKey, shellWord(b.OpenCall.IdempotencyKey), target, *b.DLQSeq, target)
+	}
 	if b := rep.BlockedBy; b != nil && b.DLQSeq != nil {
 		// One command to paste; the alternative follows as a shell comment.
 		return fmt.Sprintf("seqbox dlq redrive %d%s  # or: seqbox dlq skip %d --by WHO --reason WHY%s",

@@ -46,9 +46,17 @@ func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) 
 	writeProblem(w, r, Problem{Type: ProblemUnavailable, Status: http.StatusInternalServerError, Detail: err.Error()})
 }
 
-func (s *Server) reporter() ops.Reporter {
+// reporter builds key reports for r: their advice commands carry
+// --server with the URL r came in by, which is what the operator can
+// reach (the server's own --db, often a relative path, means nothing
+// where they are).
+func (s *Server) reporter(r *http.Request) ops.Reporter {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
 	return ops.Reporter{Op: s.store.Executor(), Consumer: s.opt.Consumer, FirstVersion: s.opt.Policy.FirstVersion,
-		Now: s.consumerNow(), DB: RedactURL(s.opt.DB)}
+		Now: s.consumerNow(), DB: RedactURL(s.opt.DB), Server: scheme + "://" + r.Host}
 }
 
 // Overview is GET /v1/admin/overview: what the dashboard's header shows.
@@ -148,7 +156,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		badQuery(w, r, "limit", bad)
 		return
 	}
-	reps, err := s.reporter().Keys(r.Context(), all)
+	reps, err := s.reporter(r).Keys(r.Context(), all)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -186,7 +194,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
-	d, err := s.reporter().Key(r.Context(), r.PathValue("key"))
+	d, err := s.reporter(r).Key(r.Context(), r.PathValue("key"))
 	if err != nil {
 		s.serverError(w, r, err)
 		return

@@ -198,6 +198,15 @@ func keyItem(rep ops.KeyReport, now time.Time) KeyItem {
 	}
 	key := PathSegment(rep.PartitionKey)
 	switch {
+	case rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil && rep.BlockedBy.OpenCall != nil:
+		call := rep.BlockedBy.OpenCall
+		if call.State == "uncertain" {
+			it.NextAction = "resolve call " + call.IdempotencyKey + " from what the remote side shows (succeeded with its reference, or failed), " +
+				"then redrive dead letter " + itoa(*rep.BlockedBy.DLQSeq) + " (skip and redrive are refused or fail while it is uncertain)"
+			it.Actions = []APIAction{{"resolve", "POST", "/v1/admin/effects/" + PathSegment(call.IdempotencyKey) + "/resolve"}}
+		} else {
+			it.NextAction = rep.Action
+		}
 	case rep.BlockedBy != nil && rep.BlockedBy.DLQSeq != nil:
 		seq := itoa(*rep.BlockedBy.DLQSeq)
 		it.NextAction = "redrive dead letter " + seq + " once the cause is fixed, or skip it (a skip needs by and reason)"
@@ -207,6 +216,12 @@ func keyItem(rep ops.KeyReport, now time.Time) KeyItem {
 		it.Actions = []APIAction{{"release", "POST", "/v1/admin/keys/" + key + "/release"}}
 	case rep.Status == ops.StatusHeld:
 		it.NextAction = rep.Action
+	case rep.Turn != nil:
+		// A turn holder with nothing parked behind it (retrying, or being
+		// decided): keys release ends its turn, refused while its call is
+		// open or it is being decided.
+		it.NextAction = rep.Action
+		it.Actions = []APIAction{{"release", "POST", "/v1/admin/keys/" + key + "/release"}}
 	default:
 		it.NextAction = "none"
 	}

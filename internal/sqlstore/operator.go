@@ -85,7 +85,12 @@ const keyViewQuery = `SELECT k.consumer, k.partitionkey, k.version, k.blocked, k
 func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck bool) ([]store.KeyView, error) {
 	q := keyViewQuery
 	if stuck {
-		q += ` HAVING k.blocked = 1 OR SUM(CASE WHEN p.reason IN ('held', 'blocked') THEN 1 ELSE 0 END) > 0`
+		// Stuck: blocked, something parked behind it, or its turn held by
+		// a message that failed and waits to be tried again (behind a
+		// gateway's message group its successors wait in the queue, not
+		// parked: nothing else would show the key).
+		q += ` HAVING k.blocked = 1 OR SUM(CASE WHEN p.reason IN ('held', 'blocked') THEN 1 ELSE 0 END) > 0
+			OR EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = k.consumer AND r.partitionkey = k.partitionkey AND r.attempts > 0)`
 	}
 	rows, err := o.query(ctx, q, consumer, key)
 	if err != nil {

@@ -94,10 +94,17 @@ function renderOverview(o) {
 }
 
 // keyActions are the buttons of the API's actions for a key: release it,
-// or redrive or skip the dead letter it is blocked behind.
+// redrive or skip the dead letter it is blocked behind, or resolve that
+// dead letter's uncertain call first.
 function keyActions(k) {
-  const target = (a) => a.name === "release" ? k.partitionkey : k.blocked_by.dlq_seq;
-  return (k.actions || []).map((a) => actionButton(a.name, target(a), a.path));
+  return (k.actions || []).map((a) => {
+    if (a.name === "resolve") {
+      const b = k.blocked_by;
+      return el("button", { class: "act resolve", type: "button", dataset: { action: "resolve", target: b.open_call.idempotency_key },
+        onclick: () => openResolve(b.open_call.idempotency_key, b.source + " / " + b.id) }, "resolve");
+    }
+    return actionButton(a.name, a.name === "release" ? k.partitionkey : k.blocked_by.dlq_seq, a.path);
+  });
 }
 
 function renderKeys(keys) {
