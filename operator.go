@@ -35,6 +35,16 @@ var ErrBeingDecided = errors.New("it is being decided right now; try again once 
 // (seqbox effects resolve) once the remote side says what became of it.
 var ErrCallOpen = errors.New("a call of it through the effects ledger is pending or uncertain: it may still take effect; resolve it first (seqbox effects resolve)")
 
+// ErrDecided is returned by ReleaseKey for a key whose turn belongs to a
+// message whose decision is recorded, or whose call through the effects
+// ledger took effect, and which has not applied yet (its handler failed
+// and it retries, or its apply waits on a lock): ending its turn would
+// record as dead-lettered an event whose effect happened, and let its
+// successors go before it. It applies when it comes back; should it never
+// come back, the sweep ends its turn once the broker's redelivery window
+// passes.
+var ErrDecided = errors.New("its decision is recorded (its call took effect): it applies when it comes back, or the sweep ends its turn once the broker's redelivery window passes")
+
 // Redrive sends DLQ message seq back through the pipeline under its
 // original identity. Anything already applied is recognised by the inbox;
 // if the message blocked its key, the key is released and its parked
@@ -216,10 +226,33 @@ func (c *Consumer) releaseTurn(ctx context.Context, tx *batchTx, ks store.KeySta
 	if err := c.inFlight(ctx, r.Source, r.ID, now); err != nil {
 		return nil, fmt.Errorf("key %q: its turn belongs to %s/%s: %w", ks.Key, r.Source, r.ID, err)
 	}
+	if err := decidedNotApplied(ctx, tx, store.MessageRef{Consumer: c.cfg.Name, Source: r.Source, ID: r.ID}); err != nil {
+		return nil, fmt.Errorf("key %q: its turn belongs to %s/%s: %w", ks.Key, r.Source, r.ID, err)
+	}
 	if err := c.p.endTurn(ctx, tx, r, ks.Key, who, why, now); err != nil {
 		return nil, err
 	}
 	return c.p.releaseKey(ctx, tx, ks, nil, who, why, now)
+}
+
+// decidedNotApplied refuses, with ErrDecided, the ending of a turn whose
+// message has a decision recorded or a ledger call that took effect (the
+// open ones inFlight refused already): the agent acted on it, and it
+// applies when it comes back.
+func decidedNotApplied(ctx context.Context, tx *batchTx, ref store.MessageRef) error {
+	if _, err := tx.DecisionGet(ctx, ref); err == nil {
+		return ErrDecided
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	touched, err := tx.LedgerTouched(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if touched {
+		return ErrDecided
+	}
+	return nil
 }
 
 // inFlight refuses an operator's ending of message (source, id), which

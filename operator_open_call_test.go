@@ -226,3 +226,40 @@ func TestMaxBlockWaitsForAnOpenCallAndSaysSoOnce(t *testing.T) {
 	close(a.block["v1"])
 	require.Equal(t, []string{"v1:applied", "v2:applied"}, outcomes(<-redriven))
 }
+
+// A turn holder whose call took effect and whose decision is recorded,
+// its apply not committed yet (its handler failed once; on a gateway, an
+// apply waiting on a lock a frozen peer held): keys release ended its
+// turn, and the event the agent applied ended dead-lettered while its
+// successor went on (an attacker's two gateways on PostgreSQL). It
+// applies when it comes back; the release is refused.
+func TestReleaseRefusesATurnWhoseDecisionIsRecorded(t *testing.T) {
+	b := setup(t)
+	a := newLedgerAgent(t, b)
+	b.cfg.Decide = a.decide
+	var fail atomic.Bool
+	fail.Store(true)
+	record := b.cfg.Handler
+	b.cfg.Handler = func(ctx context.Context, tx seqbox.Tx, ev seqboxtype.Event) error {
+		if fail.Load() {
+			return errors.New("the database said: try again")
+		}
+		return record(ctx, tx, ev)
+	}
+	c := b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"x:retry"}, outcomes(mustDeliver(t, c, keyed("x", "k1", 1), 1)))
+	require.Equal(t, []string{"x"}, a.called())
+	calls, err := a.l.List(ctx, effects.Filter{Consumer: b.cfg.Name})
+	require.NoError(t, err)
+	require.Len(t, calls, 1)
+	require.Equal(t, effects.Succeeded, calls[0].State)
+
+	_, err = elsewhere(t, b).ReleaseKey(ctx, "k1", "ops", "x looks stuck")
+	require.ErrorIs(t, err, seqbox.ErrDecided, "released a turn whose call took effect")
+
+	// It applies when it comes back, without asking again.
+	fail.Store(false)
+	require.Equal(t, []string{"x:applied"}, outcomes(mustDeliver(t, c, keyed("x", "k1", 1), 2)))
+	require.Equal(t, []string{"x"}, a.called())
+}

@@ -248,6 +248,14 @@ func (m *Model) deadTurn(s *State, k int) int {
 	return j
 }
 
+// decidedNotApplied: identity j's decision is recorded, or its call took
+// effect, and it has not applied: no operator's release ends its turn
+// (operator.go, decidedNotApplied; an attacker's release over an apply
+// that waited on a lock ended the event the agent applied dead-lettered).
+func (m *Model) decidedNotApplied(s *State, j int) bool {
+	return s.ID[j].Decided || s.ID[j].Ledger == succeeded
+}
+
 // callOpen: identity i's call through the ledger is pending or uncertain,
 // so no operator's skip or release ends it and lets its successors go
 // (operator.go, callOpen): its caller may be frozen with the request
@@ -380,6 +388,8 @@ func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
 			if j := s.turnHolder(m, k); j >= 0 && s.ID[j].Status == none && !s.busyOn(m, j) {
 				if s.ID[j].Claim >= claimLive {
 					m.reach(gEndTurnClaimLive)
+				} else if m.decidedNotApplied(s, j) {
+					m.reach(gReleaseDecided)
 				} else if !m.callOpen(s, j) {
 					m.reach(gReleaseTurn)
 					try(s, step{kind: stReleaseTurn, x: int8(k)}, emit, func(t *State) {
