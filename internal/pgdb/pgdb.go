@@ -165,6 +165,9 @@ func openTarget(ctx context.Context, t Target, params map[string]string) (*sql.D
 	for k, v := range params {
 		cfg.RuntimeParams[k] = v
 	}
+	if _, set := cfg.RuntimeParams[idleInTransaction]; !set {
+		cfg.RuntimeParams[idleInTransaction] = IdleInTransactionTimeout
+	}
 	schema := QuoteIdent(t.Schema)
 	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, `SELECT pg_catalog.set_config('search_path',
@@ -189,6 +192,19 @@ func openTarget(ctx context.Context, t Target, params map[string]string) (*sql.D
 	}
 	return db, nil
 }
+
+// IdleInTransactionTimeout is idle_in_transaction_session_timeout on
+// seqbox's connections, unless the URL names it
+// (?idle_in_transaction_session_timeout=…): the server ends a
+// transaction that waited this long for its client between statements.
+// seqbox's own transactions never wait on the network (no call inside a
+// transaction); a process frozen inside one (SIGSTOP, a stalled VM)
+// would otherwise hold its key's locks, and every other process's work on
+// that key, for as long as it stays frozen. Five minutes leaves room for
+// a Handler's own long work inside its transaction.
+const IdleInTransactionTimeout = "5min"
+
+const idleInTransaction = "idle_in_transaction_session_timeout"
 
 // QuoteIdent quotes a PostgreSQL identifier.
 func QuoteIdent(name string) string {

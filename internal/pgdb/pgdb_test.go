@@ -91,3 +91,48 @@ func TestEnterSchemaAndSearchPath(t *testing.T) {
 	require.True(t, strings.HasPrefix(path, appSchema+", "), path)
 	require.True(t, strings.HasSuffix(path, `"`+seqboxSchema+`"`), path)
 }
+
+// A process frozen inside a transaction (SIGSTOP, a debugger, a swapped
+// out VM) held its advisory and row locks for as long as it stayed
+// frozen, and every other process's work on those keys waited behind it
+// with nothing to show or end it (an attacker's two gateways). seqbox's
+// connections end such a transaction after IdleInTransactionTimeout; a
+// URL that names the setting keeps its own.
+func TestAFrozenTransactionIsEndedByTheServer(t *testing.T) {
+	base := pgtest.URL(t)
+	show := func(raw string) string {
+		t.Helper()
+		db, err := pgdb.Open(context.Background(), raw)
+		require.NoError(t, err)
+		defer db.Close()
+		var v string
+		require.NoError(t, db.QueryRow(`SHOW idle_in_transaction_session_timeout`).Scan(&v))
+		return v
+	}
+	require.Equal(t, "5min", show(base))
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	require.Equal(t, "2s", show(base+sep+"idle_in_transaction_session_timeout=2s"))
+
+	// The server ends it: a transaction idle past the setting loses its
+	// connection, and its lock is free for another.
+	db, err := pgdb.Open(context.Background(), base+sep+"idle_in_transaction_session_timeout=100ms")
+	require.NoError(t, err)
+	defer db.Close()
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec(`SELECT pg_advisory_xact_lock(424242)`)
+	require.NoError(t, err)
+	other, err := pgdb.Open(context.Background(), base)
+	require.NoError(t, err)
+	defer other.Close()
+	// Blocks until the server ends the idle transaction.
+	otx, err := other.Begin()
+	require.NoError(t, err)
+	_, err = otx.Exec(`SELECT pg_advisory_xact_lock(424242)`)
+	require.NoError(t, err)
+	require.NoError(t, otx.Commit())
+	require.Error(t, tx.Commit(), "the frozen transaction's connection was ended")
+}
