@@ -77,7 +77,7 @@ var guardText = [nGuards]string{
 	gEndStaleTurn: "turn end: the sweep ends a lost unkeyed turn",
 	gReleaseTurn:  "turn end: an operator releases a key's turn", gRedriveApplied: "redrive: its apply unblocks the key",
 	gReleaseDecided: "turn end: release refused over a recorded decision",
-	gExpired: "deadline: expired", gExpiryUnderClaim: "deadline: not expired under a live claim", gClaimLate: "claim: past the deadline, not asked",
+	gExpired:        "deadline: expired", gExpiryUnderClaim: "deadline: not expired under a live claim", gClaimLate: "claim: past the deadline, not asked",
 	gExpiryOverCall: "deadline: not expired over a call that may have taken effect", gClaimLateTouched: "claim: past the deadline, a call to resolve",
 	gLedgerLate: "ledger: past the deadline, no new call",
 }
