@@ -81,8 +81,9 @@ func (c *Consumer) execute(ctx context.Context, r store.OperatorRequest) ([]seqb
 }
 
 // redriveUntilFinal redrives DLQ message seq, and again while it fails
-// transiently, up to the retry policy's attempts: with its backoff in a
-// running consumer, at once for the record handler (as replay does).
+// transiently, up to the retry policy's attempts: with its backoff (or a
+// longer Retry-After) in a running consumer, at once for the record
+// handler (as replay does).
 func (c *Consumer) redriveUntilFinal(ctx context.Context, seq int64) ([]seqboxtype.Result, error) {
 	var out []seqboxtype.Result
 	for attempt := 1; ; attempt++ {
@@ -98,7 +99,10 @@ func (c *Consumer) redriveUntilFinal(ctx context.Context, seq int64) ([]seqboxty
 			return out, nil
 		}
 		if c.kind != store.HandlerRecord {
-			sleep(ctx, c.cfg.Retry.Backoff(attempt))
+			// The policy's backoff, or what the remote side asked for
+			// (Retry-After, within the cap), whichever is longer: as a
+			// delivery's retry waits.
+			sleep(ctx, max(c.cfg.Retry.Backoff(attempt), results[0].RetryAfter))
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}
