@@ -35,7 +35,7 @@ function actionButton(action, target, path) {
 // openDialog fills the dialog's common parts and shows it.
 function openDialog(action, title, what, items, extra) {
   const a = ACTIONS[action];
-  $("#action-title").textContent = title;
+  $("#action-title").textContent = visible(title);
   $("#action-what").textContent = what + " Who and why are recorded with the request.";
   $("#action-items").replaceChildren(...(items || []).map((t) => el("li", {}, t)));
   $("#action-items").hidden = !items || items.length === 0;
@@ -81,7 +81,7 @@ function setStatus(kind, text) {
   const s = $("#status");
   s.className = "status-" + kind;
   s.dataset.kind = kind;
-  s.textContent = text;
+  s.textContent = visible(text);
 }
 
 // describeResult says what an executed action did; ok is false when a

@@ -70,7 +70,7 @@ function counter(id, label, value, help, bad) {
 }
 
 function renderOverview(o) {
-  $("#consumer").textContent = "consumer " + o.consumer + " · " + o.handler + " handler";
+  $("#consumer").textContent = visible("consumer " + o.consumer + " · " + o.handler + " handler");
   const c = o.counts;
   const rejected = o.rejected_at_ingest + o.outcomes.rejected;
   const oldest = timeEl(c.oldest_stuck, "age");
@@ -188,10 +188,22 @@ let drawing = "";
 
 function renderChanged(name, data, render) {
   if (location.hash !== drawing) return;
-  const key = JSON.stringify(data, (k, val) => VOLATILE.includes(k) ? undefined : val);
+  let key;
+  try {
+    key = JSON.stringify(data, (k, val) => VOLATILE.includes(k) ? undefined : val);
+  } catch (_) {
+    key = jsonText(data); // nested too deep for the browser's JSON.stringify
+  }
   if (rendered[name] === key) return;
   rendered[name] = key;
-  render(data);
+  try {
+    render(data);
+  } catch (e) {
+    // Half drawn is worse than not drawn: the next refresh draws it again.
+    rendered[name] = undefined;
+    if (name === "deadletter") clearDeadLetter();
+    throw e;
+  }
 }
 
 // overviewPage loads and draws the overview's parts.
@@ -221,7 +233,7 @@ async function refresh(reset) {
     const o = await api("/v1/admin/overview");
     showApp();
     syncClock(o.now);
-    $("#consumer").textContent = "consumer " + o.consumer + " · " + o.handler + " handler";
+    $("#consumer").textContent = visible("consumer " + o.consumer + " · " + o.handler + " handler");
     if (location.hash === drawing) showPage(r.page);
     if (r.page === "overview") await overviewPage(o);
     else await PAGES[r.page](r);

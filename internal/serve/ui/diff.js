@@ -14,17 +14,17 @@ function jsonBlock(key, value, path, marks, depth, comma) {
   const props = { class: "jl" + (mark ? " diff-" + mark.change : ""), dataset: { path: path.join(".") } };
   if (mark) props.title = mark.change + ": first " + shown(mark, "first") + ", second " + shown(mark, "second");
   const end = comma ? "," : "";
-  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length > 0) {
+  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length > 0 && depth < JSON_DEPTH) {
     const keys = Object.keys(value);
     return el("div", props, el("div", {}, pad + label + "{"),
       ...keys.map((k, i) => jsonBlock(k, value[k], path.concat(k), marks, depth + 1, i < keys.length - 1)),
       el("div", {}, pad + "}" + end));
   }
-  return el("div", props, pad + label + JSON.stringify(value) + end);
+  return el("div", props, pad + label + jsonText(value, false, depth) + end);
 }
 
 // shown is one side of a field diff as JSON text, or "absent".
-function shown(d, side) { return side in d ? JSON.stringify(d[side]) : "absent"; }
+function shown(d, side) { return side in d ? jsonText(d[side]) : "absent"; }
 
 // payloadView shows one envelope: marked JSON when it parses, else as
 // kept.
@@ -40,7 +40,7 @@ function payloadView(p, marks, side) {
 function diffSummary(diff) {
   if (diff === null || diff === undefined) return el("p", { class: "muted" }, "The two payloads cannot be compared field by field.");
   if (diff.length === 0) return el("p", { class: "muted" }, "No field differs (the bytes do: spacing or key order).");
-  const cell = (d, side) => side in d ? el("code", {}, JSON.stringify(d[side])) : el("span", { class: "muted" }, "absent");
+  const cell = (d, side) => side in d ? el("code", {}, jsonText(d[side])) : el("span", { class: "muted" }, "absent");
   return el("table", { class: "diff-summary" },
     el("thead", {}, el("tr", {}, el("th", {}, "field"), el("th", {}, "change"), el("th", {}, "first"), el("th", {}, "second"))),
     el("tbody", {}, ...diff.map((d) => el("tr", { class: "diff-" + d.change, dataset: { path: d.path.join("."), change: d.change } },

@@ -12,9 +12,22 @@ function el(tag, props, ...children) {
   setProps(e, props);
   for (const c of children) {
     if (c === null || c === undefined) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    e.append(c instanceof Node ? c : document.createTextNode(visible(String(c))));
   }
   return e;
+}
+
+// INVISIBLE are the characters that change how text around them reads
+// without showing themselves: bidirectional overrides and isolates
+// (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C), zero-width
+// characters (U+200B–U+200D, U+2060–U+2064, U+FEFF) and the line and
+// paragraph separators. A key "evil\u202Eexe.txt" read "eviltxt.exe".
+const INVISIBLE = /[\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+
+// visible writes each invisible character as its escape (\u202e), as the
+// CLI prints it.
+function visible(s) {
+  return s.replace(INVISIBLE, (ch) => "\\u" + ch.charCodeAt(0).toString(16).padStart(4, "0"));
 }
 
 function setProps(e, props) {
@@ -53,7 +66,7 @@ function pageHref(...parts) { return "#/" + parts.map((p) => encodeURIComponent(
 // across lines (.key keeps it whole).
 function keyEl(key) {
   if (!key) return el("span", { class: "muted" }, "-");
-  return el("a", { class: "key", href: pageHref("key", key), dataset: { key } }, key);
+  return el("a", { class: "key", href: pageHref("key", key), title: visible(key), dataset: { key } }, key);
 }
 
 // dlEl links to a dead letter's page.
@@ -80,7 +93,32 @@ function outcomeEl(outcome) {
   return el("span", { class: "outcome outcome-" + outcome, dataset: { outcome } }, outcome);
 }
 
+// JSON_DEPTH is how many levels of a JSON value the dashboard draws;
+// deeper ones show as […] or {…} (the bytes as stored show them whole).
+// A payload nested thousands of levels deep overflowed the browser's stack
+// and left a page half drawn.
+const JSON_DEPTH = 64;
+
+// jsonText is JSON.stringify(value), or JSON.stringify(value, null, 2)
+// when pretty, with the levels past JSON_DEPTH cut.
+function jsonText(value, pretty, depth = 0) {
+  if (value === null || typeof value !== "object") {
+    const s = JSON.stringify(value);
+    return s === undefined ? "null" : s;
+  }
+  if (depth >= JSON_DEPTH) return Array.isArray(value) ? "[…]" : "{…}";
+  const nl = pretty ? "\n" + "  ".repeat(depth + 1) : "";
+  const end = pretty ? "\n" + "  ".repeat(depth) : "";
+  if (Array.isArray(value)) {
+    if (value.length === 0) return "[]";
+    return "[" + value.map((x) => nl + jsonText(x, pretty, depth + 1)).join(",") + end + "]";
+  }
+  const keys = Object.keys(value);
+  if (keys.length === 0) return "{}";
+  return "{" + keys.map((k) => nl + JSON.stringify(k) + (pretty ? ": " : ":") + jsonText(value[k], pretty, depth + 1)).join(",") + end + "}";
+}
+
 // jsonView shows a value as indented JSON.
 function jsonView(value) {
-  return el("pre", { class: "json-pretty" }, JSON.stringify(value, null, 2));
+  return el("pre", { class: "json-pretty" }, jsonText(value, true));
 }

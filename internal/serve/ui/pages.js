@@ -76,8 +76,8 @@ function waitsFor(k) {
 
 function renderKey(d) {
   const k = d;
-  $("#key-crumb").textContent = k.partitionkey;
-  $("#key-name").textContent = k.partitionkey;
+  $("#key-crumb").textContent = visible(k.partitionkey);
+  $("#key-name").textContent = visible(k.partitionkey);
   $("#key-status").replaceChildren(el("span", { class: "badge status-" + k.status }, k.status));
   const facts = [
     ...fact("version", v(k.version)),
@@ -118,8 +118,8 @@ async function keyPage(r) {
     if (e instanceof Unauthorized) throw e;
     if (location.hash !== drawing) return;
     rendered.key = null;
-    $("#key-name").textContent = r.key;
-    $("#key-crumb").textContent = r.key;
+    $("#key-name").textContent = visible(r.key);
+    $("#key-crumb").textContent = visible(r.key);
     $("#key-status").replaceChildren(el("span", { class: "badge" }, "unknown"));
     $("#key-facts").replaceChildren(...fact("not found", "no event of this key was recorded (or retention purged it): " + e.message));
     for (const id of ["#key-actions", "#key-parked tbody", "#key-gaps tbody", "#key-audit tbody"]) $(id).replaceChildren();
@@ -138,7 +138,18 @@ function envelopeParts(p) {
   return { attrs, hasData: "data" in doc, data: doc.data, base64: doc.data_base64 };
 }
 
+// clearDeadLetter empties the dead letter's page: nothing of one dead
+// letter stays under another's number (a page whose drawing failed, a
+// number with no dead letter), and no action is offered on it.
+function clearDeadLetter() {
+  for (const id of ["#dl-crumb", "#dl-seq", "#dl-bytes", "#dl-raw-text"]) $(id).textContent = "";
+  for (const id of ["#dl-state", "#dl-facts", "#dl-actions", "#dl-errors", "#dl-history", "#dl-data", "#dl-attributes tbody", "#dl-parked tbody"]) {
+    $(id).replaceChildren();
+  }
+}
+
 function renderDeadLetter({ d, key }) {
+  clearDeadLetter();
   $("#dl-crumb").textContent = d.seq;
   $("#dl-seq").textContent = d.seq;
   $("#dl-state").replaceChildren(el("span", { class: "badge state-" + d.state }, d.state));
@@ -168,7 +179,7 @@ function renderDeadLetter({ d, key }) {
   const parts = envelopeParts(env);
   if (parts) {
     $("#dl-attributes tbody").replaceChildren(...parts.attrs.map(([k, val]) => el("tr", { dataset: { attr: k } },
-      el("th", {}, k), el("td", {}, typeof val === "string" ? val : JSON.stringify(val)))));
+      el("th", {}, k), el("td", {}, typeof val === "string" ? val : jsonText(val)))));
     $("#dl-data").replaceChildren(parts.hasData ? jsonView(parts.data)
       : parts.base64 !== undefined ? el("pre", {}, "(data_base64) " + parts.base64) : el("p", { class: "muted" }, "no data"));
   } else {
@@ -191,6 +202,8 @@ async function deadLetterPage(r) {
     if (e instanceof Unauthorized) throw e;
     if (location.hash !== drawing) return;
     rendered.deadletter = null;
+    clearDeadLetter();
+    $("#dl-crumb").textContent = visible(String(r.seq));
     notFound("dead letter " + r.seq, e);
     return;
   }
@@ -213,7 +226,7 @@ function renderKeySearch({ res, q }) {
     el("td", {}, timeEl(k.since)),
     el("td", { class: "reason" }, reasonEl(k.reason)))));
   $("#keys-empty").hidden = res.keys.length > 0;
-  $("#keys-empty").textContent = q ? `No key holds "${q}".` : "No key yet.";
+  $("#keys-empty").textContent = q ? visible(`No key holds "${q}".`) : "No key yet.";
 }
 
 async function keysPage(r) {
@@ -299,7 +312,7 @@ function renderConsumers(res) {
       el("td", { class: "circuit" }, ...circuit),
       el("td", {}, policies.length ? el("details", { class: "policies" }, el("summary", {}, policies.length + " policies"),
         el("table", { class: "attributes" }, el("tbody", {}, ...policies.map(([k, val]) =>
-          el("tr", {}, el("th", {}, k), el("td", {}, typeof val === "string" ? val : JSON.stringify(val))))))) : "-"));
+          el("tr", {}, el("th", {}, k), el("td", {}, typeof val === "string" ? val : jsonText(val))))))) : "-"));
   }));
   $("#consumers-empty").hidden = res.consumers.length > 0;
 }
