@@ -77,6 +77,12 @@ class Agent:
             ctx = Context(event, headers, self.gateways, self.timeout)
         except (ValueError, UnicodeDecodeError) as e:
             return _problem(400, "Bad Request", f"the body is not a structured CloudEvent: {e}")
+        except RecursionError:
+            # The gateway takes any depth; Python's json stops near 1,000
+            # levels. A definite answer, not a dropped connection (which
+            # leaves the gateway's call uncertain).
+            return _problem(400, "Bad Request", "the body nests deeper than Python's JSON decoder reads "
+                            f"(sys.getrecursionlimit() is {sys.getrecursionlimit()})")
         try:
             out = self.handler(ctx)
         except Stale as e:

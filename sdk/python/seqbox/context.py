@@ -154,7 +154,7 @@ class Context:
                 if "retry_after_ms" not in row:
                     found = reconcile(key)
                     row = api.call("effect", action, {"op": "reconcile", "applied": found is not None,
-                                                      "ref": "" if found is None else _cut(str(found))})
+                                                      "ref": "" if found is None else _cut(_ref_text(found))})
                     if row["state"] == "succeeded":
                         return row.get("ref", "")
                 if row["state"] == "uncertain":
@@ -172,7 +172,7 @@ class Context:
             except BaseException as e:
                 _record_quietly(api, "effect", action, {"op": "record", "call": call, "state": "uncertain", "error": _text(e)})
                 raise Retry(f"effect {action!r} ({key}) may or may not have taken effect: {_text(e)}") from e
-            ref = "" if ref is None else _cut(str(ref))
+            ref = "" if ref is None else _cut(_ref_text(ref))
             api.call("effect", action, {"op": "record", "call": call, "state": "succeeded", "ref": ref})
             return ref
         raise Retry(f"effect {action!r} kept changing under this call")
@@ -210,6 +210,18 @@ def _record_quietly(api, kind, name, body):
 def _text(e):
     """An error as the ledger keeps it: its type and message, cut to fit."""
     return _cut(f"{type(e).__name__}: {e}")
+
+
+def _ref_text(ref):
+    """The reference a call returned, as the ledger keeps it: a string as
+    it is, anything else as its JSON (a dict read as Python's repr), or
+    str() of what JSON cannot hold."""
+    if isinstance(ref, str):
+        return ref
+    try:
+        return encode_json(ref).decode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        return str(ref)
 
 
 def _cut(s, limit=MAX_TEXT_BYTES):

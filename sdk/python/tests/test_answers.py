@@ -78,3 +78,15 @@ class TestNames(unittest.TestCase):
     def test_waiting_names_its_call_as_the_typescript_sdk_does(self):
         w = seqbox.Waiting("step", "plan", 1.5)
         self.assertEqual((w.kind, w.call_name, w.name, w.after), ("step", "plan", "plan", 1.5))
+
+
+class TestDeepBodies(unittest.TestCase):
+    def test_an_event_nested_deeper_than_the_decoder_reads_is_a_400_problem(self):
+        # The gateway takes such an event; Python's json stops near 1,000
+        # levels with a RecursionError, which escaped handle: http.server
+        # dropped the connection and the gateway's call was left uncertain.
+        deep = b'{"id":"e1","source":"crm","type":"t","data":' + b"[" * 5000 + b"]" * 5000 + b"}"
+        resp = seqbox.Agent(lambda ctx: None, [], log=lambda msg: None).handle("POST", {}, deep)
+        self.assertEqual(resp.status, 400, resp.body)
+        problem = json.loads(resp.body)
+        self.assertIn("nests deeper", problem["detail"])

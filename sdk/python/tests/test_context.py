@@ -1,6 +1,7 @@
 """What the handler's context holds: the event's attributes and the
 gateway's headers, decoded as the gateway wrote them."""
 
+import json
 import sys
 import threading
 
@@ -64,3 +65,20 @@ class TestPartitionKey(GatewayCase):
             agent.handle("POST", {"Seqbox-Partition-Key": latin1}, b'{"id":"h","source":"s","type":"t"}')
         agent.handle("POST", {"Seqbox-Partition-Key": "plain"}, b'{"id":"h","source":"s","type":"t"}')
         self.assertEqual(seen, [*KEYS, "plain"])
+
+
+class TestEffectReference(GatewayCase):
+    def test_a_reference_that_is_not_a_string_is_kept_as_its_json(self):
+        # str() of a dict kept Python's repr ({'id': 42}), and the
+        # TypeScript SDK "[object Object]": both keep its JSON now.
+        refs = {}
+
+        def handle(ctx):
+            refs[ctx.id] = ctx.effect("crm.create_task", lambda key: {"id": 42, "key": key})
+
+        gw = self.start(handle)
+        gw.post({"specversion": "1.0", "id": "r1", "source": "crm", "type": "t"})
+        gw.wait_outcome("r1")
+        decoded = json.loads(refs["r1"])
+        self.assertEqual(decoded["id"], 42)
+        self.assertTrue(decoded["key"].startswith("sbx-"), refs["r1"])

@@ -217,7 +217,7 @@ export class Context {
         if (row.retry_after_ms === undefined) {
           const found = await reconcile(key);
           const applied = found !== null && found !== undefined;
-          row = await api.call("effect", action, { op: "reconcile", applied, ref: applied ? cut(String(found)) : "" });
+          row = await api.call("effect", action, { op: "reconcile", applied, ref: applied ? cut(refText(found)) : "" });
           if (row.state === "succeeded") {
             return row.ref ?? "";
           }
@@ -242,7 +242,7 @@ export class Context {
         await recordQuietly(api, "effect", action, { op: "record", call, state: "uncertain", error: text(e) });
         throw new Retry(`effect ${JSON.stringify(action)} (${key}) may or may not have taken effect: ${text(e)}`, { cause: e });
       }
-      const recorded = ref === null || ref === undefined ? "" : cut(String(ref));
+      const recorded = ref === null || ref === undefined ? "" : cut(refText(ref));
       await api.call("effect", action, { op: "record", call, state: "succeeded", ref: recorded });
       return recorded;
     }
@@ -325,6 +325,20 @@ function text(e: unknown): string {
 }
 
 /** s cut to at most limit bytes of UTF-8, at a character boundary (a lone surrogate counts the 3 bytes of U+FFFD). */
+// refText is the reference a call returned, as the ledger keeps it: a
+// string as it is, anything else as its JSON (an object read
+// "[object Object]"), or String() of what JSON cannot hold.
+function refText(ref: unknown): string {
+  if (typeof ref === "string") return ref;
+  try {
+    const json = JSON.stringify(ref);
+    if (typeof json === "string") return json;
+  } catch {
+    // a cycle, a BigInt: String() below
+  }
+  return String(ref);
+}
+
 function cut(s: string, limit = MAX_TEXT_BYTES): string {
   const bytes = new TextEncoder().encode(s);
   if (bytes.length <= limit) {

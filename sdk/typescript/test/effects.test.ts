@@ -76,3 +76,17 @@ test("an uncertain call is reconciled, never re-run blind", async (t) => {
   assert.equal(rows.get("step:plan")?.state, "succeeded");
   assert.equal(rows.get("email")?.state, "succeeded");
 });
+
+test("a reference that is not a string is kept as its JSON", async (t) => {
+  // String() of an object recorded "[object Object]".
+  const b = new Bundle(t);
+  const refs: string[] = [];
+  const pair = await b.start(async (ctx) => {
+    refs.push(await ctx.effect("crm.create_task", (key) => ({ id: 42, key })));
+  });
+  await pair.gw.post(event("o1", "K", 1, {}));
+  assert.equal(await b.final(pair, "o1", "K", 2), "applied");
+  const ref = JSON.parse(refs[0]!) as { id: number; key: string };
+  assert.equal(ref.id, 42);
+  assert.match(ref.key, /^sbx-/);
+});
