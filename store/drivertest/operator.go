@@ -554,6 +554,18 @@ func testOperatorClaimDecision(t *testing.T, st store.Store) {
 	require.False(t, claim("b", 12, 22), "renewed until 13")
 	require.True(t, held.Equal(at(13)), "held until %s", held)
 	require.True(t, claim("b", 13, 23), "expired: b takes it")
+	// The heartbeat of a frozen a, late: it must learn the claim is gone,
+	// and leave b's as it is (an extend that renewed whoever held it let
+	// a's decider ask while b's asked too).
+	extend := func(owner string, now, until int) bool {
+		ok, err := o.op.DecisionClaimExtend(o.ctx, store.DecisionClaimParams{Consumer: o.consumer, Source: "crm", ID: "1", Owner: owner, Now: at(now), Until: at(until)})
+		require.NoError(t, err)
+		return ok
+	}
+	require.False(t, extend("a", 14, 40), "a's claim was taken over")
+	require.False(t, claim("a", 20, 30), "still b's until 23: a's late heartbeat moved nothing")
+	require.True(t, held.Equal(at(23)), "b's claim runs out at 23, not %s", held)
+	require.True(t, extend("b", 14, 23), "b renews its own")
 	require.NoError(t, o.op.DecisionUnclaim(o.ctx, store.DecisionUnclaimParams{Consumer: o.consumer, Source: "crm", ID: "1", Owner: "a"}), "not a's: nothing happens")
 	require.False(t, claim("a", 14, 24))
 	require.NoError(t, o.op.DecisionUnclaim(o.ctx, store.DecisionUnclaimParams{Consumer: o.consumer, Source: "crm", ID: "1", Owner: "b"}))

@@ -196,6 +196,18 @@ func testTurnTakeBound(t *testing.T, st store.Store) {
 	require.Equal(t, "h1", take("1", "h1", "bk-a", 2), "its own copy takes it again")
 	require.Equal(t, "h1", take("1", "h2", "bk-b", 3), "another payload gets the bound hash back")
 	require.Equal(t, "bk-a", businessKey("1"), "another payload's business key changes nothing")
+	// Taking it again is seeing it again: the sweep's "not seen for the
+	// redelivery window" counts from the latest take (a turn taken once,
+	// long ago, by a message redelivered since, was ended as gone).
+	stale := func(before int) []store.RetryRow {
+		t.Helper()
+		rows, err := e.tx.TurnListStale(e.ctx, store.TurnListStaleParams{Consumer: e.consumer, Before: at(before), Limit: 10})
+		require.NoError(t, err)
+		return rows
+	}
+	require.Empty(t, stale(2), "last seen at 2, by its own copy's take")
+	require.Len(t, stale(3), 1)
+	require.True(t, stale(3)[0].At.Equal(at(2)), "last seen %s", stale(3)[0].At)
 
 	e.retry("k", "crm", "2", "boom", 1)
 	require.Equal(t, "h2", take("2", "h2", "bk-c", 2), "a failure's row is bound by the first turn over it")
@@ -302,6 +314,17 @@ func testTakeMany(t *testing.T, st store.Store) {
 		require.Equal(t, "h-"+id.ID, bound)
 	}
 	require.Equal(t, 300, len(e.retrying()), "one turn each")
+	// Taken again by its own copy, a turn is seen again: the sweep counts
+	// its redelivery window from the latest take.
+	got, err = tx.TurnTakeMany(ctx, store.TurnTakeManyParams{Consumer: e.consumer, At: at(3), Turns: turns[1:2]})
+	require.NoError(t, err)
+	require.Empty(t, got)
+	stale, err := tx.TurnListStale(ctx, store.TurnListStaleParams{Consumer: e.consumer, Before: at(3), Limit: 1000})
+	require.NoError(t, err)
+	for _, r := range stale {
+		require.NotEqual(t, ids[1].ID, r.ID, "taken again at 3, listed as last seen %s", r.At)
+	}
+	require.Len(t, stale, 299)
 
 	claims := store.DecisionClaimManyParams{Consumer: e.consumer, IDs: append(ids, ids[0]), Owner: "me", Now: at(5), Until: at(8)}
 	for i, id := range ids {
@@ -396,4 +419,46 @@ func testRetryRowsOnKeys(t *testing.T, st store.Store) {
 	none, err := e.tx.RetryRowsOnKeys(e.ctx, store.KeysRef{Consumer: e.consumer})
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// BusinessKeyTouched finds another identity of the business key that
+// settled without applying while a call of it is pending (its caller may
+// have died mid-call), uncertain or succeeded: each of those may have
+// taken effect. A failed call, or an identity that applied, is no reason.
+func testBusinessKeyTouched(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	touched := func() string {
+		t.Helper()
+		id, err := tx.BusinessKeyTouched(ctx, store.BusinessKeyRef{Consumer: e.consumer, BusinessKey: "refund:7", Source: "crm", ID: "b"})
+		if errors.Is(err, store.ErrNotFound) {
+			return ""
+		}
+		require.NoError(t, err)
+		return id.Source + "/" + id.ID
+	}
+	row := e.inboxRow("crm", "a", 1)
+	row.BusinessKey, row.Outcome = "refund:7", "dead_lettered"
+	ok, err := tx.InboxInsert(ctx, row)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Empty(t, touched(), "no call of a")
+	ok, err = tx.EffectInsertPending(ctx, store.EffectInsertPendingParams{Consumer: e.consumer, Source: "crm", ID: "a",
+		Action: "refund", IdempotencyKey: "sbx-touched-a", At: at(1), LeaseUntil: at(2)})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "crm/a", touched(), "pending: a's caller may have died mid-call")
+	for _, step := range []struct {
+		from, to seqboxtype.Effect
+		want     string
+	}{
+		{seqboxtype.EffectPending, seqboxtype.EffectUncertain, "crm/a"},
+		{seqboxtype.EffectUncertain, seqboxtype.EffectFailed, ""},
+		{seqboxtype.EffectFailed, seqboxtype.EffectPending, "crm/a"},
+	} {
+		moved, err := tx.EffectTransition(ctx, store.EffectTransitionParams{IdempotencyKey: "sbx-touched-a", From: step.from, To: step.to, At: at(3), LeaseUntil: at(4)})
+		require.NoError(t, err)
+		require.True(t, moved, "%s to %s", step.from, step.to)
+		require.Equal(t, step.want, touched(), "a's call %s", step.to)
+	}
 }
