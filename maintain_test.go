@@ -2,6 +2,7 @@ package seqbox_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,4 +87,31 @@ func TestAGapBlockNamesKeysReleaseAsTheWayOut(t *testing.T) {
 		}
 	}
 	require.True(t, found, "v4's audit row: %+v", audit)
+}
+
+// The sweep ends, past the broker's redelivery window, only unkeyed turns
+// nobody waits behind; a keyed turn with nothing held behind it stays,
+// for its message may be waiting in its process for a slot to be decided
+// in (docs/design.md §10.1; the chaos harness's dropped-message scenario
+// dead-lettered such live events when the sweep ended every stale turn).
+// No test held a keyed turn past the window alone: a planted bug that
+// let the sweep end keyed turns too passed every suite.
+func TestTheSweepLeavesAKeyedTurnNobodyWaitsBehind(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t)
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	b.cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	b.cfg.Decide = func(context.Context, seqboxtype.Event) ([]byte, error) { return nil, errors.New("503 from the model") }
+	c := b.consumer(t)
+	res, err := c.Deliver(ctx, keyed("e1", "K", 1), 1)
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.Retry, res[0].Outcome, res[0].Reason)
+	now.Add(int64(15 * 24 * time.Hour)) // past the default 14-day redelivery window
+	require.NoError(t, c.Maintain(ctx))
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
+	require.NoError(t, err)
+	require.Empty(t, letters, "the sweep ended a keyed turn nobody waits behind")
+	_, err = b.store.Executor().RetryOnKey(ctx, store.KeyRef{Consumer: b.cfg.Name, Key: "K"})
+	require.NoError(t, err, "e1 keeps its key's turn")
 }
