@@ -24,6 +24,10 @@ class Retry(Exception):
 
     def __init__(self, reason="retry later", after=1.0):
         super().__init__(reason)
+        if isinstance(after, bool) or not isinstance(after, (int, float)):
+            # float("5") and float(True) would pass: the docs promise a
+            # number of seconds.
+            raise ValueError(f"Retry: after is {after!r} ({type(after).__name__}): seconds, a number")
         after = float(after)
         if not math.isfinite(after) or after < 0:
             raise ValueError(f"Retry: after is {after}: seconds, finite and not negative")

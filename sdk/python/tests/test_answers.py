@@ -31,7 +31,7 @@ class TestUnsayable(unittest.TestCase):
             self.assertProblem500(answer(lambda ctx: value), what)
 
     def test_retry_after_must_be_finite_and_not_negative(self):
-        for after in (math.nan, math.inf, -math.inf, -1):
+        for after in (math.nan, math.inf, -math.inf, -1, "5", True, None):
             with self.assertRaises(ValueError, msg=after):
                 seqbox.Retry("later", after=after)
 

@@ -42,7 +42,8 @@ export class Retry extends Error {
     super(reason, options.cause === undefined ? undefined : { cause: options.cause });
     const after = options.after ?? 1;
     if (typeof after !== "number" || !Number.isFinite(after) || after < 0) {
-      throw new RangeError(`Retry: after is ${String(after)}: seconds, finite and not negative`);
+      const shown = typeof after === "string" ? JSON.stringify(after) : String(after);
+      throw new RangeError(`Retry: after is ${shown} (a ${typeof after}): seconds, a finite number not negative`);
     }
     this.after = after;
   }

@@ -38,6 +38,11 @@ test("a result JSON cannot hold as it is is a 500 problem", async () => {
   }
 });
 
+test("Retry's after that is not a number is named as what it is", () => {
+  // It read "after is 5" for the string "5", which looks like a number.
+  assert.throws(() => new Retry("later", { after: "5" as unknown as number }), /after is "5" \(a string\)/);
+});
+
 test("Retry's after must be finite and not negative", async () => {
   for (const after of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1]) {
     assert.throws(() => new Retry("later", { after }), RangeError, String(after));
