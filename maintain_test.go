@@ -20,9 +20,7 @@ import (
 func TestMaintainDoesWhatRunDoesInTheBackground(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
-	var now atomic.Int64
-	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	b.cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	now := fakeClock(b)
 	b.cfg.HoldTimeout, b.cfg.HoldExpiry = time.Minute, seqbox.HoldExpiryAdvance
 	c := b.consumer(t)
 
@@ -57,9 +55,7 @@ func TestMaintainDoesWhatRunDoesInTheBackground(t *testing.T) {
 func TestAGapBlockNamesKeysReleaseAsTheWayOut(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
-	var now atomic.Int64
-	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	b.cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	now := fakeClock(b)
 	b.cfg.HoldTimeout, b.cfg.HoldExpiry = time.Minute, seqbox.HoldExpiryBlock
 	c := b.consumer(t)
 	// In this order: a map's would deliver v3 first half the time, and a
@@ -99,9 +95,7 @@ func TestAGapBlockNamesKeysReleaseAsTheWayOut(t *testing.T) {
 func TestTheSweepLeavesAKeyedTurnNobodyWaitsBehind(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t)
-	var now atomic.Int64
-	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	b.cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	now := fakeClock(b)
 	b.cfg.Decide = func(context.Context, seqboxtype.Event) ([]byte, error) { return nil, errors.New("503 from the model") }
 	c := b.consumer(t)
 	res, err := c.Deliver(ctx, keyed("e1", "K", 1), 1)
@@ -114,4 +108,13 @@ func TestTheSweepLeavesAKeyedTurnNobodyWaitsBehind(t *testing.T) {
 	require.Empty(t, letters, "the sweep ended a keyed turn nobody waits behind")
 	_, err = b.store.Executor().RetryOnKey(ctx, store.KeyRef{Consumer: b.cfg.Name, Key: "K"})
 	require.NoError(t, err, "e1 keeps its key's turn")
+}
+
+// fakeClock sets b's clock to 2026-12-01 12:00 UTC, moved on by adding
+// nanoseconds to what it returns.
+func fakeClock(b *bundle) *atomic.Int64 {
+	now := &atomic.Int64{}
+	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	b.cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	return now
 }
