@@ -36,14 +36,15 @@ var ErrBeingDecided = errors.New("it is being decided right now; try again once 
 var ErrCallOpen = errors.New("a call of it through the effects ledger is pending or uncertain: it may still take effect; resolve it first (seqbox effects resolve)")
 
 // ErrDecided is returned by ReleaseKey for a key whose turn belongs to a
-// message whose decision is recorded, or whose call through the effects
-// ledger took effect, and which has not applied yet (its handler failed
-// and it retries, or its apply waits on a lock): ending its turn would
-// record as dead-lettered an event whose effect happened, and let its
-// successors go before it. It applies when it comes back; should it never
-// come back, the sweep ends its turn once the broker's redelivery window
-// passes.
-var ErrDecided = errors.New("its decision is recorded (its call took effect): it applies when it comes back, or the sweep ends its turn once the broker's redelivery window passes")
+// message whose decision is recorded and which has not applied yet (its
+// handler failed and it retries, or its apply waits on a lock): ending
+// its turn would record as dead-lettered an event the agent acted on, and
+// let its successors go before it. It applies when it comes back; should
+// it never come back, the sweep ends its turn once the broker's
+// redelivery window passes. (A call an operator resolved as succeeded,
+// with no decision recorded, is no reason: resolving, then releasing, is
+// the way out for a message whose call was left uncertain.)
+var ErrDecided = errors.New("its decision is recorded: it applies when it comes back, or the sweep ends its turn once the broker's redelivery window passes")
 
 // Redrive sends DLQ message seq back through the pipeline under its
 // original identity. Anything already applied is recognised by the inbox;
@@ -236,23 +237,17 @@ func (c *Consumer) releaseTurn(ctx context.Context, tx *batchTx, ks store.KeySta
 }
 
 // decidedNotApplied refuses, with ErrDecided, the ending of a turn whose
-// message has a decision recorded or a ledger call that took effect (the
-// open ones inFlight refused already): the agent acted on it, and it
-// applies when it comes back.
+// message has a decision recorded: the agent acted on it, and it applies
+// when it comes back.
 func decidedNotApplied(ctx context.Context, tx *batchTx, ref store.MessageRef) error {
-	if _, err := tx.DecisionGet(ctx, ref); err == nil {
+	_, err := tx.DecisionGet(ctx, ref)
+	switch {
+	case err == nil:
 		return ErrDecided
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
+	case errors.Is(err, store.ErrNotFound):
+		return nil
 	}
-	touched, err := tx.LedgerTouched(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if touched {
-		return ErrDecided
-	}
-	return nil
+	return err
 }
 
 // inFlight refuses an operator's ending of message (source, id), which

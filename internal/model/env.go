@@ -248,12 +248,12 @@ func (m *Model) deadTurn(s *State, k int) int {
 	return j
 }
 
-// decidedNotApplied: identity j's decision is recorded, or its call took
-// effect, and it has not applied: no operator's release ends its turn
-// (operator.go, decidedNotApplied; an attacker's release over an apply
-// that waited on a lock ended the event the agent applied dead-lettered).
+// decidedNotApplied: identity j's decision is recorded and it has not
+// applied: no operator's release ends its turn (operator.go,
+// decidedNotApplied; an attacker's release over an apply that waited on a
+// lock ended the event the agent applied dead-lettered).
 func (m *Model) decidedNotApplied(s *State, j int) bool {
-	return s.ID[j].Decided || s.ID[j].Ledger == succeeded
+	return s.ID[j].Decided
 }
 
 // callOpen: identity i's call through the ledger is pending or uncertain,
