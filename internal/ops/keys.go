@@ -184,8 +184,9 @@ func (r Reporter) Keys(ctx context.Context, all bool) ([]KeyReport, error) {
 
 // turnWithNothingBehind names, on rep, a message that holds its key's
 // turn with nothing parked behind it (retrying, being decided, or gone
-// with its call open), with its way out, as keys release ends it. The
-// key's status stays: nothing waits on it yet.
+// with its call open), with its way out, as keys release ends it. A
+// holder that failed and waits to be retried makes the key's status
+// retrying; one being decided leaves it ok.
 func (r Reporter) turnWithNothingBehind(ctx context.Context, rep *KeyReport) error {
 	t, err := r.Op.RetryOnKey(ctx, store.KeyRef{Consumer: r.Consumer, Key: rep.PartitionKey})
 	if errors.Is(err, store.ErrNotFound) {
