@@ -323,6 +323,11 @@ type DeadLetterListParams struct {
 	Consumer string
 	// All lists resolved rows too.
 	All bool
+	// After keeps the rows whose Seq is greater (0: from the first): the
+	// next page starts after the last row of the one before.
+	After int64
+	// Limit is the most rows returned, in Seq order (0: every row).
+	Limit int
 }
 
 // DeadLetterResolveParams are Executor.DeadLetterResolve's.

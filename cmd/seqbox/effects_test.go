@@ -66,6 +66,22 @@ func TestEffectsListAndResolve(t *testing.T) {
 	require.Contains(t, run(fails, "effects", "resolve", key, "--state", "failed", "--by", "ana", "--reason", "x"), "no uncertain call")
 }
 
+// effects list says on standard error when --limit left rows out: before,
+// the rows past it were dropped without a word.
+func TestEffectsListSaysWhenTheLimitCutsIt(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	first := uncertainCallIn(t, db, "crm-worker", "evt-1")
+	second := uncertainCallIn(t, db, "crm-worker", "evt-2")
+	r := exe(t, "", "effects", "list", "--db", db, "--consumer", "crm-worker", "--limit", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, first)
+	require.NotContains(t, r.stdout, second)
+	require.Equal(t, "seqbox: effects list: the oldest change shown; more match (raise --limit, or narrow with --state or --action)\n", r.stderr)
+	out := ok(t, "effects", "list", "--db", db, "--consumer", "crm-worker", "--limit", "2")
+	require.Contains(t, out, second, "nothing left out, nothing said")
+}
+
 // --consumer selects the consumer, as in every other command: the only
 // registered one by default, and another consumer's calls are neither
 // listed nor resolved.

@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -88,7 +89,7 @@ func TestRemoteNeverFollowsRedirects(t *testing.T) {
 				want string
 			}{
 				{[]string{"dlq", "list"}, "seqbox: dlq list: the gateway at " + gw.URL + " answered " + status +
-					" with Location " + other.URL + "/v1/admin/dlq" + advice},
+					" with Location " + other.URL + "/v1/admin/dlq?limit=1000" + advice},
 				{[]string{"keys", "list", "--all"}, "seqbox: keys list: the gateway at " + gw.URL + " answered " + status +
 					" with Location " + other.URL + "/v1/admin/keys?all=true" + advice},
 				{[]string{"keys", "show", "here"}, `seqbox: keys show: key "here": the gateway at ` + gw.URL + " answered " + status +
@@ -167,6 +168,9 @@ func TestRemoteRefusesAnswersOfAnotherShape(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			gw := fakeGateway(t, map[string]string{c.path: c.body})
 			method, path, _ := strings.Cut(c.path, " ")
+			if c.args[0] == "dlq" && c.args[1] == "list" {
+				path += "?limit=1000" // it reads a page at a time
+			}
 			line := fails(t, append(c.args, "--server", gw.URL, "--admin-token", serveToken)...)
 			require.Equal(t, "seqbox: "+c.args[0]+" "+c.args[1]+": the answer of "+gw.URL+" to "+method+" "+path+" "+c.want, line)
 		})
@@ -178,6 +182,39 @@ func TestRemoteRefusesAnswersOfAnotherShape(t *testing.T) {
 	})
 	require.Empty(t, ok(t, "dlq", "list", "--json", "--server", gw.URL, "--admin-token", serveToken))
 	require.Equal(t, lines(keysHeaderRemote), ok(t, "keys", "list", "--server", gw.URL, "--admin-token", serveToken))
+}
+
+// dlq list --server reads the gateway's dead letters a page at a time,
+// following next_after to the end, and refuses a next page that would not
+// move on (it would ask for the same page forever).
+func TestRemoteReadsEveryPageOfDeadLetters(t *testing.T) {
+	t.Parallel()
+	letter := func(seq int) string {
+		return `{"seq":` + strconv.Itoa(seq) + `,"state":"open","source":"s","id":"e` + strconv.Itoa(seq) + `","partitionkey":"k","objectversion":1,"attempts":1,"dead_at":"2026-01-01T00:00:00Z"}`
+	}
+	pages := func(stuck bool) *httptest.Server {
+		gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			switch after := r.URL.Query().Get("after"); {
+			case r.URL.Query().Get("limit") != "1000":
+				http.Error(w, "no limit", http.StatusBadRequest)
+			case after == "":
+				_, _ = io.WriteString(w, `{"consumer":"gateway","dead_letters":[`+letter(1)+`,`+letter(2)+`],"next_after":2}`)
+			case after == "2" && !stuck:
+				_, _ = io.WriteString(w, `{"consumer":"gateway","dead_letters":[`+letter(7)+`],"next_after":null}`)
+			default:
+				_, _ = io.WriteString(w, `{"consumer":"gateway","dead_letters":[`+letter(2)+`],"next_after":2}`)
+			}
+		}))
+		t.Cleanup(gw.Close)
+		return gw
+	}
+	out := ok(t, "dlq", "list", "--output", "json", "--server", pages(false).URL, "--admin-token", serveToken)
+	var got []struct{ Seq int64 }
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, []struct{ Seq int64 }{{1}, {2}, {7}}, got, out)
+	require.Contains(t, fails(t, "dlq", "list", "--server", pages(true).URL, "--admin-token", serveToken),
+		"its page after dead letter 2 named 2 as the next page's start")
 }
 
 // An answer larger than the client's bound is an error, whether its size
@@ -205,7 +242,7 @@ func TestRemoteBoundsTheAnswer(t *testing.T) {
 		_, _ = io.WriteString(w, `]}`)
 	}))
 	t.Cleanup(gw.Close)
-	require.Equal(t, "seqbox: dlq list: the answer of "+gw.URL+" to GET /v1/admin/dlq is larger than the 32 MiB this client reads: is --server a seqbox serve?",
+	require.Equal(t, "seqbox: dlq list: the answer of "+gw.URL+" to GET /v1/admin/dlq?limit=1000 is larger than the 32 MiB this client reads: is --server a seqbox serve?",
 		fails(t, "dlq", "list", "--server", gw.URL, "--admin-token", serveToken))
 	require.Equal(t, "seqbox: keys list: the answer of "+gw.URL+" to GET /v1/admin/keys is "+strconv.Itoa(size)+" bytes, more than the 32 MiB this client reads: is --server a seqbox serve?",
 		fails(t, "keys", "list", "--server", gw.URL, "--admin-token", serveToken))

@@ -99,11 +99,15 @@ than CALLS says. --state uncertain lists what waits for reconciliation.`,
 				return f.remote(cmd, func(c *adminClient) error { return c.listEffects(action, state, limit, f.out) })
 			}
 			return f.ledger(cmd.Context(), openReadOnly, func(l *effects.Ledger, consumer string) error {
-				rows, err := l.List(cmd.Context(), effects.Filter{Consumer: consumer, Action: action, State: effects.State(state), Limit: limit})
+				rows, err := l.List(cmd.Context(), effects.Filter{Consumer: consumer, Action: action, State: effects.State(state), Limit: limit + 1})
 				if err != nil {
 					return fmt.Errorf("effects list: %w", err)
 				}
-				return writeEffects(cmd.OutOrStdout(), rows, f.out, time.Now())
+				more := len(rows) > limit
+				if more {
+					rows = rows[:limit]
+				}
+				return writeEffects(cmd, rows, more, f.out)
 			})
 		},
 	}
@@ -115,8 +119,21 @@ than CALLS says. --state uncertain lists what waits for reconciliation.`,
 	return c
 }
 
-// writeEffects prints ledger rows as a table or JSON.
-func writeEffects(w io.Writer, rows []effects.Effect, out ops.Format, now time.Time) error {
+// writeEffects prints ledger rows as a table or JSON, and says on
+// standard error when more matched than --limit let through (more).
+func writeEffects(cmd *cobra.Command, rows []effects.Effect, more bool, out ops.Format) error {
+	if more {
+		shown := fmt.Sprintf("the %d oldest changes", len(rows))
+		if len(rows) == 1 {
+			shown = "the oldest change"
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "seqbox: effects list: %s shown; more match (raise --limit, or narrow with --state or --action)\n", shown)
+	}
+	return writeEffectRows(cmd.OutOrStdout(), rows, out, time.Now())
+}
+
+// writeEffectRows prints ledger rows as a table or JSON.
+func writeEffectRows(w io.Writer, rows []effects.Effect, out ops.Format, now time.Time) error {
 	if out.Structured() {
 		return ops.WriteRows(w, out, rows)
 	}
@@ -193,7 +210,7 @@ func (c *adminClient) listEffects(action, state string, limit int, out ops.Forma
 	if res.Consumer == "" {
 		return c.unreadable(errors.New("its list of external calls names no consumer"))
 	}
-	return writeEffects(c.cmd.OutOrStdout(), res.Effects, out, time.Now())
+	return writeEffects(c.cmd, res.Effects, res.More, out)
 }
 
 // resolveEffect is effects resolve --server.

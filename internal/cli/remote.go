@@ -325,26 +325,41 @@ func (c *adminClient) listDLQ(all bool, out ops.Format) error {
 // deadLetters reads the gateway consumer's dead letters (all: resolved
 // ones too).
 func (c *adminClient) deadLetters(all bool) ([]store.DeadLetter, error) {
-	var res struct {
-		Consumer    string                 `json:"consumer"`
-		DeadLetters []serve.DeadLetterView `json:"dead_letters"`
-	}
-	if err := c.call(http.MethodGet, "/v1/admin/dlq"+allQuery(all), "", nil, &res, readTimeout, "dead_letters"); err != nil {
-		return nil, err
-	}
-	if res.Consumer == "" {
-		return nil, c.unreadable(errors.New("its list of dead letters names no consumer"))
-	}
-	letters := make([]store.DeadLetter, len(res.DeadLetters))
-	for i, v := range res.DeadLetters {
-		letter, err := deadLetterOf(v, res.Consumer)
-		if err != nil {
-			return nil, c.unreadable(err)
+	var letters []store.DeadLetter
+	for after := int64(0); ; {
+		q := url.Values{"limit": {strconv.Itoa(dlqPage)}}
+		if all {
+			q.Set("all", "true")
 		}
-		letters[i] = letter
+		if after > 0 {
+			q.Set("after", strconv.FormatInt(after, 10))
+		}
+		var res serve.DeadLetterPage
+		if err := c.call(http.MethodGet, "/v1/admin/dlq?"+q.Encode(), "", nil, &res, readTimeout, "dead_letters"); err != nil {
+			return nil, err
+		}
+		if res.Consumer == "" {
+			return nil, c.unreadable(errors.New("its list of dead letters names no consumer"))
+		}
+		for _, v := range res.DeadLetters {
+			letter, err := deadLetterOf(v, res.Consumer)
+			if err != nil {
+				return nil, c.unreadable(err)
+			}
+			letters = append(letters, letter)
+		}
+		if res.NextAfter == nil {
+			return letters, nil
+		}
+		if *res.NextAfter <= after {
+			return nil, c.unreadable(fmt.Errorf("its page after dead letter %d named %d as the next page's start", after, *res.NextAfter))
+		}
+		after = *res.NextAfter
 	}
-	return letters, nil
 }
+
+// dlqPage is how many dead letters dlq list --server reads a request.
+const dlqPage = 1000
 
 // showDLQ is dlq show --server.
 func (c *adminClient) showDLQ(seq int64, out ops.Format) error {

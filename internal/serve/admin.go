@@ -216,21 +216,60 @@ func queryAll(w http.ResponseWriter, r *http.Request) (bool, bool) {
 	}
 }
 
+// DeadLetterPage is GET /v1/admin/dlq: the consumer's dead letters
+// (open ones, or every one with ?all=true) in the order they died, from
+// the one after ?after= (a seq), at most ?limit= of them (every one when
+// absent).
+type DeadLetterPage struct {
+	Consumer    string           `json:"consumer"`
+	DeadLetters []DeadLetterView `json:"dead_letters"`
+	// NextAfter, when more rows follow this page, is the after of the
+	// next one.
+	NextAfter *int64 `json:"next_after"`
+}
+
+// maxDLQPage bounds ?limit of GET /v1/admin/dlq.
+const maxDLQPage = 10000
+
 func (s *Server) listDLQ(w http.ResponseWriter, r *http.Request) {
 	all, ok := queryAll(w, r)
 	if !ok {
 		return
 	}
-	letters, err := s.store.Executor().DeadLetterList(r.Context(), store.DeadLetterListParams{Consumer: s.opt.Consumer, All: all})
+	q := r.URL.Query()
+	limit, bad := queryLimit(q, 0, maxDLQPage)
+	if bad != "" {
+		badQuery(w, r, "limit", bad)
+		return
+	}
+	var after int64
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			badQuery(w, r, "after", strconv.Quote(v)+" is not a dead letter's seq (a number from 0: the next_after of the page before)")
+			return
+		}
+		after = n
+	}
+	p := store.DeadLetterListParams{Consumer: s.opt.Consumer, All: all, After: after}
+	if limit > 0 {
+		p.Limit = limit + 1 // one more says whether a next page exists
+	}
+	letters, err := s.store.Executor().DeadLetterList(r.Context(), p)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	out := make([]DeadLetterView, len(letters))
-	for i, letter := range letters {
-		out[i] = DeadLetterViewOf(letter, false)
+	page := DeadLetterPage{Consumer: s.opt.Consumer, DeadLetters: []DeadLetterView{}}
+	if limit > 0 && len(letters) > limit {
+		letters = letters[:limit]
+		next := letters[limit-1].Seq
+		page.NextAfter = &next
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "dead_letters": out})
+	for _, letter := range letters {
+		page.DeadLetters = append(page.DeadLetters, DeadLetterViewOf(letter, false))
+	}
+	writeJSON(w, http.StatusOK, page)
 }
 
 // pathSeq reads the {seq} path value of a dead letter, answering 400 when

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/seqbox/seqbox/effects"
@@ -22,7 +21,13 @@ import (
 type EffectsView struct {
 	Consumer string           `json:"consumer"`
 	Effects  []effects.Effect `json:"effects"`
+	// More says that more rows matched than ?limit let through: the
+	// newer ones were left out.
+	More bool `json:"more"`
 }
+
+// maxEffectsPage bounds ?limit of GET /v1/admin/effects.
+const maxEffectsPage = 10000
 
 // EffectResolved is a call settled by hand, the one JSON view of it: the
 // answer of POST /v1/admin/effects/{key}/resolve and what `seqbox effects
@@ -44,15 +49,10 @@ func (s *Server) effectsRoutes() http.Handler {
 // listEffects is GET /v1/admin/effects?action=&state=&limit=.
 func (s *Server) listEffects(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Field: "limit",
-				Detail: fmt.Sprintf("limit %q: want a positive number", v)})
-			return
-		}
-		limit = n
+	limit, bad := queryLimit(q, 100, maxEffectsPage)
+	if bad != "" {
+		badQuery(w, r, "limit", bad)
+		return
 	}
 	state := effects.State(q.Get("state"))
 	switch state {
@@ -62,15 +62,20 @@ func (s *Server) listEffects(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("state %q is not one of pending, succeeded, failed, uncertain", state)})
 		return
 	}
-	rows, err := s.ledger.List(r.Context(), effects.Filter{Consumer: s.opt.Consumer, Action: q.Get("action"), State: state, Limit: limit})
+	// One more than asked says whether any were left out.
+	rows, err := s.ledger.List(r.Context(), effects.Filter{Consumer: s.opt.Consumer, Action: q.Get("action"), State: state, Limit: limit + 1})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	if rows == nil {
-		rows = []effects.Effect{}
+	view := EffectsView{Consumer: s.opt.Consumer, Effects: rows, More: len(rows) > limit}
+	if view.More {
+		view.Effects = rows[:limit]
 	}
-	writeJSON(w, http.StatusOK, EffectsView{Consumer: s.opt.Consumer, Effects: rows})
+	if view.Effects == nil {
+		view.Effects = []effects.Effect{}
+	}
+	writeJSON(w, http.StatusOK, view)
 }
 
 // resolveEffect is POST /v1/admin/effects/{key}/resolve with a body of

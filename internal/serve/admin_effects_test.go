@@ -37,6 +37,15 @@ func TestAdminEffectsListAndResolve(t *testing.T) {
 	require.Empty(t, list(t, r.admin(t, "GET", "/v1/admin/effects?state=succeeded", "", 200), "effects"))
 	require.Equal(t, "state", r.admin(t, "GET", "/v1/admin/effects?state=weird", "", 400)["field"])
 	require.Equal(t, "limit", r.admin(t, "GET", "/v1/admin/effects?limit=0", "", 400)["field"])
+	require.Equal(t, "limit", r.admin(t, "GET", "/v1/admin/effects?limit=10001", "", 400)["field"])
+	// A limit that cuts the list says so: before, the rows past it were
+	// left out without a word.
+	third := uncertain(r.opt.Consumer, "evt-3")
+	body = r.admin(t, "GET", "/v1/admin/effects?limit=1", "", 200)
+	require.Equal(t, []any{mine, true}, []any{list(t, body, "effects")[0]["idempotency_key"], body["more"]}, "the oldest change first, and more")
+	body = r.admin(t, "GET", "/v1/admin/effects?limit=2", "", 200)
+	require.Equal(t, []any{third, false}, []any{list(t, body, "effects")[1]["idempotency_key"], body["more"]})
+	r.admin(t, "POST", "/v1/admin/effects/"+url.PathEscape(third)+"/resolve", `{"state":"failed","by":"ana","reason":"test row"}`, 200)
 	code, _, _ := r.call(t, "GET", "/v1/admin/effects", "", nil, "")
 	require.Equal(t, 401, code)
 

@@ -10,6 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// refusingAgent is an agent that refuses every event (422): each one is
+// dead-lettered at once.
+func refusingAgent(t *testing.T) string {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"title":"refused","status":422}`))
+	}))
+	t.Cleanup(agent.Close)
+	return agent.URL
+}
+
 // A stranger's console findings, in Chromium:
 //   - an event whose data nests 5000 levels deep, and a collision of it,
 //     overflowed the browser's stack: the overview's refresh failed and
@@ -21,13 +33,7 @@ import (
 //     "lead";
 //   - one 1024-byte key pushed every stuck row's actions off the screen.
 func TestConsoleDrawsHostileEventsWholeOrNotAtAll(t *testing.T) {
-	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusUnprocessableEntity)
-		_, _ = w.Write([]byte(`{"title":"refused","status":422}`))
-	}))
-	t.Cleanup(agent.Close)
-	r := start(t, Options{AgentURL: agent.URL})
+	r := start(t, Options{AgentURL: refusingAgent(t)})
 	d := &dashboardSetup{running: r}
 	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
 	r.post(t, `{"specversion":"1.0","id":"plain","source":"s","type":"t","partitionkey":"plain-1","objectversion":1,"data":{"why":"bad amount"}}`)

@@ -88,7 +88,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 		"get /v1/admin/keys":                             with(adminGet, "400"),
 		"get /v1/admin/keys/{key}":                       with(adminGet, "404"),
 		"post /v1/admin/keys/{key}/release":              action,
-		"get /v1/admin/dlq":                              adminGet,
+		"get /v1/admin/dlq":                              with(adminGet, "400"),
 		"get /v1/admin/dlq/{seq}":                        with(adminGet, "400", "404"),
 		"post /v1/admin/dlq/{seq}/redrive":               action,
 		"post /v1/admin/dlq/{seq}/skip":                  action,

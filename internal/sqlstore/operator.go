@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -55,9 +56,17 @@ func scanDLQ(row rowScanner) (store.DeadLetter, error) {
 }
 
 func (o *Executor) DeadLetterList(ctx context.Context, p store.DeadLetterListParams) ([]store.DeadLetter, error) {
-	consumer, all := p.Consumer, p.All
-	rows, err := o.query(ctx, `SELECT `+dlqColumns+` FROM seqbox_dlq
-		WHERE consumer = $1 AND ($2 OR state = 'open') ORDER BY seq`, consumer, all)
+	if p.Limit < 0 || p.After < 0 {
+		return nil, fmt.Errorf("dead letters: limit %d, after %d: want 0 or more", p.Limit, p.After)
+	}
+	q := `SELECT ` + dlqColumns + ` FROM seqbox_dlq
+		WHERE consumer = $1 AND ($2 OR state = 'open') AND seq > $3 ORDER BY seq`
+	args := []any{p.Consumer, p.All, p.After}
+	if p.Limit > 0 {
+		q += ` LIMIT $4`
+		args = append(args, p.Limit)
+	}
+	rows, err := o.query(ctx, q, args...)
 	return collect(rows, err, scanDLQ)
 }
 

@@ -170,6 +170,18 @@ func testOperatorDeadLetters(t *testing.T, st store.Store) {
 	all, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: true})
 	require.NoError(t, err)
 	require.Equal(t, []store.DeadLetter{d1, d2, d3}, all)
+	// Pages: Limit rows in Seq order, the next After the last one's Seq.
+	page, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: true, Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, []store.DeadLetter{d1, d2}, page)
+	page, err = o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: true, After: d2.Seq, Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, []store.DeadLetter{d3}, page)
+	page, err = o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, After: d1.Seq, Limit: 1})
+	require.NoError(t, err)
+	require.Equal(t, []store.DeadLetter{d3}, page, "open rows after d1: d2 is skipped")
+	_, err = o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, Limit: -1})
+	require.Error(t, err, "a negative limit")
 	for _, letter := range all {
 		got, err := o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer, Seq: letter.Seq})
 		require.NoError(t, err)

@@ -206,13 +206,33 @@ function renderChanged(name, data, render) {
   }
 }
 
+// PAGE is how many more stuck keys or dead letters "Show more" draws;
+// overviewShown holds how many the overview draws of each (the oldest first), so
+// that a thousand dead letters do not make a page of a thousand rows.
+const PAGE = 100;
+const overviewShown = { keys: PAGE, dlq: PAGE };
+
+// renderMore says how many of total rows the table under sel draws, and
+// offers more when some are left out.
+function renderMore(sel, drawn, total, what) {
+  const p = $(sel);
+  p.hidden = drawn >= total;
+  p.querySelector("span").textContent = `the ${drawn} oldest of ${total} ${what}`;
+}
+
 // overviewPage loads and draws the overview's parts.
 async function overviewPage(o) {
-  const [keys, dlq, cols] = await Promise.all([api("/v1/admin/keys"), api("/v1/admin/dlq"), api("/v1/admin/collisions")]);
+  const [keys, dlq, cols] = await Promise.all([api("/v1/admin/keys?limit=" + overviewShown.keys), api("/v1/admin/dlq?limit=" + overviewShown.dlq),
+    api("/v1/admin/collisions")]);
   renderChanged("overview", o, renderOverview);
   renderChanged("chart", { points: o.series, bucket: o.bucket_seconds, started: o.started_at, scale: chartScale() }, () => renderChart(o));
   renderChanged("keys", keys.keys, renderKeys);
+  renderMore("#stuck-more", keys.keys.length, keys.total, "stuck keys");
   renderChanged("dlq", dlq.dead_letters, renderDLQ);
+  // Without a next page this one is all; with one, the overview's count
+  // of open dead letters (read a moment before) says how many in all.
+  const n = dlq.dead_letters.length;
+  renderMore("#dlq-more", n, dlq.next_after == null ? n : Math.max(o.counts.dead_letters, n + 1), "open dead letters");
   renderChanged("collisions", cols.collisions, renderCollisions);
 }
 
@@ -254,6 +274,10 @@ document.addEventListener("DOMContentLoaded", () => {
   initActions();
   initBulk();
   initPages();
+  for (const part of ["keys", "dlq"]) {
+    const sel = part === "keys" ? "#stuck-more" : "#dlq-more";
+    $(sel + " button").addEventListener("click", () => { overviewShown[part] += PAGE; refresh(); });
+  }
   $("#login").addEventListener("submit", (ev) => {
     ev.preventDefault();
     setToken($("#token").value);

@@ -287,6 +287,7 @@ function renderEffects({ res, state }) {
         onclick: () => openResolve(e.idempotency_key, label) }, "resolve") : null));
   }));
   $("#effects-empty").hidden = res.effects.length > 0;
+  $("#effects-more").hidden = !res.more;
 }
 
 async function effectsPage(r) {

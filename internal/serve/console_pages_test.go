@@ -1,0 +1,49 @@
+package serve
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// The overview draws the 100 oldest stuck keys and open dead letters, says
+// how many there are, and draws 100 more on asking. Before, it drew every
+// one: a stranger's 1,008 dead letters made a page 800,000 pixels tall,
+// redrawn on each refresh.
+func TestConsoleDrawsAHundredDeadLettersAtATime(t *testing.T) {
+	r := start(t, Options{AgentURL: refusingAgent(t)})
+	d := &dashboardSetup{running: r}
+	const n = 105
+	for i := range n {
+		r.post(t, fmt.Sprintf(`{"specversion":"1.0","id":"e%03d","source":"s","type":"t","partitionkey":"k%03d","objectversion":1}`, i, i))
+	}
+	eventually(t, "105 dead letters", func() bool { return len(d.openDLQ(t)) == n })
+
+	b := newBrowser(t)
+	openConsole(b, r.url)
+	onPage(b, "overview")
+	rows := func(table string) int {
+		return eval[int](b, `document.querySelectorAll("`+table+` tbody tr").length`)
+	}
+	for _, part := range []struct{ table, more, what string }{
+		{"#dlq", "#dlq-more", "open dead letters"}, {"#stuck-keys", "#stuck-more", "stuck keys"},
+	} {
+		b.do(part.what+": more offered", chromedp.WaitVisible(chromedp.CSS(part.more)))
+		require.Equal(t, 100, rows(part.table), part.what)
+		require.Contains(t, b.text(part.more), "the 100 oldest of 105 "+part.what)
+		b.do("show more "+part.what, chromedp.Click(chromedp.CSS(part.more+" button")))
+		eventually(t, "every one of the "+part.what, func() bool { return rows(part.table) == n })
+		b.do(part.what+": nothing more offered", chromedp.WaitNotVisible(chromedp.CSS(part.more)))
+	}
+	seqs := slices.Sorted(maps.Values(d.openDLQ(t)))
+	want := make([]string, len(seqs))
+	for i, seq := range seqs {
+		want[i] = itoa(seq)
+	}
+	require.Equal(t, want, eval[[]string](b, `[...document.querySelectorAll("#dlq tbody tr")].map((tr) => tr.dataset.seq)`),
+		"every one, the oldest first")
+}
