@@ -35,8 +35,10 @@ class Agent:
     Permanent (422), Retry (503 with Retry-After), Stale or
     VersionConflict (409 with the outcome). gateways are the base URLs of
     the gateway's agent API (one string or a list; one that is not an
-    http or https URL raises ValueError at once); timeout is the seconds
-    a request of the agent API may take (default 10); log(message) is
+    http or https URL raises ValueError at once; an empty list, for a
+    gateway set later, answers 503 until one is); timeout is the seconds
+    a request of the agent API may take (default 10; a number more than
+    0, ValueError otherwise); log(message) is
     where a handler's unexpected error is written (default: stderr).
 
     A refusal of the gateway that concerns this event alone (400, 403,
@@ -46,9 +48,15 @@ class Agent:
     503. A handler result JSON cannot hold answers a 500 problem."""
 
     def __init__(self, handler, gateways, timeout=10.0, log=None):
+        if not callable(handler):
+            raise TypeError(f"Agent: handler is {handler!r} ({type(handler).__name__}): a function of ctx")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise ValueError(f"Agent: timeout is {timeout!r} ({type(timeout).__name__}): seconds, a number")
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise ValueError(f"Agent: timeout is {timeout}: seconds, finite and more than 0")
         self.handler = handler
         self.gateways = gateways
-        self.timeout = timeout
+        self.timeout = float(timeout)
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
 
     @property

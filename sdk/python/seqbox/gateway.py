@@ -62,6 +62,8 @@ class EventAPI:
                 last = e
                 continue
             return _row(kind, name, base, raw)
+        if not self.gateways:
+            raise GatewayError(f"{kind} {name}: no gateway to call: Agent was given no URL of the gateway's agent API")
         raise GatewayError(f"{kind} {name}: no gateway answered: {last}")
 
 

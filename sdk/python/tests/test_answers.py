@@ -43,6 +43,29 @@ class TestUnsayable(unittest.TestCase):
         self.assertEqual(answer(lambda ctx: (_ for _ in ()).throw(seqbox.Retry("x", after=0))).headers["Retry-After"], "1")
 
 
+class TestAgentArguments(unittest.TestCase):
+    def test_a_timeout_that_is_no_positive_number_is_refused_at_once(self):
+        # Before, -1 or NaN was taken, and each call of the agent API
+        # then failed inside urllib: every event answered 503, forever.
+        for timeout in (-1, 0, math.nan, math.inf, "5", True, None):
+            with self.assertRaises(ValueError, msg=timeout) as caught:
+                seqbox.Agent(lambda ctx: None, [], timeout=timeout)
+            self.assertIn("timeout", str(caught.exception))
+        self.assertEqual(seqbox.Agent(lambda ctx: None, [], timeout=2).timeout, 2.0)
+
+    def test_a_call_with_no_gateway_says_the_agent_has_none(self):
+        # Before: "no gateway answered: None".
+        from seqbox.gateway import EventAPI
+        with self.assertRaises(seqbox.GatewayError) as caught:
+            EventAPI([], "crm", "e1", "token").call("step", "draft", {"op": "begin"})
+        self.assertIn("no gateway to call", str(caught.exception))
+
+    def test_a_handler_that_is_no_function_is_refused_at_once(self):
+        with self.assertRaises(TypeError) as caught:
+            seqbox.Agent(None, [])
+        self.assertIn("handler", str(caught.exception))
+
+
 class TestServe(unittest.TestCase):
     def test_a_chunked_body_is_read(self):
         import http.client

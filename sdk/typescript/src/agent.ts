@@ -20,9 +20,14 @@ import { PROBLEMS, problem, retryLater } from "./problem.js";
  */
 export type Handler = (ctx: Context) => unknown;
 
+/** A value as an error message names it: a string quoted, with its type. */
+function shown(value: unknown): string {
+  return `${typeof value === "string" ? JSON.stringify(value) : String(value)} (a ${value === null ? "null" : typeof value})`;
+}
+
 /** The options of an {@link Agent}. */
 export interface AgentOptions {
-  /** Seconds a request of the agent API may take (default 10). */
+  /** Seconds a request of the agent API may take (default 10; finite and more than 0, or the Agent throws). */
   timeout?: number;
   /** Where the agent logs a handler's unexpected error (default: stderr). */
   log?: (message: string) => void;
@@ -42,9 +47,19 @@ export class Agent {
 
   /** An agent running handler, reaching the agent API at gateways (one base URL or several). */
   constructor(handler: Handler, gateways: string | readonly string[], options: AgentOptions = {}) {
+    if (typeof handler !== "function") {
+      throw new TypeError(`Agent: handler is ${shown(handler)}: a function of ctx`);
+    }
+    const timeout = options.timeout ?? 10;
+    if (typeof timeout !== "number") {
+      throw new TypeError(`Agent: timeout is ${shown(timeout)}: seconds, a number`);
+    }
+    if (!Number.isFinite(timeout) || timeout <= 0) {
+      throw new RangeError(`Agent: timeout is ${timeout}: seconds, finite and more than 0`);
+    }
     this.handler = handler;
     this.gateways = typeof gateways === "string" ? [gateways] : gateways;
-    this.timeout = options.timeout ?? 10;
+    this.timeout = timeout;
     this.#log = options.log ?? ((message) => console.error(message));
   }
 

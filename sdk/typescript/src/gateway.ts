@@ -115,6 +115,9 @@ export class EventAPI {
       }
       return parseRow(kind, name, base, answer.text);
     }
+    if (this.#gateways.length === 0) {
+      throw new GatewayError(`${kind} ${name}: no gateway to call: the Agent was given no URL of the gateway's agent API`);
+    }
     throw new GatewayError(`${kind} ${name}: no gateway answered: ${String(last)}`);
   }
 }

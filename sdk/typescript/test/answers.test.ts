@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Agent, type Handler, Retry } from "../src/index.js";
+import { EventAPI } from "../src/gateway.js";
 
 /** What an agent running handle answers for one event. */
 async function answer(handle: Handler): Promise<Response> {
@@ -58,4 +59,23 @@ test("Retry's after must be finite and not negative", async () => {
     throw new Retry("later", { after: 0 });
   });
   assert.equal(soon.headers.get("Retry-After"), "1");
+});
+
+test("an Agent's timeout that is no positive number is refused at once", () => {
+  // Before, -1 or NaN was taken, and each call of the agent API then
+  // failed: every event answered 503, forever.
+  for (const timeout of [-1, 0, Number.NaN, Number.POSITIVE_INFINITY]) {
+    assert.throws(() => new Agent(() => undefined, [], { timeout }), RangeError, String(timeout));
+  }
+  assert.throws(() => new Agent(() => undefined, [], { timeout: "5" as unknown as number }), /timeout is "5" \(a string\)/);
+  assert.equal(new Agent(() => undefined, [], { timeout: 2 }).timeout, 2);
+});
+
+test("an Agent's handler that is no function is refused at once", () => {
+  assert.throws(() => new Agent(null as unknown as Handler, []), /handler is null \(a null\)/);
+});
+
+test("a call with no gateway says the agent has none", async () => {
+  // Before: "no gateway answered: undefined".
+  await assert.rejects(new EventAPI([], "crm", "e1", "token").call("step", "draft", { op: "begin" }), /no gateway to call/);
 });
