@@ -222,3 +222,55 @@ func TestSlowCallerWhoseLeaseRanOutKeepsItsAnswer(t *testing.T) {
 		require.Equal(t, int32(1), remote.calls.Load())
 	})
 }
+
+// The instant a pending row's lease ends, its caller no longer vouches
+// for it (docs/design.md §11): a lease is three heartbeats from the last
+// renewal, and a caller frozen since then is taken for dead at exactly
+// LeaseUntil, not a moment later. One microsecond before, another attempt
+// is told the call is in flight; at the instant itself, the row is listed
+// uncertain and another attempt gets an UncertainError (no Reconcile)
+// instead of waiting on a lease that has run out. The clock is injected,
+// so the test lands on the boundary exactly. Covers the boundary of
+// Ledger.live: a lease ending exactly now counted as live.
+func TestAPendingRowWhoseLeaseEndsNowIsADeadCallers(t *testing.T) {
+	stores(t, func(t *testing.T, st store.Store) {
+		var clock atomic.Int64
+		clock.Store(time.Now().UnixMicro())
+		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		l, err := effects.New(st, effects.Config{Heartbeat: time.Hour, Now: now})
+		require.NoError(t, err)
+		ctx := context.Background()
+		start := now()
+
+		f := freeze(l, func() (string, error) { return "task-1", nil })
+		e := state(t, l)
+		require.Equal(t, effects.Pending, e.State)
+		require.NotNil(t, e.LeaseUntil)
+		require.True(t, e.LeaseUntil.Equal(start.Add(3*time.Hour)), "the lease is three heartbeats: %s", e.LeaseUntil)
+
+		clock.Add((3*time.Hour - time.Microsecond).Microseconds()) // a microsecond before the lease ends
+		require.Equal(t, effects.Pending, state(t, l).State, "a lease with a microsecond left is its caller's")
+		_, err = l.DoFor(ctx, msg, "crm.create_task", func(context.Context, string) (string, error) {
+			t.Fatal("called again while the first call's lease was live")
+			return "", nil
+		})
+		var inFlight *effects.InFlightError
+		require.ErrorAs(t, err, &inFlight)
+
+		clock.Add(1) // a microsecond on: now is LeaseUntil
+		require.Equal(t, effects.Uncertain, state(t, l).State, "a pending row whose lease ends now was listed as its caller's still")
+		_, err = l.DoFor(ctx, msg, "crm.create_task", func(context.Context, string) (string, error) {
+			t.Fatal("called again over a call that may have taken effect")
+			return "", nil
+		})
+		require.NotErrorAs(t, err, &inFlight, "a lease that ends now was taken as live: the attempt waits on a dead caller")
+		var uncertain *effects.UncertainError
+		require.ErrorAs(t, err, &uncertain, "a pending row whose lease ended is uncertain")
+
+		// The frozen caller's answer still comes back as its own.
+		ref, err := f.finish()
+		require.NoError(t, err)
+		require.Equal(t, "task-1", ref)
+		require.Equal(t, effects.Succeeded, state(t, l).State)
+	})
+}
