@@ -195,3 +195,49 @@ func TestEffectsTokenSurvivesRestart(t *testing.T) {
 		})
 	}
 }
+
+// A token opens its own copy of an event only: the MAC covers the
+// payload hash, and a request is served only while the event's turn is
+// bound to that same hash. While e1 is being dispatched (its turn bound
+// to its payload's hash), a token with a valid MAC for e1 but another
+// payload hash (what a copy of e1 with another payload would carry;
+// minted here with the gateway's own key) opens none of e1's steps or
+// effects: it is 410 and writes nothing, while e1's own token, at the
+// same moment, is served. Covers agentCall's check of the token's
+// payload hash against the hash e1's turn is bound to (a token minted
+// for another copy's payload, same id, was accepted).
+func TestATokenForAnotherCopysPayloadIsRefused(t *testing.T) {
+	for name, db := range storeURLs(t) {
+		t.Run(name, func(t *testing.T) {
+			dispatched, answer := make(chan *apiCall, 1), make(chan struct{})
+			a := newAPIAgent(t, func(c *apiCall, w http.ResponseWriter) {
+				dispatched <- c
+				<-answer
+				w.WriteHeader(http.StatusOK)
+			})
+			r := a.startWith(t, db(t))
+			r.post(t, ev("e1", "K", 1, `{"amount":10}`))
+			c := <-dispatched
+			defer close(answer)
+
+			own, err := r.tokens.check(c.Token, "gateway", c.Source, c.ID)
+			require.NoError(t, err)
+			other := strings.Repeat("0", len(own))
+			require.NotEqual(t, own, other)
+			foreign := r.tokens.mint("gateway", c.Source, c.ID, other)
+			_, err = r.tokens.check(foreign, "gateway", c.Source, c.ID)
+			require.NoError(t, err, "the foreign token's MAC is valid for e1: only its payload hash differs")
+
+			code, body := apiDo(t, r.url, foreign, apiPath(c.Source, c.ID, "effect", "refund"), `{"op":"begin"}`)
+			require.Equal(t, http.StatusGone, code, "a token minted for another copy's payload opened e1's effects: %v", body)
+			require.Equal(t, ProblemEventFinal, body["type"])
+			_, err = r.ledger.Get(t.Context(), effects.Key("gateway", c.Source, c.ID, "refund"))
+			require.Error(t, err, "the refused request wrote no row")
+
+			// e1 is being dispatched all the while: its own token is served.
+			code, body = apiDo(t, r.url, c.Token, apiPath(c.Source, c.ID, "step", "plan"), `{}`)
+			require.Equal(t, http.StatusOK, code, "%v", body)
+			require.Equal(t, true, body["granted"], "%v", body)
+		})
+	}
+}
