@@ -23,6 +23,7 @@ import (
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
+	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/sqlite"
 )
 
@@ -225,5 +226,133 @@ func TestSlowFailingDecideSpendsItsAttempts(t *testing.T) {
 		}
 		require.Equal(t, []string{"retry", "retry", "dead_lettered"}, got)
 		require.Equal(t, int32(3), m.asked.Load())
+	})
+}
+
+// lateBeats is the store with a decider whose claim renewals are late
+// while late is set: each one fails before it reaches the database (a
+// stalled disk, a long pause), as a heartbeat that missed its slot would.
+// Everything else, and every renewal once late is cleared, runs on the
+// real store.
+type lateBeats struct {
+	store.Store
+	late atomic.Bool
+}
+
+func (s *lateBeats) Executor() store.Executor {
+	return &lateBeatsExecutor{Executor: s.Store.Executor(), s: s}
+}
+
+// OneWriter is the SQLite store's own answer (the wrapper keeps the
+// single-writer pipeline the real store gets).
+func (s *lateBeats) OneWriter() bool {
+	ow, ok := s.Store.(interface{ OneWriter() bool })
+	return ok && ow.OneWriter()
+}
+
+type lateBeatsExecutor struct {
+	store.Executor
+	s *lateBeats
+}
+
+func (e *lateBeatsExecutor) DecisionClaimExtend(ctx context.Context, p store.DecisionClaimParams) (bool, error) {
+	if e.s.late.Load() {
+		return false, errors.New("the renewal was late: it never reached the database")
+	}
+	return e.Executor.DecisionClaimExtend(ctx, p)
+}
+
+// A Decide whose claim was taken over while it ran (its heartbeat was
+// late for three beats, and another process's copy took the claim and is
+// asking now) and that then fails spends no attempt of its message: the
+// failure is the lost claim's, and the new owner decides. On the
+// message's last attempt, the copy goes back to wait for the new owner
+// instead of being dead-lettered while that owner is still deciding it;
+// the new owner's decision applies it. Covers decideOnce's failure after
+// losing the claim (lost, set by the heartbeat) being charged as the
+// message's own.
+func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		asked := make(chan string, 8)
+		fail, answer := make(chan struct{}), make(chan struct{})
+		var calls atomic.Int32
+		cfg, closeStore := slowDecideConfig(t, &slowModel{release: make(chan struct{})})
+		defer closeStore()
+		defer func() {
+			select {
+			case <-answer:
+			default:
+				close(answer)
+			}
+		}()
+		last := int32(cfg.Retry.MaxAttempts)
+		cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+			n := calls.Add(1)
+			asked <- ev.ID
+			switch {
+			case n < last: // the attempts before the last fail at once
+				return nil, errors.New("503 from the model")
+			case n == last: // the last attempt's ask: it fails once its claim is lost
+				select {
+				case <-fail:
+					return nil, errors.New("503 from the model")
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			select { // the new owner's ask
+			case <-answer:
+				return []byte("plan for " + ev.ID), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		slow := &lateBeats{Store: cfg.Store}
+		firstCfg := cfg
+		firstCfg.Store = slow
+		first, err := seqbox.NewConsumer(firstCfg)
+		require.NoError(t, err)
+		second, err := seqbox.NewConsumer(cfg) // another process, renewing on time
+		require.NoError(t, err)
+		ctx := context.Background()
+		msg := unversioned("m", "opp")
+		for attempt := 1; attempt < int(last); attempt++ {
+			results, err := first.Deliver(ctx, msg, attempt)
+			require.NoError(t, err)
+			require.Equal(t, []string{"m:retry"}, outcomes(results), results[0].Reason)
+			<-asked
+		}
+
+		slow.late.Store(true)
+		firstDone := make(chan []seqboxtype.Result, 1)
+		go func() {
+			results, err := first.Deliver(ctx, msg, int(last)) // its last attempt
+			require.NoError(t, err)
+			firstDone <- results
+		}()
+		require.Equal(t, "m", <-asked)
+		time.Sleep(3*time.Second + 500*time.Millisecond) // three late beats: the claim ran out
+		secondDone := make(chan []seqboxtype.Result, 1)
+		go func() {
+			results, err := second.Deliver(ctx, msg, int(last)+1)
+			require.NoError(t, err)
+			secondDone <- results
+		}()
+		require.Equal(t, "m", <-asked, "the second process takes the claim over and asks")
+		slow.late.Store(false)
+		time.Sleep(time.Second) // the first process's next beat reaches the database: its claim is another's
+		synctest.Wait()
+
+		close(fail)
+		results := <-firstDone
+		require.Len(t, results, 1)
+		require.Equal(t, seqboxtype.Retry, results[0].Outcome,
+			"a failure after the claim was taken over spent the message's last attempt (%s) while the new owner decides it: %s",
+			results[0].Outcome, results[0].Reason)
+		require.Contains(t, results[0].Reason, "in flight elsewhere")
+
+		close(answer)
+		require.Equal(t, []string{"m:applied"}, outcomes(<-secondDone))
+		require.Equal(t, last+1, calls.Load())
 	})
 }
