@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox"
+	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/replay"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -262,6 +264,22 @@ func (e *lateBeatsExecutor) DecisionClaimExtend(ctx context.Context, p store.Dec
 	return e.Executor.DecisionClaimExtend(ctx, p)
 }
 
+// deliverAt delivers raw through c as its attempt-th delivery in a
+// goroutine that wg counts; its results, or its error as one result, come
+// on the channel. A test waits for wg before it closes the store, so that
+// no delivery outlives it, failing or not.
+func deliverAt(wg *sync.WaitGroup, c *seqbox.Consumer, raw []byte, attempt int) chan []seqboxtype.Result {
+	done := make(chan []seqboxtype.Result, 1)
+	wg.Go(func() {
+		results, err := c.Deliver(context.Background(), raw, attempt)
+		if err != nil {
+			results = []seqboxtype.Result{{Outcome: "error", Reason: err.Error()}}
+		}
+		done <- results
+	})
+	return done
+}
+
 // A Decide whose claim was taken over while it ran (its heartbeat was
 // late for three beats, and another process's copy took the claim and is
 // asking now) and that then fails spends no attempt of its message: the
@@ -278,11 +296,15 @@ func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
 		var calls atomic.Int32
 		cfg, closeStore := slowDecideConfig(t, &slowModel{release: make(chan struct{})})
 		defer closeStore()
+		var wg sync.WaitGroup
+		defer wg.Wait()
 		defer func() {
-			select {
-			case <-answer:
-			default:
-				close(answer)
+			for _, c := range []chan struct{}{fail, answer} {
+				select {
+				case <-c:
+				default:
+					close(c)
+				}
 			}
 		}()
 		last := int32(cfg.Retry.MaxAttempts)
@@ -324,20 +346,10 @@ func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
 		}
 
 		slow.late.Store(true)
-		firstDone := make(chan []seqboxtype.Result, 1)
-		go func() {
-			results, err := first.Deliver(ctx, msg, int(last)) // its last attempt
-			require.NoError(t, err)
-			firstDone <- results
-		}()
+		firstDone := deliverAt(&wg, first, msg, int(last)) // its last attempt
 		require.Equal(t, "m", <-asked)
 		time.Sleep(3*time.Second + 500*time.Millisecond) // three late beats: the claim ran out
-		secondDone := make(chan []seqboxtype.Result, 1)
-		go func() {
-			results, err := second.Deliver(ctx, msg, int(last)+1)
-			require.NoError(t, err)
-			secondDone <- results
-		}()
+		secondDone := deliverAt(&wg, second, msg, int(last)+1)
 		require.Equal(t, "m", <-asked, "the second process takes the claim over and asks")
 		slow.late.Store(false)
 		time.Sleep(time.Second) // the first process's next beat reaches the database: its claim is another's
@@ -354,5 +366,67 @@ func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
 		close(answer)
 		require.Equal(t, []string{"m:applied"}, outcomes(<-secondDone))
 		require.Equal(t, last+1, calls.Load())
+	})
+}
+
+// A decider frozen right after its claim (a stopped process, a long
+// pause: here at the after_decision_claim fault point, before its
+// heartbeat starts) for longer than the claim lives has been taken over
+// by the time it thaws: another process's copy took the claim and is
+// asking the agent. The thawed decider looks at its claim again before it
+// asks, finds it another's, and waits for the new owner; the agent is
+// asked once, by the new owner. Covers decideOnce's re-check of the claim
+// right before the ask, for a claim older than a heartbeat whose loss its
+// heartbeat has not seen yet.
+func TestADeciderFrozenPastItsClaimDoesNotAsk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAgent()
+		frozen, thaw, answer := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		a.block["m"] = answer
+		cfg, closeStore := slowDecideConfig(t, &slowModel{release: make(chan struct{})})
+		defer closeStore()
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer func() {
+			for _, c := range []chan struct{}{thaw, answer} {
+				select {
+				case <-c:
+				default:
+					close(c)
+				}
+			}
+		}()
+		cfg.Decide = a.decide
+		var froze atomic.Bool
+		first, err := seqbox.NewConsumer(armed(cfg, func(p fault.Point) error {
+			if p == fault.AfterDecisionClaim && froze.CompareAndSwap(false, true) {
+				close(frozen)
+				<-thaw
+			}
+			return nil
+		}))
+		require.NoError(t, err)
+		second, err := seqbox.NewConsumer(cfg) // another process
+		require.NoError(t, err)
+		msg := unversioned("m", "opp")
+
+		firstDone := deliverAt(&wg, first, msg, 1)
+		<-frozen // claimed, not asked yet
+		// Frozen past its claim's three heartbeats.
+		time.Sleep(3*time.Second + 500*time.Millisecond)
+		secondDone := deliverAt(&wg, second, msg, 2)
+		require.Equal(t, "m", <-a.started, "the second process takes the claim over and asks")
+
+		close(thaw)
+		synctest.Wait() // the thawed decider has asked, or gone back to wait
+		require.Equal(t, []string{"m"}, a.called(), "a decider whose claim was taken over while it was frozen asked the agent too")
+		results := <-firstDone
+		require.Len(t, results, 1)
+		require.Equal(t, seqboxtype.Retry, results[0].Outcome, results[0].Reason)
+		require.Contains(t, results[0].Reason, "in flight elsewhere")
+
+		close(answer)
+		require.Equal(t, []string{"m:applied"}, outcomes(<-secondDone))
+		require.Equal(t, []string{"m"}, a.called())
 	})
 }
