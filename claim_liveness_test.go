@@ -237,19 +237,12 @@ func TestSlowFailingDecideSpendsItsAttempts(t *testing.T) {
 // Everything else, and every renewal once late is cleared, runs on the
 // real store.
 type lateBeats struct {
-	store.Store
+	wrapped
 	late atomic.Bool
 }
 
 func (s *lateBeats) Executor() store.Executor {
 	return &lateBeatsExecutor{Executor: s.Store.Executor(), s: s}
-}
-
-// OneWriter is the SQLite store's own answer (the wrapper keeps the
-// single-writer pipeline the real store gets).
-func (s *lateBeats) OneWriter() bool {
-	ow, ok := s.Store.(interface{ OneWriter() bool })
-	return ok && ow.OneWriter()
 }
 
 type lateBeatsExecutor struct {
@@ -329,7 +322,7 @@ func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
 				return nil, ctx.Err()
 			}
 		}
-		slow := &lateBeats{Store: cfg.Store}
+		slow := &lateBeats{wrapped: wrapped{cfg.Store}}
 		firstCfg := cfg
 		firstCfg.Store = slow
 		first, err := seqbox.NewConsumer(firstCfg)

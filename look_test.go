@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -250,4 +251,71 @@ func (t claimHookPipe) DecisionClaimMany(ctx context.Context, p store.DecisionCl
 func (t claimHookPipe) DecisionClaimStatement(p store.DecisionClaimManyParams, claimed map[store.Identity]bool) store.Statement {
 	t.s.claiming(p)
 	return t.Pipeliner.DecisionClaimStatement(p, claimed)
+}
+
+// An identity that settled elsewhere while its decider waited for a
+// concurrency slot is not sent to the agent. The process's one slot is
+// taken by another message's Decide; m's decider waits for it, its claim
+// (taken by m's transaction) unrenewed until it runs out. Another
+// process's copy of m takes the claim over, asks, and the agent refuses it
+// for good: m is dead-lettered, with no decision recorded. When the slot
+// frees, the waiting decider claims m again and looks: m is final
+// elsewhere, so asking now would reach the agent a second time for a
+// message already settled (out of its key's order). It does not ask; its
+// run again finds m settled. Covers the look after the claim in
+// decideOnce, for an identity settled without a decision (finalElsewhere).
+func TestAnIdentitySettledElsewhereWhileItWaitedForASlotIsNotAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAgent()
+		releaseX := make(chan struct{})
+		a.block["x"] = releaseX
+		a.fail["m"] = 1 // the other process's ask of m fails, for good (below)
+		cfg, closeStore := slowDecideConfig(t, &slowModel{release: make(chan struct{})})
+		defer closeStore()
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer func() {
+			select {
+			case <-releaseX:
+			default:
+				close(releaseX)
+			}
+		}()
+		cfg.Decide, cfg.DecideConcurrency = a.decide, 1
+		first, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		otherCfg := cfg
+		otherCfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+			out, err := a.decide(ctx, ev)
+			if err != nil {
+				return nil, seqbox.Permanent(err) // the agent refuses it
+			}
+			return out, nil
+		}
+		other, err := seqbox.NewConsumer(otherCfg) // another process
+		require.NoError(t, err)
+		msg := unversioned("m", "opp")
+
+		xDone := deliverAt(&wg, first, unversioned("x", "other"), 1)
+		require.Equal(t, "x", <-a.started) // x's Decide holds the process's only slot
+		mDone := deliverAt(&wg, first, msg, 1)
+		synctest.Wait() // m's transaction claimed it; its decider waits for the slot
+		require.Equal(t, []string{"x"}, a.called())
+		// Longer than the claim lives: nothing renews it while it waits.
+		time.Sleep(3*time.Second + 500*time.Millisecond)
+
+		results, err := other.Deliver(context.Background(), msg, 2)
+		require.NoError(t, err)
+		require.Equal(t, []string{"m:dead_lettered"}, outcomes(results), "the other process took the claim over and the agent refused m")
+		require.Equal(t, "m", <-a.started)
+
+		close(releaseX)
+		require.Equal(t, []string{"x:applied"}, outcomes(<-xDone))
+		results = <-mDone
+		require.Equal(t, []string{"x", "m"}, a.called(), "m, dead-lettered elsewhere while its decider waited for a slot, was sent to the agent again")
+		require.Equal(t, []string{"m:duplicate"}, outcomes(results), "its run again finds m settled: %s", results[0].Reason)
+		seen, err := cfg.Store.Executor().InboxSeen(context.Background(), store.MessageRef{Consumer: cfg.Name, Source: "crm", ID: "m"})
+		require.NoError(t, err)
+		require.Equal(t, seqboxtype.DeadLettered, seen.Outcome, "m stays as the other process settled it")
+	})
 }
