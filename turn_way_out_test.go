@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,4 +217,73 @@ func TestTurnWithoutItsKeyRowCanBeReleased(t *testing.T) {
 			require.ErrorIs(t, err, store.ErrNotFound, "a key with no row and no turn is not found")
 		})
 	}
+}
+
+// comeBack is a store whose DecisionClaimLive of identity id, once armed,
+// runs back after it answers: between the sweep's last read of a stale
+// turn (deadTurn) and the transaction that ends it.
+type comeBack struct {
+	wrapped
+	id    string
+	armed *atomic.Bool
+	back  func()
+}
+
+func (s comeBack) Executor() store.Executor {
+	return comeBackExecutor{Executor: s.Store.Executor(), s: s}
+}
+
+type comeBackExecutor struct {
+	store.Executor
+	s comeBack
+}
+
+func (e comeBackExecutor) DecisionClaimLive(ctx context.Context, p store.DecisionClaimParams) (bool, error) {
+	live, err := e.Executor.DecisionClaimLive(ctx, p)
+	if p.ID == e.s.id && e.s.armed.CompareAndSwap(true, false) {
+		e.s.back()
+	}
+	return live, err
+}
+
+// The sweep reads a stale unkeyed turn (not seen for the redelivery
+// window, no decision claim alive) and then ends it in a transaction of
+// its own. Should the message come back and apply in between (another
+// worker got its redelivery), the turn is gone by the time the sweep's
+// transaction runs: the sweep leaves it, and the applied message is not
+// turned into a skipped dead letter. Covers the window between
+// endStaleTurns' read and its transaction (the TurnHeld re-check in it).
+func TestTheSweepLeavesATurnWhoseMessageCameBackAndApplied(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	a.fail["u1"] = 1
+	clock := newFoundClock()
+	var armed atomic.Bool
+	u1 := []byte(`{"id":"u1","source":"crm","type":"t","businesskey":"refund:9"}`)
+	var c *seqbox.Consumer
+	var cameBack []seqboxtype.Result
+	b.cfg.Now, b.cfg.Decide, b.cfg.RedeliveryWindow = clock.Now, a.decide, time.Hour
+	b.cfg.Store = comeBack{wrapped: wrapped{b.store}, id: "u1", armed: &armed, back: func() {
+		cameBack = mustDeliver(t, c, u1, 2) // its redelivery, after all
+	}}
+	c = b.consumer(t)
+	ctx := context.Background()
+	require.Equal(t, []string{"u1:retry"}, outcomes(mustDeliver(t, c, u1, 1)))
+
+	clock.add(time.Hour + time.Minute) // past its redelivery window
+	armed.Store(true)
+	swept, err := c.Sweep(ctx)
+	require.NoError(t, err)
+	require.False(t, armed.Load(), "the sweep looked at u1's turn")
+	require.Equal(t, []string{"u1:applied"}, outcomes(cameBack), "u1 came back between the sweep's read and its transaction")
+	require.Empty(t, outcomes(swept))
+
+	seen, err := b.store.Executor().InboxSeen(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "u1"})
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.Applied, seen.Outcome, "the sweep ended the turn of a message that had applied meanwhile")
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true})
+	require.NoError(t, err)
+	require.Empty(t, letters, "an applied message was recorded as a skipped dead letter")
+	require.Equal(t, 1, b.effects(t, "u1"))
+	require.Equal(t, []string{"u1", "u1"}, a.called())
 }
