@@ -282,7 +282,29 @@ func deliverAt(wg *sync.WaitGroup, c *seqbox.Consumer, raw []byte, attempt int) 
 // the new owner's decision applies it. Covers decideOnce's failure after
 // losing the claim (lost, set by the heartbeat) being charged as the
 // message's own.
+//
+// Three ways: the heartbeat has seen the loss (a renewal reached the
+// database and found the claim another's); its renewals failed until the
+// failure, whose own look finds the claim another's; its renewals still
+// fail (a stalled disk), so nobody can tell. Before, the last two
+// dead-lettered the message on its last attempt while the new owner was
+// asking, whose decision was then recorded and never applied.
 func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		beat   bool   // the renewals reach the database a beat before the failure
+		looked bool   // they reach it just before the failure (no beat between)
+		reason string // the first process's retry says
+	}{
+		{"the heartbeat saw the loss", true, true, "in flight elsewhere"},
+		{"the failure's look finds it another's", false, true, "in flight elsewhere"},
+		{"its renewals still fail", false, false, "whether its claim is still its own could not be read"},
+	} {
+		t.Run(c.name, func(t *testing.T) { failAfterTakeover(t, c.beat, c.looked, c.reason) })
+	}
+}
+
+func failAfterTakeover(t *testing.T, beat, looked bool, reason string) {
 	synctest.Test(t, func(t *testing.T) {
 		asked := make(chan string, 8)
 		fail, answer := make(chan struct{}), make(chan struct{})
@@ -344,9 +366,12 @@ func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
 		time.Sleep(3*time.Second + 500*time.Millisecond) // three late beats: the claim ran out
 		secondDone := deliverAt(&wg, second, msg, int(last)+1)
 		require.Equal(t, "m", <-asked, "the second process takes the claim over and asks")
-		slow.late.Store(false)
-		time.Sleep(time.Second) // the first process's next beat reaches the database: its claim is another's
+		if beat {
+			slow.late.Store(false)
+			time.Sleep(time.Second) // the first process's next beat reaches the database: its claim is another's
+		}
 		synctest.Wait()
+		slow.late.Store(!looked)
 
 		close(fail)
 		results := <-firstDone
@@ -354,7 +379,7 @@ func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
 		require.Equal(t, seqboxtype.Retry, results[0].Outcome,
 			"a failure after the claim was taken over spent the message's last attempt (%s) while the new owner decides it: %s",
 			results[0].Outcome, results[0].Reason)
-		require.Contains(t, results[0].Reason, "in flight elsewhere")
+		require.Contains(t, results[0].Reason, reason)
 
 		close(answer)
 		require.Equal(t, []string{"m:applied"}, outcomes(<-secondDone))

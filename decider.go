@@ -305,9 +305,13 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if lost.Load() {
-			// Its claim was taken over while it ran: the new owner decides,
-			// and this failure spends no attempt of the message.
+		if lost, lerr := d.claimLost(ctx, ev, owner, claimedAt, &lost); lerr != nil || lost {
+			// Its claim was taken over while it ran (or may have been: it
+			// could not be read): the new owner decides, and this failure
+			// spends no attempt of the message.
+			if lerr != nil {
+				return &claimUnknownError{decide: err, read: lerr, wait: claimTTL(cfg)}
+			}
 			return &decisionInFlight{wait: d.c.p.waitForOthers()}
 		}
 		if errors.Is(err, ErrPastDeadline) {
@@ -416,6 +420,45 @@ func (d *decider) heartbeat(ctx context.Context, p store.DecisionClaimParams, lo
 		}
 	})
 }
+
+// claimLost reports whether the claim owner took at claimedAt is another's
+// now. The heartbeat says so when one of its renewals reached the
+// database and found it taken (lost); a renewal that failed (a stalled
+// disk, a lost connection) says nothing, so a claim older than a
+// heartbeat is renewed once more here to know. A decider whose Decide
+// failed asks this before it spends an attempt: one whose claim was taken
+// over must not, since on the message's last attempt that would
+// dead-letter it while the new owner is asking, whose decision would
+// then never apply (TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt).
+func (d *decider) claimLost(ctx context.Context, ev seqboxtype.Event, owner string, claimedAt time.Time, lost *atomic.Bool) (bool, error) {
+	cfg := d.c.cfg
+	if lost.Load() {
+		return true, nil
+	}
+	if cfg.Now().Sub(claimedAt) < cfg.ClaimHeartbeat {
+		return false, nil // younger than a heartbeat: nobody can have taken it
+	}
+	ok, err := cfg.Store.Executor().DecisionClaimExtend(context.WithoutCancel(ctx), store.DecisionClaimParams{Consumer: cfg.Name,
+		Source: ev.Source, ID: ev.ID, Owner: owner, Until: cfg.Now().Add(claimTTL(cfg))})
+	return err == nil && !ok, err
+}
+
+// claimUnknownError: Decide failed, and whether its claim was still its
+// own could not be read. It may have been taken over, so the failure
+// spends no attempt (a waiter): the delivery comes back once the claim,
+// unrenewed, has run out, or shows a new owner's live one.
+type claimUnknownError struct {
+	decide, read error
+	wait         time.Duration
+}
+
+func (e *claimUnknownError) Error() string {
+	return fmt.Sprintf("decide: %v; whether its claim is still its own could not be read (%v): trying again in %s without spending an attempt",
+		e.decide, e.read, e.wait.Round(time.Millisecond))
+}
+
+// Wait is how long the delivery waits before it comes back.
+func (e *claimUnknownError) Wait() time.Duration { return max(e.wait, minDecisionWait) }
 
 // claimTTL is how long a claim lives without a heartbeat: three of them.
 func claimTTL(cfg Config) time.Duration { return 3 * cfg.ClaimHeartbeat }

@@ -264,7 +264,7 @@ func (t claimHookPipe) DecisionClaimStatement(p store.DecisionClaimManyParams, c
 // message already settled (out of its key's order). It does not ask; its
 // run again finds m settled. Covers the look after the claim in
 // decideOnce, for an identity settled without a decision (finalElsewhere).
-func TestAnIdentitySettledElsewhereWhileItWaitedForASlotIsNotAsked(t *testing.T) {
+func TestAnIdentityFinalElsewhereWhileItWaitedForASlotIsNotAsked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAgent()
 		releaseX := make(chan struct{})

@@ -245,7 +245,7 @@ func (o *Executor) ParkedListDue(ctx context.Context, p store.ParkedListDueParam
 			AND q.partitionkey = p.partitionkey AND q.reason = 'held'
 			AND (COALESCE(q.objectversion, -1) < COALESCE(p.objectversion, -1)
 				OR (COALESCE(q.objectversion, -1) = COALESCE(p.objectversion, -1) AND q.seq < p.seq)))
-		ORDER BY parked_at`, consumer, micros(now))
+		ORDER BY parked_at, seq`, consumer, micros(now))
 	if err != nil {
 		return nil, err
 	}
