@@ -18,8 +18,9 @@ const purgePause = 10 * time.Millisecond
 
 // Purge removes inbox identities whose retention ended, batch at a time
 // (each batch its own short transaction; batch <= 0 is DefaultPurgeBatch),
-// until none are left or ctx ends. Held and blocked identities are never
-// purged. It returns how many it removed. Config.Retention was validated
+// until none are left or ctx ends, with what seqbox keeps about each in
+// other tables (store.Executor.InboxPurge). Held and blocked identities
+// are never purged. It returns how many it removed. Config.Retention was validated
 // to cover the broker's redelivery window and the DLQ's redrive window, so
 // a purged identity can no longer come back. Run purges every hour and
 // Maintain once; a program that schedules retention itself (the gateway's

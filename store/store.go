@@ -161,7 +161,10 @@ type Inbox interface {
 	InboxDeleteMany(ctx context.Context, p IdentitiesRef) error
 	// InboxPurge deletes at most Limit identities whose retention ended
 	// before Now (and not before From), oldest first, and reports how
-	// many it deleted and the latest retention end among them.
+	// many it deleted and the latest retention end among them. With each
+	// identity go its decision and claim, its ledger calls that ended,
+	// its business key's claim, its audit rows and its resolved dead
+	// letters; an uncertain or pending call and an open dead letter stay.
 	InboxPurge(ctx context.Context, p InboxPurgeParams) (InboxPurgeResult, error)
 	// BusinessKeyClaim inserts (consumer, businesskey); false means another
 	// identity already applied that effect.

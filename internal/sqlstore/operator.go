@@ -273,32 +273,54 @@ func (o *Executor) KeyListBlockedBefore(ctx context.Context, p store.KeyListBloc
 
 func (o *Executor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (store.InboxPurgeResult, error) {
 	var res store.InboxPurgeResult
-	consumer,
-		// Attempts of an identity that settled are stale; they would come back
-		// to life (hold the key) once the identity is purged.
-		// Driven from the (small) retries table, so its cost does not grow
-		// with the inbox rows still to purge.
-		now, batch := p.Consumer, p.Now, p.Limit
-
+	args := []any{p.Consumer, micros(p.Now), p.Limit, purgeFrom(p.From)}
+	// Attempts of an identity that settled are stale; they would come back
+	// to life (hold the key) once the identity is purged. Driven from the
+	// (small) retries table, so its cost does not grow with the inbox rows
+	// still to purge.
 	if _, err := o.exec(ctx, `DELETE FROM seqbox_retries WHERE consumer = $1 AND (source, id) IN (
 		SELECT r.source, r.id FROM seqbox_retries r WHERE r.consumer = $1 AND EXISTS (
 			SELECT 1 FROM seqbox_inbox i WHERE i.consumer = r.consumer AND i.source = r.source AND i.id = r.id
-			AND i.retention_until < $2) LIMIT $3)`, consumer, micros(now), batch); err != nil {
+			AND i.retention_until < $2) LIMIT $3)`, args[:3]...); err != nil {
 		return res, err
 	}
-	// Oldest first from p.From, through the retention index. An identity
-	// that settled without applying while a call of it took effect or may
-	// have stays while the ledger keeps that call: it is what keeps
-	// another event of its business key from asking for the effect again
-	// (BusinessKeyTouched).
-	rows, err := o.query(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
-		SELECT i.source, i.id FROM seqbox_inbox i WHERE i.consumer = $1 AND i.retention_until < $2 AND i.retention_until >= $4
-		AND i.outcome NOT IN ('held', 'blocked')
-		AND NOT (i.businesskey <> '' AND i.outcome IN ('dead_lettered', 'stale', 'expired') AND EXISTS (
-			SELECT 1 FROM seqbox_effects e WHERE e.consumer = i.consumer AND e.source = i.source AND e.id = i.id
-			AND e.state IN ('pending', 'uncertain', 'succeeded')))
-		ORDER BY i.retention_until LIMIT $3) RETURNING retention_until`,
-		consumer, micros(now), batch, purgeFrom(p.From))
+	// What else is kept of the batch's identities goes before them, each
+	// table through an index that begins with the identity: its decision
+	// and any claim on it, its ledger calls that ended (an uncertain or
+	// pending one is an operator's to resolve, and stays), its business
+	// key's claim, its audit rows and its resolved dead letters (an open
+	// one may block its key). The identities go last: a purge stopped
+	// between these statements finds the same batch the next time.
+	if o.group != nil {
+		return o.purgeGrouped(ctx, args)
+	}
+	if o.serialWriters {
+		return o.purgeDeletes(ctx, args)
+	}
+	// One transaction for the batch: one commit (one WAL flush on
+	// PostgreSQL) where a statement each took seven.
+	err := o.inTx(ctx, func(t *Executor) error {
+		var err error
+		res, err = t.purgeDeletes(ctx, args)
+		return err
+	})
+	if err != nil {
+		return store.InboxPurgeResult{}, err
+	}
+	return res, nil
+}
+
+// purgeDeletes runs a purge batch's deletes: the dependents, then the
+// identities, whose latest retention end it reports.
+func (t *Executor) purgeDeletes(ctx context.Context, args []any) (store.InboxPurgeResult, error) {
+	var res store.InboxPurgeResult
+	for _, dep := range purgeDependents {
+		if _, err := t.exec(ctx, dep, args...); err != nil {
+			return res, err
+		}
+	}
+	rows, err := t.query(ctx, `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (
+		SELECT i.source, i.id `+purgeBatch+`) RETURNING retention_until`, args...)
 	if err != nil {
 		return res, err
 	}
@@ -319,6 +341,66 @@ func (o *Executor) InboxPurge(ctx context.Context, p store.InboxPurgeParams) (st
 		res.Last = time.UnixMicro(last)
 	}
 	return res, nil
+}
+
+// purgeGrouped is InboxPurge's deletes on a store with one writer: one
+// job of the group's commit, one fsync for the batch where a statement
+// each took seven, and all of the batch's rows or none. The batch's
+// latest retention end is read first; the job's last statement, the
+// identities', counts what it removed.
+func (o *Executor) purgeGrouped(ctx context.Context, args []any) (store.InboxPurgeResult, error) {
+	var res store.InboxPurgeResult
+	var last sql.NullInt64
+	if err := o.queryRow(ctx, `SELECT MAX(b.retention_until) FROM (SELECT i.retention_until `+purgeBatch+`) b`, args...).Scan(&last); err != nil {
+		return res, err
+	}
+	if !last.Valid {
+		return res, nil // nothing to purge
+	}
+	then := make([]groupStmt, 0, len(purgeDependents))
+	for _, dep := range purgeDependents[1:] {
+		then = append(then, groupStmt{q: dep, args: args})
+	}
+	then = append(then, groupStmt{q: `DELETE FROM seqbox_inbox WHERE consumer = $1 AND (source, id) IN (SELECT i.source, i.id ` + purgeBatch + `)`,
+		args: args, check: func(r sql.Result) error {
+			n, err := r.RowsAffected()
+			res.Removed = n
+			return err
+		}})
+	if _, err := o.group.exec(ctx, purgeDependents[0], args, then...); err != nil {
+		return store.InboxPurgeResult{}, err
+	}
+	if res.Removed > 0 {
+		res.Last = time.UnixMicro(last.Int64)
+	}
+	return res, nil
+}
+
+// purgeBatch is the FROM clause of one purge batch: the consumer's ($1)
+// identities whose retention ended before $2, from $4 on, oldest first,
+// at most $3, through the retention index. Held and blocked identities
+// stay, and so does one that settled without applying while a call of it
+// took effect or may have, while the ledger keeps that call: it is what
+// keeps another event of its business key from asking for the effect
+// again (BusinessKeyTouched).
+const purgeBatch = `FROM seqbox_inbox i WHERE i.consumer = $1 AND i.retention_until < $2 AND i.retention_until >= $4
+	AND i.outcome NOT IN ('held', 'blocked')
+	AND NOT (i.businesskey <> '' AND i.outcome IN ('dead_lettered', 'stale', 'expired') AND EXISTS (
+		SELECT 1 FROM seqbox_effects e WHERE e.consumer = i.consumer AND e.source = i.source AND e.id = i.id
+		AND e.state IN ('pending', 'uncertain', 'succeeded')))
+	ORDER BY i.retention_until LIMIT $3`
+
+// purgeDependents delete, before a purge batch's identities, the rows of
+// other tables kept about them.
+var purgeDependents = []string{
+	`DELETE FROM seqbox_decisions WHERE consumer = $1 AND (source, id) IN (SELECT i.source, i.id ` + purgeBatch + `)`,
+	`DELETE FROM seqbox_decision_claims WHERE consumer = $1 AND (source, id) IN (SELECT i.source, i.id ` + purgeBatch + `)`,
+	`DELETE FROM seqbox_effects WHERE consumer = $1 AND state IN ('succeeded', 'failed')
+		AND (source, id) IN (SELECT i.source, i.id ` + purgeBatch + `)`,
+	`DELETE FROM seqbox_business_keys WHERE consumer = $1
+		AND (businesskey, source, id) IN (SELECT i.businesskey, i.source, i.id ` + purgeBatch + `)`,
+	`DELETE FROM seqbox_audit WHERE consumer = $1 AND (source, id) IN (SELECT i.source, i.id ` + purgeBatch + `)`,
+	`DELETE FROM seqbox_dlq WHERE consumer = $1 AND state <> 'open' AND (source, id) IN (SELECT i.source, i.id ` + purgeBatch + `)`,
 }
 
 // purgeFrom is InboxPurgeParams.From in the inbox's microseconds; the

@@ -36,6 +36,7 @@ var operatorTests = []driverTest{
 	{"DecisionRecordWithItsEffect", testOperatorRecordWithEffect},
 	{"InboxPurge", testOperatorPurgeInbox},
 	{"InboxPurgeFrom", testOperatorPurgeInboxFrom},
+	{"InboxPurgeDependents", testOperatorPurgeInboxDependents},
 }
 
 // opEnv is one Operator or Control test: its consumer name, which no
@@ -729,6 +730,96 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 	require.NoError(t, rows.Err())
 	slices.Sort(retrying)
 	require.Equal(t, []string{"orphan"}, retrying, "a purged identity's attempts go with it")
+}
+
+// InboxPurge removes with an identity what seqbox keeps about it in other
+// tables: its decision and any claim on it, its ledger calls that ended
+// (succeeded or failed), its business key's claim, its audit rows and its
+// resolved dead letters. Before, those rows stayed for good: a decision
+// (an agent's whole answer) and a ledger row for every event ever
+// decided. A call left uncertain or pending stays (an operator resolves
+// it), and so does an open dead letter (its key may be blocked behind
+// it); a held identity keeps everything, as does one whose retention has
+// not ended, and another consumer's identity of the same name.
+func testOperatorPurgeInboxDependents(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	other := o.consumer + "/other"
+	ids := []string{"gone", "held", "now"}
+	o.commit(func(e *txEnv) {
+		for _, consumer := range []string{o.consumer, other} {
+			for i, id := range ids {
+				r := e.inboxRow("crm", id, i+1)
+				r.Consumer, r.RetentionUntil = consumer, at(1)
+				switch id {
+				case "held":
+					r.Outcome = "held"
+				case "now":
+					r.RetentionUntil = at(9)
+				}
+				_, err := e.tx.InboxInsert(e.ctx, r)
+				require.NoError(t, err)
+				_, err = e.tx.SQL().ExecContext(e.ctx, `INSERT INTO seqbox_decisions (consumer, source, id, decision, decided_at)
+					VALUES ($1, 'crm', $2, $3, 0)`, consumer, id, []byte("the agent's answer"))
+				require.NoError(t, err)
+				_, err = e.tx.DecisionClaim(e.ctx, store.DecisionClaimParams{Consumer: consumer, Source: "crm", ID: id, Owner: "dead", Now: at(0), Until: at(1)})
+				require.NoError(t, err)
+				for _, action := range []string{"done", "failed", "unsure"} {
+					key := consumer + "/" + id + "/" + action
+					ok, err := e.tx.EffectInsertPending(e.ctx, store.EffectInsertPendingParams{Consumer: consumer, Source: "crm", ID: id,
+						Action: action, IdempotencyKey: key, At: at(0), LeaseUntil: at(1)})
+					require.NoError(t, err)
+					require.True(t, ok)
+					to := map[string]seqboxtype.Effect{"done": seqboxtype.EffectSucceeded, "failed": seqboxtype.EffectFailed, "unsure": seqboxtype.EffectUncertain}[action]
+					require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{IdempotencyKey: key, To: to, At: at(0),
+						From: []seqboxtype.Effect{seqboxtype.EffectPending}}))
+				}
+				claimed, err := e.tx.BusinessKeyClaim(e.ctx, store.BusinessKeyClaimParams{Consumer: consumer, BusinessKey: r.BusinessKey, Source: "crm", ID: id, At: at(0)})
+				require.NoError(t, err)
+				require.True(t, claimed)
+				require.NoError(t, e.tx.AuditInsert(e.ctx, store.AuditRow{Consumer: consumer, Source: "crm", ID: id, PartitionKey: r.PartitionKey,
+					Outcome: seqboxtype.Held, Reason: "waited for its predecessor", NextAction: "none", At: at(0)}))
+				for _, resolved := range []bool{true, false} {
+					seq, err := e.tx.DeadLetterInsert(e.ctx, deadLetter(consumer, id, i))
+					require.NoError(t, err)
+					if resolved {
+						require.NoError(t, e.tx.DeadLetterResolve(e.ctx, store.DeadLetterResolveParams{Consumer: consumer, Seq: seq,
+							State: seqboxtype.DeadLetterSkipped, Resolution: "skipped", At: at(0)}))
+					}
+				}
+			}
+		}
+	})
+	r, err := o.op.InboxPurge(o.ctx, store.InboxPurgeParams{Consumer: o.consumer, Now: at(5), Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.Removed, "gone alone")
+
+	rows := func(consumer, id string) map[string]int {
+		got := map[string]int{}
+		for table, where := range map[string]string{
+			"inbox": "seqbox_inbox", "decision": "seqbox_decisions", "claim": "seqbox_decision_claims",
+			"calls": "seqbox_effects", "business key": "seqbox_business_keys", "audit": "seqbox_audit", "dead letters": "seqbox_dlq",
+		} {
+			var n int
+			require.NoError(t, st.DB().QueryRowContext(o.ctx, `SELECT COUNT(*) FROM `+where+` WHERE consumer = $1 AND source = 'crm' AND id = $2`,
+				consumer, id).Scan(&n))
+			got[table] = n
+		}
+		return got
+	}
+	all := map[string]int{"inbox": 1, "decision": 1, "claim": 1, "calls": 3, "business key": 1, "audit": 1, "dead letters": 2}
+	require.Equal(t, map[string]int{"inbox": 0, "decision": 0, "claim": 0, "calls": 1, "business key": 0, "audit": 0, "dead letters": 1},
+		rows(o.consumer, "gone"), "what is kept of a purged identity: its uncertain call and its open dead letter")
+	var state string
+	require.NoError(t, st.DB().QueryRowContext(o.ctx, `SELECT state FROM seqbox_effects WHERE consumer = $1 AND id = 'gone'`, o.consumer).Scan(&state))
+	require.Equal(t, "uncertain", state)
+	require.NoError(t, st.DB().QueryRowContext(o.ctx, `SELECT state FROM seqbox_dlq WHERE consumer = $1 AND id = 'gone'`, o.consumer).Scan(&state))
+	require.Equal(t, "open", state)
+	for _, id := range []string{"held", "now"} {
+		require.Equal(t, all, rows(o.consumer, id), id)
+	}
+	for _, id := range ids {
+		require.Equal(t, all, rows(other, id), "another consumer's %s", id)
+	}
 }
 
 // InboxPurge reports the latest retention end among what it removed,
