@@ -12,6 +12,8 @@ var (
 		"Outbox events the relay published and marked published.", []string{"relay"}, nil)
 	refusedDesc = prometheus.NewDesc("seqbox_outbox_refused_total",
 		"Publish attempts the publisher refused; the refused event's key backs off.", []string{"relay"}, nil)
+	prunedDesc = prometheus.NewDesc("seqbox_outbox_pruned_total",
+		"Published outbox events the relay removed once Config.Keep had passed.", []string{"relay"}, nil)
 	pendingDesc = prometheus.NewDesc("seqbox_outbox_pending",
 		"Outbox events not yet published.", []string{"relay"}, nil)
 	oldestPendingDesc = prometheus.NewDesc("seqbox_outbox_pending_oldest_age_seconds",
@@ -32,7 +34,7 @@ func NewCollector(r *Relay) *Collector { return &Collector{r: r} }
 
 // Describe sends the metrics' descriptions.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{publishedDesc, refusedDesc, pendingDesc, oldestPendingDesc, refusedKeysDesc, refusedAttemptsDesc} {
+	for _, d := range []*prometheus.Desc{publishedDesc, refusedDesc, prunedDesc, pendingDesc, oldestPendingDesc, refusedKeysDesc, refusedAttemptsDesc} {
 		ch <- d
 	}
 }
@@ -43,6 +45,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.r.Stats()
 	ch <- prometheus.MustNewConstMetric(publishedDesc, prometheus.CounterValue, float64(st.Published), name)
 	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(st.Refused), name)
+	ch <- prometheus.MustNewConstMetric(prunedDesc, prometheus.CounterValue, float64(st.Pruned), name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	b, age, err := c.r.backlog(ctx)

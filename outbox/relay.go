@@ -43,6 +43,10 @@ type Config struct {
 	// MaxBackoff caps the wait of an event refused again and again.
 	// Default 1m (or Backoff, when that is longer).
 	MaxBackoff time.Duration
+	// Keep is how long a published event stays in the outbox: the active
+	// relay removes older ones, at most once a minute (Prune). Default 7
+	// days; negative keeps them for good.
+	Keep time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives publish failures: each refused event with its id,
@@ -60,6 +64,10 @@ type Relay struct {
 
 	published atomic.Uint64
 	refused   atomic.Uint64
+	pruned    atomic.Uint64
+	// prunedAt is when this relay last pruned (Prune), in the relay's
+	// clock's Unix nanoseconds.
+	prunedAt atomic.Int64
 }
 
 // Stats counts what a relay did since it was made.
@@ -68,6 +76,8 @@ type Stats struct {
 	Published uint64
 	// Refused counts the publish attempts the publisher refused.
 	Refused uint64
+	// Pruned counts the published events it removed (Prune).
+	Pruned uint64
 }
 
 // errRefused marks a round in which the publisher refused some events:
@@ -110,6 +120,9 @@ func NewRelay(st store.Store, pub transport.Publisher, cfg Config) (*Relay, erro
 	}
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = max(time.Minute, cfg.Backoff)
+	}
+	if cfg.Keep == 0 {
+		cfg.Keep = DefaultKeep
 	}
 	if cfg.MaxBackoff < cfg.Backoff {
 		return nil, fmt.Errorf("outbox: MaxBackoff %s is shorter than Backoff %s", cfg.MaxBackoff, cfg.Backoff)
@@ -180,6 +193,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	if err != nil || !leader {
 		return 0, err
 	}
+	r.pruneIfDue(ctx)
 	// A round never outlasts the lease it began under, so that no standby
 	// takes over while this relay publishes (two relays publishing at
 	// once send a key's events twice and out of order), and one publish
@@ -217,7 +231,7 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 
 // Stats returns what the relay did since it was made.
 func (r *Relay) Stats() Stats {
-	return Stats{Published: r.published.Load(), Refused: r.refused.Load()}
+	return Stats{Published: r.published.Load(), Refused: r.refused.Load(), Pruned: r.pruned.Load()}
 }
 
 // event is one unpublished outbox row.
@@ -398,6 +412,57 @@ func (r *Relay) lease(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("outbox: lease %s: %w", r.cfg.Name, err)
 	}
 	return ok, nil
+}
+
+// DefaultKeep is how long a published event stays in the outbox by
+// default (Config.Keep).
+const DefaultKeep = 7 * 24 * time.Hour
+
+// pruneEvery is how often the active relay prunes.
+const pruneEvery = time.Minute
+
+// pruneBatch and pruneBatches bound one prune: batches of pruneBatch
+// events, each its own statement, at most pruneBatches of them; what is
+// left goes at the next.
+const (
+	pruneBatch   = 1000
+	pruneBatches = 20
+)
+
+// pruneIfDue prunes when the last prune is pruneEvery old (a round of the
+// active relay calls it); a failure is logged, and the round goes on.
+func (r *Relay) pruneIfDue(ctx context.Context) {
+	if r.cfg.Keep < 0 || r.cfg.Now().UnixNano()-r.prunedAt.Load() < int64(pruneEvery) {
+		return
+	}
+	if _, err := r.Prune(ctx); err != nil && ctx.Err() == nil {
+		r.cfg.Logger.Warn("outbox: prune failed; the published events stay until the next", "relay", r.cfg.Name, "err", err)
+	}
+}
+
+// Prune removes the events published more than Config.Keep ago, a batch
+// at a time, and reports how many it removed; unpublished events stay.
+// The active relay calls it once a minute; a program that runs the relay
+// by RunOnce alone gets the same. With a negative Keep it removes none.
+func (r *Relay) Prune(ctx context.Context) (int64, error) {
+	r.prunedAt.Store(r.cfg.Now().UnixNano())
+	if r.cfg.Keep < 0 {
+		return 0, nil
+	}
+	before := r.cfg.Now().Add(-r.cfg.Keep)
+	var total int64
+	for range pruneBatches {
+		n, err := r.ex.OutboxPrune(ctx, store.OutboxPruneParams{Before: before, Limit: pruneBatch})
+		total += n
+		r.pruned.Add(uint64(n))
+		if err != nil {
+			return total, fmt.Errorf("outbox: prune: %w", err)
+		}
+		if n < pruneBatch {
+			break
+		}
+	}
+	return total, nil
 }
 
 // Release gives the lease up, so a standby relay takes over at once.

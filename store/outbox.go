@@ -39,6 +39,14 @@ type OutboxMarkPublishedParams struct {
 	At time.Time
 }
 
+// OutboxPruneParams are Executor.OutboxPrune's.
+type OutboxPruneParams struct {
+	// Before: events published before it go.
+	Before time.Time
+	// Limit is the most events removed (at least 1).
+	Limit int
+}
+
 // OutboxRefusalRecordParams are Executor.OutboxRefusalRecord's.
 type OutboxRefusalRecordParams struct {
 	// Seq names the refused event.

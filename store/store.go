@@ -466,6 +466,10 @@ type Outbox interface {
 	OutboxListReady(ctx context.Context, p OutboxListReadyParams) ([]OutboxEvent, error)
 	// OutboxMarkPublished marks the events published at At.
 	OutboxMarkPublished(ctx context.Context, p OutboxMarkPublishedParams) error
+	// OutboxPrune removes at most Limit events published before Before,
+	// lowest Seq first, and reports how many it removed; an unpublished
+	// event is never removed.
+	OutboxPrune(ctx context.Context, p OutboxPruneParams) (int64, error)
 	// OutboxRefusalRecord counts a refusal of an event, with its error and
 	// the time it is tried again.
 	OutboxRefusalRecord(ctx context.Context, p OutboxRefusalRecordParams) error

@@ -134,3 +134,15 @@ func (t *Executor) OutboxLeaseRelease(ctx context.Context, p store.OutboxLeasePa
 	_, err := t.exec(ctx, `DELETE FROM seqbox_outbox_relay WHERE name = $1 AND owner = $2`, p.Name, p.Owner)
 	return err
 }
+
+// OutboxPrune removes published events, lowest seq first: the oldest are
+// at the front of the primary key, where the scan starts, and an
+// unpublished one among them (its key refused) is passed over.
+func (t *Executor) OutboxPrune(ctx context.Context, p store.OutboxPruneParams) (int64, error) {
+	res, err := t.exec(ctx, `DELETE FROM seqbox_outbox WHERE seq IN (
+		SELECT seq FROM seqbox_outbox WHERE published_at < $1 ORDER BY seq LIMIT $2)`, micros(p.Before), p.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

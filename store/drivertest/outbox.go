@@ -17,6 +17,40 @@ var outboxTests = []driverTest{
 	{"OutboxRefusals", testOutboxRefusals},
 	{"OutboxBacklog", testOutboxBacklog},
 	{"OutboxLease", testOutboxLease},
+	{"OutboxPrune", testOutboxPrune},
+}
+
+// OutboxPrune removes events published before Before, lowest Seq first
+// and at most Limit; one published later stays, and so does an
+// unpublished one however old.
+func testOutboxPrune(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	old1, old2, old3 := e.emit("k1", "old1", 1), e.emit("k2", "old2", 1), e.emit("k3", "old3", 1)
+	waiting := e.emit("k4", "waiting", 0)
+	recent := e.emit("k1", "recent", 4)
+	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{old1, old2, old3}, At: at(2)}))
+	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{recent}, At: at(5)}))
+	left := func() []int64 {
+		rows, err := e.tx.SQL().QueryContext(e.ctx, `SELECT seq FROM seqbox_outbox WHERE origin = $1 ORDER BY seq`, e.consumer)
+		require.NoError(t, err)
+		defer rows.Close()
+		var seqs []int64
+		for rows.Next() {
+			var seq int64
+			require.NoError(t, rows.Scan(&seq))
+			seqs = append(seqs, seq)
+		}
+		require.NoError(t, rows.Err())
+		return seqs
+	}
+	n, err := e.tx.OutboxPrune(e.ctx, store.OutboxPruneParams{Before: at(3), Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	require.Equal(t, []int64{old3, waiting, recent}, left(), "the lowest two first")
+	n, err = e.tx.OutboxPrune(e.ctx, store.OutboxPruneParams{Before: at(3), Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Equal(t, []int64{waiting, recent}, left(), "the unpublished one and the one published since stay")
 }
 
 // emit inserts an event of key at at(n) and returns its Seq.
