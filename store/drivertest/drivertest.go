@@ -189,6 +189,24 @@ func (e *txEnv) count(table, where string, args ...any) int {
 	return n
 }
 
+// column returns what reads the one column of a query's rows (or fails t
+// with its error) as values of T: column[string](t)(db.QueryContext(…)).
+func column[T any](t *testing.T) func(rows *sql.Rows, err error) []T {
+	return func(rows *sql.Rows, err error) []T {
+		t.Helper()
+		require.NoError(t, err)
+		defer rows.Close()
+		out := []T{}
+		for rows.Next() {
+			var v T
+			require.NoError(t, rows.Scan(&v))
+			out = append(out, v)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+}
+
 // key reads a key through Tx.Key, which must find it.
 func (e *txEnv) key(key string) store.KeyState {
 	e.t.Helper()

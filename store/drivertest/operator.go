@@ -718,16 +718,7 @@ func testOperatorPurgeInbox(t *testing.T, st store.Store) {
 		require.Equal(t, kept, o.seen(id), id)
 		require.True(t, o.seenBy(other, id), "another consumer's %s", id)
 	}
-	rows, err := st.DB().QueryContext(o.ctx, `SELECT id FROM seqbox_retries WHERE consumer = $1`, o.consumer)
-	require.NoError(t, err)
-	defer rows.Close()
-	var retrying []string
-	for rows.Next() {
-		var id string
-		require.NoError(t, rows.Scan(&id))
-		retrying = append(retrying, id)
-	}
-	require.NoError(t, rows.Err())
+	retrying := column[string](t)(st.DB().QueryContext(o.ctx, `SELECT id FROM seqbox_retries WHERE consumer = $1`, o.consumer))
 	slices.Sort(retrying)
 	require.Equal(t, []string{"orphan"}, retrying, "a purged identity's attempts go with it")
 }

@@ -31,17 +31,7 @@ func testOutboxPrune(t *testing.T, st store.Store) {
 	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{old1, old2, old3}, At: at(2)}))
 	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{recent}, At: at(5)}))
 	left := func() []int64 {
-		rows, err := e.tx.SQL().QueryContext(e.ctx, `SELECT seq FROM seqbox_outbox WHERE origin = $1 ORDER BY seq`, e.consumer)
-		require.NoError(t, err)
-		defer rows.Close()
-		var seqs []int64
-		for rows.Next() {
-			var seq int64
-			require.NoError(t, rows.Scan(&seq))
-			seqs = append(seqs, seq)
-		}
-		require.NoError(t, rows.Err())
-		return seqs
+		return column[int64](t)(e.tx.SQL().QueryContext(e.ctx, `SELECT seq FROM seqbox_outbox WHERE origin = $1 ORDER BY seq`, e.consumer))
 	}
 	n, err := e.tx.OutboxPrune(e.ctx, store.OutboxPruneParams{Before: at(3), Limit: 2})
 	require.NoError(t, err)

@@ -40,17 +40,7 @@ func testSavepoints(t *testing.T, st store.Store) {
 	}
 	ids := func() []string {
 		t.Helper()
-		rows, err := tx.SQL().QueryContext(ctx, `SELECT id FROM seqbox_inbox WHERE consumer = $1 ORDER BY id`, e.consumer)
-		require.NoError(t, err)
-		defer rows.Close()
-		out := []string{}
-		for rows.Next() {
-			var id string
-			require.NoError(t, rows.Scan(&id))
-			out = append(out, id)
-		}
-		require.NoError(t, rows.Err())
-		return out
+		return column[string](t)(tx.SQL().QueryContext(ctx, `SELECT id FROM seqbox_inbox WHERE consumer = $1 ORDER BY id`, e.consumer))
 	}
 
 	insert("0")
