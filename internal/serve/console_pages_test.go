@@ -47,3 +47,15 @@ func TestConsoleDrawsAHundredDeadLettersAtATime(t *testing.T) {
 	require.Equal(t, want, eval[[]string](b, `[...document.querySelectorAll("#dlq tbody tr")].map((tr) => tr.dataset.seq)`),
 		"every one, the oldest first")
 }
+
+// The login page's token field has a label a screen reader reads, and the
+// page names its icon, so the browser asks the gateway for no
+// /favicon.ico (a stranger's findings: an unlabelled field, a 404 in the
+// log at every visit).
+func TestTheLoginFieldIsLabelled(t *testing.T) {
+	r := start(t, Options{})
+	b := newBrowser(t)
+	b.do("open the dashboard", chromedp.Navigate(r.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	require.Equal(t, "Admin token", eval[string](b, `document.querySelector("#token").labels[0].textContent`))
+	require.Equal(t, "data:,", eval[string](b, `document.querySelector('link[rel="icon"]').getAttribute("href")`))
+}
