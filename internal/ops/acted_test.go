@@ -28,6 +28,9 @@ func TestRedriveIsJudgedByItsOwnMessagesLastResult(t *testing.T) {
 		{"retried then applied", []seqboxtype.Result{res("e1", seqboxtype.Retry), res("e1", seqboxtype.Applied)}, false, "done"},
 		{"applied, a successor dead-lettered", []seqboxtype.Result{res("e1", seqboxtype.Applied), res("e2", seqboxtype.DeadLettered)}, false, "done"},
 		{"rejected without identity", []seqboxtype.Result{{Outcome: seqboxtype.Rejected}}, true, "ran, and failed again"},
+		// It said "ran, and failed again" and exited 0: a message that waits
+		// (another redrive has it, its call is in flight) has not failed.
+		{"left waiting", []seqboxtype.Result{res("e1", seqboxtype.Retry)}, false, "ran; its message waits to be tried again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := Acted{Action: store.ActionRedrive, Target: "1", Results: c.results}

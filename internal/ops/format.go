@@ -172,8 +172,12 @@ func ActionSentence(a Acted) string {
 	verb := "done"
 	if own, ok := a.Own(); ok {
 		switch own.Outcome {
-		case seqboxtype.DeadLettered, seqboxtype.Rejected, seqboxtype.Retry:
+		case seqboxtype.DeadLettered, seqboxtype.Rejected:
 			verb = "ran, and failed again"
+		case seqboxtype.Retry:
+			// Not a failure: it waits (its call or its decision is in
+			// flight elsewhere, another redrive has it), and comes back.
+			verb = "ran; its message waits to be tried again"
 		}
 	}
 	s := a.Action + " of " + noun + " " + Visible(a.Target) + " " + verb

@@ -59,3 +59,20 @@ func TestTheLoginFieldIsLabelled(t *testing.T) {
 	require.Equal(t, "Admin token", eval[string](b, `document.querySelector("#token").labels[0].textContent`))
 	require.Equal(t, "data:,", eval[string](b, `document.querySelector('link[rel="icon"]').getAttribute("href")`))
 }
+
+// The console judges a redrive by its own message's last result, as the
+// CLI does: before, it read the first, so a redrive whose message was
+// retried and then dead-lettered said "done".
+func TestTheConsoleJudgesARedriveByItsOwnMessagesLastResult(t *testing.T) {
+	r := start(t, Options{})
+	b := newBrowser(t)
+	b.do("open the dashboard", chromedp.Navigate(r.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#token`)))
+	judge := func(results string) bool {
+		return eval[bool](b, `describeResult("redrive", "1", {request: 1, by: "ana", results: `+results+`}).ok`)
+	}
+	e1 := func(outcome string) string { return `{source: "crm", id: "e1", outcome: "` + outcome + `", reason: "r"}` }
+	require.False(t, judge(`[`+e1("retry")+`, `+e1("dead_lettered")+`]`), "retried, then dead-lettered: failed again")
+	require.True(t, judge(`[`+e1("retry")+`, `+e1("applied")+`]`), "retried, then applied")
+	require.True(t, judge(`[`+e1("applied")+`, {source: "crm", id: "e2", outcome: "dead_lettered"}]`), "its successor's failure is not its own")
+	require.False(t, judge(`[{outcome: "rejected", reason: "r"}]`), "rejected without an identity")
+}

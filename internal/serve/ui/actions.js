@@ -84,17 +84,29 @@ function setStatus(kind, text) {
   s.textContent = visible(text);
 }
 
+// ownResult is the last result of the action's own message: the first
+// result's identity (the successors it let out come after it), as the
+// CLI judges it (ops.Acted.Own).
+function ownResult(results) {
+  let own = results[0];
+  for (const r of results.slice(1)) {
+    if (own && own.id && r.source === own.source && r.id === own.id) own = r;
+  }
+  return own;
+}
+
 // describeResult says what an executed action did; ok is false when a
 // redriven message failed again (and names its dead letter, which keeps
-// its number).
+// its number): judged by its own message's last result, not the first
+// (a redrive retried and then dead-lettered read "done").
 function describeResult(action, target, res) {
   const a = ACTIONS[action];
   const results = res.results || res.decisions || [];
-  const first = results[0];
+  const own = ownResult(results);
   const head = `request ${res.request}: ${action} of ${a.noun} ${target}`;
-  if (first && (first.outcome === "dead_lettered" || first.outcome === "rejected") && action === "redrive") {
+  if (own && (own.outcome === "dead_lettered" || own.outcome === "rejected") && action === "redrive") {
     const as = res.dead_letter ? " (still dead letter " + res.dead_letter + ")" : "";
-    const rest = `ran, but the message failed again and is dead-lettered${as}: ${first.reason}`;
+    const rest = `ran, but the message failed again and is dead-lettered${as}: ${own.reason}`;
     return { ok: false, request: res.request, rest, text: `${head} ${rest}` };
   }
   const outcomes = results.map((d) => d.outcome).join(", ") || "nothing to apply";
