@@ -70,7 +70,9 @@ func TestTheConsoleJudgesARedriveByItsOwnMessagesLastResult(t *testing.T) {
 	judge := func(results string) bool {
 		return eval[bool](b, `describeResult("redrive", "1", {request: 1, by: "ana", results: `+results+`}).ok`)
 	}
-	e1 := func(outcome string) string { return `{source: "crm", id: "e1", outcome: "` + outcome + `", reason: "r"}` }
+	e1 := func(outcome string) string {
+		return `{source: "crm", id: "e1", outcome: "` + outcome + `", reason: "r"}`
+	}
 	require.False(t, judge(`[`+e1("retry")+`, `+e1("dead_lettered")+`]`), "retried, then dead-lettered: failed again")
 	require.True(t, judge(`[`+e1("retry")+`, `+e1("applied")+`]`), "retried, then applied")
 	require.True(t, judge(`[`+e1("applied")+`, {source: "crm", id: "e2", outcome: "dead_lettered"}]`), "its successor's failure is not its own")
