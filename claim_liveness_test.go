@@ -290,21 +290,35 @@ func deliverAt(wg *sync.WaitGroup, c *seqbox.Consumer, raw []byte, attempt int) 
 // dead-lettered the message on its last attempt while the new owner was
 // asking, whose decision was then recorded and never applied.
 func TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		beat   bool   // the renewals reach the database a beat before the failure
-		looked bool   // they reach it just before the failure (no beat between)
-		reason string // the first process's retry says
-	}{
-		{"the heartbeat saw the loss", true, true, "in flight elsewhere"},
-		{"the failure's look finds it another's", false, true, "in flight elsewhere"},
-		{"its renewals still fail", false, false, "whether its claim is still its own could not be read"},
+	for _, c := range []takeover{
+		{name: "the heartbeat saw the loss", beat: true, looked: true, reason: "in flight elsewhere"},
+		{name: "the failure's look finds it another's", looked: true, reason: "in flight elsewhere"},
+		// It waits out the claim's life (three heartbeats), not the
+		// shortest wait: by then the claim is the new owner's, renewed,
+		// or free.
+		{name: "its renewals still fail", reason: "whether its claim is still its own could not be read", wait: 3 * time.Second},
+		// The new owner's clock runs 1.5 heartbeats ahead: it takes the
+		// claim over 1.5 s after it was taken, and the failure comes 2 s
+		// after, older than a heartbeat on the first process's clock but
+		// younger than three (a check against the claim's whole life
+		// would not look).
+		{name: "a skewed clock took it over early", looked: true, skew: 1500 * time.Millisecond, reason: "in flight elsewhere"},
 	} {
-		t.Run(c.name, func(t *testing.T) { failAfterTakeover(t, c.beat, c.looked, c.reason) })
+		t.Run(c.name, func(t *testing.T) { failAfterTakeover(t, c) })
 	}
 }
 
-func failAfterTakeover(t *testing.T, beat, looked bool, reason string) {
+// takeover is a case of TestAFailureAfterTheClaimWasTakenOverSpendsNoAttempt.
+type takeover struct {
+	name   string
+	beat   bool          // the renewals reach the database a beat before the failure
+	looked bool          // they reach it just before the failure (no beat between)
+	skew   time.Duration // how far ahead the new owner's clock runs (0: the claim runs out unrenewed first)
+	reason string        // the first process's retry says
+	wait   time.Duration // the retry's wait, when the case names one
+}
+
+func failAfterTakeover(t *testing.T, c takeover) {
 	synctest.Test(t, func(t *testing.T) {
 		asked := make(chan string, 8)
 		fail, answer := make(chan struct{}), make(chan struct{})
@@ -322,6 +336,7 @@ func failAfterTakeover(t *testing.T, beat, looked bool, reason string) {
 				}
 			}
 		}()
+		cfg.Retry.MaxBackoff = time.Minute // a wait is capped by it: above the claim's life
 		last := int32(cfg.Retry.MaxAttempts)
 		cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
 			n := calls.Add(1)
@@ -349,7 +364,11 @@ func failAfterTakeover(t *testing.T, beat, looked bool, reason string) {
 		firstCfg.Store = slow
 		first, err := seqbox.NewConsumer(firstCfg)
 		require.NoError(t, err)
-		second, err := seqbox.NewConsumer(cfg) // another process, renewing on time
+		secondCfg := cfg // another process, renewing on time
+		if c.skew > 0 {
+			secondCfg.Now = func() time.Time { return time.Now().Add(c.skew) }
+		}
+		second, err := seqbox.NewConsumer(secondCfg)
 		require.NoError(t, err)
 		ctx := context.Background()
 		msg := unversioned("m", "opp")
@@ -363,15 +382,22 @@ func failAfterTakeover(t *testing.T, beat, looked bool, reason string) {
 		slow.late.Store(true)
 		firstDone := deliverAt(&wg, first, msg, int(last)) // its last attempt
 		require.Equal(t, "m", <-asked)
-		time.Sleep(3*time.Second + 500*time.Millisecond) // three late beats: the claim ran out
+		if c.skew > 0 {
+			time.Sleep(3*time.Second + 100*time.Millisecond - c.skew) // the claim ran out on the new owner's clock
+		} else {
+			time.Sleep(3*time.Second + 500*time.Millisecond) // three late beats: the claim ran out
+		}
 		secondDone := deliverAt(&wg, second, msg, int(last)+1)
 		require.Equal(t, "m", <-asked, "the second process takes the claim over and asks")
-		if beat {
+		if c.skew > 0 {
+			time.Sleep(400 * time.Millisecond) // the failure comes 2 s after the claim, on the first process's clock
+		}
+		if c.beat {
 			slow.late.Store(false)
 			time.Sleep(time.Second) // the first process's next beat reaches the database: its claim is another's
 		}
 		synctest.Wait()
-		slow.late.Store(!looked)
+		slow.late.Store(!c.looked)
 
 		close(fail)
 		results := <-firstDone
@@ -379,7 +405,10 @@ func failAfterTakeover(t *testing.T, beat, looked bool, reason string) {
 		require.Equal(t, seqboxtype.Retry, results[0].Outcome,
 			"a failure after the claim was taken over spent the message's last attempt (%s) while the new owner decides it: %s",
 			results[0].Outcome, results[0].Reason)
-		require.Contains(t, results[0].Reason, reason)
+		require.Contains(t, results[0].Reason, c.reason)
+		if c.wait > 0 {
+			require.Equal(t, c.wait, results[0].RetryAfter)
+		}
 
 		close(answer)
 		require.Equal(t, []string{"m:applied"}, outcomes(<-secondDone))

@@ -42,8 +42,10 @@ func TestAdminEffectsListAndResolve(t *testing.T) {
 	// left out without a word.
 	third := uncertain(r.opt.Consumer, "evt-3")
 	body = r.admin(t, "GET", "/v1/admin/effects?limit=1", "", 200)
+	require.Len(t, list(t, body, "effects"), 1, "the row read to learn of more is not sent")
 	require.Equal(t, []any{mine, true}, []any{list(t, body, "effects")[0]["idempotency_key"], body["more"]}, "the oldest change first, and more")
 	body = r.admin(t, "GET", "/v1/admin/effects?limit=2", "", 200)
+	require.Len(t, list(t, body, "effects"), 2)
 	require.Equal(t, []any{third, false}, []any{list(t, body, "effects")[1]["idempotency_key"], body["more"]})
 	r.admin(t, "POST", "/v1/admin/effects/"+url.PathEscape(third)+"/resolve", `{"state":"failed","by":"ana","reason":"test row"}`, 200)
 	code, _, _ := r.call(t, "GET", "/v1/admin/effects", "", nil, "")

@@ -37,6 +37,7 @@ var operatorTests = []driverTest{
 	{"InboxPurge", testOperatorPurgeInbox},
 	{"InboxPurgeFrom", testOperatorPurgeInboxFrom},
 	{"InboxPurgeDependents", testOperatorPurgeInboxDependents},
+	{"ParkedListDueTiesBySeq", testOperatorDueHoldsTieBySeq},
 }
 
 // opEnv is one Operator or Control test: its consumer name, which no
@@ -847,4 +848,25 @@ func testOperatorPurgeInboxFrom(t *testing.T, st store.Store) {
 	require.Equal(t, int64(1), r.Removed, "without From, from the oldest")
 	require.True(t, r.Last.Equal(at(1)))
 	require.False(t, o.seen("r1"))
+}
+
+// ParkedListDue orders holds parked at one instant by seq (the order
+// they were parked in), whatever the plan's index order (the hold
+// deadline, the key's name).
+func testOperatorDueHoldsTieBySeq(t *testing.T, st store.Store) {
+	o := newOp(t, st)
+	o.commit(func(e *txEnv) {
+		for i, key := range []string{"z", "y", "x", "w"} {
+			p := e.parked(key, "crm", key+"1", ptr(int64(1)), seqboxtype.ParkHeld, 1)
+			p.HoldUntil = at(10 - i) // later-parked keys' holds end earlier
+			e.park(p)
+		}
+	})
+	got, err := o.op.ParkedListDue(o.ctx, store.ParkedListDueParams{Consumer: o.consumer, Now: at(20)})
+	require.NoError(t, err)
+	ids := []string{}
+	for _, p := range got {
+		ids = append(ids, p.ID)
+	}
+	require.Equal(t, []string{"z1", "y1", "x1", "w1"}, ids, "parked at one instant: in the order they were parked (seq)")
 }

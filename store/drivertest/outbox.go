@@ -18,6 +18,7 @@ var outboxTests = []driverTest{
 	{"OutboxBacklog", testOutboxBacklog},
 	{"OutboxLease", testOutboxLease},
 	{"OutboxPrune", testOutboxPrune},
+	{"OutboxPruneLowestSeqFirst", testOutboxPruneLowestSeqFirst},
 }
 
 // OutboxPrune removes events published before Before, lowest Seq first
@@ -144,4 +145,20 @@ func testOutboxLease(t *testing.T, st store.Store) {
 	require.False(t, take("a", 17, 27), "another owner's release leaves it alone")
 	require.NoError(t, e.tx.OutboxLeaseRelease(e.ctx, store.OutboxLeaseParams{Name: e.consumer, Owner: "b"}))
 	require.True(t, take("a", 17, 27), "released: free at once")
+}
+
+// OutboxPrune removes the lowest seqs first even when a higher seq was
+// published earlier (on PostgreSQL its updated row sits earlier in the
+// heap).
+func testOutboxPruneLowestSeqFirst(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	a, b, c := e.emit("k1", "a", 1), e.emit("k2", "b", 1), e.emit("k3", "c", 1)
+	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{c}, At: at(1)}))
+	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{b}, At: at(2)}))
+	require.NoError(t, e.tx.OutboxMarkPublished(e.ctx, store.OutboxMarkPublishedParams{Seqs: []int64{a}, At: at(2)}))
+	n, err := e.tx.OutboxPrune(e.ctx, store.OutboxPruneParams{Before: at(3), Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	left := column[int64](t)(e.tx.SQL().QueryContext(e.ctx, `SELECT seq FROM seqbox_outbox WHERE origin = $1 ORDER BY seq`, e.consumer))
+	require.Equal(t, []int64{c}, left, "the lowest two seqs first")
 }
