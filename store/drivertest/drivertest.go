@@ -190,7 +190,8 @@ func (e *txEnv) count(table, where string, args ...any) int {
 }
 
 // column returns what reads the one column of a query's rows (or fails t
-// with its error) as values of T: column[string](t)(db.QueryContext(…)).
+// with its error) as values of T; it takes the query's two results as
+// they come, so a caller writes the query inside its call.
 func column[T any](t *testing.T) func(rows *sql.Rows, err error) []T {
 	return func(rows *sql.Rows, err error) []T {
 		t.Helper()
