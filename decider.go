@@ -305,7 +305,7 @@ func (d *decider) decideOnce(ctx context.Context, ev seqboxtype.Event, pre preCl
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if lost, lerr := d.claimLost(ctx, ev, owner, claimedAt, &lost); lerr != nil || lost {
+		if taken, lerr := d.claimLost(ctx, ev, owner, claimedAt, &lost); lerr != nil || taken {
 			// Its claim was taken over while it ran (or may have been: it
 			// could not be read): the new owner decides, and this failure
 			// spends no attempt of the message.
