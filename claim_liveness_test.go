@@ -327,15 +327,7 @@ func failAfterTakeover(t *testing.T, c takeover) {
 		defer closeStore()
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		defer func() {
-			for _, c := range []chan struct{}{fail, answer} {
-				select {
-				case <-c:
-				default:
-					close(c)
-				}
-			}
-		}()
+		defer closeOpen(fail, answer)
 		cfg.Retry.MaxBackoff = time.Minute // a wait is capped by it: above the claim's life
 		last := int32(cfg.Retry.MaxAttempts)
 		cfg.Decide = func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
@@ -434,15 +426,7 @@ func TestADeciderFrozenPastItsClaimDoesNotAsk(t *testing.T) {
 		defer closeStore()
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		defer func() {
-			for _, c := range []chan struct{}{thaw, answer} {
-				select {
-				case <-c:
-				default:
-					close(c)
-				}
-			}
-		}()
+		defer closeOpen(thaw, answer)
 		cfg.Decide = a.decide
 		var froze atomic.Bool
 		first, err := seqbox.NewConsumer(armed(cfg, func(p fault.Point) error {
@@ -476,4 +460,16 @@ func TestADeciderFrozenPastItsClaimDoesNotAsk(t *testing.T) {
 		require.Equal(t, []string{"m:applied"}, outcomes(<-secondDone))
 		require.Equal(t, []string{"m"}, a.called())
 	})
+}
+
+// closeOpen closes each channel not closed yet: a test's deferred release
+// of what it may have left blocked.
+func closeOpen(chans ...chan struct{}) {
+	for _, c := range chans {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
 }

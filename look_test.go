@@ -274,13 +274,7 @@ func TestAnIdentityFinalElsewhereWhileItWaitedForASlotIsNotAsked(t *testing.T) {
 		defer closeStore()
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		defer func() {
-			select {
-			case <-releaseX:
-			default:
-				close(releaseX)
-			}
-		}()
+		defer closeOpen(releaseX)
 		cfg.Decide, cfg.DecideConcurrency = a.decide, 1
 		first, err := seqbox.NewConsumer(cfg)
 		require.NoError(t, err)

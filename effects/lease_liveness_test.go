@@ -234,9 +234,7 @@ func TestSlowCallerWhoseLeaseRanOutKeepsItsAnswer(t *testing.T) {
 // Ledger.live: a lease ending exactly now counted as live.
 func TestAPendingRowWhoseLeaseEndsNowIsADeadCallers(t *testing.T) {
 	stores(t, func(t *testing.T, st store.Store) {
-		var clock atomic.Int64
-		clock.Store(time.Now().UnixMicro())
-		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		clock, now := movableClock()
 		l, err := effects.New(st, effects.Config{Heartbeat: time.Hour, Now: now})
 		require.NoError(t, err)
 		ctx := context.Background()
@@ -273,4 +271,12 @@ func TestAPendingRowWhoseLeaseEndsNowIsADeadCallers(t *testing.T) {
 		require.Equal(t, "task-1", ref)
 		require.Equal(t, effects.Succeeded, state(t, l).State)
 	})
+}
+
+// movableClock is a ledger's clock that starts now and moves only when
+// the test adds microseconds to clock.
+func movableClock() (clock *atomic.Int64, now func() time.Time) {
+	clock = new(atomic.Int64)
+	clock.Store(time.Now().UnixMicro())
+	return clock, func() time.Time { return time.UnixMicro(clock.Load()) }
 }

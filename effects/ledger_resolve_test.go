@@ -3,7 +3,6 @@ package effects_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,9 +53,7 @@ func (f *frozenCaller) finish() (string, error) {
 // under the same key).
 func TestLateAnswerAfterAnOperatorResolvedIsRefused(t *testing.T) {
 	stores(t, func(t *testing.T, st store.Store) {
-		var clock atomic.Int64
-		clock.Store(time.Now().UnixMicro())
-		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		clock, now := movableClock()
 		l, err := effects.New(st, effects.Config{Heartbeat: time.Hour, Now: now})
 		require.NoError(t, err)
 		ctx := context.Background()
@@ -98,9 +95,7 @@ func TestLateAnswerAfterAnOperatorResolvedIsRefused(t *testing.T) {
 // attempt answers the operator's reference without calling.
 func TestLateFailureAfterAnOperatorResolvedSucceededIsRefused(t *testing.T) {
 	stores(t, func(t *testing.T, st store.Store) {
-		var clock atomic.Int64
-		clock.Store(time.Now().UnixMicro())
-		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		clock, now := movableClock()
 		l, err := effects.New(st, effects.Config{Heartbeat: time.Hour, Now: now})
 		require.NoError(t, err)
 		ctx := context.Background()
@@ -132,9 +127,7 @@ func TestLateFailureAfterAnOperatorResolvedSucceededIsRefused(t *testing.T) {
 // of claiming a resolution that did not take.
 func TestResolveSaysWhenTheCallReportedBackFirst(t *testing.T) {
 	stores(t, func(t *testing.T, st store.Store) {
-		var clock atomic.Int64
-		clock.Store(time.Now().UnixMicro())
-		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		clock, now := movableClock()
 		l, err := effects.New(st, effects.Config{Heartbeat: time.Hour, Now: now})
 		require.NoError(t, err)
 		ctx := context.Background()

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,9 +122,7 @@ func TestUncertainCallsAreReconciledNotRepeated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			stores(t, func(t *testing.T, st store.Store) {
 				c := newCRM(t)
-				var clock atomic.Int64
-				clock.Store(time.Now().UnixMicro())
-				now := func() time.Time { return time.UnixMicro(clock.Load()) }
+				clock, now := movableClock()
 				l, err := effects.New(st, effects.Config{Timeout: 500 * time.Millisecond, Reconcile: c.reconcile, Now: now})
 				require.NoError(t, err)
 				ctx := context.Background()
@@ -228,9 +225,7 @@ func TestDefiniteFailureMayBeCalledAgain(t *testing.T) {
 func TestPendingFromADeadAttemptIsReconciled(t *testing.T) {
 	stores(t, func(t *testing.T, st store.Store) {
 		c := newCRM(t)
-		var clock atomic.Int64
-		clock.Store(time.Now().UnixMicro())
-		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		clock, now := movableClock()
 		l, err := effects.New(st, effects.Config{Reconcile: c.reconcile, Heartbeat: time.Hour, Now: now})
 		require.NoError(t, err)
 		ctx := context.Background()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,9 +23,7 @@ import (
 func TestCollectorCountsCallsAndTimesReconciliations(t *testing.T) {
 	stores(t, func(t *testing.T, st store.Store) {
 		c := newCRM(t)
-		var clock atomic.Int64
-		clock.Store(time.Now().UnixMicro())
-		now := func() time.Time { return time.UnixMicro(clock.Load()) }
+		clock, now := movableClock()
 		l, err := effects.New(st, effects.Config{Timeout: 500 * time.Millisecond, Reconcile: c.reconcile, Now: now})
 		require.NoError(t, err)
 		ctx := context.Background()
