@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/seqbox/seqbox/effects"
@@ -141,7 +140,7 @@ func writeEffectRows(w io.Writer, rows []effects.Effect, out ops.Format, now tim
 		_, err := fmt.Fprintln(w, "no external calls recorded")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := ops.NewTabbed(w, 0, 4, 2)
 	fmt.Fprintln(tw, "IDEMPOTENCY KEY\tCONSUMER\tMESSAGE\tACTION\tSTATE\tREF\tCALLS\tSINCE\tLAST ERROR")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.IdempotencyKey, ops.Visible(r.Consumer),

@@ -11,7 +11,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf16"
@@ -51,11 +50,11 @@ func writeJSONLines[T any](w io.Writer, vs []T) error {
 
 // table is a tab-aligned text table; empty cells print as "-".
 type table struct {
-	tw *tabwriter.Writer
+	tw *Tabbed
 }
 
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t := &table{tw: NewTabbed(w, 0, 0, 2)}
 	t.row(header...)
 	return t
 }
@@ -74,11 +73,11 @@ func (t *table) flush() error { return t.tw.Flush() }
 
 // fields prints label: value pairs, aligned; empty values print as "-".
 type fields struct {
-	tw *tabwriter.Writer
+	tw *Tabbed
 }
 
 func newFields(w io.Writer) *fields {
-	return &fields{tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)}
+	return &fields{tw: NewTabbed(w, 0, 0, 1)}
 }
 
 func (f *fields) add(label, value string) {
