@@ -80,3 +80,8 @@ func KeyProbes(consumer string, keys []string, ids []store.Identity) map[string]
 
 // InboxListQuery is InboxList's statement and arguments for p.
 func InboxListQuery(p store.InboxListParams) (string, []any) { return inboxListQuery(p) }
+
+// KeyViewListQuery is KeyViewList's statement and arguments for p.
+func KeyViewListQuery(p store.KeyViewListParams) (string, []any) {
+	return keyViewListQuery(p.Consumer, "", p.Stuck)
+}

@@ -80,28 +80,49 @@ func (o *Executor) DeadLetterGet(ctx context.Context, p store.DeadLetterRef) (st
 	return d, err
 }
 
-const keyViewQuery = `SELECT k.consumer, k.partitionkey, k.version, k.blocked, k.blocked_source, k.blocked_id,
+// keyViewColumns are a key view's columns: the key's row k and the
+// aggregates p of its parked messages (keyViewParked).
+const keyViewColumns = `k.consumer, k.partitionkey, k.version, k.blocked, k.blocked_source, k.blocked_id,
 	k.blocked_reason, k.blocked_since, k.updated_at,
-	COALESCE(SUM(CASE WHEN p.reason = 'held' THEN 1 ELSE 0 END), 0),
-	COALESCE(SUM(CASE WHEN p.reason = 'blocked' THEN 1 ELSE 0 END), 0),
-	COUNT(p.seq), MIN(CASE WHEN p.reason IN ('held', 'blocked') THEN p.parked_at END),
-	MIN(CASE WHEN p.reason IN ('held', 'blocked') THEN p.objectversion END), k.baseline
-	FROM seqbox_keys k LEFT JOIN seqbox_parked p ON p.consumer = k.consumer AND p.partitionkey = k.partitionkey
-	WHERE k.consumer = $1 AND ($2 = '' OR k.partitionkey = $2)
-	GROUP BY k.consumer, k.partitionkey, k.version, k.blocked, k.blocked_source, k.blocked_id,
-		k.blocked_reason, k.blocked_since, k.updated_at, k.baseline`
+	COALESCE(p.held, 0), COALESCE(p.blocked, 0), COALESCE(p.n, 0), p.oldest, p.next, k.baseline`
+
+// keyViewParked aggregates the consumer's parked messages by key ($2: one
+// key, or every key when empty), once: a join grouped by every key
+// grouped a million quiet keys that had nothing parked.
+const keyViewParked = `(SELECT partitionkey,
+		SUM(CASE WHEN reason = 'held' THEN 1 ELSE 0 END) AS held,
+		SUM(CASE WHEN reason = 'blocked' THEN 1 ELSE 0 END) AS blocked,
+		COUNT(*) AS n,
+		MIN(CASE WHEN reason IN ('held', 'blocked') THEN parked_at END) AS oldest,
+		MIN(CASE WHEN reason IN ('held', 'blocked') THEN objectversion END) AS next
+	FROM seqbox_parked WHERE consumer = $1 AND ($2 = '' OR partitionkey = $2) GROUP BY partitionkey)`
+
+// keyViewListQuery is the statement (and its arguments) of the key views
+// of consumer: one key, or every key, or the stuck ones.
+//
+// Stuck: blocked, something held or blocked parked behind it, or its
+// turn held by a message that failed and waits to be tried again (behind
+// a gateway's message group its successors wait in the queue, not parked:
+// nothing else would show the key). They are found from those rows (the
+// blocked keys' partial index, migration 018; the parked messages; the
+// retry rows), and only their keys are read: the console polls the list,
+// and a consumer may have millions of quiet keys.
+func keyViewListQuery(consumer, key string, stuck bool) (string, []any) {
+	q := `SELECT ` + keyViewColumns + `
+	FROM seqbox_keys k LEFT JOIN ` + keyViewParked + ` p ON p.partitionkey = k.partitionkey
+	WHERE k.consumer = $1 AND ($2 = '' OR k.partitionkey = $2)`
+	if stuck {
+		q = `WITH stuck AS (SELECT partitionkey FROM seqbox_keys WHERE consumer = $1 AND blocked = 1
+		UNION SELECT partitionkey FROM seqbox_parked WHERE consumer = $1 AND reason IN ('held', 'blocked')
+		UNION SELECT partitionkey FROM seqbox_retries WHERE consumer = $1 AND attempts > 0)
+	` + q + ` AND k.partitionkey IN (SELECT partitionkey FROM stuck)`
+	}
+	return q, []any{consumer, key}
+}
 
 func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck bool) ([]store.KeyView, error) {
-	q := keyViewQuery
-	if stuck {
-		// Stuck: blocked, something parked behind it, or its turn held by
-		// a message that failed and waits to be tried again (behind a
-		// gateway's message group its successors wait in the queue, not
-		// parked: nothing else would show the key).
-		q += ` HAVING k.blocked = 1 OR SUM(CASE WHEN p.reason IN ('held', 'blocked') THEN 1 ELSE 0 END) > 0
-			OR EXISTS (SELECT 1 FROM seqbox_retries r WHERE r.consumer = k.consumer AND r.partitionkey = k.partitionkey AND r.attempts > 0)`
-	}
-	rows, err := o.query(ctx, q, consumer, key)
+	q, args := keyViewListQuery(consumer, key, stuck)
+	rows, err := o.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

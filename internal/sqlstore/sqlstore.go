@@ -318,8 +318,8 @@ func (s *Store) checkReadable(ctx context.Context, where string) error {
 		return fmt.Errorf("%w: %s is at schema version %d, this seqbox knows %d; upgrade seqbox",
 			store.ErrSchemaTooNew, where, current, len(migrations))
 	case current < len(migrations):
-		return fmt.Errorf("%s: %s is at schema version %d and this seqbox needs %d; a read-only open does not migrate: "+
-			"open it once with write access (any writing seqbox command or the library) to migrate it", d.Name, where, current, len(migrations))
+		return fmt.Errorf("%s: %s is at schema version %d and this seqbox needs %d; it does not migrate a database when it inspects it, "+
+			"nor in purge or effects resolve: open it once from its consumer on this version (the library, or seqbox serve) to migrate it", d.Name, where, current, len(migrations))
 	}
 	return nil
 }
