@@ -218,6 +218,15 @@ type KeyViewListParams struct {
 	Consumer string
 	// Stuck lists only blocked keys and keys holding messages.
 	Stuck bool
+	// Keys, when not empty, lists only these keys (those of them that
+	// are stuck, with Stuck); a key with no row is left out.
+	Keys []string
+}
+
+// KeyNameListParams are Executor.KeyNameList's.
+type KeyNameListParams struct {
+	// Consumer is the consumer whose keys are named.
+	Consumer string
 }
 
 // KeyListBlockedBeforeParams are Executor.KeyListBlockedBefore's.

@@ -203,6 +203,9 @@ type Keys interface {
 	KeyViewGet(ctx context.Context, p KeyRef) (KeyView, error)
 	// KeyViewList lists key views; only blocked or holding keys when Stuck.
 	KeyViewList(ctx context.Context, p KeyViewListParams) ([]KeyView, error)
+	// KeyNameList names every key of a consumer, in byte order: all a
+	// search by name reads of keys it does not show.
+	KeyNameList(ctx context.Context, p KeyNameListParams) ([]string, error)
 	// KeyListBlockedBefore lists keys blocked since before Before.
 	KeyListBlockedBefore(ctx context.Context, p KeyListBlockedBeforeParams) ([]KeyState, error)
 }

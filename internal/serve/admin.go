@@ -156,6 +156,22 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 		badQuery(w, r, "limit", bad)
 		return
 	}
+	if all && limit > 0 {
+		// A search of every key for a page (the console's): only the
+		// page's keys are reported.
+		reps, total, err := s.reporter(r).SearchKeys(r.Context(), search, limit)
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		now := s.consumerNow()
+		items := make([]KeyItem, len(reps))
+		for i, rep := range reps {
+			items[i] = keyItem(rep, now)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "keys": items, "total": total})
+		return
+	}
 	reps, err := s.reporter(r).Keys(r.Context(), all)
 	if err != nil {
 		s.serverError(w, r, err)

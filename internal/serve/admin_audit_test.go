@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -115,6 +116,18 @@ func TestAdminAuditFilterAndPages(t *testing.T) {
 	}
 }
 
+// keysFound is GET /v1/admin/keys?query's keys, as "key status", and its
+// total.
+func keysFound(t *testing.T, r *running, query string) ([]string, any) {
+	t.Helper()
+	body := r.admin(t, "GET", "/v1/admin/keys?"+query, "", 200)
+	var out []string
+	for _, k := range list(t, body, "keys") {
+		out = append(out, k["partitionkey"].(string)+" "+k["status"].(string))
+	}
+	return out, body["total"]
+}
+
 // GET /v1/admin/keys?search= finds any key whose name holds the string,
 // stuck or not with all=true, the exact match first; limit keeps the
 // first, total counts them all; bad parameters are 400s naming them.
@@ -123,14 +136,7 @@ func TestAdminKeysSearch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := start(t, Options{DB: db(t)})
 			outcomesSetup(t, r)
-			keys := func(query string) ([]string, any) {
-				body := r.admin(t, "GET", "/v1/admin/keys?"+query, "", 200)
-				var out []string
-				for _, k := range list(t, body, "keys") {
-					out = append(out, k["partitionkey"].(string)+" "+k["status"].(string))
-				}
-				return out, body["total"]
-			}
+			keys := func(query string) ([]string, any) { return keysFound(t, r, query) }
 			got, total := keys("all=true&search=ORDER-1")
 			require.Equal(t, []string{"order-1 ok", "order-10 held"}, got, "the exact match first, then oldest stuck first")
 			require.EqualValues(t, 2, total)
@@ -147,6 +153,43 @@ func TestAdminKeysSearch(t *testing.T) {
 			} {
 				require.Equal(t, c.field, r.admin(t, "GET", "/v1/admin/keys?"+c.query, "", 400)["field"], c.query)
 			}
+		})
+	}
+}
+
+// A search of every key with a limit (the console's) reports only the
+// page's keys, and answers what the full listing answers, cut at the
+// limit: the same keys in the same order (exact matches first, then the
+// keys held longest, then the rest by key), with the same total.
+func TestAdminKeysSearchPageIsTheFullListingCut(t *testing.T) {
+	for name, db := range storeURLs(t) {
+		t.Run(name, func(t *testing.T) {
+			r := start(t, Options{DB: db(t)})
+			outcomesSetup(t, r)
+			for i, key := range []string{"ORDER-1", "order-2", "quiet-order", "Order-3"} {
+				r.post(t, ev(fmt.Sprintf("q%d", i), key, 1, `{"n":1}`))
+			}
+			r.post(t, ev("h2", "order-2", 3, `{"n":3}`)) // held, later than order-10's p3
+			eventually(t, "order-2 held", func() bool {
+				_, k, _ := r.call(t, "GET", "/v1/admin/keys/order-2", testToken, nil, "")
+				return k["status"] == "held" && r.admin(t, "GET", "/v1/admin/keys/Order-3", "", 200)["version"] == float64(1)
+			})
+			page := func(query string) ([]string, any) { return keysFound(t, r, query) }
+			for _, search := range []string{"", "order", "ORDER-1", "order-1", "o", "C", "nothing"} {
+				q := "all=true&search=" + url.QueryEscape(search)
+				full, total := page(q)
+				cut, cutTotal := page(q + "&limit=10000")
+				require.Equal(t, full, cut, "search %q", search)
+				require.Equal(t, total, cutTotal, "search %q", search)
+				two, twoTotal := page(q + "&limit=2")
+				require.Equal(t, full[:min(2, len(full))], two, "search %q", search)
+				require.Equal(t, total, twoTotal, "search %q", search)
+			}
+			got, _ := page("all=true&search=order&limit=10000")
+			require.Equal(t, []string{"order-10 held", "order-2 held", "ORDER-1 ok", "Order-3 ok", "order-1 ok", "quiet-order ok"}, got,
+				"held longest first, then the rest by key (bytes)")
+			got, _ = page("all=true&search=order-1&limit=2")
+			require.Equal(t, []string{"ORDER-1 ok", "order-1 ok"}, got, "both exact matches first, in key order")
 		})
 	}
 }

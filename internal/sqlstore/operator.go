@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -120,8 +122,11 @@ func keyViewListQuery(consumer, key string, stuck bool) (string, []any) {
 	return q, []any{consumer, key}
 }
 
-func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck bool) ([]store.KeyView, error) {
+func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck bool, keys ...string) ([]store.KeyView, error) {
 	q, args := keyViewListQuery(consumer, key, stuck)
+	if len(keys) > 0 {
+		q, args = o.onlyKeys(q, args, keys)
+	}
 	rows, err := o.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -153,7 +158,33 @@ func (o *Executor) keyViews(ctx context.Context, consumer, key string, stuck boo
 
 func (o *Executor) KeyViewList(ctx context.Context, p store.KeyViewListParams) ([]store.KeyView, error) {
 	consumer, stuck := p.Consumer, p.Stuck
-	return o.keyViews(ctx, consumer, "", stuck)
+	if p.Keys != nil && len(p.Keys) == 0 {
+		return nil, nil
+	}
+	return o.keyViews(ctx, consumer, "", stuck, p.Keys...)
+}
+
+// onlyKeys narrows a key view statement (q, args) to keys: one array on
+// PostgreSQL, one JSON array on SQLite.
+func (o *Executor) onlyKeys(q string, args []any, keys []string) (string, []any) {
+	n := "$" + strconv.Itoa(len(args)+1)
+	if o.arrays {
+		return q + ` AND k.partitionkey = ANY(` + n + `::text[])`, append(args, keys)
+	}
+	list, _ := json.Marshal(keys) // strings always marshal
+	return q + ` AND k.partitionkey IN (SELECT value FROM json_each(` + n + `))`, append(args, string(list))
+}
+
+// KeyNameList names every key of a consumer, sorted by bytes here (an
+// ORDER BY would follow the database's collation).
+func (o *Executor) KeyNameList(ctx context.Context, p store.KeyNameListParams) ([]string, error) {
+	rows, err := o.query(ctx, `SELECT partitionkey FROM seqbox_keys WHERE consumer = $1`, p.Consumer)
+	names, err := collect(rows, err, func(r rowScanner) (string, error) {
+		var name string
+		return name, r.Scan(&name)
+	})
+	slices.Sort(names)
+	return names, err
 }
 
 func (o *Executor) KeyViewGet(ctx context.Context, p store.KeyRef) (store.KeyView, error) {

@@ -199,8 +199,8 @@ func testOperatorDeadLetters(t *testing.T, st store.Store) {
 }
 
 // Keys lists every key, or the stuck ones (blocked, or holding a held or
-// blocked message), with what is parked behind each, in byte order of the
-// key; Key reads one.
+// blocked message), or those of a list, with what is parked behind each,
+// in byte order of the key; Key reads one; KeyNameList names them all.
 func testOperatorKeys(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	o.commit(func(e *txEnv) {
@@ -242,6 +242,18 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 	stuck, err := o.op.KeyViewList(o.ctx, store.KeyViewListParams{Consumer: o.consumer, Stuck: true})
 	require.NoError(t, err)
 	require.Equal(t, []store.KeyView{want[1], want[2], want[3], want[5]}, stuck)
+	some, err := o.op.KeyViewList(o.ctx, store.KeyViewListParams{Consumer: o.consumer, Keys: []string{"é-accent", "a-held", "c-quiet", "missing", "a-held"}})
+	require.NoError(t, err)
+	require.Equal(t, []store.KeyView{want[1], want[3], want[6]}, some, "only the keys named, in byte order")
+	someStuck, err := o.op.KeyViewList(o.ctx, store.KeyViewListParams{Consumer: o.consumer, Stuck: true, Keys: []string{"a-held", "B-upper", "d-collision"}})
+	require.NoError(t, err)
+	require.Equal(t, []store.KeyView{want[1]}, someStuck, "the stuck ones of the keys named")
+	names, err := o.op.KeyNameList(o.ctx, store.KeyNameListParams{Consumer: o.consumer})
+	require.NoError(t, err)
+	require.Equal(t, []string{"B-upper", "a-held", "b-blocked", "c-quiet", "d-collision", "e-gap", "é-accent"}, names, "every key's name, in byte order")
+	names, err = o.op.KeyNameList(o.ctx, store.KeyNameListParams{Consumer: o.consumer + "/other"})
+	require.NoError(t, err)
+	require.Empty(t, names)
 	for _, v := range want {
 		got, err := o.op.KeyViewGet(o.ctx, store.KeyRef{Consumer: o.consumer, Key: v.Key})
 		require.NoError(t, err)
