@@ -18,30 +18,14 @@ import (
 
 	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/internal/fault"
+	"github.com/seqbox/seqbox/internal/testclock"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
 
-// foundClock is a clock the test moves by hand.
-type foundClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFoundClock() *foundClock {
-	return &foundClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *foundClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *foundClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFoundClock is the found cases' clock, at their start.
+func newFoundClock() *testclock.Clock {
+	return testclock.At(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // refusing is a Decide that refuses the ids in refuse for good, and asks
@@ -113,7 +97,7 @@ func TestRapidFoundHoldExpiryAdvancesOverARetryingTurn(t *testing.T) {
 	c := b.consumer(t)
 	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
 	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
-	clock.add(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	results := mustDeliver(t, c, keyed("v1", "opp", 1), 2)
@@ -136,7 +120,7 @@ func TestRapidFoundHoldExpiryBlocksTheTurnHolder(t *testing.T) {
 	c := b.consumer(t)
 	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, keyed("v2", "opp", 2), 1)))
 	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, keyedBK("v1", "opp", 1, "bk0"), 1)))
-	clock.add(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	results := mustDeliver(t, c, keyedBK("v1", "opp", 1, "bk0"), 2)
@@ -208,7 +192,7 @@ func TestRapidFoundLatecomerStallsAnUnparkedMessage(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, []string{"v1:applied"}, outcomes(mustDeliver(t, c, keyed("v1", "opp", 1), 1)))
 	require.Equal(t, []string{"v3:held"}, outcomes(mustDeliver(t, c, keyed("v3", "opp", 3), 1)))
-	clock.add(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	_, err := c.Sweep(ctx) // the hold times out: the key is blocked for the gap
 	require.NoError(t, err)
 	a.mu.Lock()
@@ -318,10 +302,10 @@ func redriveHeldAtTheAgent(t *testing.T, b *bundle, c *seqbox.Consumer, a *agent
 }
 
 // sweepEvery moves the clock on by every and sweeps, n times.
-func sweepEvery(t *testing.T, c *seqbox.Consumer, clock *foundClock, every time.Duration, n int) {
+func sweepEvery(t *testing.T, c *seqbox.Consumer, clock *testclock.Clock, every time.Duration, n int) {
 	t.Helper()
 	for range n {
-		clock.add(every)
+		clock.Advance(every)
 		_, err := c.Sweep(context.Background())
 		require.NoError(t, err)
 	}
@@ -344,10 +328,10 @@ func TestRapidFoundParkedTurnHolderBehindALowerVersionGoesFirst(t *testing.T) {
 	old := clock.Now().Add(-50 * time.Minute)
 	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 1)))
 	require.Equal(t, []string{"v3:held"}, outcomes(mustDeliver(t, c, timed("v3", 3, clock.Now(), ""), 1)))
-	clock.add(20 * time.Minute) // v1 is past its deadline; v3 is let out, and its call fails
+	clock.Advance(20 * time.Minute) // v1 is past its deadline; v3 is let out, and its call fails
 	require.Equal(t, []string{"v1:expired", "v3:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 2)))
 	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, timed("v2", 2, clock.Now(), ""), 1)))
-	clock.add(2 * time.Minute) // past v3's backoff and v2's hold
+	clock.Advance(2 * time.Minute) // past v3's backoff and v2's hold
 	results, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, []string{"v3:applied", "v2:stale"}, outcomes(results))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seqbox/seqbox/effects"
+	"github.com/seqbox/seqbox/internal/testclock"
 	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/seqboxtype"
 )
@@ -25,7 +26,7 @@ func timed(id string, v int, t time.Time, bk string) []byte {
 // deadlineHour is a consumer's bundle with a business deadline of an hour
 // on a clock the test moves, and an agent whose call for e1 waits until
 // the test closes a.block["e1"].
-func deadlineHour(t *testing.T) (*bundle, *agent, *foundClock) {
+func deadlineHour(t *testing.T) (*bundle, *agent, *testclock.Clock) {
 	b := setup(t)
 	a := newAgent()
 	clock := newFoundClock()
@@ -52,7 +53,7 @@ func TestDeadlinePassingDuringTheCallStillApplies(t *testing.T) {
 			done := make(chan []seqboxtype.Result, 1)
 			go func() { done <- mustDeliver(t, c, ev, 1) }()
 			require.Equal(t, "e1", <-a.started, "asked before its deadline")
-			clock.add(20 * time.Minute) // the deadline passes while the agent works
+			clock.Advance(20 * time.Minute) // the deadline passes while the agent works
 			close(a.block["e1"])
 			results := <-done
 			require.Equal(t, []string{"e1:applied"}, outcomes(results), "the call took effect: %s", results[0].Reason)
@@ -93,7 +94,7 @@ func TestDeadlinePassedBeforeTheCallIsNotAsked(t *testing.T) {
 			`SELECT COUNT(*) FROM seqbox_retries WHERE id = 'e1'`).Scan(&n))
 		return n == 1
 	})
-	clock.add(20 * time.Minute)
+	clock.Advance(20 * time.Minute)
 	close(a.block["e0"])
 	require.Equal(t, []string{"e0:applied"}, outcomes(<-first))
 	results := <-second
@@ -121,7 +122,7 @@ func TestCopyPastItsDeadlineWhileItsCallRunsIsNotExpired(t *testing.T) {
 			done := make(chan []seqboxtype.Result, 1)
 			go func() { done <- mustDeliver(t, first, ev, 1) }()
 			require.Equal(t, "e1", <-a.started, "asked before its deadline")
-			clock.add(20 * time.Minute) // the deadline passes while the agent works
+			clock.Advance(20 * time.Minute) // the deadline passes while the agent works
 			waitfor.That(t, time.Minute, "the live decider to renew its claim", func() bool {
 				var until int64
 				require.NoError(t, b.store.DB().QueryRowContext(context.Background(),
@@ -245,14 +246,14 @@ func TestDeadCallersCallPastTheDeadlineIsResolvedNotExpired(t *testing.T) {
 			defer func() { close(frozen); <-gone }()
 			<-sent
 			die() // its heartbeats stop: the claim and the ledger's lease run out unrenewed
-			clock.add(20 * time.Minute)
+			clock.Advance(20 * time.Minute)
 
 			results := mustDeliver(t, other, ev, 2)
 			if !tc.reached {
 				// Uncertain, and the call may still be running at the remote
 				// side: asked again once the ledger's Timeout has passed.
 				require.Equal(t, []string{"e1:retry"}, outcomes(results), results[0].Reason)
-				clock.add(2 * time.Minute)
+				clock.Advance(2 * time.Minute)
 				results = mustDeliver(t, other, ev, 3)
 			}
 			require.Equal(t, []string{tc.want}, outcomes(results), results[0].Reason)

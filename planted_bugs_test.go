@@ -229,13 +229,13 @@ func TestRetentionKeepsIdentitiesPastTheRedeliveryWindow(t *testing.T) {
 	c := b.consumer(t)
 	ctx := context.Background()
 	require.Equal(t, []string{"m:applied"}, outcomes(mustDeliver(t, c, unversioned("m", "opp"), 1)))
-	clock.add(25 * time.Hour) // past the redelivery window, within Retention
+	clock.Advance(25 * time.Hour) // past the redelivery window, within Retention
 	n, err := c.Purge(ctx, 100)
 	require.NoError(t, err)
 	require.Zero(t, n, "an identity purged within Retention")
 	require.Equal(t, []string{"m:duplicate"}, outcomes(mustDeliver(t, c, unversioned("m", "opp"), 2)))
 	require.Equal(t, 1, b.effects(t, "m"))
-	clock.add(24 * time.Hour) // past Retention
+	clock.Advance(24 * time.Hour) // past Retention
 	n, err = c.Purge(ctx, 100)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
@@ -318,7 +318,7 @@ func TestSweepKeepsATurnWhoseClaimIsLive(t *testing.T) {
 	go func() { done <- mustDeliver(t, c, unversioned("v1", "opp"), 1) }()
 	require.Equal(t, "v1", <-a.started)
 	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, unversioned("v2", "opp"), 1)))
-	clock.add(2 * time.Hour) // past the window and v2's hold; v1's claim lives 3h
+	clock.Advance(2 * time.Hour) // past the window and v2's hold; v1's claim lives 3h
 	swept, err := c.Sweep(ctx)
 	require.NoError(t, err)
 	require.Empty(t, outcomes(swept), "the sweep touched the key of a message being decided")

@@ -51,14 +51,14 @@ func TestReconciliationThatWaitsSpendsNoAttempt(t *testing.T) {
 	}
 	require.Equal(t, seqboxtype.Retry, deliver().Outcome, "the uncertain call: attempt 1")
 	for range 4 { // within the Timeout: the remote side may still apply the first call
-		clock.add(5 * time.Second)
+		clock.Advance(5 * time.Second)
 		res := deliver()
 		require.Equal(t, seqboxtype.Retry, res.Outcome, res.Reason)
 		require.Contains(t, res.Reason, "may still be running there")
 	}
 	require.EqualValues(t, 1, calls.Load(), "not called again while the first call may still apply")
 	require.GreaterOrEqual(t, reconciles.Load(), int32(4))
-	clock.add(time.Minute)
+	clock.Advance(time.Minute)
 	res := deliver()
 	require.Equal(t, seqboxtype.Applied, res.Outcome, res.Reason)
 	require.EqualValues(t, 2, calls.Load())

@@ -57,9 +57,9 @@ func TestPurgeBatchStartsWhereTheLastEnded(t *testing.T) {
 	c := b.consumer(t)
 	for i := range 5 {
 		require.Equal(t, []string{fmt.Sprintf("m%d:applied", i)}, outcomes(mustDeliver(t, c, unversioned(fmt.Sprintf("m%d", i), "opp"), 1)))
-		clock.add(time.Minute)
+		clock.Advance(time.Minute)
 	}
-	clock.add(b.cfg.Retention)
+	clock.Advance(b.cfg.Retention)
 	n, err := c.Purge(context.Background(), 2)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), n)

@@ -48,7 +48,7 @@ func TestMessageWithTheTurnHoldersIDFromAnotherSourceWaitsBehindIt(t *testing.T)
 	held := mustDeliver(t, c, bx, 1)
 	require.Equal(t, []string{"x:held"}, outcomes(held), "b/x waits behind a/x: %s", held[0].Reason)
 
-	clock.add(2 * time.Minute)
+	clock.Advance(2 * time.Minute)
 	swept, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, swept, "b/x's hold ran out, but a/x holds the key's turn while it retries")

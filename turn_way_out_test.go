@@ -41,13 +41,13 @@ func TestTurnNeverRedeliveredIsCoveredByHoldExpiry(t *testing.T) {
 			require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, tc.v2, 1)))
 
 			// Within the redelivery window the turn holds: v1 may come back.
-			clock.add(2 * time.Minute)
+			clock.Advance(2 * time.Minute)
 			results, err := c.Sweep(context.Background())
 			require.NoError(t, err)
 			require.Empty(t, results, "v1 may still be redelivered: its turn holds")
 
 			// Past it, v1 never came back: the hold expires over it.
-			clock.add(time.Hour)
+			clock.Advance(time.Hour)
 			results, err = c.Sweep(context.Background())
 			require.NoError(t, err)
 			require.Equal(t, []string{"v2:applied"}, outcomes(results), "v2 was held for good behind a turn nobody will end")
@@ -134,10 +134,10 @@ func TestLostUnkeyedTurnFreesItsBusinessKey(t *testing.T) {
 	require.Equal(t, []string{"k1:retry"}, outcomes(results), "k1 waits for u1, which holds refund:9: %s", results[0].Reason)
 
 	// u1 never comes back; k1 does, on its backoff, and waits again.
-	clock.add(50 * time.Minute)
+	clock.Advance(50 * time.Minute)
 	results = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 2)
 	require.Equal(t, []string{"k1:retry"}, outcomes(results), results[0].Reason)
-	clock.add(20 * time.Minute) // past u1's redelivery window, not k1's
+	clock.Advance(20 * time.Minute) // past u1's redelivery window, not k1's
 	_, err := c.Sweep(context.Background())
 	require.NoError(t, err)
 	results = mustDeliver(t, c, withBusinessKey("k1", "opp", "refund:9"), 3)
@@ -270,7 +270,7 @@ func TestTheSweepLeavesATurnWhoseMessageCameBackAndApplied(t *testing.T) {
 	ctx := context.Background()
 	require.Equal(t, []string{"u1:retry"}, outcomes(mustDeliver(t, c, u1, 1)))
 
-	clock.add(time.Hour + time.Minute) // past its redelivery window
+	clock.Advance(time.Hour + time.Minute) // past its redelivery window
 	armed.Store(true)
 	swept, err := c.Sweep(ctx)
 	require.NoError(t, err)

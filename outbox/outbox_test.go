@@ -223,7 +223,7 @@ func TestAFailingKeyDoesNotStallTheOthers(t *testing.T) {
 	require.Equal(t, 1, attempts)
 	require.Contains(t, lastErr, "broker unavailable")
 	for range 5 {
-		clk.Add(time.Minute) // past the key's backoff
+		clk.Advance(time.Minute) // past the key's backoff
 		_, _ = r.RunOnce(context.Background())
 	}
 	waiting, _, err := r.Pending(context.Background())
@@ -260,7 +260,7 @@ func TestAPanickingPublisherIsARefusal(t *testing.T) {
 	var lastErr string
 	require.NoError(t, up.st.DB().QueryRow(`SELECT last_error FROM seqbox_outbox WHERE event_id = 'ord-1-v1'`).Scan(&lastErr))
 	require.Contains(t, lastErr, "panic: publisher crashed")
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	_, err = r.RunOnce(context.Background())
 	require.NoError(t, err)
 	got, _ := downstream(t, up, q)

@@ -13,31 +13,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/seqbox/seqbox/internal/testclock"
 	"github.com/seqbox/seqbox/outbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/stretchr/testify/require"
 )
 
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// newClock is a test clock that moves only when told.
+func newClock() *testclock.Clock { return testclock.At(time.Unix(1_700_000_000, 0)) }
 
 // syncBuffer is a log sink the relay's goroutines may write to.
 type syncBuffer struct {
@@ -134,7 +118,7 @@ func TestPoisonKeyAtTheHeadDoesNotStopTheOtherKeys(t *testing.T) {
 
 		// Retried, and refused again: still nothing of the key overtakes it.
 		emitKey(t, up, "after", 2)
-		clk.Add(time.Hour)
+		clk.Advance(time.Hour)
 		rounds(t, r, 20)
 		require.Equal(t, 2, pub.published()["after"])
 		require.NoError(t, up.st.DB().QueryRow(`SELECT attempts FROM seqbox_outbox WHERE event_id = 'poison-v1'`).Scan(&attempts))
@@ -144,7 +128,7 @@ func TestPoisonKeyAtTheHeadDoesNotStopTheOtherKeys(t *testing.T) {
 
 		// The publisher takes the key again: its events follow, in order.
 		refuse.Store(false)
-		clk.Add(time.Hour)
+		clk.Advance(time.Hour)
 		require.Equal(t, 3*batch, rounds(t, r, 20))
 		waiting, _, err = r.Pending(context.Background())
 		require.NoError(t, err)
@@ -193,10 +177,10 @@ func TestRefusedHeadBacksOff(t *testing.T) {
 		}
 		for i, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second} {
 			emitKey(t, up, fmt.Sprintf("late-%d", i), 2)
-			clk.Add(wait - time.Millisecond)
+			clk.Advance(wait - time.Millisecond)
 			require.Equal(t, 2, rounds(t, r, 5), "step %d: the new key is published, the head still waits", i)
 			require.Equal(t, i+1, attempts(), "step %d: no retry before the backoff ran out", i)
-			clk.Add(time.Millisecond)
+			clk.Advance(time.Millisecond)
 			require.Zero(t, rounds(t, r, 5), "step %d: the head is retried and refused again", i)
 			require.Equal(t, i+2, attempts(), "step %d", i)
 		}
@@ -218,7 +202,7 @@ seqbox_outbox_pending{relay="default"} 3
 		require.Len(t, tried(), 7)
 
 		refuse.Store(false)
-		clk.Add(10 * time.Second)
+		clk.Advance(10 * time.Second)
 		require.Equal(t, 3, rounds(t, r, 5))
 		refusals, err = r.Refusals(context.Background())
 		require.NoError(t, err)

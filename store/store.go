@@ -331,6 +331,12 @@ type Audit interface {
 	AuditList(ctx context.Context, p AuditListParams) ([]AuditRow, error)
 	// Counts reports row counts for a consumer.
 	Counts(ctx context.Context, consumer string) (Counts, error)
+	// StuckCounts is Counts without what reads every identity or key
+	// (InboxRows, Applied and Keys stay zero): the parked messages, dead
+	// letters, blocked and retrying keys, gaps and the oldest stuck key,
+	// each from a table or an index that holds only those. A console
+	// polls it; Counts of a large inbox takes seconds.
+	StuckCounts(ctx context.Context, consumer string) (Counts, error)
 }
 
 // Decisions is the agent path's decisions, their claims, and the business keys a decision reserves.

@@ -98,10 +98,15 @@ type CountsView struct {
 	Gaps         int64   `json:"gaps"`
 	OldestStuck  *string `json:"oldest_stuck"`
 	OldestAgeSec float64 `json:"oldest_stuck_age_seconds"`
+	// InboxCountedAt is when InboxRows, Applied and Keys were counted:
+	// they read every identity and key, and are counted again only once
+	// older than 20 times what the last count took (at least 2 s); the
+	// other counts are read at each call.
+	InboxCountedAt *string `json:"inbox_counted_at"`
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	c, err := s.store.Executor().Counts(r.Context(), s.opt.Consumer)
+	c, counted, err := s.counts(r.Context())
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -121,7 +126,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		handler = "agent"
 	}
 	cv := CountsView{InboxRows: c.InboxRows, Applied: c.Applied, Held: c.Held, Blocked: c.Blocked, BlockedKeys: c.BlockedKeys,
-		DeadLetters: c.DeadLetters, Keys: c.Keys, Gaps: c.Gaps, OldestStuck: stamp(c.OldestStuck)}
+		DeadLetters: c.DeadLetters, Keys: c.Keys, Gaps: c.Gaps, OldestStuck: stamp(c.OldestStuck), InboxCountedAt: stamp(counted)}
 	if !c.OldestStuck.IsZero() {
 		cv.OldestAgeSec = s.consumerNow().Sub(c.OldestStuck).Seconds()
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -77,4 +78,21 @@ func TestTheConsoleJudgesARedriveByItsOwnMessagesLastResult(t *testing.T) {
 	require.True(t, judge(`[`+e1("retry")+`, `+e1("applied")+`]`), "retried, then applied")
 	require.True(t, judge(`[`+e1("applied")+`, {source: "crm", id: "e2", outcome: "dead_lettered"}]`), "its successor's failure is not its own")
 	require.False(t, judge(`[{outcome: "rejected", reason: "r"}]`), "rejected without an identity")
+}
+
+// The inbox tile says how old its count is once that is 10 s or more: a
+// large inbox is counted seldom (inboxCounts), and a stale number must
+// not pass for a fresh one.
+func TestTheInboxTileSaysHowOldItsCountIs(t *testing.T) {
+	r := start(t, Options{})
+	r.inboxCounts.mu.Lock()
+	r.inboxCounts.now = func() time.Time { return time.Now().Add(-time.Minute) }
+	r.inboxCounts.mu.Unlock()
+	b := newBrowser(t)
+	openConsole(b, r.url)
+	onPage(b, "overview")
+	b.do("the inbox tile", chromedp.WaitVisible(chromedp.CSS(`[data-tile="inbox"]`)))
+	label := b.text(`[data-tile="inbox"] .k`)
+	require.Regexp(t, `^inbox rows \(6\d s ago\)$`, label)
+	require.Contains(t, eval[string](b, `document.querySelector('[data-tile="inbox"]').title`), "Counted at ")
 }

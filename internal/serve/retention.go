@@ -97,7 +97,7 @@ func (s *Server) retentionView(ctx context.Context) (Retention, error) {
 	if s.opt.PurgeEvery < 0 {
 		v.PurgeEvery, v.NextRunAt = "never", nil
 	}
-	c, err := s.store.Executor().Counts(ctx, s.opt.Consumer)
+	c, _, err := s.counts(ctx)
 	v.InboxRows = c.InboxRows
 	return v, err
 }

@@ -50,6 +50,8 @@ type Server struct {
 	disp *dispatcher
 	// tokens mints and checks the agent API's Seqbox-Effects-Token.
 	tokens *tokens
+	// inboxCounts caches the overview's counts of every identity and key.
+	inboxCounts inboxCounts
 
 	// agentOutcomes holds the outcomes of agent decisions between the handler and the Observer,
 	// by store.Identity.
@@ -89,7 +91,7 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		return nil, fmt.Errorf("--db %s: %w", RedactURL(opt.DB), err)
 	}
 	s := &Server{opt: opt, store: st, started: time.Now(), envelopes: newEnvelopes(opt.Consumer),
-		retention: &retentionStatus{}}
+		retention: &retentionStatus{}, inboxCounts: inboxCounts{now: time.Now}}
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err

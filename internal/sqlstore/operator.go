@@ -261,23 +261,34 @@ func (o *Executor) GapList(ctx context.Context, p store.KeyRef) ([]store.Gap, er
 }
 
 func (o *Executor) Counts(ctx context.Context, consumer string) (store.Counts, error) {
+	c, err := o.StuckCounts(ctx, consumer)
+	if err != nil {
+		return c, err
+	}
+	err = o.queryRow(ctx, `SELECT
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome <> 'rejected'),
+		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome = 'applied'),
+		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1)`, consumer).Scan(&c.InboxRows, &c.Applied, &c.Keys)
+	return c, err
+}
+
+// StuckCounts reads the parked messages, the open dead letters, the gaps
+// and the retry rows, and the blocked keys through their partial index
+// (migration 018): nothing that grows with the identities or the keys.
+func (o *Executor) StuckCounts(ctx context.Context, consumer string) (store.Counts, error) {
 	var c store.Counts
 	var oldest, blockedSince sql.NullInt64
 	err := o.queryRow(ctx, `SELECT
-		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome <> 'rejected'),
-		(SELECT COUNT(*) FROM seqbox_inbox WHERE consumer = $1 AND outcome = 'applied'),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'held'),
 		(SELECT COUNT(*) FROM seqbox_parked WHERE consumer = $1 AND reason = 'blocked'),
 		(SELECT COUNT(*) FROM seqbox_dlq WHERE consumer = $1 AND state = 'open'),
-		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1),
 		(SELECT COUNT(*) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1),
 		(SELECT COUNT(*) FROM seqbox_gaps WHERE consumer = $1),
 		(SELECT MIN(parked_at) FROM seqbox_parked WHERE consumer = $1 AND reason IN ('held', 'blocked')),
 		(SELECT MIN(blocked_since) FROM seqbox_keys WHERE consumer = $1 AND blocked = 1),
 		(SELECT COUNT(DISTINCT partitionkey) FROM seqbox_retries WHERE consumer = $1 AND attempts > 0 AND partitionkey <> '')`, consumer).
-		Scan(&c.InboxRows, &c.Applied, &c.Parked, &c.Held, &c.Blocked, &c.DeadLetters, &c.Keys,
-			&c.BlockedKeys, &c.Gaps, &oldest, &blockedSince, &c.RetryingKeys)
+		Scan(&c.Parked, &c.Held, &c.Blocked, &c.DeadLetters, &c.BlockedKeys, &c.Gaps, &oldest, &blockedSince, &c.RetryingKeys)
 	// A key is stuck since the earlier of its block and its oldest held
 	// or blocked message (ops.KeyReport.Since): a hold that became a
 	// block keeps its start, and a key blocked with nothing parked

@@ -365,7 +365,8 @@ func testOperatorGaps(t *testing.T, st store.Store) {
 	require.Empty(t, got)
 }
 
-// Counts counts a consumer's rows of every kind.
+// Counts counts a consumer's rows of every kind; StuckCounts all but the
+// inbox's and the keys'.
 func testOperatorCounts(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	empty, err := o.op.Counts(o.ctx, o.consumer)
@@ -401,6 +402,10 @@ func testOperatorCounts(t *testing.T, st store.Store) {
 		InboxRows: 4, Applied: 3, Parked: 4, Held: 2, Blocked: 1, DeadLetters: 2, Keys: 3,
 		BlockedKeys: 1, Gaps: 2, OldestStuck: at(10),
 	}, got)
+	stuck, err := o.op.StuckCounts(o.ctx, o.consumer)
+	require.NoError(t, err)
+	got.InboxRows, got.Applied, got.Keys = 0, 0, 0
+	require.Equal(t, got, stuck, "StuckCounts is Counts without what reads every identity and key")
 
 	// A key blocked with nothing parked behind it is stuck since it
 	// blocked, and that is older than every parked message here.

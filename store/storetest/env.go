@@ -13,6 +13,7 @@ import (
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/own"
 	"github.com/seqbox/seqbox/internal/replay"
+	"github.com/seqbox/seqbox/internal/testclock"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ type env struct {
 	st  store.Store
 	cfg seqbox.Config
 	// clock is the configuration's Now, nil when it runs on the real clock.
-	clock *ordClock
+	clock *testclock.Clock
 	// logs is what the consumers log, nil when they log to the default
 	// logger.
 	logs *ordLog
@@ -73,7 +74,7 @@ func ordSetup(t *testing.T, open Factory, mutate ...func(*seqbox.Config)) *env {
 func ordSetupOn(t *testing.T, st store.Store, name string, mutate ...func(*seqbox.Config)) *env {
 	t.Helper()
 	e := newEnv(t, st, name)
-	e.clock = &ordClock{t: ordT0}
+	e.clock = testclock.At(ordT0)
 	e.logs = &ordLog{}
 	e.cfg.HoldTimeout = time.Minute
 	e.cfg.Now = e.clock.Now

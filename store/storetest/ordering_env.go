@@ -23,24 +23,6 @@ var ordT0 = time.Date(2026, 9, 25, 12, 0, 0, 0, time.UTC)
 
 const ordSource = "erp_pedidos"
 
-// ordClock is a controllable Config.Now.
-type ordClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *ordClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *ordClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // ordLog collects what consumers log, for the alerts a scenario expects.
 type ordLog struct {
 	mu  sync.Mutex

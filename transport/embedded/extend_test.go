@@ -8,6 +8,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/testclock"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,7 @@ func TestExtendBatchPostgres(t *testing.T) { testExtendBatch(t, pgtest.URL(t)) }
 // took since is still its holder's, as with Extend.
 func testExtendBatch(t *testing.T, where string) {
 	ctx := context.Background()
-	b := &queueBundle{path: where, clock: &clock{now: time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC)}}
+	b := &queueBundle{path: where, clock: testclock.At(time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC))}
 	q := b.open(t, "extend")
 	publish(t, q, "a", "b")
 	first := receive(t, q, 2) // a, b under one lease
@@ -63,7 +64,7 @@ func testExtendBatch(t *testing.T, where string) {
 // one, which its transaction settles.
 func TestExtendBatchSkipsLockedRowsPostgres(t *testing.T) {
 	ctx := context.Background()
-	b := &queueBundle{path: pgtest.URL(t), clock: &clock{now: time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC)}}
+	b := &queueBundle{path: pgtest.URL(t), clock: testclock.At(time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC))}
 	q := b.open(t, "extend-locked")
 	publish(t, q, "a", "b")
 	ds := receive(t, q, 2)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/testclock"
 	"github.com/seqbox/seqbox/transport"
 
 	"github.com/stretchr/testify/require"
@@ -50,7 +51,7 @@ func TestQueueGroupsHandOutOneMessageAtATime(t *testing.T) {
 func TestQueueTakesTheNextOfAGroupForItsHeadsHolder(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testTakeNext(t, setup(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		b := &queueBundle{path: pgtest.URL(t), clock: &clock{now: time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC)}}
+		b := &queueBundle{path: pgtest.URL(t), clock: testclock.At(time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC))}
 		b.q = b.open(t, "default")
 		testTakeNext(t, b)
 	})

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/testclock"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/stretchr/testify/require"
@@ -19,28 +19,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// clock is a settable time source, so lease and delay expiry are decided
-// by the test and not by the scheduler.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type queueBundle struct {
 	path  string
-	clock *clock
+	clock *testclock.Clock
 	q     *embedded.Queue
 }
 
@@ -50,7 +31,7 @@ const lease = 30 * time.Second
 // receive wait so that empty receives return quickly.
 func setup(t *testing.T) *queueBundle {
 	t.Helper()
-	b := &queueBundle{path: filepath.Join(t.TempDir(), "queue.db"), clock: &clock{now: time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC)}}
+	b := &queueBundle{path: filepath.Join(t.TempDir(), "queue.db"), clock: testclock.At(time.Date(2026, 10, 9, 12, 0, 0, 0, time.UTC))}
 	b.q = b.open(t, "default")
 	return b
 }

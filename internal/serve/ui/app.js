@@ -69,6 +69,13 @@ function counter(id, label, value, help, bad) {
     el("div", { class: "v" }, value), el("div", { class: "k" }, label));
 }
 
+// inboxLabel is the inbox tile's label: it says how old the count is
+// once that is 10 s or more (a large inbox is counted seldom).
+function inboxLabel(o) {
+  const age = (Date.parse(o.now) - Date.parse(o.counts.inbox_counted_at)) / 1000;
+  return age >= 10 ? "inbox rows (" + Math.round(age) + " s ago)" : "inbox rows";
+}
+
 function renderOverview(o) {
   $("#consumer").textContent = visible("consumer " + o.consumer + " · " + o.handler + " handler");
   const c = o.counts;
@@ -78,7 +85,8 @@ function renderOverview(o) {
     counter("rate", "applied / s (1 min)", o.applied_per_second.toFixed(2), "Events applied per second, averaged over the last minute."),
     counter("applied", "applied (total)", o.outcomes.applied, "Events applied since this server started."),
     counter("duplicates", "duplicates", o.outcomes.duplicate, "Deliveries of an event already recorded, since this server started: applied nothing."),
-    counter("inbox", "inbox rows", c.inbox_rows, "Identities (source, id) the inbox remembers, until retention purges them."),
+    counter("inbox", inboxLabel(o), c.inbox_rows, "Identities (source, id) the inbox remembers, until retention purges them. " +
+      "Counted at " + c.inbox_counted_at + ": counting reads every identity, so a large inbox is counted again only once its last count is 20 times as old as that count took."),
     counter("queue", "queue ready / leased", o.queue_ready + " / " + o.queue_leased, "Messages in the gateway's queue: waiting, and being processed."),
     counter("blocked", "blocked keys", c.blocked_keys, "Keys that apply nothing until an operator acts: release, redrive or skip below.", c.blocked_keys > 0),
     counter("held", "held messages", c.held, "Messages waiting for a missing version or a retrying predecessor, until their hold times out.", c.held > 0),
