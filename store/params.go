@@ -528,3 +528,33 @@ type RequestCancelParams struct {
 	// At is its DoneAt.
 	At time.Time
 }
+
+// ParkedPageParams are Executor.ParkedPage's.
+type ParkedPageParams struct {
+	// Consumer and Key name the key (both required).
+	Consumer, Key string
+	// Reason, when set, lists only the messages parked for it.
+	Reason seqboxtype.Park
+	// After, when set, starts after this place in the key's order.
+	After *ParkedCursor
+	// Limit is how many at most (required, above zero).
+	Limit int
+}
+
+// ParkedCursor is a place in a key's parked messages, which go by
+// version (none first) and then by arrival.
+type ParkedCursor struct {
+	// Version is the message's objectversion, -1 for none.
+	Version int64
+	// Seq is its row's sequence number.
+	Seq int64
+}
+
+// ParkedCursorOf is the place of p in its key's parked messages.
+func ParkedCursorOf(p Parked) *ParkedCursor {
+	c := &ParkedCursor{Version: -1, Seq: p.Seq}
+	if p.ObjectVersion != nil {
+		c.Version = *p.ObjectVersion
+	}
+	return c
+}

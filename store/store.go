@@ -220,6 +220,10 @@ type ParkedMessages interface {
 	ParkedListInLine(ctx context.Context, p KeyRef) ([]Parked, error)
 	// ParkedList lists the parked messages of a key, every reason.
 	ParkedList(ctx context.Context, p KeyRef) ([]Parked, error)
+	// ParkedPage lists at most Limit of a key's parked messages, in
+	// ParkedList's order, from after a cursor: a key blocked for a
+	// weekend may have a hundred thousand behind it.
+	ParkedPage(ctx context.Context, p ParkedPageParams) ([]Parked, error)
 	// ParkedListDue lists held messages whose hold deadline is at or
 	// before Now, one per key (the lowest version).
 	ParkedListDue(ctx context.Context, p ParkedListDueParams) ([]Parked, error)

@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os/exec"
@@ -246,5 +247,50 @@ func TestRemoteServerUnreachable(t *testing.T) {
 		require.True(t, strings.HasPrefix(line, "seqbox: "+args[0]+" "+args[1]+": the gateway at http://"+addr+" does not answer: "), line)
 		require.Contains(t, line, "connection refused")
 		require.True(t, strings.HasSuffix(line, "(is seqbox serve running there?)"), line)
+	}
+}
+
+// keys show prints the lowest --parked parked messages of a key (100
+// unless set), says how many there are, and reads the same page through
+// the admin API: a key blocked for a weekend may hold a hundred thousand,
+// and keys show printed them all (10.6 s and 700 MB as JSON).
+func TestKeysShowPrintsAPageOfParkedMessages(t *testing.T) {
+	s, db := stuckServer(t)
+	s.event(t, ce("k4", "K", 4, ""))
+	s.event(t, ce("k5", "K", 5, ""))
+	waitUntil(t, "three parked behind K", func() bool {
+		for _, k := range s.stuckKeys(t) {
+			if k["partitionkey"] == "K" {
+				return k["blocked_messages"] == 3.0
+			}
+		}
+		return false
+	})
+	local := func(args ...string) string { return ok(t, append(args, "--db", db)...) }
+	remote := func(args ...string) string {
+		return ok(t, append(args, "--server", s.url, "--admin-token", serveToken)...)
+	}
+	retarget := func(out string) string {
+		return strings.ReplaceAll(out, " --db "+db+" --consumer gateway", " --server "+s.url)
+	}
+	for _, args := range [][]string{{"keys", "show", "K", "--parked", "2"}, {"keys", "show", "K", "--parked", "2", "-o", "json"},
+		{"keys", "show", "K", "--parked", "2", "-o", "jsonl"}, {"keys", "show", "K"}} {
+		require.Equal(t, retarget(local(args...)), remote(args...), "seqbox %s", strings.Join(args, " "))
+	}
+	out := local("keys", "show", "K", "--parked", "2")
+	_, parked, found := strings.Cut(out, "\nparked (2 of 3 shown; --parked N shows more):\n")
+	require.True(t, found, out)
+	parked, _, _ = strings.Cut(parked, "\ngaps:")
+	require.Contains(t, parked, " k3 ")
+	require.Contains(t, parked, " k4 ")
+	require.NotContains(t, parked, " k5 ", "the lowest two")
+	require.NotContains(t, local("keys", "show", "K"), "shown;", "all three fit the default page")
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(local("keys", "show", "K", "--parked", "2", "-o", "json")), &doc))
+	require.EqualValues(t, 3, doc["parked_total"])
+	require.Len(t, doc["parked"], 2)
+	require.NotNil(t, doc["parked_next"])
+	for _, bad := range []string{"0", "10001", "-1"} {
+		require.Contains(t, fails(t, "keys", "show", "K", "--parked", bad, "--db", db), "--parked "+bad+": want 1 to 10000")
 	}
 }

@@ -42,16 +42,20 @@ func keysListCmd() *cobra.Command {
 
 func keysShowCmd() *cobra.Command {
 	var f opFlags
+	var parked int
 	c := &cobra.Command{
 		Use:   "show KEY",
-		Short: "Show one key: its state, parked messages, gaps and recent audit",
+		Short: "Show one key: its state, parked messages (the lowest --parked), gaps and recent audit",
 		Args:  oneArg("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if parked < 1 || parked > maxParkedShown {
+				return fmt.Errorf("keys show: --parked %d: want 1 to %d", parked, maxParkedShown)
+			}
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.showKey(args[0], f.out) })
+				return f.remote(cmd, func(c *adminClient) error { return c.showKey(args[0], parked, f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				d, err := s.reporter().Key(cmd.Context(), args[0])
+				d, err := s.reporter().KeyPage(cmd.Context(), args[0], nil, parked)
 				if err != nil {
 					return s.notFound(fmt.Errorf("key %q: %w", args[0], err))
 				}
@@ -60,8 +64,13 @@ func keysShowCmd() *cobra.Command {
 		},
 	}
 	f.register(c, true)
+	c.Flags().IntVar(&parked, "parked", ops.ParkedShown, fmt.Sprintf("how many parked messages to show, the lowest versions first (1 to %d; parked_total says how many there are)", maxParkedShown))
 	return c
 }
+
+// maxParkedShown bounds keys show --parked, as the admin API bounds
+// ?parked_limit.
+const maxParkedShown = 10000
 
 func keysReleaseCmd() *cobra.Command {
 	var f actionFlags

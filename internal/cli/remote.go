@@ -407,12 +407,13 @@ func (c *adminClient) listKeys(all bool, out ops.Format) error {
 }
 
 // key reads one key in full.
-func (c *adminClient) key(key string) (ops.KeyDetail, error) {
+func (c *adminClient) key(key string, parked int) (ops.KeyDetail, error) {
 	if key == "" {
 		return ops.KeyDetail{}, fmt.Errorf("%s: key %q: %w", subcommandPath(c.cmd), key, store.ErrNotFound)
 	}
 	var v serve.KeyDetailView
-	if err := c.call(http.MethodGet, "/v1/admin/keys/"+serve.PathSegment(key), fmt.Sprintf("key %q", key), nil, &v, readTimeout,
+	path := "/v1/admin/keys/" + serve.PathSegment(key) + "?parked_limit=" + strconv.Itoa(parked)
+	if err := c.call(http.MethodGet, path, fmt.Sprintf("key %q", key), nil, &v, readTimeout,
 		"parked", "gaps", "audit"); err != nil {
 		return ops.KeyDetail{}, err
 	}
@@ -424,8 +425,8 @@ func (c *adminClient) key(key string) (ops.KeyDetail, error) {
 }
 
 // showKey is keys show --server.
-func (c *adminClient) showKey(key string, out ops.Format) error {
-	d, err := c.key(key)
+func (c *adminClient) showKey(key string, parked int, out ops.Format) error {
+	d, err := c.key(key, parked)
 	if err != nil {
 		return err
 	}
@@ -464,7 +465,7 @@ func (c *adminClient) resolveDLQ(seq int64, action string, f *actionFlags) error
 // releaseKey is keys release --server, with the database path's checks:
 // a key blocked behind a dead letter is released by resolving it.
 func (c *adminClient) releaseKey(key string, f *actionFlags) error {
-	d, err := c.key(key)
+	d, err := c.key(key, 1)
 	if err != nil {
 		return err
 	}
@@ -507,9 +508,16 @@ func deadLetterOf(v serve.DeadLetterView, consumer string) (store.DeadLetter, er
 
 // keyDetailOf is a key of the API as the Reporter builds it.
 func keyDetailOf(v serve.KeyDetailView, server string) (ops.KeyDetail, error) {
-	d := ops.KeyDetail{KeyReport: v.KeyReport, FirstVersion: v.FirstVersion}
+	d := ops.KeyDetail{KeyReport: v.KeyReport, FirstVersion: v.FirstVersion, ParkedTotal: v.ParkedTotal}
 	if err := d.FromServer(server); err != nil {
 		return d, err
+	}
+	if v.ParkedNext != nil {
+		next, err := ops.ParseParkedCursor(*v.ParkedNext)
+		if err != nil {
+			return d, fmt.Errorf("parked_next: %w", err)
+		}
+		d.ParkedNext = next
 	}
 	for _, p := range v.Parked {
 		parkedAt, err := stampOf("parked_at", p.ParkedAt)

@@ -95,10 +95,21 @@ type KeyDetail struct {
 	KeyReport
 	// FirstVersion says where the key's versions start, and by which rule.
 	FirstVersion FirstVersionRule
-	Parked       []store.Parked
-	Gaps         []store.Gap
-	Audit        []store.AuditRow
+	// Parked is a page of the key's parked messages, in version order;
+	// ParkedTotal counts them all, and ParkedNext, when more follow the
+	// page, is where the next one starts.
+	Parked      []store.Parked
+	ParkedTotal int
+	ParkedNext  *store.ParkedCursor
+	Gaps        []store.Gap
+	Audit       []store.AuditRow
 }
+
+// ParkedShown is how many parked messages a key's detail carries unless
+// asked for another page: a key blocked for a weekend may hold a hundred
+// thousand, and `keys show` read and printed them all (10.6 s and 700 MB
+// as JSON).
+const ParkedShown = 100
 
 // AuditLimit is how many audit rows KeyDetail carries, newest last.
 const AuditLimit = 20
@@ -297,9 +308,16 @@ func (r Reporter) turnWithNothingBehind(ctx context.Context, rep *KeyReport) err
 	return nil
 }
 
-// Key reports one key with its parked messages, recorded gaps and the
-// last AuditLimit audit rows. An unknown key is store.ErrNotFound.
+// Key reports one key with its first ParkedShown parked messages,
+// recorded gaps and the last AuditLimit audit rows. An unknown key is
+// store.ErrNotFound.
 func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
+	return r.KeyPage(ctx, key, nil, ParkedShown)
+}
+
+// KeyPage is Key with a page of at most limit parked messages, from after
+// the cursor after (nil: from the first).
+func (r Reporter) KeyPage(ctx context.Context, key string, after *store.ParkedCursor, limit int) (KeyDetail, error) {
 	v, err := r.Op.KeyViewGet(ctx, store.KeyRef{Consumer: r.Consumer, Key: key})
 	if err != nil {
 		return KeyDetail{}, err
@@ -308,9 +326,14 @@ func (r Reporter) Key(ctx context.Context, key string) (KeyDetail, error) {
 	if err != nil {
 		return KeyDetail{}, err
 	}
-	d := KeyDetail{}
-	if d.Parked, err = r.Op.ParkedList(ctx, store.KeyRef{Consumer: r.Consumer, Key: key}); err != nil {
+	d := KeyDetail{ParkedTotal: v.Parked}
+	// One more than the page says whether another follows.
+	if d.Parked, err = r.Op.ParkedPage(ctx, store.ParkedPageParams{Consumer: r.Consumer, Key: key, After: after, Limit: limit + 1}); err != nil {
 		return d, err
+	}
+	if len(d.Parked) > limit {
+		d.Parked = d.Parked[:limit]
+		d.ParkedNext = store.ParkedCursorOf(d.Parked[limit-1])
 	}
 	if d.KeyReport, err = r.report(ctx, v, dlq, d.Parked); err != nil {
 		return d, err
@@ -388,17 +411,12 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 		rep.Action = blockedAction(rep, r.target())
 	case v.Held > 0:
 		rep.Status, rep.since = StatusHeld, v.OldestParked
-		if parked == nil {
-			var err error
-			if parked, err = r.Op.ParkedList(ctx, store.KeyRef{Consumer: r.Consumer, Key: v.Key}); err != nil {
-				return rep, err
-			}
+		held, err := r.firstHeld(ctx, v.Key, parked)
+		if err != nil {
+			return rep, err
 		}
-		for _, p := range parked {
-			if p.Reason == seqboxtype.ParkHeld {
-				rep.Reason, rep.holdUntil = p.Detail, p.HoldUntil
-				break
-			}
+		if held != nil {
+			rep.Reason, rep.holdUntil = held.Detail, held.HoldUntil
 		}
 		t, err := r.Op.RetryOnKey(ctx, store.KeyRef{Consumer: r.Consumer, Key: v.Key})
 		if err == nil {
@@ -412,6 +430,42 @@ func (r Reporter) report(ctx context.Context, v store.KeyView, dlq map[[2]string
 	}
 	rep.Since, rep.HoldUntil = jsonTime(rep.since), jsonTime(rep.holdUntil)
 	return rep, nil
+}
+
+// ParkedCursorText writes a cursor as the admin API and the CLI show
+// it, VERSION:SEQ (nil for nil).
+func ParkedCursorText(c *store.ParkedCursor) *string {
+	if c == nil {
+		return nil
+	}
+	s := strconv.FormatInt(c.Version, 10) + ":" + strconv.FormatInt(c.Seq, 10)
+	return &s
+}
+
+// ParseParkedCursor reads a cursor ParkedCursorText wrote.
+func ParseParkedCursor(s string) (*store.ParkedCursor, error) {
+	v, seq, ok := strings.Cut(s, ":")
+	version, err1 := strconv.ParseInt(v, 10, 64)
+	n, err2 := strconv.ParseInt(seq, 10, 64)
+	if !ok || err1 != nil || err2 != nil || version < -1 || n < 1 {
+		return nil, fmt.Errorf("%q is not VERSION:SEQ (a version, -1 for none, and a parked message's seq)", s)
+	}
+	return &store.ParkedCursor{Version: version, Seq: n}, nil
+}
+
+// firstHeld is a key's held message of lowest version: the first held one
+// of parked (a page from the first), else read alone (nil when none).
+func (r Reporter) firstHeld(ctx context.Context, key string, parked []store.Parked) (*store.Parked, error) {
+	for i := range parked {
+		if parked[i].Reason == seqboxtype.ParkHeld {
+			return &parked[i], nil
+		}
+	}
+	held, err := r.Op.ParkedPage(ctx, store.ParkedPageParams{Consumer: r.Consumer, Key: key, Reason: seqboxtype.ParkHeld, Limit: 1})
+	if err != nil || len(held) == 0 {
+		return nil, err
+	}
+	return &held[0], nil
 }
 
 // earliest is the earlier of two times, a zero time counting as none.
@@ -513,7 +567,11 @@ func WriteKey(w io.Writer, d KeyDetail) error {
 		return err
 	}
 
-	if err := section(w, "parked", len(d.Parked)); err != nil {
+	title := "parked"
+	if d.ParkedNext != nil || len(d.Parked) < d.ParkedTotal {
+		title = fmt.Sprintf("parked (%d of %d shown; --parked N shows more)", len(d.Parked), d.ParkedTotal)
+	}
+	if err := section(w, title, len(d.Parked)); err != nil {
 		return err
 	}
 	if len(d.Parked) > 0 {

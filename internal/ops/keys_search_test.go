@@ -35,7 +35,7 @@ func (s searchExecutor) KeyViewList(_ context.Context, p store.KeyViewListParams
 	return out, nil
 }
 
-func (s searchExecutor) ParkedList(context.Context, store.KeyRef) ([]store.Parked, error) {
+func (s searchExecutor) ParkedPage(context.Context, store.ParkedPageParams) ([]store.Parked, error) {
 	return nil, nil
 }
 

@@ -45,6 +45,16 @@ func (f fakeExecutor) ParkedList(_ context.Context, p store.KeyRef) ([]store.Par
 	return f.parked[p.Key], nil
 }
 
+func (f fakeExecutor) ParkedPage(_ context.Context, p store.ParkedPageParams) ([]store.Parked, error) {
+	var out []store.Parked
+	for _, m := range f.parked[p.Key] {
+		if (p.Reason == "" || m.Reason == p.Reason) && len(out) < p.Limit {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
 func (f fakeExecutor) DeadLetterList(context.Context, store.DeadLetterListParams) ([]store.DeadLetter, error) {
 	return f.dlq, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,8 +215,29 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "keys": items, "total": total})
 }
 
+// maxParkedPage bounds ?parked_limit of GET /v1/admin/keys/{key}.
+const maxParkedPage = 10000
+
+// showKey is GET /v1/admin/keys/{key}: the key, its recorded gaps and
+// audit, and a page of its parked messages: ?parked_limit= of them (100
+// unless set) from after ?parked_after= (a parked_next).
 func (s *Server) showKey(w http.ResponseWriter, r *http.Request) {
-	d, err := s.reporter(r).Key(r.Context(), r.PathValue("key"))
+	q := r.URL.Query()
+	limit, bad := queryLimit(url.Values{"limit": q["parked_limit"]}, ops.ParkedShown, maxParkedPage)
+	if bad != "" {
+		badQuery(w, r, "parked_limit", bad)
+		return
+	}
+	var after *store.ParkedCursor
+	if v := q.Get("parked_after"); v != "" {
+		c, err := ops.ParseParkedCursor(v)
+		if err != nil {
+			badQuery(w, r, "parked_after", err.Error())
+			return
+		}
+		after = c
+	}
+	d, err := s.reporter(r).KeyPage(r.Context(), r.PathValue("key"), after, limit)
 	if err != nil {
 		s.serverError(w, r, err)
 		return

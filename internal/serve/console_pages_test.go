@@ -96,3 +96,30 @@ func TestTheInboxTileSaysHowOldItsCountIs(t *testing.T) {
 	require.Regexp(t, `^inbox rows \(6\d s ago\)$`, label)
 	require.Contains(t, eval[string](b, `document.querySelector('[data-tile="inbox"]').title`), "Counted at ")
 }
+
+// A key's page draws its 100 lowest parked messages, says how many there
+// are, and draws 100 more on asking: a key blocked for a weekend may hold
+// a hundred thousand, and the page drew them all.
+func TestTheKeyPageDrawsAHundredParkedMessagesAtATime(t *testing.T) {
+	r := start(t, Options{})
+	blockKey(t, r, "K")
+	const n = 105
+	for v := 3; v <= n+1; v++ {
+		r.post(t, ev(fmt.Sprintf("K-%d", v), "K", v, `{"n":1}`))
+	}
+	eventually(t, "105 parked behind K", func() bool {
+		return r.admin(t, "GET", "/v1/admin/keys/K?parked_limit=1", "", 200)["parked_total"] == float64(n)
+	})
+	b := newBrowser(t)
+	openConsole(b, r.url)
+	b.do("open K's page", chromedp.Navigate(r.url+"/ui/#/key/K"))
+	onPage(b, "key")
+	rows := func() int { return eval[int](b, `document.querySelectorAll("#key-parked tbody tr").length`) }
+	b.do("more offered", chromedp.WaitVisible(chromedp.CSS(`#key-parked-more`)))
+	require.Equal(t, 100, rows())
+	require.Contains(t, b.text(`#key-parked-more`), "the 100 lowest of 105 parked messages")
+	b.do("show more", chromedp.Click(chromedp.CSS(`#key-parked-more button`)))
+	eventually(t, "every parked message", func() bool { return rows() == n })
+	b.do("nothing more offered", chromedp.WaitNotVisible(chromedp.CSS(`#key-parked-more`)))
+	require.Equal(t, "2", eval[string](b, `document.querySelector("#key-parked tbody tr").dataset.version`), "the lowest version first")
+}

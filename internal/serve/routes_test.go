@@ -86,7 +86,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 		"get /ui/":                                       {"200", "401", "404", "405"},
 		"get /v1/admin/overview":                         adminGet,
 		"get /v1/admin/keys":                             with(adminGet, "400"),
-		"get /v1/admin/keys/{key}":                       with(adminGet, "404"),
+		"get /v1/admin/keys/{key}":                       with(adminGet, "400", "404"),
 		"post /v1/admin/keys/{key}/release":              action,
 		"get /v1/admin/dlq":                              with(adminGet, "400"),
 		"get /v1/admin/dlq/{seq}":                        with(adminGet, "400", "404"),

@@ -104,15 +104,21 @@ type KeyDetailView struct {
 type KeyRecord struct {
 	// FirstVersion says where the key's versions start, and by which rule.
 	FirstVersion ops.FirstVersionRule `json:"first_version"`
-	Parked       []ParkedView         `json:"parked"`
-	Gaps         []GapView            `json:"gaps"`
-	Audit        []AuditView          `json:"audit"`
+	// Parked is a page of the parked messages (the lowest versions, or
+	// from after ?parked_after=), ParkedTotal counts them all, and
+	// ParkedNext, when more follow, is the next page's parked_after.
+	Parked      []ParkedView `json:"parked"`
+	ParkedTotal int          `json:"parked_total"`
+	ParkedNext  *string      `json:"parked_next"`
+	Gaps        []GapView    `json:"gaps"`
+	Audit       []AuditView  `json:"audit"`
 }
 
 // KeyRecordOf is what d records about its key, as the admin API and the
 // CLI's JSON show it; each list is [] when empty.
 func KeyRecordOf(d ops.KeyDetail) KeyRecord {
-	v := KeyRecord{FirstVersion: d.FirstVersion, Parked: []ParkedView{}, Gaps: []GapView{}, Audit: []AuditView{}}
+	v := KeyRecord{FirstVersion: d.FirstVersion, Parked: []ParkedView{}, ParkedTotal: d.ParkedTotal,
+		ParkedNext: ops.ParkedCursorText(d.ParkedNext), Gaps: []GapView{}, Audit: []AuditView{}}
 	for _, p := range d.Parked {
 		v.Parked = append(v.Parked, ParkedViewOf(p))
 	}

@@ -411,6 +411,26 @@ func (t *Executor) ParkedListInLine(ctx context.Context, p store.KeyRef) ([]stor
 	return scanParked(rows)
 }
 
+// ParkedPage lists a page of a key's parked messages in
+// ParkedListInLine's order (version, none first, then seq).
+func (t *Executor) ParkedPage(ctx context.Context, p store.ParkedPageParams) ([]store.Parked, error) {
+	if p.Consumer == "" || p.Key == "" || p.Limit <= 0 {
+		return nil, fmt.Errorf("parked page: consumer %q, key %q, limit %d: want a consumer, a key and a limit above zero", p.Consumer, p.Key, p.Limit)
+	}
+	q := `SELECT ` + parkedColumns + ` FROM seqbox_parked
+		WHERE consumer = $1 AND partitionkey = $2 AND ($3 = '' OR reason = $3)`
+	args := []any{p.Consumer, p.Key, string(p.Reason), p.Limit}
+	if p.After != nil {
+		q += ` AND (COALESCE(objectversion, -1) > $5 OR (COALESCE(objectversion, -1) = $5 AND seq > $6))`
+		args = append(args, p.After.Version, p.After.Seq)
+	}
+	rows, err := t.query(ctx, q+` ORDER BY COALESCE(objectversion, -1), seq LIMIT $4`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanParked(rows)
+}
+
 // ParkedDelete removes one parked row.
 func (t *Executor) ParkedDelete(ctx context.Context, seq int64) error {
 	_, err := t.exec(ctx, `DELETE FROM seqbox_parked WHERE seq = $1`, seq)

@@ -268,7 +268,8 @@ func testOperatorKeys(t *testing.T, st store.Store) {
 }
 
 // Parked lists a key's parked messages of every reason (all keys for an
-// empty key), in version order and then arrival order.
+// empty key), in version order and then arrival order; ParkedPage a page
+// of one key's, from after a cursor.
 func testOperatorParked(t *testing.T, st store.Store) {
 	o := newOp(t, st)
 	var want []store.Parked
@@ -300,6 +301,27 @@ func testOperatorParked(t *testing.T, st store.Store) {
 	require.Len(t, all, 5)
 	require.Equal(t, want, all[:4])
 	require.Equal(t, "other-key", all[4].ID)
+
+	// A page at a time, in the same order, from after a cursor.
+	page, err := o.op.ParkedPage(o.ctx, store.ParkedPageParams{Consumer: o.consumer, Key: "k", Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, want[:2], page)
+	page, err = o.op.ParkedPage(o.ctx, store.ParkedPageParams{Consumer: o.consumer, Key: "k", Limit: 2, After: store.ParkedCursorOf(page[1])})
+	require.NoError(t, err)
+	require.Equal(t, want[2:], page)
+	page, err = o.op.ParkedPage(o.ctx, store.ParkedPageParams{Consumer: o.consumer, Key: "k", Limit: 2, After: store.ParkedCursorOf(want[2])})
+	require.NoError(t, err)
+	require.Equal(t, want[3:], page, "after the first of two at one version: the second")
+	page, err = o.op.ParkedPage(o.ctx, store.ParkedPageParams{Consumer: o.consumer, Key: "k", Limit: 2, After: store.ParkedCursorOf(want[3])})
+	require.NoError(t, err)
+	require.Empty(t, page)
+	page, err = o.op.ParkedPage(o.ctx, store.ParkedPageParams{Consumer: o.consumer, Key: "k", Reason: seqboxtype.ParkHeld, Limit: 5})
+	require.NoError(t, err)
+	require.Equal(t, want[2:3], page, "of one reason")
+	for _, bad := range []store.ParkedPageParams{{Consumer: o.consumer, Key: "k"}, {Consumer: o.consumer, Limit: 1}} {
+		_, err = o.op.ParkedPage(o.ctx, bad)
+		require.Error(t, err, "%+v", bad)
+	}
 }
 
 // Audit lists the newest rows, at most limit, newest last, of a consumer

@@ -220,12 +220,13 @@ function renderChanged(name, data, render) {
 const PAGE = 100;
 const overviewShown = { keys: PAGE, dlq: PAGE };
 
-// renderMore says how many of total rows the table under sel draws, and
-// offers more when some are left out.
-function renderMore(sel, drawn, total, what) {
+// renderMore says how many of total rows the table under sel draws (the
+// first in order: oldest unless said), and offers more when some are left
+// out.
+function renderMore(sel, drawn, total, what, order = "oldest") {
   const p = $(sel);
   p.hidden = drawn >= total;
-  p.querySelector("span").textContent = `the ${drawn} oldest of ${total} ${what}`;
+  p.querySelector("span").textContent = `the ${drawn} ${order} of ${total} ${what}`;
 }
 
 // overviewPage loads and draws the overview's parts.
@@ -286,6 +287,7 @@ document.addEventListener("DOMContentLoaded", () => {
     const sel = part === "keys" ? "#stuck-more" : "#dlq-more";
     $(sel + " button").addEventListener("click", () => { overviewShown[part] += PAGE; refresh(); });
   }
+  $("#key-parked-more button").addEventListener("click", () => { keyParked.shown += PAGE; refresh(); });
   $("#login").addEventListener("submit", (ev) => {
     ev.preventDefault();
     setToken($("#token").value);

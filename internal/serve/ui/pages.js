@@ -101,6 +101,7 @@ function renderKey(d) {
   $("#key-actions").replaceChildren(...keyActions(k));
   $("#key-parked tbody").replaceChildren(...d.parked.map((p) => parkedRow(p, true)));
   $("#key-parked-empty").hidden = d.parked.length > 0;
+  renderMore("#key-parked-more", d.parked.length, d.parked_total, "parked messages", "lowest");
   $("#key-gaps tbody").replaceChildren(...d.gaps.map((g) => el("tr", {},
     el("td", {}, g.from_version === g.to_version ? String(g.from_version) : g.from_version + "–" + g.to_version),
     el("td", {}, g.decided_by), el("td", { class: "reason" }, reasonEl(g.reason)), el("td", {}, timeEl(g.at)))));
@@ -110,10 +111,16 @@ function renderKey(d) {
   $("#key-outcomes-link").href = pageHref("outcomes") + "?object=" + encodeURIComponent(k.partitionkey);
 }
 
+// keyParked is how many parked messages the key page draws, the lowest
+// versions first: a key blocked for a weekend may hold a hundred
+// thousand. It starts at a page for each key.
+let keyParked = { key: null, shown: 100 };
+
 async function keyPage(r) {
+  if (keyParked.key !== r.key) keyParked = { key: r.key, shown: PAGE };
   let d;
   try {
-    d = await api("/v1/admin/keys/" + seg(r.key));
+    d = await api("/v1/admin/keys/" + seg(r.key) + "?parked_limit=" + keyParked.shown);
   } catch (e) {
     if (e instanceof Unauthorized) throw e;
     if (location.hash !== drawing) return;
@@ -123,6 +130,7 @@ async function keyPage(r) {
     $("#key-status").replaceChildren(el("span", { class: "badge" }, "unknown"));
     $("#key-facts").replaceChildren(...fact("not found", "no event of this key was recorded (or retention purged it): " + e.message));
     for (const id of ["#key-actions", "#key-parked tbody", "#key-gaps tbody", "#key-audit tbody"]) $(id).replaceChildren();
+    $("#key-parked-more").hidden = true;
     return;
   }
   renderChanged("key", d, renderKey);

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,5 +60,55 @@ func TestAdminDeadLettersComeAPageAtATime(t *testing.T) {
 	} {
 		body := r.admin(t, "GET", "/v1/admin/dlq?"+bad.query, "", 400)
 		require.Equal(t, bad.field, body["field"], bad.query)
+	}
+}
+
+// GET /v1/admin/keys/{key} answers a page of the key's parked messages,
+// the lowest versions first: ?parked_limit= of them (100 unless set),
+// from after ?parked_after= (the last page's parked_next), with
+// parked_total; bad values are 400s naming the parameter.
+func TestAdminKeyParkedComeAPageAtATime(t *testing.T) {
+	for name, db := range storeURLs(t) {
+		t.Run(name, func(t *testing.T) {
+			r := start(t, Options{DB: db(t)})
+			blockKey(t, r, "K")
+			for v := 3; v <= 6; v++ {
+				r.post(t, ev("K-"+itoa(int64(v)), "K", v, `{"n":1}`))
+			}
+			eventually(t, "five parked behind K", func() bool {
+				return r.admin(t, "GET", "/v1/admin/keys/K", "", 200)["parked_total"] == float64(5)
+			})
+			whole := r.admin(t, "GET", "/v1/admin/keys/K", "", 200)
+			require.Nil(t, whole["parked_next"], "all five fit the default page")
+			var want []any
+			for _, p := range list(t, whole, "parked") {
+				want = append(want, p["id"])
+			}
+			require.Equal(t, []any{"K-2", "K-3", "K-4", "K-5", "K-6"}, want)
+
+			var got []any
+			after := ""
+			for pages := 0; ; pages++ {
+				require.Less(t, pages, 3, "three pages of two hold five")
+				page := r.admin(t, "GET", "/v1/admin/keys/K?parked_limit=2"+after, "", 200)
+				require.EqualValues(t, 5, page["parked_total"])
+				for _, p := range list(t, page, "parked") {
+					got = append(got, p["id"])
+				}
+				next, more := page["parked_next"].(string)
+				if !more {
+					break
+				}
+				after = "&parked_after=" + url.QueryEscape(next)
+			}
+			require.Equal(t, want, got, "the pages, in order, hold every parked message once")
+			for _, bad := range []struct{ query, field string }{
+				{"parked_limit=0", "parked_limit"}, {"parked_limit=10001", "parked_limit"}, {"parked_limit=x", "parked_limit"},
+				{"parked_after=3", "parked_after"}, {"parked_after=x:1", "parked_after"}, {"parked_after=-2:1", "parked_after"},
+				{"parked_after=1:0", "parked_after"},
+			} {
+				require.Equal(t, bad.field, r.admin(t, "GET", "/v1/admin/keys/K?"+bad.query, "", 400)["field"], bad.query)
+			}
+		})
 	}
 }
