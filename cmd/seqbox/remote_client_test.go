@@ -168,8 +168,11 @@ func TestRemoteRefusesAnswersOfAnotherShape(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			gw := fakeGateway(t, map[string]string{c.path: c.body})
 			method, path, _ := strings.Cut(c.path, " ")
-			if c.args[0] == "dlq" && c.args[1] == "list" {
+			switch {
+			case c.args[0] == "dlq" && c.args[1] == "list":
 				path += "?limit=1000" // it reads a page at a time
+			case c.args[0] == "keys" && c.args[1] == "show":
+				path += "?parked_limit=100" // a page of the key's parked messages
 			}
 			line := fails(t, append(c.args, "--server", gw.URL, "--admin-token", serveToken)...)
 			require.Equal(t, "seqbox: "+c.args[0]+" "+c.args[1]+": the answer of "+gw.URL+" to "+method+" "+path+" "+c.want, line)
