@@ -11,7 +11,12 @@ import (
 // Deliver runs one message through the whole pipeline in its own
 // transaction and commits. It is what replay and HTTP ingest use: the
 // caller acknowledges its own copy once Deliver returns without error
-// (unless the first result is Retry). attempt is 1 for a first delivery.
+// (unless the first result is Retry). attempt is the broker's delivery
+// count, 1 for a first delivery: it feeds the redelivery metrics and the
+// logs. The attempts Retry.MaxAttempts counts are the store's (a failed
+// attempt is recorded with the message), so a caller's count cannot
+// spend them: a first delivery passed as attempt 3 still has all its
+// attempts.
 func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]seqboxtype.Result, error) {
 	if err := c.register(ctx, false); err != nil {
 		return nil, err

@@ -250,3 +250,13 @@ func TestRemoteBoundsTheAnswer(t *testing.T) {
 	require.Equal(t, "seqbox: keys list: the answer of "+gw.URL+" to GET /v1/admin/keys is "+strconv.Itoa(size)+" bytes, more than the 32 MiB this client reads: is --server a seqbox serve?",
 		fails(t, "keys", "list", "--server", gw.URL, "--admin-token", serveToken))
 }
+
+// A gateway whose next DLQ page starts where the last one did is refused
+// at once, by name: read page after page, the same answer would never
+// end.
+func TestRemoteRefusesADLQPageThatDoesNotMoveOn(t *testing.T) {
+	t.Parallel()
+	gw := fakeGateway(t, map[string]string{"GET /v1/admin/dlq": `{"consumer":"gateway","dead_letters":[],"next_after":0}`})
+	line := fails(t, "dlq", "list", "--server", gw.URL, "--admin-token", serveToken)
+	require.Equal(t, "seqbox: dlq list: the answer of "+gw.URL+" is not the admin API's: its page after dead letter 0 named 0 as the next page's start", line)
+}
