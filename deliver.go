@@ -12,11 +12,12 @@ import (
 // transaction and commits. It is what replay and HTTP ingest use: the
 // caller acknowledges its own copy once Deliver returns without error
 // (unless the first result is Retry). attempt is the broker's delivery
-// count, 1 for a first delivery: it feeds the redelivery metrics and the
-// logs. The attempts Retry.MaxAttempts counts are the store's (a failed
-// attempt is recorded with the message), so a caller's count cannot
-// spend them: a first delivery passed as attempt 3 still has all its
-// attempts.
+// count, 1 for a first delivery: it is the results' Attempt and the
+// trace's seqbox.attempt, and a message delivered four times
+// Retry.MaxAttempts and failing again is dead-lettered as a crash loop.
+// The failed attempts Retry.MaxAttempts counts are the store's, recorded
+// with the message: a first delivery passed as attempt 3 still has all
+// of them.
 func (c *Consumer) Deliver(ctx context.Context, raw []byte, attempt int) ([]seqboxtype.Result, error) {
 	if err := c.register(ctx, false); err != nil {
 		return nil, err
