@@ -337,6 +337,16 @@ type DeadLetterListParams struct {
 	After int64
 	// Limit is the most rows returned, in Seq order (0: every row).
 	Limit int
+	// Of, when set, keeps one identity's rows (by its index).
+	Of *Identity
+}
+
+// ParkedCollisionListParams are Executor.ParkedCollisionList's.
+type ParkedCollisionListParams struct {
+	// Consumer is the consumer whose collisions are listed.
+	Consumer string
+	// Limit is how many at most (required, above zero).
+	Limit int
 }
 
 // DeadLetterResolveParams are Executor.DeadLetterResolve's.

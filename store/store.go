@@ -224,6 +224,13 @@ type ParkedMessages interface {
 	// ParkedList's order, from after a cursor: a key blocked for a
 	// weekend may have a hundred thousand behind it.
 	ParkedPage(ctx context.Context, p ParkedPageParams) ([]Parked, error)
+	// ParkedCollisionList lists at most Limit of a consumer's collisions
+	// (messages parked for reusing an identity with another payload),
+	// oldest first, through their own index: not every parked message.
+	ParkedCollisionList(ctx context.Context, p ParkedCollisionListParams) ([]Parked, error)
+	// ParkedOfIdentity lists one identity's parked messages, every
+	// reason, oldest first.
+	ParkedOfIdentity(ctx context.Context, p MessageRef) ([]Parked, error)
 	// ParkedListDue lists held messages whose hold deadline is at or
 	// before Now, one per key (the lowest version).
 	ParkedListDue(ctx context.Context, p ParkedListDueParams) ([]Parked, error)

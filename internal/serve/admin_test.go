@@ -188,6 +188,41 @@ func TestAdminCollisionsShowBothPayloads(t *testing.T) {
 	require.Equal(t, "applied", cs[0]["first_outcome"])
 }
 
+// A collision of an identity that is parked (held for a gap) or
+// dead-lettered shows the payload it was first recorded with, read from
+// that identity's own rows (its parked message, its dead letter), on both
+// stores; a held message of another key is no collision.
+func TestAdminCollisionsFindTheFirstPayloadParkedOrDeadLettered(t *testing.T) {
+	for name, db := range storeURLs(t) {
+		t.Run(name, func(t *testing.T) {
+			r := start(t, Options{DB: db(t)})
+			r.post(t, ev("h1", "H", 1, `{"n":1}`))
+			r.post(t, ev("h3", "H", 3, `{"amount":3}`)) // held: v2 is missing
+			r.post(t, ev("d1", "D", 1, `{"fail":"permanent"}`))
+			r.post(t, ev("x3", "X", 3, `{"n":3}`)) // another held message, with a collision of its own key nowhere
+			eventually(t, "h3 held and d1 dead-lettered", func() bool {
+				c := r.admin(t, "GET", "/v1/admin/overview", "", 200)["counts"].(map[string]any)
+				return c["held"] == float64(1) && c["dead_letters"] == float64(1)
+			})
+			r.postWant(t, ev("h3", "H", 3, `{"amount":30}`), http.StatusConflict)
+			r.postWant(t, ev("d1", "D", 1, `{"fail":"no"}`), http.StatusConflict)
+			var cs []map[string]any
+			eventually(t, "two collisions", func() bool {
+				cs = list(t, r.admin(t, "GET", "/v1/admin/collisions", "", 200), "collisions")
+				return len(cs) == 2
+			})
+			byID := map[string]map[string]any{}
+			for _, c := range cs {
+				byID[c["id"].(string)] = c
+			}
+			require.Contains(t, byID["h3"]["first"].(map[string]any)["text"], `{"amount":3}`, "from its held message")
+			require.Contains(t, byID["h3"]["second"].(map[string]any)["text"], `{"amount":30}`)
+			require.Contains(t, byID["d1"]["first"].(map[string]any)["text"], `{"fail":"permanent"}`, "from its dead letter")
+			require.Contains(t, byID["d1"]["second"].(map[string]any)["text"], `{"fail":"no"}`)
+		})
+	}
+}
+
 // The OpenAPI document is valid JSON and lists every admin route.
 func TestOpenAPIListsTheRoutes(t *testing.T) {
 	r := start(t, Options{})

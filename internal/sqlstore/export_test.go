@@ -85,3 +85,9 @@ func InboxListQuery(p store.InboxListParams) (string, []any) { return inboxListQ
 func KeyViewListQuery(p store.KeyViewListParams) (string, []any) {
 	return keyViewListQuery(p.Consumer, "", p.Stuck)
 }
+
+// ParkedCollisionListQuery is ParkedCollisionList's statement (arrays:
+// PostgreSQL's).
+func ParkedCollisionListQuery(arrays bool, p store.ParkedCollisionListParams) (string, []any) {
+	return parkedCollisionListQuery(arrays, p)
+}

@@ -100,3 +100,17 @@ func TestStuckKeysAreFoundWithoutReadingEveryKeyOnPostgres(t *testing.T) {
 	require.Contains(t, text, "seqbox_keys_blocked", text)
 	require.NotContains(t, text, "Seq Scan", text)
 }
+
+// The collisions (the console's overview polls them) are read through
+// their partial index, not through every parked message of the consumer:
+// with 100,000 parked behind a blocked key and no collision, a call took
+// 1.1–1.9 s, then 0.14 s through the key index SQLite chose.
+func TestCollisionsAreReadThroughTheirIndex(t *testing.T) {
+	p := store.ParkedCollisionListParams{Consumer: "c", Limit: 100}
+	text := sqlitePlans(t)(sqlstore.ParkedCollisionListQuery(false, p))
+	require.Contains(t, text, "USING INDEX seqbox_parked_collision_once (consumer=?)", text)
+	require.NotContains(t, text, "seqbox_parked_key", text)
+	text = postgresPlans(t)(sqlstore.ParkedCollisionListQuery(true, p))
+	require.Contains(t, text, "seqbox_parked_collision_once", text)
+	require.NotContains(t, text, "Seq Scan", text)
+}

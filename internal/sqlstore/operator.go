@@ -62,10 +62,15 @@ func (o *Executor) DeadLetterList(ctx context.Context, p store.DeadLetterListPar
 		return nil, fmt.Errorf("dead letters: limit %d, after %d: want 0 or more", p.Limit, p.After)
 	}
 	q := `SELECT ` + dlqColumns + ` FROM seqbox_dlq
-		WHERE consumer = $1 AND ($2 OR state = 'open') AND seq > $3 ORDER BY seq`
+		WHERE consumer = $1 AND ($2 OR state = 'open') AND seq > $3`
 	args := []any{p.Consumer, p.All, p.After}
+	if p.Of != nil {
+		q += ` AND source = $4 AND id = $5`
+		args = append(args, p.Of.Source, p.Of.ID)
+	}
+	q += ` ORDER BY seq`
 	if p.Limit > 0 {
-		q += ` LIMIT $4`
+		q += ` LIMIT $` + strconv.Itoa(len(args)+1)
 		args = append(args, p.Limit)
 	}
 	rows, err := o.query(ctx, q, args...)

@@ -431,6 +431,44 @@ func (t *Executor) ParkedPage(ctx context.Context, p store.ParkedPageParams) ([]
 	return scanParked(rows)
 }
 
+// ParkedCollisionList lists a consumer's collisions through the partial
+// index that keeps each colliding payload once.
+func (t *Executor) ParkedCollisionList(ctx context.Context, p store.ParkedCollisionListParams) ([]store.Parked, error) {
+	if p.Limit <= 0 {
+		return nil, fmt.Errorf("collisions: limit %d: want one or more", p.Limit)
+	}
+	q, args := parkedCollisionListQuery(t.arrays, p)
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanParked(rows)
+}
+
+// parkedCollisionListQuery is ParkedCollisionList's statement: reason =
+// 'collision' written as a literal, as the partial index's condition is.
+// SQLite, without statistics, preferred the key index (every parked
+// message of the consumer) and is told which index to use; PostgreSQL
+// (the store with arrays) has no INDEXED BY.
+func parkedCollisionListQuery(arrays bool, p store.ParkedCollisionListParams) (string, []any) {
+	indexed := " INDEXED BY seqbox_parked_collision_once"
+	if arrays {
+		indexed = ""
+	}
+	return `SELECT ` + parkedColumns + ` FROM seqbox_parked` + indexed + `
+		WHERE consumer = $1 AND reason = 'collision' ORDER BY seq LIMIT $2`, []any{p.Consumer, p.Limit}
+}
+
+// ParkedOfIdentity lists one identity's parked messages, oldest first.
+func (t *Executor) ParkedOfIdentity(ctx context.Context, p store.MessageRef) ([]store.Parked, error) {
+	rows, err := t.query(ctx, `SELECT `+parkedColumns+` FROM seqbox_parked
+		WHERE consumer = $1 AND source = $2 AND id = $3 ORDER BY seq`, p.Consumer, p.Source, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return scanParked(rows)
+}
+
 // ParkedDelete removes one parked row.
 func (t *Executor) ParkedDelete(ctx context.Context, seq int64) error {
 	_, err := t.exec(ctx, `DELETE FROM seqbox_parked WHERE seq = $1`, seq)

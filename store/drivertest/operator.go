@@ -184,6 +184,16 @@ func testOperatorDeadLetters(t *testing.T, st store.Store) {
 	require.Equal(t, []store.DeadLetter{d3}, page, "open rows after d1: d2 is skipped")
 	_, err = o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, Limit: -1})
 	require.Error(t, err, "a negative limit")
+	// One identity's rows, by its index.
+	one, err := o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: true, Of: &store.Identity{Source: "crm", ID: "2"}})
+	require.NoError(t, err)
+	require.Equal(t, []store.DeadLetter{d2}, one)
+	one, err = o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, Of: &store.Identity{Source: "crm", ID: "2"}})
+	require.NoError(t, err)
+	require.Empty(t, one, "its row is resolved")
+	one, err = o.op.DeadLetterList(o.ctx, store.DeadLetterListParams{Consumer: o.consumer, All: true, Of: &store.Identity{Source: "erp", ID: "2"}})
+	require.NoError(t, err)
+	require.Empty(t, one, "another source's id")
 	for _, letter := range all {
 		got, err := o.op.DeadLetterGet(o.ctx, store.DeadLetterRef{Consumer: o.consumer, Seq: letter.Seq})
 		require.NoError(t, err)
@@ -301,6 +311,21 @@ func testOperatorParked(t *testing.T, st store.Store) {
 	require.Len(t, all, 5)
 	require.Equal(t, want, all[:4])
 	require.Equal(t, "other-key", all[4].ID)
+
+	// The consumer's collisions, oldest first; one identity's parked
+	// messages, every reason.
+	cols, err := o.op.ParkedCollisionList(o.ctx, store.ParkedCollisionListParams{Consumer: o.consumer, Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, want[1:2], cols)
+	cols, err = o.op.ParkedCollisionList(o.ctx, store.ParkedCollisionListParams{Consumer: o.consumer + "/other", Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, cols)
+	mine, err := o.op.ParkedOfIdentity(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "crm", ID: "held-2"})
+	require.NoError(t, err)
+	require.Equal(t, want[2:3], mine)
+	mine, err = o.op.ParkedOfIdentity(o.ctx, store.MessageRef{Consumer: o.consumer, Source: "erp", ID: "held-2"})
+	require.NoError(t, err)
+	require.Empty(t, mine)
 
 	// A page at a time, in the same order, from after a cursor.
 	page, err := o.op.ParkedPage(o.ctx, store.ParkedPageParams{Consumer: o.consumer, Key: "k", Limit: 2})
