@@ -473,3 +473,61 @@ func closeOpen(chans ...chan struct{}) {
 		}
 	}
 }
+
+// A message let out of the parked table and stopped to be decided goes
+// back as held for ten heartbeats (decidingHold); a Decide slower than
+// that is let out again by the sweep, which stops it again and waits for
+// the call in flight. Both runs again then go through the key's
+// unparking, which takes the message only if it is still parked: the one
+// that comes second finds it applied and does nothing. Run again as the
+// parked row it once was, it applied a second time.
+func TestSlowDecisionOfAnUnparkedMessageLetOutAgainAppliesOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, closeStore := slowDecideConfig(t, &slowModel{})
+		defer closeStore()
+		a := newAgent()
+		a.fail["v0"] = 1
+		release := make(chan struct{})
+		a.block["v1"] = release
+		defer func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		}()
+		cfg.Decide = a.decide
+		c, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		ctx := context.Background()
+		require.Equal(t, []string{"v0:retry"}, outcomes(mustDeliver(t, c, unversioned("v0", "opp"), 1)))
+		require.Equal(t, []string{"v1:held"}, outcomes(mustDeliver(t, c, unversioned("v1", "opp"), 1)))
+
+		// v0 applies and lets v1 out, whose Decide runs past its hold.
+		done := make(chan []seqboxtype.Result, 1)
+		go func() {
+			results, err := c.Deliver(ctx, unversioned("v0", "opp"), 2)
+			require.NoError(t, err)
+			done <- results
+		}()
+		synctest.Wait()
+		require.Equal(t, []string{"v0", "v0", "v1"}, a.called())
+		time.Sleep(11 * cfg.ClaimHeartbeat)
+		swept := make(chan []seqboxtype.Result, 1)
+		go func() {
+			results, err := c.Sweep(ctx)
+			require.NoError(t, err)
+			swept <- results
+		}()
+		synctest.Wait() // the sweep let v1 out again and waits for its call
+
+		close(release)
+		require.Equal(t, []string{"v0:applied", "v1:applied"}, outcomes(<-done))
+		require.Empty(t, outcomes(<-swept), "v1 applied already")
+		var effects int
+		require.NoError(t, cfg.Store.DB().QueryRow(`SELECT COUNT(*) FROM seqbox_record_effects WHERE consumer = $1 AND id = 'v1'`,
+			cfg.Name).Scan(&effects))
+		require.Equal(t, 1, effects, "v1 applied twice")
+		require.Equal(t, []string{"v0", "v0", "v1"}, a.called())
+	})
+}

@@ -62,3 +62,67 @@ func TestPanicReasonIsOneLine(t *testing.T) {
 		})
 	}
 }
+
+// A copy at another process, of an identity whose first copy is being
+// decided, meets the first one's claim in the transaction that takes its
+// turn (preClaim): it waits for that decision, and the model is asked
+// once. A copy with a business key runs with savepoints, so nothing but
+// that transaction's claim result tells its decider the claim is
+// another's; taken for its own, the copy's decider asked the model again
+// beside the first (on SQLite without a look, on PostgreSQL after a look
+// that found nothing decided yet).
+func TestCopyAtAnotherProcessMeetsTheClaimOfTheOneBeingDecided(t *testing.T) {
+	for kind, open := range map[string]func(*testing.T) *bundle{"sqlite": setup, "postgres": setupPostgres} {
+		t.Run(kind, func(t *testing.T) {
+			b := open(t)
+			a := newAgent()
+			release := make(chan struct{})
+			a.block["x"] = release
+			b.cfg.Decide = a.decide
+			first := b.consumer(t)
+			second := b.consumer(t) // another process: its own decider and claimant
+			ctx := context.Background()
+			msg := withBusinessKey("x", "opp", "refund:1")
+			type delivered struct {
+				results []seqboxtype.Result
+				err     error
+			}
+			deliver := func(c *seqbox.Consumer, attempt int) chan delivered {
+				ch := make(chan delivered, 1)
+				go func() {
+					results, err := c.Deliver(ctx, msg, attempt)
+					ch <- delivered{results, err}
+				}()
+				return ch
+			}
+			firstDone := deliver(first, 1)
+			require.Equal(t, "x", <-a.started)
+			defer func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			}()
+
+			secondDone := deliver(second, 2)
+			select {
+			case got := <-secondDone:
+				require.NoError(t, got.err)
+				require.Equal(t, []string{"x:retry"}, outcomes(got.results), got.results[0].Reason)
+				require.Contains(t, got.results[0].Reason, "in flight elsewhere")
+			case id := <-a.started:
+				t.Fatalf("the model was asked for %s again by another process while the first call ran: %v", id, a.called())
+			}
+
+			close(release)
+			got := <-firstDone
+			require.NoError(t, got.err)
+			require.Equal(t, []string{"x:applied"}, outcomes(got.results))
+			got = <-deliver(second, 3)
+			require.NoError(t, got.err)
+			require.Equal(t, []string{"x:duplicate"}, outcomes(got.results))
+			require.Equal(t, []string{"x"}, a.called())
+		})
+	}
+}
