@@ -86,6 +86,11 @@ func (b *batchTx) ParkedDelete(ctx context.Context, seq int64) error {
 	return b.tx.ParkedDelete(ctx, seq)
 }
 
+// ParkedOfIdentity is store.Executor.ParkedOfIdentity.
+func (b *batchTx) ParkedOfIdentity(ctx context.Context, p store.MessageRef) ([]store.Parked, error) {
+	return b.tx.ParkedOfIdentity(ctx, p)
+}
+
 // ParkedListInLine is store.Executor.ParkedListInLine.
 func (b *batchTx) ParkedListInLine(ctx context.Context, p store.KeyRef) ([]store.Parked, error) {
 	return b.tx.ParkedListInLine(ctx, p)

@@ -337,3 +337,47 @@ func TestRapidFoundParkedTurnHolderBehindALowerVersionGoesFirst(t *testing.T) {
 	require.Equal(t, []string{"v3:applied", "v2:stale"}, outcomes(results))
 	require.Equal(t, []string{"v1", "v3", "v3"}, a.called())
 }
+
+// A turn holder that is itself parked (let out, its call failed, back in
+// the parked table with its turn) and that an operator releases is
+// skipped for good: its parked copy goes with its turn, and it never
+// reaches the agent again. Before, the release recorded it dead-lettered
+// and skipped, then let its own parked copy out with the key's others:
+// it was asked again and applied, under a dead letter that said skipped
+// (helper-36's mutation sweep, m11).
+func TestAReleasedTurnHolderThatIsParkedIsSkippedForGood(t *testing.T) {
+	b := setup(t)
+	a := newAgent()
+	a.fail["v1"], a.fail["v3"] = 1, 1
+	clock := newFoundClock()
+	b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge, b.cfg.HoldTimeout = clock.Now, a.decide, time.Hour, time.Minute
+	c := b.consumer(t)
+	ctx := context.Background()
+	old := clock.Now().Add(-50 * time.Minute)
+	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 1)))
+	require.Equal(t, []string{"v3:held"}, outcomes(mustDeliver(t, c, timed("v3", 3, clock.Now(), ""), 1)))
+	clock.Advance(20 * time.Minute) // v1 is past its deadline; v3 is let out, and its call fails
+	require.Equal(t, []string{"v1:expired", "v3:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 2)))
+
+	results, err := c.ReleaseKey(ctx, "opp", "alice", "v3 is obsolete")
+	require.NoError(t, err)
+	require.Empty(t, outcomes(results), "nothing else was parked behind it")
+	seen, err := b.store.Executor().InboxSeen(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "v3"})
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.DeadLettered, seen.Outcome)
+	parked, err := b.store.Executor().ParkedOfIdentity(ctx, store.MessageRef{Consumer: b.cfg.Name, Source: "crm", ID: "v3"})
+	require.NoError(t, err)
+	require.Empty(t, parked, "its parked copy went with its turn")
+
+	clock.Advance(2 * time.Minute) // past v3's backoff
+	results, err = c.Sweep(ctx)
+	require.NoError(t, err)
+	require.Empty(t, outcomes(results))
+	require.Equal(t, []string{"v1", "v3"}, a.called(), "the skipped v3 is not asked again")
+	letters, err := b.store.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: b.cfg.Name, All: true,
+		Of: &store.Identity{Source: "crm", ID: "v3"}})
+	require.NoError(t, err)
+	require.Len(t, letters, 1)
+	require.Equal(t, seqboxtype.DeadLetterSkipped, letters[0].State)
+	require.Contains(t, string(letters[0].Envelope), `"id":"v3"`, "its envelope had reached the store: the dead letter keeps it")
+}

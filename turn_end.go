@@ -65,17 +65,30 @@ func (p *pipeline) callOpen(ctx context.Context, source, id string) error {
 // back: its row goes, and it is recorded as a dead letter skipped by who
 // for why, with its identity recorded dead-lettered, so that should it
 // come back after all it does not apply after its successors. Its
-// envelope never reached the store (a turn is taken before anything of
-// the message is kept): the dead letter has none.
+// envelope mostly never reached the store (a turn is taken before
+// anything of the message is kept), and the dead letter then has none.
+// A holder that is itself parked (let out, its call failed, parked again
+// with its turn) has: that copy goes with its turn, into the dead letter.
+// Left parked, the key's unparking let it out, and it was asked again and
+// applied under a dead letter that said skipped
+// (TestAReleasedTurnHolderThatIsParkedIsSkippedForGood).
 func (p *pipeline) endTurn(ctx context.Context, tx *batchTx, r store.RetryRow, key, who, why string, now time.Time) error {
 	ref := store.MessageRef{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID}
 	if err := tx.RetryClear(ctx, ref); err != nil {
 		return err
 	}
-	reason := fmt.Sprintf("its key's turn was ended by %s: %s (last seen %s; its envelope never reached the store)",
-		who, why, r.At.Format(time.RFC3339))
+	envelope, err := p.unparkEnded(ctx, tx, ref)
+	if err != nil {
+		return err
+	}
+	kept := "its envelope never reached the store"
+	if len(envelope) > 0 {
+		kept = "it was parked: its envelope is kept here"
+	}
+	reason := fmt.Sprintf("its key's turn was ended by %s: %s (last seen %s; %s)",
+		who, why, r.At.Format(time.RFC3339), kept)
 	seq, err := tx.DeadLetterInsert(ctx, store.DeadLetter{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID, PartitionKey: key,
-		PayloadHash: r.PayloadHash, Envelope: []byte{}, Reason: reason, FirstError: r.Error, LastError: r.Error, DeadAt: now})
+		PayloadHash: r.PayloadHash, Envelope: envelope, Reason: reason, FirstError: r.Error, LastError: r.Error, DeadAt: now})
 	if err != nil {
 		return err
 	}
@@ -99,6 +112,30 @@ func (p *pipeline) endTurn(ctx context.Context, tx *batchTx, r store.RetryRow, k
 	}
 	return tx.AuditInsert(ctx, store.AuditRow{Consumer: p.cfg.Name, Source: r.Source, ID: r.ID, PartitionKey: key,
 		Outcome: seqboxtype.DeadLettered, Reason: reason, NextAction: "none: its successors go on; the dead letter is resolved as skipped", At: now})
+}
+
+// unparkEnded removes the parked copies of a message whose turn ends (a
+// holder parked again after its call failed), collisions aside (another
+// payload's, kept for the operator), and returns the first one's
+// envelope (empty when none was parked).
+func (p *pipeline) unparkEnded(ctx context.Context, tx *batchTx, ref store.MessageRef) ([]byte, error) {
+	parked, err := tx.ParkedOfIdentity(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	envelope := []byte{}
+	for _, m := range parked {
+		if m.Reason == seqboxtype.ParkCollision {
+			continue
+		}
+		if len(envelope) == 0 {
+			envelope = m.Envelope
+		}
+		if err := tx.ParkedDelete(ctx, m.Seq); err != nil {
+			return nil, err
+		}
+	}
+	return envelope, nil
 }
 
 // staleTurnsPerSweep bounds the turns one sweep ends.
