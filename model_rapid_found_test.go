@@ -311,14 +311,12 @@ func sweepEvery(t *testing.T, c *seqbox.Consumer, clock *testclock.Clock, every 
 	}
 }
 
-// Found by the state-machine test once it drew a business deadline and
-// delivered copies directly (seed 5319360192409456554). A message that
-// holds its key's turn went back to the parked table (it was let out, and
-// its call failed transiently) behind a lower version that arrived after
-// it took the turn. The parked line is in version order, so the sweep
-// waited for the lower version, which waited for the turn: the key never
-// moved again. The turn's holder now goes first.
-func TestRapidFoundParkedTurnHolderBehindALowerVersionGoesFirst(t *testing.T) {
+// parkedTurnHolder brings key opp to a turn holder that is itself parked:
+// v1 fails once and expires past its deadline, v3, held behind it, is let
+// out, its call fails, and it goes back to the parked table with the
+// key's turn.
+func parkedTurnHolder(t *testing.T) (*bundle, *agent, *testclock.Clock, *seqbox.Consumer) {
+	t.Helper()
 	b := setup(t)
 	a := newAgent()
 	a.fail["v1"], a.fail["v3"] = 1, 1
@@ -330,6 +328,18 @@ func TestRapidFoundParkedTurnHolderBehindALowerVersionGoesFirst(t *testing.T) {
 	require.Equal(t, []string{"v3:held"}, outcomes(mustDeliver(t, c, timed("v3", 3, clock.Now(), ""), 1)))
 	clock.Advance(20 * time.Minute) // v1 is past its deadline; v3 is let out, and its call fails
 	require.Equal(t, []string{"v1:expired", "v3:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 2)))
+	return b, a, clock, c
+}
+
+// Found by the state-machine test once it drew a business deadline and
+// delivered copies directly (seed 5319360192409456554). A message that
+// holds its key's turn went back to the parked table (it was let out, and
+// its call failed transiently) behind a lower version that arrived after
+// it took the turn. The parked line is in version order, so the sweep
+// waited for the lower version, which waited for the turn: the key never
+// moved again. The turn's holder now goes first.
+func TestRapidFoundParkedTurnHolderBehindALowerVersionGoesFirst(t *testing.T) {
+	_, a, clock, c := parkedTurnHolder(t)
 	require.Equal(t, []string{"v2:held"}, outcomes(mustDeliver(t, c, timed("v2", 2, clock.Now(), ""), 1)))
 	clock.Advance(2 * time.Minute) // past v3's backoff and v2's hold
 	results, err := c.Sweep(context.Background())
@@ -346,18 +356,8 @@ func TestRapidFoundParkedTurnHolderBehindALowerVersionGoesFirst(t *testing.T) {
 // it was asked again and applied, under a dead letter that said skipped
 // (helper-36's mutation sweep, m11).
 func TestAReleasedTurnHolderThatIsParkedIsSkippedForGood(t *testing.T) {
-	b := setup(t)
-	a := newAgent()
-	a.fail["v1"], a.fail["v3"] = 1, 1
-	clock := newFoundClock()
-	b.cfg.Now, b.cfg.Decide, b.cfg.MaxAge, b.cfg.HoldTimeout = clock.Now, a.decide, time.Hour, time.Minute
-	c := b.consumer(t)
+	b, a, clock, c := parkedTurnHolder(t)
 	ctx := context.Background()
-	old := clock.Now().Add(-50 * time.Minute)
-	require.Equal(t, []string{"v1:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 1)))
-	require.Equal(t, []string{"v3:held"}, outcomes(mustDeliver(t, c, timed("v3", 3, clock.Now(), ""), 1)))
-	clock.Advance(20 * time.Minute) // v1 is past its deadline; v3 is let out, and its call fails
-	require.Equal(t, []string{"v1:expired", "v3:retry"}, outcomes(mustDeliver(t, c, timed("v1", 1, old, ""), 2)))
 
 	results, err := c.ReleaseKey(ctx, "opp", "alice", "v3 is obsolete")
 	require.NoError(t, err)
