@@ -531,3 +531,45 @@ func TestSlowDecisionOfAnUnparkedMessageLetOutAgainAppliesOnce(t *testing.T) {
 		require.Equal(t, []string{"v0", "v0", "v1"}, a.called())
 	})
 }
+
+// A message let out of the parked table and stopped to be decided goes
+// back to the parked table held until its decision's hold ends (ten
+// heartbeats), with why: the sweep lets it out again only then. Kept
+// with the hold it had (run out, or none), the next sweep let it out
+// again at once while it was being decided; only the randomized
+// state-machine test caught that (helper-36's mutant m23, keepTurn
+// without its rehold).
+func TestAMessageLetOutToBeDecidedIsHeldUntilItsDecisionsHoldEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, closeStore := slowDecideConfig(t, &slowModel{})
+		defer closeStore()
+		a := newAgent()
+		a.fail["v0"] = 1
+		release := make(chan struct{})
+		a.block["v1"] = release
+		cfg.Decide = a.decide
+		c, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		ctx := context.Background()
+		require.Equal(t, []string{"v0:retry"}, outcomes(mustDeliver(t, c, unversioned("v0", "opp"), 1)))
+		require.Equal(t, []string{"v1:held"}, outcomes(mustDeliver(t, c, unversioned("v1", "opp"), 1)))
+
+		done := make(chan []seqboxtype.Result, 1)
+		go func() {
+			results, err := c.Deliver(ctx, unversioned("v0", "opp"), 2)
+			require.NoError(t, err)
+			done <- results
+		}()
+		synctest.Wait() // v0 applied and let v1 out; v1's Decide waits
+		require.Equal(t, []string{"v0", "v0", "v1"}, a.called())
+		parked, err := cfg.Store.Executor().ParkedOfIdentity(ctx, store.MessageRef{Consumer: cfg.Name, Source: "crm", ID: "v1"})
+		require.NoError(t, err)
+		require.Len(t, parked, 1)
+		require.Equal(t, time.Now().Add(10*cfg.ClaimHeartbeat).UnixMicro(), parked[0].HoldUntil.UnixMicro(),
+			"held until its decision's hold ends")
+		require.NotEmpty(t, parked[0].Detail)
+
+		close(release)
+		require.Equal(t, []string{"v0:applied", "v1:applied"}, outcomes(<-done))
+	})
+}
