@@ -102,7 +102,7 @@ func TestTheInboxTileSaysHowOldItsCountIs(t *testing.T) {
 // a hundred thousand, and the page drew them all.
 func TestTheKeyPageDrawsAHundredParkedMessagesAtATime(t *testing.T) {
 	r := start(t, Options{})
-	blockKey(t, r, "K")
+	seq := blockKey(t, r, "K")
 	const n = 105
 	for v := 3; v <= n+1; v++ {
 		r.post(t, ev(fmt.Sprintf("K-%d", v), "K", v, `{"n":1}`))
@@ -122,4 +122,12 @@ func TestTheKeyPageDrawsAHundredParkedMessagesAtATime(t *testing.T) {
 	eventually(t, "every parked message", func() bool { return rows() == n })
 	b.do("nothing more offered", chromedp.WaitNotVisible(chromedp.CSS(`#key-parked-more`)))
 	require.Equal(t, "2", eval[string](b, `document.querySelector("#key-parked tbody tr").dataset.version`), "the lowest version first")
+
+	// The dead letter's page draws the first 100 of its successors and
+	// says where the rest are.
+	b.do("open its dead letter's page", chromedp.Navigate(r.url+"/ui/#/dlq/"+itoa(seq)))
+	onPage(b, "deadletter")
+	b.do("the rest named", chromedp.WaitVisible(chromedp.CSS(`#dl-parked-more`)))
+	require.Equal(t, 100, eval[int](b, `document.querySelectorAll("#dl-parked tbody tr").length`))
+	require.Equal(t, "the 100 lowest of 105 parked on its key; all of them on K", b.text(`#dl-parked-more`))
 }

@@ -151,6 +151,7 @@ function envelopeParts(p) {
 // number with no dead letter), and no action is offered on it.
 function clearDeadLetter() {
   for (const id of ["#dl-crumb", "#dl-seq", "#dl-bytes", "#dl-raw-text"]) $(id).textContent = "";
+  $("#dl-parked-more").hidden = true;
   for (const id of ["#dl-state", "#dl-facts", "#dl-actions", "#dl-errors", "#dl-history", "#dl-data", "#dl-attributes tbody", "#dl-parked tbody"]) {
     $(id).replaceChildren();
   }
@@ -200,6 +201,10 @@ function renderDeadLetter({ d, key }) {
   const parked = key ? key.parked.filter((p) => !(p.source === d.source && p.id === d.id)) : [];
   $("#dl-parked tbody").replaceChildren(...parked.map((p) => parkedRow(p, false)));
   $("#dl-parked-empty").hidden = parked.length > 0;
+  // The key's page holds the rest: its first page is what was read here.
+  const more = key && key.parked_next != null;
+  $("#dl-parked-more").hidden = !more;
+  $("#dl-parked-more").replaceChildren(...(more ? [`the ${key.parked.length} lowest of ${key.parked_total} parked on its key; all of them on `, keyEl(d.partitionkey)] : []));
 }
 
 async function deadLetterPage(r) {
