@@ -18,15 +18,10 @@ import (
 
 func TestCollisionsListsEveryParkedCollision(t *testing.T) {
 	// A library consumer's database, through replay.
-	dir := t.TempDir()
-	db := filepath.Join(dir, "c.db")
-	file := filepath.Join(dir, "c.jsonl")
-	require.NoError(t, os.WriteFile(file, []byte(strings.Join([]string{
+	db := replayed(t,
 		`{"specversion":"1.0","id":"evt-482","source":"crm","type":"task","data":{"qty":10}}`,
 		`{"specversion":"1.0","id":"evt-482","source":"crm","type":"task","data":{"qty":12}}`,
-		`{"specversion":"1.0","id":"k1","source":"crm","type":"task","partitionkey":"K","objectversion":1}`,
-	}, "\n")+"\n"), 0o644))
-	ok(t, "replay", "--db", db, file)
+		`{"specversion":"1.0","id":"k1","source":"crm","type":"task","partitionkey":"K","objectversion":1}`)
 	out := ok(t, "collisions", "--db", db)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2, out)
@@ -56,4 +51,34 @@ func TestCollisionsListsEveryParkedCollision(t *testing.T) {
 			"seqbox %s", strings.Join(args, " "))
 	}
 	require.Regexp(t, ` erp +o-1 +- +applied +data\.qty *\n$`, ok(t, "collisions", "--db", gdb))
+}
+
+// collisions --limit N lists the oldest N and says on stderr when more
+// are parked, on the database and through the admin API alike.
+func TestCollisionsSayWhenMoreAreParked(t *testing.T) {
+	db := replayed(t,
+		`{"specversion":"1.0","id":"a","source":"crm","type":"task","data":{"qty":1}}`,
+		`{"specversion":"1.0","id":"a","source":"crm","type":"task","data":{"qty":2}}`,
+		`{"specversion":"1.0","id":"b","source":"crm","type":"task","data":{"qty":1}}`,
+		`{"specversion":"1.0","id":"b","source":"crm","type":"task","data":{"qty":2}}`)
+	r := exe(t, "", "collisions", "--limit", "1", "--db", db)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "seqbox: collisions: the 1 oldest shown; more are parked (raise --limit)\n", r.stderr)
+	require.Equal(t, 2, strings.Count(r.stdout, "\n"), r.stdout)
+	require.Contains(t, r.stdout, " a ")
+	r = exe(t, "", "collisions", "--db", db)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr, "all shown")
+	require.Contains(t, fails(t, "collisions", "--limit", "0", "--db", db), "--limit 0: want 1 to 10000")
+}
+
+// replayed replays lines (CloudEvents JSON, one a line) into a new SQLite
+// database and returns its path.
+func replayed(t *testing.T, lines ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	db, file := filepath.Join(dir, "c.db"), filepath.Join(dir, "c.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	ok(t, "replay", "--db", db, file)
+	return db
 }

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 func collisionsCmd() *cobra.Command {
 	var f opFlags
+	var limit int
 	c := &cobra.Command{
 		Use:   "collisions",
 		Short: "List the identities that came again with another payload, parked for investigation",
@@ -26,20 +29,33 @@ differ. --output json prints both payloads side by side and the fields'
 values, as GET /v1/admin/collisions answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > serve.MaxCollisions {
+				return fmt.Errorf("collisions: --limit %d: want 1 to %d", limit, serve.MaxCollisions)
+			}
 			if f.server != "" {
-				return f.remote(cmd, func(c *adminClient) error { return c.listCollisions(f.out) })
+				return f.remote(cmd, func(c *adminClient) error { return c.listCollisions(limit, f.out) })
 			}
 			return f.inspect(cmd.Context(), func(s *session) error {
-				cs, err := serve.Collisions(cmd.Context(), s.store.Executor(), s.reg.Consumer)
+				cs, more, err := serve.Collisions(cmd.Context(), s.store.Executor(), s.reg.Consumer, limit)
 				if err != nil {
 					return err
 				}
-				return writeCollisions(cmd.OutOrStdout(), cs, f.out)
+				return writeCollisionsNoting(cmd, cs, more, f.out)
 			})
 		},
 	}
 	f.register(c, true)
+	c.Flags().IntVar(&limit, "limit", serve.MaxCollisions, fmt.Sprintf("list the oldest N collisions (1 to %d); stderr says when more are parked", serve.MaxCollisions))
 	return c
+}
+
+// writeCollisionsNoting prints collisions, and says on stderr when more
+// are parked than were listed.
+func writeCollisionsNoting(cmd *cobra.Command, cs []serve.Collision, more bool, out ops.Format) error {
+	if more {
+		fmt.Fprintf(cmd.ErrOrStderr(), "seqbox: collisions: the %d oldest shown; more are parked (raise --limit)\n", len(cs))
+	}
+	return writeCollisions(cmd.OutOrStdout(), cs, out)
 }
 
 // writeCollisions prints collisions: a table, or the admin API's views.
@@ -64,16 +80,17 @@ func writeCollisions(w io.Writer, cs []serve.Collision, out ops.Format) error {
 }
 
 // listCollisions is collisions --server.
-func (c *adminClient) listCollisions(out ops.Format) error {
+func (c *adminClient) listCollisions(limit int, out ops.Format) error {
 	var res struct {
 		Consumer   string            `json:"consumer"`
 		Collisions []serve.Collision `json:"collisions"`
+		More       bool              `json:"more"`
 	}
-	if err := c.call(http.MethodGet, "/v1/admin/collisions", "", nil, &res, readTimeout, "collisions"); err != nil {
+	if err := c.call(http.MethodGet, "/v1/admin/collisions?limit="+strconv.Itoa(limit), "", nil, &res, readTimeout, "collisions"); err != nil {
 		return err
 	}
 	if res.Consumer == "" {
 		return c.unreadable(errors.New("its list of collisions names no consumer"))
 	}
-	return writeCollisions(c.cmd.OutOrStdout(), res.Collisions, out)
+	return writeCollisionsNoting(c.cmd, res.Collisions, res.More, out)
 }

@@ -346,15 +346,21 @@ func (s *Server) showDLQ(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, DeadLetterViewOf(letter, true))
 }
 
-// collisions is GET /v1/admin/collisions: every parked collision with
-// both payloads side by side.
+// collisions is GET /v1/admin/collisions: the oldest ?limit= parked
+// collisions (every one up to MaxCollisions unless set), with both
+// payloads side by side, and more when others are parked.
 func (s *Server) collisions(w http.ResponseWriter, r *http.Request) {
-	out, err := Collisions(r.Context(), s.store.Executor(), s.opt.Consumer)
+	limit, bad := queryLimit(r.URL.Query(), MaxCollisions, MaxCollisions)
+	if bad != "" {
+		badQuery(w, r, "limit", bad)
+		return
+	}
+	out, more, err := Collisions(r.Context(), s.store.Executor(), s.opt.Consumer, limit)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "collisions": out})
+	writeJSON(w, http.StatusOK, map[string]any{"consumer": s.opt.Consumer, "collisions": out, "more": more})
 }
 
 // identity reads what the inbox, the decisions and the gateway hold for

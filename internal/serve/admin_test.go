@@ -223,6 +223,30 @@ func TestAdminCollisionsFindTheFirstPayloadParkedOrDeadLettered(t *testing.T) {
 	}
 }
 
+// GET /v1/admin/collisions lists the oldest ?limit= collisions and says
+// when more are parked; a bad limit is a 400 naming it.
+func TestAdminCollisionsSayWhenMoreAreParked(t *testing.T) {
+	r := start(t, Options{})
+	for i, id := range []string{"c1", "c2"} {
+		r.post(t, ev(id, "", 0, `{"amount":10}`))
+		eventually(t, id+" applied", func() bool { return r.effects(t) == int64(i+1) })
+		r.postWant(t, ev(id, "", 0, `{"amount":99}`), http.StatusConflict)
+	}
+	eventually(t, "two collisions", func() bool {
+		return len(list(t, r.admin(t, "GET", "/v1/admin/collisions", "", 200), "collisions")) == 2
+	})
+	all := r.admin(t, "GET", "/v1/admin/collisions", "", 200)
+	require.Equal(t, false, all["more"])
+	one := r.admin(t, "GET", "/v1/admin/collisions?limit=1", "", 200)
+	require.Equal(t, true, one["more"])
+	cs := list(t, one, "collisions")
+	require.Len(t, cs, 1)
+	require.Equal(t, "c1", cs[0]["id"], "the oldest")
+	for _, bad := range []string{"0", "10001", "x"} {
+		require.Equal(t, "limit", r.admin(t, "GET", "/v1/admin/collisions?limit="+bad, "", 400)["field"], bad)
+	}
+}
+
 // The OpenAPI document is valid JSON and lists every admin route.
 func TestOpenAPIListsTheRoutes(t *testing.T) {
 	r := start(t, Options{})

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
@@ -33,17 +34,24 @@ type Collision struct {
 const MaxCollisions = 10000
 
 // Collisions reads consumer's parked collisions from ex (the oldest
-// MaxCollisions), each with the payload its identity was first recorded
+// limit, at most MaxCollisions; more says whether others are parked), each with the payload its identity was first recorded
 // with (when something still holds it) and the fields that differ: the
 // admin API's and seqbox collisions' one reading. It reads the
 // collisions and, for each, its identity's rows, never every parked
 // message or dead letter: the console polls it, and with 100,000
 // messages parked behind a blocked key and no collision it took 1.1–1.9
 // s a call.
-func Collisions(ctx context.Context, ex store.Executor, consumer string) ([]Collision, error) {
-	parked, err := ex.ParkedCollisionList(ctx, store.ParkedCollisionListParams{Consumer: consumer, Limit: MaxCollisions})
+func Collisions(ctx context.Context, ex store.Executor, consumer string, limit int) (cs []Collision, more bool, err error) {
+	if limit < 1 || limit > MaxCollisions {
+		return nil, false, fmt.Errorf("collisions: limit %d: want 1 to %d", limit, MaxCollisions)
+	}
+	// One more than asked says whether more are parked.
+	parked, err := ex.ParkedCollisionList(ctx, store.ParkedCollisionListParams{Consumer: consumer, Limit: limit + 1})
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if len(parked) > limit {
+		parked, more = parked[:limit], true
 	}
 	out := []Collision{}
 	for _, p := range parked {
@@ -51,7 +59,7 @@ func Collisions(ctx context.Context, ex store.Executor, consumer string) ([]Coll
 			Second: payload(p.Envelope), SecondHash: p.PayloadHash}
 		first, outcome, err := firstPayload(ctx, ex, consumer, p)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if first != nil {
 			fp := payload(first)
@@ -63,7 +71,7 @@ func Collisions(ctx context.Context, ex store.Executor, consumer string) ([]Coll
 		c.FirstOutcome = outcome
 		out = append(out, c)
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // firstPayload finds the payload an identity was first recorded with:

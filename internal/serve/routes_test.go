@@ -94,7 +94,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 		"post /v1/admin/dlq/{seq}/skip":                  action,
 		"get /v1/admin/inbox":                            with(adminGet, "400"),
 		"get /v1/admin/inbox/{source}/{id}":              with(adminGet, "404"),
-		"get /v1/admin/collisions":                       adminGet,
+		"get /v1/admin/collisions":                       with(adminGet, "400"),
 		"get /v1/admin/audit":                            with(adminGet, "400"),
 		"get /v1/admin/retention":                        adminGet,
 		"get /v1/admin/requests/{seq}":                   with(adminGet, "400", "404"),
