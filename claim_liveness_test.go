@@ -483,35 +483,16 @@ func closeOpen(chans ...chan struct{}) {
 // parked row it once was, it applied a second time.
 func TestSlowDecisionOfAnUnparkedMessageLetOutAgainAppliesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, closeStore := slowDecideConfig(t, &slowModel{})
-		defer closeStore()
-		a := newAgent()
-		a.fail["v0"] = 1
-		release := make(chan struct{})
-		a.block["v1"] = release
+		u := unparkedAndDeciding(t)
+		defer u.closeStore()
 		defer func() {
 			select {
-			case <-release:
+			case <-u.release:
 			default:
-				close(release)
+				close(u.release)
 			}
 		}()
-		cfg.Decide = a.decide
-		c, err := seqbox.NewConsumer(cfg)
-		require.NoError(t, err)
-		ctx := context.Background()
-		require.Equal(t, []string{"v0:retry"}, outcomes(mustDeliver(t, c, unversioned("v0", "opp"), 1)))
-		require.Equal(t, []string{"v1:held"}, outcomes(mustDeliver(t, c, unversioned("v1", "opp"), 1)))
-
-		// v0 applies and lets v1 out, whose Decide runs past its hold.
-		done := make(chan []seqboxtype.Result, 1)
-		go func() {
-			results, err := c.Deliver(ctx, unversioned("v0", "opp"), 2)
-			require.NoError(t, err)
-			done <- results
-		}()
-		synctest.Wait()
-		require.Equal(t, []string{"v0", "v0", "v1"}, a.called())
+		cfg, c, a, release, done, ctx := u.cfg, u.c, u.a, u.release, u.done, context.Background()
 		time.Sleep(11 * cfg.ClaimHeartbeat)
 		swept := make(chan []seqboxtype.Result, 1)
 		go func() {
@@ -545,27 +526,9 @@ func TestSlowDecisionOfAnUnparkedMessageLetOutAgainAppliesOnce(t *testing.T) {
 // without its rehold).
 func TestAMessageLetOutToBeDecidedIsHeldUntilItsDecisionsHoldEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg, closeStore := slowDecideConfig(t, &slowModel{})
-		defer closeStore()
-		a := newAgent()
-		a.fail["v0"] = 1
-		release := make(chan struct{})
-		a.block["v1"] = release
-		cfg.Decide = a.decide
-		c, err := seqbox.NewConsumer(cfg)
-		require.NoError(t, err)
-		ctx := context.Background()
-		require.Equal(t, []string{"v0:retry"}, outcomes(mustDeliver(t, c, unversioned("v0", "opp"), 1)))
-		require.Equal(t, []string{"v1:held"}, outcomes(mustDeliver(t, c, unversioned("v1", "opp"), 1)))
-
-		done := make(chan []seqboxtype.Result, 1)
-		go func() {
-			results, err := c.Deliver(ctx, unversioned("v0", "opp"), 2)
-			require.NoError(t, err)
-			done <- results
-		}()
-		synctest.Wait() // v0 applied and let v1 out; v1's Decide waits
-		require.Equal(t, []string{"v0", "v0", "v1"}, a.called())
+		u := unparkedAndDeciding(t)
+		defer u.closeStore()
+		cfg, release, done, ctx := u.cfg, u.release, u.done, context.Background()
 		parked, err := cfg.Store.Executor().ParkedOfIdentity(ctx, store.MessageRef{Consumer: cfg.Name, Source: "crm", ID: "v1"})
 		require.NoError(t, err)
 		require.Len(t, parked, 1)
@@ -576,4 +539,40 @@ func TestAMessageLetOutToBeDecidedIsHeldUntilItsDecisionsHoldEnds(t *testing.T) 
 		close(release)
 		require.Equal(t, []string{"v0:applied", "v1:applied"}, outcomes(<-done))
 	})
+}
+
+// unparked is a key (opp) whose v1 was let out of the parked table and is
+// being decided: v0 failed once, v1 was held behind it, and v0's
+// redelivery (its results come on done) applied it and let v1 out, whose
+// Decide waits for release.
+type unparked struct {
+	cfg        seqbox.Config
+	c          *seqbox.Consumer
+	a          *agent
+	release    chan struct{}
+	done       chan []seqboxtype.Result
+	closeStore func()
+}
+
+// unparkedAndDeciding sets up unparked; call it in a synctest bubble.
+func unparkedAndDeciding(t *testing.T) *unparked {
+	t.Helper()
+	cfg, closeStore := slowDecideConfig(t, &slowModel{})
+	u := &unparked{cfg: cfg, a: newAgent(), release: make(chan struct{}), done: make(chan []seqboxtype.Result, 1), closeStore: closeStore}
+	u.a.fail["v0"] = 1
+	u.a.block["v1"] = u.release
+	u.cfg.Decide = u.a.decide
+	c, err := seqbox.NewConsumer(u.cfg)
+	require.NoError(t, err)
+	u.c = c
+	require.Equal(t, []string{"v0:retry"}, outcomes(mustDeliver(t, c, unversioned("v0", "opp"), 1)))
+	require.Equal(t, []string{"v1:held"}, outcomes(mustDeliver(t, c, unversioned("v1", "opp"), 1)))
+	go func() {
+		results, err := c.Deliver(context.Background(), unversioned("v0", "opp"), 2)
+		require.NoError(t, err)
+		u.done <- results
+	}()
+	synctest.Wait() // v0 applied and let v1 out; v1's Decide waits
+	require.Equal(t, []string{"v0", "v0", "v1"}, u.a.called())
+	return u
 }
