@@ -24,6 +24,7 @@ func TestBenchAgent(t *testing.T) {
 				m := kv(t, out, "agent: ")
 				require.Equal(t, store, m["store"])
 				require.Equal(t, target, m["target"])
+				require.Equal(t, map[string]string{"serve": "1", "library": "-"}[target], m["post_batch"])
 				for _, k := range []string{"events_per_s", "ideal_per_s", "efficiency", "core_per_s", "ratio_vs_core", "chain_p50_ms", "chain_p99_ms"} {
 					require.Regexp(t, regexp.MustCompile(`^`+num+`$`), m[k], k)
 				}
@@ -33,11 +34,18 @@ func TestBenchAgent(t *testing.T) {
 			})
 		}
 	}
+	// --post-batch N posts serve's events in CloudEvents batches of N
+	// (6 keys: batches of 4 and 2 each round), and the check still holds.
+	out := ok(t, "bench", "agent", "--db", newDB(t), "--target", "serve", "--keys", "6", "--versions", "3",
+		"--concurrency", "4", "--chain", "3", "--core-messages", "100", "--post-batch", "4")
+	m := kv(t, out, "agent: ")
+	require.Equal(t, "4", m["post_batch"])
+	require.Equal(t, "ok(21_events_once_in_order)", m["check"])
 	// --timeline adds where the run's time went: the first answers, and
 	// a step per later version.
-	out := ok(t, "bench", "agent", "--db", newDB(t), "--target", "library", "--keys", "4", "--versions", "3",
+	out = ok(t, "bench", "agent", "--db", newDB(t), "--target", "library", "--keys", "4", "--versions", "3",
 		"--latency", "5ms", "--concurrency", "4", "--chain", "2", "--core-messages", "100", "--timeline")
-	m := kv(t, out, "agent timeline: ")
+	m = kv(t, out, "agent timeline: ")
 	for _, k := range []string{"first_p50_ms", "first_max_ms", "tail_ms"} {
 		require.Regexp(t, regexp.MustCompile(`^`+num+`$`), m[k], k)
 	}
@@ -65,6 +73,9 @@ func TestBenchAgent(t *testing.T) {
 		{[]string{"--statements", "-1"}, "seqbox: bench agent: --statements -1: must not be negative"},
 		{[]string{"--statements", "2", "--db", "postgres://nowhere/x"}, "seqbox: bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)"},
 		{[]string{"--keys", "0"}, "seqbox: bench agent: --keys 0: must be at least 1"},
+		{[]string{"--post-batch", "0"}, "seqbox: bench agent: --post-batch 0: must be at least 1"},
+		{[]string{"--post-batch", "3", "--target", "library"}, "seqbox: bench agent: --post-batch 3: --target serve only (the library publishes a round's events in one batch)"},
+		{[]string{"--post-batch", "1001"}, "seqbox: bench agent: --post-batch 1001: at most 1000, seqbox serve's --max-batch"},
 		{[]string{"--target", "nope"}, `seqbox: bench agent: --target "nope": want serve or library`},
 		{[]string{"--latency", "-1s"}, "seqbox: bench agent: --latency -1s: must not be negative"},
 	} {

@@ -41,6 +41,11 @@ type AgentOptions struct {
 	// Concurrency is the agent calls in flight at most
 	// (seqbox serve --agent-concurrency, Config.DecideConcurrency).
 	Concurrency int
+	// PostBatch is the events of one POST to seqbox serve (target
+	// serve): 1 (or 0) posts each event alone as a structured CloudEvent,
+	// more posts them in CloudEvents batch mode, that many a request
+	// (the library's target publishes a round's events in one batch).
+	PostBatch int
 	// Chain is the events of the one-key chain measured with an instant
 	// agent (chain_p50_ms, chain_p99_ms).
 	Chain int
@@ -118,9 +123,14 @@ func (r AgentResult) Line(o AgentOptions, store string) string {
 	if i := o.Ideal(); i > 0 {
 		ideal, eff = fmt.Sprintf("%.0f", i), fmt.Sprintf("%.2f", r.EventsPerS()/i)
 	}
-	return fmt.Sprintf("agent: store=%s target=%s keys=%d versions=%d latency_ms=%d concurrency=%d events_per_s=%.0f ideal_per_s=%s "+
+	// The events of a POST: the library's target posts nothing.
+	post := "-"
+	if o.Target == "serve" {
+		post = strconv.Itoa(max(o.PostBatch, 1))
+	}
+	return fmt.Sprintf("agent: store=%s target=%s keys=%d versions=%d latency_ms=%d concurrency=%d post_batch=%s events_per_s=%.0f ideal_per_s=%s "+
 		"efficiency=%s core_per_s=%.0f ratio_vs_core=%.3f chain_p50_ms=%.1f chain_p99_ms=%.1f busy_errors=%d attempts_on_contention=%d check=%s",
-		store, o.Target, o.Keys, o.Versions, o.Latency.Milliseconds(), o.Concurrency, r.EventsPerS(), ideal, eff,
+		store, o.Target, o.Keys, o.Versions, o.Latency.Milliseconds(), o.Concurrency, post, r.EventsPerS(), ideal, eff,
 		r.CorePerS, r.EventsPerS()/r.CorePerS, msOf(r.ChainP50), msOf(r.ChainP99), r.BusyErrors, r.AttemptsOnContention, r.Checked)
 }
 
@@ -488,7 +498,7 @@ func startServe(ctx context.Context, o AgentOptions, agentURL string, watch *con
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	return &target{
 		send: func(ctx context.Context, bodies [][]byte) error {
-			return postAll(ctx, client, base, bodies)
+			return postAll(ctx, client, base, postBodies(bodies, o.PostBatch))
 		},
 		waitApplied: func(ctx context.Context, n int) error {
 			// From the server's memory, not the database: a count every
@@ -499,9 +509,33 @@ func startServe(ctx context.Context, o AgentOptions, agentURL string, watch *con
 	}, nil
 }
 
-// postAll posts each body as a structured event, 32 at a time; every
-// answer must be 202.
-func postAll(ctx context.Context, client *http.Client, base string, bodies [][]byte) error {
+// postBody is one POST to /v1/events: its body and Content-Type.
+type postBody struct {
+	body        []byte
+	contentType string
+}
+
+// postBodies makes the POSTs of events: each event alone as a structured
+// CloudEvent when batch is at most 1, else JSON arrays of up to batch
+// events in CloudEvents batch mode, in the events' order.
+func postBodies(events [][]byte, batch int) []postBody {
+	if batch <= 1 {
+		posts := make([]postBody, len(events))
+		for i, e := range events {
+			posts[i] = postBody{e, "application/cloudevents+json"}
+		}
+		return posts
+	}
+	var posts []postBody
+	for chunk := range slices.Chunk(events, batch) {
+		b := append([]byte{'['}, bytes.Join(chunk, []byte{','})...)
+		posts = append(posts, postBody{append(b, ']'), "application/cloudevents-batch+json"})
+	}
+	return posts
+}
+
+// postAll sends each POST, 32 at a time; every answer must be 202.
+func postAll(ctx context.Context, client *http.Client, base string, bodies []postBody) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(bodies))
 	sem := make(chan struct{}, 32)
@@ -509,12 +543,12 @@ func postAll(ctx context.Context, client *http.Client, base string, bodies [][]b
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/events", bytes.NewReader(b))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/events", bytes.NewReader(b.body))
 			if err != nil {
 				errs <- err
 				return
 			}
-			req.Header.Set("Content-Type", "application/cloudevents+json")
+			req.Header.Set("Content-Type", b.contentType)
 			resp, err := client.Do(req)
 			if err != nil {
 				errs <- err

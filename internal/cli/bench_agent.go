@@ -7,6 +7,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/bench"
 	"github.com/seqbox/seqbox/internal/pgdb"
+	"github.com/seqbox/seqbox/internal/serve"
 	"github.com/spf13/cobra"
 )
 
@@ -21,8 +22,9 @@ func benchAgentCmd() *cobra.Command {
 			"events through --target to an agent in this process that answers after --latency, with --concurrency calls\n" +
 			"in flight at most; then a chain of --chain events on one key with an instant agent (chain_p50_ms and\n" +
 			"chain_p99_ms: the time from one event's call to the next's). It checks that the agent got every event\n" +
-			"once, each key's in version order, and prints one line:\n" +
-			"agent: store=… target=… keys=… latency_ms=… concurrency=… events_per_s=… ideal_per_s=… efficiency=…\n" +
+			"once, each key's in version order, and prints one line (post_batch: the events of one POST to serve, --post-batch;\n" +
+			"1 posts each event alone, more posts CloudEvents batches; - for the library, which publishes a round in one batch):\n" +
+			"agent: store=… target=… keys=… latency_ms=… concurrency=… post_batch=… events_per_s=… ideal_per_s=… efficiency=…\n" +
 			"core_per_s=… ratio_vs_core=… chain_p50_ms=… chain_p99_ms=… busy_errors=… attempts_on_contention=… check=…\n" +
 			"With --timeline, a second line says where the --keys x --versions run's time went beyond the agent's latency,\n" +
 			"from the agent's answers: how late each key's first answer came after the start, each later step (one\n" +
@@ -36,7 +38,7 @@ func benchAgentCmd() *cobra.Command {
 			for _, f := range []struct {
 				name string
 				v    int
-			}{{"keys", o.Keys}, {"versions", o.Versions}, {"concurrency", o.Concurrency}, {"chain", o.Chain}, {"core-messages", o.CoreMessages}} {
+			}{{"keys", o.Keys}, {"versions", o.Versions}, {"concurrency", o.Concurrency}, {"chain", o.Chain}, {"core-messages", o.CoreMessages}, {"post-batch", o.PostBatch}} {
 				if f.v < 1 {
 					return fmt.Errorf("bench agent: --%s %d: must be at least 1", f.name, f.v)
 				}
@@ -46,6 +48,12 @@ func benchAgentCmd() *cobra.Command {
 			}
 			if o.Target != "serve" && o.Target != "library" {
 				return fmt.Errorf("bench agent: --target %q: want serve or library", o.Target)
+			}
+			if o.PostBatch > 1 && o.Target != "serve" {
+				return fmt.Errorf("bench agent: --post-batch %d: --target serve only (the library publishes a round's events in one batch)", o.PostBatch)
+			}
+			if o.PostBatch > serve.DefaultMaxBatch {
+				return fmt.Errorf("bench agent: --post-batch %d: at most %d, seqbox serve's --max-batch", o.PostBatch, serve.DefaultMaxBatch)
 			}
 			if o.Statements < 0 {
 				return fmt.Errorf("bench agent: --statements %d: must not be negative", o.Statements)
@@ -102,6 +110,7 @@ func benchAgentCmd() *cobra.Command {
 	fl.DurationVar(&o.Latency, "latency", 0, "how long the agent takes to answer")
 	fl.IntVar(&o.Concurrency, "concurrency", 64, "agent calls in flight at most (--agent-concurrency, Config.DecideConcurrency)")
 	fl.IntVar(&o.Chain, "chain", 20, "events of the one-key chain (instant agent)")
+	fl.IntVar(&o.PostBatch, "post-batch", 1, "events of one POST to seqbox serve (--target serve): 1 posts each alone, more posts CloudEvents batches of that many")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fl.IntVar(&o.CoreMessages, "core-messages", 5000, "messages of the core's run (core_per_s)")
 	fl.BoolVar(&timeline, "timeline", false, "print a second line: where the run's time went beyond the agent's latency")
