@@ -95,7 +95,7 @@ func (e *encoder) encode(s *State, n int, b []byte) []byte {
 		}
 		b = append(b, byte(id.Status), bit(id.Turn), id.TurnSeq, id.Attempts, byte(id.Hash), id.ParkSeq, bit(id.Decided),
 			byte(id.Claim), byte(id.Ledger), byte(id.Owner), id.InFlight, id.Remote, id.Effects, id.Asks, id.Credit,
-			bit(id.Passed)|bit(id.Overtaken)<<1, byte(id.TurnMsg), byte(id.DecFor), byte(id.Sent))
+			bit(id.Passed)|bit(id.Overtaken)<<1|bit(id.Released)<<2, byte(id.TurnMsg), byte(id.DecFor), byte(id.Sent))
 	}
 	for k := range m.keys {
 		key := s.Key[k]

@@ -275,7 +275,16 @@ func (m *Model) callOpen(s *State, i int) bool {
 func (m *Model) endTurn(s *State, j int) {
 	m.checkFirstOutcome(s, j)
 	id := &s.ID[j]
-	id.Status, id.Turn = skipped, false
+	parkedCopy := id.Status == ready
+	id.Status, id.Turn, id.Released = skipped, false, true
+	if parkedCopy {
+		// Let out of the parked table: its parked copy goes with its
+		// turn, into the dead letter (turn_end.go, unparkEnded).
+		m.reach(gReleaseParkedHolder)
+		if m.mut(ReleaseKeepsParkedCopy) {
+			id.Status = held // kept: let out with the key's others
+		}
+	}
 	if id.Hash < 0 {
 		id.Hash = id.TurnMsg
 	}
@@ -385,7 +394,9 @@ func (m *Model) operatorSteps(s *State, emit func(step, *State)) {
 			// keys release of a key held behind a turn: the turn ends
 			// (a skipped dead letter, naming who and why), the gap up to
 			// the next parked version is recorded, the key unparks.
-			if j := s.turnHolder(m, k); j >= 0 && s.ID[j].Status == none && !s.busyOn(m, j) {
+			// The holder is either nothing but its turn, or a message let
+			// out of the parked table that waits to be decided again.
+			if j := s.turnHolder(m, k); j >= 0 && (s.ID[j].Status == none || s.ID[j].Status == ready) && !s.busyOn(m, j) {
 				if s.ID[j].Claim >= claimLive {
 					m.reach(gEndTurnClaimLive)
 				} else if m.decidedNotApplied(s, j) {

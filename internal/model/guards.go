@@ -47,6 +47,7 @@ const (
 	gEndStaleTurn                         // the sweep ends a lost unkeyed turn (a business key's)
 	gReleaseTurn                          // an operator ends a key's turn
 	gReleaseDecided                       // an operator's release refused: the turn holder's decision is recorded
+	gReleaseParkedHolder                  // an operator ends the turn of a message let out of the parked table: its parked copy goes with it
 	gRedriveApplied                       // a redrive's apply unblocks its key
 	gExpired                              // past the deadline, undecided and unclaimed: expired
 	gExpiryUnderClaim                     // past the deadline, undecided, but a live claim: not expired
@@ -76,8 +77,9 @@ var guardText = [nGuards]string{
 	gEndTurnClaimLive: "turn end: refused while its claim is live", gEndTurn: "turn end: the sweep ends a lost message's turn",
 	gEndStaleTurn: "turn end: the sweep ends a lost unkeyed turn",
 	gReleaseTurn:  "turn end: an operator releases a key's turn", gRedriveApplied: "redrive: its apply unblocks the key",
-	gReleaseDecided: "turn end: release refused over a recorded decision",
-	gExpired:        "deadline: expired", gExpiryUnderClaim: "deadline: not expired under a live claim", gClaimLate: "claim: past the deadline, not asked",
+	gReleaseDecided:      "turn end: release refused over a recorded decision",
+	gReleaseParkedHolder: "turn end: release of a holder let out of the parked table",
+	gExpired:             "deadline: expired", gExpiryUnderClaim: "deadline: not expired under a live claim", gClaimLate: "claim: past the deadline, not asked",
 	gExpiryOverCall: "deadline: not expired over a call that may have taken effect", gClaimLateTouched: "claim: past the deadline, a call to resolve",
 	gLedgerLate: "ledger: past the deadline, no new call",
 }

@@ -33,6 +33,7 @@ const (
 	vAppliedNotReceived
 	vExpiredUnderCall
 	vExpiredWithEffect
+	vReleasedRunsAgain
 )
 
 var violationText = map[uint8]string{
@@ -57,6 +58,7 @@ var violationText = map[uint8]string{
 	vAppliedNotReceived: "the envelope applied is the one the agent received: %[1]s applied, the agent received %[2]s",
 	vExpiredUnderCall:   "the outcome follows the effect: %[1]s's call took effect for a live decider that kept its claim, and %[1]s ended expired",
 	vExpiredWithEffect:  "the outcome follows the effect: %[1]s ended expired, and the remote side applied its call",
+	vReleasedRunsAgain:  "one outcome per identity: a keys release recorded %[1]s skipped, yet it is %[2]s: its message was kept to run again",
 }
 
 // describe words the violation with the scenario's names.
@@ -75,7 +77,7 @@ func (m *Model) describe(v violation) string {
 	switch v.Code {
 	case vBusinessKeyAsked, vBusinessKeyTwice:
 		b = fmt.Sprintf("b%d (under %s)", m.msgs[v.A].bk, name(v.B, false))
-	case vSettledTwice:
+	case vSettledTwice, vReleasedRunsAgain:
 		b = statusText[v.B]
 	default:
 		b = name(v.B, false)
@@ -227,6 +229,11 @@ func (m *Model) checkAck(s *State, msg int) {
 
 // checkState runs after every step.
 func (m *Model) checkState(s *State) {
+	for i := range m.ids {
+		if s.ID[i].Released && s.ID[i].Status != skipped {
+			s.fail(vReleasedRunsAgain, i, int(s.ID[i].Status))
+		}
+	}
 	for k := range m.keys {
 		if b := s.Key[k].Blocked; b >= 2 && m.msgs[b-2].key != k {
 			s.fail(vForeignBlock, k, int(b-2))

@@ -44,6 +44,9 @@ const (
 	ExpiryUnderLiveCall Mutant = "expiry-under-live-call"
 	// Issue 37: the same race, with a dead caller.
 	ExpiryOverUncertainCall Mutant = "expiry-over-uncertain-call"
+	// Issue 37: keys release of a turn holder let out of the parked
+	// table (the bug f4cbc9e fixed).
+	ReleaseKeepsParkedCopy Mutant = "release-keeps-parked-copy"
 )
 
 // mutants says what each one does.
@@ -74,6 +77,7 @@ var mutants = map[Mutant]string{
 	SkipWhileDeciding:         "a dead letter is skipped while its redrive's decision is being asked",
 	ExpiryUnderLiveCall:       "a copy past the business deadline ends its event expired while a live decider's call for it runs (neither its claim nor its ledger row is looked at)",
 	ExpiryOverUncertainCall:   "past the business deadline an event ends expired, though its ledger row says a dead caller's call took effect or may have (only a live claim is looked at)",
+	ReleaseKeepsParkedCopy:    "keys release ends the turn of a message let out of the parked table (before its decision, or after its call failed) and records it skipped, but leaves its parked copy, which is let out with the key's others and applied",
 }
 
 // Mutants lists every mutant's name, sorted.
@@ -128,6 +132,8 @@ func (m Mutant) Needs(b Bounds) Bounds {
 		b.Ops = 2
 	case ExpiryUnderLiveCall, ExpiryOverUncertainCall:
 		b = DeadlineBounds()
+	case ReleaseKeepsParkedCopy:
+		b = ReleasedHolderBounds()
 
 	}
 	return b

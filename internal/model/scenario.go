@@ -135,6 +135,18 @@ func DeadlineBounds() Bounds {
 	return b
 }
 
+// ReleasedHolderBounds are CI's bounds where a key's turn may be ended by
+// an operator while its holder was let out of the parked table: three
+// versions, so that the second is parked behind the first, let out when
+// the first applies, and the third waits behind it; one transient refusal,
+// so that the second's call may fail and it waits, let out, again; one
+// operator action (keys release).
+func ReleasedHolderBounds() Bounds {
+	b := SmallBounds()
+	b.Versions, b.Failures, b.Poison, b.Crashes = 3, 1, false, 0
+	return b
+}
+
 // LostBusinessKeyBounds: an unkeyed event with a business key may be
 // lost by the broker while it holds its turn, and no operator acts.
 func LostBusinessKeyBounds() Bounds {

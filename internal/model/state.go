@@ -110,6 +110,10 @@ type identity struct {
 	// 3), passed its gate, overtaken by a recorded gap decision.
 	Effects, Asks, Credit uint8
 	Passed, Overtaken     bool
+	// Released is a ghost: its turn was ended for good (an operator's
+	// keys release, or the sweep) and it was recorded skipped (its dead
+	// letter says so).
+	Released bool
 	// Sent is a ghost: the message whose payload the agent received under
 	// this identity (-1: none yet).
 	Sent int8
