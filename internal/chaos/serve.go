@@ -325,6 +325,55 @@ func (s *serveRun) post(ctx context.Context, body []byte) error {
 	return ctx.Err()
 }
 
+// postBatch sends a run of one key's events as one CloudEvents batch to
+// a live serve until one answers it. A batch is queued whole or not at
+// all, so a retry after a kill finds the events of a batch that committed
+// as duplicates; each event's status in the answer says whether its
+// identity is accepted (queued, duplicate) or refused (collision).
+func (s *serveRun) postBatch(ctx context.Context, run []serveEvent) error {
+	bodies := make([][]byte, len(run))
+	for i, ev := range run {
+		bodies[i] = ev.body
+	}
+	batch := append(append([]byte{'['}, bytes.Join(bodies, []byte{','})...), ']')
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		s.mu.Lock()
+		addr := s.addrs[(attempt+int(batch[len(batch)/2]))%len(s.addrs)]
+		s.mu.Unlock()
+		resp, err := s.client.Post("http://"+addr+"/v1/events", "application/cloudevents-batch+json", bytes.NewReader(batch))
+		if err == nil {
+			var out struct {
+				Events []struct {
+					Status string `json:"status"`
+				} `json:"events"`
+			}
+			derr := json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusAccepted, http.StatusOK, http.StatusConflict:
+				if derr != nil || len(out.Events) != len(run) {
+					return fmt.Errorf("ingest answered %s for the batch %s with %d events' statuses (%v)", resp.Status, batch, len(out.Events), derr)
+				}
+				for i, e := range out.Events {
+					switch e.Status {
+					case "queued", "duplicate":
+						s.accepted(run[i].body)
+					case "collision":
+					default:
+						return fmt.Errorf("ingest answered %s for the batch %s: event %d is %q", resp.Status, batch, i, e.Status)
+					}
+				}
+				return nil
+			}
+			if resp.StatusCode < 500 {
+				return fmt.Errorf("ingest answered %s for the batch %s", resp.Status, batch)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // that serve was killed: try the other
+	}
+	return ctx.Err()
+}
+
 // run produces the workload while killing serve, then redrives what the
 // poison events dead-lettered and waits for quiescence.
 func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
@@ -366,13 +415,28 @@ func (s *serveRun) run(ctx context.Context, wl serveWorkload) error {
 			errs <- err
 		}
 	})
-	for _, evs := range wl.byKey {
+	for k, evs := range wl.byKey {
+		// Every other key's producer posts runs of its events (one to
+		// four) in CloudEvents batch mode: all of a run or none under
+		// the same kills.
+		batched := k%2 == 1
 		prod.Go(func() {
-			for _, ev := range evs {
-				if err := s.post(ctx, ev.body); err != nil {
+			for len(evs) > 0 {
+				n := 1
+				if batched {
+					n = min(len(evs), 1+int(evs[0].id[len(evs[0].id)-1])%4)
+				}
+				var err error
+				if n == 1 {
+					err = s.post(ctx, evs[0].body)
+				} else {
+					err = s.postBatch(ctx, evs[:n])
+				}
+				if err != nil {
 					errs <- err
 					return
 				}
+				evs = evs[n:]
 			}
 		})
 	}
