@@ -128,10 +128,13 @@ func (r AgentResult) Line(o AgentOptions, store string) string {
 	if o.Target == "serve" {
 		post = strconv.Itoa(max(o.PostBatch, 1))
 	}
-	return fmt.Sprintf("agent: store=%s target=%s keys=%d versions=%d latency_ms=%d concurrency=%d post_batch=%s events_per_s=%.0f ideal_per_s=%s "+
-		"efficiency=%s core_per_s=%.0f ratio_vs_core=%.3f chain_p50_ms=%.1f chain_p99_ms=%.1f busy_errors=%d attempts_on_contention=%d check=%s",
-		store, o.Target, o.Keys, o.Versions, o.Latency.Milliseconds(), o.Concurrency, post, r.EventsPerS(), ideal, eff,
-		r.CorePerS, r.EventsPerS()/r.CorePerS, msOf(r.ChainP50), msOf(r.ChainP99), r.BusyErrors, r.AttemptsOnContention, r.Checked)
+	// shared/DESIGN.md §7's fields in its order, then this line's own.
+	return fmt.Sprintf("agent: store=%s target=%s keys=%d latency_ms=%d concurrency=%d events_per_s=%.0f ideal_per_s=%s "+
+		"efficiency=%s core_per_s=%.0f ratio_vs_core=%.3f chain_p50_ms=%.1f chain_p99_ms=%.1f busy_errors=%d attempts_on_contention=%d "+
+		"check=%s versions=%d post_batch=%s",
+		store, o.Target, o.Keys, o.Latency.Milliseconds(), o.Concurrency, r.EventsPerS(), ideal, eff,
+		r.CorePerS, r.EventsPerS()/r.CorePerS, msOf(r.ChainP50), msOf(r.ChainP99), r.BusyErrors, r.AttemptsOnContention,
+		r.Checked, o.Versions, post)
 }
 
 func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -24,8 +24,8 @@ func benchAgentCmd() *cobra.Command {
 			"chain_p99_ms: the time from one event's call to the next's). It checks that the agent got every event\n" +
 			"once, each key's in version order, and prints one line (post_batch: the events of one POST to serve, --post-batch;\n" +
 			"1 posts each event alone, more posts CloudEvents batches; - for the library, which publishes a round in one batch):\n" +
-			"agent: store=… target=… keys=… latency_ms=… concurrency=… post_batch=… events_per_s=… ideal_per_s=… efficiency=…\n" +
-			"core_per_s=… ratio_vs_core=… chain_p50_ms=… chain_p99_ms=… busy_errors=… attempts_on_contention=… check=…\n" +
+			"agent: store=… target=… keys=… latency_ms=… concurrency=… events_per_s=… ideal_per_s=… efficiency=…\n" +
+			"core_per_s=… ratio_vs_core=… chain_p50_ms=… chain_p99_ms=… busy_errors=… attempts_on_contention=… check=… versions=… post_batch=…\n" +
 			"With --timeline, a second line says where the --keys x --versions run's time went beyond the agent's latency,\n" +
 			"from the agent's answers: how late each key's first answer came after the start, each later step (one\n" +
 			"answer of a key to its next: p50 and max, per step), and the tail from the last answer to the last event applied:\n" +
