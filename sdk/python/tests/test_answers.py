@@ -43,6 +43,32 @@ class TestUnsayable(unittest.TestCase):
         self.assertEqual(answer(lambda ctx: (_ for _ in ()).throw(seqbox.Retry("x", after=0))).headers["Retry-After"], "1")
 
 
+class TestAnswers(unittest.TestCase):
+    def raising(self, exc):
+        def handler(ctx):
+            raise exc
+        return answer(handler)
+
+    def test_retry_after_is_rounded_up_to_whole_seconds(self):
+        self.assertEqual(self.raising(seqbox.Retry("busy", after=2.5)).headers["Retry-After"], "3")
+        self.assertEqual(self.raising(seqbox.Retry("busy", after=2)).headers["Retry-After"], "2")
+
+    def test_stale_and_version_conflict_are_409_with_their_outcome(self):
+        for exc, outcome in ((seqbox.Stale("v4 is applied"), "stale"), (seqbox.VersionConflict(), "version_conflict")):
+            resp = self.raising(exc)
+            self.assertEqual(resp.status, 409, outcome)
+            self.assertEqual(json.loads(resp.body)["outcome"], outcome)
+
+    def test_a_wait_is_503_with_an_agent_waits_problem_naming_the_call(self):
+        for kind in ("step", "effect"):
+            resp = self.raising(seqbox.Waiting(kind, "plan", 1.2))
+            self.assertEqual(resp.status, 503, kind)
+            self.assertEqual(resp.headers["Retry-After"], "2", kind)
+            problem = json.loads(resp.body)
+            self.assertEqual(problem["type"], "https://github.com/seqbox/seqbox/blob/main/docs/problems.md#agent-waits")
+            self.assertEqual(problem[kind], "plan", problem)
+
+
 class TestAgentArguments(unittest.TestCase):
     def test_a_timeout_that_is_no_positive_number_is_refused_at_once(self):
         # Before, -1 or NaN was taken, and each call of the agent API

@@ -34,6 +34,22 @@ class TestGatewayRefusals(unittest.TestCase):
             self.assertIn(detail, problem["detail"])
             self.assertNotIn("Retry-After", headers)
 
+    def test_another_events_token_is_permanent(self):
+        # 403: the token is another event's (or forged); a retry carries
+        # the same token and meets the same refusal.
+        got, problem, headers = self.answer(403, {"status": 403, "detail": "the token is not this event's"})
+        self.assertEqual(got, 422, problem)
+        self.assertIn("not this event's", problem["detail"])
+        self.assertNotIn("Retry-After", headers)
+
+    def test_a_conflict_or_an_event_not_being_dispatched_is_a_retry(self):
+        # 409 (a record after someone else settled the row) and 410 (the
+        # event is not being dispatched now) are answered 503: docs/agents.md.
+        for status in (409, 410):
+            got, problem, headers = self.answer(status, {"status": status, "detail": "not now"})
+            self.assertEqual(got, 503, (status, problem))
+            self.assertIn("Retry-After", headers)
+
     def test_a_gateway_that_is_down_is_still_a_retry(self):
         for status in (500, 502, 503):
             got, _, headers = self.answer(status, {"detail": "down"})
