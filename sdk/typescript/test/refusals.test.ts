@@ -47,6 +47,23 @@ describe("a refusal of the gateway", () => {
     }
   });
 
+  test("with another event's token (403) is permanent", async (t) => {
+    // A retry carries the same token and meets the same refusal.
+    const got = await gatewayAnswers(t, 403, { status: 403, detail: "the token is not this event's" });
+    assert.equal(got.status, 422, JSON.stringify(got.problem));
+    assert.ok(got.problem.detail.includes("not this event's"), got.problem.detail);
+    assert.equal(got.retryAfter, null);
+  });
+
+  test("a conflict (409) or an event not being dispatched (410) is a retry", async (t) => {
+    // docs/agents.md: a 409/410 is answered 503.
+    for (const status of [409, 410]) {
+      const got = await gatewayAnswers(t, status, { status, detail: "not now" });
+      assert.equal(got.status, 503, `${status}: ${JSON.stringify(got.problem)}`);
+      assert.ok(got.retryAfter);
+    }
+  });
+
   test("of a gateway that is down is still a retry", async (t) => {
     for (const status of [500, 502, 503]) {
       const got = await gatewayAnswers(t, status, { detail: "down" });
