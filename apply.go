@@ -48,7 +48,11 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 	var hctx context.Context
 	var herr error
 	if p.cfg.Decide == nil {
-		hctx, herr = ctx, p.crashLoop(m.in)
+		hctx = ctx
+		var err error
+		if herr, err = p.crashLoop(ctx, m); err != nil {
+			return reached{}, err
+		}
 	} else {
 		var stopped *reached
 		var err error
@@ -117,13 +121,24 @@ func (p *pipeline) apply(ctx context.Context, m *message) (reached, error) {
 const crashLoopFactor = 4
 
 // crashLoop fails a message for good once it has been delivered
-// crashLoopFactor times MaxAttempts: each attempt killed its process
-// before a failure could be recorded.
-func (p *pipeline) crashLoop(in input) error {
-	if in.attempt > crashLoopFactor*p.cfg.Retry.MaxAttempts {
-		return Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", in.attempt))
+// crashLoopFactor times MaxAttempts besides the deliveries that ended in a
+// wait for a call or a decision running elsewhere (TurnWaits, read only
+// past the bound): each attempt killed its process before a failure
+// could be recorded. herr is that failure; err the store's.
+func (p *pipeline) crashLoop(ctx context.Context, m *message) (herr, err error) {
+	bound := crashLoopFactor * p.cfg.Retry.MaxAttempts
+	if m.in.attempt <= bound {
+		return nil, nil
 	}
-	return nil
+	waits, err := m.tx.TurnWaits(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID})
+	if err != nil || m.in.attempt-waits <= bound {
+		return nil, err
+	}
+	if waits > 0 {
+		return Permanent(fmt.Errorf("delivered %d times without settling, %d of them waits for a call or a decision running elsewhere (a crash loop?)",
+			m.in.attempt, waits)), nil
+	}
+	return Permanent(fmt.Errorf("delivered %d times without settling (a crash loop?)", m.in.attempt)), nil
 }
 
 // advance is the compare-and-set of step 6.

@@ -151,6 +151,11 @@ func (b *batchTx) LedgerOpen(ctx context.Context, p store.MessageRef) (store.Ope
 	return b.tx.LedgerOpen(ctx, p)
 }
 
+// TurnWaits is store.Executor.TurnWaits.
+func (b *batchTx) TurnWaits(ctx context.Context, p store.MessageRef) (int, error) {
+	return b.tx.TurnWaits(ctx, p)
+}
+
 // TurnTake is store.Executor.TurnTake; the key now has a turn, which the
 // gate of its later messages in the batch must see (HasRetries). In an
 // optimistic run, a turn of a message without a business key whose turn
@@ -164,7 +169,7 @@ func (b *batchTx) TurnTake(ctx context.Context, p store.TurnTakeParams) (string,
 	}
 	id := store.Identity{Source: p.Source, ID: p.ID}
 	bound, known := b.aheadBound[id]
-	if b.optimistic && known && p.Consumer == b.consumer && p.BusinessKey == "" && (bound == "" || bound == p.PayloadHash) {
+	if b.optimistic && known && p.Consumer == b.consumer && p.BusinessKey == "" && !p.Waited && (bound == "" || bound == p.PayloadHash) {
 		b.turns = append(b.turns, store.TurnRow{Source: p.Source, ID: p.ID, PartitionKey: p.PartitionKey, PayloadHash: p.PayloadHash})
 		b.turnAt = p.At
 		b.aheadBound[id] = p.PayloadHash

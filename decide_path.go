@@ -52,7 +52,9 @@ func (p *pipeline) decided(ctx context.Context, m *message) (hctx context.Contex
 		}
 	}
 	if herr == nil {
-		herr = p.crashLoop(m.in)
+		if herr, err = p.crashLoop(ctx, m); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	if herr != nil {
 		return ctx, herr, nil, nil
@@ -157,7 +159,7 @@ func (p *pipeline) boundElsewhere(ctx context.Context, m *message, other, what s
 func (p *pipeline) awaitDecision(ctx context.Context, m *message) (reached, error) {
 	// Out of the parked table while it is decided; should this process
 	// die first, the sweep lets it out again once the hold passes.
-	if bound, err := p.keepTurn(ctx, m, m.now.Add(p.decidingHold()), "next on its key; its decision is being asked"); err != nil || bound != "" {
+	if bound, err := p.keepTurn(ctx, m, m.now.Add(p.decidingHold()), "next on its key; its decision is being asked", false); err != nil || bound != "" {
 		if err != nil {
 			return reached{}, err
 		}
@@ -207,7 +209,9 @@ func (p *pipeline) afterPredecessor(ctx context.Context, m *message) (reached, e
 // business key asks for. It keeps its key's turn meanwhile, so nothing of
 // its key overtakes it.
 func (p *pipeline) wait(ctx context.Context, m *message, reason string, after time.Duration) (reached, error) {
-	if bound, err := p.keepTurn(ctx, m, m.now.Add(after), reason); err != nil || bound != "" {
+	// A broker's delivery (not a parked row's run) ends here: it is
+	// redelivered after the wait, which the crash-loop bound leaves out.
+	if bound, err := p.keepTurn(ctx, m, m.now.Add(after), reason, m.in.parkedRow() == nil); err != nil || bound != "" {
 		if err != nil {
 			return reached{}, err
 		}

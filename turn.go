@@ -51,12 +51,14 @@ func (p *pipeline) decidingHold() time.Duration { return 10 * p.cfg.ClaimHeartbe
 // turn; a message let out of the parked table goes back as held until
 // until, so that the sweep lets it out again should nothing else. When
 // the identity's turn is bound to another copy, with another payload
-// hash, it takes nothing and returns that hash.
-func (p *pipeline) keepTurn(ctx context.Context, m *message, until time.Time, detail string) (boundTo string, err error) {
+// hash, it takes nothing and returns that hash. waited says the broker's
+// delivery ends here in a wait for something running elsewhere, which
+// the crash-loop bound leaves out (TurnTakeParams.Waited).
+func (p *pipeline) keepTurn(ctx context.Context, m *message, until time.Time, detail string, waited bool) (boundTo string, err error) {
 	if err := p.undo(ctx, m); err != nil {
 		return "", err
 	}
-	if bound, err := p.takeTurn(ctx, m.tx, m.ev, m.now); err != nil || bound != "" {
+	if bound, err := p.takeTurn(ctx, m.tx, m.ev, m.now, waited); err != nil || bound != "" {
 		return bound, err
 	}
 	row := m.in.parkedRow()
@@ -70,9 +72,9 @@ func (p *pipeline) keepTurn(ctx context.Context, m *message, until time.Time, de
 // business key) until it settles. The turn is bound to ev's payload: when
 // another copy of the identity, with another payload hash, holds it,
 // nothing changes and that copy's hash is returned.
-func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time) (boundTo string, err error) {
+func (p *pipeline) takeTurn(ctx context.Context, tx *batchTx, ev seqboxtype.Event, now time.Time, waited bool) (boundTo string, err error) {
 	bound, err := tx.TurnTake(ctx, store.TurnTakeParams{Consumer: p.cfg.Name, Source: ev.Source, ID: ev.ID,
-		PartitionKey: ev.PartitionKey, BusinessKey: ev.BusinessKey, PayloadHash: ev.Hash, At: now})
+		PartitionKey: ev.PartitionKey, BusinessKey: ev.BusinessKey, PayloadHash: ev.Hash, At: now, Waited: waited})
 	if err != nil || bound == "" || bound == ev.Hash {
 		return "", err
 	}

@@ -436,6 +436,10 @@ type TurnTakeParams struct {
 	// At is when the turn is taken: the row's last-seen time
 	// (RetryRow.At).
 	At time.Time
+	// Waited counts a delivery of the message that ends in a wait for a
+	// call or a decision running elsewhere (the row's waits, TurnWaits):
+	// no failure, and no crash.
+	Waited bool
 }
 
 // TurnTakeManyParams are Executor.TurnTakeMany's: turns of messages

@@ -305,6 +305,11 @@ type Turns interface {
 	// bound to, and a copy with another hash does not change the row (it
 	// is a collision).
 	TurnTake(ctx context.Context, p TurnTakeParams) (boundTo string, err error)
+	// TurnWaits is how many deliveries of an identity ended in a wait
+	// for a call or a decision running elsewhere (TurnTakeParams.Waited)
+	// while it held its turn: 0 without a turn. The crash-loop bound
+	// leaves them out of the broker's deliveries.
+	TurnWaits(ctx context.Context, p MessageRef) (int, error)
 }
 
 // DeadLetters is the dead-letter queue.

@@ -21,7 +21,7 @@ func TestBenchAgent(t *testing.T) {
 			t.Run(store+"/"+target, func(t *testing.T) {
 				out := ok(t, "bench", "agent", "--db", db(t), "--target", target, "--keys", "6", "--versions", "3",
 					"--latency", "5ms", "--concurrency", "4", "--chain", "5", "--core-messages", "200")
-				// shared/DESIGN.md §7's fields first, in its order.
+				// DESIGN.md §7's fields first, in its order.
 				require.Regexp(t, regexp.MustCompile(`(?m)^agent: store=\S+ target=\S+ keys=\d+ latency_ms=\d+ concurrency=\d+ events_per_s=\S+ `+
 					`ideal_per_s=\S+ efficiency=\S+ core_per_s=\S+ ratio_vs_core=\S+ chain_p50_ms=\S+ chain_p99_ms=\S+ busy_errors=\d+ attempts_on_contention=\d+ `), out)
 				m := kv(t, out, "agent: ")

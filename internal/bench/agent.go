@@ -128,7 +128,7 @@ func (r AgentResult) Line(o AgentOptions, store string) string {
 	if o.Target == "serve" {
 		post = strconv.Itoa(max(o.PostBatch, 1))
 	}
-	// shared/DESIGN.md §7's fields in its order, then this line's own.
+	// DESIGN.md §7's fields in its order, then this line's own.
 	return fmt.Sprintf("agent: store=%s target=%s keys=%d latency_ms=%d concurrency=%d events_per_s=%.0f ideal_per_s=%s "+
 		"efficiency=%s core_per_s=%.0f ratio_vs_core=%.3f chain_p50_ms=%.1f chain_p99_ms=%.1f busy_errors=%d attempts_on_contention=%d "+
 		"check=%s versions=%d post_batch=%s",

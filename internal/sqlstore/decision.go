@@ -218,14 +218,18 @@ const unsettled = `(NOT EXISTS (SELECT 1 FROM seqbox_inbox i
 // payload hash, which it then returns untouched.
 func (o *Executor) TurnTake(ctx context.Context, p store.TurnTakeParams) (string, error) {
 	var bound string
+	waited := 0
+	if p.Waited {
+		waited = 1
+	}
 	err := o.queryRow(ctx, `INSERT INTO seqbox_retries
-		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at, payload_hash)
-		VALUES ($1, $2, $3, $4, $5, 0, '', '', `+turnFirstAt+`, $6, $7)
+		(consumer, source, id, partitionkey, businesskey, attempts, first_error, last_error, first_at, last_at, payload_hash, waits)
+		VALUES ($1, $2, $3, $4, $5, 0, '', '', `+turnFirstAt+`, $6, $7, $8)
 		ON CONFLICT (consumer, source, id) DO UPDATE SET businesskey = excluded.businesskey,
-			payload_hash = excluded.payload_hash, last_at = excluded.last_at
+			payload_hash = excluded.payload_hash, last_at = excluded.last_at, waits = seqbox_retries.waits + excluded.waits
 		WHERE seqbox_retries.payload_hash IN ('', excluded.payload_hash)
 		RETURNING payload_hash`,
-		p.Consumer, p.Source, p.ID, p.PartitionKey, p.BusinessKey, micros(p.At), p.PayloadHash).Scan(&bound)
+		p.Consumer, p.Source, p.ID, p.PartitionKey, p.BusinessKey, micros(p.At), p.PayloadHash, waited).Scan(&bound)
 	if !errors.Is(err, sql.ErrNoRows) {
 		return bound, err
 	}
@@ -233,6 +237,17 @@ func (o *Executor) TurnTake(ctx context.Context, p store.TurnTakeParams) (string
 	err = o.queryRow(ctx, `SELECT payload_hash FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
 		p.Consumer, p.Source, p.ID).Scan(&bound)
 	return bound, err
+}
+
+// TurnWaits is store.Executor.TurnWaits.
+func (o *Executor) TurnWaits(ctx context.Context, p store.MessageRef) (int, error) {
+	var waits int
+	err := o.queryRow(ctx, `SELECT waits FROM seqbox_retries WHERE consumer = $1 AND source = $2 AND id = $3`,
+		p.Consumer, p.Source, p.ID).Scan(&waits)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return waits, err
 }
 
 // turnFirstAt is when a new turn counts as taken: now ($6), or just after

@@ -121,6 +121,7 @@ var txTests = []driverTest{
 	{"GapInsert", testRecordGap},
 	{"DecisionGet", testDecision},
 	{"TurnTakeBound", testTurnTakeBound},
+	{"TurnWaits", testTurnWaits},
 	{"BusinessKeyTouched", testBusinessKeyTouched},
 	{"ManyReads", testManyReads},
 	{"TakeMany", testTakeMany},

@@ -462,3 +462,41 @@ func testBusinessKeyTouched(t *testing.T, st store.Store) {
 		require.Equal(t, step.want, touched(), "a's call %s", step.to)
 	}
 }
+
+// testTurnWaits: a turn counts the deliveries that ended in a wait
+// (TurnTakeParams.Waited), from its first taking on, whatever takes it
+// again without waiting or records a failed attempt; RetryClear forgets
+// them with the turn, and an identity without a turn has none. Another
+// copy's wait (another payload hash) counts nothing on a bound turn.
+func testTurnWaits(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	ctx, tx := e.ctx, e.tx
+	ref := store.MessageRef{Consumer: e.consumer, Source: "crm", ID: "1"}
+	waits := func(r store.MessageRef) int {
+		t.Helper()
+		n, err := tx.TurnWaits(ctx, r)
+		require.NoError(t, err)
+		return n
+	}
+	take := func(hash string, waited bool) string {
+		t.Helper()
+		bound, err := tx.TurnTake(ctx, store.TurnTakeParams{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k",
+			PayloadHash: hash, At: at(1), Waited: waited})
+		require.NoError(t, err)
+		return bound
+	}
+	require.Equal(t, 0, waits(ref), "no turn")
+	take("h", true)
+	require.Equal(t, 1, waits(ref), "a wait that took the turn first")
+	take("h", false)
+	take("h", true)
+	_, err := tx.RetryRecord(ctx, store.RetryRow{Consumer: e.consumer, Source: "crm", ID: "1", PartitionKey: "k", Error: "boom", At: at(2)})
+	require.NoError(t, err)
+	take("h", true)
+	require.Equal(t, 3, waits(ref))
+	require.Equal(t, "h", take("other", true), "bound to its first copy")
+	require.Equal(t, 3, waits(ref), "another copy's wait is not this turn's")
+	require.Equal(t, 0, waits(store.MessageRef{Consumer: e.consumer + "/other", Source: "crm", ID: "1"}), "another consumer's rows are not read")
+	require.NoError(t, tx.RetryClear(ctx, ref))
+	require.Equal(t, 0, waits(ref), "cleared with the turn")
+}
