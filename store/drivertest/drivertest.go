@@ -126,6 +126,7 @@ var txTests = []driverTest{
 	{"ManyReads", testManyReads},
 	{"TakeMany", testTakeMany},
 	{"DecisionLook", testDecisionLook},
+	{"DecisionClaimLiveEndsWhereATakeOverMay", testDecisionClaimLiveEndsWhereATakeOverMay},
 }
 
 // runAll runs tests as subtests of t; each one is parallel.

@@ -34,6 +34,7 @@ var operatorTests = []driverTest{
 	{"DecisionClaim", testOperatorClaimDecision},
 	{"DecisionRecordDropsItsClaim", testOperatorRecordDropsClaim},
 	{"DecisionRecordWithItsEffect", testOperatorRecordWithEffect},
+	{"DecisionRecordWithItsEffectKeepsAnotherOwnersClaim", testOperatorRecordWithEffectKeepsAnotherOwnersClaim},
 	{"InboxPurge", testOperatorPurgeInbox},
 	{"InboxPurgeFrom", testOperatorPurgeInboxFrom},
 	{"InboxPurgeDependents", testOperatorPurgeInboxDependents},
