@@ -18,6 +18,7 @@ var effectTests = []driverTest{
 	{"EffectList", testEffectList},
 	{"EffectCountUncertain", testEffectCountUncertain},
 	{"LedgerTouched", testLedgerTouched},
+	{"LedgerOpen", testLedgerOpen},
 }
 
 // testLedgerTouched: an identity's row pending, uncertain or succeeded
@@ -102,6 +103,12 @@ func testEffectTransition(t *testing.T, st store.Store) {
 	r = e.effect(key)
 	require.Equal(t, 2, r.Calls, "a move to pending counts a call")
 	require.Equal(t, ptr(at(9)), r.LeaseUntil)
+	// A move to another state than pending is guarded by From too.
+	ok, err = e.tx.EffectTransition(e.ctx, store.EffectTransitionParams{IdempotencyKey: key, From: seqboxtype.EffectUncertain,
+		To: seqboxtype.EffectFailed, At: at(4)})
+	require.NoError(t, err)
+	require.False(t, ok, "pending, not uncertain: not in From")
+	require.Equal(t, seqboxtype.EffectPending, e.effect(key).State)
 }
 
 func testEffectRecord(t *testing.T, st store.Store) {

@@ -35,6 +35,7 @@ var operatorTests = []driverTest{
 	{"DecisionRecordDropsItsClaim", testOperatorRecordDropsClaim},
 	{"DecisionRecordWithItsEffect", testOperatorRecordWithEffect},
 	{"DecisionRecordWithItsEffectKeepsAnotherOwnersClaim", testOperatorRecordWithEffectKeepsAnotherOwnersClaim},
+	{"LateAnswerOfAnEarlierCall", testOperatorLateAnswerOfAnEarlierCall},
 	{"InboxPurge", testOperatorPurgeInbox},
 	{"InboxPurgeFrom", testOperatorPurgeInboxFrom},
 	{"InboxPurgeDependents", testOperatorPurgeInboxDependents},
