@@ -81,3 +81,23 @@ func testDecisionClaimLiveEndsWhereATakeOverMay(t *testing.T, st store.Store) {
 	require.True(t, c.Claimed, "taken over at the instant it stopped being alive")
 	require.True(t, live(5), "b's claim")
 }
+
+// testDecisionClaimManyLeavesALiveClaimEndingFirst: DecisionClaimMany
+// takes over a claim only once it has run out at Now, not one still
+// alive that would end before the new claim's Until. A hand-made SQL
+// mutant comparing the held claim's expiry with Until instead of Now
+// failed only PostgreSQL's suite: the existing test's live claims all
+// ended after the new Until.
+func testDecisionClaimManyLeavesALiveClaimEndingFirst(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	c, err := e.tx.DecisionClaim(e.ctx, store.DecisionClaimParams{Consumer: e.consumer, Source: "crm", ID: "1", Owner: "other", Now: at(1), Until: at(7)})
+	require.NoError(t, err)
+	require.True(t, c.Claimed)
+	claimed, err := e.tx.DecisionClaimMany(e.ctx, store.DecisionClaimManyParams{Consumer: e.consumer, Owner: "me", Now: at(5), Until: at(8),
+		IDs: []store.Identity{{Source: "crm", ID: "1"}, {Source: "crm", ID: "2"}}})
+	require.NoError(t, err)
+	require.Equal(t, map[store.Identity]bool{{Source: "crm", ID: "2"}: true}, claimed, "other's claim on 1 is alive until 7")
+	extended, err := e.tx.DecisionClaimExtend(e.ctx, store.DecisionClaimParams{Consumer: e.consumer, Source: "crm", ID: "1", Owner: "other", Now: at(5), Until: at(9)})
+	require.NoError(t, err)
+	require.True(t, extended, "still other's")
+}

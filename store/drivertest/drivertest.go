@@ -130,6 +130,7 @@ var txTests = []driverTest{
 	{"TakeMany", testTakeMany},
 	{"DecisionLook", testDecisionLook},
 	{"DecisionClaimLiveEndsWhereATakeOverMay", testDecisionClaimLiveEndsWhereATakeOverMay},
+	{"DecisionClaimManyLeavesALiveClaimEndingFirst", testDecisionClaimManyLeavesALiveClaimEndingFirst},
 }
 
 // runAll runs tests as subtests of t; each one is parallel.
