@@ -44,7 +44,7 @@ func TestClusterNodeDiesMidRun(t *testing.T) {
 	publish(1, versions/2)
 
 	r := newRig(t)
-	stop := run(t, r.consumer(t, openT(t, cfg), lease, nil), r.consumer(t, openT(t, cfg), lease, nil))
+	stop := run(t, r.consumer(t, openRetrying(t, cfg), lease, nil), r.consumer(t, openRetrying(t, cfg), lease, nil))
 	r.waitEffects(t, keys*versions/3, 60*time.Second)
 
 	js := inspect(t, c.URL())
@@ -77,6 +77,26 @@ func TestClusterNodeDiesMidRun(t *testing.T) {
 
 // publishRetrying publishes body until the stream acknowledges it, as a
 // producer does through a leader election.
+// openRetrying opens the transport, again while the cluster's API times
+// out: a consumer of three replicas is created through the cluster's
+// consensus, which on two loaded cores took longer than the JetStream
+// API's 5 s once in a CI run ("consumer seqbox: context deadline
+// exceeded").
+func openRetrying(t *testing.T, cfg natstr.Config) *natstr.Transport {
+	t.Helper()
+	var tr *natstr.Transport
+	var err error
+	opened := waitfor.Until(60*time.Second, func() bool {
+		tr, err = natstr.Open(context.Background(), cfg)
+		return err == nil
+	})
+	if !opened {
+		t.Fatalf("open transport: %v", err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
+}
+
 func publishRetrying(t *testing.T, pub *natstr.Publisher, body []byte) {
 	t.Helper()
 	var err error
