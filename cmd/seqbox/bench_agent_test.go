@@ -70,10 +70,36 @@ func TestBenchAgent(t *testing.T) {
 		}
 	}
 	require.Regexp(t, regexp.MustCompile(`(?m)^agent statements: run=agent units=8 .*\n(  count=[1-9][0-9]* total_ms=`+num+` avg_us=`+num+` \S.*\n){3}`), out)
+	// --work: what the core's run and the agent run cost the database,
+	// per message or event, in counts each store gives; "-" where it
+	// gives none (PostgreSQL's statements and blocks need
+	// pg_stat_statements in the database, which the tests' server lacks).
+	for store, db := range dbs {
+		out = ok(t, "bench", "agent", "--db", db(t), "--target", "library", "--keys", "4", "--versions", "2",
+			"--concurrency", "4", "--chain", "2", "--core-messages", "100", "--work")
+		for _, run := range []string{"core", "agent"} {
+			m := kv(t, out, "agent work: run="+run+" ")
+			require.Equal(t, map[string]string{"core": "100", "agent": "8"}[run], m["units"], store+" "+run)
+			positive := []string{"commits_per_unit", "wal_bytes_per_unit"}
+			absent := []string{"write_bytes_per_unit"}
+			if store == "sqlite" {
+				positive = []string{"commits_per_unit", "statements_per_unit", "write_bytes_per_unit"}
+				absent = []string{"blocks_per_unit", "wal_bytes_per_unit"}
+			}
+			for _, k := range positive {
+				require.Regexp(t, regexp.MustCompile(`^[0-9]+\.[0-9]{2}$`), m[k], store+" "+run+" "+k)
+				require.NotEqual(t, "0.00", m[k], store+" "+run+" "+k)
+			}
+			for _, k := range absent {
+				require.Equal(t, "-", m[k], store+" "+run+" "+k)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--statements", "2", "--work"}, "seqbox: bench agent: --statements and --work: one at a time (--work counts what --statements times)"},
 		{[]string{"--statements", "-1"}, "seqbox: bench agent: --statements -1: must not be negative"},
 		{[]string{"--statements", "2", "--db", "postgres://nowhere/x"}, "seqbox: bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)"},
 		{[]string{"--keys", "0"}, "seqbox: bench agent: --keys 0: must be at least 1"},

@@ -56,6 +56,9 @@ type AgentOptions struct {
 	// (AgentResult.CoreStatements, AgentStatements): where the one
 	// writer's time goes (`--statements N` prints the N longest).
 	Statements int
+	// Work measures what the core's run and the Keys x Versions run cost
+	// the database (AgentResult.CoreWork, AgentWork; `--work`).
+	Work bool
 }
 
 // AgentResult is what one `seqbox bench agent` run measured.
@@ -73,6 +76,9 @@ type AgentResult struct {
 	// CoreStatements and AgentStatements are what the statement
 	// recordings saw (AgentOptions.Statements), the longest first.
 	CoreStatements, AgentStatements []sqlitedb.StatementTime
+	// CoreWork and AgentWork are what the core's run and the Keys x
+	// Versions run cost the database (AgentOptions.Work).
+	CoreWork, AgentWork Work
 }
 
 // AgentTimeline is where the Keys x Versions run's time went beyond the
@@ -149,11 +155,11 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 	if o.Target != "serve" && o.Target != "library" {
 		return res, fmt.Errorf("bench agent: --target %q: want serve or library", o.Target)
 	}
-	core, coreStatements, err := corePerS(ctx, o)
+	core, coreStatements, coreWork, err := corePerS(ctx, o)
 	if err != nil {
 		return res, fmt.Errorf("core: %w", err)
 	}
-	res.CorePerS, res.CoreStatements = core, coreStatements
+	res.CorePerS, res.CoreStatements, res.CoreWork = core, coreStatements, coreWork
 	run := newRun()
 	watch := &contention{}
 	a := newBenchAgent(o.Latency)
@@ -166,6 +172,10 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 
 	// Keys x Versions: each round posts one version of every key, so a
 	// key's versions are accepted in order.
+	work, err := startWork(ctx, o.DB, o.Work)
+	if err != nil {
+		return res, err
+	}
 	stopRecording := recordIf(o)
 	start := time.Now()
 	for v := 1; v <= o.Versions; v++ {
@@ -186,6 +196,9 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 	}
 	res.Events, res.Elapsed = o.Keys*o.Versions, time.Since(start)
 	res.AgentStatements = stopRecording()
+	if res.AgentWork, err = work.stop(ctx, res.Events); err != nil {
+		return res, err
+	}
 	res.Timeline = a.timeline(run, o, start, res.Elapsed)
 
 	// The chain: one key, an instant agent; each step is the time from
@@ -228,29 +241,34 @@ func agentBody(run, prefix string, k, v int) []byte {
 
 // corePerS measures the core pipeline (embedded queue, per-message
 // Handler) on the same database: CoreMessages over 100 keys.
-func corePerS(ctx context.Context, o AgentOptions) (float64, []sqlitedb.StatementTime, error) {
+func corePerS(ctx context.Context, o AgentOptions) (float64, []sqlitedb.StatementTime, Work, error) {
 	run := newRun()
 	e, err := open(ctx, o.DB, "bench-core-"+run)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, Work{}, err
 	}
 	defer e.close()
 	if err := publish(ctx, e.q, Bodies("bench", run+"-core", run, o.CoreMessages, 100)); err != nil {
-		return 0, nil, err
+		return 0, nil, Work{}, err
+	}
+	work, err := startWork(ctx, o.DB, o.Work)
+	if err != nil {
+		return 0, nil, Work{}, err
 	}
 	stopRecording := recordIf(o)
 	l, err := startLive(ctx, e, 4, 64)
 	if err != nil {
 		stopRecording()
-		return 0, nil, err
+		return 0, nil, Work{}, err
 	}
 	waitErr := l.waitApplied(ctx, int64(o.CoreMessages))
 	elapsed := time.Since(l.start)
 	statements := stopRecording()
 	if err := errors.Join(waitErr, l.stop()); err != nil {
-		return 0, nil, err
+		return 0, nil, Work{}, err
 	}
-	return float64(o.CoreMessages) / elapsed.Seconds(), statements, nil
+	done, err := work.stop(ctx, o.CoreMessages)
+	return float64(o.CoreMessages) / elapsed.Seconds(), statements, done, err
 }
 
 // recordIf starts recording SQLite's statements when o.Statements asks for

@@ -32,7 +32,12 @@ func benchAgentCmd() *cobra.Command {
 			"agent timeline: first_p50_ms=… first_max_ms=… steps_p50_ms=… steps_max_ms=… tail_ms=…\n" +
 			"With --statements N (SQLite), where SQLite's one writer spent the core's run and the agent run: for each, a line\n" +
 			"agent statements: run=core|agent units=… statements=… total_ms=… per_unit_ms=… commits=… commit_ms=…\n" +
-			"and the N statements longest in all, with their count, time in all and a run's average.",
+			"and the N statements longest in all, with their count, time in all and a run's average.\n" +
+			"With --work, what the core's run and the agent run cost the database, in counts the machine's speed does not move:\n" +
+			"agent work: run=core|agent units=… commits_per_unit=… statements_per_unit=… blocks_per_unit=… wal_bytes_per_unit=… write_bytes_per_unit=…\n" +
+			"(commits: SQLite's COMMITs, or the transaction ids PostgreSQL gave out; statements and blocks on PostgreSQL only\n" +
+			"with pg_stat_statements in the database; WAL bytes on PostgreSQL, cluster-wide; bytes written by this process on\n" +
+			"SQLite, from Linux's /proc/self/io; - where the store does not say).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct {
@@ -57,6 +62,9 @@ func benchAgentCmd() *cobra.Command {
 			}
 			if o.Statements < 0 {
 				return fmt.Errorf("bench agent: --statements %d: must not be negative", o.Statements)
+			}
+			if o.Statements > 0 && o.Work {
+				return fmt.Errorf("bench agent: --statements and --work: one at a time (--work counts what --statements times)")
 			}
 			if o.Statements > 0 && pgdb.IsURL(o.DB) {
 				return fmt.Errorf("bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)")
@@ -94,6 +102,9 @@ func benchAgentCmd() *cobra.Command {
 				lines = append(lines, bench.StatementLines("core", o.CoreMessages, res.CoreStatements, o.Statements)...)
 				lines = append(lines, bench.StatementLines("agent", res.Events, res.AgentStatements, o.Statements)...)
 			}
+			if o.Work {
+				lines = append(lines, res.CoreWork.Line("core"), res.AgentWork.Line("agent"))
+			}
 			for _, l := range lines {
 				if _, err := fmt.Fprintln(cmd.OutOrStdout(), l); err != nil {
 					return err
@@ -115,5 +126,6 @@ func benchAgentCmd() *cobra.Command {
 	fl.IntVar(&o.CoreMessages, "core-messages", 5000, "messages of the core's run (core_per_s)")
 	fl.BoolVar(&timeline, "timeline", false, "print a second line: where the run's time went beyond the agent's latency")
 	fl.IntVar(&o.Statements, "statements", 0, "print the N statements SQLite's writer spent longest on, in the core's run and the agent run (SQLite only)")
+	fl.BoolVar(&o.Work, "work", false, "print what the core's run and the agent run cost the database, per message or event: commits, statements, blocks and WAL bytes (PostgreSQL), bytes written (SQLite)")
 	return c
 }
