@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/seqbox/seqbox/internal/pgtest"
@@ -95,10 +96,32 @@ func TestBenchAgent(t *testing.T) {
 			}
 		}
 	}
+	// --pages N (SQLite): the core's run's and the agent run's WAL frames
+	// by table and index, the N that took most of each; the inbox is
+	// among the trees every message and event writes, the ledger's key
+	// among the agent's only.
+	out = ok(t, "bench", "agent", "--db", newDB(t), "--target", "library", "--keys", "20", "--versions", "2",
+		"--concurrency", "4", "--chain", "2", "--core-messages", "100", "--pages", "40")
+	for run, units := range map[string]string{"core": "100", "agent": "40"} {
+		m := kv(t, out, "agent pages: run="+run+" ")
+		require.Equal(t, units, m["units"], run)
+		require.Regexp(t, regexp.MustCompile(`^[1-9][0-9]*$`), m["frames"], run)
+	}
+	core, agent, found := strings.Cut(out, "agent pages: run=agent ")
+	require.True(t, found)
+	tree := func(name string) *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^  frames=[1-9][0-9]* per_unit=` + num + ` ` + name + `$`)
+	}
+	require.Regexp(t, tree("seqbox_inbox"), core)
+	require.NotRegexp(t, tree("seqbox_effects_key"), core)
+	require.Regexp(t, tree("seqbox_inbox"), agent)
+	require.Regexp(t, tree("seqbox_effects_key"), agent)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--pages", "-2"}, "seqbox: bench agent: --pages -2: must not be negative"},
+		{[]string{"--pages", "5", "--db", "postgres://nowhere/x"}, "seqbox: bench agent: --pages: SQLite only (on PostgreSQL, --work gives the WAL's bytes)"},
 		{[]string{"--statements", "2", "--work"}, "seqbox: bench agent: --statements and --work: one at a time (--work counts what --statements times)"},
 		{[]string{"--statements", "-1"}, "seqbox: bench agent: --statements -1: must not be negative"},
 		{[]string{"--statements", "2", "--db", "postgres://nowhere/x"}, "seqbox: bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)"},

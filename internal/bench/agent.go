@@ -59,6 +59,10 @@ type AgentOptions struct {
 	// Work measures what the core's run and the Keys x Versions run cost
 	// the database (AgentResult.CoreWork, AgentWork; `--work`).
 	Work bool
+	// Pages, on SQLite, counts the WAL frames the Keys x Versions run
+	// appended, by table and index (AgentResult.Pages; `--pages N`
+	// prints the N trees that took most).
+	Pages int
 }
 
 // AgentResult is what one `seqbox bench agent` run measured.
@@ -79,6 +83,9 @@ type AgentResult struct {
 	// CoreWork and AgentWork are what the core's run and the Keys x
 	// Versions run cost the database (AgentOptions.Work).
 	CoreWork, AgentWork Work
+	// CorePages and Pages are where the core's run's and the Keys x
+	// Versions run's writes went (AgentOptions.Pages).
+	CorePages, Pages Pages
 }
 
 // AgentTimeline is where the Keys x Versions run's time went beyond the
@@ -155,11 +162,18 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 	if o.Target != "serve" && o.Target != "library" {
 		return res, fmt.Errorf("bench agent: --target %q: want serve or library", o.Target)
 	}
-	core, coreStatements, coreWork, err := corePerS(ctx, o)
+	// Held before the core's run and the target open their pools, so
+	// that theirs keep every frame in the WAL.
+	pages, err := holdPages(o.DB, o.Pages > 0)
+	if err != nil {
+		return res, err
+	}
+	defer pages.end()
+	core, coreStatements, coreWork, corePages, err := corePerS(ctx, o, pages)
 	if err != nil {
 		return res, fmt.Errorf("core: %w", err)
 	}
-	res.CorePerS, res.CoreStatements, res.CoreWork = core, coreStatements, coreWork
+	res.CorePerS, res.CoreStatements, res.CoreWork, res.CorePages = core, coreStatements, coreWork, corePages
 	run := newRun()
 	watch := &contention{}
 	a := newBenchAgent(o.Latency)
@@ -169,6 +183,9 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 		return res, err
 	}
 	defer tgt.stop()
+	if err := pages.begin(); err != nil {
+		return res, err
+	}
 
 	// Keys x Versions: each round posts one version of every key, so a
 	// key's versions are accepted in order.
@@ -197,6 +214,9 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 	res.Events, res.Elapsed = o.Keys*o.Versions, time.Since(start)
 	res.AgentStatements = stopRecording()
 	if res.AgentWork, err = work.stop(ctx, res.Events); err != nil {
+		return res, err
+	}
+	if res.Pages, err = pages.count(ctx, res.Events); err != nil {
 		return res, err
 	}
 	res.Timeline = a.timeline(run, o, start, res.Elapsed)
@@ -241,34 +261,40 @@ func agentBody(run, prefix string, k, v int) []byte {
 
 // corePerS measures the core pipeline (embedded queue, per-message
 // Handler) on the same database: CoreMessages over 100 keys.
-func corePerS(ctx context.Context, o AgentOptions) (float64, []sqlitedb.StatementTime, Work, error) {
+func corePerS(ctx context.Context, o AgentOptions, pages *pageMeter) (perS float64, statements []sqlitedb.StatementTime, work Work, written Pages, err error) {
 	run := newRun()
 	e, err := open(ctx, o.DB, "bench-core-"+run)
 	if err != nil {
-		return 0, nil, Work{}, err
+		return 0, nil, Work{}, Pages{}, err
 	}
 	defer e.close()
 	if err := publish(ctx, e.q, Bodies("bench", run+"-core", run, o.CoreMessages, 100)); err != nil {
-		return 0, nil, Work{}, err
+		return 0, nil, Work{}, Pages{}, err
 	}
-	work, err := startWork(ctx, o.DB, o.Work)
+	meter, err := startWork(ctx, o.DB, o.Work)
 	if err != nil {
-		return 0, nil, Work{}, err
+		return 0, nil, Work{}, Pages{}, err
+	}
+	if err := pages.begin(); err != nil {
+		return 0, nil, Work{}, Pages{}, err
 	}
 	stopRecording := recordIf(o)
 	l, err := startLive(ctx, e, 4, 64)
 	if err != nil {
 		stopRecording()
-		return 0, nil, Work{}, err
+		return 0, nil, Work{}, Pages{}, err
 	}
 	waitErr := l.waitApplied(ctx, int64(o.CoreMessages))
 	elapsed := time.Since(l.start)
-	statements := stopRecording()
+	statements = stopRecording()
 	if err := errors.Join(waitErr, l.stop()); err != nil {
-		return 0, nil, Work{}, err
+		return 0, nil, Work{}, Pages{}, err
 	}
-	done, err := work.stop(ctx, o.CoreMessages)
-	return float64(o.CoreMessages) / elapsed.Seconds(), statements, done, err
+	if written, err = pages.count(ctx, o.CoreMessages); err != nil {
+		return 0, nil, Work{}, Pages{}, err
+	}
+	work, err = meter.stop(ctx, o.CoreMessages)
+	return float64(o.CoreMessages) / elapsed.Seconds(), statements, work, written, err
 }
 
 // recordIf starts recording SQLite's statements when o.Statements asks for

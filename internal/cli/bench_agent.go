@@ -37,7 +37,13 @@ func benchAgentCmd() *cobra.Command {
 			"agent work: run=core|agent units=… commits_per_unit=… statements_per_unit=… blocks_per_unit=… wal_bytes_per_unit=… write_bytes_per_unit=…\n" +
 			"(commits: SQLite's COMMITs, or the transaction ids PostgreSQL gave out; statements and blocks on PostgreSQL only\n" +
 			"with pg_stat_statements in the database; WAL bytes on PostgreSQL, cluster-wide; bytes written by this process on\n" +
-			"SQLite, from Linux's /proc/self/io; - where the store does not say).",
+			"SQLite, from Linux's /proc/self/io; - where the store does not say).\n" +
+			"With --pages N (SQLite), where the core's run's and the agent run's writes went: their commits' WAL frames (each a\n" +
+			"page of a table or an index written again; SQLite's automatic checkpoints are held during the runs so that the WAL\n" +
+			"keeps them all), for each a line\n" +
+			"agent pages: run=core|agent units=… frames=… frames_per_unit=…\n" +
+			"and the N tables and indexes that took most frames (with --work too, the agent run's bytes written then leave out\n" +
+			"the checkpoints' copies).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct {
@@ -65,6 +71,12 @@ func benchAgentCmd() *cobra.Command {
 			}
 			if o.Statements > 0 && o.Work {
 				return fmt.Errorf("bench agent: --statements and --work: one at a time (--work counts what --statements times)")
+			}
+			if o.Pages < 0 {
+				return fmt.Errorf("bench agent: --pages %d: must not be negative", o.Pages)
+			}
+			if o.Pages > 0 && pgdb.IsURL(o.DB) {
+				return fmt.Errorf("bench agent: --pages: SQLite only (on PostgreSQL, --work gives the WAL's bytes)")
 			}
 			if o.Statements > 0 && pgdb.IsURL(o.DB) {
 				return fmt.Errorf("bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)")
@@ -105,6 +117,10 @@ func benchAgentCmd() *cobra.Command {
 			if o.Work {
 				lines = append(lines, res.CoreWork.Line("core"), res.AgentWork.Line("agent"))
 			}
+			if o.Pages > 0 {
+				lines = append(lines, res.CorePages.Lines("core", o.Pages)...)
+				lines = append(lines, res.Pages.Lines("agent", o.Pages)...)
+			}
 			for _, l := range lines {
 				if _, err := fmt.Fprintln(cmd.OutOrStdout(), l); err != nil {
 					return err
@@ -126,6 +142,7 @@ func benchAgentCmd() *cobra.Command {
 	fl.IntVar(&o.CoreMessages, "core-messages", 5000, "messages of the core's run (core_per_s)")
 	fl.BoolVar(&timeline, "timeline", false, "print a second line: where the run's time went beyond the agent's latency")
 	fl.IntVar(&o.Statements, "statements", 0, "print the N statements SQLite's writer spent longest on, in the core's run and the agent run (SQLite only)")
+	fl.IntVar(&o.Pages, "pages", 0, "print the N tables and indexes the core's run's and the agent run's WAL frames went to most (SQLite only)")
 	fl.BoolVar(&o.Work, "work", false, "print what the core's run and the agent run cost the database, per message or event: commits, statements, blocks and WAL bytes (PostgreSQL), bytes written (SQLite)")
 	return c
 }

@@ -375,6 +375,9 @@ func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, err
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(ON)")
+	if checkpointsHeld.Load() {
+		q.Add("_pragma", "wal_autocheckpoint(0)") // HoldCheckpoints
+	}
 	q.Set("_txlock", "immediate")
 	base, err := sqlite.NewConnector(t.DSN(q))
 	if err != nil {
