@@ -121,6 +121,7 @@ func TestBenchAgent(t *testing.T) {
 		want string
 	}{
 		{[]string{"--pages", "-2"}, "seqbox: bench agent: --pages -2: must not be negative"},
+		{[]string{"--pages", "2", "--db", "file::memory:"}, "seqbox: bench agent: pages: file::memory:: the WAL of a database file is counted, and this is none"},
 		{[]string{"--pages", "5", "--db", "postgres://nowhere/x"}, "seqbox: bench agent: --pages: SQLite only (on PostgreSQL, --work gives the WAL's bytes)"},
 		{[]string{"--statements", "2", "--work"}, "seqbox: bench agent: --statements and --work: one at a time (--work counts what --statements times)"},
 		{[]string{"--statements", "-1"}, "seqbox: bench agent: --statements -1: must not be negative"},

@@ -60,6 +60,9 @@ func holdPages(db string, on bool) (*pageMeter, error) {
 	if pgdb.IsURL(db) {
 		return nil, fmt.Errorf("pages: SQLite only")
 	}
+	if t, err := sqlitedb.Locate(db); err != nil || t.Path == "" {
+		return nil, fmt.Errorf("pages: %s: the WAL of a database file is counted, and this is none", db)
+	}
 	release, ok := sqlitedb.HoldCheckpoints()
 	if !ok {
 		return nil, fmt.Errorf("pages: another run holds SQLite's checkpoints")

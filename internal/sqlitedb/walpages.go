@@ -38,12 +38,20 @@ const (
 	walFrameHeaderSize = 24
 )
 
-// WALPages returns the page number of each frame of the database file
-// path's WAL, in the WAL's order: the frames written since the WAL last
-// started over (a frame left from before carries the old salts and ends
-// the list). A database without a WAL file has none.
+// WALPages returns the page number of each frame of the WAL of the
+// database at path (a file path or a "file:" URI, as Open takes it), in
+// the WAL's order: the frames written since the WAL last started over (a
+// frame left from before carries the old salts and ends the list). A
+// database without a WAL file has none; one in memory has no file.
 func WALPages(path string) ([]uint32, error) {
-	b, err := os.ReadFile(path + "-wal")
+	t, err := Locate(path)
+	if err != nil {
+		return nil, err
+	}
+	if t.Path == "" {
+		return nil, fmt.Errorf("sqlite: %s is in memory: it has no WAL file", t.Where)
+	}
+	b, err := os.ReadFile(t.Path + "-wal")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -88,9 +96,9 @@ func walFrames(b []byte) ([]uint32, error) {
 	return pages, nil
 }
 
-// PageTrees maps each page of the database file path in use by a table
-// or an index to that table's or index's name, from SQLite's dbstat
-// table (a page not listed is free, or the file's header page's).
+// PageTrees maps each page of the database at path (as WALPages takes
+// it) in use by a table or an index to that table's or index's name, from
+// SQLite's dbstat table (a page not listed is free).
 func PageTrees(ctx context.Context, path string) (map[uint32]string, error) {
 	db, err := OpenAccess(ctx, path, store.ReadOnly)
 	if err != nil {
