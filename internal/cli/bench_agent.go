@@ -42,7 +42,7 @@ func benchAgentCmd() *cobra.Command {
 			"page of a table or an index written again; SQLite's automatic checkpoints are held during the runs so that the WAL\n" +
 			"keeps them all), for each a line\n" +
 			"agent pages: run=core|agent units=… frames=… frames_per_unit=…\n" +
-			"and the N tables and indexes that took most frames (with --work too, the agent run's bytes written then leave out\n" +
+			"and the N tables and indexes that took most frames (with --work too, the runs' bytes written then leave out\n" +
 			"the checkpoints' copies).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
