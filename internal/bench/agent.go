@@ -193,6 +193,7 @@ func Agent(ctx context.Context, o AgentOptions) (AgentResult, error) {
 	if err != nil {
 		return res, err
 	}
+	defer work.abandon()
 	stopRecording := recordIf(o)
 	start := time.Now()
 	for v := 1; v <= o.Versions; v++ {
@@ -275,6 +276,7 @@ func corePerS(ctx context.Context, o AgentOptions, pages *pageMeter) (perS float
 	if err != nil {
 		return 0, nil, Work{}, Pages{}, err
 	}
+	defer meter.abandon()
 	if err := pages.begin(); err != nil {
 		return 0, nil, Work{}, Pages{}, err
 	}

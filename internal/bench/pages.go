@@ -18,8 +18,9 @@ import (
 type Pages struct {
 	// Units are the run's events.
 	Units int
-	// Frames are the WAL frames the run appended.
-	Frames int
+	// Frames are the WAL frames the run appended, and Commits the write
+	// transactions that appended them.
+	Frames, Commits int
 	// Trees are the frames by table or index, the most first ("(free)"
 	// for a page no tree held at the end).
 	Trees []TreeFrames
@@ -35,7 +36,8 @@ type TreeFrames struct {
 // them: a summary line, then the top trees.
 func (p Pages) Lines(run string, top int) []string {
 	per := func(n int) float64 { return float64(n) / float64(max(p.Units, 1)) }
-	out := []string{fmt.Sprintf("agent pages: run=%s units=%d frames=%d frames_per_unit=%.2f", run, p.Units, p.Frames, per(p.Frames))}
+	out := []string{fmt.Sprintf("agent pages: run=%s units=%d frames=%d frames_per_unit=%.2f commits_per_unit=%.2f",
+		run, p.Units, p.Frames, per(p.Frames), per(p.Commits))}
 	for _, t := range p.Trees[:min(top, len(p.Trees))] {
 		out = append(out, fmt.Sprintf("  frames=%d per_unit=%.2f %s", t.Frames, per(t.Frames), t.Name))
 	}
@@ -46,7 +48,9 @@ func (p Pages) Lines(run string, top int) []string {
 type pageMeter struct {
 	db      string
 	release func()
-	from    int
+	// from is the WAL's frames before the stretch, under salts.
+	from  int
+	salts [2]uint32
 }
 
 // holdPages, when on, holds SQLite's checkpoints (sqlitedb.HoldCheckpoints)
@@ -60,8 +64,12 @@ func holdPages(db string, on bool) (*pageMeter, error) {
 	if pgdb.IsURL(db) {
 		return nil, fmt.Errorf("pages: SQLite only")
 	}
-	if t, err := sqlitedb.Locate(db); err != nil || t.Path == "" {
-		return nil, fmt.Errorf("pages: %s: the WAL of a database file is counted, and this is none", db)
+	t, err := sqlitedb.Locate(db)
+	if err != nil {
+		return nil, fmt.Errorf("pages: %w", err)
+	}
+	if t.Path == "" {
+		return nil, fmt.Errorf("pages: %s is in memory: the WAL of a database file is counted", db)
 	}
 	release, ok := sqlitedb.HoldCheckpoints()
 	if !ok {
@@ -75,8 +83,8 @@ func (m *pageMeter) begin() error {
 	if m == nil {
 		return nil
 	}
-	frames, err := sqlitedb.WALPages(m.db)
-	m.from = len(frames)
+	w, err := sqlitedb.ReadWAL(m.db, 0)
+	m.from, m.salts = w.Frames, w.Salts
 	return err
 }
 
@@ -92,26 +100,27 @@ func (m *pageMeter) count(ctx context.Context, units int) (Pages, error) {
 	if m == nil {
 		return Pages{}, nil
 	}
-	frames, err := sqlitedb.WALPages(m.db)
+	w, err := sqlitedb.ReadWAL(m.db, m.from)
 	if err != nil {
 		return Pages{}, err
 	}
-	if len(frames) < m.from {
-		return Pages{}, fmt.Errorf("pages: the WAL started over during the run (a pool opened before the hold checkpointed it)")
+	if w.Salts != m.salts && m.from > 0 || w.Frames < m.from {
+		return Pages{}, fmt.Errorf("pages: the WAL started over during the run: something checkpointed it, another process " +
+			"or a pool opened before the hold (--pages counts a database only this run writes)")
 	}
 	trees, err := sqlitedb.PageTrees(ctx, m.db)
 	if err != nil {
 		return Pages{}, err
 	}
 	by := map[string]int{}
-	for _, pg := range frames[m.from:] {
+	for _, pg := range w.Pages {
 		name, ok := trees[pg]
 		if !ok {
 			name = "(free)"
 		}
 		by[name]++
 	}
-	p := Pages{Units: units, Frames: len(frames) - m.from}
+	p := Pages{Units: units, Frames: len(w.Pages), Commits: w.Commits}
 	for name, n := range by {
 		p.Trees = append(p.Trees, TreeFrames{Name: name, Frames: n})
 	}

@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -323,18 +321,7 @@ func written(ctx context.Context, e *env) int64 {
 		}
 		return n
 	}
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "write_bytes: "); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
-				return n
-			}
-		}
-	}
-	return -1
+	return processWriteBytes()
 }
 
 // since is what was written between two readings of written, -1 where

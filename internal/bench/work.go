@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -23,9 +22,13 @@ import (
 type Work struct {
 	// Units are the run's messages (core) or events (agent).
 	Units int
-	// Commits are the write transactions: the COMMITs of SQLite's
-	// writer pools, or the transaction ids PostgreSQL gave out (a
-	// savepoint that writes takes one too).
+	// Commits are, on SQLite, the COMMITs of the writer pools'
+	// transactions (a write outside one, as the embedded queue's receive
+	// is, is not counted: `--pages` counts every write transaction from
+	// the WAL); on PostgreSQL, the transaction ids the server gave out, to
+	// any database: every write transaction, with or without BEGIN (a
+	// savepoint that writes takes one too, and so does a transaction that
+	// rolled back).
 	Commits int64
 	// Statements are the statements SQLite's writer pools ran, or, on
 	// PostgreSQL with pg_stat_statements installed in the database, all
@@ -62,6 +65,9 @@ func (w Work) Line(run string) string {
 type workMeter interface {
 	// stop ends the measure and returns what units cost.
 	stop(ctx context.Context, units int) (Work, error)
+	// abandon ends the measure, if stop did not: a run that failed
+	// deferred it.
+	abandon()
 }
 
 // startWork starts measuring the work done on db from now: on
@@ -79,13 +85,14 @@ func startWork(ctx context.Context, db string, on bool) (workMeter, error) {
 	if !ok {
 		return nil, fmt.Errorf("work: another recording of SQLite's statements is running (--statements and --work cannot share a run)")
 	}
-	return &sqliteWork{stopRecording: stop, written: writeBytes()}, nil
+	return &sqliteWork{stopRecording: stop, written: processWriteBytes()}, nil
 }
 
 // noWork measures nothing.
 type noWork struct{}
 
 func (noWork) stop(context.Context, int) (Work, error) { return Work{}, nil }
+func (noWork) abandon()                                {}
 
 // sqliteWork counts SQLite's statements and commits, and this process's
 // writes.
@@ -94,35 +101,48 @@ type sqliteWork struct {
 	written       int64
 }
 
+func (s *sqliteWork) abandon() { s.close() }
+
 func (s *sqliteWork) stop(_ context.Context, units int) (Work, error) {
 	w := Work{Units: units, Blocks: -1, WALBytes: -1, WriteBytes: -1}
-	for _, st := range s.stopRecording() {
+	for _, st := range s.close() {
 		w.Statements += st.Count
 		if st.Query == "COMMIT" {
 			w.Commits += st.Count
 		}
 	}
-	if end := writeBytes(); end >= 0 && s.written >= 0 {
+	// Nothing written to storage is no SQLite run's: the file is on a
+	// file system with no device under it (tmpfs), which Linux does not
+	// count.
+	if end := processWriteBytes(); end >= 0 && s.written >= 0 && end > s.written {
 		w.WriteBytes = end - s.written
 	}
 	return w, nil
 }
 
-// writeBytes is this process's write_bytes in /proc/self/io, or -1.
-func writeBytes() int64 {
-	f, err := os.Open("/proc/self/io")
+// close ends the recording once and returns what it saw.
+func (s *sqliteWork) close() []sqlitedb.StatementTime {
+	if s.stopRecording == nil {
+		return nil
+	}
+	stop := s.stopRecording
+	s.stopRecording = nil
+	return stop()
+}
+
+// processWriteBytes is this process's write_bytes in /proc/self/io
+// (Linux: the bytes of the pages it dirtied on files with a device under
+// them), or -1.
+func processWriteBytes() int64 {
+	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
 		return -1
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "write_bytes: "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return -1
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "write_bytes: "); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return n
 			}
-			return n
 		}
 	}
 	return -1
@@ -142,6 +162,10 @@ type pgWork struct {
 // pgCounters are the server's cumulative counters.
 type pgCounters struct {
 	wal, xids, statements, blocks int64
+	// dealloc is how many entries pg_stat_statements dropped to make
+	// room (-1 where it does not say, before PostgreSQL 14): a run during
+	// which it moved lost statements.
+	dealloc int64
 }
 
 func startPGWork(ctx context.Context, url string) (*pgWork, error) {
@@ -183,9 +207,14 @@ func (p *pgWork) read(ctx context.Context) (pgCounters, error) {
 	if err := p.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(calls), 0)::bigint, COALESCE(SUM(shared_blks_hit + shared_blks_read), 0)::bigint
 		FROM `+p.stats+` s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()`).Scan(&c.statements, &c.blocks); err != nil {
 		p.stats, c.statements, c.blocks = "", -1, -1
+		return c, nil
 	}
+	c.dealloc = -1
+	_ = p.db.QueryRowContext(ctx, `SELECT dealloc FROM `+p.stats+`_info`).Scan(&c.dealloc)
 	return c, nil
 }
+
+func (p *pgWork) abandon() { p.db.Close() } // a second Close does nothing
 
 func (p *pgWork) stop(ctx context.Context, units int) (Work, error) {
 	defer p.db.Close()
@@ -195,7 +224,10 @@ func (p *pgWork) stop(ctx context.Context, units int) (Work, error) {
 	}
 	w := Work{Units: units, Commits: end.xids - p.start.xids, Statements: -1, Blocks: -1,
 		WALBytes: end.wal - p.start.wal, WriteBytes: -1}
-	if end.statements >= 0 && p.start.statements >= 0 {
+	// Not when pg_stat_statements dropped entries meanwhile (its
+	// pg_stat_statements.max is too small for the run), or was reset.
+	lost := end.dealloc != p.start.dealloc || end.statements < p.start.statements
+	if end.statements >= 0 && p.start.statements >= 0 && !lost {
 		w.Statements, w.Blocks = end.statements-p.start.statements, end.blocks-p.start.blocks
 	}
 	return w, nil

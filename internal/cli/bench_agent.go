@@ -35,15 +35,18 @@ func benchAgentCmd() *cobra.Command {
 			"and the N statements longest in all, with their count, time in all and a run's average.\n" +
 			"With --work, what the core's run and the agent run cost the database, in counts the machine's speed does not move:\n" +
 			"agent work: run=core|agent units=… commits_per_unit=… statements_per_unit=… blocks_per_unit=… wal_bytes_per_unit=… write_bytes_per_unit=…\n" +
-			"(commits: SQLite's COMMITs, or the transaction ids PostgreSQL gave out; statements and blocks on PostgreSQL only\n" +
-			"with pg_stat_statements in the database; WAL bytes on PostgreSQL, cluster-wide; bytes written by this process on\n" +
-			"SQLite, from Linux's /proc/self/io; - where the store does not say).\n" +
+			"(commits: on SQLite the COMMITs of its writer pools' transactions, not its writes outside one, which --pages\n" +
+			"counts; on PostgreSQL 13 or later the transaction ids the server gave out, to any database, every write\n" +
+			"transaction; statements and blocks on PostgreSQL only with pg_stat_statements in the database; WAL bytes on\n" +
+			"PostgreSQL, cluster-wide; bytes written by this process on SQLite, from Linux's /proc/self/io, where the file\n" +
+			"has a device under it (not tmpfs); - where the store does not say).\n" +
 			"With --pages N (SQLite), where the core's run's and the agent run's writes went: their commits' WAL frames (each a\n" +
 			"page of a table or an index written again; SQLite's automatic checkpoints are held during the runs so that the WAL\n" +
 			"keeps them all), for each a line\n" +
-			"agent pages: run=core|agent units=… frames=… frames_per_unit=…\n" +
-			"and the N tables and indexes that took most frames (with --work too, the runs' bytes written then leave out\n" +
-			"the checkpoints' copies).",
+			"agent pages: run=core|agent units=… frames=… frames_per_unit=… commits_per_unit=…\n" +
+			"and the N tables and indexes that took most frames. The database must be one only this run writes; the WAL\n" +
+			"grows with the runs, and the rates of the first line are not those of a run without --pages (with --work too,\n" +
+			"the bytes written leave out the checkpoints' copies).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct {

@@ -1,6 +1,7 @@
 package sqlitedb
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -50,12 +51,13 @@ func TestHeldCheckpointsKeepEveryPageInTheWAL(t *testing.T) {
 			require.NoError(t, tx.Commit())
 		}
 	}
-	before, err := WALPages(held)
+	before, err := ReadWAL(held, 0)
 	require.NoError(t, err)
-	require.Greater(t, len(before), 2000, "the held pool's WAL kept every frame")
-	freed, err := WALPages(free)
+	require.Greater(t, before.Frames, 2000, "the held pool's WAL kept every frame")
+	require.Equal(t, 80+2, before.Commits, "the table and index created, and 80 commits of rows")
+	freed, err := ReadWAL(free, 0)
 	require.NoError(t, err)
-	require.Less(t, len(freed), 1500, "the other pool's WAL started over after a checkpoint")
+	require.Less(t, freed.Frames, 1500, "the other pool's WAL started over after a checkpoint")
 
 	tx, err := db.Begin()
 	require.NoError(t, err)
@@ -64,76 +66,96 @@ func TestHeldCheckpointsKeepEveryPageInTheWAL(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, tx.Commit())
-	after, err := WALPages(held)
+	after, err := ReadWAL("file:"+held, before.Frames)
 	require.NoError(t, err)
+	require.Equal(t, before.Salts, after.Salts)
+	require.Equal(t, 1, after.Commits)
+	require.Len(t, after.Pages, after.Frames-before.Frames)
 	trees, err := PageTrees(ctx, held)
 	require.NoError(t, err)
 	by := map[string]int{}
-	for _, pg := range after[len(before):] {
+	for _, pg := range after.Pages {
 		by[trees[pg]]++
 	}
 	// Keys from "z", in order: appended to the index's last leaves, and
 	// the table's 100 rows of 200 bytes to a handful of pages.
 	require.Positive(t, by["t"], "%v", by)
 	require.Positive(t, by["t_k"], "%v", by)
-	require.Less(t, len(after)-len(before), 40, "%v", by)
+	require.Less(t, len(after.Pages), 40, "%v", by)
 }
 
-// walFrames reads a WAL's frames up to the first left from before the
-// WAL started over (other salts) or cut short, and refuses a file that
-// is not a WAL.
-func TestWALFramesStopAtOldSaltsAndRefuseOtherFiles(t *testing.T) {
+// readWAL reads a WAL's frames up to the first left from before the
+// WAL started over (either salt another) or cut short, counts the frames
+// that end a commit, lists the pages from the frame asked for on, and
+// refuses a file that is not a WAL.
+func TestReadWALStopsAtOldSaltsAndRefusesOtherFiles(t *testing.T) {
 	const pageSize = 512
-	wal := func(salts [2]uint32, frames ...[3]uint32) []byte { // page, salt1, salt2
+	type frame struct{ page, commit, salt1, salt2 uint32 }
+	wal := func(magic uint32, salts [2]uint32, frames ...frame) []byte {
 		b := make([]byte, walHeaderSize)
-		binary.BigEndian.PutUint32(b, 0x377f0682)
+		binary.BigEndian.PutUint32(b, magic)
 		binary.BigEndian.PutUint32(b[8:], pageSize)
 		binary.BigEndian.PutUint32(b[16:], salts[0])
 		binary.BigEndian.PutUint32(b[20:], salts[1])
 		for _, f := range frames {
 			h := make([]byte, walFrameHeaderSize+pageSize)
-			binary.BigEndian.PutUint32(h, f[0])
-			binary.BigEndian.PutUint32(h[8:], f[1])
-			binary.BigEndian.PutUint32(h[12:], f[2])
+			binary.BigEndian.PutUint32(h, f.page)
+			binary.BigEndian.PutUint32(h[4:], f.commit)
+			binary.BigEndian.PutUint32(h[8:], f.salt1)
+			binary.BigEndian.PutUint32(h[12:], f.salt2)
 			b = append(b, h...)
 		}
 		return b
 	}
-	pages, err := walFrames(wal([2]uint32{7, 9}, [3]uint32{3, 7, 9}, [3]uint32{5, 7, 9}, [3]uint32{4, 1, 2}, [3]uint32{6, 7, 9}))
+	read := func(b []byte, from int) (WAL, error) { return readWAL(bytes.NewReader(b), int64(len(b)), from) }
+	for _, magic := range []uint32{0x377f0682, 0x377f0683} {
+		for _, stale := range []frame{{4, 0, 1, 9}, {4, 0, 7, 1}, {4, 0, 1, 2}} {
+			w, err := read(wal(magic, [2]uint32{7, 9}, frame{3, 0, 7, 9}, frame{5, 12, 7, 9}, stale, frame{6, 13, 7, 9}), 0)
+			require.NoError(t, err)
+			require.Equal(t, WAL{Salts: [2]uint32{7, 9}, Frames: 2, Pages: []uint32{3, 5}, Commits: 1}, w, "stale frame %v", stale)
+		}
+	}
+	b := wal(0x377f0682, [2]uint32{7, 9}, frame{3, 0, 7, 9}, frame{5, 12, 7, 9}, frame{8, 14, 7, 9})
+	w, err := read(b, 1)
 	require.NoError(t, err)
-	require.Equal(t, []uint32{3, 5}, pages)
-	b := wal([2]uint32{7, 9}, [3]uint32{3, 7, 9}, [3]uint32{5, 7, 9})
-	pages, err = walFrames(b[:len(b)-1])
+	require.Equal(t, WAL{Salts: [2]uint32{7, 9}, Frames: 3, Pages: []uint32{5, 8}, Commits: 2}, w, "from the second frame on")
+	w, err = read(b[:len(b)-1], 0)
 	require.NoError(t, err)
-	require.Equal(t, []uint32{3}, pages, "a frame the file cuts short")
-	pages, err = walFrames(nil)
+	require.Equal(t, []uint32{3, 5}, w.Pages, "a frame the file cuts short")
+	w, err = read(nil, 0)
 	require.NoError(t, err)
-	require.Empty(t, pages)
+	require.Empty(t, w.Pages)
 
-	_, err = walFrames([]byte("SQLite format 3\x00 and then some bytes"))
+	_, err = read([]byte("SQLite format 3\x00 and then some bytes"), 0)
 	require.EqualError(t, err, "sqlite: WAL magic number 0x53514c69: not a WAL file")
-	_, err = walFrames([]byte("short"))
+	_, err = read([]byte("short"), 0)
 	require.EqualError(t, err, "sqlite: WAL of 5 bytes, shorter than its 32-byte header")
-	odd := wal([2]uint32{1, 1})
-	binary.BigEndian.PutUint32(odd[8:], 1000)
-	_, err = walFrames(odd)
-	require.EqualError(t, err, "sqlite: WAL page size 1000: not a power of two from 512 to 65536")
+	for _, size := range []uint32{1, 1000, 131072} {
+		odd := wal(0x377f0682, [2]uint32{1, 1})
+		binary.BigEndian.PutUint32(odd[8:], size)
+		_, err = read(odd, 0)
+		require.EqualError(t, err, fmt.Sprintf("sqlite: WAL page size %d: not a power of two from 512 to 65536", size))
+	}
+	_, err = ReadWAL("file::memory:", 0)
+	require.EqualError(t, err, "sqlite: file::memory: is in memory: it has no WAL file")
 }
 
-// walFrames never panics and lists no more frames than the bytes hold.
-func FuzzWALFrames(f *testing.F) {
+// readWAL never panics and lists no more frames than the bytes hold.
+func FuzzReadWAL(f *testing.F) {
 	h := make([]byte, walHeaderSize+walFrameHeaderSize+512)
 	binary.BigEndian.PutUint32(h, 0x377f0683)
 	binary.BigEndian.PutUint32(h[8:], 512)
-	f.Add(h)
-	f.Add([]byte{})
-	f.Add(h[:walHeaderSize])
-	f.Fuzz(func(t *testing.T, b []byte) {
-		pages, err := walFrames(b)
+	f.Add(h, 0)
+	f.Add([]byte{}, 0)
+	f.Add(h[:walHeaderSize], 1)
+	f.Fuzz(func(t *testing.T, b []byte, from int) {
+		w, err := readWAL(bytes.NewReader(b), int64(len(b)), from)
 		if err != nil {
-			require.Empty(t, pages)
+			require.Empty(t, w.Pages)
 			return
 		}
-		require.LessOrEqual(t, len(pages)*(walFrameHeaderSize+512), len(b))
+		require.LessOrEqual(t, w.Frames*(walFrameHeaderSize+512), len(b))
+		require.LessOrEqual(t, len(w.Pages), w.Frames)
+		require.LessOrEqual(t, w.Commits, len(w.Pages))
 	})
 }
