@@ -170,9 +170,12 @@ func TestAdminKeysSearchPageIsTheFullListingCut(t *testing.T) {
 				r.post(t, ev(fmt.Sprintf("q%d", i), key, 1, `{"n":1}`))
 			}
 			r.post(t, ev("h2", "order-2", 3, `{"n":3}`)) // held, later than order-10's p3
-			eventually(t, "order-2 held", func() bool {
+			eventually(t, "order-2 held and Order-3 applied", func() bool {
 				_, k, _ := r.call(t, "GET", "/v1/admin/keys/order-2", testToken, nil, "")
-				return k["status"] == "held" && r.admin(t, "GET", "/v1/admin/keys/Order-3", "", 200)["version"] == float64(1)
+				// Not found until its event is applied: polled, not
+				// required.
+				_, o, _ := r.call(t, "GET", "/v1/admin/keys/Order-3", testToken, nil, "")
+				return k["status"] == "held" && o["version"] == float64(1)
 			})
 			page := func(query string) ([]string, any) { return keysFound(t, r, query) }
 			for _, search := range []string{"", "order", "ORDER-1", "order-1", "o", "C", "nothing"} {
