@@ -59,9 +59,10 @@ type AgentOptions struct {
 	// Work measures what the core's run and the Keys x Versions run cost
 	// the database (AgentResult.CoreWork, AgentWork; `--work`).
 	Work bool
-	// Pages, on SQLite, counts the WAL frames the Keys x Versions run
-	// appended, by table and index (AgentResult.Pages; `--pages N`
-	// prints the N trees that took most).
+	// Pages, on SQLite, counts the WAL frames the core's run and the
+	// Keys x Versions run appended, by table and index
+	// (AgentResult.CorePages, Pages; `--pages N` prints the N trees that
+	// took most of each).
 	Pages int
 }
 

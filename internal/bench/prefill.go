@@ -316,7 +316,7 @@ func vacuumPhase(ctx context.Context, e *env) error {
 func written(ctx context.Context, e *env) int64 {
 	if e.pg {
 		var n int64
-		if err := e.st.DB().QueryRowContext(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&n); err != nil {
+		if err := e.st.DB().QueryRowContext(ctx, `SELECT `+walPosition).Scan(&n); err != nil {
 			return -1
 		}
 		return n

@@ -159,6 +159,10 @@ type pgWork struct {
 	start pgCounters
 }
 
+// walPosition is PostgreSQL's WAL position in bytes: what the server has
+// written to its log so far, every database's traffic counted.
+const walPosition = `pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`
+
 // pgCounters are the server's cumulative counters.
 type pgCounters struct {
 	wal, xids, statements, blocks int64
@@ -194,8 +198,7 @@ func startPGWork(ctx context.Context, url string) (*pgWork, error) {
 
 func (p *pgWork) read(ctx context.Context) (pgCounters, error) {
 	c := pgCounters{statements: -1, blocks: -1}
-	err := p.db.QueryRowContext(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint,
-		pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&c.wal, &c.xids)
+	err := p.db.QueryRowContext(ctx, `SELECT `+walPosition+`, pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&c.wal, &c.xids)
 	if err != nil {
 		return c, fmt.Errorf("work: the server's counters: %w", err)
 	}
