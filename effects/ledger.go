@@ -324,7 +324,7 @@ func (l *Ledger) begin(ctx context.Context, id seqboxtype.Identity, action strin
 		}
 	}
 	for range 3 {
-		e, found, err := l.get(ctx, key)
+		e, found, err := l.read(ctx, fresh)
 		if err != nil {
 			return Begun{}, err
 		}
@@ -353,7 +353,7 @@ func (l *Ledger) begin(ctx context.Context, id seqboxtype.Identity, action strin
 			}
 			// A call that never reported back: its caller died after the
 			// request may have been sent. Nobody knows.
-			if err := l.setState(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
+			if err := l.setState(ctx, e, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
 				return Begun{}, err
 			}
 			continue
@@ -368,7 +368,7 @@ func (l *Ledger) begin(ctx context.Context, id seqboxtype.Identity, action strin
 			}
 			continue
 		case Failed:
-			claimed, err := l.transition(ctx, key, Failed, Pending)
+			claimed, err := l.transition(ctx, e, Failed, Pending)
 			if err != nil {
 				return Begun{}, err
 			}
@@ -401,7 +401,7 @@ func checkAction(action string) error {
 func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
-	stop := l.heartbeat(cctx, e.IdempotencyKey)
+	stop := l.heartbeat(cctx, e)
 	ref, err := safeCall(cctx, call, e.IdempotencyKey)
 	stop()
 	if err != nil && !IsNotApplied(err) && cctx.Err() != nil && ctx.Err() == nil {
@@ -410,7 +410,7 @@ func (l *Ledger) call(ctx context.Context, e Effect, call Call) (string, error) 
 	// Succeeded inside a Decider: the record rides with the decision
 	// (package ride), one commit after the call instead of two.
 	if err == nil && ride.From(ctx).Hold(e.Consumer, e.Source, e.ID, ride.Held{
-		Params: store.EffectRecordParams{IdempotencyKey: e.IdempotencyKey, From: []State{Pending, Uncertain}, To: Succeeded,
+		Params: store.EffectRecordParams{Call: e.call(), IdempotencyKey: e.IdempotencyKey, From: []State{Pending, Uncertain}, To: Succeeded,
 			Ref: ref, At: l.cfg.Now(), Calls: e.Calls},
 		Record: func(ctx context.Context) error {
 			_, err := l.record(ctx, e, ref, nil)
@@ -452,14 +452,14 @@ func (l *Ledger) record(ctx context.Context, e Effect, ref string, err error) (s
 	if to == Uncertain {
 		from = from[:1]
 	}
-	serr := l.ex.EffectRecord(rctx, store.EffectRecordParams{IdempotencyKey: e.IdempotencyKey, From: from, To: to, Ref: ref,
+	serr := l.ex.EffectRecord(rctx, store.EffectRecordParams{Call: e.call(), IdempotencyKey: e.IdempotencyKey, From: from, To: to, Ref: ref,
 		LastError: lastError, At: l.cfg.Now(), Calls: e.Calls})
 	if errors.Is(serr, store.ErrNotFound) {
 		// Left alone: the row is not this call's any more (another call
 		// counted since, or recorded for good by an operator or another
 		// attempt's reconciliation), and this answer is refused; unless another attempt turned it
 		// uncertain first, which is what this call says too.
-		cur, found, gerr := l.get(rctx, e.IdempotencyKey)
+		cur, found, gerr := l.read(rctx, e)
 		switch {
 		case gerr != nil:
 			serr = gerr
@@ -532,7 +532,7 @@ func (l *Ledger) refuse(ctx context.Context, cur Effect, to State, ref string, c
 		// Said on the row, its state and reference unchanged (a row that
 		// moved on meanwhile is left alone).
 		note := strings.TrimPrefix(cur.LastError+"; ", "; ") + "refused a late answer of an earlier call: " + answer
-		_ = l.setState(ctx, cur.IdempotencyKey, cur.State, cur.Ref, note, cur.State)
+		_ = l.setState(ctx, cur, cur.State, cur.Ref, note, cur.State)
 	}
 	return c
 }
@@ -567,7 +567,7 @@ func (l *Ledger) reconcile(ctx context.Context, e Effect, rec Reconciler) (ref s
 // reconciled records what a reconciliation found for the uncertain row e.
 func (l *Ledger) reconciled(ctx context.Context, e Effect, r Reconciliation) (ref string, again bool, err error) {
 	if r.Applied {
-		if err := l.update(ctx, e.IdempotencyKey, Succeeded, r.Ref, "", true, Uncertain); err != nil {
+		if err := l.update(ctx, e, Succeeded, r.Ref, "", true, Uncertain); err != nil {
 			return "", false, err
 		}
 		l.observeReconciled(e, "applied")
@@ -584,7 +584,7 @@ func (l *Ledger) reconciled(ctx context.Context, e Effect, r Reconciliation) (re
 			Err: fmt.Errorf("the remote side has no effect yet, but the uncertain call may still be running there (uncertain since %s); asking again later", since.Format(time.RFC3339Nano))}}
 	}
 	// The remote side has nothing: calling again with the same key is safe.
-	err = l.update(ctx, e.IdempotencyKey, Failed, "", "reconciled: the remote side has no effect for this key", true, Uncertain)
+	err = l.update(ctx, e, Failed, "", "reconciled: the remote side has no effect for this key", true, Uncertain)
 	if err == nil {
 		l.observeReconciled(e, "absent")
 	}

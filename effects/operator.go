@@ -96,16 +96,16 @@ func (l *Ledger) Resolve(ctx context.Context, key string, to State, ref, who, wh
 	}
 	// A dead caller's pending row is recorded as an uncertain one (unless
 	// its caller came back and reported meanwhile).
-	if err := l.setState(ctx, key, Uncertain, "", "a pending call never reported back (its caller's heartbeat stopped)", Pending); err != nil {
+	if err := l.setState(ctx, e, Uncertain, "", "a pending call never reported back (its caller's heartbeat stopped)", Pending); err != nil {
 		return err
 	}
-	if err := l.setState(ctx, key, to, ref, fmt.Sprintf("resolved %s by %s: %s", to, who, why), Uncertain); err != nil {
+	if err := l.setState(ctx, e, to, ref, fmt.Sprintf("resolved %s by %s: %s", to, who, why), Uncertain); err != nil {
 		return err
 	}
 	// Both writes are conditional: a caller that reported back between
 	// the look above and them keeps its answer, and the operator is told
 	// that the resolution did not take.
-	after, found, err := l.get(ctx, key)
+	after, found, err := l.read(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ var ErrNotYours = errors.New("effects: the row is not this call's")
 // as Do would. An answer that comes after the row was recorded by someone
 // else is refused with a *ConflictError, as Do refuses it.
 func (l *Ledger) Record(ctx context.Context, e Effect, ref string, callErr error) (string, error) {
-	cur, found, err := l.get(ctx, e.IdempotencyKey)
+	cur, found, err := l.read(ctx, e)
 	if err != nil {
 		return "", err
 	}
@@ -66,17 +66,17 @@ func (l *Ledger) Record(ctx context.Context, e Effect, ref string, callErr error
 // heartbeat does, and returns the row. A row that is no longer that
 // call's pending one is ErrNotYours.
 func (l *Ledger) Renew(ctx context.Context, e Effect) (Effect, error) {
-	cur, found, err := l.get(ctx, e.IdempotencyKey)
+	cur, found, err := l.read(ctx, e)
 	if err != nil {
 		return Effect{}, err
 	}
 	if !found || cur.Calls != e.Calls || cur.State != Pending {
 		return cur, ErrNotYours
 	}
-	if err := l.renew(ctx, e.IdempotencyKey); err != nil {
+	if err := l.renew(ctx, cur); err != nil {
 		return cur, fmt.Errorf("effects: renew %s: %w", e.IdempotencyKey, err)
 	}
-	return l.Get(ctx, e.IdempotencyKey)
+	return l.reread(ctx, cur)
 }
 
 // Reconciled records what another process's reconciliation found for an
@@ -95,10 +95,10 @@ func (l *Ledger) Reconciled(ctx context.Context, key string, r Reconciliation) (
 		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", key)
 	}
 	if e.State == Pending && !l.live(e) {
-		if err := l.setState(ctx, key, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
+		if err := l.setState(ctx, e, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {
 			return Effect{}, err
 		}
-		if e, _, err = l.get(ctx, key); err != nil {
+		if e, _, err = l.read(ctx, e); err != nil {
 			return Effect{}, err
 		}
 	}
@@ -108,11 +108,34 @@ func (l *Ledger) Reconciled(ctx context.Context, key string, r Reconciliation) (
 	if _, _, err := l.reconciled(ctx, e, r); err != nil {
 		return e, err
 	}
-	return l.Get(ctx, key)
+	return l.reread(ctx, e)
+}
+
+// GetFor reads the row of an identity's action as the operator sees it,
+// by its primary key (Get finds a succeeded call's key by a scan of the
+// ledger).
+func (l *Ledger) GetFor(ctx context.Context, id seqboxtype.Identity, action string) (Effect, error) {
+	return l.reread(ctx, Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action,
+		IdempotencyKey: Key(id.Consumer, id.Source, id.ID, action)})
+}
+
+// reread reads e's row again as the operator sees it.
+func (l *Ledger) reread(ctx context.Context, e Effect) (Effect, error) {
+	cur, found, err := l.read(ctx, e)
+	if err != nil {
+		return Effect{}, err
+	}
+	if !found {
+		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", e.IdempotencyKey)
+	}
+	return l.seen(cur), nil
 }
 
 // Get reads the row of an idempotency key as the operator sees it (a
-// pending call whose caller's lease ran out is uncertain).
+// pending call whose caller's lease ran out is uncertain). Only open
+// calls' keys are indexed: a succeeded call's key is found by a scan of
+// the ledger, and GetFor reads a call whose identity is known by its
+// primary key.
 func (l *Ledger) Get(ctx context.Context, key string) (Effect, error) {
 	e, found, err := l.get(ctx, key)
 	if err != nil {

@@ -22,9 +22,36 @@ func effectOf(r store.EffectRow) Effect {
 	return e
 }
 
-// get reads the row of an idempotency key.
+// call is the primary key of e's row: its message's identity and its
+// action.
+func (e Effect) call() store.EffectCall {
+	return store.EffectCall{Consumer: e.Consumer, Source: e.Source, ID: e.ID, Action: e.Action}
+}
+
+// named reports whether e names its row by its call, not by its key only.
+func (e Effect) named() bool {
+	return e.Consumer != "" && e.Source != "" && e.ID != "" && e.Action != ""
+}
+
+// get reads the row of an idempotency key (the keys of open calls are
+// indexed, a succeeded call's is found by a scan: where the call is known,
+// read reads it by its primary key).
 func (l *Ledger) get(ctx context.Context, key string) (Effect, bool, error) {
 	r, err := l.ex.EffectGet(ctx, key)
+	return l.found(r, key, err)
+}
+
+// read reads e's row by its call, or by its key when e names no call.
+func (l *Ledger) read(ctx context.Context, e Effect) (Effect, bool, error) {
+	if !e.named() {
+		return l.get(ctx, e.IdempotencyKey)
+	}
+	r, err := l.ex.EffectGetCall(ctx, e.call())
+	return l.found(r, e.IdempotencyKey, err)
+}
+
+// found is the row a read returned, false when there was none.
+func (l *Ledger) found(r store.EffectRow, key string, err error) (Effect, bool, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return Effect{}, false, nil
 	}
@@ -48,12 +75,12 @@ func (l *Ledger) insertPending(ctx context.Context, e Effect) (bool, error) {
 // transition moves a row from one state to another; false when it was
 // not in from (another member moved it first). Moving to pending counts
 // a call.
-func (l *Ledger) transition(ctx context.Context, key string, from, to State) (bool, error) {
+func (l *Ledger) transition(ctx context.Context, e Effect, from, to State) (bool, error) {
 	now := l.cfg.Now()
-	ok, err := l.ex.EffectTransition(ctx, store.EffectTransitionParams{IdempotencyKey: key, From: from, To: to,
+	ok, err := l.ex.EffectTransition(ctx, store.EffectTransitionParams{Call: e.call(), IdempotencyKey: e.IdempotencyKey, From: from, To: to,
 		At: now, LeaseUntil: now.Add(l.lease())})
 	if err != nil {
-		return false, fmt.Errorf("effects: move %s from %s to %s: %w", key, from, to, err)
+		return false, fmt.Errorf("effects: move %s from %s to %s: %w", e.IdempotencyKey, from, to, err)
 	}
 	return ok, nil
 }
@@ -61,17 +88,17 @@ func (l *Ledger) transition(ctx context.Context, key string, from, to State) (bo
 // setState records a call's outcome on a row in one of the states from; a
 // row that moved elsewhere meanwhile (succeeded through another member)
 // is left alone. The first time a row turns uncertain is kept.
-func (l *Ledger) setState(ctx context.Context, key string, to State, ref, lastError string, from ...State) error {
-	return l.update(ctx, key, to, ref, lastError, false, from...)
+func (l *Ledger) setState(ctx context.Context, e Effect, to State, ref, lastError string, from ...State) error {
+	return l.update(ctx, e, to, ref, lastError, false, from...)
 }
 
 // update is setState; reconciled also records that a reconciliation
 // answered.
-func (l *Ledger) update(ctx context.Context, key string, to State, ref, lastError string, reconciled bool, from ...State) error {
-	err := l.ex.EffectRecord(ctx, store.EffectRecordParams{IdempotencyKey: key, From: from, To: to, Ref: ref,
+func (l *Ledger) update(ctx context.Context, e Effect, to State, ref, lastError string, reconciled bool, from ...State) error {
+	err := l.ex.EffectRecord(ctx, store.EffectRecordParams{Call: e.call(), IdempotencyKey: e.IdempotencyKey, From: from, To: to, Ref: ref,
 		LastError: lastError, At: l.cfg.Now(), Reconciled: reconciled})
 	if err != nil {
-		return fmt.Errorf("effects: record %s %s: %w", key, to, err)
+		return fmt.Errorf("effects: record %s %s: %w", e.IdempotencyKey, to, err)
 	}
 	return nil
 }
@@ -80,15 +107,16 @@ func (l *Ledger) update(ctx context.Context, key string, to State, ref, lastErro
 // heartbeat: three heartbeats.
 func (l *Ledger) lease() time.Duration { return 3 * l.cfg.Heartbeat }
 
-// heartbeat renews the lease of key's pending row every Heartbeat while
+// heartbeat renews the lease of e's pending row every Heartbeat while
 // its call runs, until stop is called.
-func (l *Ledger) heartbeat(ctx context.Context, key string) (stop func()) {
-	return heartbeat.Start(ctx, l.cfg.Heartbeat, func(ctx context.Context) { _ = l.renew(ctx, key) })
+func (l *Ledger) heartbeat(ctx context.Context, e Effect) (stop func()) {
+	return heartbeat.Start(ctx, l.cfg.Heartbeat, func(ctx context.Context) { _ = l.renew(ctx, e) })
 }
 
-// renew moves the lease of key's pending row one lease ahead.
-func (l *Ledger) renew(ctx context.Context, key string) error {
-	return l.ex.EffectRenewLease(ctx, store.EffectRenewLeaseParams{IdempotencyKey: key, Until: l.cfg.Now().Add(l.lease())})
+// renew moves the lease of e's pending row one lease ahead.
+func (l *Ledger) renew(ctx context.Context, e Effect) error {
+	return l.ex.EffectRenewLease(ctx, store.EffectRenewLeaseParams{Call: e.call(), IdempotencyKey: e.IdempotencyKey,
+		Until: l.cfg.Now().Add(l.lease())})
 }
 
 // live reports whether a pending row's caller still vouches for it.

@@ -51,9 +51,17 @@ type EffectInsertPendingParams struct {
 	At, LeaseUntil time.Time
 }
 
+// EffectCall names a ledger row by its primary key: the identity of the
+// message that made the call, and the call's action.
+type EffectCall struct {
+	Consumer, Source, ID, Action string
+}
+
 // EffectTransitionParams are Executor.EffectTransition's.
 type EffectTransitionParams struct {
-	// IdempotencyKey names the row.
+	// Call names the row; IdempotencyKey is its key, which the row must
+	// have.
+	Call           EffectCall
 	IdempotencyKey string
 	// From is the state the row must be in; To the state it moves to.
 	From, To seqboxtype.Effect
@@ -65,7 +73,9 @@ type EffectTransitionParams struct {
 
 // EffectRecordParams are Executor.EffectRecord's.
 type EffectRecordParams struct {
-	// IdempotencyKey names the row.
+	// Call names the row; IdempotencyKey is its key, which the row must
+	// have.
+	Call           EffectCall
 	IdempotencyKey string
 	// From lists the states the row may be in; in any other, it is left
 	// alone.
@@ -90,7 +100,9 @@ type EffectRecordParams struct {
 
 // EffectRenewLeaseParams are Executor.EffectRenewLease's.
 type EffectRenewLeaseParams struct {
-	// IdempotencyKey names the row.
+	// Call names the row; IdempotencyKey is its key, which the row must
+	// have.
+	Call           EffectCall
 	IdempotencyKey string
 	// Until is the lease's new end.
 	Until time.Time

@@ -456,8 +456,13 @@ type Requests interface {
 // Effects is the effects ledger (package effects).
 type Effects interface {
 	// EffectGet reads the ledger row of an idempotency key; ErrNotFound
-	// when none.
+	// when none. Only the keys of open calls (not succeeded) are
+	// indexed: a succeeded call's key is found by a scan of the ledger
+	// (docs/design.md §11).
 	EffectGet(ctx context.Context, idempotencyKey string) (EffectRow, error)
+	// EffectGetCall reads the ledger row of an identity and action (its
+	// primary key); ErrNotFound when none.
+	EffectGetCall(ctx context.Context, c EffectCall) (EffectRow, error)
 	// EffectInsertPending inserts a pending row with one call; false when
 	// a row of the identity and action, or of the key, exists.
 	EffectInsertPending(ctx context.Context, p EffectInsertPendingParams) (bool, error)

@@ -108,7 +108,7 @@ func TestBenchAgent(t *testing.T) {
 	}
 	// --pages N (SQLite): the core's run's and the agent run's WAL frames
 	// by table and index, the N that took most of each; the inbox is
-	// among the trees every message and event writes, the ledger's key
+	// among the trees every message and event writes, the ledger's table
 	// among the agent's only.
 	out = ok(t, "bench", "agent", "--db", newDB(t), "--target", "library", "--keys", "20", "--versions", "2",
 		"--concurrency", "4", "--chain", "2", "--core-messages", "100", "--pages", "40")
@@ -125,9 +125,9 @@ func TestBenchAgent(t *testing.T) {
 		return regexp.MustCompile(`(?m)^  frames=[1-9][0-9]* per_unit=` + num + ` ` + name + `$`)
 	}
 	require.Regexp(t, tree("seqbox_inbox"), core)
-	require.NotRegexp(t, tree("seqbox_effects_key"), core)
+	require.NotRegexp(t, tree("seqbox_effects"), core)
 	require.Regexp(t, tree("seqbox_inbox"), agent)
-	require.Regexp(t, tree("seqbox_effects_key"), agent)
+	require.Regexp(t, tree("seqbox_effects"), agent)
 	for _, tc := range []struct {
 		args []string
 		want string

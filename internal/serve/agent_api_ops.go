@@ -48,6 +48,9 @@ func (s *Server) agentOp(w http.ResponseWriter, r *http.Request, t agentCallTarg
 	ctx := r.Context()
 	id := seqboxtype.Identity{Consumer: t.ref.Consumer, Source: t.ref.Source, ID: t.ref.ID}
 	key := effects.Key(id.Consumer, id.Source, id.ID, t.action)
+	// The call's row, named by its primary key (the ledger reads it so,
+	// not by its key).
+	mine := effects.Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: t.action, IdempotencyKey: key, Calls: req.Call}
 	var (
 		err error
 		v   agentCallView
@@ -62,9 +65,9 @@ func (s *Server) agentOp(w http.ResponseWriter, r *http.Request, t agentCallTarg
 		b, err = s.ledger.Begin(ctx, id, t.action, rec)
 		v.Granted = b.Granted
 	case "heartbeat":
-		_, err = s.ledger.Renew(ctx, effects.Effect{IdempotencyKey: key, Calls: req.Call})
+		_, err = s.ledger.Renew(ctx, mine)
 	case "record":
-		_, err = s.ledger.Record(ctx, effects.Effect{IdempotencyKey: key, Calls: req.Call}, recordRef(req), recordErr(req))
+		_, err = s.ledger.Record(ctx, mine, recordRef(req), recordErr(req))
 	case "reconcile":
 		_, err = s.ledger.Reconciled(ctx, key, effects.Reconciliation{Applied: *req.Applied, Ref: req.Ref})
 	}
@@ -73,7 +76,7 @@ func (s *Server) agentOp(w http.ResponseWriter, r *http.Request, t agentCallTarg
 	var conflict *effects.ConflictError
 	switch {
 	case errors.Is(err, effects.ErrNotYours) || errors.As(err, &conflict):
-		cur, _ := s.ledger.Get(ctx, key)
+		cur, _ := s.ledger.GetFor(ctx, id, t.action)
 		writeProblem(w, r, Problem{Type: ProblemConflict, Status: http.StatusConflict, Field: "call",
 			Detail: fmt.Sprintf("call %d does not hold this %s any more: it is %s after %d call(s) (%v); begin again", req.Call, t.kind, cur.State, cur.Calls, err)})
 		return
@@ -87,7 +90,7 @@ func (s *Server) agentOp(w http.ResponseWriter, r *http.Request, t agentCallTarg
 		writeProblem(w, r, Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: err.Error()})
 		return
 	}
-	e, err := s.ledger.Get(ctx, key)
+	e, err := s.ledger.GetFor(ctx, id, t.action)
 	if err != nil {
 		writeProblem(w, r, Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: err.Error()})
 		return

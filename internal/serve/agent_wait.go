@@ -33,7 +33,7 @@ func (a *dispatcher) waits(ctx context.Context, ev seqboxtype.Event, body []byte
 	if p.Step != "" {
 		action = stepPrefix + p.Step
 	}
-	e, err := a.ledger.Get(ctx, effects.Key(a.consumer, ev.Source, ev.ID, action))
+	e, err := a.ledger.GetFor(ctx, seqboxtype.Identity{Consumer: a.consumer, Source: ev.Source, ID: ev.ID}, action)
 	if err != nil {
 		return 0
 	}

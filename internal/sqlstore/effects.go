@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,13 +39,61 @@ func optTime(v sql.NullInt64) *time.Time {
 	return &t
 }
 
-// EffectGet reads the row of an idempotency key.
+// openCall is the predicate of seqbox_effects_open_key (migration 20), the
+// index of the open calls' keys: a lookup by key states it word for word,
+// so that SQLite, which proves a partial index's use by its terms, takes
+// the index.
+const openCall = `state <> 'succeeded'`
+
+// EffectGet reads the row of an idempotency key: an open call's through
+// the index of open keys, a succeeded one's by a scan of the ledger.
 func (t *Executor) EffectGet(ctx context.Context, key string) (store.EffectRow, error) {
-	e, err := scanEffect(t.queryRow(ctx, `SELECT `+effectColumns+` FROM seqbox_effects WHERE idempotency_key = $1`, key))
+	e, err := scanEffect(t.queryRow(ctx, `SELECT `+effectColumns+` FROM seqbox_effects WHERE idempotency_key = $1 AND `+openCall, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		e, err = scanEffect(t.queryRow(ctx, `SELECT `+effectColumns+` FROM seqbox_effects WHERE idempotency_key = $1`, key))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.EffectRow{}, store.ErrNotFound
 	}
 	return e, err
+}
+
+// EffectGetCall reads the row of an identity and action.
+func (t *Executor) EffectGetCall(ctx context.Context, c store.EffectCall) (store.EffectRow, error) {
+	e, err := scanEffect(t.queryRow(ctx, `SELECT `+effectColumns+` FROM seqbox_effects
+		WHERE consumer = $1 AND source = $2 AND id = $3 AND action = $4`, c.Consumer, c.Source, c.ID, c.Action))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.EffectRow{}, store.ErrNotFound
+	}
+	return e, err
+}
+
+// whereCall is the WHERE of a write to the row of call c whose key is
+// key, in one of the states from, its placeholders numbered after args'
+// (which it extends). The primary key finds the row, and the key must be
+// the row's. A write that names no call finds its row by key: through
+// the index of open keys when from holds no succeeded state, by a scan
+// otherwise.
+func whereCall(c store.EffectCall, key string, from []seqboxtype.Effect, args []any, off int) (string, []any) {
+	mark := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", off+len(args))
+	}
+	var terms []string
+	named := c.Consumer != "" && c.Source != "" && c.ID != "" && c.Action != ""
+	if named {
+		terms = append(terms, "consumer = "+mark(c.Consumer), "source = "+mark(c.Source), "id = "+mark(c.ID), "action = "+mark(c.Action))
+	}
+	terms = append(terms, "idempotency_key = "+mark(key))
+	if !named && !slices.Contains(from, seqboxtype.EffectSucceeded) {
+		terms = append(terms, openCall)
+	}
+	marks := make([]string, len(from))
+	for i, s := range from {
+		marks[i] = mark(s)
+	}
+	terms = append(terms, "state IN ("+strings.Join(marks, ", ")+")")
+	return strings.Join(terms, " AND "), args
 }
 
 // EffectInsertPending inserts a pending row; false when one exists.
@@ -57,14 +106,14 @@ func (t *Executor) EffectInsertPending(ctx context.Context, p store.EffectInsert
 
 // EffectTransition moves a row from one state to another.
 func (t *Executor) EffectTransition(ctx context.Context, p store.EffectTransitionParams) (bool, error) {
-	q := `UPDATE seqbox_effects SET state = $1, updated_at = $2 WHERE idempotency_key = $3 AND state = $4`
-	args := []any{p.To, micros(p.At), p.IdempotencyKey, p.From}
+	set := `state = $1, updated_at = $2`
+	args := []any{p.To, micros(p.At)}
 	if p.To == seqboxtype.EffectPending {
-		q = `UPDATE seqbox_effects SET state = $1, updated_at = $2, calls = calls + 1, lease_until = $5
-			WHERE idempotency_key = $3 AND state = $4`
+		set += `, calls = calls + 1, lease_until = $3`
 		args = append(args, micros(p.LeaseUntil))
 	}
-	return affectedOne(t.exec(ctx, q, args...))
+	where, args := whereCall(p.Call, p.IdempotencyKey, []seqboxtype.Effect{p.From}, args, 0)
+	return affectedOne(t.exec(ctx, `UPDATE seqbox_effects SET `+set+` WHERE `+where, args...))
 }
 
 // EffectRecord records a call's outcome on a row in one of p.From.
@@ -102,14 +151,7 @@ func effectRecordStmt(p store.EffectRecordParams, off int) (string, []any) {
 	if p.Reconciled {
 		set += ", reconciled_at = " + at
 	}
-	args = append(args, p.IdempotencyKey)
-	where := "idempotency_key = " + mark(args)
-	marks := make([]string, len(p.From))
-	for i, s := range p.From {
-		args = append(args, s)
-		marks[i] = mark(args)
-	}
-	where += " AND state IN (" + strings.Join(marks, ", ") + ")"
+	where, args := whereCall(p.Call, p.IdempotencyKey, p.From, args, off)
 	if p.Calls != 0 {
 		args = append(args, p.Calls)
 		where += " AND calls = " + mark(args)
@@ -119,8 +161,8 @@ func effectRecordStmt(p store.EffectRecordParams, off int) (string, []any) {
 
 // EffectRenewLease moves a pending row's lease on.
 func (t *Executor) EffectRenewLease(ctx context.Context, p store.EffectRenewLeaseParams) error {
-	_, err := t.exec(ctx, `UPDATE seqbox_effects SET lease_until = $1 WHERE idempotency_key = $2 AND state = 'pending'`,
-		micros(p.Until), p.IdempotencyKey)
+	where, args := whereCall(p.Call, p.IdempotencyKey, []seqboxtype.Effect{seqboxtype.EffectPending}, []any{micros(p.Until)}, 0)
+	_, err := t.exec(ctx, `UPDATE seqbox_effects SET lease_until = $1 WHERE `+where, args...)
 	return err
 }
 
