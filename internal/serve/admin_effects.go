@@ -106,6 +106,13 @@ func (s *Server) resolveEffect(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, Problem{Type: ProblemBadRequest, Status: http.StatusBadRequest, Detail: err.Error()})
 			return
 		}
+		if errors.Is(err, effects.ErrBeingDecided) {
+			// Its decider runs now and reconciles the call itself: a
+			// refusal of the moment, not a server error.
+			w.Header().Set("Retry-After", "1")
+			writeProblem(w, r, Problem{Type: ProblemConflict, Status: http.StatusConflict, Detail: err.Error()})
+			return
+		}
 		s.serverError(w, r, err)
 		return
 	}

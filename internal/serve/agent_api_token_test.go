@@ -172,7 +172,15 @@ func TestAgentStepResolvedByOperator(t *testing.T) {
 		e, err := r.ledger.Get(t.Context(), key)
 		return err == nil && e.State == effects.Uncertain
 	})
-	r.admin(t, "POST", "/v1/admin/effects/"+key+"/resolve", `{"state":"succeeded","ref":"refund 20","by":"ops","reason":"asked the model by hand"}`, 200)
+	// The gateway calls the agent again every Retry-After: a resolution
+	// that comes while it does is refused (409, the decider reconciles
+	// the call itself), and the operator tries again.
+	eventually(t, "the resolution taken", func() bool {
+		code, m, _ := r.call(t, "POST", "/v1/admin/effects/"+key+"/resolve", testToken, map[string]string{"Content-Type": "application/json"},
+			`{"state":"succeeded","ref":"refund 20","by":"ops","reason":"asked the model by hand"}`)
+		require.Contains(t, []int{200, 409}, code, "%v", m)
+		return code == 200
+	})
 	require.Equal(t, "refund 20", <-results)
 	eventually(t, "o1 applied", func() bool { return r.outcome(t, "o1") == "applied" })
 }

@@ -100,7 +100,7 @@ func TestOpenAPIListsEveryStatus(t *testing.T) {
 		"get /v1/admin/requests/{seq}":                   with(adminGet, "400", "404"),
 		"get /v1/admin/consumers":                        adminGet,
 		"get /v1/admin/effects":                          with(adminGet, "400"),
-		"post /v1/admin/effects/{key}/resolve":           {"200", "400", "401", "404", "405", "413", "500"},
+		"post /v1/admin/effects/{key}/resolve":           {"200", "400", "401", "404", "405", "409", "413", "500"},
 		"post /v1/events/{source}/{id}/steps/{name}":     {"200", "400", "401", "403", "405", "409", "410", "413", "503"},
 		"post /v1/events/{source}/{id}/effects/{action}": {"200", "400", "401", "403", "405", "409", "410", "413", "503"},
 	}
