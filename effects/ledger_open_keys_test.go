@@ -84,6 +84,17 @@ func TestOnlyOpenCallsKeepAnEntryInTheKeyIndex(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, effects.Succeeded, e.State)
 		require.Equal(t, "task-9", e.Ref)
+
+		// A call named by its identity and action under a key that is not
+		// its row's holds nothing; and a reconciliation of a call named so
+		// finds it, succeeded or not.
+		failed := ids[n]
+		_, err = l.Record(ctx, effects.Effect{Consumer: failed.Consumer, Source: failed.Source, ID: failed.ID, Action: "crm.create_task",
+			IdempotencyKey: "sbx-not-its-key", Calls: 1}, "ref-x", nil)
+		require.ErrorIs(t, err, effects.ErrNotYours)
+		got, err := l.ReconciledFor(ctx, last, "crm.create_task", effects.Reconciliation{Applied: true, Ref: "other"})
+		require.NoError(t, err)
+		require.Equal(t, "task-9", got.Ref, "a succeeded call is returned as it is")
 	})
 }
 

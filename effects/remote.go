@@ -85,14 +85,28 @@ func (l *Ledger) Renew(ctx context.Context, e Effect) (Effect, error) {
 // r.Ref; not applied, it is failed and the next Begin calls again, unless
 // the uncertain call may still be running at the remote side (less than
 // Timeout ago), which is an *UncertainError whose Until says when to ask
-// again. A row that is not uncertain is returned as it is.
+// again. A row that is not uncertain is returned as it is. Only open
+// calls' keys are indexed: ReconciledFor finds a call whose identity is
+// known by its primary key, whatever its state.
 func (l *Ledger) Reconciled(ctx context.Context, key string, r Reconciliation) (Effect, error) {
-	e, found, err := l.get(ctx, key)
+	return l.reconcileRow(ctx, Effect{IdempotencyKey: key}, r)
+}
+
+// ReconciledFor is Reconciled for the call of an identity's action.
+func (l *Ledger) ReconciledFor(ctx context.Context, id seqboxtype.Identity, action string, r Reconciliation) (Effect, error) {
+	return l.reconcileRow(ctx, Effect{Consumer: id.Consumer, Source: id.Source, ID: id.ID, Action: action,
+		IdempotencyKey: Key(id.Consumer, id.Source, id.ID, action)}, r)
+}
+
+// reconcileRow is Reconciled for the row of call (read by its call when
+// it names one, else by its key).
+func (l *Ledger) reconcileRow(ctx context.Context, call Effect, r Reconciliation) (Effect, error) {
+	e, found, err := l.read(ctx, call)
 	if err != nil {
 		return Effect{}, err
 	}
 	if !found {
-		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", key)
+		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", call.IdempotencyKey)
 	}
 	if e.State == Pending && !l.live(e) {
 		if err := l.setState(ctx, e, Uncertain, "", "a pending call never reported back (crash, or lease lost mid-call)", Pending); err != nil {

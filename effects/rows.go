@@ -41,12 +41,16 @@ func (l *Ledger) get(ctx context.Context, key string) (Effect, bool, error) {
 	return l.found(r, key, err)
 }
 
-// read reads e's row by its call, or by its key when e names no call.
+// read reads e's row by its call, or by its key when e names no call. A
+// row of the call under another key is none of e's.
 func (l *Ledger) read(ctx context.Context, e Effect) (Effect, bool, error) {
 	if !e.named() {
 		return l.get(ctx, e.IdempotencyKey)
 	}
 	r, err := l.ex.EffectGetCall(ctx, e.call())
+	if err == nil && e.IdempotencyKey != "" && r.IdempotencyKey != e.IdempotencyKey {
+		err = store.ErrNotFound
+	}
 	return l.found(r, e.IdempotencyKey, err)
 }
 

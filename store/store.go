@@ -464,7 +464,8 @@ type Effects interface {
 	// primary key); ErrNotFound when none.
 	EffectGetCall(ctx context.Context, c EffectCall) (EffectRow, error)
 	// EffectInsertPending inserts a pending row with one call; false when
-	// a row of the identity and action, or of the key, exists.
+	// a row of the identity and action exists, or an open call (not
+	// succeeded) under the key.
 	EffectInsertPending(ctx context.Context, p EffectInsertPendingParams) (bool, error)
 	// EffectTransition moves a row from From to To at At; false when it
 	// was not in From. A move to pending counts a call and sets the

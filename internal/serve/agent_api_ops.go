@@ -69,7 +69,7 @@ func (s *Server) agentOp(w http.ResponseWriter, r *http.Request, t agentCallTarg
 	case "record":
 		_, err = s.ledger.Record(ctx, mine, recordRef(req), recordErr(req))
 	case "reconcile":
-		_, err = s.ledger.Reconciled(ctx, key, effects.Reconciliation{Applied: *req.Applied, Ref: req.Ref})
+		_, err = s.ledger.ReconciledFor(ctx, id, t.action, effects.Reconciliation{Applied: *req.Applied, Ref: req.Ref})
 	}
 	var inFlight *effects.InFlightError
 	var uncertain *effects.UncertainError

@@ -19,6 +19,7 @@ var effectTests = []driverTest{
 	{"EffectCountUncertain", testEffectCountUncertain},
 	{"LedgerTouched", testLedgerTouched},
 	{"LedgerOpen", testLedgerOpen},
+	{"EffectByCall", testEffectByCall},
 }
 
 // testLedgerTouched: an identity's row pending, uncertain or succeeded
@@ -203,4 +204,46 @@ func testEffectCountUncertain(t *testing.T, st store.Store) {
 		{Consumer: e.consumer, Action: "dead", Count: 1, Oldest: at(1)},
 		{Consumer: e.consumer, Action: "un", Count: 1, Oldest: at(3)},
 	}, mine)
+}
+
+// testEffectByCall: writes naming their row by its call (identity and
+// action) find it in every state, succeeded included, but only under its
+// own key; EffectGetCall reads it so, and EffectGet by key finds an open
+// call and a succeeded one alike.
+func testEffectByCall(t *testing.T, st store.Store) {
+	e := beginTx(t, st)
+	key := e.insertEffect("a", 1)
+	call := store.EffectCall{Consumer: e.consumer, Source: "s", ID: "1", Action: "a"}
+	get := func() store.EffectRow {
+		t.Helper()
+		r, err := e.tx.EffectGetCall(e.ctx, call)
+		require.NoError(t, err)
+		byKey, err := e.tx.EffectGet(e.ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, r, byKey)
+		return r
+	}
+	require.NoError(t, e.tx.EffectRenewLease(e.ctx, store.EffectRenewLeaseParams{Call: call, IdempotencyKey: key, Until: at(9)}))
+	require.Equal(t, at(9), *get().LeaseUntil)
+	require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{Call: call, IdempotencyKey: key, To: seqboxtype.EffectSucceeded,
+		Ref: "r1", At: at(2), From: []seqboxtype.Effect{seqboxtype.EffectPending}, Calls: 1}))
+	require.Equal(t, seqboxtype.EffectSucceeded, get().State)
+	// A succeeded row is written again by its call (a note on a refused
+	// late answer keeps its state).
+	require.NoError(t, e.tx.EffectRecord(e.ctx, store.EffectRecordParams{Call: call, IdempotencyKey: key, To: seqboxtype.EffectSucceeded,
+		Ref: "r1", LastError: "note", At: at(3), From: []seqboxtype.Effect{seqboxtype.EffectSucceeded}}))
+	require.Equal(t, "note", get().LastError)
+	// Under another key, the call's row is left alone.
+	err := e.tx.EffectRecord(e.ctx, store.EffectRecordParams{Call: call, IdempotencyKey: key + "-other", To: seqboxtype.EffectFailed,
+		At: at(4), From: []seqboxtype.Effect{seqboxtype.EffectSucceeded}, Calls: 1})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	moved, err := e.tx.EffectTransition(e.ctx, store.EffectTransitionParams{Call: call, IdempotencyKey: key + "-other",
+		From: seqboxtype.EffectSucceeded, To: seqboxtype.EffectPending, At: at(4), LeaseUntil: at(7)})
+	require.NoError(t, err)
+	require.False(t, moved)
+	require.Equal(t, "r1", get().Ref)
+	_, err = e.tx.EffectGetCall(e.ctx, store.EffectCall{Consumer: e.consumer, Source: "s", ID: "1", Action: "b"})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = e.tx.EffectGet(e.ctx, key+"-none")
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
