@@ -39,10 +39,11 @@ func optTime(v sql.NullInt64) *time.Time {
 	return &t
 }
 
-// openCall is the predicate of seqbox_effects_open_key (migration 20), the
-// index of the open calls' keys: a lookup by key states it word for word,
-// so that SQLite, which proves a partial index's use by its terms, takes
-// the index.
+// openCall is the predicate of seqbox_effects_open_key and
+// seqbox_effects_open_state (migration 20), the indexes of the open calls'
+// keys and states: a lookup by either states it word for word, so that
+// SQLite, which proves a partial index's use by its terms, takes the
+// index.
 const openCall = `state <> 'succeeded'`
 
 // EffectGet reads the row of an idempotency key: an open call's through
@@ -180,13 +181,18 @@ func (t *Executor) EffectList(ctx context.Context, p store.EffectListParams) ([]
 	case "":
 	case seqboxtype.EffectUncertain:
 		args = append(args, micros(p.Now))
-		where = append(where, fmt.Sprintf("(state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $%d)))", len(args)))
+		where = append(where, fmt.Sprintf(uncertainOrLost, len(args)))
 	case seqboxtype.EffectPending:
 		args = append(args, micros(p.Now))
 		where = append(where, fmt.Sprintf("state = 'pending' AND lease_until > $%d", len(args)))
 	default:
 		args = append(args, p.State)
 		where = append(where, fmt.Sprintf("state = $%d", len(args)))
+	}
+	if p.State != "" && p.State != seqboxtype.EffectSucceeded {
+		// Through the index of open calls' states; succeeded calls are
+		// not in it, and a list of them reads the ledger.
+		where = append(where, openCall)
 	}
 	q := `SELECT ` + effectColumns + ` FROM seqbox_effects`
 	if len(where) > 0 {
@@ -209,10 +215,16 @@ func (t *Executor) EffectList(ctx context.Context, p store.EffectListParams) ([]
 	return out, rows.Err()
 }
 
+// uncertainOrLost selects the uncertain rows and the pending ones whose
+// lease ran out by the time in parameter %d: spelled as one IN over the
+// state, which SQLite answers from the index of open calls' states
+// (a disjunction of two states it would answer with a scan).
+const uncertainOrLost = `state IN ('uncertain', 'pending') AND (state = 'uncertain' OR lease_until IS NULL OR lease_until <= $%d)`
+
 // EffectCountUncertain counts the uncertain calls by consumer and action.
 func (t *Executor) EffectCountUncertain(ctx context.Context, now time.Time) ([]store.EffectUncertainCount, error) {
 	rows, err := t.query(ctx, `SELECT consumer, action, COUNT(*), MIN(updated_at) FROM seqbox_effects
-		WHERE state = 'uncertain' OR (state = 'pending' AND (lease_until IS NULL OR lease_until <= $1))
+		WHERE `+fmt.Sprintf(uncertainOrLost, 1)+` AND `+openCall+`
 		GROUP BY consumer, action ORDER BY consumer, action`, micros(now))
 	if err != nil {
 		return nil, err
