@@ -151,14 +151,7 @@ func (l *Ledger) reread(ctx context.Context, e Effect) (Effect, error) {
 // the ledger, and GetFor reads a call whose identity is known by its
 // primary key.
 func (l *Ledger) Get(ctx context.Context, key string) (Effect, error) {
-	e, found, err := l.get(ctx, key)
-	if err != nil {
-		return Effect{}, err
-	}
-	if !found {
-		return Effect{}, fmt.Errorf("effects: no call has idempotency key %q", key)
-	}
-	return l.seen(e), nil
+	return l.reread(ctx, Effect{IdempotencyKey: key})
 }
 
 // Heartbeat is how often the caller of a pending call renews its lease.

@@ -28,11 +28,6 @@ func (e Effect) call() store.EffectCall {
 	return store.EffectCall{Consumer: e.Consumer, Source: e.Source, ID: e.ID, Action: e.Action}
 }
 
-// named reports whether e names its row by its call, not by its key only.
-func (e Effect) named() bool {
-	return e.Consumer != "" && e.Source != "" && e.ID != "" && e.Action != ""
-}
-
 // get reads the row of an idempotency key (the keys of open calls are
 // indexed, a succeeded call's is found by a scan: where the call is known,
 // read reads it by its primary key).
@@ -44,7 +39,7 @@ func (l *Ledger) get(ctx context.Context, key string) (Effect, bool, error) {
 // read reads e's row by its call, or by its key when e names no call. A
 // row of the call under another key is none of e's.
 func (l *Ledger) read(ctx context.Context, e Effect) (Effect, bool, error) {
-	if !e.named() {
+	if !e.call().Named() {
 		return l.get(ctx, e.IdempotencyKey)
 	}
 	r, err := l.ex.EffectGetCall(ctx, e.call())

@@ -57,6 +57,11 @@ type EffectCall struct {
 	Consumer, Source, ID, Action string
 }
 
+// Named reports whether c names a row: all four of its fields are set.
+func (c EffectCall) Named() bool {
+	return c.Consumer != "" && c.Source != "" && c.ID != "" && c.Action != ""
+}
+
 // EffectTransitionParams are Executor.EffectTransition's.
 type EffectTransitionParams struct {
 	// Call names the row; IdempotencyKey is its key, which the row must

@@ -81,7 +81,7 @@ func whereCall(c store.EffectCall, key string, from []seqboxtype.Effect, args []
 		return fmt.Sprintf("$%d", off+len(args))
 	}
 	var terms []string
-	named := c.Consumer != "" && c.Source != "" && c.ID != "" && c.Action != ""
+	named := c.Named()
 	if named {
 		terms = append(terms, "consumer = "+mark(c.Consumer), "source = "+mark(c.Source), "id = "+mark(c.ID), "action = "+mark(c.Action))
 	}
