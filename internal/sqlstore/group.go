@@ -202,9 +202,10 @@ func (g *groupCommit) run() {
 	}
 }
 
-// carry runs the queued writes in e, a transaction that just began, each
-// under a savepoint (its three statements prepared once, as the store's
-// own are: stmts.go); e tells them their results when it commits, or
+// carry runs the queued writes in e, a transaction that just began or is
+// about to commit (Executor.Commit), each under a savepoint (its three
+// statements prepared once, as the store's own are: stmts.go); e tells
+// them their results when it commits, or
 // queues them again when it rolls back. It fails only when the
 // transaction is left in a state no savepoint explains: the writes then
 // have their error, and the transaction must be rolled back.
@@ -258,7 +259,7 @@ func (g *groupCommit) carry(e *Executor) error {
 			return err
 		}
 	}
-	e.carried = keep
+	e.carried = append(e.carried, keep...)
 	return nil
 }
 

@@ -120,13 +120,7 @@ func TestGroupedWriteGivenUpWritesNothing(t *testing.T) {
 // next transaction commits them. (The group's own writer is kept from
 // starting, so only the transactions can carry them.)
 func TestBatchTransactionsCarryTheQueuedWrites(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	sqlstore.NoGroupWriter(st)
-	op := st.Executor()
-	at := time.Unix(1_800_000_000, 0)
+	ctx, st, op, at := withoutGroupWriter(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := op.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: "c", Source: "s", ID: "1", Decision: []byte("yes"), PayloadHash: "h", At: at})
@@ -190,4 +184,69 @@ func TestWriteTransactionsShareOneConnection(t *testing.T) {
 		}
 		require.Equal(t, 1, n, "round %d: the write transaction ran on another connection", round)
 	}
+}
+
+// A write queued while a store transaction runs commits with that
+// transaction, not with the next one to begin: the transaction takes it
+// just before its COMMIT, so the one fsync is shared and the caller (a
+// pending row that an agent's call waits for) waits for the transaction
+// under way rather than for the next. A write that fails there fails
+// alone and the transaction's own work commits; a transaction that rolls
+// back carries nothing. (The group's own writer is kept from starting,
+// so only the transactions can carry the writes.)
+func TestWritesQueuedDuringATransactionRideItsCommit(t *testing.T) {
+	ctx, st, op, at := withoutGroupWriter(t)
+	var err error
+	record := func(id string, decision []byte) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := op.DecisionRecord(ctx, store.DecisionRecordParams{Consumer: "c", Source: "s", ID: id, Decision: decision, PayloadHash: "h", At: at})
+			done <- err
+		}()
+		return done
+	}
+
+	// Rolled back: the write queued meanwhile stays queued.
+	tx, err := st.Begin(ctx)
+	require.NoError(t, err)
+	first := record("1", []byte("yes"))
+	waitfor.That(t, 10*time.Second, "the write queued", func() bool { return sqlstore.QueuedWrites(st) == 1 })
+	require.NoError(t, tx.Rollback())
+	require.Equal(t, 1, sqlstore.QueuedWrites(st), "a rollback carries nothing")
+
+	// Committed: the write queued before it began and those queued while
+	// it ran commit with it, the failing one alone failing.
+	tx, err = st.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, tx.KeyEnsure(ctx, store.KeyEnsureParams{Consumer: "c", Key: "k", At: at}))
+	second, bad := record("2", []byte("also")), record("bad", nil)
+	waitfor.That(t, 10*time.Second, "the writes queued", func() bool { return sqlstore.QueuedWrites(st) == 2 })
+	require.NoError(t, tx.Commit())
+	require.Equal(t, 0, sqlstore.QueuedWrites(st), "every queued write rode the commit")
+	require.NoError(t, <-first, "queued before the transaction began: carried from its start")
+	require.NoError(t, <-second, "queued while it ran: carried at its commit")
+	require.Error(t, <-bad, "a carried write that fails fails alone")
+	require.Equal(t, 0, sqlstore.QueuedWrites(st))
+	for id, want := range map[string]string{"1": "yes", "2": "also"} {
+		d, err := op.DecisionGet(ctx, store.MessageRef{Consumer: "c", Source: "s", ID: id})
+		require.NoError(t, err, "decision %s committed when its write returned", id)
+		require.Equal(t, want, string(d.Value))
+	}
+	_, err = op.DecisionGet(ctx, store.MessageRef{Consumer: "c", Source: "s", ID: "bad"})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = op.KeyViewGet(ctx, store.KeyRef{Consumer: "c", Key: "k"})
+	require.NoError(t, err, "the transaction's own work committed")
+}
+
+// withoutGroupWriter opens a SQLite store whose grouped writes only
+// transactions can carry (the group's own writer is kept from starting),
+// with its pool executor and a time for the rows.
+func withoutGroupWriter(t *testing.T) (context.Context, store.Store, store.Executor, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	sqlstore.NoGroupWriter(st)
+	return ctx, st, st.Executor(), time.Unix(1_800_000_000, 0)
 }

@@ -85,8 +85,21 @@ func (t *Executor) SavepointRelease(ctx context.Context, name string) error {
 	return err
 }
 
-// Commit commits the batch.
+// Commit commits the batch. On a store with one writer it first takes
+// the pool's writes queued while it ran (groupCommit.carry), so that
+// they share its COMMIT instead of waiting for the next transaction to
+// begin: a pending row an agent's call waits for commits with the
+// transaction under way. That is the same as committing them in a
+// transaction of their own right after this one, in its fsync.
 func (t *Executor) Commit() error {
+	if t.carrier != nil {
+		if err := t.carrier.carry(t); err != nil {
+			// A state no savepoint explains: nothing of this transaction
+			// may commit (carry told the writes it ran their error).
+			rerr := t.Rollback()
+			return errors.Join(fmt.Errorf("commit: carrying the writes queued on the pool: %w", err), rerr)
+		}
+	}
 	defer t.endTurn()
 	err := t.storageError("commit", t.tx.Commit())
 	if len(t.carried) > 0 {
