@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -547,10 +548,14 @@ func probe(ctx context.Context, dsn string) (*sql.DB, error) {
 	return db, nil
 }
 
+// QueueTriggers are the triggers the embedded queue keeps on
+// seqbox_queue (transport/embedded's heads.go), seqbox's own.
+var QueueTriggers = []string{"seqbox_queue_behind_insert", "seqbox_queue_behind_delete"}
+
 // Foreign lists what a SQLite database holds that is not seqbox's: every
-// table, view, trigger and index whose name does not start with seqbox_
-// (SQLite's own sqlite_ objects aside), and a non-zero user_version or
-// application_id.
+// table, view and index whose name does not start with seqbox_, every
+// trigger but the embedded queue's own (QueueTriggers; SQLite's own
+// sqlite_ objects aside), and a non-zero user_version or application_id.
 func Foreign(ctx context.Context, q sqlstore.Querier) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY rowid`)
 	if err != nil {
@@ -564,6 +569,9 @@ func Foreign(ctx context.Context, q sqlstore.Querier) ([]string, error) {
 			return nil, err
 		}
 		if (typ == "table" || typ == "index") && strings.HasPrefix(name, "seqbox_") && strings.HasPrefix(tbl, "seqbox_") {
+			continue
+		}
+		if typ == "trigger" && tbl == "seqbox_queue" && slices.Contains(QueueTriggers, name) {
 			continue
 		}
 		out = append(out, typ+" "+name)

@@ -117,19 +117,6 @@ func TestPostgresLeaseIsHeapOnly(t *testing.T) {
 	require.NoError(t, again.Close())
 }
 
-// On SQLite too, a grouped message's predecessors are looked up in the
-// group index, which holds grouped messages only.
-func TestSQLiteLeasePlanUsesTheGroupIndex(t *testing.T) {
-	ctx := context.Background()
-	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "plan"})
-	require.NoError(t, err)
-	defer q.Close()
-	require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("a1"), []byte("a2"), []byte("x")}, []string{"a", "a", ""}))
-	now := time.Now().UnixMicro()
-	text := sqlitePlan(t, q, q.leaseStatement(), "token", now+1, "plan", now, 512)
-	require.Contains(t, text, "INDEX seqbox_queue_group", text)
-}
-
 // On SQLite an ack's statement is one text whatever the batch's size (its
 // seqs and leases are JSON arrays), one statement covers the
 // deliveries of several receives, it deletes exactly the rows it names

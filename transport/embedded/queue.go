@@ -104,9 +104,9 @@ type Queue struct {
 	// ack commit syncs it with them; it spares an fsync per receive.
 	// Nil on PostgreSQL: receives run on db.
 	leases *sql.DB
-	// leaseSQL is the receive statement in the queue's dialect, built
-	// once (leaseStatement).
-	leaseSQL string
+	// leaseSQL and probeSQL are the receive statement and the idle look
+	// in the queue's dialect, built once (leaseStatement, probeStatement).
+	leaseSQL, probeSQL string
 	// turn, on SQLite, is the writer turn of the queue's file, shared
 	// with a store on the same file (sqlitedb.Turn): receiving, publishing
 	// and settling wait for it instead of polling in SQLite's busy
@@ -250,6 +250,11 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 		if err := ensureGroups(ctx, tx, d); err != nil {
 			return err
 		}
+		if d == dialect.SQLite {
+			if err := ensureHeads(ctx, tx); err != nil {
+				return err
+			}
+		}
 		if d == dialect.Postgres {
 			if err := ensureHOT(ctx, tx); err != nil {
 				return err
@@ -262,7 +267,7 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 		return nil, fmt.Errorf("embedded queue: create schema in %s: %w", where, err)
 	}
 	q := &Queue{db: db, cfg: cfg, lock: d.LockRowSkip}
-	q.leaseSQL = q.leaseStatement()
+	q.leaseSQL, q.probeSQL = q.leaseStatement(), q.probeStatement()
 	return q, nil
 }
 
@@ -381,7 +386,11 @@ func (q *Queue) insert(ctx context.Context, exec transport.Execer, bodies [][]by
 	}
 	// One statement prepared for all of them: run as text, each would be
 	// parsed and planned again.
-	const insert = `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ($1, $2, $3, $3, $4)`
+	// behind: whether an earlier message of its group is there
+	// (heads.go; the schema's trigger would mark it too, a write more).
+	const insert = `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group, behind)
+		VALUES ($1, $2, $3, $3, $4, CASE WHEN $4 = '' THEN 0 ELSE EXISTS (SELECT 1 FROM seqbox_queue e
+			WHERE e.queue = $1 AND e.msg_group <> '' AND e.msg_group = $4) END)`
 	run := exec.ExecContext
 	if p, ok := exec.(preparer); ok && len(bodies) > 1 {
 		st, err := p.PrepareContext(ctx, insert)
@@ -492,7 +501,8 @@ func (q *Queue) wakeReceivers() {
 	}
 }
 
-// leaseText is the receive statement; {{LOCK}} is the dialect's
+// leaseText is the receive statement; {{READY}} is the condition of a
+// ready message h (readyText or headText) and {{LOCK}} the dialect's
 // row-locking clause for competing receivers.
 //
 // A message of a group (PublishGrouped) is ready only at the head of its
@@ -500,35 +510,54 @@ func (q *Queue) wakeReceivers() {
 // by any receiver, or waiting out a nack), the later ones stay out of
 // every receive, as in an SQS FIFO message group. Only the holder of the
 // head can take the next one before it acknowledges the head (TakeNext).
-var leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
-		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE ` + readyText("$3", "$4") + `
+const leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
+		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE {{READY}}
 			ORDER BY h.seq LIMIT $5{{LOCK}})
 		RETURNING seq, body, attempts, enqueued_at`
 
 // readyText is the condition of a ready message h of queue at now (the
-// statement's parameters): visible, and the head of its group if it has
-// one.
+// statement's parameters) on PostgreSQL: visible, and the head of its
+// group if it has one. It looks up each visible message's predecessors,
+// so a look with every head in flight visits the whole backlog behind
+// them (docs/design.md §15.2).
 func readyText(queue, now string) string {
 	return `h.queue = ` + queue + ` AND h.visible_at <= ` + now + `
 			AND (h.msg_group = '' OR NOT EXISTS (SELECT 1 FROM seqbox_queue e
 				WHERE e.queue = h.queue AND e.msg_group <> '' AND e.msg_group = h.msg_group AND e.seq < h.seq))`
 }
 
-// probeText is an idle Receive's look: is any message ready? A read, on
-// a reader: it takes no lock and, on SQLite, not the writer's turn.
-var probeText = `SELECT 1 FROM seqbox_queue h WHERE ` + readyText("$1", "$2") + ` LIMIT 1`
+// headText is readyText on SQLite, where the schema marks each message
+// behind an earlier one of its group (heads.go): the walk stays in the
+// order index's range of heads and ungrouped messages.
+func headText(queue, now string) string {
+	return `h.queue = ` + queue + ` AND h.behind = 0 AND h.visible_at <= ` + now
+}
+
+// ready is the condition of a ready message in the queue's dialect.
+func (q *Queue) ready(queue, now string) string {
+	if q.lock != "" {
+		return readyText(queue, now)
+	}
+	return headText(queue, now)
+}
+
+// probeStatement is an idle Receive's look: is any message ready? A read,
+// on a reader: it takes no lock and, on SQLite, not the writer's turn.
+func (q *Queue) probeStatement() string {
+	return `SELECT 1 FROM seqbox_queue h WHERE ` + q.ready("$1", "$2") + ` LIMIT 1`
+}
 
 // anyReady reports whether a message may be ready to lease now: a look
 // that fails says yes, so that the lease meets (and returns) the error.
 func (q *Queue) anyReady(ctx context.Context) bool {
 	var one int
-	err := q.db.QueryRowContext(ctx, probeText, q.cfg.Name, q.cfg.Now().UnixMicro()).Scan(&one)
+	err := q.db.QueryRowContext(ctx, q.probeSQL, q.cfg.Name, q.cfg.Now().UnixMicro()).Scan(&one)
 	return !errors.Is(err, sql.ErrNoRows)
 }
 
 // leaseStatement is the receive statement in the queue's dialect.
 func (q *Queue) leaseStatement() string {
-	text := strings.Replace(leaseText, "{{LOCK}}", q.lock, 1)
+	text := strings.NewReplacer("{{READY}}", q.ready("$3", "$4"), "{{LOCK}}", q.lock).Replace(leaseText)
 	if q.lock != "" {
 		// PostgreSQL: the rows the subquery locked are updated by their
 		// tuple ids (a TID scan), so the planner cannot join them back

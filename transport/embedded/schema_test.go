@@ -20,7 +20,9 @@ import (
 // The golden files in testdata were written by the seqbox that kept the
 // queue's schema as a Go string literal: queue.golden.json holds that
 // literal, schema.*.golden what it created, with the group column and
-// index added since (the index now holds grouped messages only). A queue
+// index added since (the index now holds grouped messages only), and on
+// SQLite the mark of a message behind its group's head, its triggers and
+// the order index that walks the heads (heads.go). A queue
 // opened by the current code, fresh or on a file an earlier seqbox made,
 // ends up the same.
 
