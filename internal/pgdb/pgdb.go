@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -281,10 +282,15 @@ func CheckLayout(ctx context.Context, q Querier, schema string) error {
 		strings.Join(found, ", "), schema, other, SchemaParam, other, schema, other, schema)
 }
 
+// QueueFunctions are the trigger functions the embedded queue keeps in
+// seqbox's schema (transport/embedded's heads.go), seqbox's own.
+var QueueFunctions = []string{"seqbox_queue_behind_insert", "seqbox_queue_behind_delete"}
+
 // Foreign lists, for an exclusive open, what the database holds that is
-// not seqbox's: in schema, every relation, function or type whose name
-// does not start with seqbox_ (seqbox creates only tables, their indexes
-// and sequences); and in the connection's current schema (usually public,
+// not seqbox's: in schema, every relation, type or function whose name
+// does not start with seqbox_, and every function but the embedded
+// queue's (seqbox creates tables, their indexes and sequences, and those
+// functions); and in the connection's current schema (usually public,
 // the application's), everything. Objects that belong to an extension are
 // not counted.
 func Foreign(ctx context.Context, q Querier, schema string) ([]string, error) {
@@ -320,6 +326,9 @@ func Foreign(ctx context.Context, q Querier, schema string) ([]string, error) {
 			return nil, err
 		}
 		if ns == schema && strings.HasPrefix(name, "seqbox_") && (kind == "table" || kind == "sequence") {
+			continue
+		}
+		if ns == schema && kind == "function" && slices.Contains(QueueFunctions, name) {
 			continue
 		}
 		out = append(out, kind+" "+ns+"."+name)

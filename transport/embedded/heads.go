@@ -3,40 +3,76 @@ package embedded
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
+
+	"github.com/seqbox/seqbox/internal/dialect"
+	"github.com/seqbox/seqbox/internal/pgdb"
 )
 
-// On SQLite the queue's schema marks each grouped message that has an
-// earlier message of its group in the queue (behind = 1), and the
-// receive and the idle look walk the order index's range of behind = 0
-// in seq order: the groups' heads and the ungrouped messages. A look
+// The queue's schema marks each grouped message that has an earlier
+// message of its group in the queue (behind = 1), and the receive and
+// the idle look walk the order index's range of behind = 0 in seq
+// order: the groups' heads and the ungrouped messages (headText). A look
 // then costs what the heads in flight cost, not the backlog behind them.
 // Before, it visited every visible message in seq order and looked up
 // its group's predecessors; with every head leased (an agent's calls in
 // flight, a slow handler) it walked the whole backlog for nothing, in
-// the one writer's turn for a receive: at 200,000 messages in 200 groups
-// a look took 550 ms and a receive 230 ms (docs/design.md §15.2,
-// docs/benchmarks-history.md §43). PostgreSQL keeps the look-up
-// (readyText): its writers run side by side, and keeping the mark right
-// there needs locks of its own.
+// the one writer's turn for a receive on SQLite: at 200,000 messages in
+// 200 groups a look took 550 ms and a receive 230 ms there, and a look
+// 88 ms at 20,000 on PostgreSQL (docs/design.md §15.2,
+// docs/benchmarks-history.md §43).
 //
 // The mark is kept by the schema itself, so that every writer of the
-// table keeps it: a publish sets it (the insert computes it, and a
-// trigger sets it for a row inserted without it, by a seqbox that knew
-// nothing of the column), and a trigger clears it on the first
-// remaining message of a group whenever a message of the group leaves,
-// whoever deletes it (an ack, a tool, a chaos run). A message's group and
-// seq never change, a new message's seq is above every message there,
-// and the head is the group's lowest seq: so after any insert or delete
-// each group's lowest message is its only one with behind = 0.
+// table keeps it: the insert computes it (a trigger on PostgreSQL; on
+// SQLite the insert, and a trigger for a row inserted without it, by a
+// seqbox that knew nothing of the column), and a trigger clears it on
+// the first remaining message of a group whenever a message of the
+// group leaves, whoever deletes it (an ack, a tool, a chaos run). A
+// message's group never changes; the head is the group's lowest seq
+// among the messages there, and a message published while others of its
+// group are there is behind them.
+//
+// On PostgreSQL, writers run side by side: a publish that saw the head
+// and an ack that did not see the publish would leave the new message
+// marked for good, with nothing ahead of it. So both take a lock of the
+// group (a transaction-level advisory lock, groupLock) before they look,
+// and look with a snapshot taken after it: the second of the two sees
+// the first's commit. A statement that touches several groups takes
+// their locks first, in one order (lockGroupsText), so that two such
+// statements never wait for each other in a circle.
+
+// groupLockClass is the first key of a group's advisory lock (the
+// two-key form, a key space apart from the single-key locks of
+// internal/dialect).
+const groupLockClass = 7357213
+
+// groupKey is the second key of the group lock of queue q and group g
+// (SQL expressions). Two groups whose keys collide only share a lock.
+func groupKey(q, g string) string {
+	return `hashtext(` + q + ` || ' ' || ` + g + `)`
+}
+
+// lockGroupsText locks, in key order, the groups that the subquery
+// keys (a column k of group keys) names: a statement's first step,
+// before any of its rows takes a lock of its own in the rows' order.
+func lockGroupsText(keys string) string {
+	return fmt.Sprintf(`SELECT count(pg_advisory_xact_lock(%d, s.k)) AS n FROM (SELECT DISTINCT k FROM (%s) d ORDER BY k) s`, groupLockClass, keys)
+}
 
 // ensureHeads adds the mark to a queue made before it (marking the
-// waiting messages of each group), puts it in the order index as the
-// walk's second column, and creates the triggers. Each step runs only
-// when its object is missing: it runs on every open.
-func ensureHeads(ctx context.Context, tx *sql.Tx) error {
+// waiting messages of each group) and creates what keeps it. Each step
+// runs only when its object is missing, or replaces it with the same
+// text: it runs on every open. The order index that walks the mark is
+// ensureHeadsIndex's (SQLite) and ensureHOT's (PostgreSQL).
+func ensureHeads(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
+	probe := `SELECT COUNT(*) FROM pragma_table_info('seqbox_queue') WHERE name = 'behind'`
+	if d == dialect.Postgres {
+		probe = `SELECT COUNT(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'seqbox_queue' AND column_name = 'behind'`
+	}
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('seqbox_queue') WHERE name = 'behind'`).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, probe).Scan(&n); err != nil {
 		return err
 	}
 	var stmts []string
@@ -45,18 +81,44 @@ func ensureHeads(ctx context.Context, tx *sql.Tx) error {
 			`UPDATE seqbox_queue SET behind = 1 WHERE msg_group <> '' AND EXISTS (SELECT 1 FROM seqbox_queue e
 				WHERE e.queue = seqbox_queue.queue AND e.msg_group <> '' AND e.msg_group = seqbox_queue.msg_group AND e.seq < seqbox_queue.seq)`)
 	}
+	if d == dialect.Postgres {
+		var schema string
+		if err := tx.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return err
+		}
+		more, err := postgresHeadTriggers(ctx, tx, pgdb.QuoteIdent(schema))
+		if err != nil {
+			return err
+		}
+		stmts = append(stmts, more...)
+	} else {
+		stmts = append(stmts, sqliteHeadTriggers...)
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if d == dialect.SQLite {
+		return ensureHeadsIndex(ctx, tx)
+	}
+	return nil
+}
+
+// ensureHeadsIndex (SQLite) makes the order index the walk of the heads:
+// (queue, behind, seq, visible_at). The name stays: migration 002
+// creates the index only if it is missing, and so leaves this one alone
+// on every later open.
+func ensureHeadsIndex(ctx context.Context, tx *sql.Tx) error {
 	var def string
 	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'seqbox_queue_order'`).Scan(&def); err != nil {
 		return err
 	}
-	if !strings.Contains(def, "behind") {
-		// The name stays: migration 002 creates the index only if it is
-		// missing, and so leaves this one alone on every later open.
-		stmts = append(stmts, `DROP INDEX seqbox_queue_order`,
-			`CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, behind, seq, visible_at)`)
+	if strings.Contains(def, "behind") {
+		return nil
 	}
-	stmts = append(stmts, headTriggers...)
-	for _, stmt := range stmts {
+	for _, stmt := range []string{`DROP INDEX seqbox_queue_order`,
+		`CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, behind, seq, visible_at)`} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
 		}
@@ -64,8 +126,10 @@ func ensureHeads(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// headTriggers keep the mark for every writer of the table (ensureHeads).
-var headTriggers = []string{
+// sqliteHeadTriggers keep the mark for every writer of the table: SQLite
+// runs one write transaction at a time, so a trigger's look sees every
+// other writer's commit.
+var sqliteHeadTriggers = []string{
 	`CREATE TRIGGER IF NOT EXISTS seqbox_queue_behind_insert AFTER INSERT ON seqbox_queue
 	WHEN NEW.msg_group <> '' AND NEW.behind = 0
 	BEGIN
@@ -78,4 +142,42 @@ var headTriggers = []string{
 		UPDATE seqbox_queue SET behind = 0 WHERE behind = 1 AND seq = (SELECT MIN(m.seq) FROM seqbox_queue m
 			WHERE m.queue = OLD.queue AND m.msg_group <> '' AND m.msg_group = OLD.msg_group);
 	END`,
+}
+
+// postgresHeadTriggers are the statements that make PostgreSQL's
+// triggers, the functions in schema (quoted): the functions are
+// replaced with the same text on every open, the triggers created when
+// missing. A function's statements each take a snapshot of their own
+// (they are VOLATILE), after its group lock.
+func postgresHeadTriggers(ctx context.Context, tx *sql.Tx, schema string) ([]string, error) {
+	lock := fmt.Sprintf(`PERFORM pg_advisory_xact_lock(%d, %s);`, groupLockClass, groupKey("%[2]s.queue", "%[2]s.msg_group"))
+	insert := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s.seqbox_queue_behind_insert() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+	`+lock+`
+	NEW.behind := CASE WHEN EXISTS (SELECT 1 FROM %[1]s.seqbox_queue e
+		WHERE e.queue = NEW.queue AND e.msg_group <> '' AND e.msg_group = NEW.msg_group) THEN 1 ELSE 0 END;
+	RETURN NEW;
+END $f$`, schema, "NEW")
+	del := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s.seqbox_queue_behind_delete() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+	`+lock+`
+	UPDATE %[1]s.seqbox_queue SET behind = 0 WHERE behind = 1 AND seq = (SELECT min(m.seq) FROM %[1]s.seqbox_queue m
+		WHERE m.queue = OLD.queue AND m.msg_group <> '' AND m.msg_group = OLD.msg_group);
+	RETURN NULL;
+END $f$`, schema, "OLD")
+	stmts := []string{insert, del}
+	for _, t := range []struct{ name, when string }{
+		{"seqbox_queue_behind_insert", "BEFORE INSERT ON seqbox_queue FOR EACH ROW WHEN (NEW.msg_group <> '')"},
+		{"seqbox_queue_behind_delete", "AFTER DELETE ON seqbox_queue FOR EACH ROW WHEN (OLD.msg_group <> '')"},
+	} {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger
+			WHERE tgrelid = 'seqbox_queue'::regclass AND tgname = $1)`, t.name).Scan(&exists); err != nil {
+			return nil, err
+		}
+		if !exists {
+			stmts = append(stmts, fmt.Sprintf(`CREATE TRIGGER %s %s EXECUTE FUNCTION %s.%s()`, t.name, t.when, schema, t.name))
+		}
+	}
+	return stmts, nil
 }

@@ -3,12 +3,17 @@ package embedded
 import (
 	"context"
 	"database/sql"
-
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/sqlitedb"
+	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,83 +45,247 @@ func TestSQLiteReceiveWalksOnlyTheHeads(t *testing.T) {
 // queue's schema, whoever writes the table: a publish, a row deleted by
 // hand (as a tool or a chaos run does), several rows of a group deleted
 // in one statement, and a row inserted by a binary that knows nothing of
-// the column (an older seqbox on the same file during an upgrade).
-func TestSQLiteGroupHeadsAreKeptByTheSchema(t *testing.T) {
-	ctx := context.Background()
-	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "heads", Wait: time.Millisecond})
-	require.NoError(t, err)
-	defer q.Close()
-	require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("a1"), []byte("a2"), []byte("b1"), []byte("a3"), []byte("x")},
-		[]string{"a", "a", "b", "a", ""}))
-	require.Equal(t, map[string]int{"a1": 0, "a2": 1, "b1": 0, "a3": 1, "x": 0}, behind(t, q.db))
+// the column (an older seqbox on the same database during an upgrade).
+func TestGroupHeadsAreKeptByTheSchema(t *testing.T) {
+	for name, url := range map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "q.db") },
+		"postgres": func(t *testing.T) string { return pgtest.URL(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q, err := Open(ctx, url(t), Config{Name: "heads", Wait: time.Millisecond})
+			require.NoError(t, err)
+			defer q.Close()
+			require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("a1"), []byte("a2"), []byte("b1"), []byte("a3"), []byte("x")},
+				[]string{"a", "a", "b", "a", ""}))
+			require.Equal(t, map[string]int{"a1": 0, "a2": 1, "b1": 0, "a3": 1, "x": 0}, behind(t, q.db))
 
-	// A head deleted by hand: the next one of its group is the head.
-	_, err = q.db.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE body = CAST('a1' AS BLOB)`)
-	require.NoError(t, err)
-	require.Equal(t, map[string]int{"a2": 0, "b1": 0, "a3": 1, "x": 0}, behind(t, q.db))
+			// A head deleted by hand: the next one of its group is the head.
+			_, err = q.db.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE body = $1`, []byte("a1"))
+			require.NoError(t, err)
+			require.Equal(t, map[string]int{"a2": 0, "b1": 0, "a3": 1, "x": 0}, behind(t, q.db))
 
-	// Rows inserted without the column, as a binary before it did.
-	for _, row := range [][2]string{{"a4", "a"}, {"c1", "c"}, {"c2", "c"}} {
-		_, err = q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ('heads', CAST(? AS BLOB), 0, 0, ?)`,
-			row[0], row[1])
-		require.NoError(t, err)
+			// Rows inserted without the column, as a binary before it did.
+			for _, row := range [][2]string{{"a4", "a"}, {"c1", "c"}, {"c2", "c"}} {
+				_, err = q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ('heads', $1, 0, 0, $2)`,
+					[]byte(row[0]), row[1])
+				require.NoError(t, err)
+			}
+			require.Equal(t, map[string]int{"a2": 0, "b1": 0, "a3": 1, "x": 0, "a4": 1, "c1": 0, "c2": 1}, behind(t, q.db))
+
+			// A group's head and the one after it deleted in one statement,
+			// in either order of the rows.
+			for _, bodies := range [][]string{{"a2", "a3"}, {"c2", "c1"}} {
+				_, err = q.db.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE body = $1 OR body = $2`, []byte(bodies[0]), []byte(bodies[1]))
+				require.NoError(t, err)
+			}
+			require.Equal(t, map[string]int{"b1": 0, "x": 0, "a4": 0}, behind(t, q.db))
+
+			ds, err := q.Receive(ctx, 10)
+			require.NoError(t, err)
+			require.Equal(t, []string{"b1", "x", "a4"}, bodiesOf(ds))
+		})
 	}
-	require.Equal(t, map[string]int{"a2": 0, "b1": 0, "a3": 1, "x": 0, "a4": 1, "c1": 0, "c2": 1}, behind(t, q.db))
-
-	// A group's head and the one after it deleted in one statement, in
-	// either order of the rows.
-	_, err = q.db.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE body IN (CAST('a2' AS BLOB), CAST('a3' AS BLOB), CAST('c2' AS BLOB))`)
-	require.NoError(t, err)
-	require.Equal(t, map[string]int{"b1": 0, "x": 0, "a4": 0, "c1": 0}, behind(t, q.db))
-
-	ds, err := q.Receive(ctx, 10)
-	require.NoError(t, err)
-	var got []string
-	for _, d := range ds {
-		got = append(got, string(d.Body()))
-	}
-	require.Equal(t, []string{"b1", "x", "a4", "c1"}, got)
 }
 
-// A queue made before the column has it added on open, each waiting
-// message marked from its group: the receive hands out the heads only,
-// in order.
-func TestSQLiteQueueBeforeHeadsIsMarkedOnOpen(t *testing.T) {
+// On PostgreSQL publishers and receivers run side by side: publishes of
+// overlapping groups in different orders, receives, acks of several
+// groups at once, and acks inside a transaction with a publish in the
+// same group. Every message is received once, each group's in the order
+// its messages were published, no group is left with a message that
+// nothing is ahead of and that no receive hands out, and no statement
+// fails (two of them waiting for each other in a circle would be
+// broken by the server with an error).
+func TestPostgresGroupHeadsUnderConcurrentPublishesAndAcks(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "q.db")
-	db, err := sqlitedb.Open(ctx, path)
-	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, `CREATE TABLE seqbox_queue (seq INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, body BLOB NOT NULL,
-		visible_at BIGINT NOT NULL, lease TEXT NOT NULL DEFAULT '', attempts INTEGER NOT NULL DEFAULT 0, enqueued_at BIGINT NOT NULL,
-		msg_group TEXT NOT NULL DEFAULT '')`)
-	require.NoError(t, err)
-	_, err = db.ExecContext(ctx, `CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, seq, visible_at)`)
-	require.NoError(t, err)
-	for i, row := range [][2]string{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"x", ""}, {"a3", "a"}, {"b2", "b"}} {
-		_, err = db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ('old', CAST(? AS BLOB), ?, 0, ?)`,
-			row[0], i, row[1])
+	url := pgtest.URL(t)
+	const groups, publishers, rounds, receivers = 6, 4, 40, 3
+	open := func() *Queue {
+		q, err := Open(ctx, url, Config{Name: "race", Wait: 5 * time.Millisecond, PollInterval: time.Millisecond, Lease: time.Minute})
+		require.NoError(t, err)
+		t.Cleanup(func() { q.Close() })
+		return q
+	}
+	var pubs, recvs []*Queue
+	for range publishers {
+		pubs = append(pubs, open())
+	}
+	for range receivers {
+		recvs = append(recvs, open())
+	}
+	total := publishers * rounds * 3
+	var mu sync.Mutex
+	got := map[string][]int{} // group → the publish numbers received, in order
+	received := 0
+	errs := make(chan error, publishers+receivers)
+	var wg sync.WaitGroup
+	var pubWG sync.WaitGroup
+	for p, q := range pubs {
+		pubWG.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(p), 7))
+			for i := range rounds {
+				// Three messages in three groups, in a random order: a
+				// statement that locks its groups in its rows' order would
+				// meet another's in a circle.
+				var bodies [][]byte
+				var gs []string
+				for _, g := range r.Perm(groups)[:3] {
+					bodies = append(bodies, fmt.Appendf(nil, "%d", (p*rounds+i)*10+g))
+					gs = append(gs, fmt.Sprint("g", g))
+				}
+				if err := q.PublishGrouped(ctx, bodies, gs); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	// A group left stuck would keep the receivers looking for good: once
+	// the publishers are through, they stop after 300 looks in a row that
+	// found nothing, and the count below says what was never received.
+	published := make(chan struct{})
+	var empty atomic.Int64
+	for _, q := range recvs {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				done := received >= total
+				mu.Unlock()
+				select {
+				case <-published:
+					done = done || empty.Load() >= 300
+				default:
+				}
+				if done {
+					return
+				}
+				ds, err := q.Receive(ctx, 8)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for _, d := range ds {
+					var n int
+					fmt.Sscan(string(d.Body()), &n)
+					g := fmt.Sprint("g", n%10)
+					got[g] = append(got[g], n)
+					received++
+				}
+				mu.Unlock()
+				if len(ds) == 0 {
+					empty.Add(1)
+					continue
+				}
+				empty.Store(0)
+				// Acks of several groups at once, in one transaction with a
+				// publish into one of them now and then.
+				tx, err := q.db.BeginTx(ctx, nil)
+				if err == nil {
+					err = q.PublishGroupedIn(ctx, tx, nil, nil)
+				}
+				if err == nil {
+					_, err = q.ackWith(ctx, tx, ds)
+				}
+				if err == nil {
+					err = tx.Commit()
+				} else if tx != nil {
+					_ = tx.Rollback()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				q.AckCommitted()
+			}
+		})
+	}
+	pubWG.Wait()
+	close(published)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.NoError(t, db.Close())
+	require.Equal(t, total, received)
+	for g, ns := range got {
+		// Each publisher's messages of a group are in its order; the
+		// publishers' among each other are in the order they committed,
+		// which each receiver saw the same.
+		last := map[int]int{}
+		for _, n := range ns {
+			p := n / 10 / rounds
+			if prev, ok := last[p]; ok {
+				require.Greater(t, n, prev, "group %s: %v", g, ns)
+			}
+			last[p] = n
+		}
+	}
+	var left int
+	require.NoError(t, recvs[0].db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_queue`).Scan(&left))
+	require.Zero(t, left)
+}
 
-	for range 2 { // and a second open changes nothing
-		q, err := Open(ctx, path, Config{Name: "old", Wait: time.Millisecond})
-		require.NoError(t, err)
-		require.Equal(t, map[string]int{"a1": 0, "a2": 1, "b1": 0, "x": 0, "a3": 1, "b2": 1}, behind(t, q.db))
-		require.NoError(t, q.Close())
+// A queue made before the mark has it added on open, each waiting
+// message marked from its group: the receive hands out the heads only,
+// in order. (The queue is taken back to before the mark: its triggers
+// and the column dropped, its order index as it was.)
+func TestQueueBeforeHeadsIsMarkedOnOpen(t *testing.T) {
+	for name, c := range map[string]struct {
+		url  func(t *testing.T) string
+		undo []string
+	}{
+		"sqlite": {func(t *testing.T) string { return filepath.Join(t.TempDir(), "q.db") }, []string{
+			`DROP TRIGGER seqbox_queue_behind_insert`, `DROP TRIGGER seqbox_queue_behind_delete`, `DROP INDEX seqbox_queue_order`,
+			`ALTER TABLE seqbox_queue DROP COLUMN behind`, `CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, seq, visible_at)`}},
+		"postgres": {func(t *testing.T) string { return pgtest.URL(t) }, []string{
+			`DROP TRIGGER seqbox_queue_behind_insert ON seqbox_queue`, `DROP TRIGGER seqbox_queue_behind_delete ON seqbox_queue`,
+			`DROP FUNCTION seqbox_queue_behind_insert()`, `DROP FUNCTION seqbox_queue_behind_delete()`,
+			`ALTER TABLE seqbox_queue DROP COLUMN behind`, `CREATE INDEX IF NOT EXISTS seqbox_queue_order ON seqbox_queue (queue, seq)`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			url := c.url(t)
+			q, err := Open(ctx, url, Config{Name: "old", Wait: time.Millisecond})
+			require.NoError(t, err)
+			require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("a1"), []byte("a2"), []byte("b1"), []byte("x"), []byte("a3"), []byte("b2")},
+				[]string{"a", "a", "b", "", "a", "b"}))
+			conn, err := q.db.Conn(ctx)
+			require.NoError(t, err)
+			for _, stmt := range c.undo {
+				_, err := conn.ExecContext(ctx, stmt)
+				require.NoError(t, err, stmt)
+			}
+			require.NoError(t, conn.Close())
+			require.NoError(t, q.Close())
+
+			for range 2 { // and a second open changes nothing
+				q, err := Open(ctx, url, Config{Name: "old", Wait: time.Millisecond})
+				require.NoError(t, err)
+				require.Equal(t, map[string]int{"a1": 0, "a2": 1, "b1": 0, "x": 0, "a3": 1, "b2": 1}, behind(t, q.db))
+				require.NoError(t, q.Close())
+			}
+			q, err = Open(ctx, url, Config{Name: "old", Wait: time.Millisecond})
+			require.NoError(t, err)
+			defer q.Close()
+			ds, err := q.Receive(ctx, 10)
+			require.NoError(t, err)
+			require.Equal(t, []string{"a1", "b1", "x"}, bodiesOf(ds))
+			require.NoError(t, q.AckBatch(ctx, ds))
+			ds, err = q.Receive(ctx, 10)
+			require.NoError(t, err)
+			require.Equal(t, []string{"a2", "b2"}, bodiesOf(ds))
+		})
 	}
-	q, err := Open(ctx, path, Config{Name: "old", Wait: time.Millisecond})
-	require.NoError(t, err)
-	defer q.Close()
-	ds, err := q.Receive(ctx, 10)
-	require.NoError(t, err)
-	require.Len(t, ds, 3)
-	require.Equal(t, []string{"a1", "b1", "x"}, []string{string(ds[0].Body()), string(ds[1].Body()), string(ds[2].Body())})
-	require.NoError(t, q.AckBatch(ctx, ds))
-	ds, err = q.Receive(ctx, 10)
-	require.NoError(t, err)
-	require.Len(t, ds, 2)
-	require.Equal(t, []string{"a2", "b2"}, []string{string(ds[0].Body()), string(ds[1].Body())})
+}
+
+// bodiesOf is each delivery's body, in order.
+func bodiesOf(ds []transport.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = string(d.Body())
+	}
+	return out
 }
 
 // The queue's triggers are the ones seqbox's check of a database knows
@@ -142,15 +311,15 @@ func TestSQLiteQueueTriggersAreTheOnesSeqboxKnows(t *testing.T) {
 // behind maps each message's body to its behind column.
 func behind(t *testing.T, db *sql.DB) map[string]int {
 	t.Helper()
-	rows, err := db.QueryContext(context.Background(), `SELECT CAST(body AS TEXT), behind FROM seqbox_queue`)
+	rows, err := db.QueryContext(context.Background(), `SELECT body, behind FROM seqbox_queue`)
 	require.NoError(t, err)
 	defer rows.Close()
 	out := map[string]int{}
 	for rows.Next() {
-		var body string
+		var body []byte
 		var b int
 		require.NoError(t, rows.Scan(&body, &b))
-		out[body] = b
+		out[string(body)] = b
 	}
 	require.NoError(t, rows.Err())
 	return out

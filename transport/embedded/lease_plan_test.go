@@ -57,8 +57,9 @@ func TestPostgresLeasePlanOnAFreshQueue(t *testing.T) {
 }
 
 // requireLeasePlan explains q's receive statement on q's own pool, as a
-// receive runs it, and requires the index walk, the grouped lookup and the
-// update by tuple id, with no sequential scan, bitmap scan or sort.
+// receive runs it, and requires the walk of the heads and the
+// update by tuple id, with no group look-up, sequential scan, bitmap scan
+// or sort.
 func requireLeasePlan(t *testing.T, q *Queue, name string) {
 	t.Helper()
 	now := time.Now().UnixMicro()
@@ -75,9 +76,10 @@ func requireLeasePlan(t *testing.T, q *Queue, name string) {
 	text := strings.Join(plan, "\n")
 	require.Contains(t, text, "Tid Scan", text)
 	require.Contains(t, text, "Index Scan using seqbox_queue_order", text)
-	// A grouped message's predecessors are looked up in the group index,
-	// which holds grouped messages only.
-	require.Contains(t, text, "using seqbox_queue_group", text)
+	// The walk stays in the heads' range of the index (heads.go): no
+	// grouped message's predecessors are looked up.
+	require.Contains(t, text, "AND (behind = 0)", text)
+	require.NotContains(t, text, "seqbox_queue_group", text)
 	for _, bad := range []string{"Seq Scan", "Bitmap", "Sort"} {
 		require.NotContains(t, text, bad, text)
 	}
@@ -145,7 +147,9 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 	require.Len(t, long, 1, "one statement for every receive's deliveries")
 	require.Equal(t, short[0].text, long[0].text, "one text whatever the count")
 	require.Equal(t, []any{"[1,5,9]", `["aa","bb"]`}, long[0].args)
-	require.Len(t, ackStatements(true, []leasedRow{{1, "aa"}, {5, "aa"}, {9, "bb"}}), 2, "one statement per receive on PostgreSQL")
+	require.Len(t, ackStatements(true, []leasedRow{{1, "aa"}, {5, "aa"}, {9, "bb"}}), 3,
+		"one statement per receive on PostgreSQL, after one that locks every group in order")
+	require.Len(t, ackStatements(true, []leasedRow{{1, "aa"}, {5, "aa"}}), 1, "one receive: its statement locks its groups")
 
 	require.NoError(t, q.AckBatch(ctx, every2nd))
 	ready, leased, err := q.Depth(ctx)

@@ -250,10 +250,8 @@ func create(ctx context.Context, db *sql.DB, cfg Config, d dialect.SQL, migratio
 		if err := ensureGroups(ctx, tx, d); err != nil {
 			return err
 		}
-		if d == dialect.SQLite {
-			if err := ensureHeads(ctx, tx); err != nil {
-				return err
-			}
+		if err := ensureHeads(ctx, tx, d); err != nil {
+			return err
 		}
 		if d == dialect.Postgres {
 			if err := ensureHOT(ctx, tx); err != nil {
@@ -377,8 +375,13 @@ func (q *Queue) insert(ctx context.Context, exec transport.Execer, bodies [][]by
 		groups = make([]string, len(bodies))
 	}
 	if q.lock != "" {
-		if _, err := exec.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
-			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n) ORDER BY u.n`,
+		// The groups' locks first, in one order (heads.go); each row's
+		// trigger then marks it behind its group's earlier messages.
+		if _, err := exec.ExecContext(ctx, `WITH locked AS (`+lockGroupsText(`SELECT `+groupKey("$1::text", "g")+` AS k
+				FROM unnest($4::text[]) AS g WHERE g <> ''`)+`)
+			INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
+			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n)
+			WHERE (SELECT n FROM locked) IS NOT NULL ORDER BY u.n`,
 			q.cfg.Name, now, bodies, groups); err != nil {
 			return fmt.Errorf("embedded queue: publish batch: %w", err)
 		}
@@ -501,8 +504,7 @@ func (q *Queue) wakeReceivers() {
 	}
 }
 
-// leaseText is the receive statement; {{READY}} is the condition of a
-// ready message h (readyText or headText) and {{LOCK}} the dialect's
+// leaseText is the receive statement; {{LOCK}} is the dialect's
 // row-locking clause for competing receivers.
 //
 // A message of a group (PublishGrouped) is ready only at the head of its
@@ -510,41 +512,23 @@ func (q *Queue) wakeReceivers() {
 // by any receiver, or waiting out a nack), the later ones stay out of
 // every receive, as in an SQS FIFO message group. Only the holder of the
 // head can take the next one before it acknowledges the head (TakeNext).
-const leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
-		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE {{READY}}
+var leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
+		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE ` + headText("$3", "$4") + `
 			ORDER BY h.seq LIMIT $5{{LOCK}})
 		RETURNING seq, body, attempts, enqueued_at`
 
-// readyText is the condition of a ready message h of queue at now (the
-// statement's parameters) on PostgreSQL: visible, and the head of its
-// group if it has one. It looks up each visible message's predecessors,
-// so a look with every head in flight visits the whole backlog behind
-// them (docs/design.md §15.2).
-func readyText(queue, now string) string {
-	return `h.queue = ` + queue + ` AND h.visible_at <= ` + now + `
-			AND (h.msg_group = '' OR NOT EXISTS (SELECT 1 FROM seqbox_queue e
-				WHERE e.queue = h.queue AND e.msg_group <> '' AND e.msg_group = h.msg_group AND e.seq < h.seq))`
-}
-
-// headText is readyText on SQLite, where the schema marks each message
-// behind an earlier one of its group (heads.go): the walk stays in the
-// order index's range of heads and ungrouped messages.
+// headText is the condition of a ready message h of queue at now (the
+// statement's parameters): visible, and not behind an earlier message of
+// its group (heads.go). The walk stays in the order index's range of
+// heads and ungrouped messages.
 func headText(queue, now string) string {
 	return `h.queue = ` + queue + ` AND h.behind = 0 AND h.visible_at <= ` + now
 }
 
-// ready is the condition of a ready message in the queue's dialect.
-func (q *Queue) ready(queue, now string) string {
-	if q.lock != "" {
-		return readyText(queue, now)
-	}
-	return headText(queue, now)
-}
-
 // probeStatement is an idle Receive's look: is any message ready? A read,
 // on a reader: it takes no lock and, on SQLite, not the writer's turn.
-func (q *Queue) probeStatement() string {
-	return `SELECT 1 FROM seqbox_queue h WHERE ` + q.ready("$1", "$2") + ` LIMIT 1`
+func (*Queue) probeStatement() string {
+	return `SELECT 1 FROM seqbox_queue h WHERE ` + headText("$1", "$2") + ` LIMIT 1`
 }
 
 // anyReady reports whether a message may be ready to lease now: a look
@@ -557,7 +541,7 @@ func (q *Queue) anyReady(ctx context.Context) bool {
 
 // leaseStatement is the receive statement in the queue's dialect.
 func (q *Queue) leaseStatement() string {
-	text := strings.NewReplacer("{{READY}}", q.ready("$3", "$4"), "{{LOCK}}", q.lock).Replace(leaseText)
+	text := strings.Replace(leaseText, "{{LOCK}}", q.lock, 1)
 	if q.lock != "" {
 		// PostgreSQL: the rows the subquery locked are updated by their
 		// tuple ids (a TID scan), so the planner cannot join them back
@@ -867,9 +851,19 @@ func ackStatements(arrays bool, held []leasedRow) []ackStatement {
 		}
 		byToken[l.token] = append(byToken[l.token], l.seq)
 	}
-	out := make([]ackStatement, 0, len(tokens))
+	out := make([]ackStatement, 0, len(tokens)+1)
+	if len(tokens) > 1 {
+		// Several statements in one transaction (AckIn): every group's
+		// lock first, in one order, as one statement does its own
+		// (heads.go). Outside one each statement is its own.
+		seqs, _ := seqsAndTokens(held)
+		out = append(out, ackStatement{lockGroupsText(`SELECT ` + groupKey("queue", "msg_group") + ` AS k FROM seqbox_queue
+			WHERE seq = ANY($1::bigint[]) AND msg_group <> ''`), []any{seqs}})
+	}
 	for _, t := range tokens {
-		out = append(out, ackStatement{`DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[])`,
+		out = append(out, ackStatement{`WITH locked AS (` + lockGroupsText(`SELECT `+groupKey("queue", "msg_group")+` AS k
+			FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[]) AND msg_group <> ''`) + `)
+			DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[]) AND (SELECT n FROM locked) IS NOT NULL`,
 			[]any{t, byToken[t]}})
 	}
 	return out
@@ -1072,8 +1066,8 @@ func ensureHOT(ctx context.Context, tx *sql.Tx) error {
 	if !strings.Contains(opts, "fillfactor=40") {
 		stmts = append(stmts, `ALTER TABLE seqbox_queue SET (fillfactor = 40)`)
 	}
-	if strings.Contains(def, "visible_at") {
-		stmts = append(stmts, `DROP INDEX seqbox_queue_order`, `CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, seq)`)
+	if !strings.Contains(def, "behind") {
+		stmts = append(stmts, `DROP INDEX seqbox_queue_order`, `CREATE INDEX seqbox_queue_order ON seqbox_queue (queue, behind, seq)`)
 	}
 	for _, stmt := range stmts {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
