@@ -169,6 +169,12 @@ func openTarget(ctx context.Context, t Target, params map[string]string) (*sql.D
 	if _, set := cfg.RuntimeParams[idleInTransaction]; !set {
 		cfg.RuntimeParams[idleInTransaction] = IdleInTransactionTimeout
 	}
+	// The embedded queue's triggers need it (transport/embedded's
+	// heads.go), whatever the server's default; a URL that names another
+	// level gets their error instead.
+	if _, set := cfg.RuntimeParams["default_transaction_isolation"]; !set {
+		cfg.RuntimeParams["default_transaction_isolation"] = "read committed"
+	}
 	schema := QuoteIdent(t.Schema)
 	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, `SELECT pg_catalog.set_config('search_path',
@@ -282,9 +288,46 @@ func CheckLayout(ctx context.Context, q Querier, schema string) error {
 		strings.Join(found, ", "), schema, other, SchemaParam, other, schema, other, schema)
 }
 
+// QuoteLiteral quotes s as a PostgreSQL string literal
+// (standard_conforming_strings, the default since 9.1).
+func QuoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
 // QueueFunctions are the trigger functions the embedded queue keeps in
 // seqbox's schema (transport/embedded's heads.go), seqbox's own.
 var QueueFunctions = []string{"seqbox_queue_behind_insert", "seqbox_queue_behind_delete"}
+
+// queueGroupLockClass is the first key of an embedded queue group's
+// advisory lock (the two-key form, a key space apart from the
+// single-key locks of internal/dialect).
+const queueGroupLockClass = 7357213
+
+// QueueGroupLock is the SQL call that takes the transaction-level lock
+// of the embedded queue's group g of queue q (SQL expressions). Two
+// groups whose keys collide only share a lock.
+func QueueGroupLock(q, g string) string {
+	return fmt.Sprintf(`pg_advisory_xact_lock(%d, %s)`, queueGroupLockClass, queueGroupKey(q, g))
+}
+
+func queueGroupKey(q, g string) string { return `hashtext(` + q + ` || ' ' || ` + g + `)` }
+
+// LockQueueGroups is a statement that takes, in key order, the group
+// locks (QueueGroupLock) of the rows of seqbox_queue that where selects
+// (a condition on its columns), and returns one row (a column n): a
+// statement's first step, in a WITH, before any of its rows takes its
+// group's lock in the rows' order.
+func LockQueueGroups(where string) string {
+	return LockQueueGroupKeys(`SELECT ` + queueGroupKey("queue", "msg_group") + ` AS k FROM seqbox_queue WHERE msg_group <> '' AND (` + where + `)`)
+}
+
+// LockQueueGroupKeys is LockQueueGroups for groups named by a subquery
+// of their keys (a column k; queueGroupKey's).
+func LockQueueGroupKeys(keys string) string {
+	return fmt.Sprintf(`SELECT count(pg_advisory_xact_lock(%d, s.k)) AS n FROM (SELECT DISTINCT k FROM (%s) d ORDER BY k) s`, queueGroupLockClass, keys)
+}
+
+// QueueGroupKeyOf is the key expression of group g of queue q, for
+// LockQueueGroupKeys' subquery.
+func QueueGroupKeyOf(q, g string) string { return queueGroupKey(q, g) }
 
 // Foreign lists, for an exclusive open, what the database holds that is
 // not seqbox's: in schema, every relation, type or function whose name

@@ -236,6 +236,17 @@ func TestWritesQueuedDuringATransactionRideItsCommit(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = op.KeyViewGet(ctx, store.KeyRef{Consumer: "c", Key: "k"})
 	require.NoError(t, err, "the transaction's own work committed")
+
+	// A transaction that ended carries nothing when it is told to commit
+	// again: the write waits for the next one.
+	last := record("3", []byte("later"))
+	waitfor.That(t, 10*time.Second, "the write queued", func() bool { return sqlstore.QueuedWrites(st) == 1 })
+	require.Error(t, tx.Commit(), "committed already")
+	require.Equal(t, 1, sqlstore.QueuedWrites(st), "still queued")
+	tx, err = st.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	require.NoError(t, <-last)
 }
 
 // withoutGroupWriter opens a SQLite store whose grouped writes only

@@ -53,6 +53,8 @@ type Executor struct {
 	carried []*groupJob
 	// carrier is the group whose writes go back to its queue on rollback.
 	carrier *groupCommit
+	// ended: Commit or Rollback ran; a later Commit carries nothing.
+	ended bool
 	// pipes, on the pool of a store that pipelines, sends single's
 	// statements together with other callers' (pipeGroup).
 	pipes *pipeGroup
@@ -92,7 +94,7 @@ func (t *Executor) SavepointRelease(ctx context.Context, name string) error {
 // transaction under way. That is the same as committing them in a
 // transaction of their own right after this one, in its fsync.
 func (t *Executor) Commit() error {
-	if t.carrier != nil {
+	if t.carrier != nil && !t.ended {
 		if err := t.carrier.carry(t); err != nil {
 			// A state no savepoint explains: nothing of this transaction
 			// may commit (carry told the writes it ran their error).
@@ -101,6 +103,7 @@ func (t *Executor) Commit() error {
 		}
 	}
 	defer t.endTurn()
+	t.ended = true
 	err := t.storageError("commit", t.tx.Commit())
 	if len(t.carried) > 0 {
 		finish(t.carried, err)
@@ -131,6 +134,7 @@ func (t *Executor) storageError(op string, err error) error {
 // Rollback abandons the batch.
 func (t *Executor) Rollback() error {
 	defer t.endTurn()
+	t.ended = true
 	err := t.tx.Rollback()
 	if len(t.carried) > 0 {
 		t.carrier.requeue(t.carried)

@@ -39,26 +39,19 @@ import (
 // group (a transaction-level advisory lock, groupLock) before they look,
 // and look with a snapshot taken after it: the second of the two sees
 // the first's commit. A statement that touches several groups takes
-// their locks first, in one order (lockGroupsText), so that two such
-// statements never wait for each other in a circle.
-
-// groupLockClass is the first key of a group's advisory lock (the
-// two-key form, a key space apart from the single-key locks of
-// internal/dialect).
-const groupLockClass = 7357213
-
-// groupKey is the second key of the group lock of queue q and group g
-// (SQL expressions). Two groups whose keys collide only share a lock.
-func groupKey(q, g string) string {
-	return `hashtext(` + q + ` || ' ' || ` + g + `)`
-}
-
-// lockGroupsText locks, in key order, the groups that the subquery
-// keys (a column k of group keys) names: a statement's first step,
-// before any of its rows takes a lock of its own in the rows' order.
-func lockGroupsText(keys string) string {
-	return fmt.Sprintf(`SELECT count(pg_advisory_xact_lock(%d, s.k)) AS n FROM (SELECT DISTINCT k FROM (%s) d ORDER BY k) s`, groupLockClass, keys)
-}
+// their locks first, in one order (pgdb.LockQueueGroups), so that two
+// such statements never wait for each other in a circle.
+//
+// A grouped row's seq is drawn again under its group's lock, so that a
+// group's messages are in seq order as they took the lock, which is the
+// order they commit in: the head is the group's lowest seq there, as the
+// receive of a seqbox from before the mark and TakeNext take it. (The
+// default seq is drawn before a row's triggers run: a row of another
+// writer that waited for the lock would otherwise have a seq below the
+// head's.) And the triggers refuse to run outside READ COMMITTED: at a
+// stricter level a statement's snapshot is older than its wait for the
+// lock, and a trigger would miss the commit it waited for, leaving a
+// group with no head (seqbox's connections set it, pgdb).
 
 // ensureHeads adds the mark to a queue made before it (marking the
 // waiting messages of each group) and creates what keeps it. Each step
@@ -150,17 +143,26 @@ var sqliteHeadTriggers = []string{
 // missing. A function's statements each take a snapshot of their own
 // (they are VOLATILE), after its group lock.
 func postgresHeadTriggers(ctx context.Context, tx *sql.Tx, schema string) ([]string, error) {
-	lock := fmt.Sprintf(`PERFORM pg_advisory_xact_lock(%d, %s);`, groupLockClass, groupKey("%[2]s.queue", "%[2]s.msg_group"))
+	var seq string
+	if err := tx.QueryRowContext(ctx, `SELECT pg_get_serial_sequence(current_schema() || '.seqbox_queue', 'seq')`).Scan(&seq); err != nil {
+		return nil, err
+	}
+	guard := `IF current_setting('transaction_isolation') <> 'read committed' THEN
+		RAISE EXCEPTION 'seqbox: the embedded queue''s message groups need READ COMMITTED transactions; this one is %%',
+			current_setting('transaction_isolation');
+	END IF;
+	PERFORM ` + pgdb.QueueGroupLock("%[2]s.queue", "%[2]s.msg_group") + `;`
 	insert := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s.seqbox_queue_behind_insert() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
-	`+lock+`
+	`+guard+`
+	NEW.seq := nextval(%[3]s::regclass);
 	NEW.behind := CASE WHEN EXISTS (SELECT 1 FROM %[1]s.seqbox_queue e
 		WHERE e.queue = NEW.queue AND e.msg_group <> '' AND e.msg_group = NEW.msg_group) THEN 1 ELSE 0 END;
 	RETURN NEW;
-END $f$`, schema, "NEW")
+END $f$`, schema, "NEW", pgdb.QuoteLiteral(seq))
 	del := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %[1]s.seqbox_queue_behind_delete() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
-	`+lock+`
+	`+guard+`
 	UPDATE %[1]s.seqbox_queue SET behind = 0 WHERE behind = 1 AND seq = (SELECT min(m.seq) FROM %[1]s.seqbox_queue m
 		WHERE m.queue = OLD.queue AND m.msg_group <> '' AND m.msg_group = OLD.msg_group);
 	RETURN NULL;

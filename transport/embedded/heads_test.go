@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/pgdb"
 	"github.com/seqbox/seqbox/internal/pgtest"
 	"github.com/seqbox/seqbox/internal/sqlitedb"
+	"github.com/seqbox/seqbox/internal/waitfor"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
 )
@@ -224,6 +226,86 @@ func TestPostgresGroupHeadsUnderConcurrentPublishesAndAcks(t *testing.T) {
 	var left int
 	require.NoError(t, recvs[0].db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seqbox_queue`).Scan(&left))
 	require.Zero(t, left)
+}
+
+// On PostgreSQL a grouped row's seq is drawn under its group's lock, so a
+// group's order is the order its writers took the lock: a publish that
+// waited for the lock first, and a row inserted by another writer (an
+// older seqbox, a tool) that drew its default seq before it waited, come
+// out with the head the lowest seq and every other row marked. The
+// group's lock is held meanwhile, as the ack of its head holds it.
+func TestPostgresGroupOrderIsTheLocksOrder(t *testing.T) {
+	ctx := context.Background()
+	q, err := Open(ctx, pgtest.URL(t), Config{Name: "order", Wait: time.Millisecond})
+	require.NoError(t, err)
+	defer q.Close()
+	holder, err := q.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = holder.ExecContext(ctx, `SELECT `+pgdb.QueueGroupLock("'order'", "'g'"))
+	require.NoError(t, err)
+	waiting := func(n int) func() bool {
+		return func() bool {
+			var got int
+			require.NoError(t, q.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&got))
+			return got >= n
+		}
+	}
+	done := make(chan error, 2)
+	go func() { done <- q.PublishGrouped(ctx, [][]byte{[]byte("p")}, []string{"g"}) }()
+	waitfor.That(t, 10*time.Second, "the publish waits for the group's lock", waiting(1))
+	go func() {
+		_, err := q.db.ExecContext(ctx, `INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group) VALUES ('order', $1, 0, 0, 'g')`, []byte("r"))
+		done <- err
+	}()
+	waitfor.That(t, 10*time.Second, "the other writer's row waits too", waiting(2))
+	require.NoError(t, holder.Commit())
+	require.NoError(t, <-done)
+	require.NoError(t, <-done)
+
+	rows, err := q.db.QueryContext(ctx, `SELECT body, behind FROM seqbox_queue WHERE queue = 'order' ORDER BY seq`)
+	require.NoError(t, err)
+	var order []string
+	var marks []int
+	for rows.Next() {
+		var body []byte
+		var b int
+		require.NoError(t, rows.Scan(&body, &b))
+		order, marks = append(order, string(body)), append(marks, b)
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	require.Len(t, order, 2)
+	require.Equal(t, []int{0, 1}, marks, "the lowest seq is the head, in the order %v", order)
+	ds, err := q.Receive(ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, order[:1], bodiesOf(ds))
+}
+
+// On PostgreSQL the triggers refuse to run in a transaction stricter
+// than READ COMMITTED, whose snapshot would miss what the group's lock
+// waited for; seqbox's own connections run at READ COMMITTED whatever
+// the server's default.
+func TestPostgresGroupsNeedReadCommitted(t *testing.T) {
+	ctx := context.Background()
+	q, err := Open(ctx, pgtest.URL(t), Config{Name: "iso", Wait: time.Millisecond})
+	require.NoError(t, err)
+	defer q.Close()
+	var level string
+	require.NoError(t, q.db.QueryRowContext(ctx, `SHOW default_transaction_isolation`).Scan(&level))
+	require.Equal(t, "read committed", level)
+	for _, iso := range []sql.IsolationLevel{sql.LevelRepeatableRead, sql.LevelSerializable} {
+		tx, err := q.db.BeginTx(ctx, &sql.TxOptions{Isolation: iso})
+		require.NoError(t, err)
+		err = q.PublishGroupedIn(ctx, tx, [][]byte{[]byte("a")}, []string{"g"})
+		require.ErrorContains(t, err, "need READ COMMITTED", iso.String())
+		require.NoError(t, tx.Rollback())
+	}
+	require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("a")}, []string{"g"}))
+	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `DELETE FROM seqbox_queue WHERE queue = 'iso'`)
+	require.ErrorContains(t, err, "need READ COMMITTED")
+	require.NoError(t, tx.Rollback())
 }
 
 // A queue made before the mark has it added on open, each waiting

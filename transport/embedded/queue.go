@@ -377,7 +377,7 @@ func (q *Queue) insert(ctx context.Context, exec transport.Execer, bodies [][]by
 	if q.lock != "" {
 		// The groups' locks first, in one order (heads.go); each row's
 		// trigger then marks it behind its group's earlier messages.
-		if _, err := exec.ExecContext(ctx, `WITH locked AS (`+lockGroupsText(`SELECT `+groupKey("$1::text", "g")+` AS k
+		if _, err := exec.ExecContext(ctx, `WITH locked AS (`+pgdb.LockQueueGroupKeys(`SELECT `+pgdb.QueueGroupKeyOf("$1::text", "g")+` AS k
 				FROM unnest($4::text[]) AS g WHERE g <> ''`)+`)
 			INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
 			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n)
@@ -857,16 +857,19 @@ func ackStatements(arrays bool, held []leasedRow) []ackStatement {
 		// lock first, in one order, as one statement does its own
 		// (heads.go). Outside one each statement is its own.
 		seqs, _ := seqsAndTokens(held)
-		out = append(out, ackStatement{lockGroupsText(`SELECT ` + groupKey("queue", "msg_group") + ` AS k FROM seqbox_queue
-			WHERE seq = ANY($1::bigint[]) AND msg_group <> ''`), []any{seqs}})
+		out = append(out, ackStatement{pgdb.LockQueueGroups(`seq = ANY($1::bigint[])`), []any{seqs}})
 	}
 	for _, t := range tokens {
-		out = append(out, ackStatement{`WITH locked AS (` + lockGroupsText(`SELECT `+groupKey("queue", "msg_group")+` AS k
-			FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[]) AND msg_group <> ''`) + `)
-			DELETE FROM seqbox_queue WHERE lease = $1 AND seq = ANY($2::bigint[]) AND (SELECT n FROM locked) IS NOT NULL`,
-			[]any{t, byToken[t]}})
+		out = append(out, ackStatement{lockedDelete(`lease = $1 AND seq = ANY($2::bigint[])`), []any{t, byToken[t]}})
 	}
 	return out
+}
+
+// lockedDelete is PostgreSQL's DELETE of the rows where selects, after
+// their groups' locks in key order (heads.go).
+func lockedDelete(where string) string {
+	return `WITH locked AS (` + pgdb.LockQueueGroups(where) + `)
+			DELETE FROM seqbox_queue WHERE ` + where + ` AND (SELECT n FROM locked) IS NOT NULL`
 }
 
 // seqList is seqs as a JSON array, for SQLite's json_each.
@@ -969,7 +972,11 @@ func (d *delivery) settle(ctx context.Context, what, query string, args ...any) 
 
 // Ack deletes the message if this delivery still holds its lease.
 func (d *delivery) Ack(ctx context.Context) error {
-	return d.settle(ctx, "ack", `DELETE FROM seqbox_queue WHERE seq = $1 AND lease = $2`, d.seq, d.token)
+	query := `DELETE FROM seqbox_queue WHERE seq = $1 AND lease = $2`
+	if d.q.lock != "" {
+		query = lockedDelete(`seq = $1 AND lease = $2`)
+	}
+	return d.settle(ctx, "ack", query, d.seq, d.token)
 }
 
 // Nack makes the message visible again after delay.
