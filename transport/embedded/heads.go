@@ -36,7 +36,7 @@ import (
 // On PostgreSQL, writers run side by side: a publish that saw the head
 // and an ack that did not see the publish would leave the new message
 // marked for good, with nothing ahead of it. So both take a lock of the
-// group (a transaction-level advisory lock, groupLock) before they look,
+// group (a transaction-level advisory lock, pgdb.QueueGroupLock) before they look,
 // and look with a snapshot taken after it: the second of the two sees
 // the first's commit. A statement that touches several groups takes
 // their locks first, in one order (pgdb.LockQueueGroups), so that two
