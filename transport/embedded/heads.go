@@ -59,17 +59,12 @@ import (
 // text: it runs on every open. The order index that walks the mark is
 // ensureHeadsIndex's (SQLite) and ensureHOT's (PostgreSQL).
 func ensureHeads(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
-	probe := `SELECT COUNT(*) FROM pragma_table_info('seqbox_queue') WHERE name = 'behind'`
-	if d == dialect.Postgres {
-		probe = `SELECT COUNT(*) FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = 'seqbox_queue' AND column_name = 'behind'`
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, probe).Scan(&n); err != nil {
+	has, err := hasColumn(ctx, tx, d, "behind")
+	if err != nil {
 		return err
 	}
 	var stmts []string
-	if n == 0 {
+	if !has {
 		stmts = append(stmts, `ALTER TABLE seqbox_queue ADD COLUMN behind INTEGER NOT NULL DEFAULT 0`,
 			`UPDATE seqbox_queue SET behind = 1 WHERE msg_group <> '' AND EXISTS (SELECT 1 FROM seqbox_queue e
 				WHERE e.queue = seqbox_queue.queue AND e.msg_group <> '' AND e.msg_group = seqbox_queue.msg_group AND e.seq < seqbox_queue.seq)`)

@@ -375,13 +375,17 @@ func (q *Queue) insert(ctx context.Context, exec transport.Execer, bodies [][]by
 		groups = make([]string, len(bodies))
 	}
 	if q.lock != "" {
-		// The groups' locks first, in one order (heads.go); each row's
-		// trigger then marks it behind its group's earlier messages.
-		if _, err := exec.ExecContext(ctx, `WITH locked AS (`+pgdb.LockQueueGroupKeys(`SELECT `+pgdb.QueueGroupKeyOf("$1::text", "g")+` AS k
-				FROM unnest($4::text[]) AS g WHERE g <> ''`)+`)
-			INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
-			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n)
-			WHERE (SELECT n FROM locked) IS NOT NULL ORDER BY u.n`,
+		// With a group, the groups' locks first, in one order (heads.go);
+		// each grouped row's trigger then marks it behind its group's
+		// earlier messages. Without one no trigger runs: no lock.
+		with, where := "", ""
+		if slices.ContainsFunc(groups, func(g string) bool { return g != "" }) {
+			with = `WITH locked AS (` + pgdb.LockQueueGroupKeys(`SELECT `+pgdb.QueueGroupKeyOf("$1::text", "g")+` AS k
+				FROM unnest($4::text[]) AS g WHERE g <> ''`) + `) `
+			where = ` WHERE (SELECT n FROM locked) IS NOT NULL`
+		}
+		if _, err := exec.ExecContext(ctx, with+`INSERT INTO seqbox_queue (queue, body, visible_at, enqueued_at, msg_group)
+			SELECT $1, u.b, $2, $2, u.g FROM unnest($3::bytea[], $4::text[]) WITH ORDINALITY AS u(b, g, n)`+where+` ORDER BY u.n`,
 			q.cfg.Name, now, bodies, groups); err != nil {
 			return fmt.Errorf("embedded queue: publish batch: %w", err)
 		}
@@ -1002,16 +1006,11 @@ func (d *delivery) Extend(ctx context.Context, by time.Duration) error {
 // migrations/ because SQLite has no ADD COLUMN IF NOT EXISTS, and every
 // step of the queue runs on each open.
 func ensureGroups(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
-	probe := `SELECT COUNT(*) FROM pragma_table_info('seqbox_queue') WHERE name = 'msg_group'`
-	if d == dialect.Postgres {
-		probe = `SELECT COUNT(*) FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = 'seqbox_queue' AND column_name = 'msg_group'`
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, probe).Scan(&n); err != nil {
+	has, err := hasColumn(ctx, tx, d, "msg_group")
+	if err != nil {
 		return err
 	}
-	if n == 0 {
+	if !has {
 		if _, err := tx.ExecContext(ctx, `ALTER TABLE seqbox_queue ADD COLUMN msg_group TEXT NOT NULL DEFAULT ''`); err != nil {
 			return err
 		}
@@ -1025,6 +1024,19 @@ func ensureGroups(ctx context.Context, tx *sql.Tx, d dialect.SQL) error {
 // publish maintains two indexes, not three (a 20,000-row publish on
 // PostgreSQL: 171 ms with every row indexed, 108–120 ms without).
 const groupIndex = `CREATE INDEX IF NOT EXISTS seqbox_queue_group ON seqbox_queue (queue, msg_group, seq) WHERE msg_group <> ''`
+
+// hasColumn reports whether the queue's table has column (in the
+// current schema on PostgreSQL).
+func hasColumn(ctx context.Context, tx *sql.Tx, d dialect.SQL, column string) (bool, error) {
+	probe := `SELECT COUNT(*) FROM pragma_table_info('seqbox_queue') WHERE name = $1`
+	if d == dialect.Postgres {
+		probe = `SELECT COUNT(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'seqbox_queue' AND column_name = $1`
+	}
+	var n int
+	err := tx.QueryRowContext(ctx, probe, column).Scan(&n)
+	return n > 0, err
+}
 
 // ensureGroupIndex replaces the group index of a queue made when it held
 // every row, and creates it where it is missing.
