@@ -305,10 +305,12 @@ const queueGroupLockClass = 7357213
 // of the embedded queue's group g of queue q (SQL expressions). Two
 // groups whose keys collide only share a lock.
 func QueueGroupLock(q, g string) string {
-	return fmt.Sprintf(`pg_advisory_xact_lock(%d, %s)`, queueGroupLockClass, queueGroupKey(q, g))
+	return fmt.Sprintf(`pg_advisory_xact_lock(%d, %s)`, queueGroupLockClass, QueueGroupKey(q, g))
 }
 
-func queueGroupKey(q, g string) string { return `hashtext(` + q + ` || ' ' || ` + g + `)` }
+// QueueGroupKey is the key of group g of queue q (SQL expressions) in
+// its lock, for LockQueueGroupKeys' subquery.
+func QueueGroupKey(q, g string) string { return `hashtext(` + q + ` || ' ' || ` + g + `)` }
 
 // LockQueueGroups is a statement that takes, in key order, the group
 // locks (QueueGroupLock) of the rows of seqbox_queue that where selects
@@ -316,7 +318,7 @@ func queueGroupKey(q, g string) string { return `hashtext(` + q + ` || ' ' || ` 
 // statement's first step, in a WITH, before any of its rows takes its
 // group's lock in the rows' order.
 func LockQueueGroups(where string) string {
-	return LockQueueGroupKeys(`SELECT ` + queueGroupKey("queue", "msg_group") + ` AS k FROM seqbox_queue WHERE msg_group <> '' AND (` + where + `)`)
+	return LockQueueGroupKeys(`SELECT ` + QueueGroupKey("queue", "msg_group") + ` AS k FROM seqbox_queue WHERE msg_group <> '' AND (` + where + `)`)
 }
 
 // LockQueueGroupKeys is LockQueueGroups for groups named by a subquery
@@ -324,10 +326,6 @@ func LockQueueGroups(where string) string {
 func LockQueueGroupKeys(keys string) string {
 	return fmt.Sprintf(`SELECT count(pg_advisory_xact_lock(%d, s.k)) AS n FROM (SELECT DISTINCT k FROM (%s) d ORDER BY k) s`, queueGroupLockClass, keys)
 }
-
-// QueueGroupKeyOf is the key expression of group g of queue q, for
-// LockQueueGroupKeys' subquery.
-func QueueGroupKeyOf(q, g string) string { return queueGroupKey(q, g) }
 
 // Foreign lists, for an exclusive open, what the database holds that is
 // not seqbox's: in schema, every relation, type or function whose name

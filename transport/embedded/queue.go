@@ -380,7 +380,7 @@ func (q *Queue) insert(ctx context.Context, exec transport.Execer, bodies [][]by
 		// earlier messages. Without one no trigger runs: no lock.
 		with, where := "", ""
 		if slices.ContainsFunc(groups, func(g string) bool { return g != "" }) {
-			with = `WITH locked AS (` + pgdb.LockQueueGroupKeys(`SELECT `+pgdb.QueueGroupKeyOf("$1::text", "g")+` AS k
+			with = `WITH locked AS (` + pgdb.LockQueueGroupKeys(`SELECT `+pgdb.QueueGroupKey("$1::text", "g")+` AS k
 				FROM unnest($4::text[]) AS g WHERE g <> ''`) + `) `
 			where = ` WHERE (SELECT n FROM locked) IS NOT NULL`
 		}
