@@ -322,7 +322,7 @@ func LockQueueGroups(where string) string {
 }
 
 // LockQueueGroupKeys is LockQueueGroups for groups named by a subquery
-// of their keys (a column k; queueGroupKey's).
+// of their keys (a column k of QueueGroupKey's).
 func LockQueueGroupKeys(keys string) string {
 	return fmt.Sprintf(`SELECT count(pg_advisory_xact_lock(%d, s.k)) AS n FROM (SELECT DISTINCT k FROM (%s) d ORDER BY k) s`, queueGroupLockClass, keys)
 }
