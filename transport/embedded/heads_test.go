@@ -43,16 +43,22 @@ func TestSQLiteReceiveWalksOnlyTheHeads(t *testing.T) {
 	}
 }
 
+// bothStores names a queue's database on each store: a SQLite file, and
+// PostgreSQL (pgtest).
+func bothStores() map[string]func(t *testing.T) string {
+	return map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "q.db") },
+		"postgres": func(t *testing.T) string { return pgtest.URL(t) },
+	}
+}
+
 // Which messages are behind an earlier one of their group is kept by the
 // queue's schema, whoever writes the table: a publish, a row deleted by
 // hand (as a tool or a chaos run does), several rows of a group deleted
 // in one statement, and a row inserted by a binary that knows nothing of
 // the column (an older seqbox on the same database during an upgrade).
 func TestGroupHeadsAreKeptByTheSchema(t *testing.T) {
-	for name, url := range map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "q.db") },
-		"postgres": func(t *testing.T) string { return pgtest.URL(t) },
-	} {
+	for name, url := range bothStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			q, err := Open(ctx, url(t), Config{Name: "heads", Wait: time.Millisecond})
@@ -187,7 +193,7 @@ func TestPostgresGroupHeadsUnderConcurrentPublishesAndAcks(t *testing.T) {
 					err = q.PublishGroupedIn(ctx, tx, nil, nil)
 				}
 				if err == nil {
-					_, err = q.ackWith(ctx, tx, ds)
+					_, err = q.ackWith(ctx, tx, true, ds)
 				}
 				if err == nil {
 					err = tx.Commit()

@@ -142,14 +142,17 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 		every2nd = append(every2nd, ds[i])
 	}
 
-	short := ackStatements(false, []leasedRow{{1, "aa"}})
-	long := ackStatements(false, []leasedRow{{1, "aa"}, {5, "aa"}, {9, "bb"}})
+	short := ackStatements(false, true, []leasedRow{{seq: 1, token: "aa"}})
+	long := ackStatements(false, true, []leasedRow{{seq: 1, token: "aa", grouped: true}, {seq: 5, token: "aa", grouped: true}, {seq: 9, token: "bb", grouped: true}})
 	require.Len(t, long, 1, "one statement for every receive's deliveries")
 	require.Equal(t, short[0].text, long[0].text, "one text whatever the count")
 	require.Equal(t, []any{"[1,5,9]", `["aa","bb"]`}, long[0].args)
-	require.Len(t, ackStatements(true, []leasedRow{{1, "aa"}, {5, "aa"}, {9, "bb"}}), 3,
+	twoReceives := []leasedRow{{seq: 1, token: "aa", grouped: true}, {seq: 5, token: "aa", grouped: true}, {seq: 9, token: "bb", grouped: true}}
+	require.Len(t, ackStatements(true, true, twoReceives), 3,
 		"one statement per receive on PostgreSQL, after one that locks every group in order")
-	require.Len(t, ackStatements(true, []leasedRow{{1, "aa"}, {5, "aa"}}), 1, "one receive: its statement locks its groups")
+	require.Len(t, ackStatements(true, false, twoReceives), 2,
+		"outside a transaction each statement is its own: no lock taken first")
+	require.Len(t, ackStatements(true, true, twoReceives[:2]), 1, "one receive: its statement locks its groups")
 
 	require.NoError(t, q.AckBatch(ctx, every2nd))
 	ready, leased, err := q.Depth(ctx)
@@ -170,8 +173,8 @@ func TestSQLiteAckIsOneTextAndDeletesByKey(t *testing.T) {
 	require.Len(t, r2, 2)
 	a, b := r1[0].(*delivery), r2[0].(*delivery)
 	require.NotEqual(t, a.token, b.token)
-	for _, crossed := range [][]leasedRow{{{a.seq, b.token}}, {{b.seq, a.token}}} {
-		st := ackStatements(false, crossed)[0]
+	for _, crossed := range [][]leasedRow{{{seq: a.seq, token: b.token}}, {{seq: b.seq, token: a.token}}} {
+		st := ackStatements(false, true, crossed)[0]
 		res, err := q.db.ExecContext(ctx, st.text, st.args...)
 		require.NoError(t, err)
 		n, err := res.RowsAffected()
@@ -194,4 +197,50 @@ func sqlitePlan(t *testing.T, q *Queue, stmt string, args ...any) string {
 	plan, err := ddltest.SQLitePlan(context.Background(), q.db, stmt, args...)
 	require.NoError(t, err)
 	return plan
+}
+
+// On PostgreSQL an ack takes group locks only for grouped messages: the
+// core's ungrouped messages pay no lock statement and no look for groups.
+func TestPostgresAckOfUngroupedMessagesTakesNoGroupLock(t *testing.T) {
+	for _, inTx := range []bool{true, false} {
+		sts := ackStatements(true, inTx, []leasedRow{{seq: 1, token: "aa"}, {seq: 5, token: "bb"}})
+		require.Len(t, sts, 2, "a statement per receive, none first")
+		for _, st := range sts {
+			require.NotContains(t, st.text, "pg_advisory_xact_lock", "no group among the rows")
+		}
+	}
+	mixed := ackStatements(true, true, []leasedRow{{seq: 1, token: "aa", grouped: true}, {seq: 5, token: "bb"}, {seq: 7, token: "cc", grouped: true}})
+	require.Len(t, mixed, 4, "two statements lock groups: every group's lock first")
+	require.Equal(t, []any{[]int64{1, 7}}, mixed[0].args, "the grouped rows' locks only")
+	require.Contains(t, mixed[1].text, "pg_advisory_xact_lock")
+	require.NotContains(t, mixed[2].text, "pg_advisory_xact_lock")
+	require.Contains(t, mixed[3].text, "pg_advisory_xact_lock")
+}
+
+// A delivery knows whether its message is in a group, on both stores:
+// from a receive, and from TakeNext (always a group's).
+func TestDeliveriesKnowTheirGroup(t *testing.T) {
+	for name, url := range bothStores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q, err := Open(ctx, url(t), Config{Name: "knows-group", Wait: time.Millisecond})
+			require.NoError(t, err)
+			defer q.Close()
+			require.NoError(t, q.Publish(ctx, []byte(`{"n":0}`)))
+			require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte(`{"n":1}`), []byte(`{"n":2}`)}, []string{"g", "g"}))
+			ds, err := q.Receive(ctx, 10)
+			require.NoError(t, err)
+			require.Len(t, ds, 2, "the ungrouped message and the group's head")
+			require.False(t, ds[0].(*delivery).grouped)
+			require.True(t, ds[1].(*delivery).grouped)
+			next, err := q.TakeNext(ctx, ds[1:])
+			require.NoError(t, err)
+			require.Len(t, next, 1)
+			require.True(t, next[0].(*delivery).grouped)
+			require.NoError(t, q.AckBatch(ctx, append(ds, next...)))
+			ready, leased, err := q.Depth(ctx)
+			require.NoError(t, err)
+			require.Zero(t, ready+leased, "every ack deleted its row")
+		})
+	}
 }

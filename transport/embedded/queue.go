@@ -207,7 +207,7 @@ func (q *Queue) Location() string { return q.location }
 // AckIn acknowledges ds through exec, a transaction on the queue's
 // database, as AckBatch does outside one.
 func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport.Delivery) error {
-	_, err := q.ackWith(ctx, exec, ds)
+	_, err := q.ackWith(ctx, exec, true, ds)
 	if err == nil {
 		// A group's next message is ready once this commits: a Receive
 		// of this process woken now looks again in the writer's turn,
@@ -519,7 +519,7 @@ func (q *Queue) wakeReceivers() {
 var leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
 		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE ` + headText("$3", "$4") + `
 			ORDER BY h.seq LIMIT $5{{LOCK}})
-		RETURNING seq, body, attempts, enqueued_at`
+		RETURNING seq, body, attempts, enqueued_at, msg_group <> ''`
 
 // headText is the condition of a ready message h of queue at now (the
 // statement's parameters): visible, and not behind an earlier message of
@@ -597,7 +597,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 	var out []*delivery
 	for rows.Next() {
 		d := &delivery{q: q, token: token}
-		if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued); err != nil {
+		if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued, &d.grouped); err != nil {
 			return nil, fmt.Errorf("embedded queue: receive: %w", err)
 		}
 		out = append(out, d)
@@ -640,7 +640,7 @@ func (q *Queue) TakeNext(ctx context.Context, heads []transport.Delivery) ([]tra
 		defer rows.Close()
 		var ds []*delivery
 		for rows.Next() {
-			d := &delivery{q: q, token: token}
+			d := &delivery{q: q, token: token, grouped: true} // a group's next
 			if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued); err != nil {
 				return err
 			}
@@ -688,7 +688,7 @@ func takeNextText(arrays bool, token string, until int64, queue string, now int6
 func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 	var lost int
 	err := q.writing(ctx, func(ctx context.Context) (err error) {
-		lost, err = q.ackWith(ctx, q.db, ds)
+		lost, err = q.ackWith(ctx, q.db, false, ds)
 		return err
 	})
 	if err == nil {
@@ -700,16 +700,16 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 	return err
 }
 
-// ackWith deletes the deliveries that still hold their lease through exec,
-// and reports how many had lost it: on PostgreSQL one statement per
+// ackWith deletes the deliveries that still hold their lease through exec
+// (a transaction when inTx), and reports how many had lost it: on PostgreSQL one statement per
 // receive, on SQLite one statement for all (ackStatements).
-func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, ds []transport.Delivery) (int, error) {
+func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, inTx bool, ds []transport.Delivery) (int, error) {
 	held, err := q.rows(ds, "ack")
 	if err != nil {
 		return 0, err
 	}
 	lost := len(held)
-	for _, st := range ackStatements(q.lock != "", held) {
+	for _, st := range ackStatements(q.lock != "", inTx, held) {
 		res, err := exec.ExecContext(ctx, st.text, st.args...)
 		if err != nil {
 			return 0, fmt.Errorf("embedded queue: ack batch: %w", err)
@@ -780,6 +780,9 @@ func extendText(arrays bool, at int64, leases []string, seqs []int64) (string, [
 type leasedRow struct {
 	seq   int64
 	token string
+	// grouped: the message is in a group (PublishGrouped), whose lock
+	// its ack takes on PostgreSQL (heads.go).
+	grouped bool
 }
 
 // rows returns ds as rows of q, or an error naming op when one was handed
@@ -791,7 +794,7 @@ func (q *Queue) rows(ds []transport.Delivery, op string) ([]leasedRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, leasedRow{seq: d.seq, token: d.token})
+		out = append(out, leasedRow{seq: d.seq, token: d.token, grouped: d.grouped})
 	}
 	return out, nil
 }
@@ -829,6 +832,12 @@ type ackStatement struct {
 //     be several, and a placeholder per seq a parse of up to 512 of them
 //     (docs/benchmarks-history.md §15).
 //
+// On PostgreSQL a statement whose rows include a grouped message takes
+// their groups' locks first (lockedDelete); one of ungrouped messages
+// only (the core's) takes none. In a transaction (inTx) where more than
+// one statement locks groups, one statement before them takes every
+// group's lock in key order.
+//
 // On SQLite a row whose seq is one of held's and whose lease is one of
 // held's tokens, but not the pair held names, goes too. That row is a
 // message this batch holds under one lease while the row holds another
@@ -840,7 +849,7 @@ type ackStatement struct {
 // neither is one whose seq it does not hold. ExtendBatch matches rows the
 // same way. Exact pairs cost the ack a row value per row: 71% more of
 // its CPU in the same benchmark.
-func ackStatements(arrays bool, held []leasedRow) []ackStatement {
+func ackStatements(arrays, inTx bool, held []leasedRow) []ackStatement {
 	if !arrays {
 		seqs, tokens := seqsAndTokens(held)
 		list, _ := json.Marshal(tokens)
@@ -848,23 +857,35 @@ func ackStatements(arrays bool, held []leasedRow) []ackStatement {
 			AND lease IN (SELECT value FROM json_each(?))`, []any{seqList(seqs), string(list)}}}
 	}
 	byToken := map[string][]int64{}
-	var tokens []string
+	var tokens, locking []string
+	var groupedSeqs []int64
 	for _, l := range held {
 		if _, ok := byToken[l.token]; !ok {
 			tokens = append(tokens, l.token)
 		}
 		byToken[l.token] = append(byToken[l.token], l.seq)
+		if l.grouped {
+			groupedSeqs = append(groupedSeqs, l.seq)
+			if !slices.Contains(locking, l.token) {
+				locking = append(locking, l.token)
+			}
+		}
 	}
 	out := make([]ackStatement, 0, len(tokens)+1)
-	if len(tokens) > 1 {
-		// Several statements in one transaction (AckIn): every group's
-		// lock first, in one order, as one statement does its own
-		// (heads.go). Outside one each statement is its own.
-		seqs, _ := seqsAndTokens(held)
-		out = append(out, ackStatement{pgdb.LockQueueGroups(`seq = ANY($1::bigint[])`), []any{seqs}})
+	if inTx && len(locking) > 1 {
+		// Several statements that lock groups, in one transaction (AckIn):
+		// every group's lock first, in one order, as one statement takes
+		// its own (heads.go). Outside one each statement is its own, and
+		// its locks end with it.
+		out = append(out, ackStatement{pgdb.LockQueueGroups(`seq = ANY($1::bigint[])`), []any{groupedSeqs}})
 	}
+	const where = `lease = $1 AND seq = ANY($2::bigint[])`
 	for _, t := range tokens {
-		out = append(out, ackStatement{lockedDelete(`lease = $1 AND seq = ANY($2::bigint[])`), []any{t, byToken[t]}})
+		text := `DELETE FROM seqbox_queue WHERE ` + where // no group: no lock
+		if slices.Contains(locking, t) {
+			text = lockedDelete(where)
+		}
+		out = append(out, ackStatement{text, []any{t, byToken[t]}})
 	}
 	return out
 }
@@ -942,6 +963,8 @@ type delivery struct {
 	token   string
 	// enqueued is when it was published, in Unix microseconds.
 	enqueued int64
+	// grouped: it was published in a group (a group never changes).
+	grouped bool
 }
 
 func (d *delivery) Body() []byte { return d.body }
@@ -977,7 +1000,7 @@ func (d *delivery) settle(ctx context.Context, what, query string, args ...any) 
 // Ack deletes the message if this delivery still holds its lease.
 func (d *delivery) Ack(ctx context.Context) error {
 	query := `DELETE FROM seqbox_queue WHERE seq = $1 AND lease = $2`
-	if d.q.lock != "" {
+	if d.q.lock != "" && d.grouped {
 		query = lockedDelete(`seq = $1 AND lease = $2`)
 	}
 	return d.settle(ctx, "ack", query, d.seq, d.token)
