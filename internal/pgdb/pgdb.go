@@ -329,11 +329,13 @@ func LockQueueGroupKeys(keys string) string {
 
 // Foreign lists, for an exclusive open, what the database holds that is
 // not seqbox's: in schema, every relation, type or function whose name
-// does not start with seqbox_, and every function but the embedded
-// queue's (seqbox creates tables, their indexes and sequences, and those
-// functions); and in the connection's current schema (usually public,
-// the application's), everything. Objects that belong to an extension are
-// not counted.
+// does not start with seqbox_, every function but the embedded queue's,
+// and every trigger but the queue's own on seqbox_queue (seqbox creates
+// tables, their indexes and sequences, and those functions and
+// triggers); and in the connection's current schema (usually public,
+// the application's), everything. A trigger counts wherever its function
+// lives: one on a seqbox table runs with seqbox's writes. Objects that
+// belong to an extension are not counted.
 func Foreign(ctx context.Context, q Querier, schema string) ([]string, error) {
 	rows, err := q.QueryContext(ctx, `WITH ns AS (
 			SELECT oid, nspname FROM pg_catalog.pg_namespace
@@ -350,6 +352,11 @@ func Foreign(ctx context.Context, q Querier, schema string) ([]string, error) {
 		SELECT ns.nspname, p.proname, 'function'
 		FROM pg_catalog.pg_proc p JOIN ns ON ns.oid = p.pronamespace
 		WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_catalog.pg_proc'::regclass AND ext.objid = p.oid)
+		UNION ALL
+		SELECT ns.nspname, c.relname || '.' || g.tgname, 'trigger'
+		FROM pg_catalog.pg_trigger g JOIN pg_catalog.pg_class c ON c.oid = g.tgrelid JOIN ns ON ns.oid = c.relnamespace
+		WHERE NOT g.tgisinternal
+		  AND NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_catalog.pg_trigger'::regclass AND ext.objid = g.oid)
 		UNION ALL
 		SELECT ns.nspname, t.typname, 'type'
 		FROM pg_catalog.pg_type t JOIN ns ON ns.oid = t.typnamespace
@@ -372,9 +379,20 @@ func Foreign(ctx context.Context, q Querier, schema string) ([]string, error) {
 		if ns == schema && kind == "function" && slices.Contains(QueueFunctions, name) {
 			continue
 		}
+		if ns == schema && kind == "trigger" && isQueueTrigger(name) {
+			continue
+		}
 		out = append(out, kind+" "+ns+"."+name)
 	}
 	return out, rows.Err()
+}
+
+// isQueueTrigger reports whether name (table.trigger) is one of the
+// embedded queue's triggers on its table: each is named after its
+// function (QueueFunctions).
+func isQueueTrigger(name string) bool {
+	table, trigger, _ := strings.Cut(name, ".")
+	return table == "seqbox_queue" && slices.Contains(QueueFunctions, trigger)
 }
 
 // Redact hides the password in a database URL, for messages.

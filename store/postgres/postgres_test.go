@@ -11,6 +11,7 @@ import (
 	"github.com/seqbox/seqbox/store"
 	"github.com/seqbox/seqbox/store/postgres"
 	"github.com/seqbox/seqbox/store/storetest"
+	"github.com/seqbox/seqbox/transport/embedded"
 	"github.com/stretchr/testify/require"
 )
 
@@ -116,4 +117,33 @@ func TestReopenAndConcurrentMigration(t *testing.T) {
 			require.NoError(t, <-errs)
 		}
 	}
+}
+
+// A trigger an application put on one of seqbox's tables makes the
+// database not seqbox's alone, whatever its function and wherever that
+// lives; the embedded queue's own triggers do not.
+func TestForeignTriggerOnASeqboxTableIsRefused(t *testing.T) {
+	ctx := context.Background()
+	u, schema := schemaURL(t)
+	q, err := embedded.Open(ctx, u, embedded.Config{Name: "own-triggers"})
+	require.NoError(t, err, "the queue's triggers, in seqbox's schema")
+	require.NoError(t, q.Close())
+	s, err := postgres.OpenWith(ctx, u, postgres.Options{Access: store.Exclusive})
+	require.NoError(t, err, "the embedded queue's triggers are seqbox's")
+	s.Close()
+
+	db, err := sql.Open("pgx", pgtestURLOf(t, u))
+	require.NoError(t, err)
+	defer db.Close()
+	other := schema + "_app"
+	for _, stmt := range []string{`CREATE SCHEMA ` + other,
+		`CREATE FUNCTION ` + other + `.audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+		`CREATE TRIGGER audit_inbox AFTER INSERT ON seqbox_inbox FOR EACH ROW EXECUTE FUNCTION ` + other + `.audit()`} {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err, stmt)
+	}
+	t.Cleanup(func() { _, _ = db.Exec(`DROP SCHEMA ` + other + ` CASCADE`) })
+	_, err = postgres.OpenWith(ctx, u, postgres.Options{Access: store.Exclusive})
+	require.ErrorIs(t, err, store.ErrForeignDatabase)
+	require.Contains(t, err.Error(), "trigger "+schema+".seqbox_inbox.audit_inbox")
 }
