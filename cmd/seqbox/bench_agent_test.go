@@ -22,7 +22,8 @@ func TestBenchAgent(t *testing.T) {
 	for store, db := range dbs {
 		for _, target := range []string{"serve", "library"} {
 			t.Run(store+"/"+target, func(t *testing.T) {
-				out := ok(t, "bench", "agent", "--db", db(t), "--target", target, "--keys", "6", "--versions", "3",
+				where := db(t)
+				out := ok(t, "bench", "agent", "--db", where, "--target", target, "--keys", "6", "--versions", "3",
 					"--latency", "5ms", "--concurrency", "4", "--chain", "5", "--core-messages", "200")
 				// DESIGN.md §7's fields first, in its order.
 				require.Regexp(t, regexp.MustCompile(`(?m)^agent: store=\S+ target=\S+ keys=\d+ latency_ms=\d+ concurrency=\d+ events_per_s=\S+ `+
@@ -38,6 +39,11 @@ func TestBenchAgent(t *testing.T) {
 				require.Equal(t, "0", m["busy_errors"])
 				require.Equal(t, "0", m["attempts_on_contention"])
 				require.Equal(t, "ok(23_events_once_in_order)", m["check"])
+				// The database stays seqbox's (serve's target runs the
+				// gateway on it): the same command runs on it again.
+				out = ok(t, "bench", "agent", "--db", where, "--target", target, "--keys", "2", "--versions", "1",
+					"--chain", "2", "--core-messages", "50")
+				require.Equal(t, "ok(4_events_once_in_order)", kv(t, out, "agent: ")["check"])
 			})
 		}
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,9 +69,9 @@ func openForOperator(ctx context.Context, db string) (store.Store, func(), error
 // one with other tables beside seqbox's) is opened as the library opens
 // it (store.Adopt), which writes nothing but seqbox's own tables.
 func openOwned(ctx context.Context, db string) (store.Store, func(), error) {
-	st, closeStore, err := openStoreAccess(ctx, db, store.Exclusive)
-	if errors.Is(err, store.ErrForeignDatabase) {
-		return openStoreAccess(ctx, db, store.Adopt)
+	st, err := dbopen.StoreOwned(ctx, db)
+	if err != nil {
+		return nil, nil, err
 	}
-	return st, closeStore, err
+	return st, func() { st.Close() }, nil
 }

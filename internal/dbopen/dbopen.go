@@ -25,6 +25,19 @@ func Store(ctx context.Context, db string) (store.Store, error) {
 	return StoreAccess(ctx, db, store.Exclusive)
 }
 
+// StoreOwned opens the store db names for writing as its owner left it:
+// an empty database, or one seqbox made (seqbox_meta owner seqbox),
+// with store.Exclusive, so that it stays seqbox's; an application's (or
+// one with other objects beside seqbox's) with store.Adopt, as the
+// library opens it, which writes nothing but seqbox's own objects.
+func StoreOwned(ctx context.Context, db string) (store.Store, error) {
+	st, err := StoreAccess(ctx, db, store.Exclusive)
+	if errors.Is(err, store.ErrForeignDatabase) {
+		return StoreAccess(ctx, db, store.Adopt)
+	}
+	return st, err
+}
+
 // StoreAccess opens the store db names as access allows (see
 // sqlite.OpenWith and postgres.OpenWith).
 func StoreAccess(ctx context.Context, db string, access store.Access) (store.Store, error) {

@@ -86,7 +86,10 @@ func New(ctx context.Context, opt Options) (*Server, error) {
 		return nil, err
 	}
 	fillPolicyDefaults(&opt.Policy)
-	st, err := dbopen.StoreAccess(ctx, opt.DB, store.Adopt)
+	// As its owner left it: a database seqbox made (serve's own, a
+	// bench's) stays seqbox's, so that the CLI's creating commands still
+	// take it; an application's is adopted as the library adopts it.
+	st, err := dbopen.StoreOwned(ctx, opt.DB)
 	if err != nil {
 		return nil, fmt.Errorf("--db %s: %w", RedactURL(opt.DB), err)
 	}
