@@ -146,6 +146,11 @@ func TestBenchAgent(t *testing.T) {
 		{[]string{"--statements", "-1"}, "seqbox: bench agent: --statements -1: must not be negative"},
 		{[]string{"--statements", "2", "--db", "postgres://nowhere/x"}, "seqbox: bench agent: --statements: SQLite only (on PostgreSQL, pg_stat_statements tells the same)"},
 		{[]string{"--keys", "0"}, "seqbox: bench agent: --keys 0: must be at least 1"},
+		// Counts a run would hold in memory: refused, not a crash.
+		{[]string{"--keys", "2000000000"}, "seqbox: bench agent: --keys 2000000000: at most 1000000 (a run holds them in memory)"},
+		{[]string{"--keys", "2000", "--versions", "1000"}, "seqbox: bench agent: --keys 2000 x --versions 1000: at most 1000000 events (a run holds them in memory)"},
+		{[]string{"--chain", "2000000000"}, "seqbox: bench agent: --chain 2000000000: at most 100000 (a run holds them in memory)"},
+		{[]string{"--core-messages", "2000000000"}, "seqbox: bench agent: --core-messages 2000000000: at most 10000000 (a run holds them in memory)"},
 		{[]string{"--post-batch", "0"}, "seqbox: bench agent: --post-batch 0: must be at least 1"},
 		{[]string{"--post-batch", "3", "--target", "library"}, "seqbox: bench agent: --post-batch 3: --target serve only (the library publishes a round's events in one batch)"},
 		{[]string{"--post-batch", "1001"}, "seqbox: bench agent: --post-batch 1001: at most 1000, seqbox serve's --max-batch"},

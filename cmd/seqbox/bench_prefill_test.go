@@ -118,6 +118,7 @@ func TestBenchPrefillBadFlags(t *testing.T) {
 		{[]string{"prefill", "--rows", "0"}, "seqbox: bench prefill: --rows 0: must be at least 1"},
 		{[]string{"prefill", "--rows", "-5"}, "seqbox: bench prefill: --rows -5: must be at least 1"},
 		{[]string{"prefill", "--messages", "0"}, "seqbox: bench prefill: --messages 0: must be at least 1"},
+		{[]string{"prefill", "--messages", "99999999999"}, "seqbox: bench prefill: --messages 99999999999: at most 10000000 (a run holds them in memory)"},
 		{[]string{"prefill", "--purge-batch", "-1"}, "seqbox: bench prefill: --purge-batch -1: must be at least 1"},
 		{[]string{"prefill", "--seconds", "0"}, "seqbox: bench prefill: --seconds 0: must be more than 0 and at most 3600"},
 		{[]string{"prefill", "--rows", "x"}, `seqbox: bench prefill: invalid argument "x" for "--rows" flag`},

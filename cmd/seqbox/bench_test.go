@@ -157,6 +157,7 @@ func TestBenchBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"throughput", "--messages", "0"}, "seqbox: bench throughput: --messages 0: must be at least 1"},
+		{[]string{"throughput", "--messages", "2000000000"}, "seqbox: bench throughput: --messages 2000000000: at most 10000000 (a run holds them in memory)"},
 		{[]string{"throughput", "--workers", "-1"}, "seqbox: bench throughput: --workers -1: must be at least 1"},
 		{[]string{"throughput", "--deliver-messages", "-5"}, "seqbox: bench throughput: --deliver-messages -5: must not be negative"},
 		{[]string{"purge", "--rows", "0"}, "seqbox: bench purge: --rows 0: must be at least 1"},

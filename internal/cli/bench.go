@@ -95,13 +95,9 @@ func benchThroughputCmd() *cobra.Command {
 		Short: "Raw INSERTs vs Consumer.Run (batched) vs Deliver (one per transaction), side by side",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct {
-				name string
-				v    int
-			}{{"messages", o.Messages}, {"keys", o.Keys}, {"batch", o.Batch}, {"workers", o.Workers}} {
-				if f.v < 1 {
-					return fmt.Errorf("bench throughput: --%s %d: must be at least 1", f.name, f.v)
-				}
+			if err := checkCounts("bench throughput", countFlag{"messages", o.Messages, maxBenchMessages}, countFlag{"keys", o.Keys, 0},
+				countFlag{"batch", o.Batch, 0}, countFlag{"workers", o.Workers, 0}); err != nil {
+				return err
 			}
 			if o.Deliver < 0 {
 				return fmt.Errorf("bench throughput: --deliver-messages %d: must not be negative", o.Deliver)
@@ -133,13 +129,9 @@ func benchPurgeCmd() *cobra.Command {
 		Short: "Purge expired inbox identities in batches while a consumer applies live traffic",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct {
-				name string
-				v    int
-			}{{"rows", o.Rows}, {"batch", o.Batch}, {"workers", o.Workers}, {"consumer-batch", o.ConsumerBatch}, {"keys", o.Keys}} {
-				if f.v < 1 {
-					return fmt.Errorf("bench purge: --%s %d: must be at least 1", f.name, f.v)
-				}
+			if err := checkCounts("bench purge", countFlag{"rows", o.Rows, 0}, countFlag{"batch", o.Batch, 0}, countFlag{"workers", o.Workers, 0},
+				countFlag{"consumer-batch", o.ConsumerBatch, 0}, countFlag{"keys", o.Keys, 0}); err != nil {
+				return err
 			}
 			if o.Baseline <= 0 {
 				return fmt.Errorf("bench purge: --baseline %s: must be positive", o.Baseline)

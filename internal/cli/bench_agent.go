@@ -49,13 +49,13 @@ func benchAgentCmd() *cobra.Command {
 			"the bytes written leave out the checkpoints' copies).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct {
-				name string
-				v    int
-			}{{"keys", o.Keys}, {"versions", o.Versions}, {"concurrency", o.Concurrency}, {"chain", o.Chain}, {"core-messages", o.CoreMessages}, {"post-batch", o.PostBatch}} {
-				if f.v < 1 {
-					return fmt.Errorf("bench agent: --%s %d: must be at least 1", f.name, f.v)
-				}
+			if err := checkCounts("bench agent", countFlag{"keys", o.Keys, maxAgentEvents}, countFlag{"versions", o.Versions, maxAgentEvents},
+				countFlag{"concurrency", o.Concurrency, 0}, countFlag{"chain", o.Chain, maxAgentChain},
+				countFlag{"core-messages", o.CoreMessages, maxBenchMessages}, countFlag{"post-batch", o.PostBatch, 0}); err != nil {
+				return err
+			}
+			if o.Keys*o.Versions > maxAgentEvents {
+				return fmt.Errorf("bench agent: --keys %d x --versions %d: at most %d events (a run holds them in memory)", o.Keys, o.Versions, maxAgentEvents)
 			}
 			if o.Latency < 0 {
 				return fmt.Errorf("bench agent: --latency %s: must not be negative", o.Latency)

@@ -24,13 +24,9 @@ func benchLatencyCmd() *cobra.Command {
 			"queue is empty at its end.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct {
-				name string
-				v    int
-			}{{"rate", o.Rate}, {"runs", o.Runs}, {"keys", o.Keys}, {"workers", o.Workers}, {"batch", o.Batch}} {
-				if f.v < 1 {
-					return fmt.Errorf("bench latency: --%s %d: must be at least 1", f.name, f.v)
-				}
+			if err := checkCounts("bench latency", countFlag{"rate", o.Rate, 0}, countFlag{"runs", o.Runs, 0}, countFlag{"keys", o.Keys, 0},
+				countFlag{"workers", o.Workers, 0}, countFlag{"batch", o.Batch, 0}); err != nil {
+				return err
 			}
 			if !(seconds > 0 && seconds <= 3600) {
 				return fmt.Errorf("bench latency: --seconds %g: must be more than 0 and at most 3600", seconds)

@@ -50,13 +50,10 @@ func benchPrefillCmd() *cobra.Command {
 		Long:  prefillLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct {
-				name string
-				v    int
-			}{{"rows", o.Rows}, {"messages", o.Messages}, {"workers", o.Workers}, {"batch", o.Batch}, {"keys", o.Keys}, {"purge-batch", o.PurgeBatch}} {
-				if f.v < 1 {
-					return fmt.Errorf("bench prefill: --%s %d: must be at least 1", f.name, f.v)
-				}
+			if err := checkCounts("bench prefill", countFlag{"rows", o.Rows, 0}, countFlag{"messages", o.Messages, maxBenchMessages},
+				countFlag{"workers", o.Workers, 0}, countFlag{"batch", o.Batch, 0}, countFlag{"keys", o.Keys, 0},
+				countFlag{"purge-batch", o.PurgeBatch, 0}); err != nil {
+				return err
 			}
 			if !(seconds > 0 && seconds <= 3600) {
 				return fmt.Errorf("bench prefill: --seconds %g: must be more than 0 and at most 3600", seconds)
