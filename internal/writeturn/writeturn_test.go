@@ -3,6 +3,7 @@ package writeturn
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -157,4 +158,38 @@ func TestTryTakeFailsWhileHeld(t *testing.T) {
 	require.False(t, ok)
 	release()
 	require.False(t, turn.Held())
+}
+
+// A turn handed to a waiter runs the new holder before the releaser's
+// next step: on a process with every P busy, the woken holder otherwise
+// waited for the releaser's post-commit work while the one writer sat
+// idle (docs/benchmarks-history.md §44). One P makes the order certain.
+func TestTheNextHolderRunsBeforeTheReleaserGoesOn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var turn Turn
+	release, err := turn.Take(context.Background())
+	require.NoError(t, err)
+	o := &order{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r, err := turn.Take(context.Background())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		o.mu.Lock()
+		o.got = append(o.got, "next holder")
+		o.mu.Unlock()
+		r()
+	}()
+	for turn.Waiters() == 0 {
+		runtime.Gosched()
+	}
+	release()
+	o.mu.Lock()
+	o.got = append(o.got, "releaser")
+	o.mu.Unlock()
+	<-done
+	require.Equal(t, []string{"next holder", "releaser"}, o.got)
 }
