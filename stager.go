@@ -103,8 +103,13 @@ type stager struct {
 	undecided int
 	// perKey counts the pending messages of each key.
 	perKey map[string]int
-	notify chan struct{}
-	wg     sync.WaitGroup
+	// blocked is next's and readyLocked's scratch set of the keys
+	// behind an undecided message, cleared and reused under mu: a map
+	// made at each call was the agent path's largest allocation of its
+	// own.
+	blocked map[string]bool
+	notify  chan struct{}
+	wg      sync.WaitGroup
 }
 
 // stageItem is one message in a stager; decided once its Decide is
@@ -211,8 +216,10 @@ func (st *stager) next() []undecided {
 		}
 		st.mu.Lock()
 		var stage []undecided
-		var rest []*stageItem
-		blocked := map[string]bool{}
+		// What stays pending is kept in place, in order: each kept item
+		// moves to an index at or below its own.
+		rest := st.pending[:0]
+		blocked := st.scratch()
 		for _, it := range st.pending {
 			if !it.decided || blocked[it.u.key] {
 				blocked[it.u.key] = true
@@ -224,6 +231,7 @@ func (st *stager) next() []undecided {
 				delete(st.perKey, it.u.key)
 			}
 		}
+		clear(st.pending[len(rest):]) // the items handed out, not kept alive
 		st.pending = rest
 		st.mu.Unlock()
 		if len(stage) > 0 {
@@ -257,7 +265,7 @@ func (st *stager) gather() {
 // readyLocked reports whether some pending message is decided and not
 // behind an undecided one of its key.
 func (st *stager) readyLocked() bool {
-	blocked := map[string]bool{}
+	blocked := st.scratch()
 	for _, it := range st.pending {
 		if it.decided && !blocked[it.u.key] {
 			return true
@@ -265,6 +273,16 @@ func (st *stager) readyLocked() bool {
 		blocked[it.u.key] = true
 	}
 	return false
+}
+
+// scratch returns the stager's set of blocked keys, empty; st.mu is
+// held.
+func (st *stager) scratch() map[string]bool {
+	if st.blocked == nil {
+		st.blocked = map[string]bool{}
+	}
+	clear(st.blocked)
+	return st.blocked
 }
 
 // waiting reports whether a key still has messages not handed out.
