@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"hash"
@@ -25,15 +26,31 @@ type lineReader struct {
 	limit int
 }
 
-// newLineReader reads r's lines. A UTF-8 byte order mark at the very
-// start (editors on Windows write one) is skipped: it is not part of the
-// first line's JSON (RFC 8259 §8.1).
-func newLineReader(r io.Reader, limit int) *lineReader {
-	br := bufio.NewReaderSize(r, 64*1024)
+// newLineReader reads r's lines until ctx ends. A UTF-8 byte order mark
+// at the very start (editors on Windows write one) is skipped: it is not
+// part of the first line's JSON (RFC 8259 §8.1).
+func newLineReader(ctx context.Context, r io.Reader, limit int) *lineReader {
+	br := bufio.NewReaderSize(ctxReader{ctx: ctx, r: r}, 64*1024)
 	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
 		_, _ = br.Discard(3)
 	}
 	return &lineReader{r: br, limit: limit}
+}
+
+// ctxReader reads r until ctx ends, then fails with ctx's error: an input
+// that never ends or never holds a newline (a device, a pipe that keeps
+// writing) is skipped through as one oversized line, which without it
+// went on through Ctrl-C and SIGTERM.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // next returns the next line without its "\n", or io.EOF after the last.

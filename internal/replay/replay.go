@@ -61,7 +61,7 @@ func Run(ctx context.Context, c *seqbox.Consumer, st store.Store, r io.Reader, w
 		}
 		return nil
 	}
-	lines := newLineReader(r, maxLine)
+	lines := newLineReader(ctx, r, maxLine)
 	for {
 		l, err := lines.next()
 		if err == io.EOF {
