@@ -107,7 +107,7 @@ wins.`,
 			}
 			// Listen first: an address that cannot be had leaves no
 			// database behind.
-			ln, err := net.Listen("tcp", o.Addr)
+			ln, err := net.Listen("tcp", o.ListenAddr())
 			if err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}

@@ -175,6 +175,13 @@ func (o Options) Validate() error {
 	return cfg.ValidateSettings()
 }
 
+// ListenAddr is the address to listen on: Addr, or DefaultAddr when
+// Addr is empty, the address Validate checked. A caller that listens
+// itself listens here, never on Addr as given: an empty --addr was
+// checked as the loopback default and then listened on every interface,
+// with no admin token.
+func (o Options) ListenAddr() string { return o.withDefaults().Addr }
+
 // CheckAddr refuses an address that is not host:port, and a non-loopback
 // one when no admin token protects it. A host name other than
 // "localhost" counts as non-loopback: it may resolve anywhere.

@@ -37,3 +37,15 @@ func TestValidateRefusesNegativeAgentSettings(t *testing.T) {
 	require.ErrorContains(t, Options{AgentConcurrency: -1}.Validate(), "--agent-concurrency -1: at least 1")
 	require.ErrorContains(t, Options{AgentTimeout: -time.Second}.Validate(), "must not be negative")
 }
+
+// An empty address is the loopback default, both where Validate checks
+// it and where the command listens: `serve --addr ”` listened on every
+// interface with no admin token, after Validate had passed the default.
+func TestAnEmptyAddressListensOnTheLoopbackDefault(t *testing.T) {
+	o := Options{Addr: ""}
+	require.NoError(t, o.Validate())
+	require.Equal(t, DefaultAddr, o.ListenAddr())
+	require.NoError(t, CheckAddr(o.ListenAddr(), false), "loopback: no token needed")
+	require.Equal(t, "0.0.0.0:9000", Options{Addr: "0.0.0.0:9000"}.ListenAddr(), "a given address as given")
+	require.ErrorIs(t, Options{Addr: ":9000"}.Validate(), ErrNonLoopbackWithoutToken)
+}
