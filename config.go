@@ -140,6 +140,11 @@ const (
 	MaxBatchSize = 1 << 16
 	// MaxDecideConcurrency is the largest Config.DecideConcurrency.
 	MaxDecideConcurrency = 1 << 16
+	// MaxRetryAttempts is the largest Retry.MaxAttempts: about a billion
+	// deliveries, where the crash-loop bound (crashLoopFactor times it)
+	// still fits an int. Beyond 2^61 that bound wrapped negative and every
+	// message was dead-lettered on its first delivery.
+	MaxRetryAttempts = 1 << 30
 )
 
 // WithDefaults returns c with every unset field at its default: what a
@@ -257,7 +262,8 @@ func (c *Config) validateGiven() error {
 	for _, n := range []struct {
 		name   string
 		v, max int
-	}{{"Workers", c.Workers, MaxWorkers}, {"BatchSize", c.BatchSize, MaxBatchSize}, {"DecideConcurrency", c.DecideConcurrency, MaxDecideConcurrency}} {
+	}{{"Workers", c.Workers, MaxWorkers}, {"BatchSize", c.BatchSize, MaxBatchSize}, {"DecideConcurrency", c.DecideConcurrency, MaxDecideConcurrency},
+		{"Retry.MaxAttempts", c.Retry.MaxAttempts, MaxRetryAttempts}} {
 		if n.v > n.max {
 			return invalidConfig(n.name, "%d is more than the %d seqbox takes", n.v, n.max)
 		}

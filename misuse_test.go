@@ -43,12 +43,17 @@ func TestConfigRefusesValuesThatOverflow(t *testing.T) {
 		{seqbox.Config{Name: "c", BatchSize: math.MaxInt}, "BatchSize"},
 		{seqbox.Config{Name: "c", Workers: 1_000_000}, "Workers"},
 		{seqbox.Config{Name: "c", DecideConcurrency: math.MaxInt}, "DecideConcurrency"},
+		// Beyond it the crash-loop bound (four times it) overflowed, and
+		// every message was dead-lettered on its first delivery.
+		{seqbox.Config{Name: "c", Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: math.MaxInt}}}, "Retry.MaxAttempts"},
+		{seqbox.Config{Name: "c", Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: seqbox.MaxRetryAttempts + 1}}}, "Retry.MaxAttempts"},
 	} {
 		err := c.cfg.ValidateSettings()
 		require.ErrorIs(t, err, seqbox.ErrInvalidConfig, "%+v", c.cfg)
 		require.ErrorContains(t, err, c.field+":")
 	}
-	ok := seqbox.Config{Name: "c", Workers: seqbox.MaxWorkers, BatchSize: seqbox.MaxBatchSize, DecideConcurrency: seqbox.MaxDecideConcurrency}
+	ok := seqbox.Config{Name: "c", Workers: seqbox.MaxWorkers, BatchSize: seqbox.MaxBatchSize, DecideConcurrency: seqbox.MaxDecideConcurrency,
+		Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: seqbox.MaxRetryAttempts}}}
 	require.NoError(t, ok.ValidateSettings())
 }
 

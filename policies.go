@@ -259,7 +259,8 @@ const (
 
 // RetryPolicy bounds how often a transient failure is retried.
 type RetryPolicy struct {
-	// MaxAttempts counts every delivery, the first included. Default 5.
+	// MaxAttempts counts every delivery, the first included. Default 5,
+	// at most MaxRetryAttempts.
 	// The only part of a RetryPolicy a consumer registers.
 	MaxAttempts int `policy:"max_attempts"`
 	// InitialBackoff is the nack delay after the first failure; it doubles
