@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -377,4 +378,22 @@ func TestAdminReadsFlagsAndPathNumbersOneWay(t *testing.T) {
 	}
 	r.admin(t, "GET", "/v1/admin/requests/99", "", 404)
 	r.admin(t, "GET", "/v1/admin/dlq/99", "", 404)
+}
+
+// A path segment that is exactly "/" (a key "/", an event's source "/":
+// a CloudEvents source is a URI-reference) reaches its route, escaped as
+// %2F: http.ServeMux finds no route for such a segment, though it routes
+// "a%2Fb", and the key could be neither shown nor released.
+func TestAKeyNamedSlashIsReachable(t *testing.T) {
+	r := start(t, Options{DB: filepath.Join(t.TempDir(), "slash.db")})
+	blockKey(t, r, "/")
+	key := r.admin(t, "GET", "/v1/admin/keys/%2F", "", 200)
+	require.Equal(t, "/", key["partitionkey"])
+	require.Len(t, list(t, key, "parked"), 1)
+	r.admin(t, "GET", "/v1/admin/keys/%2f", "", 200) // either case of the escape
+	res := r.admin(t, "POST", "/v1/admin/keys/%2F/release", `{"by":"carol","reason":"a slash"}`, 409)
+	require.NotContains(t, res["detail"], "no such path", "the route answered")
+	r.admin(t, "GET", "/v1/admin/inbox/%2F/nope", "", 404)
+	body := r.admin(t, "GET", "/v1/admin/inbox/%2F/nope", "", 404)
+	require.NotContains(t, body["detail"], "no such path", "the route answered")
 }

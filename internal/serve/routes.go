@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -50,10 +52,65 @@ func (s *Server) routes() http.Handler {
 func problemErrors(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
+			if h, ok := slashSegmentRoute(mux, r); ok {
+				h.ServeHTTP(w, r)
+				return
+			}
 			w = &problemWriter{ResponseWriter: w, r: r}
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// slashSegmentRoute routes a request one of whose path segments is
+// exactly an escaped slash (%2F): a key "/", or a source "/" (a
+// CloudEvents source is a URI-reference). http.ServeMux finds no route
+// for such a segment, though it routes "a%2Fb". The route is looked up
+// with those segments spelled otherwise, and r gets every wildcard's
+// value from its own escaped path, as the mux would have set them; the
+// handler is then called directly. It reports false when no route
+// matches that way either.
+func slashSegmentRoute(mux *http.ServeMux, r *http.Request) (http.Handler, bool) {
+	segs := strings.Split(r.URL.EscapedPath(), "/")
+	probe := slices.Clone(segs)
+	found := false
+	for i, s := range segs {
+		if strings.EqualFold(s, "%2F") {
+			probe[i], found = "%2F_", true // any wildcard matches it, no literal does
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	u := *r.URL
+	u.RawPath = strings.Join(probe, "/")
+	var err error
+	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
+		return nil, false
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL = &u
+	h, pattern := mux.Handler(r2)
+	if pattern == "" {
+		return nil, false
+	}
+	// The pattern's path ("[METHOD ][HOST]/path"): its segments line up
+	// with the request's.
+	_, path, _ := strings.Cut(pattern, "/")
+	for i, p := range strings.Split("/"+path, "/") {
+		if !strings.HasPrefix(p, "{") || i >= len(segs) {
+			continue
+		}
+		name := strings.TrimSuffix(strings.Trim(p, "{}"), "...")
+		value := strings.Join(segs[i:], "/")
+		if !strings.HasSuffix(p, "...}") {
+			value = segs[i]
+		}
+		if v, err := url.PathUnescape(value); err == nil && name != "$" {
+			r.SetPathValue(name, v)
+		}
+	}
+	return h, true
 }
 
 // problemFiles serves files (an http.FileServer, which reads no body)
