@@ -213,6 +213,10 @@ func TestRemoteServerFlagErrors(t *testing.T) {
 			"seqbox: --admin-token is for --server: the database path needs no token"},
 		{"not a URL", []string{"dlq", "list", "--server", "127.0.0.1:8080"},
 			`seqbox: --server "127.0.0.1:8080": want the gateway's URL, such as http://127.0.0.1:8080`},
+		// Refused, and the password never repeated: it used to be named
+		// in every message about the gateway.
+		{"a password in the URL", []string{"dlq", "list", "--server", "http://user:secret@127.0.0.1:1"},
+			"seqbox: --server http://user:xxxxx@127.0.0.1:1: a user or password in the URL is not used: give the admin token with --admin-token or SEQBOX_ADMIN_TOKEN"},
 		{"another consumer", append([]string{"dlq", "list", "--server", s.url, "--consumer", "billing"}, tok...),
 			`seqbox: --consumer "billing": the gateway at ` + s.url + ` serves consumer "gateway"`},
 		{"unknown seq", append([]string{"dlq", "show", "42", "--server", s.url}, tok...),

@@ -93,6 +93,13 @@ func adminHTTP() *http.Client {
 // serverURL checks a --server value: an http(s) URL with a host.
 func serverURL(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
+	if err == nil && u.User != nil {
+		// The admin API takes a bearer token, never the URL's user and
+		// password; and a URL that carries them would be repeated in
+		// every message that names the gateway.
+		return "", fmt.Errorf("--server %s: a user or password in the URL is not used: give the admin token with --admin-token or %s",
+			u.Redacted(), AdminTokenEnv)
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return "", fmt.Errorf("--server %q: want the gateway's URL, such as http://127.0.0.1:8080", s)
 	}
