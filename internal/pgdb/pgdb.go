@@ -15,6 +15,7 @@ package pgdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -195,6 +196,11 @@ func openTarget(ctx context.Context, t Target, params map[string]string) (*sql.D
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) {
+			// The server answered: a database or role that does not
+			// exist, a setting it does not know.
+			return nil, fmt.Errorf("postgres %s refused the connection: %w", host, err)
+		}
 		return nil, fmt.Errorf("postgres %s is unreachable: %w", host, err)
 	}
 	return db, nil

@@ -147,3 +147,15 @@ func TestForeignTriggerOnASeqboxTableIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrForeignDatabase)
 	require.Contains(t, err.Error(), "trigger "+schema+".seqbox_inbox.audit_inbox")
 }
+
+// A server that answers, refusing the database, is not called
+// unreachable: the message says it refused, and why.
+func TestARefusedConnectionIsNotUnreachable(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	require.NoError(t, err)
+	u.Path = "/seqbox_no_such_database"
+	_, err = postgres.Open(context.Background(), u.String())
+	require.ErrorContains(t, err, "refused the connection")
+	require.ErrorContains(t, err, `database "seqbox_no_such_database" does not exist`)
+	require.NotContains(t, err.Error(), "unreachable")
+}
