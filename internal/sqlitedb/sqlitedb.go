@@ -371,6 +371,11 @@ func OpenRelaxed(ctx context.Context, path string) (*sql.DB, error) {
 // openWriter opens t read-write in WAL mode with the given synchronous
 // setting.
 func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, error) {
+	if t.Path == "" || t.Path == ":memory:" {
+		// SQLite gives each connection an in-memory database of its
+		// own: the pools would each see an empty one.
+		return nil, fmt.Errorf("sqlite: %s is in memory: seqbox needs a database file (its pools open several connections, and each would see an empty database of its own)", t.Where)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "journal_mode(WAL)")

@@ -1,6 +1,9 @@
 package sqlitedb
 
 import (
+	"context"
+
+	"github.com/seqbox/seqbox/store"
 	"net/url"
 	"testing"
 
@@ -50,5 +53,20 @@ func TestEscapePathRoundTrips(t *testing.T) {
 		got, err := unescape(escapePath(p))
 		require.NoError(t, err)
 		require.Equal(t, p, got)
+	}
+}
+
+// An in-memory database is refused for writing, in every spelling: the
+// pools open several connections, and each saw an empty database of its
+// own (`replay --db :memory:` applied its events, then failed on a table
+// another connection had made).
+func TestAnInMemoryDatabaseIsRefusedForWriting(t *testing.T) {
+	for _, where := range []string{":memory:", "file::memory:", "file:x.db?mode=memory", "file::memory:?cache=shared"} {
+		for _, access := range []store.Access{store.Exclusive, store.Adopt} {
+			_, err := OpenAccess(context.Background(), where, access)
+			require.ErrorContains(t, err, "is in memory: seqbox needs a database file", "%s %s", where, access)
+		}
+		_, err := OpenRelaxed(context.Background(), where)
+		require.ErrorContains(t, err, "is in memory", where)
 	}
 }
