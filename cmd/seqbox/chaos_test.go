@@ -122,3 +122,29 @@ func TestChaosUnknownAgent(t *testing.T) {
 	line = fails(t, "chaos", "--agent", "python")
 	require.Contains(t, line, `--agent python: only with --target serve`)
 }
+
+// Options no run can take are refused before anything runs, naming the
+// flag; they used to run every scenario (a negative --procs or --lease
+// taken as the default, a --db that names no directory failing each
+// scenario at its setup) or print the table's header before the error.
+func TestChaosBadFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--procs", "-1"}, "seqbox: chaos: --procs -1: at least 1"},
+		{[]string{"--procs", "0"}, "seqbox: chaos: --procs 0: at least 1"},
+		{[]string{"--lease", "-1s"}, "seqbox: chaos: --lease -1s: must be positive"},
+		{[]string{"--timeout", "0"}, "seqbox: chaos: --timeout 0s: must be positive"},
+		{[]string{"--agent-cmd", "x"}, "seqbox: chaos: --agent-cmd needs --agent (the SDK agent it replaces)"},
+		{[]string{"--db", "http://x"}, "seqbox: chaos: --db http://x: want a postgres:// URL or a directory for the scenarios' SQLite files"},
+		{[]string{"--db", file}, "seqbox: chaos: --db " + file + ": want a postgres:// URL or a directory for the scenarios' SQLite files"},
+		{[]string{"--messages", "0"}, "seqbox: chaos: --messages 0: at least 10"},
+		{[]string{"--kills", "-1"}, "seqbox: chaos: --kills -1: must not be negative"},
+	} {
+		// fails: one line on stderr, nothing on stdout (no header).
+		require.Equal(t, c.want, fails(t, append([]string{"chaos", "--scenarios", "random"}, c.args...)...), "%v", c.args)
+	}
+}

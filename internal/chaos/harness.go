@@ -69,6 +69,33 @@ type Options struct {
 	AgentCmd  []string
 }
 
+// Check refuses options no run can take, naming the flag: too few
+// messages or keys, a negative kill budget, process count, lease or
+// timeout (zero means the default), and a DB that is neither a
+// postgres:// URL nor a directory for the scenarios' SQLite files.
+func (opt Options) Check() error {
+	switch {
+	case opt.Messages < 10:
+		return fmt.Errorf("chaos: --messages %d: at least 10", opt.Messages)
+	case opt.Keys < 1:
+		return fmt.Errorf("chaos: --keys %d: at least 1", opt.Keys)
+	case opt.Kills < 0:
+		return fmt.Errorf("chaos: --kills %d: must not be negative", opt.Kills)
+	case opt.Procs < 0:
+		return fmt.Errorf("chaos: --procs %d: at least 1", opt.Procs)
+	case opt.Lease < 0:
+		return fmt.Errorf("chaos: --lease %s: must be positive", opt.Lease)
+	case opt.Timeout < 0:
+		return fmt.Errorf("chaos: --timeout %s: must be positive", opt.Timeout)
+	}
+	if opt.DB != "" && !pgdb.IsURL(opt.DB) {
+		if st, err := os.Stat(opt.DB); err != nil || !st.IsDir() {
+			return fmt.Errorf("chaos: --db %s: want a postgres:// URL or a directory for the scenarios' SQLite files", opt.DB)
+		}
+	}
+	return nil
+}
+
 // Progress is where a running scenario stands.
 type Progress struct {
 	Scenario string
@@ -152,8 +179,8 @@ func Run(ctx context.Context, opt Options) ([]Result, error) {
 	if opt.Progress == nil {
 		opt.Progress = io.Discard
 	}
-	if opt.Messages < 10 || opt.Keys < 1 || opt.Kills < 0 {
-		return nil, fmt.Errorf("chaos: need --messages >= 10, --keys >= 1, --kills >= 0")
+	if err := opt.Check(); err != nil {
+		return nil, err
 	}
 	pg := pgdb.IsURL(opt.DB)
 	if opt.Transport == "" {

@@ -46,8 +46,8 @@ func RunServe(ctx context.Context, opt Options) ([]Result, error) {
 	if opt.Progress == nil {
 		opt.Progress = discard{}
 	}
-	if opt.Messages < 10 || opt.Keys < 1 || opt.Kills < 0 {
-		return nil, fmt.Errorf("chaos: need --messages >= 10, --keys >= 1, --kills >= 0")
+	if err := opt.Check(); err != nil {
+		return nil, err
 	}
 	names := opt.Scenarios
 	if len(names) == 0 {

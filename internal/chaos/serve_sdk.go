@@ -62,8 +62,8 @@ type sdkRun struct {
 // RunServeAgent runs the serve target with an SDK's example agent
 // (opt.AgentCmd, from SDKAgents or --agent-cmd) as scenario "agent:NAME".
 func RunServeAgent(ctx context.Context, opt Options) ([]Result, error) {
-	if opt.Messages < 10 || opt.Keys < 1 || opt.Kills < 0 {
-		return nil, fmt.Errorf("chaos: need --messages >= 10, --keys >= 1, --kills >= 0")
+	if err := opt.Check(); err != nil {
+		return nil, err
 	}
 	if opt.Timeout <= 0 {
 		opt.Timeout = 15 * time.Minute

@@ -58,6 +58,21 @@ status 1 if any failed.`,
 				defer f.Close()
 				opt.ProcLog = f
 			}
+			// Refused before the table's header: a run with these
+			// options would print a header and no row.
+			switch {
+			case opt.Procs < 1:
+				return fmt.Errorf("chaos: --procs %d: at least 1", opt.Procs)
+			case opt.Lease <= 0:
+				return fmt.Errorf("chaos: --lease %s: must be positive", opt.Lease)
+			case opt.Timeout <= 0:
+				return fmt.Errorf("chaos: --timeout %s: must be positive", opt.Timeout)
+			case agentCmd != "" && opt.AgentName == "":
+				return fmt.Errorf("chaos: --agent-cmd needs --agent (the SDK agent it replaces)")
+			}
+			if err := opt.Check(); err != nil {
+				return err
+			}
 			start := time.Now()
 			run := chaos.Run
 			if target == "serve" {
