@@ -37,6 +37,12 @@ func TestRefusedFlagsLeaveNoDatabase(t *testing.T) {
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-batch", "0"}, "--max-batch"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-batch", "-5"}, "--max-batch -5: at least 1 event"},
 		{[]string{"serve", "--addr", "127.0.0.1:99999"}, "99999"},
+		// A zero given where the default is not zero: serve used to run
+		// with the default, where replay refuses the same value.
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-attempts", "0"}, "--max-attempts 0: must be more than 0 (leave the flag out for the default, 5)"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--hold-timeout", "0"}, "--hold-timeout 0s: must be more than 0"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--consumer", ""}, `--consumer '': give one, or leave the flag out for "gateway"`},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--lease", "0s"}, "--lease 0s: must be more than 0"},
 	} {
 		t.Run(strings.ReplaceAll(strings.Join(c.args, " "), events, "FILE"), func(t *testing.T) {
 			dir := t.TempDir()

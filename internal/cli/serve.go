@@ -60,6 +60,10 @@ wins.`,
 			} else if fl.Changed("max-batch") && o.MaxBatch <= 0 {
 				return fmt.Errorf("serve: --max-batch %d: at least 1 event", o.MaxBatch)
 			}
+			if err := givenZero(cmd.Flags(), "consumer", "queue", "max-attempts", "hold-timeout", "retention",
+				"redelivery-window", "dlq-retention", "lease", "retry-backoff", "max-retry-backoff"); err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
 			switch {
 			case firstVersion < -1:
 				return fmt.Errorf("serve: --first-version %d: must be a version (0 or more), or -1 for the first version seen", firstVersion)
@@ -167,6 +171,26 @@ wins.`,
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&logFormat, "log-format", "text", "text (key=value) or json, one record a line on stderr")
 	return c
+}
+
+// givenZero refuses a zero or empty value given (on the command line or
+// in the environment) to any of names, whose defaults are not zero: the
+// options would take it as "unset" and quietly run with the default,
+// where replay refuses the same values.
+func givenZero(fl *pflag.FlagSet, names ...string) error {
+	for _, name := range names {
+		f := fl.Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		switch v := f.Value.String(); v {
+		case "":
+			return fmt.Errorf("--%s '': give one, or leave the flag out for %q", name, f.DefValue)
+		case "0", "0s":
+			return fmt.Errorf("--%s %s: must be more than 0 (leave the flag out for the default, %s)", name, v, f.DefValue)
+		}
+	}
+	return nil
 }
 
 // envDefaults sets every flag not given on the command line from
