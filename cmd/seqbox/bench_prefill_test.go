@@ -120,6 +120,7 @@ func TestBenchPrefillBadFlags(t *testing.T) {
 		{[]string{"prefill", "--messages", "0"}, "seqbox: bench prefill: --messages 0: must be at least 1"},
 		{[]string{"prefill", "--messages", "99999999999"}, "seqbox: bench prefill: --messages 99999999999: at most 10000000 (a run holds them in memory)"},
 		{[]string{"prefill", "--purge-batch", "-1"}, "seqbox: bench prefill: --purge-batch -1: must be at least 1"},
+		{[]string{"prefill", "--cpuprofile", "/nonexistent/x"}, "seqbox: bench prefill: --cpuprofile /nonexistent/x: no directory /nonexistent for its files"},
 		{[]string{"prefill", "--seconds", "0"}, "seqbox: bench prefill: --seconds 0: must be more than 0 and at most 3600"},
 		{[]string{"prefill", "--rows", "x"}, `seqbox: bench prefill: invalid argument "x" for "--rows" flag`},
 		{[]string{"--prefill", "0"}, "seqbox: bench: --prefill 0: must be at least 1"},

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/seqbox/seqbox"
@@ -59,6 +61,13 @@ func benchPrefillCmd() *cobra.Command {
 				return fmt.Errorf("bench prefill: --seconds %g: must be more than 0 and at most 3600", seconds)
 			}
 			o.Duration = time.Duration(seconds * float64(time.Second))
+			if o.CPUProfile != "" {
+				// Its files are made after the empty inbox's run: a
+				// directory that is not there is said before anything runs.
+				if st, err := os.Stat(filepath.Dir(o.CPUProfile)); err != nil || !st.IsDir() {
+					return fmt.Errorf("bench prefill: --cpuprofile %s: no directory %s for its files", o.CPUProfile, filepath.Dir(o.CPUProfile))
+				}
+			}
 			return runPrefill(cmd, o)
 		},
 	}
