@@ -701,8 +701,9 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 }
 
 // ackWith deletes the deliveries that still hold their lease through exec
-// (a transaction when inTx), and reports how many had lost it: on PostgreSQL one statement per
-// receive, on SQLite one statement for all (ackStatements).
+// (a transaction when inTx), and reports how many had lost it: on
+// PostgreSQL one statement per receive, on SQLite one statement for all
+// (ackStatements).
 func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, inTx bool, ds []transport.Delivery) (int, error) {
 	held, err := q.rows(ds, "ack")
 	if err != nil {
