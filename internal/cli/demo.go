@@ -48,7 +48,7 @@ func demoCmd() *cobra.Command {
 			return err
 		},
 	}
-	c.Flags().StringVar(&db, "db", "", "fresh SQLite file or postgres:// URL (default: a temporary SQLite file)")
+	c.Flags().StringVar(&db, "db", "", "SQLite file or postgres:// URL, empty or seqbox's and without an earlier demo run; the demo's consumer joins any other there (default: a temporary SQLite file)")
 	c.Flags().StringVar(&scenario, "scenario", "inbox", fmt.Sprintf("the lab to run: %v", scenarios))
 	c.AddCommand(demoWorkerCmd())
 	return c
