@@ -126,12 +126,13 @@ const crashLoopFactor = 4
 // past the bound): each attempt killed its process before a failure
 // could be recorded. herr is that failure; err the store's.
 func (p *pipeline) crashLoop(ctx context.Context, m *message) (herr, err error) {
-	bound := crashLoopFactor * p.cfg.Retry.MaxAttempts
-	if m.in.attempt <= bound {
+	// In 64 bits: on a 32-bit int four times MaxRetryAttempts wraps.
+	bound := int64(crashLoopFactor) * int64(p.cfg.Retry.MaxAttempts)
+	if int64(m.in.attempt) <= bound {
 		return nil, nil
 	}
 	waits, err := m.tx.TurnWaits(ctx, store.MessageRef{Consumer: p.cfg.Name, Source: m.ev.Source, ID: m.ev.ID})
-	if err != nil || m.in.attempt-waits <= bound {
+	if err != nil || int64(m.in.attempt)-int64(waits) <= bound {
 		return nil, err
 	}
 	if waits > 0 {

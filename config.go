@@ -141,9 +141,9 @@ const (
 	// MaxDecideConcurrency is the largest Config.DecideConcurrency.
 	MaxDecideConcurrency = 1 << 16
 	// MaxRetryAttempts is the largest Retry.MaxAttempts: about a billion
-	// deliveries, where the crash-loop bound (crashLoopFactor times it)
-	// still fits an int. Beyond 2^61 that bound wrapped negative and every
-	// message was dead-lettered on its first delivery.
+	// deliveries, where the crash-loop bound (crashLoopFactor times it,
+	// in 64 bits) still fits. Beyond 2^61 that bound wrapped negative and
+	// every message was dead-lettered on its first delivery.
 	MaxRetryAttempts = 1 << 30
 )
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/effects"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/stretchr/testify/require"
@@ -58,4 +59,18 @@ func testWaitsAreNoCrashLoop(t *testing.T, b *bundle) {
 	res = deliver("e2", waits+9)
 	require.Equal(t, seqboxtype.DeadLettered, res.Outcome, res.Reason)
 	require.Contains(t, res.Reason, "delivered 21 times without settling")
+}
+
+// At the largest MaxAttempts Validate takes, the crash-loop bound (four
+// times it) still fits an int, on a 32-bit one too: a first delivery
+// applies. Past 2^61 on 64 bits, and from 2^29 on 32, the bound wrapped
+// and every message was dead-lettered on its first delivery.
+func TestTheLargestMaxAttemptsIsNoCrashLoop(t *testing.T) {
+	b := setup(t)
+	b.cfg.Retry.MaxAttempts = seqbox.MaxRetryAttempts
+	c := b.consumer(t)
+	results, err := c.Deliver(context.Background(), []byte(`{"specversion":"1.0","id":"a","source":"crm","type":"t","partitionkey":"k"}`), 1)
+	require.NoError(t, err)
+	require.Len(t, results, 1)
+	require.Equal(t, seqboxtype.Applied, results[0].Outcome, results[0].Reason)
 }
