@@ -43,6 +43,9 @@ func TestRefusedFlagsLeaveNoDatabase(t *testing.T) {
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--hold-timeout", "0"}, "--hold-timeout 0s: must be more than 0"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--consumer", ""}, `--consumer '': give one, or leave the flag out for "gateway"`},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--lease", "0s"}, "--lease 0s: must be more than 0"},
+		// A consumer named "0" is a name, not a zero: refused only by a
+		// flag that cannot be had.
+		{[]string{"serve", "--addr", "127.0.0.1:99999", "--consumer", "0", "--queue", "0"}, "99999"},
 	} {
 		t.Run(strings.ReplaceAll(strings.Join(c.args, " "), events, "FILE"), func(t *testing.T) {
 			dir := t.TempDir()

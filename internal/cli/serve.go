@@ -183,10 +183,11 @@ func givenZero(fl *pflag.FlagSet, names ...string) error {
 		if f == nil || !f.Changed {
 			continue
 		}
-		switch v := f.Value.String(); v {
-		case "":
+		// A name may be "0"; only a number or a duration is zero.
+		switch v, typ := f.Value.String(), f.Value.Type(); {
+		case typ == "string" && v == "":
 			return fmt.Errorf("--%s '': give one, or leave the flag out for %q", name, f.DefValue)
-		case "0", "0s":
+		case typ != "string" && (v == "0" || v == "0s"):
 			return fmt.Errorf("--%s %s: must be more than 0 (leave the flag out for the default, %s)", name, v, f.DefValue)
 		}
 	}
