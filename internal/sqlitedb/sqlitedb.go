@@ -134,6 +134,14 @@ func Locate(value string) (Target, error) {
 	return t, nil
 }
 
+// sharedCache reports whether t's URI asks for SQLite's shared cache
+// (cache=shared), under which an in-memory database is one for every
+// connection of the process.
+func (t Target) sharedCache() bool {
+	q, _ := url.ParseQuery(t.query)
+	return q.Get("cache") == "shared"
+}
+
 // unescape decodes %HH sequences the way SQLite decodes a URI's path.
 func unescape(s string) (string, error) {
 	var b strings.Builder
@@ -371,10 +379,11 @@ func OpenRelaxed(ctx context.Context, path string) (*sql.DB, error) {
 // openWriter opens t read-write in WAL mode with the given synchronous
 // setting.
 func openWriter(ctx context.Context, t Target, synchronous string) (*sql.DB, error) {
-	if t.Path == "" || t.Path == ":memory:" {
+	if (t.Path == "" || t.Path == ":memory:") && !t.sharedCache() {
 		// SQLite gives each connection an in-memory database of its
-		// own: the pools would each see an empty one.
-		return nil, fmt.Errorf("sqlite: %s is in memory: seqbox needs a database file (its pools open several connections, and each would see an empty database of its own)", t.Where)
+		// own, unless the URI asks for a shared cache: the pools would
+		// each see an empty one.
+		return nil, fmt.Errorf("sqlite: %s is in memory: seqbox needs a database file, or a shared in-memory one (file::memory:?cache=shared): its pools open several connections, and each would see an empty database of its own", t.Where)
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))

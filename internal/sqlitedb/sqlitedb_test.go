@@ -56,12 +56,18 @@ func TestEscapePathRoundTrips(t *testing.T) {
 	}
 }
 
-// An in-memory database is refused for writing, in every spelling: the
-// pools open several connections, and each saw an empty database of its
-// own (`replay --db :memory:` applied its events, then failed on a table
-// another connection had made).
+// An in-memory database of a connection's own is refused for writing, in
+// every spelling: the pools open several connections, and each saw an
+// empty database of its own (`replay --db :memory:` applied its events,
+// then failed on a table another connection had made). A shared one
+// (cache=shared) is one database for them all, and is taken.
 func TestAnInMemoryDatabaseIsRefusedForWriting(t *testing.T) {
-	for _, where := range []string{":memory:", "file::memory:", "file:x.db?mode=memory", "file::memory:?cache=shared"} {
+	for _, shared := range []string{"file::memory:?cache=shared", "file:shared-mem.db?mode=memory&cache=shared"} {
+		db, err := OpenAccess(context.Background(), shared, store.Adopt)
+		require.NoError(t, err, shared)
+		require.NoError(t, db.Close())
+	}
+	for _, where := range []string{":memory:", "file::memory:", "file:x.db?mode=memory"} {
 		for _, access := range []store.Access{store.Exclusive, store.Adopt} {
 			_, err := OpenAccess(context.Background(), where, access)
 			require.ErrorContains(t, err, "is in memory: seqbox needs a database file", "%s %s", where, access)
