@@ -396,4 +396,13 @@ func TestAKeyNamedSlashIsReachable(t *testing.T) {
 	r.admin(t, "GET", "/v1/admin/inbox/%2F/nope", "", 404)
 	body := r.admin(t, "GET", "/v1/admin/inbox/%2F/nope", "", 404)
 	require.NotContains(t, body["detail"], "no such path", "the route answered")
+	// A path that needs cleaning is the mux's to redirect, to the same
+	// segment: never to the spelling the route was looked up with.
+	req, err := http.NewRequest("POST", r.url+"/v1/events/%2F/x/steps/n/.", nil)
+	require.NoError(t, err)
+	req.URL.RawPath, req.URL.Path = "/v1/events/%2F/x/steps/n/.", "/v1/events///x/steps/n/."
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NotContains(t, resp.Header.Get("Location"), "_", "the probe's spelling leaked into a redirect: %s", resp.Status)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -76,10 +77,13 @@ func slashSegmentRoute(mux *http.ServeMux, r *http.Request) (http.Handler, bool)
 	found := false
 	for i, s := range segs {
 		if strings.EqualFold(s, "%2F") {
-			probe[i], found = "%2F_", true // any wildcard matches it, no literal does
+			probe[i], found = probeSegment, true
 		}
 	}
-	if !found {
+	esc := strings.Join(segs, "/")
+	if !found || cleanPath(esc) != esc {
+		// A path to clean is the mux's to redirect, with its own
+		// spelling of the segment.
 		return nil, false
 	}
 	u := *r.URL
@@ -91,13 +95,15 @@ func slashSegmentRoute(mux *http.ServeMux, r *http.Request) (http.Handler, bool)
 	r2 := r.Clone(r.Context())
 	r2.URL = &u
 	h, pattern := mux.Handler(r2)
-	if pattern == "" {
+	if pattern == "" || strings.Contains(pattern, probeSegment) {
+		// No route, or the mux's redirect to a cleaned path, which would
+		// name the probe's spelling: the mux answers the request itself.
 		return nil, false
 	}
 	// The pattern's path ("[METHOD ][HOST]/path"): its segments line up
 	// with the request's.
-	_, path, _ := strings.Cut(pattern, "/")
-	for i, p := range strings.Split("/"+path, "/") {
+	_, patternPath, _ := strings.Cut(pattern, "/")
+	for i, p := range strings.Split("/"+patternPath, "/") {
 		if !strings.HasPrefix(p, "{") || i >= len(segs) {
 			continue
 		}
@@ -112,6 +118,26 @@ func slashSegmentRoute(mux *http.ServeMux, r *http.Request) (http.Handler, bool)
 	}
 	return h, true
 }
+
+// cleanPath is p as http.ServeMux cleans a request's path before it
+// routes it (path.Clean, keeping a trailing slash).
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// probeSegment is slashSegmentRoute's spelling of a %2F segment: any
+// wildcard matches it, no literal does, and no pattern holds it.
+const probeSegment = "%2F_"
 
 // problemFiles serves files (an http.FileServer, which reads no body)
 // with its plain-text 404 and 405 answered as problem documents.
