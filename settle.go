@@ -23,18 +23,26 @@ func (c *Consumer) ackInTx(ctx context.Context, ds []transport.Delivery, acked *
 		return nil
 	}
 	return func(tx transport.Execer, out [][]seqboxtype.Result) error {
-		var acks []transport.Delivery
-		for i, d := range ds {
-			if d != nil && out[i][0].Outcome != seqboxtype.Retry && out[i][0].Outcome != outcomeDeciding {
-				acks = append(acks, d)
-			}
-		}
+		acks := ackable(ds, out)
 		if len(acks) == 0 {
 			return nil
 		}
 		*acked = true
 		return c.txAck.AckIn(ctx, tx, acks)
 	}
+}
+
+// ackable is the deliveries of ds (nil for an input that came with none)
+// whose results out are outcomes: acknowledged once committed. A retry is
+// nacked, and a message stopped to be decided is left unsettled.
+func ackable(ds []transport.Delivery, out [][]seqboxtype.Result) []transport.Delivery {
+	var acks []transport.Delivery
+	for i, d := range ds {
+		if d != nil && out[i][0].Outcome != seqboxtype.Retry && out[i][0].Outcome != outcomeDeciding {
+			acks = append(acks, d)
+		}
+	}
+	return acks
 }
 
 // settle tells the transport the end of each committed delivery of ds
@@ -45,7 +53,7 @@ func (c *Consumer) ackInTx(ctx context.Context, ds []transport.Delivery, acked *
 // commit; a failed ack or nack is only logged.
 func (c *Consumer) settle(ctx context.Context, ds []transport.Delivery, ins []input, out [][]seqboxtype.Result, ackedInTx bool) error {
 	if ac, ok := c.txAck.(transport.TxAckCommitter); ok && ackedInTx {
-		ac.AckCommitted()
+		ac.AckCommitted(ackable(ds, out))
 	}
 	if err := c.hooks.At(fault.AfterCommit); err != nil {
 		return err

@@ -120,8 +120,9 @@ type TxAcker interface {
 // and waits for its next poll).
 type TxAckCommitter interface {
 	TxAcker
-	// AckCommitted says that acknowledgements AckIn made have committed.
-	AckCommitted()
+	// AckCommitted says that the acknowledgements AckIn made of ds
+	// have committed.
+	AckCommitted(ds []Delivery)
 }
 
 // NextTaker is a transport whose message groups hand out their messages

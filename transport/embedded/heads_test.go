@@ -204,7 +204,7 @@ func TestPostgresGroupHeadsUnderConcurrentPublishesAndAcks(t *testing.T) {
 					errs <- err
 					return
 				}
-				q.AckCommitted()
+				q.AckCommitted(ds)
 			}
 		})
 	}

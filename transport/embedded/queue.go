@@ -208,7 +208,7 @@ func (q *Queue) Location() string { return q.location }
 // database, as AckBatch does outside one.
 func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport.Delivery) error {
 	_, err := q.ackWith(ctx, exec, true, ds)
-	if err == nil {
+	if err == nil && readies(ds) {
 		// A group's next message is ready once this commits: a Receive
 		// of this process woken now looks again in the writer's turn,
 		// which on SQLite is after that commit; on PostgreSQL it may look
@@ -219,8 +219,26 @@ func (q *Queue) AckIn(ctx context.Context, exec transport.Execer, ds []transport
 }
 
 // AckCommitted implements transport.TxAckCommitter: the acknowledgements
-// AckIn made have committed, so a group's next message is ready now.
-func (q *Queue) AckCommitted() { q.wakeReceivers() }
+// AckIn made of ds have committed, so a group's next message is ready
+// now.
+func (q *Queue) AckCommitted(ds []transport.Delivery) {
+	if readies(ds) {
+		q.wakeReceivers()
+	}
+}
+
+// readies reports whether acknowledging ds may make a message ready: a
+// group's head whose next message its holder did not take (TakeNext).
+// An ungrouped message has nothing behind it: waking the idle Receives
+// for its ack sent each to lease nothing, in SQLite's one writer's turn,
+// after every batch of a consumer with Decide
+// (TestAckWakesOnlyWhenItReadiesAMessage).
+func readies(ds []transport.Delivery) bool {
+	return slices.ContainsFunc(ds, func(td transport.Delivery) bool {
+		d, ok := td.(*delivery)
+		return !ok || d.group != "" && !d.nextTaken.Load()
+	})
+}
 
 // create makes the queue's table if needed, running every file of
 // migrations/ in order; on PostgreSQL it lands in seqbox's schema
@@ -519,7 +537,7 @@ func (q *Queue) wakeReceivers() {
 var leaseText = `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
 		WHERE seq IN (SELECT seq FROM seqbox_queue h WHERE ` + headText("$3", "$4") + `
 			ORDER BY h.seq LIMIT $5{{LOCK}})
-		RETURNING seq, body, attempts, enqueued_at, msg_group <> ''`
+		RETURNING seq, body, attempts, enqueued_at, msg_group`
 
 // headText is the condition of a ready message h of queue at now (the
 // statement's parameters): visible, and not behind an earlier message of
@@ -597,7 +615,7 @@ func (q *Queue) receiveOnce(ctx context.Context, max int) ([]transport.Delivery,
 	var out []*delivery
 	for rows.Next() {
 		d := &delivery{q: q, token: token}
-		if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued, &d.grouped); err != nil {
+		if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued, &d.group); err != nil {
 			return nil, fmt.Errorf("embedded queue: receive: %w", err)
 		}
 		out = append(out, d)
@@ -640,8 +658,8 @@ func (q *Queue) TakeNext(ctx context.Context, heads []transport.Delivery) ([]tra
 		defer rows.Close()
 		var ds []*delivery
 		for rows.Next() {
-			d := &delivery{q: q, token: token, grouped: true} // a group's next
-			if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued); err != nil {
+			d := &delivery{q: q, token: token} // a group's next
+			if err := rows.Scan(&d.seq, &d.body, &d.attempt, &d.enqueued, &d.group); err != nil {
 				return err
 			}
 			ds = append(ds, d)
@@ -657,6 +675,19 @@ func (q *Queue) TakeNext(ctx context.Context, heads []transport.Delivery) ([]tra
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded queue: take next: %w", err)
+	}
+	// A head whose next message is taken readies nothing when it is
+	// acknowledged (readies).
+	byGroup := make(map[string]*delivery, len(heads))
+	for _, h := range heads {
+		if d, ok := h.(*delivery); ok && d.group != "" {
+			byGroup[d.group] = d
+		}
+	}
+	for _, n := range out {
+		if h := byGroup[n.(*delivery).group]; h != nil {
+			h.nextTaken.Store(true)
+		}
 	}
 	return out, nil
 }
@@ -674,7 +705,7 @@ func takeNextText(arrays bool, token string, until int64, queue string, now int6
 	update := `UPDATE seqbox_queue SET lease = $1, visible_at = $2, attempts = attempts + 1
 		WHERE seq IN (SELECT ` + next + ` FROM seqbox_queue h WHERE h.queue = $3 AND h.msg_group <> '' AND h.visible_at > $4 AND %s)
 		AND queue = $3 AND visible_at <= $4
-		RETURNING seq, body, attempts, enqueued_at`
+		RETURNING seq, body, attempts, enqueued_at, msg_group`
 	if arrays {
 		return fmt.Sprintf(update, `h.seq = ANY($5::bigint[]) AND h.lease = ANY($6::text[])`),
 			[]any{token, until, queue, now, seqs, tokens}
@@ -691,7 +722,7 @@ func (q *Queue) AckBatch(ctx context.Context, ds []transport.Delivery) error {
 		lost, err = q.ackWith(ctx, q.db, false, ds)
 		return err
 	})
-	if err == nil {
+	if err == nil && readies(ds) {
 		q.wakeReceivers() // a group's next message is ready
 	}
 	if err == nil && lost > 0 {
@@ -795,7 +826,7 @@ func (q *Queue) rows(ds []transport.Delivery, op string) ([]leasedRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, leasedRow{seq: d.seq, token: d.token, grouped: d.grouped})
+		out = append(out, leasedRow{seq: d.seq, token: d.token, grouped: d.group != ""})
 	}
 	return out, nil
 }
@@ -964,8 +995,12 @@ type delivery struct {
 	token   string
 	// enqueued is when it was published, in Unix microseconds.
 	enqueued int64
-	// grouped: it was published in a group (a group never changes).
-	grouped bool
+	// group is the group it was published in ("" for none; a group
+	// never changes).
+	group string
+	// nextTaken: TakeNext took the message after it in its group, so
+	// its acknowledgement readies nothing.
+	nextTaken atomic.Bool
 }
 
 func (d *delivery) Body() []byte { return d.body }
@@ -1001,7 +1036,7 @@ func (d *delivery) settle(ctx context.Context, what, query string, args ...any) 
 // Ack deletes the message if this delivery still holds its lease.
 func (d *delivery) Ack(ctx context.Context) error {
 	query := `DELETE FROM seqbox_queue WHERE seq = $1 AND lease = $2`
-	if d.q.lock != "" && d.grouped {
+	if d.q.lock != "" && d.group != "" {
 		query = lockedDelete(`seq = $1 AND lease = $2`)
 	}
 	return d.settle(ctx, "ack", query, d.seq, d.token)

@@ -72,3 +72,54 @@ func TestIdleReceiveWakesOnPublish(t *testing.T) {
 	require.NoError(t, q.Close())
 	require.ErrorIs(t, (<-r).err, transport.ErrClosed)
 }
+
+// An acknowledgement wakes the idle Receives only when it may have made a
+// message ready: a group's head acknowledged while the message after it
+// waits. An ungrouped message's leaves nothing behind it, and a head
+// whose next message its holder took already (TakeNext) leaves that one
+// leased: a wake then only sent every idle receiver to lease nothing, in
+// the one writer's turn (an ack in every stage of the agent path).
+func TestAckWakesOnlyWhenItReadiesAMessage(t *testing.T) {
+	ctx := context.Background()
+	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "wake", PollInterval: time.Hour, Wait: 2 * time.Hour})
+	require.NoError(t, err)
+	defer q.Close()
+	woken := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	receive := func(n int) []transport.Delivery {
+		ds, err := q.Receive(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, ds, n)
+		return ds
+	}
+
+	require.NoError(t, q.PublishBatch(ctx, [][]byte{[]byte("a"), []byte("b")}))
+	ds := receive(2)
+	ch := q.readied()
+	require.NoError(t, q.AckBatch(ctx, ds[:1]))
+	require.False(t, woken(ch), "an ungrouped message's ack readies nothing")
+	tx, err := q.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.AckIn(ctx, tx, ds[1:]))
+	require.NoError(t, tx.Commit())
+	q.AckCommitted(ds[1:])
+	require.False(t, woken(ch), "nor in a transaction")
+
+	require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte("g1"), []byte("g2"), []byte("h1"), []byte("h2")}, []string{"g", "g", "h", "h"}))
+	heads := receive(2) // g1 and h1
+	next, err := q.TakeNext(ctx, heads[1:])
+	require.NoError(t, err)
+	require.Len(t, next, 1, "h2, taken for h1")
+	ch = q.readied()
+	require.NoError(t, q.AckBatch(ctx, heads[1:]))
+	require.False(t, woken(ch), "h1's ack: h2 is leased already")
+	require.NoError(t, q.AckBatch(ctx, heads[:1]))
+	require.True(t, woken(ch), "g1's ack readies g2")
+	require.Equal(t, "g2", string(receive(1)[0].Body()))
+}
