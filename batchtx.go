@@ -281,6 +281,9 @@ func (b *batchTx) execer() transport.Execer {
 	if b.queue != nil {
 		return b.queue
 	}
+	if e, ok := b.tx.(transport.Execer); ok {
+		return e // the store's own statement cache (sqlstore.Executor.ExecContext)
+	}
 	return b.tx.SQL()
 }
 

@@ -78,7 +78,7 @@ func TestBenchAgent(t *testing.T) {
 			require.Regexp(t, regexp.MustCompile(`^`+num+`$`), m[k], run+" "+k)
 		}
 	}
-	require.Regexp(t, regexp.MustCompile(`(?m)^agent statements: run=agent units=8 .*\n(  count=[1-9][0-9]* total_ms=`+num+` avg_us=`+num+` \S.*\n){3}`), out)
+	require.Regexp(t, regexp.MustCompile(`(?m)^agent statements: run=agent units=8 .*\n(  count=[1-9][0-9]* prepares=[0-9]+ total_ms=`+num+` avg_us=`+num+` \S.*\n){3}`), out)
 	// --work: what the core's run and the agent run cost the database,
 	// per message or event, in counts each store gives; "-" where it
 	// gives none (PostgreSQL's statements and blocks need

@@ -331,8 +331,8 @@ func StatementLines(run string, units int, ss []sqlitedb.StatementTime, top int)
 		if len(q) > 120 {
 			q = q[:120] + "…"
 		}
-		out = append(out, fmt.Sprintf("  count=%d total_ms=%.1f avg_us=%.1f %s", s.Count, msOf(s.Total),
-			float64(s.Total.Microseconds())/float64(s.Count), q))
+		out = append(out, fmt.Sprintf("  count=%d prepares=%d total_ms=%.1f avg_us=%.1f %s", s.Count, s.Prepares, msOf(s.Total),
+			float64(s.Total.Microseconds())/float64(max(s.Count, 1)), q))
 	}
 	return out
 }

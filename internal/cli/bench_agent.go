@@ -32,7 +32,7 @@ func benchAgentCmd() *cobra.Command {
 			"agent timeline: first_p50_ms=… first_max_ms=… steps_p50_ms=… steps_max_ms=… tail_ms=…\n" +
 			"With --statements N (SQLite), where SQLite's one writer spent the core's run and the agent run: for each, a line\n" +
 			"agent statements: run=core|agent units=… statements=… total_ms=… per_unit_ms=… commits=… commit_ms=…\n" +
-			"and the N statements longest in all, with their count, time in all and a run's average.\n" +
+			"and the N statements longest in all, with their count, how many times SQLite compiled them, time in all and a run's average.\n" +
 			"With --work, what the core's run and the agent run cost the database, in counts the machine's speed does not move:\n" +
 			"agent work: run=core|agent units=… commits_per_unit=… statements_per_unit=… blocks_per_unit=… wal_bytes_per_unit=… write_bytes_per_unit=…\n" +
 			"(commits: on SQLite the COMMITs of its writer pools' transactions, not its writes outside one, which --pages\n" +

@@ -147,6 +147,7 @@ func (c *patientConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *patientConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	countPrepare(query)
 	var st driver.Stmt
 	err := patiently(ctx, func() (err error) {
 		st, err = c.conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
@@ -165,7 +166,7 @@ func (c *patientConn) Begin() (driver.Tx, error) {
 }
 
 func (c *patientConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	defer timeStatement("BEGIN")()
+	defer timeStatement("BEGIN", false)()
 	var tx driver.Tx
 	err := patiently(ctx, func() (err error) {
 		tx, err = c.conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
@@ -179,7 +180,7 @@ func (c *patientConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 }
 
 func (c *patientConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	defer timeStatement(query)()
+	defer timeStatement(query, true)()
 	var res driver.Result
 	_, err := c.run(ctx, query, kindOf(query), func() (_ driver.Rows, err error) {
 		res, err = c.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
@@ -189,7 +190,7 @@ func (c *patientConn) ExecContext(ctx context.Context, query string, args []driv
 }
 
 func (c *patientConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	defer timeStatement(query)()
+	defer timeStatement(query, true)()
 	return c.run(ctx, query, kindOf(query), func() (driver.Rows, error) {
 		return c.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 	})
@@ -398,7 +399,7 @@ func (s *patientStmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *patientStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	defer timeStatement(s.query)()
+	defer timeStatement(s.query, false)()
 	var res driver.Result
 	_, err := s.c.run(ctx, s.query, s.kind, func() (_ driver.Rows, err error) {
 		res, err = s.stmt.(driver.StmtExecContext).ExecContext(ctx, args)
@@ -408,7 +409,7 @@ func (s *patientStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 }
 
 func (s *patientStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	defer timeStatement(s.query)()
+	defer timeStatement(s.query, false)()
 	return s.c.run(ctx, s.query, s.kind, func() (driver.Rows, error) {
 		return s.stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 	})
@@ -431,7 +432,7 @@ type patientTx struct {
 }
 
 func (t *patientTx) Commit() error {
-	defer timeStatement("COMMIT")()
+	defer timeStatement("COMMIT", false)()
 	t.c.inTx, t.c.driverTx = false, false
 	return t.tx.Commit()
 }

@@ -11,13 +11,18 @@ import (
 
 // StatementTime is what a recording (RecordStatements) saw of one
 // statement: its text with runs of white space folded to one space, how
-// many times it ran, and its time in all. BEGIN and COMMIT count as
-// statements. A query's time runs until its rows are ready, not over
-// their reading.
+// many times it ran, how many times SQLite compiled it, and its time in
+// all. BEGIN and COMMIT count as statements. A query's time runs until
+// its rows are ready, not over their reading (nor over its compiling, for
+// a prepared statement).
 type StatementTime struct {
 	Query string
 	Count int64
-	Total time.Duration
+	// Prepares counts its compilations: each prepare, and each run on a
+	// connection without one (database/sql's Exec or Query on a
+	// transaction or pool compiles the text every time).
+	Prepares int64
+	Total    time.Duration
 }
 
 // recorder sums the statements of one recording.
@@ -58,17 +63,25 @@ func RecordStatements() (stop func() []StatementTime, ok bool) {
 }
 
 // timeStatement starts timing a run of query when a recording runs; the
-// returned func, deferred, records it.
-func timeStatement(query string) func() {
+// returned func, deferred, records it, compiled for this run when
+// compiled.
+func timeStatement(query string, compiled bool) func() {
 	r := recording.Load()
 	if r == nil {
 		return func() {}
 	}
 	start := time.Now()
-	return func() { r.add(query, time.Since(start)) }
+	return func() { r.add(query, 1, compiled, time.Since(start)) }
 }
 
-func (r *recorder) add(query string, d time.Duration) {
+// countPrepare records a prepare of query when a recording runs.
+func countPrepare(query string) {
+	if r := recording.Load(); r != nil {
+		r.add(query, 0, true, 0)
+	}
+}
+
+func (r *recorder) add(query string, runs int64, compiled bool, d time.Duration) {
 	q := strings.Join(strings.Fields(query), " ")
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -77,6 +90,9 @@ func (r *recorder) add(query string, d time.Duration) {
 		s = &StatementTime{Query: q}
 		r.by[q] = s
 	}
-	s.Count++
+	s.Count += runs
+	if compiled {
+		s.Prepares++
+	}
 	s.Total += d
 }
