@@ -10,6 +10,7 @@ import (
 
 	"github.com/seqbox/seqbox/internal/ddl/ddltest"
 	"github.com/seqbox/seqbox/internal/pgtest"
+	"github.com/seqbox/seqbox/internal/sqlitedb"
 	"github.com/seqbox/seqbox/transport"
 	"github.com/stretchr/testify/require"
 )
@@ -244,4 +245,50 @@ func TestDeliveriesKnowTheirGroup(t *testing.T) {
 			require.Zero(t, ready+leased, "every ack deleted its row")
 		})
 	}
+}
+
+// TakeNext of heads of no group takes nothing, and asks nothing of the
+// database: an ungrouped message has no next one. The decide pipe asks it
+// for every stage's heads whose next message it does not hold, which on
+// a queue without groups was a write statement in SQLite's one writer's
+// turn, before every stage's transaction, for nothing.
+func TestTakeNextOfUngroupedHeadsRunsNoStatement(t *testing.T) {
+	ctx := context.Background()
+	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "ungrouped", Wait: time.Millisecond})
+	require.NoError(t, err)
+	defer q.Close()
+	require.NoError(t, q.PublishBatch(ctx, [][]byte{[]byte("a"), []byte("b")}))
+	ds, err := q.Receive(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	stop, ok := sqlitedb.RecordStatements()
+	require.True(t, ok, "another recording runs")
+	next, err := q.TakeNext(ctx, ds)
+	ran := stop()
+	require.NoError(t, err)
+	require.Empty(t, next)
+	require.Empty(t, ran, "statements run for no group")
+}
+
+// An idle Receive's look, run at every poll, is compiled once.
+func TestIdleLookIsCompiledOnce(t *testing.T) {
+	ctx := context.Background()
+	q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "idle", PollInterval: time.Millisecond, Wait: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer q.Close()
+	stop, ok := sqlitedb.RecordStatements()
+	require.True(t, ok, "another recording runs")
+	ds, err := q.Receive(ctx, 1)
+	ran := stop()
+	require.NoError(t, err)
+	require.Empty(t, ds)
+	var look *sqlitedb.StatementTime
+	for _, s := range ran {
+		if strings.HasPrefix(s.Query, "SELECT 1 FROM seqbox_queue") {
+			look = &s
+		}
+	}
+	require.NotNil(t, look, "the idle Receive looked")
+	require.Greater(t, look.Count, int64(2), "a look a poll")
+	require.LessOrEqual(t, look.Prepares, int64(1), "compiled %d times in %d looks", look.Prepares, look.Count)
 }
