@@ -32,6 +32,9 @@ type Consumer struct {
 	decider    *decider
 	regMu      sync.Mutex
 	registered atomic.Bool
+	// abandonedAt is when RunRequests last failed the requests whose
+	// taker fell silent (Unix nanoseconds; abandonSilent).
+	abandonedAt atomic.Int64
 	// txAck is the transport when it acknowledges in the store's own
 	// transaction (the embedded queue in the store's file).
 	txAck transport.TxAcker

@@ -28,10 +28,7 @@ import (
 func TestARedriveWaitsTheRetryAfterItWasAskedFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
-		require.NoError(t, err)
-		defer st.Close()
-		require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+		st := recordSQLite(t)
 		var mu sync.Mutex
 		var asked []time.Time
 		busy := false
@@ -47,19 +44,10 @@ func TestARedriveWaitsTheRetryAfterItWasAskedFor(t *testing.T) {
 		c, err := seqbox.NewConsumer(seqbox.Config{Name: "test", Store: st, Handler: replay.RecordHandler("test"), Decide: decide,
 			Policies: seqbox.Policies{Retry: seqbox.RetryPolicy{MaxAttempts: 2, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 10 * time.Second}}})
 		require.NoError(t, err)
-		results, err := c.Deliver(ctx, keyed("x", "k", 1), 1)
-		require.NoError(t, err)
-		require.Equal(t, []string{"x:dead_lettered"}, outcomes(results))
-		letters, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "test"})
-		require.NoError(t, err)
-		require.Len(t, letters, 1)
-
+		redriveRequested(t, st, c)
 		mu.Lock()
 		busy, asked = true, nil
 		mu.Unlock()
-		_, err = st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "test", Action: store.ActionRedrive,
-			Target: strconv.FormatInt(letters[0].Seq, 10), RequestedBy: "ops", Reason: "agent back", RequestedAt: time.Now()})
-		require.NoError(t, err)
 		n, err := c.RunRequests(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -68,4 +56,82 @@ func TestARedriveWaitsTheRetryAfterItWasAskedFor(t *testing.T) {
 		require.Len(t, asked, 2, "the redrive's two attempts")
 		require.GreaterOrEqual(t, asked[1].Sub(asked[0]), 3*time.Second, "asked again before the Retry-After the agent gave")
 	})
+}
+
+// A request whose action runs long (a redrive whose model call takes 40
+// seconds) keeps its taker's sign of life fresh: another consumer of its
+// name that looks for requests meanwhile leaves it running, and it
+// finishes done. Only a taker that falls silent has its request failed
+// (storetest's SilentTakersRequestFails).
+func TestALongRequestKeepsItsTakerAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := recordSQLite(t)
+		var slow sync.Mutex
+		slowly := false
+		decide := func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+			slow.Lock()
+			defer slow.Unlock()
+			if !slowly {
+				return nil, seqbox.Permanent(errors.New("400 from the agent"))
+			}
+			time.Sleep(40 * time.Second)
+			return []byte("ok"), nil
+		}
+		cfg := seqbox.Config{Name: "test", Store: st, Handler: replay.RecordHandler("test"), Decide: decide, DecideTimeout: time.Minute}
+		a, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		req := redriveRequested(t, st, a)
+		slow.Lock()
+		slowly = true
+		slow.Unlock()
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.RunRequests(ctx)
+			done <- err
+		}()
+		time.Sleep(30 * time.Second) // twice LiveWithin into the call
+		b, err := seqbox.NewConsumer(cfg)
+		require.NoError(t, err)
+		n, err := b.RunRequests(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		r, err := st.Executor().RequestGet(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, seqboxtype.RequestRunning, r.State, "its taker is alive: %s", r.Error)
+		require.NoError(t, <-done)
+		r, err = st.Executor().RequestGet(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, seqboxtype.RequestDone, r.State, r.Error)
+	})
+}
+
+// recordSQLite opens a SQLite store in the test's directory with the
+// record handler's tables, closed when the test ends.
+func recordSQLite(t *testing.T) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "seqbox.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	require.NoError(t, replay.EnsureRecordTables(ctx, st.DB()))
+	return st
+}
+
+// redriveRequested delivers event x (key k, version 1) to c, whose
+// Decider fails it for good, and records an operator's redrive of its
+// dead letter; it returns the request.
+func redriveRequested(t *testing.T, st store.Store, c *seqbox.Consumer) int64 {
+	t.Helper()
+	ctx := context.Background()
+	results, err := c.Deliver(ctx, keyed("x", "k", 1), 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{"x:dead_lettered"}, outcomes(results))
+	letters, err := st.Executor().DeadLetterList(ctx, store.DeadLetterListParams{Consumer: "test"})
+	require.NoError(t, err)
+	require.Len(t, letters, 1)
+	req, err := st.Executor().RequestInsert(ctx, store.OperatorRequest{Consumer: "test", Action: store.ActionRedrive,
+		Target: strconv.FormatInt(letters[0].Seq, 10), RequestedBy: "ops", Reason: "agent back", RequestedAt: time.Now()})
+	require.NoError(t, err)
+	return req
 }

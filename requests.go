@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/seqbox/seqbox/internal/heartbeat"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -24,6 +25,9 @@ const requestsEvery = 250 * time.Millisecond
 // driven by Deliver calls one of them.
 func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 	ctl := c.cfg.Store.Executor()
+	if err := c.abandonSilent(ctx); err != nil {
+		return 0, err
+	}
 	reqs, err := ctl.RequestListPending(ctx, c.cfg.Name)
 	if err != nil {
 		return 0, err
@@ -37,7 +41,16 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 		if !ok {
 			continue
 		}
+		// Its sign of life while it runs: a taker that falls silent (killed,
+		// frozen) has its request failed by the next consumer that looks.
+		stop := heartbeat.Start(ctx, HeartbeatEvery, func(ctx context.Context) {
+			if ok, err := ctl.RequestAlive(ctx, store.RequestAliveParams{Seq: r.Seq, Taker: c.process, At: time.Now()}); err == nil && !ok {
+				c.cfg.Logger.Warn("seqbox: an operator request this process runs was abandoned meanwhile (its heartbeat was late); its result will not be recorded",
+					"consumer", c.cfg.Name, "request", r.Seq)
+			}
+		})
 		results, aerr := c.execute(ctx, r)
+		stop()
 		st, errText := seqboxtype.RequestDone, ""
 		if aerr != nil {
 			st, errText = seqboxtype.RequestFailed, aerr.Error()
@@ -53,6 +66,14 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 			return n, err
 		}
 		if err := ctl.RequestFinish(context.WithoutCancel(ctx), store.RequestFinishParams{Seq: r.Seq, State: st, Result: result, Error: errText, At: time.Now()}); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				// Abandoned while it ran: the request says so, and this
+				// log what it reached.
+				c.cfg.Logger.Warn("seqbox: an operator request finished after it was abandoned; its result is only logged",
+					"consumer", c.cfg.Name, "request", r.Seq, "action", r.Action, "target", r.Target, "state", st,
+					"result", string(result), "err", errText)
+				continue
+			}
 			return n, fmt.Errorf("record the result of operator request %d: %w", r.Seq, err)
 		}
 		n++
@@ -60,6 +81,27 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 			"action", r.Action, "target", r.Target, "by", r.RequestedBy, "reason", r.Reason, "state", st, "err", errText)
 	}
 	return n, nil
+}
+
+// abandonSilent fails the consumer's running requests whose taker has
+// shown no sign of life for LiveWithin (three heartbeats): a process
+// killed or frozen while it ran one left it running for good, and the CLI
+// waiting for it said it "may still finish". It is failed, not run again:
+// a taker that died running it may have died of it. At most once a
+// heartbeat.
+func (c *Consumer) abandonSilent(ctx context.Context) error {
+	now := time.Now()
+	if last := c.abandonedAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < HeartbeatEvery {
+		return nil
+	}
+	c.abandonedAt.Store(now.UnixNano())
+	gone, err := c.cfg.Store.Executor().RequestAbandon(ctx, store.RequestAbandonParams{Consumer: c.cfg.Name, SilentSince: now.Add(-LiveWithin), At: now})
+	for _, r := range gone {
+		c.cfg.Logger.Warn("seqbox: an operator request's taker fell silent while it ran it; the request is failed",
+			"consumer", c.cfg.Name, "request", r.Seq, "action", r.Action, "target", r.Target, "taken_by", r.TakenBy,
+			"alive_at", r.AliveAt, "err", r.Error)
+	}
+	return err
 }
 
 // execute runs one request's action through the pipeline.

@@ -68,6 +68,10 @@ type OperatorRequest struct {
 	TakenBy string
 	// TakenAt is when it was taken (zero until then).
 	TakenAt time.Time
+	// AliveAt is the taker's last sign of life while it runs the request
+	// (its heartbeat, RequestAlive; TakenAt until the first): a request
+	// whose taker fell silent is failed (RequestAbandon).
+	AliveAt time.Time
 	// Result is the JSON of the results the action produced.
 	Result []byte
 	// Error is why a failed or cancelled request did not run.

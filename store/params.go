@@ -533,6 +533,27 @@ type RequestFinishParams struct {
 	At time.Time
 }
 
+// RequestAliveParams are Executor.RequestAlive's.
+type RequestAliveParams struct {
+	// Seq names the running request.
+	Seq int64
+	// Taker names the process that took it (its TakenBy).
+	Taker string
+	// At is its new AliveAt.
+	At time.Time
+}
+
+// RequestAbandonParams are Executor.RequestAbandon's.
+type RequestAbandonParams struct {
+	// Consumer names whose requests.
+	Consumer string
+	// SilentSince: a running request whose AliveAt (TakenAt before its
+	// first renewal) is earlier is abandoned.
+	SilentSince time.Time
+	// At is the abandoned requests' DoneAt.
+	At time.Time
+}
+
 // RequestCancelParams are Executor.RequestCancel's.
 type RequestCancelParams struct {
 	// Seq names the pending request.

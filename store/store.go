@@ -448,6 +448,14 @@ type Requests interface {
 	// RequestFinish records a running request's result: state RequestDone
 	// or RequestFailed, what the messages reached (JSON) and the error.
 	RequestFinish(ctx context.Context, p RequestFinishParams) error
+	// RequestAlive renews a running request's sign of life (AliveAt) for
+	// its taker; false when the request is not running under Taker any
+	// more (it was abandoned).
+	RequestAlive(ctx context.Context, p RequestAliveParams) (bool, error)
+	// RequestAbandon fails the consumer's running requests whose taker
+	// showed no sign of life since SilentSince, naming the taker, and
+	// returns them: a process killed while it ran one left it running.
+	RequestAbandon(ctx context.Context, p RequestAbandonParams) ([]OperatorRequest, error)
 	// RequestCancel moves a pending request to RequestCancelled; false
 	// means a consumer took it first.
 	RequestCancel(ctx context.Context, p RequestCancelParams) (bool, error)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seqbox/seqbox"
 	"github.com/seqbox/seqbox/seqboxtype"
 	"github.com/seqbox/seqbox/store"
 )
@@ -21,8 +22,10 @@ type StillRunningError struct {
 }
 
 func (e *StillRunningError) Error() string {
-	return fmt.Sprintf("request %d was taken by %s at %s and has no result after %s; it may still finish",
-		e.Request.Seq, e.Request.TakenBy, e.Request.TakenAt.Format(time.RFC3339), e.Wait)
+	return fmt.Sprintf("request %d was taken by %s at %s and has no result after %s; its taker was last seen at %s: "+
+		"it may still finish (a taker silent for %s has its request failed by the next consumer of its name that looks)",
+		e.Request.Seq, e.Request.TakenBy, e.Request.TakenAt.Format(time.RFC3339), e.Wait, e.Request.AliveAt.Format(time.RFC3339),
+		seqbox.LiveWithin)
 }
 
 // AwaitRequest polls request seq every poll until a consumer has executed

@@ -69,17 +69,20 @@ func (c *Executor) RequestInsert(ctx context.Context, r store.OperatorRequest) (
 }
 
 const requestColumns = `seq, consumer, action, target, requested_by, reason, requested_at, state, taken_by, taken_at,
-	result, error, done_at`
+	result, error, done_at, alive_at`
 
 func scanRequest(row rowScanner) (store.OperatorRequest, error) {
 	var r store.OperatorRequest
 	var requested int64
-	var taken, done sql.NullInt64
+	var taken, done, alive sql.NullInt64
 	var result string
 	err := row.Scan(&r.Seq, &r.Consumer, &r.Action, &r.Target, &r.RequestedBy, &r.Reason, &requested, &r.State,
-		&r.TakenBy, &taken, &result, &r.Error, &done)
+		&r.TakenBy, &taken, &result, &r.Error, &done, &alive)
 	r.RequestedAt = time.UnixMicro(requested).UTC()
-	r.TakenAt, r.DoneAt = fromMicros(taken), fromMicros(done)
+	r.TakenAt, r.DoneAt, r.AliveAt = fromMicros(taken), fromMicros(done), fromMicros(alive)
+	if r.AliveAt.IsZero() {
+		r.AliveAt = r.TakenAt // taken before alive_at was kept
+	}
 	if result != "" {
 		r.Result = []byte(result)
 	}
@@ -113,8 +116,24 @@ func (c *Executor) moveRequest(ctx context.Context, query string, args ...any) (
 
 func (c *Executor) RequestClaim(ctx context.Context, p store.RequestClaimParams) (bool, error) {
 	seq, taker, at := p.Seq, p.Taker, p.At
-	return c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, taken_by = $3, taken_at = $4
+	return c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $2, taken_by = $3, taken_at = $4, alive_at = $4
 		WHERE seq = $1 AND state = $5`, seq, string(seqboxtype.RequestRunning), taker, micros(at), string(seqboxtype.RequestPending))
+}
+
+func (c *Executor) RequestAlive(ctx context.Context, p store.RequestAliveParams) (bool, error) {
+	return c.moveRequest(ctx, `UPDATE seqbox_requests SET alive_at = $3 WHERE seq = $1 AND state = $2 AND taken_by = $4`,
+		p.Seq, string(seqboxtype.RequestRunning), micros(p.At), p.Taker)
+}
+
+func (c *Executor) RequestAbandon(ctx context.Context, p store.RequestAbandonParams) ([]store.OperatorRequest, error) {
+	rows, err := c.query(ctx, `UPDATE seqbox_requests SET state = $3, done_at = $5,
+		error = 'abandoned: its taker ' || taken_by || ' showed no sign of life in over ' || CAST($6 AS TEXT) ||
+			' (killed or frozen while it ran the request), so it may have stopped partway; '
+			|| 'see what the message reached (seqbox inbox show, seqbox dlq list), then run the command again'
+		WHERE consumer = $1 AND state = $2 AND COALESCE(alive_at, taken_at) < $4
+		RETURNING `+requestColumns, p.Consumer, string(seqboxtype.RequestRunning), string(seqboxtype.RequestFailed),
+		micros(p.SilentSince), micros(p.At), p.At.Sub(p.SilentSince).Round(time.Second).String())
+	return collect(rows, c.storageError("abandon operator requests", err), scanRequest)
 }
 
 func (c *Executor) RequestFinish(ctx context.Context, p store.RequestFinishParams) error {

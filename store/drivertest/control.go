@@ -156,7 +156,20 @@ func testRequests(t *testing.T, st store.Store) {
 	require.False(t, ok, "a running request cannot be cancelled")
 	require.Equal(t, reqs[1:], pending())
 	running := reqs[0]
-	running.State, running.TakenBy, running.TakenAt = seqboxtype.RequestRunning, "host-a:100", at(10)
+	running.State, running.TakenBy, running.TakenAt, running.AliveAt = seqboxtype.RequestRunning, "host-a:100", at(10), at(10)
+	require.Equal(t, running, read(running.Seq))
+	// Its taker's sign of life: renewed by the taker only, and a request
+	// renewed since SilentSince is not abandoned.
+	ok, err = c.RequestAlive(o.ctx, store.RequestAliveParams{Seq: running.Seq, Taker: "host-b:200", At: at(11)})
+	require.NoError(t, err)
+	require.False(t, ok, "another process's")
+	ok, err = c.RequestAlive(o.ctx, store.RequestAliveParams{Seq: running.Seq, Taker: "host-a:100", At: at(11)})
+	require.NoError(t, err)
+	require.True(t, ok)
+	running.AliveAt = at(11)
+	gone, err := c.RequestAbandon(o.ctx, store.RequestAbandonParams{Consumer: o.consumer, SilentSince: at(11), At: at(12)})
+	require.NoError(t, err)
+	require.Empty(t, gone, "alive at SilentSince")
 	require.Equal(t, running, read(running.Seq))
 	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: running.Seq, State: seqboxtype.RequestDone, Result: []byte(`[{"outcome":"applied"}]`), Error: "", At: at(12)}))
 	done := running
@@ -187,7 +200,7 @@ func testRequests(t *testing.T, st store.Store) {
 	require.True(t, ok)
 	require.NoError(t, c.RequestFinish(o.ctx, store.RequestFinishParams{Seq: reqs[2].Seq, State: seqboxtype.RequestFailed, Result: nil, Error: "the key is not blocked", At: at(17)}))
 	failed := reqs[2]
-	failed.State, failed.TakenBy, failed.TakenAt = seqboxtype.RequestFailed, "host-a:100", at(16)
+	failed.State, failed.TakenBy, failed.TakenAt, failed.AliveAt = seqboxtype.RequestFailed, "host-a:100", at(16), at(16)
 	failed.Error, failed.DoneAt = "the key is not blocked", at(17)
 	require.Equal(t, failed, read(failed.Seq))
 	require.Empty(t, pending())

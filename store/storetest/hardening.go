@@ -31,6 +31,7 @@ func exerciseHardening(t *testing.T, open Factory) {
 	t.Run("RequestRunsTheOwnersHandler", func(t *testing.T) { hardRequestOwner(t, open) })
 	t.Run("RequestTakenOnce", func(t *testing.T) { hardRequestTakenOnce(t, open) })
 	t.Run("CancelledRequestNeverRuns", func(t *testing.T) { hardRequestCancelled(t, open) })
+	t.Run("SilentTakersRequestFails", func(t *testing.T) { hardRequestSilentTaker(t, open) })
 	t.Run("ReplayTwiceAddsNothing", func(t *testing.T) { hardReplayTwice(t, open) })
 	t.Run("AmbiguousInputsNeverMerge", func(t *testing.T) { hardAmbiguousInputs(t, open) })
 	t.Run("HashComparesByValue", func(t *testing.T) { hardHashByValue(t, open) })
@@ -404,6 +405,57 @@ func hardRequestTakenOnce(t *testing.T, open Factory) {
 	}
 	require.EqualValues(t, 1, ran.Load())
 	require.Equal(t, 1, appTasks(t, st, "crm"))
+}
+
+// A request whose taker fell silent (a process killed while it ran the
+// request: its heartbeat on the request stopped) fails, naming the taker,
+// once a live consumer of its name looks for requests: it no longer
+// stays running for ever while the CLI says "it may still finish". Not
+// run again: a taker that died running it may have died of it. A taker
+// that keeps its heartbeat is left alone however long it runs.
+func hardRequestSilentTaker(t *testing.T, open Factory) {
+	st, c, seq := fixedAfterDeadLetter(t, open, "t-5")
+	ctx := context.Background()
+	ex := st.Executor()
+	claimed := func(taker string, at time.Time) int64 {
+		t.Helper()
+		req, err := ex.RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
+			Target: itoa(seq), RequestedBy: "dave", Reason: "crm is back", RequestedAt: at})
+		require.NoError(t, err)
+		ok, err := ex.RequestClaim(ctx, store.RequestClaimParams{Seq: req, Taker: taker, At: at})
+		require.NoError(t, err)
+		require.True(t, ok)
+		return req
+	}
+	long := time.Now().Add(-time.Hour)
+	silent := claimed("killed-host:41", long)
+	alive := claimed("slow-host:42", long)
+	ok, err := ex.RequestAlive(ctx, store.RequestAliveParams{Seq: alive, Taker: "slow-host:42", At: time.Now()})
+	require.NoError(t, err)
+	require.True(t, ok, "its own running request")
+	ok, err = ex.RequestAlive(ctx, store.RequestAliveParams{Seq: alive, Taker: "another:1", At: time.Now()})
+	require.NoError(t, err)
+	require.False(t, ok, "not another's")
+
+	n, err := c.RunRequests(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "neither is run here")
+	r, err := ex.RequestGet(ctx, silent)
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.RequestFailed, r.State)
+	require.Contains(t, r.Error, "killed-host:41")
+	require.Contains(t, r.Error, "run the command again")
+	require.False(t, r.DoneAt.IsZero())
+	r, err = ex.RequestGet(ctx, alive)
+	require.NoError(t, err)
+	require.Equal(t, seqboxtype.RequestRunning, r.State, "its taker is alive")
+	require.False(t, r.AliveAt.Before(r.TakenAt.Add(time.Minute)), "its last sign of life: %s", r.AliveAt)
+	ok, err = ex.RequestAlive(ctx, store.RequestAliveParams{Seq: silent, Taker: "killed-host:41", At: time.Now()})
+	require.NoError(t, err)
+	require.False(t, ok, "a failed request is not alive again")
+	require.ErrorIs(t, ex.RequestFinish(ctx, store.RequestFinishParams{Seq: silent, State: seqboxtype.RequestDone, At: time.Now()}),
+		store.ErrNotFound, "nor finished by its taker come back")
+	require.Zero(t, appTasks(t, st, "crm"), "nothing ran")
 }
 
 // A request withdrawn before any consumer took it never runs.
