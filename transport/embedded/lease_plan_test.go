@@ -238,7 +238,7 @@ func TestDeliveriesKnowTheirGroup(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, next, 1)
 			require.Equal(t, "g", next[0].(*delivery).group)
-			require.True(t, ds[1].(*delivery).nextTaken.Load(), "its next is taken")
+			require.Same(t, next[0], transport.Delivery(ds[1].(*delivery).next.Load()), "its next is taken")
 			require.NoError(t, q.AckBatch(ctx, append(ds, next...)))
 			ready, leased, err := q.Depth(ctx)
 			require.NoError(t, err)

@@ -230,15 +230,20 @@ func (q *Queue) AckCommitted(ds []transport.Delivery) {
 }
 
 // readies reports whether acknowledging ds may make a message ready: a
-// group's head whose next message its holder did not take (TakeNext).
-// An ungrouped message has nothing behind it: waking the idle Receives
-// for its ack sent each to lease nothing, in SQLite's one writer's turn,
-// after every batch of a consumer with Decide
+// group's head whose next message its holder did not take (TakeNext), or
+// took and settled since (acknowledged: the one after it may be ready;
+// nacked: it is). An ungrouped message has nothing behind it: waking the
+// idle Receives for its ack sent each to lease nothing, in SQLite's one
+// writer's turn, after every batch of a consumer with Decide
 // (TestAckWakesOnlyWhenItReadiesAMessage).
 func readies(ds []transport.Delivery) bool {
 	return slices.ContainsFunc(ds, func(td transport.Delivery) bool {
 		d, ok := td.(*delivery)
-		return !ok || d.group != "" && !d.nextTaken.Load()
+		if !ok {
+			return true
+		}
+		next := d.next.Load()
+		return d.group != "" && (next == nil || next.settled.Load())
 	})
 }
 
@@ -700,7 +705,7 @@ func (q *Queue) TakeNext(ctx context.Context, heads []transport.Delivery) ([]tra
 	}
 	for _, n := range out {
 		if h := byGroup[n.(*delivery).group]; h != nil {
-			h.nextTaken.Store(true)
+			h.next.Store(n.(*delivery))
 		}
 	}
 	return out, nil
@@ -762,6 +767,9 @@ func (q *Queue) ackWith(ctx context.Context, exec transport.Execer, inTx bool, d
 		}
 		n, _ := res.RowsAffected()
 		lost -= int(n)
+	}
+	for _, td := range ds {
+		td.(*delivery).settled.Store(true) // q.rows made sure they are q's
 	}
 	return lost, nil
 }
@@ -977,6 +985,10 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
+	// A prepare under way finishes first, and none starts from now on:
+	// the statements are read after it, not beside it.
+	q.prepareOnce.Do(func() {})
+	q.probeOnce.Do(func() {})
 	for _, st := range []*sql.Stmt{q.receive, q.probe} {
 		if st != nil {
 			st.Close()
@@ -1014,9 +1026,12 @@ type delivery struct {
 	// group is the group it was published in ("" for none; a group
 	// never changes).
 	group string
-	// nextTaken: TakeNext took the message after it in its group, so
-	// its acknowledgement readies nothing.
-	nextTaken atomic.Bool
+	// next is the message after it in its group, when TakeNext took it:
+	// while that one is not settled, its acknowledgement readies nothing
+	// (readies).
+	next atomic.Pointer[delivery]
+	// settled: acknowledged or nacked through this delivery.
+	settled atomic.Bool
 }
 
 func (d *delivery) Body() []byte { return d.body }
@@ -1046,6 +1061,9 @@ func (d *delivery) settle(ctx context.Context, what, query string, args ...any) 
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("%w: %s message %d", transport.ErrLeaseLost, what, d.seq)
 	}
+	if what != "extend" {
+		d.settled.Store(true)
+	}
 	return nil
 }
 
@@ -1055,7 +1073,11 @@ func (d *delivery) Ack(ctx context.Context) error {
 	if d.q.lock != "" && d.group != "" {
 		query = lockedDelete(`seq = $1 AND lease = $2`)
 	}
-	return d.settle(ctx, "ack", query, d.seq, d.token)
+	err := d.settle(ctx, "ack", query, d.seq, d.token)
+	if err == nil && readies([]transport.Delivery{d}) {
+		d.q.wakeReceivers() // a group's next message is ready
+	}
+	return err
 }
 
 // Nack makes the message visible again after delay.

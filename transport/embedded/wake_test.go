@@ -122,4 +122,51 @@ func TestAckWakesOnlyWhenItReadiesAMessage(t *testing.T) {
 	require.NoError(t, q.AckBatch(ctx, heads[:1]))
 	require.True(t, woken(ch), "g1's ack readies g2")
 	require.Equal(t, "g2", string(receive(1)[0].Body()))
+
+	// A taken next message settled before its head: the head's ack
+	// readies the one after it (acked), or the next itself (nacked).
+	for _, settle := range []string{"ack", "nack"} {
+		group := "s-" + settle
+		require.NoError(t, q.PublishGrouped(ctx, [][]byte{[]byte(group + "1"), []byte(group + "2"), []byte(group + "3")}, []string{group, group, group}))
+		head := receive(1)
+		next, err := q.TakeNext(ctx, head)
+		require.NoError(t, err)
+		require.Len(t, next, 1)
+		if settle == "ack" {
+			require.NoError(t, q.AckBatch(ctx, next))
+		} else {
+			require.NoError(t, next[0].Nack(ctx, 0))
+		}
+		ch = q.readied()
+		require.NoError(t, q.AckBatch(ctx, head))
+		require.True(t, woken(ch), "the head's ack after its taken next was %sed", settle)
+		want := group + "3"
+		if settle == "nack" {
+			want = group + "2"
+		}
+		got := receive(1)
+		require.Equal(t, want, string(got[0].Body()))
+		require.NoError(t, q.AckBatch(ctx, got))
+		if settle == "nack" {
+			require.NoError(t, q.AckBatch(ctx, receive(1)))
+		}
+	}
+}
+
+// Close while an idle Receive prepares its look or its lease: the
+// statements are read once their prepare is through, not beside it (go
+// test -race).
+func TestCloseWhileAReceivePrepares(t *testing.T) {
+	ctx := context.Background()
+	for range 20 {
+		q, err := Open(ctx, filepath.Join(t.TempDir(), "q.db"), Config{Name: "race", PollInterval: time.Microsecond, Wait: time.Hour})
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			_, err := q.Receive(ctx, 1)
+			done <- err
+		}()
+		require.NoError(t, q.Close())
+		require.ErrorIs(t, <-done, transport.ErrClosed)
+	}
 }
