@@ -3,6 +3,7 @@ package seqbox
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/seqbox/seqbox/internal/fault"
 	"github.com/seqbox/seqbox/internal/own"
@@ -32,9 +33,12 @@ type Consumer struct {
 	decider    *decider
 	regMu      sync.Mutex
 	registered atomic.Bool
-	// abandonedAt is when RunRequests last failed the requests whose
-	// taker fell silent (Unix nanoseconds; abandonSilent).
-	abandonedAt atomic.Int64
+	// sightings are the running requests' signs of life as abandonSilent
+	// last saw them change, and sightAt when it last looked, by the
+	// consumer's clock; under sightMu.
+	sightMu   sync.Mutex
+	sightings map[int64]sighting
+	sightAt   time.Time
 	// txAck is the transport when it acknowledges in the store's own
 	// transaction (the embedded queue in the store's file).
 	txAck transport.TxAcker

@@ -90,12 +90,14 @@ func TestALongRequestKeepsItsTakerAlive(t *testing.T) {
 			_, err := a.RunRequests(ctx)
 			done <- err
 		}()
-		time.Sleep(30 * time.Second) // twice LiveWithin into the call
 		b, err := seqbox.NewConsumer(cfg)
 		require.NoError(t, err)
-		n, err := b.RunRequests(ctx)
-		require.NoError(t, err)
-		require.Zero(t, n)
+		for _, d := range []time.Duration{10 * time.Second, 20 * time.Second} { // two looks LiveWithin apart, into the call
+			time.Sleep(d)
+			n, err := b.RunRequests(ctx)
+			require.NoError(t, err)
+			require.Zero(t, n)
+		}
 		r, err := st.Executor().RequestGet(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, seqboxtype.RequestRunning, r.State, "its taker is alive: %s", r.Error)
@@ -134,4 +136,60 @@ func redriveRequested(t *testing.T, st store.Store, c *seqbox.Consumer) int64 {
 		Target: strconv.FormatInt(letters[0].Seq, 10), RequestedBy: "ops", Reason: "agent back", RequestedAt: time.Now()})
 	require.NoError(t, err)
 	return req
+}
+
+// A request abandoned while its action runs (its renewals came too
+// late, and another consumer failed it) has its action cancelled at the
+// taker's next renewal: the request says it failed and may be run again,
+// so the action must not go on beside a second run.
+func TestAnAbandonedRequestsActionIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := recordSQLite(t)
+		var mu sync.Mutex
+		slowly, cancelled := false, false
+		decide := func(ctx context.Context, ev seqboxtype.Event) ([]byte, error) {
+			mu.Lock()
+			slow := slowly
+			mu.Unlock()
+			if !slow {
+				return nil, seqbox.Permanent(errors.New("400 from the agent"))
+			}
+			select {
+			case <-time.After(40 * time.Second):
+				return []byte("ok"), nil
+			case <-ctx.Done():
+				mu.Lock()
+				cancelled = true
+				mu.Unlock()
+				return nil, ctx.Err()
+			}
+		}
+		c, err := seqbox.NewConsumer(seqbox.Config{Name: "test", Store: st, Handler: replay.RecordHandler("test"), Decide: decide, DecideTimeout: time.Minute})
+		require.NoError(t, err)
+		req := redriveRequested(t, st, c)
+		mu.Lock()
+		slowly = true
+		mu.Unlock()
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.RunRequests(ctx)
+			done <- err
+		}()
+		time.Sleep(time.Second)
+		r, err := st.Executor().RequestGet(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, seqboxtype.RequestRunning, r.State)
+		gone, err := st.Executor().RequestAbandon(ctx, store.RequestAbandonParams{Seq: req, AliveAt: r.AliveAt, Silent: 20 * time.Second, At: time.Now()})
+		require.NoError(t, err)
+		require.True(t, gone)
+		require.NoError(t, <-done)
+		mu.Lock()
+		defer mu.Unlock()
+		require.True(t, cancelled, "the action went on after its request was abandoned")
+		r, err = st.Executor().RequestGet(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, seqboxtype.RequestFailed, r.State)
+		require.Contains(t, r.Error, "abandoned")
+	})
 }

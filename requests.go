@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/seqbox/seqbox/internal/heartbeat"
@@ -41,16 +42,7 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 		if !ok {
 			continue
 		}
-		// Its sign of life while it runs: a taker that falls silent (killed,
-		// frozen) has its request failed by the next consumer that looks.
-		stop := heartbeat.Start(ctx, HeartbeatEvery, func(ctx context.Context) {
-			if ok, err := ctl.RequestAlive(ctx, store.RequestAliveParams{Seq: r.Seq, Taker: c.process, At: time.Now()}); err == nil && !ok {
-				c.cfg.Logger.Warn("seqbox: an operator request this process runs was abandoned meanwhile (its heartbeat was late); its result will not be recorded",
-					"consumer", c.cfg.Name, "request", r.Seq)
-			}
-		})
-		results, aerr := c.execute(ctx, r)
-		stop()
+		results, aerr := c.executeAlive(ctx, r)
 		st, errText := seqboxtype.RequestDone, ""
 		if aerr != nil {
 			st, errText = seqboxtype.RequestFailed, aerr.Error()
@@ -83,25 +75,93 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// executeAlive runs request r's action while renewing its sign of life
+// every heartbeat, and this consumer's registration with it (a long
+// request holds the control loop that renews it otherwise). Should the
+// request be abandoned meanwhile (its renewals came too late), the
+// action is cancelled: the request says it failed, and the operator may
+// run it again.
+func (c *Consumer) executeAlive(ctx context.Context, r store.OperatorRequest) ([]seqboxtype.Result, error) {
+	ctl := c.cfg.Store.Executor()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var once sync.Once
+	// Renewed until the action returns, whatever ctx does: a shutdown
+	// lets it finish its transaction.
+	stop := heartbeat.Start(context.WithoutCancel(ctx), HeartbeatEvery, func(hctx context.Context) {
+		now := time.Now()
+		ok, err := ctl.RequestAlive(hctx, store.RequestAliveParams{Seq: r.Seq, Taker: c.process, At: now})
+		if err == nil && !ok {
+			once.Do(func() {
+				c.cfg.Logger.Warn("seqbox: an operator request this process runs was abandoned meanwhile (its sign of life came too late); its action is cancelled",
+					"consumer", c.cfg.Name, "request", r.Seq, "action", r.Action, "target", r.Target)
+				cancel(errAbandoned)
+			})
+		}
+		_ = ctl.ConsumerHeartbeat(hctx, store.ConsumerHeartbeatParams{Consumer: c.cfg.Name, At: now})
+	})
+	defer stop()
+	return c.execute(actx, r)
+}
+
+// errAbandoned cancels the action of a request abandoned while it ran.
+var errAbandoned = errors.New("the request was abandoned while it ran: its sign of life came too late")
+
+// sighting is a running request's sign of life as this consumer last saw
+// it change, by its own clock.
+type sighting struct {
+	alive, since time.Time
+}
+
 // abandonSilent fails the consumer's running requests whose taker has
 // shown no sign of life for LiveWithin (three heartbeats): a process
 // killed or frozen while it ran one left it running for good, and the CLI
 // waiting for it said it "may still finish". It is failed, not run again:
-// a taker that died running it may have died of it. At most once a
-// heartbeat.
+// a taker that died running it may have died of it. Silence is measured
+// on this consumer's clock, from when it saw the request's sign of life
+// last change: another host's clock, or a renewal that waited for the
+// writer, cannot make a live taker look dead. A request taken by a seqbox
+// that kept no sign of life is left as it was. At most once a heartbeat;
+// a read, and a write only to fail one.
 func (c *Consumer) abandonSilent(ctx context.Context) error {
-	now := time.Now()
-	if last := c.abandonedAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < HeartbeatEvery {
+	now := c.cfg.Now()
+	c.sightMu.Lock()
+	defer c.sightMu.Unlock()
+	if !c.sightAt.IsZero() && now.Sub(c.sightAt) < HeartbeatEvery {
 		return nil
 	}
-	c.abandonedAt.Store(now.UnixNano())
-	gone, err := c.cfg.Store.Executor().RequestAbandon(ctx, store.RequestAbandonParams{Consumer: c.cfg.Name, SilentSince: now.Add(-LiveWithin), At: now})
-	for _, r := range gone {
-		c.cfg.Logger.Warn("seqbox: an operator request's taker fell silent while it ran it; the request is failed",
-			"consumer", c.cfg.Name, "request", r.Seq, "action", r.Action, "target", r.Target, "taken_by", r.TakenBy,
-			"alive_at", r.AliveAt, "err", r.Error)
+	c.sightAt = now
+	ctl := c.cfg.Store.Executor()
+	running, err := ctl.RequestListRunning(ctx, c.cfg.Name)
+	if err != nil {
+		return err
 	}
-	return err
+	seen := make(map[int64]sighting, len(running))
+	for _, r := range running {
+		if r.AliveAt.IsZero() {
+			continue
+		}
+		s, ok := c.sightings[r.Seq]
+		if !ok || !s.alive.Equal(r.AliveAt) {
+			seen[r.Seq] = sighting{alive: r.AliveAt, since: now}
+			continue
+		}
+		if silent := now.Sub(s.since); silent >= LiveWithin {
+			gone, err := ctl.RequestAbandon(ctx, store.RequestAbandonParams{Seq: r.Seq, AliveAt: r.AliveAt, Silent: silent, At: now})
+			if err != nil {
+				return err
+			}
+			if gone {
+				c.cfg.Logger.Warn("seqbox: an operator request's taker fell silent while it ran it; the request is failed",
+					"consumer", c.cfg.Name, "request", r.Seq, "action", r.Action, "target", r.Target, "taken_by", r.TakenBy,
+					"alive_at", r.AliveAt, "silent_for", silent.Round(time.Second))
+				continue
+			}
+		}
+		seen[r.Seq] = s
+	}
+	c.sightings = seen
+	return nil
 }
 
 // execute runs one request's action through the pipeline.

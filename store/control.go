@@ -69,8 +69,9 @@ type OperatorRequest struct {
 	// TakenAt is when it was taken (zero until then).
 	TakenAt time.Time
 	// AliveAt is the taker's last sign of life while it runs the request
-	// (its heartbeat, RequestAlive; TakenAt until the first): a request
-	// whose taker fell silent is failed (RequestAbandon).
+	// (RequestClaim sets it, its heartbeat renews it: RequestAlive); a
+	// request whose taker fell silent is failed (RequestAbandon). Zero
+	// for a request taken by a seqbox that kept none.
 	AliveAt time.Time
 	// Result is the JSON of the results the action produced.
 	Result []byte

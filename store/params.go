@@ -545,12 +545,15 @@ type RequestAliveParams struct {
 
 // RequestAbandonParams are Executor.RequestAbandon's.
 type RequestAbandonParams struct {
-	// Consumer names whose requests.
-	Consumer string
-	// SilentSince: a running request whose AliveAt (TakenAt before its
-	// first renewal) is earlier is abandoned.
-	SilentSince time.Time
-	// At is the abandoned requests' DoneAt.
+	// Seq names the running request.
+	Seq int64
+	// AliveAt is its sign of life as the abandoner saw it Silent ago: a
+	// request renewed since is left running.
+	AliveAt time.Time
+	// Silent is how long the abandoner watched it unchanged, for the
+	// request's Error.
+	Silent time.Duration
+	// At is its DoneAt.
 	At time.Time
 }
 

@@ -452,10 +452,13 @@ type Requests interface {
 	// its taker; false when the request is not running under Taker any
 	// more (it was abandoned).
 	RequestAlive(ctx context.Context, p RequestAliveParams) (bool, error)
-	// RequestAbandon fails the consumer's running requests whose taker
-	// showed no sign of life since SilentSince, naming the taker, and
-	// returns them: a process killed while it ran one left it running.
-	RequestAbandon(ctx context.Context, p RequestAbandonParams) ([]OperatorRequest, error)
+	// RequestListRunning lists a consumer's running requests, oldest
+	// first.
+	RequestListRunning(ctx context.Context, consumer string) ([]OperatorRequest, error)
+	// RequestAbandon fails a running request whose sign of life is still
+	// AliveAt, naming its taker: a process killed while it ran one left
+	// it running. False when it was renewed or ended meanwhile.
+	RequestAbandon(ctx context.Context, p RequestAbandonParams) (bool, error)
 	// RequestCancel moves a pending request to RequestCancelled; false
 	// means a consumer took it first.
 	RequestCancel(ctx context.Context, p RequestCancelParams) (bool, error)

@@ -22,10 +22,17 @@ type StillRunningError struct {
 }
 
 func (e *StillRunningError) Error() string {
-	return fmt.Sprintf("request %d was taken by %s at %s and has no result after %s; its taker was last seen at %s: "+
-		"it may still finish (a taker silent for %s has its request failed by the next consumer of its name that looks)",
-		e.Request.Seq, e.Request.TakenBy, e.Request.TakenAt.Format(time.RFC3339), e.Wait, e.Request.AliveAt.Format(time.RFC3339),
-		seqbox.LiveWithin)
+	r := e.Request
+	head := fmt.Sprintf("request %d was taken by %s at %s and has no result after %s", r.Seq, r.TakenBy, r.TakenAt.Format(time.RFC3339), e.Wait)
+	alive := r.AliveAt
+	if alive.IsZero() {
+		return head + "; it may still finish" // taken by a seqbox that kept no sign of life
+	}
+	if silent := time.Since(alive); silent > seqbox.LiveWithin {
+		return fmt.Sprintf("%s; its taker has shown no sign of life since %s (%s): a consumer of %q that looks for requests fails it "+
+			"(one running, or the next to start), and then it may be run again", head, alive.Format(time.RFC3339), silent.Round(time.Second), r.Consumer)
+	}
+	return fmt.Sprintf("%s; its taker was alive at %s: it may still finish", head, alive.Format(time.RFC3339))
 }
 
 // AwaitRequest polls request seq every poll until a consumer has executed

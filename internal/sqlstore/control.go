@@ -80,9 +80,6 @@ func scanRequest(row rowScanner) (store.OperatorRequest, error) {
 		&r.TakenBy, &taken, &result, &r.Error, &done, &alive)
 	r.RequestedAt = time.UnixMicro(requested).UTC()
 	r.TakenAt, r.DoneAt, r.AliveAt = fromMicros(taken), fromMicros(done), fromMicros(alive)
-	if r.AliveAt.IsZero() {
-		r.AliveAt = r.TakenAt // taken before alive_at was kept
-	}
 	if result != "" {
 		r.Result = []byte(result)
 	}
@@ -125,15 +122,19 @@ func (c *Executor) RequestAlive(ctx context.Context, p store.RequestAliveParams)
 		p.Seq, string(seqboxtype.RequestRunning), micros(p.At), p.Taker)
 }
 
-func (c *Executor) RequestAbandon(ctx context.Context, p store.RequestAbandonParams) ([]store.OperatorRequest, error) {
-	rows, err := c.query(ctx, `UPDATE seqbox_requests SET state = $3, done_at = $5,
-		error = 'abandoned: its taker ' || taken_by || ' showed no sign of life in over ' || CAST($6 AS TEXT) ||
+func (c *Executor) RequestListRunning(ctx context.Context, consumer string) ([]store.OperatorRequest, error) {
+	rows, err := c.query(ctx, `SELECT `+requestColumns+` FROM seqbox_requests
+		WHERE consumer = $1 AND state = $2 ORDER BY seq`, consumer, string(seqboxtype.RequestRunning))
+	return collect(rows, err, scanRequest)
+}
+
+func (c *Executor) RequestAbandon(ctx context.Context, p store.RequestAbandonParams) (bool, error) {
+	return c.moveRequest(ctx, `UPDATE seqbox_requests SET state = $3, done_at = $5,
+		error = 'abandoned: its taker ' || taken_by || ' showed no sign of life in ' || CAST($6 AS TEXT) ||
 			' (killed or frozen while it ran the request), so it may have stopped partway; '
 			|| 'see what the message reached (seqbox inbox show, seqbox dlq list), then run the command again'
-		WHERE consumer = $1 AND state = $2 AND COALESCE(alive_at, taken_at) < $4
-		RETURNING `+requestColumns, p.Consumer, string(seqboxtype.RequestRunning), string(seqboxtype.RequestFailed),
-		micros(p.SilentSince), micros(p.At), p.At.Sub(p.SilentSince).Round(time.Second).String())
-	return collect(rows, c.storageError("abandon operator requests", err), scanRequest)
+		WHERE seq = $1 AND state = $2 AND alive_at = $4`, p.Seq, string(seqboxtype.RequestRunning), string(seqboxtype.RequestFailed),
+		micros(p.AliveAt), micros(p.At), p.Silent.Round(time.Second).String())
 }
 
 func (c *Executor) RequestFinish(ctx context.Context, p store.RequestFinishParams) error {

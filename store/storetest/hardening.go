@@ -409,52 +409,79 @@ func hardRequestTakenOnce(t *testing.T, open Factory) {
 
 // A request whose taker fell silent (a process killed while it ran the
 // request: its heartbeat on the request stopped) fails, naming the taker,
-// once a live consumer of its name looks for requests: it no longer
-// stays running for ever while the CLI says "it may still finish". Not
-// run again: a taker that died running it may have died of it. A taker
-// that keeps its heartbeat is left alone however long it runs.
+// once a live consumer of its name has watched its sign of life stay
+// unchanged for LiveWithin, by its own clock: it no longer stays running
+// for ever while the CLI says "it may still finish". Not run again: a
+// taker that died running it may have died of it. A taker that renews it
+// is left alone however long it runs, and so is a request taken by a
+// seqbox that kept no sign of life.
 func hardRequestSilentTaker(t *testing.T, open Factory) {
-	st, c, seq := fixedAfterDeadLetter(t, open, "t-5")
+	st, _, seq := fixedAfterDeadLetter(t, open, "t-5")
 	ctx := context.Background()
 	ex := st.Executor()
-	claimed := func(taker string, at time.Time) int64 {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	advance := func(d time.Duration) { clock.Add(int64(d)) }
+	c, err := seqbox.NewConsumer(seqbox.Config{Name: "crm", Store: st, Now: func() time.Time { return time.Unix(0, clock.Load()) },
+		Handler: func(context.Context, seqbox.Tx, seqboxtype.Event) error { return nil }})
+	require.NoError(t, err)
+	claimed := func(taker string) int64 {
 		t.Helper()
 		req, err := ex.RequestInsert(ctx, store.OperatorRequest{Consumer: "crm", Action: store.ActionRedrive,
-			Target: itoa(seq), RequestedBy: "dave", Reason: "crm is back", RequestedAt: at})
+			Target: itoa(seq), RequestedBy: "dave", Reason: "crm is back", RequestedAt: time.Now()})
 		require.NoError(t, err)
-		ok, err := ex.RequestClaim(ctx, store.RequestClaimParams{Seq: req, Taker: taker, At: at})
+		ok, err := ex.RequestClaim(ctx, store.RequestClaimParams{Seq: req, Taker: taker, At: time.Now()})
 		require.NoError(t, err)
 		require.True(t, ok)
 		return req
 	}
-	long := time.Now().Add(-time.Hour)
-	silent := claimed("killed-host:41", long)
-	alive := claimed("slow-host:42", long)
-	ok, err := ex.RequestAlive(ctx, store.RequestAliveParams{Seq: alive, Taker: "slow-host:42", At: time.Now()})
+	state := func(req int64) store.OperatorRequest {
+		t.Helper()
+		r, err := ex.RequestGet(ctx, req)
+		require.NoError(t, err)
+		return r
+	}
+	runRequests := func() {
+		t.Helper()
+		n, err := c.RunRequests(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "none is run here")
+	}
+	renew := func(req int64, taker string) bool {
+		t.Helper()
+		ok, err := ex.RequestAlive(ctx, store.RequestAliveParams{Seq: req, Taker: taker, At: time.Unix(0, clock.Load())})
+		require.NoError(t, err)
+		return ok
+	}
+	silent, alive, old := claimed("killed-host:41"), claimed("slow-host:42"), claimed("old-host:43")
+	_, err = st.DB().ExecContext(ctx, `UPDATE seqbox_requests SET alive_at = NULL WHERE seq = $1`, old)
 	require.NoError(t, err)
-	require.True(t, ok, "its own running request")
-	ok, err = ex.RequestAlive(ctx, store.RequestAliveParams{Seq: alive, Taker: "another:1", At: time.Now()})
-	require.NoError(t, err)
-	require.False(t, ok, "not another's")
+	require.True(t, renew(alive, "slow-host:42"), "its own running request")
+	require.False(t, renew(alive, "another:1"), "not another's")
 
-	n, err := c.RunRequests(ctx)
-	require.NoError(t, err)
-	require.Zero(t, n, "neither is run here")
-	r, err := ex.RequestGet(ctx, silent)
-	require.NoError(t, err)
+	runRequests() // first sight of each
+	advance(10 * time.Second)
+	require.True(t, renew(alive, "slow-host:42"))
+	runRequests()
+	advance(6 * time.Second)
+	runRequests() // the silent one unchanged for 16 s; the other renewed 6 s ago
+	r := state(silent)
 	require.Equal(t, seqboxtype.RequestFailed, r.State)
 	require.Contains(t, r.Error, "killed-host:41")
 	require.Contains(t, r.Error, "run the command again")
 	require.False(t, r.DoneAt.IsZero())
-	r, err = ex.RequestGet(ctx, alive)
-	require.NoError(t, err)
-	require.Equal(t, seqboxtype.RequestRunning, r.State, "its taker is alive")
-	require.False(t, r.AliveAt.Before(r.TakenAt.Add(time.Minute)), "its last sign of life: %s", r.AliveAt)
-	ok, err = ex.RequestAlive(ctx, store.RequestAliveParams{Seq: silent, Taker: "killed-host:41", At: time.Now()})
-	require.NoError(t, err)
-	require.False(t, ok, "a failed request is not alive again")
+	require.Equal(t, seqboxtype.RequestRunning, state(alive).State, "its taker renews it")
+	require.Equal(t, seqboxtype.RequestRunning, state(old).State, "taken by a seqbox that kept no sign of life")
+	require.False(t, renew(silent, "killed-host:41"), "a failed request is not alive again")
 	require.ErrorIs(t, ex.RequestFinish(ctx, store.RequestFinishParams{Seq: silent, State: seqboxtype.RequestDone, At: time.Now()}),
 		store.ErrNotFound, "nor finished by its taker come back")
+
+	advance(16 * time.Second) // the other falls silent too
+	runRequests()
+	advance(16 * time.Second)
+	runRequests()
+	require.Equal(t, seqboxtype.RequestFailed, state(alive).State, "silent since its last renewal")
+	require.Equal(t, seqboxtype.RequestRunning, state(old).State)
 	require.Zero(t, appTasks(t, st, "crm"), "nothing ran")
 }
 
