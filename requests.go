@@ -60,7 +60,7 @@ func (c *Consumer) RunRequests(ctx context.Context) (int, error) {
 		if err := ctl.RequestFinish(context.WithoutCancel(ctx), store.RequestFinishParams{Seq: r.Seq, State: st, Result: result, Error: errText, At: time.Now()}); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				// Abandoned while it ran: the request says so, and this
-				// log what it reached.
+				// log says what the action reached.
 				c.cfg.Logger.Warn("seqbox: an operator request finished after it was abandoned; its result is only logged",
 					"consumer", c.cfg.Name, "request", r.Seq, "action", r.Action, "target", r.Target, "state", st,
 					"result", string(result), "err", errText)
